@@ -1,0 +1,3 @@
+from arena_tool.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,78 @@
+"""The one user-facing exception, and the exit codes.
+
+Deep code raises ``ArenaError`` with whatever location it knows (often only
+``field``); callers that know the file or line fill them in (``located``).
+It is rendered once, at the edge (``cli.main`` and the SCons actions), as
+``file:line:col: error: field: message (hint: ...)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NoReturn
+
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1  # a check failed or a budget is exceeded
+EXIT_USAGE = 2  # usage or input error
+EXIT_BUG = 3  # an arena bug (including a planner producing an invalid plan)
+
+
+class ArenaError(Exception):
+    """A user error: bad input, a failed check or an exceeded budget."""
+
+    def __init__(
+        self,
+        msg: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        col: int | None = None,
+        field: str | None = None,
+        hint: str | None = None,
+        exit_code: int = EXIT_USAGE,
+    ) -> None:
+        super().__init__(msg)
+        self.msg = msg
+        self.file = file
+        self.line = line
+        self.col = col
+        self.field = field
+        self.hint = hint
+        self.exit_code = exit_code
+
+    def located(self, **where: object) -> "ArenaError":
+        """Fill in location fields that are still unknown; returns self."""
+        for key, value in where.items():
+            if getattr(self, key) is None:
+                setattr(self, key, value)
+        return self
+
+    def render(self) -> str:
+        where = ""
+        if self.file:
+            where = self.file
+            if self.line is not None:
+                where += f":{self.line}"
+                if self.col is not None:
+                    where += f":{self.col}"
+            where += ": "
+        kind = "error"
+        field = f"{self.field}: " if self.field else ""
+        hint = f" (hint: {self.hint})" if self.hint else ""
+        return f"{where}{kind}: {field}{self.msg}{hint}"
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+class CheckFailed(ArenaError):
+    """A check failed or a budget is exceeded (exit status 1)."""
+
+    def __init__(self, msg: str, **kw: object) -> None:
+        kw.setdefault("exit_code", EXIT_CHECK_FAILED)
+        super().__init__(msg, **kw)  # type: ignore[arg-type]
+
+
+def fail(msg: str, **kw: object) -> NoReturn:
+    """Raise ArenaError; a NoReturn helper so type checkers follow control flow."""
+    raise ArenaError(msg, **kw)  # type: ignore[arg-type]

@@ -1,0 +1,243 @@
+"""The vocabulary every stage shares: Buffer, Problem, Plan.
+
+Lifetimes are inclusive op indices ``[start, end]``, as in the plan file and in
+TFLite Micro; the half-open minimalloc CSV is converted once, in ``csvio``.
+``Plan.offsets[i]`` belongs to ``Problem.buffers[i]``. Planners never mutate a
+Problem: every type here is frozen.
+
+Worked example (the design notes' chain T0->T1->T2->T3, 4/6/6/2 KB, MatMuls)::
+
+    op:      0    1    2
+    T0 4K  [====]                       start 0, end 0
+    T1 6K  [=========]                  start 0, end 1
+    T2 6K       [=========]             start 1, end 2
+    T3 2K            [====]             start 2, end 2
+
+    lower bound = max(4+6, 6+6, 6+2) = 12 KB; naive = 18 KB;
+    one 12 KB plan: T1@0, T0@6K, T2@6K (T0 is dead by op 1), T3@0 (T1 is dead
+    by op 2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+Bytes = int  # a size or an offset, in bytes
+OpIndex = int  # an index into the schedule (0-based, inclusive ranges)
+
+
+@dataclasses.dataclass(frozen=True)
+class Buffer:
+    """One block of arena memory.
+
+    name: unique within its Problem.
+    size: bytes, > 0 (already rounded up as planned).
+    start, end: inclusive op indices of the live range, start <= end.
+    alignment: bytes; the offset must be a multiple of it (>= 1).
+    fixed_offset: bytes, or None; a pre-placed buffer keeps this offset.
+    """
+
+    name: str
+    size: Bytes
+    start: OpIndex
+    end: OpIndex
+    alignment: Bytes = 1
+    fixed_offset: Bytes | None = None
+
+    def overlaps_in_time(self, other: "Buffer") -> bool:
+        return not (self.end < other.start or other.end < self.start)
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """A set of buffers to place; capacity (bytes) is an optional hard limit."""
+
+    buffers: tuple[Buffer, ...]
+    capacity: Bytes | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.buffers, tuple):
+            object.__setattr__(self, "buffers", tuple(self.buffers))
+
+    @property
+    def horizon(self) -> int:
+        """Number of op slots: one past the last end."""
+        return max((b.end for b in self.buffers), default=-1) + 1
+
+    @property
+    def total_size(self) -> Bytes:
+        """What a no-reuse planner needs."""
+        return sum(b.size for b in self.buffers)
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """A planner's answer.
+
+    offsets: bytes, offsets[i] for problem.buffers[i].
+    arena_size: bytes, max(offset + size), 0 for an empty problem.
+    planner: registry name of the planner that produced it.
+    optimal: True when proven minimal, False when known not proven, None when
+      the planner makes no claim (heuristics).
+    status: why the planner stopped: 'heuristic', 'proven' (search exhausted or
+      result equals the lower bound), 'time_limit', 'size_limit', 'infeasible'
+      (no placement under the problem's capacity).
+    lower_bound: bytes, the largest sum of live sizes at any op.
+    best_bound: bytes, the best proven lower bound on the minimum (>= lower_bound).
+    stats: planner-specific counters (search nodes, rows ...), for reports only.
+    """
+
+    offsets: tuple[Bytes, ...]
+    arena_size: Bytes
+    planner: str
+    optimal: bool | None
+    status: str
+    lower_bound: Bytes
+    best_bound: Bytes | None = None
+    seconds: float = 0.0
+    stats: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def gap(self) -> float:
+        """Relative distance to the lower bound (0.0 = at the bound)."""
+        return 0.0 if self.lower_bound == 0 else self.arena_size / self.lower_bound - 1.0
+
+
+def lower_bound(buffers: Sequence[Buffer]) -> Bytes:
+    """The largest sum of sizes live at one op (the 'load').
+
+    Swept over start/end events: O(n log n).
+    """
+    events: list[tuple[int, int]] = []
+    for b in buffers:
+        events.append((b.start, b.size))
+        events.append((b.end + 1, -b.size))
+    events.sort(key=lambda e: (e[0], e[1]))  # frees before allocs at one time
+    load = best = 0
+    for _, delta in events:
+        load += delta
+        best = max(best, load)
+    return best
+
+
+def align_up(value: int, alignment: int) -> int:
+    return -(-value // alignment) * alignment
+
+
+def arena_size(buffers: Sequence[Buffer], offsets: Sequence[Bytes]) -> Bytes:
+    return max((o + b.size for b, o in zip(buffers, offsets)), default=0)
+
+
+# --- The model-level view: what liveness hands to the plan file and codegen ---
+
+KINDS = ("input", "activation", "output", "scratch")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelOptions:
+    """Everything that changes a model's planning problem.
+
+    alignment: bytes; every offset and every planned size is a multiple of it.
+    activation_dtype: None keeps the model's element types; e.g. 'int8' overrides
+      every activation's element type (weights are not activations).
+    bitwidths: tensor name -> bits per element (as a bitwidth search hands over);
+      wins over activation_dtype for the named tensors.
+    inplace: element-wise ops may write over an input that dies there, and
+      Reshape-like ops are zero-copy views.
+    scratch: Conv im2col workspace model: 'none', 'row' or 'full'.
+    input_shapes: graph input name -> static shape, pinning symbolic dims.
+    """
+
+    alignment: int = 16
+    activation_dtype: str | None = None
+    bitwidths: tuple[tuple[str, int], ...] = ()
+    inplace: bool = True
+    scratch: str = "none"
+    input_shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One scheduled op.
+
+    node: index in graph.node; name/op_type as in the model.
+    inputs/outputs: tensor names as in the model, weights included ('' = absent
+      optional input), so codegen can wire kernels.
+    workspace: name of this op's scratch tensor, or None.
+    """
+
+    node: int
+    name: str
+    op_type: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    workspace: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Tensor:
+    """One arena-resident tensor or workspace.
+
+    kind: one of KINDS.
+    dtype: ONNX element type name in lower case ('float32', 'int8', ...), or
+      'uint8' for scratch; 'int4'-style names for bitwidth overrides.
+    shape: static dims; () for a scalar; (bytes,) for scratch.
+    elements: product of shape.
+    size: bytes as planned: ceil(elements * bits / 8) rounded up to alignment.
+    first_op, last_op: inclusive schedule indices of this tensor's own life.
+    alias_of: None, or the name of the root tensor whose bytes this one shares
+      (views and in-place outputs; always a root, never a chain).
+    """
+
+    name: str
+    kind: str
+    dtype: str
+    shape: tuple[int, ...]
+    elements: int
+    size: int
+    first_op: int
+    last_op: int
+    alias_of: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelProblem:
+    """A model reduced to what planning and codegen need.
+
+    model: the model path as given; model_sha256: hex digest of its bytes.
+    schedule: the ops that run, in order (folded constant ops are absent).
+    tensors: every arena tensor and workspace, in a deterministic order
+      (graph inputs, then per step its outputs then its workspace).
+    weights_bytes: bytes of initializers and Constant outputs (flash).
+    """
+
+    model: str
+    model_sha256: str
+    options: ModelOptions
+    schedule: tuple[Step, ...]
+    tensors: tuple[Tensor, ...]
+    weights_bytes: int
+
+    def problem(self, capacity: int | None = None) -> Problem:
+        """One Buffer per root tensor (alias_of None), in tensors order.
+
+        A root's live range is the union of its group's ranges; its size the
+        largest in the group.
+        """
+        groups: dict[str, list[Tensor]] = {}
+        for t in self.tensors:
+            groups.setdefault(t.alias_of or t.name, []).append(t)
+        buffers = []
+        for t in self.tensors:
+            if t.alias_of is not None:
+                continue
+            g = groups[t.name]
+            buffers.append(Buffer(
+                name=t.name,
+                size=max(m.size for m in g),
+                start=min(m.first_op for m in g),
+                end=max(m.last_op for m in g),
+                alignment=self.options.alignment,
+            ))
+        return Problem(tuple(buffers), capacity)
