@@ -1,0 +1,270 @@
+"""arena-tool: plan, compare, check, export and verify from the command line.
+
+This module only parses arguments and wires library calls (minimalloc's
+main.cc). Errors are rendered once, here: an ArenaError as one line with its
+exit status (1 check failed or over budget, 2 usage or input error); anything
+else is an arena bug: traceback plus exit status 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from typing import Sequence
+
+from arena_tool import planners
+from arena_tool.errors import EXIT_BUG, EXIT_CHECK_FAILED, EXIT_OK, ArenaError, CheckFailed
+from arena_tool.problem import ModelOptions, Plan, Problem, lower_bound
+
+DEFAULT_PLANNER = "optimal"
+
+
+def _fmt(n: int) -> str:
+    return f"{n:,} B"
+
+
+def _model_options(args: argparse.Namespace) -> ModelOptions:
+    from arena_tool import liveness, onnx_graph
+
+    shapes = tuple(sorted(onnx_graph.parse_input_shape(s) for s in args.input_shape))
+    bitwidths = liveness.read_bitwidths(args.bitwidths) if args.bitwidths else ()
+    return ModelOptions(
+        alignment=args.alignment,
+        activation_dtype=args.activation_dtype,
+        bitwidths=bitwidths,
+        inplace=not args.no_inplace,
+        scratch=args.scratch,
+        input_shapes=shapes,
+    )
+
+
+def _params(args: argparse.Namespace) -> planners.Params:
+    return planners.Params(k=args.k, time_limit=args.time_limit, seed=args.seed)
+
+
+def _optimal_word(plan: Plan) -> str:
+    if plan.optimal is True:
+        return "yes (proven)"
+    if plan.optimal is False:
+        bound = f", best bound {_fmt(plan.best_bound)}" if plan.best_bound else ""
+        return f"no ({plan.status.replace('_', ' ')}{bound})"
+    return "not claimed (heuristic)"
+
+
+def _summary(title: str, problem: Problem, plan: Plan, extra: list[tuple[str, str]]) -> str:
+    rows = [("model", title), *extra,
+            ("planner", plan.planner),
+            ("arena", _fmt(plan.arena_size)),
+            ("lower bound", f"{_fmt(plan.lower_bound)}  (gap {100 * plan.gap:.2f} %)"),
+            ("no reuse", _fmt(problem.total_size)),
+            ("optimal", _optimal_word(plan)),
+            ("time", f"{plan.seconds:.3f} s")]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from arena_tool import planning
+
+    params = _params(args)
+    if args.problem:
+        from arena_tool import csvio
+
+        if args.model:
+            raise ArenaError("give either MODEL or --problem, not both", field="plan")
+        problem = csvio.read_problem(args.problem, capacity=args.capacity)
+        plan = planning.run_planner(args.planner, problem, params)
+        print(_summary(args.problem, problem, plan,
+                       [("buffers", str(len(problem.buffers))),
+                        ("capacity", _fmt(problem.capacity) if problem.capacity else "none")]))
+        if args.output:
+            csvio.write_solution(problem, plan, args.output)
+            print(f"wrote {args.output}")
+        if problem.capacity is not None and plan.arena_size > problem.capacity:
+            raise CheckFailed(f"arena {_fmt(plan.arena_size)} exceeds the capacity {_fmt(problem.capacity)}",
+                              file=args.problem, hint="raise --capacity or try --planner optimal")
+        return EXIT_OK
+    if not args.model:
+        raise ArenaError("no model given", field="plan", hint="arena-tool plan MODEL.onnx, or --problem FILE.csv")
+    from arena_tool import planfile
+
+    pm = planning.plan_model(args.model, _model_options(args), args.planner, params)
+    mp = pm.mp
+    print(_summary(args.model, pm.problem, pm.plan, [
+        ("ops", f"{len(mp.schedule)} scheduled, {len(mp.tensors)} arena tensors "
+                f"({sum(1 for t in mp.tensors if t.alias_of)} aliased)"),
+        ("weights", f"{_fmt(mp.weights_bytes)} (flash)"),
+        ("options", f"k={args.k}, alignment {args.alignment}, in-place {'off' if args.no_inplace else 'on'}, "
+                    f"scratch {args.scratch}"),
+    ]))
+    if args.output:
+        planfile.write(args.output, pm.doc)
+        print(f"wrote {args.output}")
+    if args.budget is not None and pm.plan.arena_size > args.budget:
+        raise CheckFailed(f"arena {_fmt(pm.plan.arena_size)} exceeds the budget {_fmt(args.budget)} "
+                          f"by {_fmt(pm.plan.arena_size - args.budget)}", file=args.model,
+                          hint="try --planner optimal, --activation-dtype int8, or a bigger RAM region")
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from arena_tool import liveness, planning
+
+    names = args.planners.split(",") if args.planners else planning.planner_names()
+    for n in names:
+        planning.check_planner_name(n, field="--planners")
+    mp = liveness.model_problem(args.model, _model_options(args))
+    problem = mp.problem()
+    params = _params(args)
+    print(f"{args.model}: {len(mp.schedule)} ops, {len(problem.buffers)} buffers, "
+          f"no reuse {_fmt(problem.total_size)}")
+    header = f"{'planner':<18}{'arena B':>14}{'gap %':>9}{'time s':>9}  optimal"
+    print(header)
+    print("-" * len(header))
+    for name in names:
+        plan = planning.run_planner(name, problem, params)
+        print(f"{name:<18}{plan.arena_size:>14,}{100 * plan.gap:>9.2f}{plan.seconds:>9.3f}  {_optimal_word(plan)}")
+    print(f"{'lower bound':<18}{lower_bound(problem.buffers):>14,}")
+    return EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from arena_tool import liveness, planfile
+
+    doc = planfile.read(args.plan)
+    mp = liveness.model_problem(args.model, planfile.options_from_doc(doc))
+    problems = planfile.check(doc, mp, args.plan)
+    for p in problems:
+        print(f"{args.plan}: error: {p}", file=sys.stderr)
+    if problems:
+        return EXIT_CHECK_FAILED
+    print(f"{args.plan}: ok: {len(doc['buffers'])} buffers in {_fmt(doc['arena_size'])}, "
+          f"lower bound {_fmt(lower_bound(mp.problem().buffers))}, no overlaps")
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from arena_tool import csvio, liveness
+
+    mp = liveness.model_problem(args.model, _model_options(args))
+    problem = mp.problem()
+    csvio.write_problem(problem, args.output)
+    print(f"wrote {args.output}: {len(problem.buffers)} buffers")
+    return EXIT_OK
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from arena_tool import verify
+
+    return verify.main_verify(args.model, args.plan)
+
+
+def _model_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("model options")
+    g.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
+                   help="pin a graph input's shape (repeatable), e.g. data=1,3,224,224")
+    g.add_argument("--activation-dtype", metavar="DTYPE", help="plan every activation as this element type, e.g. int8")
+    g.add_argument("--bitwidths", metavar="FILE.json", help="per-tensor bits per element: {\"tensor\": 4, ...}")
+    g.add_argument("--no-inplace", action="store_true", help="no in-place ops and no zero-copy views")
+    g.add_argument("--scratch", choices=("none", "row", "full"), default="none",
+                   help="Conv im2col workspace planned in the arena (default none)")
+    g.add_argument("--alignment", type=_positive, default=16, help="offset and size alignment in bytes (default 16)")
+
+
+def _planner_args(p: argparse.ArgumentParser, with_planner: bool = True) -> None:
+    g = p.add_argument_group("planner options")
+    if with_planner:
+        g.add_argument("--planner", default=DEFAULT_PLANNER,
+                       help=f"one of: {', '.join(sorted(planners.PLANNERS))} (default {DEFAULT_PLANNER})")
+    g.add_argument("--k", type=_positive, default=1, help="exact_cover coarsening unit in bytes (default 1)")
+    g.add_argument("--time-limit", type=float, default=10.0, metavar="S", help="search time limit in seconds (default 10)")
+    g.add_argument("--seed", type=int, default=0, help="seed of randomized planners (default 0)")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _size(text: str) -> int:
+    from arena_tool.yamlio import parse_size
+
+    try:
+        return parse_size(text)
+    except ArenaError as e:
+        raise argparse.ArgumentTypeError(e.msg) from None
+
+
+def parser() -> argparse.ArgumentParser:
+    from arena_tool import __version__
+
+    top = argparse.ArgumentParser(
+        prog="arena-tool",
+        description="Plan the activation arena of an ONNX model for a microcontroller.",
+        epilog="exit status: 0 ok, 1 a check failed or a budget is exceeded, 2 usage or input error, 3 arena bug")
+    top.add_argument("--version", action="version", version=f"arena-tool {__version__}")
+    sub = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("plan", help="plan one model (or a CSV problem) and print a summary",
+                       description="Plan one model's arena and print a one-screen summary.")
+    p.add_argument("model", nargs="?", help="the ONNX model")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the plan (JSON; CSV with --problem)")
+    p.add_argument("--budget", type=_size, metavar="BYTES", help="exit 1 when the arena exceeds this (e.g. 64K)")
+    p.add_argument("--problem", metavar="FILE.csv", help="plan a minimalloc CSV problem instead of a model")
+    p.add_argument("--capacity", type=_size, metavar="BYTES", help="capacity of a CSV problem (default: from its file name)")
+    _model_args(p)
+    _planner_args(p)
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("compare", help="run every planner on one model, side by side",
+                       description="Run every planner on one model and print arena, gap and time side by side.")
+    p.add_argument("model", help="the ONNX model")
+    p.add_argument("--planners", metavar="A,B,...", help="comma-separated planner names (default: all)")
+    _model_args(p)
+    _planner_args(p, with_planner=False)
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("check", help="check a plan file against its model",
+                       description="Recompute live ranges and sizes from MODEL and check every buffer of PLAN.")
+    p.add_argument("model", help="the ONNX model")
+    p.add_argument("plan", help="the plan file (JSON)")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("export", help="write a model's planning problem as minimalloc CSV",
+                       description="Write the model's buffers as minimalloc CSV (id,lower,upper,size; half-open).")
+    p.add_argument("model", help="the ONNX model")
+    p.add_argument("-o", "--output", required=True, metavar="FILE.csv", help="the CSV to write")
+    _model_args(p)
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("verify", help="run a plan in one bytearray with onnxruntime's values",
+                       description="Execute PLAN's schedule in one bytearray with reference values from onnxruntime "
+                                   "and name the first clobbered tensor.")
+    p.add_argument("model", help="the ONNX model")
+    p.add_argument("plan", help="the plan file (JSON)")
+    p.set_defaults(func=cmd_verify)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ArenaError as e:
+        print(f"arena-tool: {e.render()}", file=sys.stderr)
+        if os.environ.get("ARENA_BACKTRACE"):
+            traceback.print_exc()
+        return e.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except Exception:  # noqa: BLE001 - the one place a bug is turned into a report
+        traceback.print_exc()
+        print("arena-tool: this is an arena bug; please report it with the command and the model", file=sys.stderr)
+        return EXIT_BUG

@@ -1,0 +1,175 @@
+"""The plan file: one model's arena plan as JSON (schemas/plan.schema.json).
+
+Written and read only through this module, validated both ways. Every arena
+tensor is listed with its own inclusive live range; an alias (view or in-place
+output) carries its root's offset and names the root in ``alias_of``.
+``check`` re-derives everything from the model and trusts nothing in the file.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from arena_tool import __version__
+from arena_tool.errors import ArenaError, CheckFailed
+from arena_tool.problem import ModelOptions, ModelProblem, Plan, Problem, lower_bound
+from arena_tool.schema import check_json, write_atomic
+
+FORMAT_VERSION = 1
+
+
+def build(mp: ModelProblem, plan: Plan, problem: Problem, k: int = 1) -> dict[str, Any]:
+    """The plan document for mp planned as ``problem`` (mp.problem()) by ``plan``."""
+    root_offset = {b.name: o for b, o in zip(problem.buffers, plan.offsets)}
+    root_size = {b.name: b.size for b in problem.buffers}
+    opts = mp.options
+    return {
+        "format_version": FORMAT_VERSION,
+        "arena_tool_version": __version__,
+        "model": mp.model,
+        "model_sha256": mp.model_sha256,
+        "planner": plan.planner,
+        "k": k,
+        "alignment": opts.alignment,
+        "options": options_doc(opts),
+        "arena_size": plan.arena_size,
+        "lower_bound": plan.lower_bound,
+        "best_bound": plan.best_bound,
+        "optimal": plan.optimal,
+        "status": plan.status,
+        "weights_bytes": mp.weights_bytes,
+        "schedule": [
+            {
+                "node": s.node,
+                "name": s.name,
+                "op_type": s.op_type,
+                "inputs": list(s.inputs),
+                "outputs": list(s.outputs),
+                "workspace": s.workspace,
+            }
+            for s in mp.schedule
+        ],
+        "buffers": [
+            {
+                "name": t.name,
+                "kind": t.kind,
+                "dtype": t.dtype,
+                "shape": list(t.shape),
+                "elements": t.elements,
+                "size": root_size[t.name] if t.alias_of is None else t.size,
+                "offset": root_offset[t.alias_of or t.name],
+                "first_op": t.first_op,
+                "last_op": t.last_op,
+                "alias_of": t.alias_of,
+            }
+            for t in mp.tensors
+        ],
+    }
+
+
+def options_doc(opts: ModelOptions) -> dict[str, Any]:
+    return {
+        "activation_dtype": opts.activation_dtype,
+        "bitwidths": dict(sorted(opts.bitwidths)),
+        "inplace": opts.inplace,
+        "scratch": opts.scratch,
+        "input_shapes": {name: list(shape) for name, shape in sorted(opts.input_shapes)},
+    }
+
+
+def options_from_doc(doc: dict[str, Any]) -> ModelOptions:
+    o = doc["options"]
+    return ModelOptions(
+        alignment=doc["alignment"],
+        activation_dtype=o["activation_dtype"],
+        bitwidths=tuple(sorted(o["bitwidths"].items())),
+        inplace=o["inplace"],
+        scratch=o["scratch"],
+        input_shapes=tuple(sorted((k, tuple(v)) for k, v in o["input_shapes"].items())),
+    )
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=1, sort_keys=False) + "\n"
+
+
+def write(path: str, doc: dict[str, Any]) -> None:
+    check_json(doc, "plan", path)
+    write_atomic(path, dumps(doc))
+
+
+def read(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except FileNotFoundError as e:
+        raise ArenaError("plan file not found", file=path, hint="make one with 'arena-tool plan MODEL -o PLAN'") from e
+    except (OSError, UnicodeDecodeError) as e:
+        raise ArenaError(f"cannot read plan file: {e}", file=path) from e
+    except json.JSONDecodeError as e:
+        raise ArenaError(f"not JSON: {e.msg}", file=path, line=e.lineno, col=e.colno,
+                         hint="regenerate it with 'arena-tool plan MODEL -o PLAN'") from e
+    check_json(doc, "plan", path)
+    return doc
+
+
+def offsets(doc: dict[str, Any]) -> dict[str, int]:
+    """Tensor name -> byte offset in the model's arena."""
+    return {b["name"]: b["offset"] for b in doc["buffers"]}
+
+
+def check(doc: dict[str, Any], mp: ModelProblem, plan_path: str) -> list[str]:
+    """Every way the plan disagrees with the model it claims to plan; [] when it holds.
+
+    mp is the model re-derived with the plan's own options. Pairs are checked
+    naively (O(n^2)) with each tensor's own live range; two tensors of one
+    alias group share bytes by design and are not compared.
+    """
+    problems: list[str] = []
+    if doc["model_sha256"] != mp.model_sha256:
+        problems.append(f"model bytes changed since planning (sha256 {doc['model_sha256'][:12]}… vs {mp.model_sha256[:12]}…)")
+    align = doc["alignment"]
+    arena = doc["arena_size"]
+    planned = {b["name"]: b for b in doc["buffers"]}
+    for name in sorted(set(planned) - {t.name for t in mp.tensors}):
+        problems.append(f"buffer {name} is not an arena tensor of the model")
+    for t in mp.tensors:
+        b = planned.get(t.name)
+        if b is None:
+            problems.append(f"tensor {t.name} has no buffer in the plan")
+            continue
+        if b["size"] < t.size:
+            problems.append(f"{t.name}: size {b['size']} B < {t.size} B the tensor needs")
+        if b["first_op"] > t.first_op or b["last_op"] < t.last_op:
+            problems.append(f"{t.name}: live range [{b['first_op']}, {b['last_op']}] is shorter than "
+                            f"[{t.first_op}, {t.last_op}] the model implies")
+        if b["alias_of"] != t.alias_of:
+            problems.append(f"{t.name}: alias_of {b['alias_of']!r}, the model allows {t.alias_of!r}")
+        if b["offset"] % align:
+            problems.append(f"{t.name}: offset {b['offset']} is not a multiple of the alignment {align}")
+        if b["offset"] + b["size"] > arena:
+            problems.append(f"{t.name}: ends at {b['offset'] + b['size']} B, past arena_size {arena} B")
+    bufs = doc["buffers"]
+    for i, a in enumerate(bufs):
+        ga = a["alias_of"] or a["name"]
+        for b in bufs[i + 1:]:
+            if (b["alias_of"] or b["name"]) == ga:
+                continue
+            if a["first_op"] <= b["last_op"] and b["first_op"] <= a["last_op"] and \
+                    a["offset"] < b["offset"] + b["size"] and b["offset"] < a["offset"] + a["size"]:
+                problems.append(
+                    f"{a['name']} [{a['offset']}, {a['offset'] + a['size']}) and {b['name']} "
+                    f"[{b['offset']}, {b['offset'] + b['size']}) overlap while both are live "
+                    f"(ops {max(a['first_op'], b['first_op'])}..{min(a['last_op'], b['last_op'])})")
+    bound = lower_bound(mp.problem().buffers)
+    if arena < bound:
+        problems.append(f"arena_size {arena} B is below the lower bound {bound} B")
+    return problems
+
+
+def require_valid(doc: dict[str, Any], mp: ModelProblem, plan_path: str) -> None:
+    problems = check(doc, mp, plan_path)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise CheckFailed(problems[0] + more, file=plan_path)

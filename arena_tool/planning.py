@@ -1,0 +1,71 @@
+"""Model -> validated plan: the one pipeline the CLI and the SCons tool share.
+
+Every plan is checked by the independent validator before anyone sees it; a
+planner that returns an invalid plan is an arena bug (exit status 3), never a
+result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from arena_tool import planners, validate
+from arena_tool.errors import EXIT_BUG, ArenaError
+from arena_tool.problem import ModelOptions, ModelProblem, Plan, Problem
+
+
+class ArenaBug(ArenaError):
+    """A planner broke its contract; reported with exit status 3."""
+
+    def __init__(self, msg: str) -> None:
+        super().__init__(msg, exit_code=EXIT_BUG, hint="this is an arena bug; please report it with the model")
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedModel:
+    """mp: the model's problem; problem: mp.problem(); plan: the validated plan; doc: the plan file."""
+
+    mp: ModelProblem
+    problem: Problem
+    plan: Plan
+    doc: dict[str, Any]
+
+
+def planner_names() -> list[str]:
+    return sorted(planners.PLANNERS)
+
+
+def check_planner_name(name: str, field: str = "planner", file: str | None = None) -> None:
+    if name not in planners.PLANNERS:
+        import difflib
+
+        close = difflib.get_close_matches(name, planner_names(), n=1)
+        guess = f"did you mean '{close[0]}'? " if close else ""
+        raise ArenaError(f"unknown planner '{name}'", field=field, file=file,
+                         hint=f"{guess}expected one of {', '.join(planner_names())}")
+
+
+def run_planner(name: str, problem: Problem, params: planners.Params) -> Plan:
+    """Run and validate; the plan's seconds are measured here, around the planner."""
+    check_planner_name(name)
+    t0 = time.perf_counter()
+    plan = planners.run(name, problem, params)
+    seconds = time.perf_counter() - t0
+    bad = validate.violations(problem, plan.offsets, plan.arena_size)
+    if bad:
+        first = bad[0]
+        raise ArenaBug(f"planner {name} returned an invalid plan: {first.reason.value}: {first.message}")
+    return dataclasses.replace(plan, seconds=seconds)
+
+
+def plan_model(path: str, options: ModelOptions, planner: str, params: planners.Params) -> PlannedModel:
+    from arena_tool import liveness, planfile
+
+    check_planner_name(planner)
+    mp = liveness.model_problem(path, options)
+    problem = mp.problem()
+    plan = run_planner(planner, problem, params)
+    doc = planfile.build(mp, plan, problem, k=params.k)
+    return PlannedModel(mp, problem, plan, doc)

@@ -1,0 +1,74 @@
+"""Finding and applying the JSON Schemas in the repository's schemas/ folder.
+
+Every file arena reads or writes has a schema there; this module is the one
+place that turns a jsonschema failure into an ArenaError naming the file and
+the field.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from arena_tool.errors import ArenaError
+
+
+def schema_dir() -> Path:
+    """schemas/ beside the package (source tree or editable install), else the installed share dir."""
+    here = Path(__file__).resolve().parent.parent / "schemas"
+    if here.is_dir():
+        return here
+    return Path(sys.prefix) / "share" / "arena" / "schemas"
+
+
+@functools.lru_cache(maxsize=None)
+def load_schema(name: str) -> dict[str, Any]:
+    with open(schema_dir() / f"{name}.schema.json", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def dotted(path: Any) -> str:
+    """('buffers', 3, 'offset') -> 'buffers[3].offset'."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def check_json(obj: Any, name: str, file: str) -> None:
+    """Validate obj against schemas/<name>.schema.json; the first error (by path) as ArenaError."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(load_schema(name))
+    errors = sorted(validator.iter_errors(obj), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    if errors:
+        e = errors[0]
+        raise ArenaError(
+            f"{e.message} (schema {name}.schema.json)",
+            file=file,
+            field=dotted(e.absolute_path) or "(top level)",
+            hint=f"this file does not match schemas/{name}.schema.json; regenerate it with arena-tool",
+        )
+
+
+def write_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write text so that readers see the old file or the whole new one, never a part."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.basename(path))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,37 @@
+"""Shared test helpers.
+
+Tests that need the Arm cross toolchain or QEMU call ``require_tool``: they are
+skipped with a reason where the tool is absent, except under
+ARENA_REQUIRE_TOOLS=1 (set by .ci/run), where an absent tool is a failure, so
+CI can never go green by skipping the firmware tests.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def require_tool(name: str) -> str:
+    path = shutil.which(name)
+    if path:
+        return path
+    if os.environ.get("ARENA_REQUIRE_TOOLS") == "1":
+        pytest.fail(f"{name} is not on PATH but ARENA_REQUIRE_TOOLS=1 (CI must install it: see .ci/setup)")
+    pytest.skip(f"{name} is not on PATH (install it with .ci/setup)")
+    raise AssertionError("unreachable")
+
+
+def light_models() -> list[Path]:
+    """The real models that ship inside the onnx package."""
+    import onnx
+
+    folder = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+    return sorted(folder.glob("*.onnx"))
