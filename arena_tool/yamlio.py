@@ -295,7 +295,16 @@ def validate(doc: Doc, schema_name: str, file: str | None = None) -> None:
     if not errors:
         return
     located = [_translate(doc, err) for err in errors]
-    located.sort(key=lambda item: (item[0], -len(item[1].path), item[2]))
+    # A misspelt required key shows up twice (missing + unknown); the unknown
+    # key, with its did-you-mean, is the useful one, so 'missing' goes last.
+    unknown_at = {tuple(e.absolute_path) for e in errors
+                  if e.validator in ("additionalProperties", "unevaluatedProperties")}
+
+    def order(item: tuple[Pos, Any, int, ArenaError]) -> tuple[Any, ...]:
+        demote = item[1].validator == "required" and tuple(item[1].absolute_path) in unknown_at
+        return (demote, item[0], -len(item[1].path), item[2])
+
+    located.sort(key=order)
     err = located[0][3]
     if file is not None:
         err.file = file
@@ -319,6 +328,16 @@ def _describe(value: Any) -> str:
     if isinstance(value, list):
         return "a list"
     return repr(value)
+
+
+def _is_type(value: Any, json_type: str) -> bool:
+    """Whether ``value`` is an instance of a JSON Schema type (bool is no integer)."""
+    if json_type == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if json_type == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    kinds = {"string": str, "object": dict, "array": list, "boolean": bool, "null": type(None)}
+    return isinstance(value, kinds.get(json_type, object))
 
 
 def _expected_types(schema: Any) -> list[str]:
@@ -372,10 +391,10 @@ def _translate(doc: Doc, err: jsonschema.ValidationError) -> tuple[Pos, Any, int
         key = missing[0] if missing else err.validator_value[0]
         msg = f"missing required key '{key}'"
         at_value = False
-        hint = f"add '{key}:' here"
+        hint = f"add '{key}: ...'"
         sub = schema.get("properties", {}).get(key, {})
         if isinstance(sub, dict) and sub.get("description"):
-            hint += f" ({sub['description']})"
+            hint += f": {sub['description']}"
         err_field = field_name(path + (key,))
         line, col = doc.position(path)
         ae = ArenaError(msg, file=doc.file, line=line, col=col, field=err_field, hint=hint)
@@ -385,7 +404,10 @@ def _translate(doc: Doc, err: jsonschema.ValidationError) -> tuple[Pos, Any, int
         msg = f"wrong type: expected {want}, got {_describe(value)}"
     elif kw in ("anyOf", "oneOf"):
         union = _union_types(err)
-        if expected:
+        branch_types = [t for b in err.validator_value if isinstance(b, dict) for t in _expected_types(b)]
+        if expected and branch_types and not any(_is_type(value, t) for t in branch_types):
+            msg = f"wrong type: expected {expected}, got {_describe(value)}"
+        elif expected:
             msg = f"invalid value {_describe(value)}: expected {expected}"
         elif union:
             want = " or ".join(_JSON_TYPES.get(t, t) for t in union)

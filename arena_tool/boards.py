@@ -1,0 +1,291 @@
+"""Board descriptors: ``boards/<name>.yaml`` -> a checked, frozen ``Board``.
+
+A board file lists the core, the flash and every RAM region with the
+attributes that matter for placing an activation arena (zero-wait, cacheable,
+DMA-reachable, executable, an optional speed rank). ``load_board`` searches
+the given folders in order, so a project's own board folder (listed first)
+can add boards or shadow the shipped ones in the repo's ``boards/``.
+
+An object that exists is valid: a ``Board`` returned by ``load_board`` has
+unique region names, non-overlapping regions inside the 32-bit address space,
+and a ``default_region``/``data_region`` that exist. All sizes and addresses
+are plain ints in bytes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from pathlib import Path
+from typing import Any
+
+from arena_tool import yamlio
+from arena_tool.errors import ArenaError
+from arena_tool.yamlio import parse_size
+
+__all__ = ["Board", "Cpu", "Region", "board_dirs", "default_board_dir", "list_boards",
+           "load_board", "parse_size"]
+
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_]*$")
+_ADDRESS_SPACE = 1 << 32
+
+
+@dataclasses.dataclass(frozen=True)
+class Region:
+    """One memory region.
+
+    name: linker MEMORY name (DTCM, SRAM1, FLASH).
+    origin, length: bytes; the region is [origin, origin + length).
+    zero_wait: the core accesses it without wait states (TCM, on-chip SRAM at core clock).
+    cacheable: covered by the D-cache, so fast only while the cache hits and DMA needs maintenance.
+    dma: reachable by the general-purpose DMA controllers.
+    executable: code may run from it.
+    speed: rank on this board, 1 = fastest; None = unranked (after all ranked ones).
+    needs_init: what startup code must do before use (clock enable, SDRAM setup); None if usable at reset.
+    """
+
+    name: str
+    origin: int
+    length: int
+    zero_wait: bool = True
+    cacheable: bool = False
+    dma: bool = True
+    executable: bool = True
+    speed: int | None = None
+    needs_init: str | None = None
+    note: str = ""
+
+    @property
+    def end(self) -> int:
+        """One past the last byte."""
+        return self.origin + self.length
+
+
+@dataclasses.dataclass(frozen=True)
+class Cpu:
+    """core/fpu/float_abi are the GCC -mcpu/-mfpu/-mfloat-abi values; irqs = external interrupt lines."""
+
+    core: str
+    fpu: str
+    float_abi: str
+    clock_hz: int | None = None
+    irqs: int | None = None
+
+    def gcc_flags(self) -> tuple[str, ...]:
+        """Compiler flags for this core, e.g. ('-mcpu=cortex-m7', '-mthumb', '-mfpu=fpv5-d16', '-mfloat-abi=hard')."""
+        flags = [f"-mcpu={self.core}", "-mthumb"]
+        if self.fpu != "none":
+            flags.append(f"-mfpu={self.fpu}")
+        flags.append(f"-mfloat-abi={'soft' if self.fpu == 'none' else self.float_abi}")
+        return tuple(flags)
+
+
+@dataclasses.dataclass(frozen=True)
+class Board:
+    """A checked board descriptor.
+
+    ram: every RAM region in file order. default_region: where the arena goes
+    unless the manifest says otherwise. data_region: where .data, .bss, heap
+    and stack go. file: the YAML file it was loaded from ('' if built in code).
+    """
+
+    name: str
+    description: str
+    source: str
+    cpu: Cpu
+    flash: Region
+    ram: tuple[Region, ...]
+    default_region: str
+    data_region: str
+    qemu: str | None = None
+    note: str = ""
+    file: str = ""
+
+    def region_names(self) -> list[str]:
+        """RAM region names in file order."""
+        return [r.name for r in self.ram]
+
+    def region(self, name: str) -> Region:
+        """The RAM region called ``name``; ArenaError with a did-you-mean otherwise."""
+        for region in self.ram:
+            if region.name == name:
+                return region
+        names = self.region_names()
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
+        case = [n for n in names if n.lower() == name.lower()]
+        guess = case or close
+        hint = (f"did you mean '{guess[0]}'? " if guess else "") + "expected one of: " + ", ".join(names) + ", auto"
+        raise ArenaError(f"unknown region '{name}' on board {self.name}", hint=hint)
+
+    @property
+    def vector_table_align(self) -> int:
+        """Byte alignment VTOR needs: table size (16 + irqs words) rounded up to a power of two, >= 128."""
+        entries = 16 + (self.cpu.irqs if self.cpu.irqs is not None else 240)
+        size = entries * 4
+        align = 128
+        while align < size:
+            align *= 2
+        return align
+
+    def fastest_region(self, min_size: int, *, reserve: int = 0, dma: bool = False) -> Region:
+        """The region ``region: auto`` picks for an arena of ``min_size`` bytes.
+
+        Candidates: regions usable at reset (no ``needs_init``) whose length,
+        minus ``reserve`` when it is the data region (stack and heap live
+        there), is at least ``min_size``; with ``dma`` only DMA-reachable ones.
+        Ranking, best first: zero-wait before wait states; then uncached before
+        cached (a cached region is fast only while the cache hits, and DMA
+        into it needs maintenance); then the ``speed`` rank (unranked last);
+        then file order. Raises ArenaError naming the largest region if none fits.
+        """
+        candidates = []
+        for index, region in enumerate(self.ram):
+            room = region.length - (reserve if region.name == self.data_region else 0)
+            if region.needs_init or room < min_size or (dma and not region.dma):
+                continue
+            speed = region.speed if region.speed is not None else 1 << 30
+            candidates.append(((not region.zero_wait, region.cacheable, speed, index), region))
+        if candidates:
+            return min(candidates, key=lambda item: item[0])[1]
+        usable = [r for r in self.ram if not r.needs_init and (r.dma or not dma)]
+        largest = max(usable, key=lambda r: r.length) if usable else None
+        what = "DMA-reachable region" if dma else "region"
+        detail = f"; the largest is {largest.name} with {largest.length:,} B" if largest else ""
+        raise ArenaError(
+            f"no {what} on board {self.name} holds {min_size:,} B{detail}",
+            hint="shrink the arena (planner optimal, a smaller activation dtype) or name a region explicitly",
+        )
+
+
+# ---------------------------------------------------------------- loading
+
+
+def default_board_dir() -> Path:
+    """The repo's shipped ``boards/`` folder (beside ``arena_tool/``)."""
+    return Path(__file__).resolve().parent.parent / "boards"
+
+
+def board_dirs(project_dirs: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """Search order: the project's board folders first, then the shipped ones."""
+    return [str(d) for d in project_dirs] + [str(default_board_dir())]
+
+
+def list_boards(search_dirs: list[str] | None = None) -> list[str]:
+    """Sorted names of every ``<name>.yaml`` in the search folders."""
+    dirs = board_dirs() if search_dirs is None else search_dirs
+    names = set()
+    for folder in dirs:
+        path = Path(folder)
+        if path.is_dir():
+            names.update(p.stem for p in path.glob("*.yaml") if _NAME_RE.match(p.stem))
+    return sorted(names)
+
+
+def find_board_file(name: str, search_dirs: list[str] | None = None) -> Path:
+    """The first ``<name>.yaml`` along the search folders; ArenaError if none."""
+    dirs = board_dirs() if search_dirs is None else search_dirs
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise ArenaError(f"invalid board name {name!r}",
+                         hint="board names use lower-case letters, digits and '_' (like nucleo_f746)")
+    for folder in dirs:
+        candidate = Path(folder) / f"{name}.yaml"
+        if candidate.is_file():
+            return candidate
+    known = list_boards(dirs)
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = (f"did you mean '{close[0]}'? " if close else "") + "known boards: " + (", ".join(known) or "none")
+    raise ArenaError(f"unknown board '{name}'", hint=hint)
+
+
+def load_board(name: str, search_dirs: list[str] | None = None) -> Board:
+    """Find, parse, schema-check and cross-check ``<name>.yaml``."""
+    return load_board_file(str(find_board_file(name, search_dirs)))
+
+
+def load_board_file(path: str) -> Board:
+    """Parse and check one board file (its name must match the file name)."""
+    doc = yamlio.load(path)
+    yamlio.validate(doc, "board", path)
+    data: dict[str, Any] = doc.data
+    stem = Path(path).stem
+    if data["name"] != stem:
+        raise doc.error(f"board name '{data['name']}' does not match the file name {Path(path).name}",
+                        ("name",), at_value=True, hint=f"use 'name: {stem}' or rename the file")
+
+    def size(value: Any, where: tuple[Any, ...]) -> int:
+        try:
+            return parse_size(value)
+        except ArenaError as exc:
+            raise doc.locate(exc, where, at_value=True) from exc
+
+    def address(value: Any, where: tuple[Any, ...]) -> int:
+        number = int(value.replace("_", ""), 16) if isinstance(value, str) else int(value)
+        if number >= _ADDRESS_SPACE:
+            raise doc.error(f"address {number:#x} is outside the 32-bit address space", where, at_value=True)
+        return number
+
+    c = data["cpu"]
+    cpu = Cpu(core=c["core"], fpu=c["fpu"], float_abi=c["float_abi"],
+              clock_hz=c.get("clock_hz"), irqs=c.get("irqs"))
+    if cpu.fpu == "none" and cpu.float_abi == "hard":
+        raise doc.error("float_abi 'hard' needs an FPU, but fpu is 'none'", ("cpu", "float_abi"),
+                        at_value=True, hint="use 'float_abi: soft'")
+    f = data["flash"]
+    flash = Region(name=f.get("name", "FLASH"), origin=address(f["origin"], ("flash", "origin")),
+                   length=size(f["length"], ("flash", "length")), zero_wait=False, cacheable=False,
+                   dma=True, executable=True, note=f.get("note", ""))
+    ram = []
+    for i, r in enumerate(data["ram"]):
+        ram.append(Region(
+            name=r["name"], origin=address(r["origin"], ("ram", i, "origin")),
+            length=size(r["length"], ("ram", i, "length")), zero_wait=r["zero_wait"],
+            cacheable=r["cacheable"], dma=r["dma"], executable=r["executable"],
+            speed=r.get("speed"), needs_init=r.get("needs_init"), note=r.get("note", ""),
+        ))
+    _check_regions(doc, flash, ram)
+    names = [r.name for r in ram]
+    for key in ("default_region", "data_region"):
+        if key in data and data[key] not in names:
+            close = difflib.get_close_matches(data[key], names, n=1, cutoff=0.5)
+            raise doc.error(f"{key} '{data[key]}' is not a RAM region of this board", (key,), at_value=True,
+                            hint=(f"did you mean '{close[0]}'? " if close else "")
+                            + "expected one of: " + ", ".join(names))
+    data_region = data.get("data_region", data["default_region"])
+    if ram[names.index(data_region)].needs_init:
+        key = "data_region" if "data_region" in data else "default_region"
+        raise doc.error(f"region '{data_region}' needs startup code before use, so it cannot hold "
+                        ".data, .bss and the stack", (key,), at_value=True,
+                        hint="set data_region to a region usable at reset")
+    return Board(name=data["name"], description=data["description"], source=data["source"], cpu=cpu,
+                 flash=flash, ram=tuple(ram), default_region=data["default_region"],
+                 data_region=data_region, qemu=data.get("qemu"), note=data.get("note", ""), file=path)
+
+
+def _check_regions(doc: yamlio.Doc, flash: Region, ram: list[Region]) -> None:
+    """Unique names, non-empty, inside 4 GiB, no overlaps (flash included)."""
+    seen: dict[str, int] = {}
+    for i, region in enumerate(ram):
+        if region.name == flash.name or region.name in seen:
+            other = "the flash" if region.name == flash.name else f"ram[{seen[region.name]}]"
+            raise doc.error(f"region name '{region.name}' is already used by {other}", ("ram", i, "name"),
+                            at_value=True, hint="give every region a unique name")
+        seen[region.name] = i
+        if region.length == 0:
+            raise doc.error(f"region '{region.name}' has length 0", ("ram", i, "length"), at_value=True)
+        if region.end > _ADDRESS_SPACE:
+            raise doc.error(f"region '{region.name}' ends at {region.end:#x}, past the 32-bit address space",
+                            ("ram", i, "length"), at_value=True)
+    if flash.length == 0 or flash.end > _ADDRESS_SPACE:
+        raise doc.error("flash must be non-empty and inside the 32-bit address space", ("flash", "length"),
+                        at_value=True)
+    spans = [(flash.origin, -1, flash)] + [(r.origin, i, r) for i, r in enumerate(ram)]
+    spans.sort(key=lambda s: (s[0], s[1]))
+    for (_, _, a), (_, j, b) in zip(spans, spans[1:]):
+        if b.origin < a.end:
+            where = ("ram", j, "origin") if j >= 0 else ("flash", "origin")
+            raise doc.error(
+                f"region '{b.name}' [{b.origin:#010x}, {b.end:#010x}) overlaps "
+                f"'{a.name}' [{a.origin:#010x}, {a.end:#010x})",
+                where, at_value=True, hint="fix origin or length (aliases of the same memory are one region)",
+            )
