@@ -1,0 +1,113 @@
+"""Tiny ONNX graphs for tests, built with onnx.helper (no files shipped).
+
+Every builder returns a ModelProto; ``save(model, tmp_path / "m.onnx")`` writes it
+and returns the path as a str. Shapes are small so tests stay fast.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+FLOAT = TensorProto.FLOAT
+INT8 = TensorProto.INT8
+INT64 = TensorProto.INT64
+
+LIGHT_DIR = Path(os.path.dirname(onnx.__file__)) / "backend" / "test" / "data" / "light"
+
+
+def light_models() -> list[Path]:
+    """The real models that ship inside the onnx package, by name."""
+    return sorted(LIGHT_DIR.glob("*.onnx"))
+
+
+def vi(name: str, shape: Sequence[int | str] | None, elem: int = FLOAT) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, elem, list(shape) if shape is not None else None)
+
+
+def const(name: str, array: np.ndarray | Sequence[float]) -> TensorProto:
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def weight(name: str, shape: Sequence[int], seed: int = 0) -> TensorProto:
+    return const(name, np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
+
+
+def model(nodes: Sequence[onnx.NodeProto], inputs: Sequence[onnx.ValueInfoProto],
+          outputs: Sequence[onnx.ValueInfoProto], initializers: Sequence[TensorProto] = (),
+          opset: int = 17, value_info: Sequence[onnx.ValueInfoProto] = ()) -> onnx.ModelProto:
+    g = helper.make_graph(list(nodes), "test", list(inputs), list(outputs), list(initializers),
+                          value_info=list(value_info))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def save(m: onnx.ModelProto, path: str | Path, **kw: object) -> str:
+    onnx.save(m, str(path), **kw)  # type: ignore[arg-type]
+    return str(path)
+
+
+def node(op: str, inputs: Sequence[str], outputs: Sequence[str], name: str = "", **attrs: object) -> onnx.NodeProto:
+    return helper.make_node(op, list(inputs), list(outputs), name=name or outputs[0], **attrs)
+
+
+def chain() -> onnx.ModelProto:
+    """The design notes' chain T0 -> T1 -> T2 -> T3 of 4, 6, 6 and 2 KB (float32 MatMuls).
+
+    T0 [64,16] x W0 [16,24] -> T1 [64,24] x W1 [24,24] -> T2 [64,24] x W2 [24,8] -> T3 [64,8].
+    """
+    return model(
+        [node("MatMul", ["T0", "W0"], ["T1"], "mm0"),
+         node("MatMul", ["T1", "W1"], ["T2"], "mm1"),
+         node("MatMul", ["T2", "W2"], ["T3"], "mm2")],
+        [vi("T0", [64, 16])], [vi("T3", [64, 8])],
+        [weight("W0", [16, 24]), weight("W1", [24, 24], 1), weight("W2", [24, 8], 2)],
+    )
+
+
+def conv(cin: int = 4, cout: int = 8, hw: int = 8, k: int = 3, stride: int = 1, pad: int = 1,
+         group: int = 1) -> onnx.ModelProto:
+    """x [1,cin,hw,hw] -> Conv(k x k, stride, pad, group) -> y."""
+    out = (hw + 2 * pad - k) // stride + 1
+    return model(
+        [node("Conv", ["x", "w"], ["y"], "conv", kernel_shape=[k, k], strides=[stride, stride],
+              pads=[pad] * 4, group=group)],
+        [vi("x", [1, cin, hw, hw])], [vi("y", [1, cout, out, out])],
+        [weight("w", [cout, cin // group, k, k])],
+    )
+
+
+def shape_chain() -> onnx.ModelProto:
+    """x -> Relu -> r; Shape(r) -> Gather(0) -> Unsqueeze -> Concat([-1]) -> Reshape(r) -> y [1, 32]."""
+    return model(
+        [node("Relu", ["x"], ["r"], "relu"),
+         node("Shape", ["r"], ["s"], "shape"),
+         node("Gather", ["s", "zero"], ["n"], "gather", axis=0),
+         node("Unsqueeze", ["n", "axes"], ["n1"], "unsqueeze"),
+         node("Concat", ["n1", "minus_one"], ["target"], "concat", axis=0),
+         node("Reshape", ["r", "target"], ["y"], "reshape")],
+        [vi("x", [1, 4, 8])], [vi("y", ["a", "b"])],
+        [const("zero", np.array(0, np.int64)), const("axes", np.array([0], np.int64)),
+         const("minus_one", np.array([-1], np.int64))],
+    )
+
+
+def loop() -> onnx.ModelProto:
+    """x -> Loop(3 times: v = v + 1) -> y; a control-flow op arena must reject."""
+    body = helper.make_graph(
+        [node("Identity", ["cond_in"], ["cond_out"], "c"), node("Add", ["v_in", "one"], ["v_out"], "a")],
+        "body", [vi("i", [], INT64), vi("cond_in", [], TensorProto.BOOL), vi("v_in", [2])],
+        [vi("cond_out", [], TensorProto.BOOL), vi("v_out", [2])],
+        [const("one", np.ones(2, np.float32))],
+    )
+    return model(
+        [node("Loop", ["trip", "cond", "x"], ["y"], "loop", body=body)],
+        [vi("x", [2])], [vi("y", [2])],
+        [const("trip", np.array(3, np.int64)), const("cond", np.array(True))],
+    )

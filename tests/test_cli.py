@@ -1,0 +1,123 @@
+"""arena-tool end to end, in-process (main(argv)) and once as a real console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import models
+from arena_tool import planfile
+from arena_tool.cli import main
+
+KB = 1024
+
+
+@pytest.fixture
+def chain_path(tmp_path):
+    return models.save(models.chain(), tmp_path / "chain.onnx")
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_plan_summary_and_file(chain_path, tmp_path, capsys):
+    out_path = str(tmp_path / "plan.json")
+    code, out, err = run(capsys, "plan", chain_path, "--planner", "greedy_size", "-o", out_path)
+    assert code == 0, err
+    assert "12,288 B" in out and "18,432 B" in out  # arena and no-reuse sum
+    doc = planfile.read(out_path)
+    assert doc["arena_size"] == 12 * KB and doc["lower_bound"] == 12 * KB
+    assert [b["name"] for b in doc["buffers"]] == ["T0", "T1", "T2", "T3"]
+    assert [b["kind"] for b in doc["buffers"]] == ["input", "activation", "activation", "output"]
+    code, out, err = run(capsys, "check", chain_path, out_path)
+    assert code == 0, err
+    assert "no overlaps" in out
+
+
+def test_check_names_overlapping_pair(chain_path, tmp_path, capsys):
+    out_path = tmp_path / "plan.json"
+    assert run(capsys, "plan", chain_path, "--planner", "naive", "-o", str(out_path))[0] == 0
+    doc = json.loads(out_path.read_text())
+    by_name = {b["name"]: b for b in doc["buffers"]}
+    by_name["T2"]["offset"] = by_name["T1"]["offset"]  # T1 and T2 are both live at op 1
+    out_path.write_text(json.dumps(doc))
+    code, out, err = run(capsys, "check", chain_path, str(out_path))
+    assert code == 1
+    assert "T1" in err and "T2" in err and "overlap while both are live (ops 1..1)" in err
+
+
+def test_check_catches_short_live_range_and_small_size(chain_path, tmp_path, capsys):
+    out_path = tmp_path / "plan.json"
+    run(capsys, "plan", chain_path, "--planner", "naive", "-o", str(out_path))
+    doc = json.loads(out_path.read_text())
+    doc["buffers"][1]["last_op"] = 0
+    doc["buffers"][2]["size"] = 16
+    out_path.write_text(json.dumps(doc))
+    code, _, err = run(capsys, "check", chain_path, str(out_path))
+    assert code == 1
+    assert "T1: live range [0, 0] is shorter than [0, 1]" in err
+    assert "T2: size 16 B < 6144 B" in err
+
+
+def test_budget_exceeded_exits_1(chain_path, capsys):
+    code, _, err = run(capsys, "plan", chain_path, "--planner", "greedy_size", "--budget", "10K")
+    assert code == 1
+    assert "exceeds the budget 10,240 B by 2,048 B" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["plan", "missing.onnx"], "missing.onnx"),
+    (["plan", "{model}", "--planner", "greedy_sise"], "did you mean 'greedy_size'"),
+    (["check", "{model}", "nowhere.json"], "plan file not found"),
+])
+def test_input_errors_exit_2(chain_path, capsys, argv, words):
+    code, _, err = run(capsys, *[a.format(model=chain_path) for a in argv])
+    assert code == 2
+    assert words in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_plan_file_validated_on_read(chain_path, tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    code, _, err = run(capsys, "check", chain_path, str(bad))
+    assert code == 2 and "bad.json:1:2: error: not JSON" in err
+    bad.write_text(json.dumps({"format_version": 1}))
+    code, _, err = run(capsys, "check", chain_path, str(bad))
+    assert code == 2 and "is a required property" in err
+
+
+def test_usage_error_exit_2(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["plan", "--k", "0"])
+    assert e.value.code == 2
+
+
+def test_compare_lists_every_planner(chain_path, capsys):
+    from arena_tool.planners import PLANNERS
+
+    code, out, err = run(capsys, "compare", chain_path, "--time-limit", "2")
+    assert code == 0, err
+    for name in PLANNERS:
+        assert any(line.startswith(name + " ") for line in out.splitlines()), name
+    assert "lower bound" in out and "12,288" in out
+
+
+def test_console_script_and_byte_identical_plans(chain_path, tmp_path):
+    docs = []
+    for seed in ("0", "12345"):
+        out_path = tmp_path / f"plan{seed}.json"
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        r = subprocess.run([sys.executable, "-m", "arena_tool", "plan", chain_path, "-o", str(out_path)],
+                           env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        docs.append(out_path.read_bytes())
+    assert docs[0] == docs[1]
