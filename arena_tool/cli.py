@@ -45,12 +45,18 @@ def _params(args: argparse.Namespace) -> planners.Params:
 
 
 def _optimal_word(plan: Plan) -> str:
+    if plan.optimal is not False and plan.arena_size == plan.lower_bound:
+        return "yes (equals the lower bound)"
     if plan.optimal is True:
         return "yes (proven)"
     if plan.optimal is False:
         bound = f", best bound {_fmt(plan.best_bound)}" if plan.best_bound else ""
         return f"no ({plan.status.replace('_', ' ')}{bound})"
     return "not claimed (heuristic)"
+
+
+def _seconds(s: float) -> str:
+    return f"{s * 1000:.1f} ms" if s < 1 else f"{s:.2f} s"
 
 
 def _summary(title: str, problem: Problem, plan: Plan, extra: list[tuple[str, str]]) -> str:
@@ -60,7 +66,7 @@ def _summary(title: str, problem: Problem, plan: Plan, extra: list[tuple[str, st
             ("lower bound", f"{_fmt(plan.lower_bound)}  (gap {100 * plan.gap:.2f} %)"),
             ("no reuse", _fmt(problem.total_size)),
             ("optimal", _optimal_word(plan)),
-            ("time", f"{plan.seconds:.3f} s")]
+            ("time", _seconds(plan.seconds))]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 

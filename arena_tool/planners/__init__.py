@@ -33,9 +33,13 @@ class Params:
 PlannerFn = Callable[[Problem, Params], Plan]
 
 from arena_tool.planners import naive  # noqa: E402
+from arena_tool.planners import exact_cover, first_fit, greedy_size  # noqa: E402
 
 PLANNERS: dict[str, PlannerFn] = {
     "naive": naive.plan,
+    "first_fit": first_fit.plan,
+    "greedy_size": greedy_size.plan,
+    "exact_cover": exact_cover.plan,
 }
 
 

@@ -1,0 +1,279 @@
+"""Exact cover (MinUn's formulation) solved with dancing links (dlx.py).
+
+The arena is a canvas of H memory units by the ops. One **primary** column per
+buffer (placed exactly once); one **secondary** column per (unit, op) cell (used
+at most once). A row is a buffer at one position: it covers its primary column
+and every cell it occupies. A cover is a valid plan of height <= H; the search
+raises H one unit at a time from the lower bound, so the first height with a
+cover is the minimum.
+
+Unit. u = lcm(k, g) bytes, g the gcd of the buffers' alignments; a buffer with
+alignment a may sit at multiples of lcm(u, a), so sizes round up to whole units.
+With k dividing g this loses nothing: every offset must be a multiple of g
+anyway, and a buffer that ends below another's aligned offset still does so
+after rounding its size up to g (e.g. alignment 16, k = 1: u = 16, one unit per
+16 bytes, and the minimum in units is the minimum in bytes). Only the top
+unit is inexact when sizes are not multiples of u; after the first height with a
+cover the search tries every smaller byte height inside that unit (the arena is
+always some offset + size), so with k | g a finished search is the byte minimum.
+A larger k coarsens: the cover is optimal for the coarsened problem only.
+
+Smaller matrix. Two buffers share an op iff both are live at the later of their
+starts, and a start whose live set is contained in the next start's live set
+adds nothing, so the ops axis keeps only the starts followed by an end before
+the next start (the maximal cliques of the interval graph).
+
+Size first. rows = sum over buffers of positions, nodes = sum of rows x (1 +
+units x ops); both are computed before building; above ``params.max_rows`` or
+NODE_BUDGET (about 100 B per node measured: 3 M nodes is ~300 MB) the search stops with
+status 'size_limit'. The matrix is built once for the largest height needed and
+rows above the current height are unlinked, not rebuilt.
+
+The answer never exceeds greedy_size's arena: heights run up to (not including)
+it, and greedy's plan is the fallback (relabelled exact_cover).
+
+Example (the design notes' chain, 4/6/6/2 KB, alignment 16, k = 1): u = 16 B, lower
+bound 12 KB = 768 units; the cover at H = 768 exists, so the answer is 12 KB,
+proven.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import time
+from typing import Sequence
+
+from arena_tool.planners import Params, dlx, greedy_size
+from arena_tool.problem import Buffer, Plan, Problem, lower_bound
+
+NODE_BUDGET = 3_000_000
+_BUILD_CHECK_ROWS = 256
+
+
+def clique_points(buffers: Sequence[Buffer]) -> list[int]:
+    """The op indices that matter for overlaps: starts followed by an end before
+    the next start (and the last start)."""
+    starts = sorted({b.start for b in buffers})
+    ends = sorted(b.end for b in buffers)
+    kept = []
+    for k, t in enumerate(starts):
+        if k + 1 == len(starts):
+            kept.append(t)
+            break
+        nxt = starts[k + 1]
+        e = bisect.bisect_left(ends, t)
+        if e < len(ends) and ends[e] < nxt:
+            kept.append(t)
+    return kept
+
+
+class _Canvas:
+    """The formulation of one problem at unit u, before any matrix exists."""
+
+    def __init__(self, buffers: Sequence[Buffer], u: int) -> None:
+        self.u = u
+        self.points = clique_points(buffers)
+        n = len(buffers)
+        self.n = n
+        # buffers in decreasing area (size x lifetime), ties by index
+        self.order = sorted(range(n), key=lambda i: (-buffers[i].size * (buffers[i].end - buffers[i].start + 1),
+                                                     i))
+        self.lo = [0] * n  # first kept point index
+        self.npts = [0] * n
+        self.units = [0] * n
+        self.stride = [1] * n  # position step, units
+        self.fixed_pos = [-1] * n  # position of a fixed buffer, units
+        self.fixed_top = 0
+        for i, b in enumerate(buffers):
+            lo = bisect.bisect_left(self.points, b.start)
+            hi = bisect.bisect_right(self.points, b.end)
+            self.lo[i], self.npts[i] = lo, hi - lo
+            if b.fixed_offset is not None:
+                p = b.fixed_offset // u
+                self.fixed_pos[i] = p
+                self.units[i] = -(-(b.fixed_offset + b.size) // u) - p
+                self.fixed_top = max(self.fixed_top, b.fixed_offset + b.size)
+            else:
+                self.units[i] = -(-b.size // u)
+                self.stride[i] = math.lcm(u, max(b.alignment, 1)) // u
+        self.buffers = buffers
+
+    def positions(self, i: int, cap: int) -> range:
+        """Positions (units) of buffer i whose byte end is <= cap."""
+        b = self.buffers[i]
+        if self.fixed_pos[i] >= 0:
+            p = self.fixed_pos[i]
+            return range(p, p + 1) if b.fixed_offset + b.size <= cap else range(0)
+        if cap < b.size:
+            return range(0)
+        return range(0, (cap - b.size) // self.u + 1, self.stride[i])
+
+    def size_at(self, cap: int) -> tuple[int, int]:
+        """(rows, nodes) of the matrix for byte height cap."""
+        rows = 0
+        nodes = 1 + self.n + -(-cap // self.u) * len(self.points)
+        for i in range(self.n):
+            r = len(self.positions(i, cap))
+            rows += r
+            nodes += r * (1 + self.units[i] * self.npts[i])
+        return rows, nodes
+
+    def build(self, cap: int, deadline: float) -> tuple[dlx.ExactCover, list[int], list[int]] | None:
+        """The matrix for height cap, with each row's buffer and byte end
+        (offset + size); None past the deadline."""
+        n, P = self.n, len(self.points)
+        height = -(-cap // self.u)
+        ec = dlx.ExactCover(n, height * P)
+        row_buf: list[int] = []
+        row_end: list[int] = []
+        countdown = _BUILD_CHECK_ROWS
+        for rank, i in enumerate(self.order):
+            b = self.buffers[i]
+            units, lo, npts = self.units[i], self.lo[i], self.npts[i]
+            for p in self.positions(i, cap):
+                cols = [rank]
+                for y in range(p, p + units):
+                    base = n + y * P + lo
+                    cols.extend(range(base, base + npts))
+                ec.add_row(cols)
+                row_buf.append(i)
+                row_end.append(b.fixed_offset + b.size if self.fixed_pos[i] >= 0 else p * self.u + b.size)
+                countdown -= 1
+                if not countdown:
+                    countdown = _BUILD_CHECK_ROWS
+                    if time.perf_counter() > deadline:
+                        return None
+        return ec, row_buf, row_end
+
+
+def _unit(buffers: Sequence[Buffer], k: int) -> tuple[int, bool]:
+    """(u, exact): exact when the unit is the alignments' gcd, so units lose
+    nothing, and every fixed offset is a whole number of units."""
+    g = 0
+    for b in buffers:
+        g = math.gcd(g, max(b.alignment, 1))
+    u = math.lcm(max(k, 1), g or 1)
+    exact = u == (g or 1) and all(b.fixed_offset % u == 0 for b in buffers if b.fixed_offset is not None)
+    return u, exact
+
+
+def plan(problem: Problem, params: Params) -> Plan:
+    t0 = time.perf_counter()
+    deadline = t0 + params.time_limit
+    bufs = problem.buffers
+    lb = lower_bound(bufs)
+    greedy = greedy_size.plan(problem, params)
+    G = greedy.arena_size
+    u, exact = _unit(bufs, params.k)
+    canvas = _Canvas(bufs, u)
+    floor = max(lb, canvas.fixed_top)  # no arena is below this
+    stats: dict[str, int] = {"unit": u, "points": len(canvas.points), "coarsened": int(not exact),
+                             "rows": 0, "nodes": 0, "heights": 0, "search_nodes": 0}
+
+    def result(offsets: Sequence[int], arena: int, status: str, bound: int) -> Plan:
+        if arena <= floor:
+            status = "proven"  # at a lower bound, whatever stopped the search
+        optimal = status == "proven"
+        best_bound = arena if optimal else bound
+        if problem.capacity is not None and arena > problem.capacity and best_bound > problem.capacity:
+            status = "infeasible"
+        return Plan(offsets=tuple(offsets), arena_size=arena, planner="exact_cover", optimal=optimal,
+                    status=status, lower_bound=lb, best_bound=best_bound,
+                    seconds=time.perf_counter() - t0, stats=tuple(stats.items()))
+
+    if G <= floor or not bufs:
+        return result(greedy.offsets, G, "proven", G)
+
+    cap_max = G - 1  # only heights strictly below greedy are worth a search
+    h0, h_max = -(-floor // u), -(-cap_max // u)
+
+    def fits(h: int) -> bool:
+        rows, nodes = canvas.size_at(min(h * u, cap_max))
+        return rows <= params.max_rows and nodes <= NODE_BUDGET
+
+    if not fits(h0):
+        stats["rows"], stats["nodes"] = canvas.size_at(min(h0 * u, cap_max))
+        return result(greedy.offsets, G, "size_limit", floor)
+    lo, hi = h0, h_max  # largest height that fits, by bisection (size grows with height)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    cap_built = min(lo * u, cap_max)
+    stats["rows"], stats["nodes"] = canvas.size_at(cap_built)
+    built = canvas.build(cap_built, deadline)
+    if built is None:
+        return result(greedy.offsets, G, "time_limit", floor)
+    ec, row_buf, row_end = built
+    stats["rows"], stats["nodes"] = ec.n_rows, ec.n_nodes
+
+    # rows linked = a prefix of this order; lowering/raising the height moves the
+    # boundary, last out first in, as dancing links require
+    by_end = sorted(range(ec.n_rows), key=lambda r: (row_end[r], r))
+    linked = ec.n_rows
+
+    def set_height(cap: int) -> None:
+        nonlocal linked
+        while linked < len(by_end) and row_end[by_end[linked]] <= cap:
+            ec.relink_row(by_end[linked])
+            linked += 1
+        while linked and row_end[by_end[linked - 1]] > cap:
+            linked -= 1
+            ec.unlink_row(by_end[linked])
+
+    def attempt(cap: int) -> tuple[str, list[int]]:
+        set_height(cap)
+        outcome, rows = ec.solve(deadline)
+        stats["heights"] += 1
+        stats["search_nodes"] = ec.search_nodes
+        return outcome, rows
+
+    def decode(rows: list[int]) -> tuple[list[int], int]:
+        offsets = [0] * len(bufs)
+        for r in rows:
+            i = row_buf[r]
+            offsets[i] = row_end[r] - bufs[i].size
+        return offsets, max(o + b.size for o, b in zip(offsets, bufs))
+
+    proven_below = floor - 1  # every arena <= this is impossible
+    searched_below = floor - 1  # every height <= this has no cover (at unit u)
+    best: tuple[list[int], int] | None = None
+    status = "proven"
+    h = h0
+    while best is None:
+        cap = min(h * u, cap_max)
+        if cap > cap_built:
+            status = "size_limit"
+            break
+        outcome, rows = attempt(cap)
+        if outcome == dlx.TIMEOUT:
+            status = "time_limit"
+            break
+        if outcome == dlx.FOUND:
+            best = decode(rows)
+            break
+        searched_below = cap
+        if exact:
+            proven_below = cap
+        if cap >= cap_max:
+            break  # nothing below greedy: greedy is the minimum
+        h += 1
+    if best is not None:
+        # the arena is some row's byte end: try each smaller one in the top unit
+        below = sorted({row_end[r] for r in by_end[:linked] if searched_below < row_end[r] < best[1]})
+        for cap in below:
+            outcome, rows = attempt(cap)
+            if outcome == dlx.TIMEOUT:
+                status = "time_limit"
+                break
+            if outcome == dlx.FOUND:
+                best = decode(rows)
+                break
+            if exact:
+                proven_below = cap
+    if status == "proven" and not exact:
+        status = "heuristic"  # exhausted, but only for the coarsened problem
+    bound = max(floor, proven_below + 1)
+    if best is None or best[1] >= G:
+        return result(greedy.offsets, G, status, bound)
+    return result(best[0], best[1], status, bound)

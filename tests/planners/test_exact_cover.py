@@ -1,0 +1,196 @@
+"""exact_cover: Algorithm X with dancing links over (unit x op) cells."""
+
+import time
+
+import pytest
+
+from arena_tool.planners import Params, dlx, exact_cover, run
+from arena_tool.planners.exact_cover import clique_points
+from arena_tool.problem import Buffer, Problem
+from arena_tool.validate import Reason, violations
+from bruteforce import brute_force_min
+
+K = 1024
+
+
+def tflm_medium(scale: int = 1, alignment: int = 1) -> Problem:
+    spec = [(10, 0, 1), (20, 1, 2), (30, 2, 3), (40, 3, 4), (50, 0, 1)]
+    return Problem(tuple(Buffer(f"b{i}", s * scale, a, e, alignment) for i, (s, a, e) in enumerate(spec)))
+
+
+def one_op(spec) -> Problem:
+    """Buffers all live at op 0: (size, alignment) each; alignment gaps make
+    the lower bound unreachable."""
+    return Problem(tuple(Buffer(f"b{i}", s, 0, 0, a) for i, (s, a) in enumerate(spec)))
+
+
+HARD = one_op([(14, 1), (14, 1), (13, 4), (7, 16), (6, 1), (11, 4), (20, 1)])  # ~5 s to prove 87
+MEDIUM = one_op([(12, 1), (7, 16), (8, 16), (3, 4), (3, 4), (4, 1), (5, 4)])  # 42 -> 45 in 4 heights
+
+
+def plan(p: Problem, **kw):
+    result = exact_cover.plan(p, Params(**kw))
+    assert violations(p, result.offsets, result.arena_size) == []
+    assert result.arena_size <= run("greedy_size", p).arena_size
+    return result
+
+
+def test_chain_is_twelve_kb_proven():
+    sizes, ranges = (4, 6, 6, 2), ((0, 0), (0, 1), (1, 2), (2, 2))
+    p = Problem(tuple(Buffer(f"T{i}", s * K, a, e, 16) for i, (s, (a, e)) in enumerate(zip(sizes, ranges))))
+    r = plan(p)
+    assert r.arena_size == 12 * K
+    assert (r.optimal, r.status, r.planner, r.best_bound) == (True, "proven", "exact_cover", 12 * K)
+
+
+def test_tflm_medium_reaches_eighty_where_greedy_needs_ninety():
+    # u = 1, cap 80. Ranks by area: b4, b3, b2, b1, b0. MRV: b4 (31 rows) at 0;
+    # then b1 (11 rows left: 50..60) at 50; b0 (one row left) at 70; b2 (0..20)
+    # at 0; b3 (30..40) at 30.
+    r = plan(tflm_medium())
+    assert r.offsets == (70, 50, 0, 30, 0)
+    assert (r.arena_size, r.optimal, r.status, r.best_bound) == (80, True, "proven", 80)
+    assert dict(r.stats)["heights"] == 1
+
+
+def test_alignment_sixteen_searches_in_sixteen_byte_units():
+    r = plan(tflm_medium(16, 16))
+    assert r.offsets == (1120, 800, 0, 480, 0)
+    assert dict(r.stats)["unit"] == 16 and dict(r.stats)["coarsened"] == 0
+    assert (r.arena_size, r.optimal) == (1280, True)
+
+
+def test_top_unit_is_searched_byte_by_byte():
+    # b4 is 792 B with alignment 16: 80 units hold a cover (arena 1280), and the
+    # byte search inside the top unit finds 1272 = the lower bound
+    spec = [(160, 0, 1), (320, 1, 2), (480, 2, 3), (640, 3, 4), (792, 0, 1)]
+    p = Problem(tuple(Buffer(f"b{i}", s, a, e, 16) for i, (s, a, e) in enumerate(spec)))
+    r = plan(p)
+    assert r.arena_size == 1272 == brute_force_min(p)
+    assert r.optimal and dict(r.stats)["heights"] == 2
+
+
+def test_raises_the_height_until_a_cover_exists():
+    r = plan(MEDIUM)
+    assert r.lower_bound == 42
+    assert (r.arena_size, r.optimal, r.status) == (45, True, "proven")
+    assert r.arena_size == brute_force_min(MEDIUM)
+    assert dict(r.stats)["heights"] == 4
+
+
+def test_coarse_k_at_the_lower_bound_is_proven():
+    r = plan(tflm_medium(16, 16), k=32)
+    assert dict(r.stats)["unit"] == 32 and dict(r.stats)["coarsened"] == 1
+    assert (r.arena_size, r.optimal, r.status) == (1280, True, "proven")
+
+
+def test_coarse_k_above_the_lower_bound_claims_nothing():
+    r = plan(MEDIUM, k=8)
+    assert dict(r.stats)["coarsened"] == 1
+    assert r.arena_size >= 45
+    assert r.optimal is False and r.status in ("heuristic", "time_limit")
+    assert r.best_bound == r.lower_bound  # a coarse failure proves nothing in bytes
+
+
+def test_time_limit_returns_a_valid_plan():
+    t0 = time.perf_counter()
+    r = plan(HARD, time_limit=0.2)
+    assert time.perf_counter() - t0 < 1.0
+    assert (r.status, r.optimal) == ("time_limit", False)
+    assert r.arena_size == run("greedy_size", HARD).arena_size  # nothing better found yet
+    assert r.lower_bound <= r.best_bound < r.arena_size
+
+
+def test_size_limit_before_building():
+    r = plan(tflm_medium(), max_rows=10)
+    assert (r.status, r.optimal) == ("size_limit", False)
+    assert r.offsets == run("greedy_size", tflm_medium()).offsets
+    assert dict(r.stats)["rows"] > 10 and dict(r.stats)["heights"] == 0
+
+
+def test_size_limit_after_the_heights_that_fit(monkeypatch):
+    # budget = the matrix at the lower bound: 42 is searched and fails, 43 would not fit
+    canvas = exact_cover._Canvas(MEDIUM.buffers, 1)
+    monkeypatch.setattr(exact_cover, "NODE_BUDGET", canvas.size_at(42)[1])
+    r = plan(MEDIUM)
+    assert (r.status, r.optimal) == ("size_limit", False)
+    assert dict(r.stats)["heights"] == 1
+    assert r.best_bound == 43  # 42 was proven impossible
+    assert r.arena_size == run("greedy_size", MEDIUM).arena_size
+
+
+def test_greedy_at_the_minimum_is_relabelled_proven():
+    # two 16-aligned 8 B buffers need offsets 0 and 16: 24 B, as greedy finds;
+    # heights 17..23 all fail, so greedy's plan comes back proven
+    p = one_op([(8, 16), (8, 16), (1, 1)])
+    r = plan(p)
+    assert r.offsets == run("greedy_size", p).offsets
+    assert (r.arena_size, r.lower_bound, r.optimal, r.status, r.planner) == (24, 17, True, "proven", "exact_cover")
+    assert dict(r.stats)["heights"] == 7
+    q = one_op([(16, 16), (16, 16)])  # greedy = lower bound: no search at all
+    r = plan(q)
+    assert (r.arena_size, r.status, dict(r.stats)["heights"]) == (32, "proven", 0)
+
+
+def test_fixed_offsets_are_constants():
+    spec = [(10, 0, 1, None), (20, 1, 2, None), (30, 2, 3, 5), (40, 3, 4, None), (50, 0, 1, None)]
+    p = Problem(tuple(Buffer(f"b{i}", s, a, e, 1, f) for i, (s, a, e, f) in enumerate(spec)))
+    r = plan(p)
+    assert r.offsets[2] == 5
+    assert r.arena_size == brute_force_min(p) and r.optimal
+
+
+def test_capacity_below_the_minimum_is_infeasible():
+    p = Problem(tflm_medium().buffers, capacity=70)
+    r = exact_cover.plan(p, Params())
+    assert (r.arena_size, r.status, r.best_bound) == (80, "infeasible", 80)
+    assert {v.reason for v in violations(p, r.offsets, r.arena_size)} == {Reason.BEYOND_CAPACITY}
+    r = plan(Problem(tflm_medium().buffers, capacity=85))
+    assert r.status == "proven"
+
+
+def test_empty_problem():
+    r = exact_cover.plan(Problem(()), Params())
+    assert (r.offsets, r.arena_size, r.status) == ((), 0, "proven")
+
+
+def test_clique_points_keep_only_maximal_live_sets():
+    bufs = [Buffer("a", 1, 0, 5), Buffer("b", 1, 1, 2), Buffer("c", 1, 3, 4)]
+    assert clique_points(bufs) == [1, 3]  # op 0's live set {a} is inside op 1's {a, b}
+    chain = [Buffer("t0", 1, 0, 0), Buffer("t1", 1, 0, 1), Buffer("t2", 1, 1, 2), Buffer("t3", 1, 2, 2)]
+    assert clique_points(chain) == [0, 1, 2]
+
+
+def _snapshot(ec: dlx.ExactCover):
+    return list(ec.U), list(ec.D), list(ec.S), list(ec.L), list(ec.R)
+
+
+def test_dlx_knuth_example_and_restore():
+    ec = dlx.ExactCover(7, 0)
+    for row in ([2, 4, 5], [0, 3, 6], [1, 2, 5], [0, 3], [1, 6], [3, 4, 6]):
+        ec.add_row(row)
+    before = _snapshot(ec)
+    outcome, rows = ec.solve(time.perf_counter() + 10)
+    assert (outcome, sorted(rows)) == (dlx.FOUND, [0, 3, 4])
+    assert _snapshot(ec) == before
+    ec.unlink_row(3)
+    assert ec.solve(time.perf_counter() + 10) == (dlx.NONE, [])
+    ec.relink_row(3)
+    assert _snapshot(ec) == before
+
+
+def test_dlx_secondary_columns_are_optional():
+    ec = dlx.ExactCover(2, 2)
+    ec.add_row([0, 2])
+    ec.add_row([1, 2])
+    ec.add_row([1, 3])
+    assert ec.solve(time.perf_counter() + 10) == (dlx.FOUND, [0, 2])
+
+
+@pytest.mark.parametrize("deadline", [0.0, 0.05])
+def test_dlx_timeout_restores_the_matrix(deadline):
+    canvas = exact_cover._Canvas(HARD.buffers, 1)
+    ec, _, _ = canvas.build(85, time.perf_counter() + 10)
+    before = _snapshot(ec)
+    assert ec.solve(time.perf_counter() + deadline) == (dlx.TIMEOUT, [])
+    assert _snapshot(ec) == before
