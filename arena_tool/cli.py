@@ -67,6 +67,11 @@ def _summary(title: str, problem: Problem, plan: Plan, extra: list[tuple[str, st
             ("no reuse", _fmt(problem.total_size)),
             ("optimal", _optimal_word(plan)),
             ("time", _seconds(plan.seconds))]
+    stats = dict(plan.stats)
+    if plan.status == "size_limit" and "rows" in stats:
+        rows.append(("search", f"stopped before building: the cover matrix needs {stats['rows']:,} rows "
+                               f"and {stats.get('nodes', 0):,} nodes at a {stats.get('unit', 1)}-byte unit; "
+                               f"raise --k or use --planner optimal"))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 

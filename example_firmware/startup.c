@@ -22,6 +22,10 @@ int main(void);
 void Reset_Handler(void);
 void Default_Handler(void);
 void HardFault_Handler(void);
+void SysTick_Handler(void);
+
+/* SysTick wraps (main.c measures each inference with SysTick). */
+volatile uint32_t arena_systick_wraps;
 
 void Reset_Handler(void)
 {
@@ -53,6 +57,11 @@ void Default_Handler(void)
     sh_exit(SH_STATUS_FAULT);
 }
 
+void SysTick_Handler(void)
+{
+    arena_systick_wraps += 1u;
+}
+
 typedef void (*vector_t)(void);
 
 /* Initial SP, then the 15 system exceptions (Reset .. SysTick). */
@@ -70,7 +79,7 @@ const vector_t arena_vectors[16] = {
     Default_Handler,   /* DebugMon */
     0,
     Default_Handler,   /* PendSV */
-    Default_Handler,   /* SysTick */
+    SysTick_Handler,
 };
 
 /* The compiler may emit calls to these even in freestanding code; the
@@ -78,7 +87,7 @@ const vector_t arena_vectors[16] = {
  * used for view copies). */
 void *memcpy(void *dst, const void *src, size_t n)
 {
-    uint8_t *d = (uint8_t *)dst;
+    volatile uint8_t *d = (volatile uint8_t *)dst;
     const uint8_t *s = (const uint8_t *)src;
     while (n--) {
         *d++ = *s++;
@@ -88,7 +97,7 @@ void *memcpy(void *dst, const void *src, size_t n)
 
 void *memmove(void *dst, const void *src, size_t n)
 {
-    uint8_t *d = (uint8_t *)dst;
+    volatile uint8_t *d = (volatile uint8_t *)dst;
     const uint8_t *s = (const uint8_t *)src;
     if (d < s) {
         while (n--) {
@@ -104,7 +113,7 @@ void *memmove(void *dst, const void *src, size_t n)
 
 void *memset(void *dst, int c, size_t n)
 {
-    uint8_t *d = (uint8_t *)dst;
+    volatile uint8_t *d = (volatile uint8_t *)dst;
     while (n--) {
         *d++ = (uint8_t)c;
     }

@@ -25,7 +25,8 @@ typedef enum {
     ARENA_DT_INT8 = 1,
     ARENA_DT_UINT8 = 2,
     ARENA_DT_INT32 = 3,
-    ARENA_DT_INT64 = 4
+    ARENA_DT_INT64 = 4,
+    ARENA_DT_OTHER = 5   /* a type the runtime has no kernels for (int4, float16 ...) */
 } arena_dtype_t;
 
 typedef enum {
@@ -52,6 +53,7 @@ typedef enum {
     ARENA_OP_DEQUANTIZE_LINEAR,
     ARENA_OP_QLINEAR_CONV,
     ARENA_OP_QLINEAR_MATMUL,
+    ARENA_OP_UNSUPPORTED,  /* an op the runtime lacks: arena_run fails on it */
     ARENA_OP_COUNT
 } arena_op_type_t;
 
@@ -89,7 +91,8 @@ typedef struct {
     int16_t workspace;     /* tensor index of the planned scratch, or -1 */
     const int16_t *inputs;
     const int16_t *outputs;
-    const char *name;
+    const char *name;      /* node name (or its first output) */
+    const char *op_type;   /* ONNX op_type, for messages */
     arena_attrs_t attrs;
 } arena_op_t;
 

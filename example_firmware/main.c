@@ -1,0 +1,291 @@
+/* Example firmware: runs every model of the generated tables.
+ *
+ * For each entry of arena_entries (codegen.arena_sources): poison the model's
+ * arena slice with 0xFF bytes (NaN for float32, so a kernel that reads memory
+ * nobody wrote shows up in the output), fill each input with a deterministic
+ * pattern (the same one arena_tool.verify.input_pattern makes), run the model
+ * through the tables, and print each output, one value per line, as the
+ * exact bit pattern plus a readable decimal:
+ *
+ *   model kws
+ *   ticks kws 123456        (target only: SysTick ticks of the inference)
+ *   output logits float32 12
+ *   0 0x3e2aaaab 0.166667
+ *   status kws 0
+ *
+ * main returns 0 when every model ran, else the first runtime error code.
+ * On the target, startup.c passes that to semihosting SYS_EXIT_EXTENDED (the
+ * QEMU exit status); on the host it is the process exit status.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "arena_model.h"
+
+#if defined(__arm__) && !defined(__linux__)
+#include "semihost.h"
+#define ARENA_TARGET 1
+static void out(const char *text)
+{
+    sh_write0(text);
+}
+
+/* SysTick on the processor clock, 24-bit down counter; startup.c counts wraps.
+ * Under QEMU with -icount shift=0 one instruction is 1 ns of virtual time. */
+#define SYST_CSR (*(volatile uint32_t *)0xE000E010u)
+#define SYST_RVR (*(volatile uint32_t *)0xE000E014u)
+#define SYST_CVR (*(volatile uint32_t *)0xE000E018u)
+extern volatile uint32_t arena_systick_wraps;
+
+static uint32_t ticks_origin;
+
+static void ticks_start(void)
+{
+    SYST_CSR = 0u;
+    SYST_RVR = 0x00FFFFFFu;
+    SYST_CVR = 0u;
+    SYST_CSR = 7u; /* enable, interrupt on wrap, processor clock */
+    while (SYST_CVR == 0u) {
+        /* the first tick reloads the counter */
+    }
+    arena_systick_wraps = 0u;
+    ticks_origin = SYST_CVR;
+}
+
+/* Ticks since ticks_start: the counter runs down from ticks_origin and
+ * wraps every 2^24 ticks. */
+static uint32_t ticks_stop(void)
+{
+    uint32_t wraps, val;
+    do {
+        wraps = arena_systick_wraps;
+        val = SYST_CVR;
+    } while (wraps != arena_systick_wraps);
+    SYST_CSR = 0u;
+    return wraps * 0x01000000u + ticks_origin - val;
+}
+#else
+#include <stdio.h>
+static void out(const char *text)
+{
+    fputs(text, stdout);
+}
+#endif
+
+/* A tiny line builder: the firmware links no printf. */
+static char line[160];
+static size_t line_len;
+
+static void put_s(const char *s)
+{
+    while (*s != '\0' && line_len + 1 < sizeof line) {
+        line[line_len++] = *s++;
+    }
+    line[line_len] = '\0';
+}
+
+static void put_u(uint32_t v)
+{
+    char buf[11];
+    int n = 0;
+    do {
+        buf[n++] = (char)('0' + v % 10u);
+        v /= 10u;
+    } while (v != 0u);
+    while (n > 0 && line_len + 1 < sizeof line) {
+        line[line_len++] = buf[--n];
+    }
+    line[line_len] = '\0';
+}
+
+static void put_i(int32_t v)
+{
+    if (v < 0) {
+        put_s("-");
+        put_u((uint32_t)0 - (uint32_t)v);
+    } else {
+        put_u((uint32_t)v);
+    }
+}
+
+static void put_hex(uint32_t v)
+{
+    static const char digits[] = "0123456789abcdef";
+    char buf[11];
+    int i;
+    buf[0] = '0';
+    buf[1] = 'x';
+    for (i = 0; i < 8; ++i) {
+        buf[2 + i] = digits[(v >> (28 - 4 * i)) & 0xFu];
+    }
+    buf[10] = '\0';
+    put_s(buf);
+}
+
+/* Readable only (six decimals, magnitudes below 1e9); the hex is exact. */
+static void put_f(float f)
+{
+    uint32_t ip, fp;
+    float a;
+    if (f != f) {
+        put_s("nan");
+        return;
+    }
+    if (f < 0.0f) {
+        put_s("-");
+        f = -f;
+    }
+    if (f >= 1e9f) {
+        put_s("inf-or-huge");
+        return;
+    }
+    ip = (uint32_t)f;
+    a = (f - (float)ip) * 1000000.0f + 0.5f;
+    fp = (uint32_t)a;
+    if (fp >= 1000000u) {
+        ip += 1u;
+        fp -= 1000000u;
+    }
+    put_u(ip);
+    put_s(".");
+    {
+        uint32_t scale = 100000u;
+        while (scale > 0u) {
+            line[line_len++] = (char)('0' + (fp / scale) % 10u);
+            scale /= 10u;
+        }
+        line[line_len] = '\0';
+    }
+}
+
+static void flush(void)
+{
+    put_s("\n");
+    out(line);
+    line_len = 0;
+    line[0] = '\0';
+}
+
+static const char *dtype_name(uint8_t dt)
+{
+    switch (dt) {
+    case ARENA_DT_FLOAT32: return "float32";
+    case ARENA_DT_INT8: return "int8";
+    case ARENA_DT_UINT8: return "uint8";
+    case ARENA_DT_INT32: return "int32";
+    case ARENA_DT_INT64: return "int64";
+    default: return "other";
+    }
+}
+
+/* The input pattern; arena_tool.verify.input_pattern is its Python twin. */
+static void fill_input(const arena_tensor_t *t, void *data, uint32_t which)
+{
+    uint32_t i;
+    for (i = 0; i < t->elements; ++i) {
+        int32_t v = (int32_t)((i * 7919u + 13u + which * 101u) % 251u);
+        switch (t->dtype) {
+        case ARENA_DT_FLOAT32: ((float *)data)[i] = (float)v / 125.0f - 1.0f; break;
+        case ARENA_DT_INT8: ((int8_t *)data)[i] = (int8_t)(v - 125); break;
+        case ARENA_DT_UINT8: ((uint8_t *)data)[i] = (uint8_t)v; break;
+        case ARENA_DT_INT32: ((int32_t *)data)[i] = v - 125; break;
+        case ARENA_DT_INT64: ((int64_t *)data)[i] = (int64_t)(v - 125); break;
+        default: break;
+        }
+    }
+}
+
+static void print_tensor(const arena_tensor_t *t, const void *data)
+{
+    uint32_t i;
+    put_s("output ");
+    put_s(t->name);
+    put_s(" ");
+    put_s(dtype_name(t->dtype));
+    put_s(" ");
+    put_u(t->elements);
+    flush();
+    for (i = 0; i < t->elements; ++i) {
+        put_u(i);
+        put_s(" ");
+        switch (t->dtype) {
+        case ARENA_DT_FLOAT32: {
+            float f = ((const float *)data)[i];
+            uint32_t bits;
+            memcpy(&bits, &f, sizeof bits);
+            put_hex(bits);
+            put_s(" ");
+            put_f(f);
+            break;
+        }
+        case ARENA_DT_INT8: put_i(((const int8_t *)data)[i]); break;
+        case ARENA_DT_UINT8: put_u(((const uint8_t *)data)[i]); break;
+        case ARENA_DT_INT32: put_i(((const int32_t *)data)[i]); break;
+        case ARENA_DT_INT64: put_i((int32_t)((const int64_t *)data)[i]); break;
+        default: put_s("?"); break;
+        }
+        flush();
+    }
+}
+
+int main(void)
+{
+    int status = 0;
+    uint32_t e;
+    for (e = 0; e < arena_entry_count; ++e) {
+        const arena_model_t *m = arena_entries[e].model;
+        uint8_t *base = arena + arena_entries[e].base;
+        int failed = -1;
+        int rc;
+        uint32_t k;
+        put_s("model ");
+        put_s(m->name);
+        flush();
+        memset(base, 0xFF, m->arena_size);
+        for (k = 0; k < m->n_inputs; ++k) {
+            fill_input(&m->tensors[m->inputs[k]], arena_tensor_data(m, base, m->inputs[k]), k);
+        }
+#if defined(ARENA_TARGET)
+        ticks_start();
+        rc = arena_run(m, base, &failed);
+        {
+            uint32_t ticks = ticks_stop();
+            put_s("ticks ");
+            put_s(m->name);
+            put_s(" ");
+            put_u(ticks);
+            flush();
+        }
+#else
+        rc = arena_run(m, base, &failed);
+#endif
+        if (rc != ARENA_OK) {
+            put_s("error ");
+            put_s(m->name);
+            put_s(" op ");
+            put_i(failed);
+            if (failed >= 0) {
+                put_s(" ");
+                put_s(m->ops[failed].op_type);
+                put_s(" ");
+                put_s(m->ops[failed].name);
+            }
+            put_s(" code ");
+            put_i(rc);
+            flush();
+            if (status == 0) {
+                status = rc;
+            }
+        } else {
+            for (k = 0; k < m->n_outputs; ++k) {
+                print_tensor(&m->tensors[m->outputs[k]], arena_tensor_data(m, base, m->outputs[k]));
+            }
+        }
+        put_s("status ");
+        put_s(m->name);
+        put_s(" ");
+        put_i(rc);
+        flush();
+    }
+    return status;
+}

@@ -1,0 +1,42 @@
+/* Internal to the runtime: what the kernels share. Not for firmware code. */
+#ifndef ARENA_KERNELS_H
+#define ARENA_KERNELS_H
+
+#include "arena_model.h"
+
+/* One op being run: its model, its tables row and the model's arena base. */
+typedef struct {
+    const arena_model_t *m;
+    const arena_op_t *op;
+    uint8_t *base;
+} arena_ctx_t;
+
+/* Input/output `i` of the op: tensor row (NULL when absent) and data. */
+const arena_tensor_t *arena_in(const arena_ctx_t *c, int i);
+const arena_tensor_t *arena_out(const arena_ctx_t *c, int i);
+void *arena_in_data(const arena_ctx_t *c, int i);
+void *arena_out_data(const arena_ctx_t *c, int i);
+uint32_t arena_dims_product(const arena_tensor_t *t, int from, int to);
+
+/* Math without libm (the firmware links none). */
+float arena_expf(float x);
+float arena_sqrtf(float x);
+float arena_rintf(float x); /* round half to even, as ONNX quantization does */
+
+int arena_k_identity(const arena_ctx_t *c);
+int arena_k_conv(const arena_ctx_t *c);
+int arena_k_gemm(const arena_ctx_t *c);
+int arena_k_matmul(const arena_ctx_t *c);
+int arena_k_unary(const arena_ctx_t *c);
+int arena_k_binary(const arena_ctx_t *c);
+int arena_k_pool(const arena_ctx_t *c);
+int arena_k_global_pool(const arena_ctx_t *c);
+int arena_k_softmax(const arena_ctx_t *c);
+int arena_k_concat(const arena_ctx_t *c);
+int arena_k_batch_norm(const arena_ctx_t *c);
+int arena_k_quantize(const arena_ctx_t *c);
+int arena_k_dequantize(const arena_ctx_t *c);
+int arena_k_qlinear_conv(const arena_ctx_t *c);
+int arena_k_qlinear_matmul(const arena_ctx_t *c);
+
+#endif

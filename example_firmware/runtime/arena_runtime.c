@@ -1,0 +1,217 @@
+/* Table-driven execution: bounds checks, dispatch, libm-free math. */
+#include <string.h>
+
+#include "arena_kernels.h"
+
+size_t arena_dtype_size(uint8_t dtype)
+{
+    switch (dtype) {
+    case ARENA_DT_FLOAT32: return 4;
+    case ARENA_DT_INT8: return 1;
+    case ARENA_DT_UINT8: return 1;
+    case ARENA_DT_INT32: return 4;
+    case ARENA_DT_INT64: return 8;
+    default: return 0;
+    }
+}
+
+void *arena_tensor_data(const arena_model_t *m, uint8_t *base, int index)
+{
+    const arena_tensor_t *t;
+    if (index < 0 || index >= (int)m->n_tensors) {
+        return NULL;
+    }
+    t = &m->tensors[index];
+    return t->data != NULL ? (void *)(uintptr_t)t->data : (void *)(base + t->offset);
+}
+
+const arena_tensor_t *arena_in(const arena_ctx_t *c, int i)
+{
+    if (i >= (int)c->op->n_inputs || c->op->inputs[i] < 0) {
+        return NULL;
+    }
+    return &c->m->tensors[c->op->inputs[i]];
+}
+
+const arena_tensor_t *arena_out(const arena_ctx_t *c, int i)
+{
+    if (i >= (int)c->op->n_outputs || c->op->outputs[i] < 0) {
+        return NULL;
+    }
+    return &c->m->tensors[c->op->outputs[i]];
+}
+
+void *arena_in_data(const arena_ctx_t *c, int i)
+{
+    return i < (int)c->op->n_inputs ? arena_tensor_data(c->m, c->base, c->op->inputs[i]) : NULL;
+}
+
+void *arena_out_data(const arena_ctx_t *c, int i)
+{
+    return i < (int)c->op->n_outputs ? arena_tensor_data(c->m, c->base, c->op->outputs[i]) : NULL;
+}
+
+uint32_t arena_dims_product(const arena_tensor_t *t, int from, int to)
+{
+    uint32_t p = 1u;
+    int i;
+    for (i = from; i < to && i < (int)t->rank; ++i) {
+        p *= (uint32_t)t->shape[i];
+    }
+    return p;
+}
+
+/* Every arena tensor must lie inside the model's slice of the arena. */
+static int check_bounds(const arena_model_t *m)
+{
+    uint32_t i;
+    for (i = 0; i < m->n_tensors; ++i) {
+        const arena_tensor_t *t = &m->tensors[i];
+        uint32_t bytes = t->elements * (uint32_t)arena_dtype_size(t->dtype);
+        if (t->data == NULL && (t->offset > m->arena_size || bytes > m->arena_size - t->offset)) {
+            return ARENA_ERR_BOUNDS;
+        }
+    }
+    return ARENA_OK;
+}
+
+static int dispatch(const arena_ctx_t *c)
+{
+    switch (c->op->type) {
+    case ARENA_OP_IDENTITY: return arena_k_identity(c);
+    case ARENA_OP_CONV: return arena_k_conv(c);
+    case ARENA_OP_GEMM: return arena_k_gemm(c);
+    case ARENA_OP_MATMUL: return arena_k_matmul(c);
+    case ARENA_OP_RELU:
+    case ARENA_OP_CLIP:
+    case ARENA_OP_LEAKY_RELU:
+    case ARENA_OP_SIGMOID: return arena_k_unary(c);
+    case ARENA_OP_ADD:
+    case ARENA_OP_SUB:
+    case ARENA_OP_MUL:
+    case ARENA_OP_DIV: return arena_k_binary(c);
+    case ARENA_OP_MAX_POOL:
+    case ARENA_OP_AVERAGE_POOL: return arena_k_pool(c);
+    case ARENA_OP_GLOBAL_AVERAGE_POOL:
+    case ARENA_OP_GLOBAL_MAX_POOL: return arena_k_global_pool(c);
+    case ARENA_OP_SOFTMAX: return arena_k_softmax(c);
+    case ARENA_OP_CONCAT: return arena_k_concat(c);
+    case ARENA_OP_BATCH_NORM: return arena_k_batch_norm(c);
+    case ARENA_OP_QUANTIZE_LINEAR: return arena_k_quantize(c);
+    case ARENA_OP_DEQUANTIZE_LINEAR: return arena_k_dequantize(c);
+    case ARENA_OP_QLINEAR_CONV: return arena_k_qlinear_conv(c);
+    case ARENA_OP_QLINEAR_MATMUL: return arena_k_qlinear_matmul(c);
+    default: return ARENA_ERR_UNSUPPORTED;
+    }
+}
+
+int arena_run(const arena_model_t *m, uint8_t *base, int *failed_op)
+{
+    uint32_t i;
+    int rc = check_bounds(m);
+    if (failed_op != NULL) {
+        *failed_op = -1;
+    }
+    if (rc != ARENA_OK) {
+        return rc;
+    }
+    for (i = 0; i < m->n_ops; ++i) {
+        arena_ctx_t c;
+        c.m = m;
+        c.op = &m->ops[i];
+        c.base = base;
+        rc = dispatch(&c);
+        if (rc != ARENA_OK) {
+            if (failed_op != NULL) {
+                *failed_op = (int)i;
+            }
+            return rc;
+        }
+    }
+    return ARENA_OK;
+}
+
+/* --- math -------------------------------------------------------------- */
+
+static float from_bits(uint32_t b)
+{
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+static uint32_t to_bits(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, sizeof b);
+    return b;
+}
+
+/* 2^k for -126 <= k <= 127. */
+static float pow2i(int k)
+{
+    return from_bits((uint32_t)(k + 127) << 23);
+}
+
+/* exp(x): Cody-Waite reduction x = k ln2 + r, |r| <= ln2/2, then a degree-7
+ * Taylor polynomial (truncation < 1e-8 relative) and a scale by 2^k. */
+float arena_expf(float x)
+{
+    const float ln2_hi = 0.693145751953125f;
+    const float ln2_lo = 1.42860682030941723212e-6f;
+    float r, p;
+    int k;
+    if (x != x) {
+        return x;
+    }
+    if (x > 88.72283f) {
+        return from_bits(0x7F800000u);
+    }
+    if (x < -103.972f) {
+        return 0.0f;
+    }
+    k = (int)(x * 1.44269504088896341f + (x >= 0.0f ? 0.5f : -0.5f));
+    r = (x - (float)k * ln2_hi) - (float)k * ln2_lo;
+    p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6.0f + r * (1.0f / 24.0f + r * (1.0f / 120.0f
+        + r * (1.0f / 720.0f + r * (1.0f / 5040.0f)))))));
+    if (k > 127) {
+        return p * pow2i(127) * pow2i(k - 127);
+    }
+    if (k < -126) {
+        return p * pow2i(k + 100) * pow2i(-100);
+    }
+    return p * pow2i(k);
+}
+
+/* sqrt(x): a bit-level first guess and Newton steps (full float precision). */
+float arena_sqrtf(float x)
+{
+    float y;
+    int i;
+    if (x <= 0.0f || x != x) {
+        return x == 0.0f ? 0.0f : from_bits(0x7FC00000u);
+    }
+    if (to_bits(x) >= 0x7F800000u) {
+        return x;
+    }
+    y = from_bits(0x1FBD1DF5u + (to_bits(x) >> 1));
+    for (i = 0; i < 4; ++i) {
+        y = 0.5f * (y + x / y);
+    }
+    return y;
+}
+
+float arena_rintf(float x)
+{
+    float a = x < 0.0f ? -x : x;
+    float t, frac;
+    if (!(a < 8388608.0f)) {
+        return x; /* already an integer, or NaN */
+    }
+    t = (float)(int32_t)a;
+    frac = a - t;
+    if (frac > 0.5f || (frac == 0.5f && ((int32_t)t & 1) != 0)) {
+        t += 1.0f;
+    }
+    return x < 0.0f ? -t : t;
+}

@@ -1,0 +1,136 @@
+"""verify replays a plan in one bytearray and names the first clobbered tensor.
+
+A deliberately corrupted plan (the first op's output moved onto its live
+input) is named by verify and makes the firmware compute a wrong answer,
+while the untouched plan verifies and computes the right one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+import fwbuild
+from arena_tool import planfile, planners, qemu, verify
+
+EXAMPLES = ("kws", "resnet8", "autoencoder")
+PLANNERS = [p for p in ("naive", "first_fit", "greedy_size", "optimal") if p in planners.PLANNERS]
+
+
+def model(name: str) -> str:
+    return str(fwbuild.MODELS / f"{name}.onnx")
+
+
+@pytest.mark.parametrize("planner", PLANNERS)
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_valid_plans_verify(name, planner):
+    r = verify.verify(model(name), fwbuild.plan_doc(model(name), planner))
+    assert r.ok, r.message
+    assert r.clobbered is None and r.reads > 0
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_corrupted_plan_names_the_clobbered_tensor_and_op(name):
+    bad, victim, culprit, op = fwbuild.corrupt(fwbuild.plan_doc(model(name), PLANNERS[-1]))
+    r = verify.verify(model(name), bad)
+    assert not r.ok
+    assert (r.clobbered, r.writer, r.writer_op) == (victim, culprit, op), r.message
+    assert victim in r.message and op in r.message
+
+
+def test_clobber_by_an_earlier_op_is_found_when_read():
+    """A tensor overwritten by a later op while still live (not by its own reader)."""
+    doc = fwbuild.plan_doc(model("resnet8"), "naive")
+    # resnet8 has a residual Add: its skip input is live across several ops.
+    add = next(s for s in doc["schedule"] if s["op_type"] == "Add")
+    bufs = {b["name"]: b for b in doc["buffers"]}
+    skip = min((n for n in add["inputs"] if n in bufs), key=lambda n: bufs[n]["first_op"])
+    first = bufs[skip]["first_op"]
+    # the first op after the skip's producer (and not its reader) that starts a new buffer
+    step = next(s for s in doc["schedule"][first + 1:]
+                if bufs[s["outputs"][0]]["alias_of"] is None and skip not in s["inputs"])
+    out = step["outputs"][0]
+    root = out
+    for b in doc["buffers"]:
+        if (b["alias_of"] or b["name"]) == root:
+            b["offset"] = bufs[skip]["offset"]
+    doc["arena_size"] = max(b["offset"] + b["size"] for b in doc["buffers"])
+    r = verify.verify(model("resnet8"), doc)
+    assert not r.ok
+    assert r.clobbered == skip
+    assert r.writer_op == (step["name"] or out)
+    assert r.reader_op is not None
+
+
+def test_in_place_and_view_aliases_are_not_clobbers():
+    doc = fwbuild.plan_doc(model("kws"), "naive")
+    assert any(b["alias_of"] for b in doc["buffers"])  # kws has in-place Clip/Relu
+    assert verify.verify(model("kws"), doc).ok
+
+
+def test_tensor_outside_the_arena_is_an_error():
+    doc = fwbuild.plan_doc(model("autoencoder"), "naive")
+    doc["buffers"][-1]["offset"] = doc["arena_size"]
+    with pytest.raises(verify.ArenaError, match="outside the arena"):
+        verify.verify(model("autoencoder"), doc)
+
+
+def test_main_verify_exit_codes(tmp_path, capsys):
+    doc = fwbuild.plan_doc(model("kws"), PLANNERS[-1])
+    good, bad_path = tmp_path / "good.json", tmp_path / "bad.json"
+    planfile.write(str(good), doc)
+    bad, victim, _, op = fwbuild.corrupt(doc)
+    planfile.write(str(bad_path), bad)
+    assert verify.main_verify(model("kws"), str(good)) == 0
+    assert "ok:" in capsys.readouterr().out
+    assert verify.main_verify(model("kws"), str(bad_path)) == 1
+    err = capsys.readouterr().err
+    assert victim in err and op in err
+    assert verify.main_verify(model("kws"), str(tmp_path / "missing.json")) == 2
+
+
+def test_input_pattern_is_main_c_fill_input():
+    """The Python twin of main.c's pattern: spot values computed by hand."""
+    x = verify.input_pattern((3,), "float32")
+    # i=0: 13 % 251 = 13 -> 13/125 - 1; i=1: 7932 % 251 = 151; i=2: 15851 % 251 = 38
+    assert x.tolist() == [np.float32(13) / np.float32(125) - np.float32(1),
+                          np.float32(151) / np.float32(125) - np.float32(1),
+                          np.float32(38) / np.float32(125) - np.float32(1)]
+    assert verify.input_pattern((2,), "int8", which=1).tolist() == [(13 + 101) % 251 - 125, (7932 + 101) % 251 - 125]
+
+
+def test_corrupted_plan_gives_wrong_firmware_output(tmp_path):
+    """The untouched plan computes ONNX Runtime's answer; the corrupted one does not."""
+    path = model("kws")
+    doc = fwbuild.plan_doc(path, PLANNERS[-1])
+    bad, *_ = fwbuild.corrupt(doc)
+    want = verify.reference(path, doc)["scores"].reshape(-1)
+    results = {}
+    for label, d in (("good", doc), ("bad", bad)):
+        out = tmp_path / label
+        gen = fwbuild.generate(out, [("kws", path, d)], "mps2_an500")
+        rc, text = fwbuild.run_host(fwbuild.build_host(out, gen))
+        assert rc == 0, text[-2000:]
+        results[label] = verify.parse_output(text).outputs["kws"]["scores"]
+        if fwbuild.have_arm():
+            elf = fwbuild.build_elf(out, gen, "mps2_an500", d["arena_size"])
+            rc, qtext = qemu.run(str(elf), "mps2-an500", timeout=60)
+            assert rc == 0
+            np.testing.assert_array_equal(verify.parse_output(qtext).outputs["kws"]["scores"].view(np.uint32),
+                                          results[label].view(np.uint32)) if label == "good" else None
+            results[label + "_qemu"] = verify.parse_output(qtext).outputs["kws"]["scores"]
+    assert np.allclose(results["good"], want, rtol=1e-4, atol=1e-5)
+    assert not np.allclose(results["bad"], want, rtol=1e-2, atol=1e-3)
+    if "bad_qemu" in results:
+        assert not np.allclose(results["bad_qemu"], want, rtol=1e-2, atol=1e-3)
+
+
+def test_parse_output_reads_main_c_lines():
+    text = ("model m\nticks m 42\noutput y float32 2\n0 0x3f800000 1.000000\n1 0xbf800000 -1.000000\n"
+            "output q int8 1\n0 -5\nstatus m 0\nqemu noise\n")
+    run = verify.parse_output(text)
+    assert run.outputs["m"]["y"].tolist() == [1.0, -1.0]
+    assert run.outputs["m"]["q"].tolist() == [-5]
+    assert run.status == {"m": 0} and run.ticks == {"m": 42}
+    assert onnx  # the module is used by the fixtures' models
