@@ -1,0 +1,89 @@
+"""Check a linked firmware ELF against its board and its arena report (pyelftools).
+
+What the link must show, whatever the linker script says:
+- a ``.arena`` section, NOBITS (NOLOAD), inside the report's region, starting
+  at a multiple of the report's alignment, at least the planned arena size and
+  at most that size rounded up to the alignment;
+- every allocated, writable section (.data, .bss, heap/stack reserve, .arena)
+  inside one RAM region of the board; every allocated read-only section inside
+  the flash or an executable RAM region; the load image of ``.data`` in flash.
+
+``problems`` returns every violation as a sentence; ``check`` raises one
+CheckFailed (exit status 1) listing them. Zero-size sections are ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arena_tool.errors import ArenaError, CheckFailed
+
+SHF_WRITE = 0x1
+SHF_ALLOC = 0x2
+
+
+def _align_up(value: int, alignment: int) -> int:
+    return -(-value // alignment) * alignment
+
+
+def _inside(addr: int, size: int, region: Any) -> bool:
+    return region.origin <= addr and addr + size <= region.origin + region.length
+
+
+def problems(elf_path: str, board: Any, report_doc: dict[str, Any]) -> list[str]:
+    """Every way the ELF disagrees with the board and the report (empty = fine)."""
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
+    out: list[str] = []
+    try:
+        with open(elf_path, "rb") as f:
+            elf = ELFFile(f)
+            sections = [(s.name, s["sh_addr"], s["sh_size"], s["sh_flags"], s["sh_type"])
+                        for s in elf.iter_sections()]
+            segments = [(p["p_vaddr"], p["p_paddr"], p["p_filesz"]) for p in elf.iter_segments()
+                        if p["p_type"] == "PT_LOAD"]
+    except (OSError, ELFError) as e:
+        raise ArenaError(f"cannot read the ELF: {e}", file=elf_path) from e
+
+    region_name = report_doc["region"]["name"]
+    region = board.region(region_name)
+    planned = report_doc["arena_size"]
+    align = report_doc["alignment"]
+    arena = [s for s in sections if s[0] == ".arena"]
+    if not arena:
+        out.append("no .arena section (is the arena array placed in section .arena?)")
+    else:
+        _, addr, size, _, stype = arena[0]
+        if stype != "SHT_NOBITS":
+            out.append(f".arena is {stype}, expected NOBITS (NOLOAD): it would take flash")
+        if not _inside(addr, size, region):
+            out.append(f".arena [{addr:#010x}, +{size:,} B) is not inside region {region.name} "
+                       f"[{region.origin:#010x}, +{region.length:,} B)")
+        if addr % align:
+            out.append(f".arena at {addr:#010x} is not aligned to {align} bytes")
+        if not planned <= size <= _align_up(max(planned, 1), align):
+            out.append(f".arena is {size:,} B, planned {planned:,} B")
+
+    ram = list(board.ram)
+    for name, addr, size, flags, _ in sections:
+        if not flags & SHF_ALLOC or size == 0:
+            continue
+        if flags & SHF_WRITE:
+            if not any(_inside(addr, size, r) for r in ram):
+                out.append(f"RAM section {name} [{addr:#010x}, +{size:,} B) is not inside any RAM region "
+                           f"of board {board.name}")
+        elif not (_inside(addr, size, board.flash) or any(_inside(addr, size, r) for r in ram if r.executable)):
+            out.append(f"section {name} [{addr:#010x}, +{size:,} B) is not inside the flash of board {board.name}")
+    for vaddr, paddr, filesz in segments:
+        if filesz and vaddr != paddr and not _inside(paddr, filesz, board.flash):
+            out.append(f"load image at {paddr:#010x} (+{filesz:,} B) of data at {vaddr:#010x} is not in flash")
+    return out
+
+
+def check(elf_path: str, board: Any, report_doc: dict[str, Any]) -> None:
+    """Raise CheckFailed naming every problem ``problems`` finds."""
+    found = problems(elf_path, board, report_doc)
+    if found:
+        raise CheckFailed(f"{board.name}: ELF check failed: " + "; ".join(found), file=elf_path,
+                          hint="the linker script and the arena report disagree; rebuild from clean")

@@ -1,0 +1,476 @@
+"""The manifest: which models run on which boards, in which region, under which budget.
+
+``load(path, board_dirs) -> Manifest`` reads the YAML (``yamlio`` keeps every
+key's position), checks it against ``schemas/manifest.schema.json``, then checks
+what a schema cannot (model files exist, boards and regions exist, names are
+unique, alignment is a power of two, a budget fits its region ...). Every error
+is an ArenaError naming the file, line, column and field, with a fix.
+
+Invariants of a loaded Manifest:
+- every BoardTarget names an existing board, and its ``region`` is ``"auto"``
+  or one of that board's regions; a byte budget fits a named region;
+- every ModelSpec's file exists; model names are unique C identifiers;
+- per-board model overrides are already applied: ``target.models`` is final;
+- paths are as given, joined to the manifest's folder (relative stays relative),
+  so plans and messages do not depend on where the checkout lives.
+
+The module imports only the standard library at import time (``yamlio`` pulls
+in jsonschema and PyYAML). A no-op SCons build does not import it at all: it
+reads ``manifest_cache``'s JSON (``to_doc``/``from_doc`` convert).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any, Iterable
+
+from arena_tool.errors import ArenaError
+from arena_tool.problem import ModelOptions
+
+DEFAULT_PLANNER = "optimal"
+DEFAULT_BUDGET = "100%"
+DEFAULT_STACK = 4096  # bytes
+DEFAULT_HEAP = 0  # bytes
+SHARING = ("sequential", "concurrent")
+
+# A hint for schema failures that come without one, by the failing field's last key.
+_FIELD_HINTS = {
+    "k": "k is the exact_cover size unit in bytes; use 1 to plan exact sizes",
+    "alignment": "alignment is in bytes, a power of two such as 4, 8 or 16",
+    "time_limit": "time_limit is in seconds, e.g. 10",
+    "warn_above": "warn_above is a percentage of the budget, e.g. 90",
+    "budget": "write a byte count like 65536, '64K', '64KiB', or a percentage like '80%'",
+    "stack": "write a byte count like 4096 or '4K'",
+    "heap": "write a byte count like 0 or '8K'",
+    "name": "use letters, digits and '_', not starting with a digit",
+    "path": "give the ONNX file's path relative to the manifest",
+    "inplace": "write true or false",
+    "models": "list the models as mappings with at least 'name:' and 'path:'",
+    "boards": "list board names, or mappings with 'name:' and overrides",
+    "region": "write a region name of the board, or auto",
+    "input_shapes": "give each input its static shape as positive integers, e.g. {input: [1, 1, 49, 10]}",
+    "bitwidths": "map tensor names to bits per element, e.g. {conv1_out: 4}",
+}
+
+
+def _field_hint(field: str) -> str | None:
+    """The hint of the innermost part of a dotted field that has one."""
+    import re
+
+    for part in reversed([p for p in re.split(r"[.\[\]]", field) if p and not p.isdigit()]):
+        if part in _FIELD_HINTS:
+            return _FIELD_HINTS[part]
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """One model as planned on one board.
+
+    name: C identifier, unique in the manifest.
+    path: the ONNX file (manifest folder joined to what the manifest says).
+    planner: planner registry name; k: bytes (exact_cover unit); time_limit: seconds.
+    options: everything that changes the planning problem.
+    """
+
+    name: str
+    path: str
+    planner: str
+    k: int
+    time_limit: float
+    options: ModelOptions
+
+    def key(self) -> str:
+        """A canonical JSON text of everything that changes this model's plan."""
+        o = self.options
+        return json.dumps({
+            "name": self.name, "path": self.path.replace(os.sep, "/"), "planner": self.planner,
+            "k": self.k, "time_limit": self.time_limit, "alignment": o.alignment,
+            "activation_dtype": o.activation_dtype, "bitwidths": [list(b) for b in o.bitwidths],
+            "inplace": o.inplace, "scratch": o.scratch,
+            "input_shapes": [[n, list(s)] for n, s in o.input_shapes],
+        }, sort_keys=True, separators=(",", ":"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    """The arena's RAM budget: ``size`` bytes, or ``percent`` of the arena's region.
+
+    text: as the user wrote it (for messages).
+    """
+
+    text: str
+    size: int | None = None
+    percent: float | None = None
+
+    def resolve(self, region_length: int) -> int:
+        """Bytes, given the chosen region's length in bytes."""
+        if self.size is not None:
+            return self.size
+        assert self.percent is not None
+        return int(region_length * self.percent / 100.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class RegionInfo:
+    """A copy of one board memory region: name, origin and length in bytes."""
+
+    name: str
+    origin: int
+    length: int
+
+
+@dataclasses.dataclass(frozen=True)
+class BoardTarget:
+    """One board of the manifest with every override applied.
+
+    board_file: the board's YAML file; regions: the board's RAM regions;
+    default_region: the board's default arena region; data_region: where .data,
+    .bss, stack and heap live (the reserve is taken there);
+    gcc_flags: -mcpu/-mthumb/-mfpu/-mfloat-abi for the core; qemu: QEMU machine or None;
+    region: the arena region name, or "auto" (the fastest region that fits, chosen
+      after planning); budget: see Budget; reserve_stack/reserve_heap: bytes;
+    warn_above: percent of the budget, or None; sharing: "sequential" | "concurrent";
+    models: the models with this board's overrides applied, in manifest order.
+    """
+
+    name: str
+    board_file: str
+    regions: tuple[RegionInfo, ...]
+    default_region: str
+    data_region: str
+    gcc_flags: tuple[str, ...]
+    qemu: str | None
+    region: str
+    budget: Budget
+    reserve_stack: int
+    reserve_heap: int
+    warn_above: float | None
+    sharing: str
+    models: tuple[ModelSpec, ...]
+
+    def region_info(self, name: str) -> RegionInfo:
+        for r in self.regions:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+    def key(self) -> str:
+        """Canonical JSON of the board-level settings (the gate's Value)."""
+        return json.dumps({
+            "name": self.name, "region": self.region, "budget": self.budget.text,
+            "reserve": [self.reserve_stack, self.reserve_heap], "warn_above": self.warn_above,
+            "sharing": self.sharing, "models": [m.name for m in self.models],
+            "regions": [[r.name, r.origin, r.length] for r in self.regions],
+            "default_region": self.default_region, "data_region": self.data_region,
+        }, sort_keys=True, separators=(",", ":"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Manifest:
+    """A checked manifest.
+
+    file: the manifest path as given; board_dirs: folders searched for boards,
+    the manifest's own first; models: the top-level models (defaults applied);
+    targets: one per board, in manifest order; inputs: every file read
+    (manifest, boards, models) so a cache knows when to reload.
+    """
+
+    file: str
+    board_dirs: tuple[str, ...]
+    models: tuple[ModelSpec, ...]
+    targets: tuple[BoardTarget, ...]
+    inputs: tuple[str, ...]
+
+    @property
+    def board_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.targets)
+
+    def select(self, spec: str | None) -> tuple[BoardTarget, ...]:
+        """Targets for ``board=`` ('all', 'a,b' or one name; None or '' means all)."""
+        from arena_tool.manifest_cache import select_names
+
+        by_name = {t.name: t for t in self.targets}
+        return tuple(by_name[n] for n in select_names(list(self.board_names), spec, self.file))
+
+
+def _did_you_mean(word: str, options: list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    head = f"did you mean '{close[0]}'? " if close else ""
+    return f"{head}expected one of: {', '.join(options)}"
+
+
+def _fmt(n: int) -> str:
+    return f"{n:,} B"
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load(path: str, board_dirs: Iterable[str] = ()) -> Manifest:
+    """Read and check a manifest.
+
+    Boards are searched in the manifest's own ``board_dirs``, then ``board_dirs``,
+    then the shipped ``boards/`` folder.
+    """
+    from arena_tool import yamlio
+
+    doc = yamlio.load(path)
+    if doc.data is None:
+        raise ArenaError("the manifest is empty", file=path, line=1, col=1,
+                         hint="declare at least 'models:' and 'boards:'")
+    try:
+        yamlio.validate(doc, "manifest")
+    except ArenaError as err:
+        if err.hint is None and err.field:
+            err.hint = _field_hint(err.field)
+        raise
+    return _Loader(doc, path, tuple(board_dirs)).manifest()
+
+
+class _Loader:
+    """Semantic checks after the schema, with positions from the Doc."""
+
+    def __init__(self, doc: Any, path: str, extra_dirs: tuple[str, ...]) -> None:
+        self.doc = doc
+        self.data: dict[str, Any] = doc.data
+        self.path = path
+        self.base = os.path.dirname(path)
+        self.extra_dirs = extra_dirs
+        self.inputs: list[str] = [path]
+
+    def err(self, msg: str, where: tuple[Any, ...], hint: str | None = None, at_value: bool = True) -> ArenaError:
+        return self.doc.error(msg, where, hint=hint, at_value=at_value)
+
+    def size(self, value: Any, where: tuple[Any, ...]) -> int:
+        from arena_tool import yamlio
+
+        try:
+            return yamlio.parse_size(value)
+        except ArenaError as e:
+            raise self.doc.locate(e, where, at_value=True) from None
+
+    # -- models
+
+    def options(self, raw: dict[str, Any], base: dict[str, Any], where: tuple[Any, ...]) -> dict[str, Any]:
+        """Merge ``raw`` model options over ``base`` after checking the ones schemas cannot."""
+        out = dict(base)
+        for key, value in raw.items():
+            if key in ("name", "path"):
+                continue
+            if key == "alignment" and value & (value - 1):
+                raise self.err(f"alignment {value} is not a power of two", where + (key,),
+                               hint="use 1, 2, 4, 8, 16, 32 ...")
+            if key == "planner":
+                self.check_planner(value, where + (key,))
+            out[key] = value
+        return out
+
+    def check_planner(self, name: str, where: tuple[Any, ...]) -> None:
+        from arena_tool import planners
+
+        names = sorted(planners.PLANNERS)
+        if name not in names:
+            raise self.err(f"unknown planner '{name}'", where, hint=_did_you_mean(name, names))
+
+    def spec(self, name: str, path: str, o: dict[str, Any]) -> ModelSpec:
+        return ModelSpec(
+            name=name, path=path, planner=o.get("planner", DEFAULT_PLANNER), k=int(o.get("k", 1)),
+            time_limit=float(o.get("time_limit", 10.0)),
+            options=ModelOptions(
+                alignment=int(o.get("alignment", 16)),
+                activation_dtype=o.get("activation_dtype"),
+                bitwidths=tuple(sorted((str(k), int(v)) for k, v in (o.get("bitwidths") or {}).items())),
+                inplace=bool(o.get("inplace", True)),
+                scratch=o.get("scratch", "none"),
+                input_shapes=tuple(sorted((str(k), tuple(int(d) for d in v))
+                                          for k, v in (o.get("input_shapes") or {}).items())),
+            ),
+        )
+
+    def models(self) -> tuple[list[ModelSpec], dict[str, dict[str, Any]]]:
+        defaults = self.options(self.data.get("defaults") or {}, {}, ("defaults",))
+        specs: list[ModelSpec] = []
+        raws: dict[str, dict[str, Any]] = {}
+        seen: dict[str, int] = {}
+        for i, m in enumerate(self.data["models"]):
+            where = ("models", i)
+            name = m["name"]
+            if name in seen:
+                raise self.err(f"duplicate model name '{name}' (also models[{seen[name]}])", where + ("name",),
+                               hint="give every model its own name")
+            seen[name] = i
+            path = os.path.normpath(os.path.join(self.base, m["path"]))
+            if not os.path.isfile(path):
+                raise self.err(f"model file not found: {path}", where + ("path",),
+                               hint=f"the path is relative to the manifest's folder ({self.base or '.'})")
+            self.inputs.append(path)
+            merged = self.options(m, defaults, where)
+            raws[name] = merged
+            specs.append(self.spec(name, path, merged))
+        return specs, raws
+
+    # -- boards
+
+    def board_dirs(self) -> tuple[str, ...]:
+        dirs: list[str] = []
+        for i, d in enumerate(self.data.get("board_dirs") or []):
+            full = os.path.normpath(os.path.join(self.base, d))
+            if not os.path.isdir(full):
+                raise self.err(f"board folder not found: {full}", ("board_dirs", i),
+                               hint=f"the path is relative to the manifest's folder ({self.base or '.'})")
+            dirs.append(full)
+        return tuple(dirs) + self.extra_dirs
+
+    def budget(self, value: Any, where: tuple[Any, ...]) -> Budget:
+        if isinstance(value, str) and value.strip().endswith("%"):
+            pct = float(value.strip()[:-1])
+            if not 0 < pct <= 100:
+                raise self.err(f"budget {value.strip()} is not a percentage in (0, 100]", where,
+                               hint="write e.g. '80%' of the region, or a byte count like '64K'")
+            return Budget(text=value.strip(), percent=pct)
+        size = self.size(value, where)
+        if size <= 0:
+            raise self.err("budget must be more than 0 bytes", where, hint="write e.g. '64K' or '80%'")
+        return Budget(text=str(value).strip(), size=size)
+
+    def manifest(self) -> Manifest:
+        from arena_tool import boards
+
+        specs, raws = self.models()
+        dirs = tuple(boards.board_dirs(list(self.board_dirs())))
+        known = sorted(boards.list_boards(list(dirs)))
+        top = {k: self.data[k] for k in ("sharing", "region", "budget", "reserve", "warn_above") if k in self.data}
+        targets: list[BoardTarget] = []
+        seen: dict[str, int] = {}
+        for i, item in enumerate(self.data["boards"]):
+            entry = {"name": item} if isinstance(item, str) else item
+            name = entry["name"]
+            where = ("boards", i) if isinstance(item, str) else ("boards", i, "name")
+            if name in seen:
+                raise self.err(f"board '{name}' is listed twice (also boards[{seen[name]}])", where,
+                               hint="merge the two entries into one")
+            seen[name] = i
+            if name not in known:
+                raise self.err(f"unknown board '{name}'", where,
+                               hint=_did_you_mean(name, known) + "; or add a board folder in 'board_dirs:'")
+            try:
+                board = boards.load_board(name, list(dirs))
+            except ArenaError as e:
+                raise self.doc.locate(e, where) from None
+            self.inputs.append(board.file)
+            targets.append(self.target(board, entry, i, top, specs, raws))
+        return Manifest(file=self.path, board_dirs=dirs, models=tuple(specs), targets=tuple(targets),
+                        inputs=tuple(self.inputs))
+
+    def target(self, board: Any, entry: dict[str, Any], i: int, top: dict[str, Any],
+               specs: list[ModelSpec], raws: dict[str, dict[str, Any]]) -> BoardTarget:
+        def where_of(key: str) -> tuple[Any, ...]:
+            return ("boards", i, key) if key in entry else (key,)
+
+        def pick(key: str, default: Any) -> Any:
+            return entry.get(key, top.get(key, default))
+
+        regions = tuple(RegionInfo(r.name, r.origin, r.length) for r in board.ram)
+        region_names = [r.name for r in regions]
+        region = pick("region", board.default_region)
+        if region != "auto" and region not in region_names:
+            raise self.err(f"board {board.name} has no region '{region}'", where_of("region"),
+                           hint=_did_you_mean(region, region_names) + ", or auto")
+        budget = self.budget(pick("budget", DEFAULT_BUDGET), where_of("budget"))
+        if region != "auto" and budget.size is not None:
+            length = next(r.length for r in regions if r.name == region)
+            if budget.size > length:
+                bigger = [r.name for r in regions if r.length >= budget.size]
+                fix = f"choose region {' or '.join(bigger)}" if bigger else "lower the budget"
+                raise self.err(f"budget {_fmt(budget.size)} is larger than region {region} of board "
+                               f"{board.name} ({_fmt(length)})", where_of("budget"),
+                               hint=f"{fix}, or write a percentage like '90%'")
+        reserve = pick("reserve", {}) or {}
+        rwhere = where_of("reserve")
+        stack = self.size(reserve.get("stack", DEFAULT_STACK), rwhere + ("stack",))
+        heap = self.size(reserve.get("heap", DEFAULT_HEAP), rwhere + ("heap",))
+        data_len = next(r.length for r in regions if r.name == board.data_region)
+        if stack + heap > data_len:
+            raise self.err(f"reserve of {_fmt(stack + heap)} (stack + heap) does not fit region "
+                           f"{board.data_region} of board {board.name} ({_fmt(data_len)})", rwhere,
+                           hint="lower 'stack:' or 'heap:'")
+        overrides = entry.get("models") or {}
+        names = [s.name for s in specs]
+        models: list[ModelSpec] = []
+        for name in overrides:
+            if name not in names:
+                raise self.err(f"no model named '{name}' in 'models:'", ("boards", i, "models", name),
+                               hint=_did_you_mean(name, names), at_value=False)
+        for s in specs:
+            if s.name in overrides:
+                merged = self.options(overrides[s.name], raws[s.name], ("boards", i, "models", s.name))
+                s = self.spec(s.name, s.path, merged)
+            models.append(s)
+        warn = pick("warn_above", None)
+        return BoardTarget(
+            name=board.name, board_file=board.file, regions=regions, default_region=board.default_region,
+            data_region=board.data_region, gcc_flags=tuple(board.cpu.gcc_flags()), qemu=board.qemu,
+            region=region, budget=budget, reserve_stack=stack, reserve_heap=heap,
+            warn_above=None if warn is None else float(warn), sharing=pick("sharing", "sequential"),
+            models=tuple(models),
+        )
+
+
+# ---------------------------------------------------------------- plain data (for the cache)
+
+
+def to_doc(m: Manifest) -> dict[str, Any]:
+    """The manifest as plain JSON data (``from_doc`` inverts it)."""
+    return {"file": m.file, "board_dirs": list(m.board_dirs), "inputs": list(m.inputs),
+            "models": [_spec_doc(s) for s in m.models], "targets": [target_doc(t) for t in m.targets]}
+
+
+def from_doc(d: dict[str, Any]) -> Manifest:
+    return Manifest(file=d["file"], board_dirs=tuple(d["board_dirs"]), inputs=tuple(d["inputs"]),
+                    models=tuple(_spec_from(s) for s in d["models"]),
+                    targets=tuple(target_from_doc(t) for t in d["targets"]))
+
+
+def _spec_doc(s: ModelSpec) -> dict[str, Any]:
+    return {"name": s.name, "path": s.path, "key": s.key(), "planner": s.planner, "k": s.k,
+            "time_limit": s.time_limit, "options": dataclasses.asdict(s.options)}
+
+
+def _spec_from(d: dict[str, Any]) -> ModelSpec:
+    o = d["options"]
+    return ModelSpec(name=d["name"], path=d["path"], planner=d["planner"], k=d["k"], time_limit=d["time_limit"],
+                     options=ModelOptions(
+                         alignment=o["alignment"], activation_dtype=o["activation_dtype"],
+                         bitwidths=tuple((n, b) for n, b in o["bitwidths"]), inplace=o["inplace"],
+                         scratch=o["scratch"], input_shapes=tuple((n, tuple(v)) for n, v in o["input_shapes"])))
+
+
+def target_doc(t: BoardTarget) -> dict[str, Any]:
+    """One BoardTarget as plain data, plus its ``key`` (what the SCons tool wires from)."""
+    return {"name": t.name, "board_file": t.board_file, "regions": [[r.name, r.origin, r.length] for r in t.regions],
+            "default_region": t.default_region, "data_region": t.data_region, "gcc_flags": list(t.gcc_flags),
+            "qemu": t.qemu, "region": t.region,
+            "budget": {"text": t.budget.text, "size": t.budget.size, "percent": t.budget.percent},
+            "reserve_stack": t.reserve_stack, "reserve_heap": t.reserve_heap, "warn_above": t.warn_above,
+            "sharing": t.sharing, "models": [_spec_doc(s) for s in t.models], "key": t.key()}
+
+
+def target_from_doc(d: dict[str, Any]) -> BoardTarget:
+    return BoardTarget(
+        name=d["name"], board_file=d["board_file"], regions=tuple(RegionInfo(*r) for r in d["regions"]),
+        default_region=d["default_region"], data_region=d["data_region"], gcc_flags=tuple(d["gcc_flags"]),
+        qemu=d["qemu"], region=d["region"], budget=Budget(**d["budget"]), reserve_stack=d["reserve_stack"],
+        reserve_heap=d["reserve_heap"], warn_above=d["warn_above"], sharing=d["sharing"],
+        models=tuple(_spec_from(s) for s in d["models"]))
+
+
+def cached_load(path: str, board_dirs: Iterable[str], cache_file: str) -> Manifest:
+    """``load`` through the JSON cache of ``manifest_cache.cached``."""
+    from arena_tool import manifest_cache
+
+    return from_doc(manifest_cache.cached(path, tuple(board_dirs), cache_file))

@@ -1,0 +1,549 @@
+"""SCons tool ``arena``: plan ONNX models, generate C tables and linker scripts, gate the RAM budget.
+
+Use it from any SConstruct::
+
+    env = Environment(tools=["arena"])
+    env.ArenaFirmware("app/arena.yaml", sources=["app/main.c", ...], cpppath=["app"])
+
+``ArenaFirmware`` reads the manifest (``arena_tool.manifest``; a pickled cache
+under ``build/`` skips YAML and JSON Schema work while no input changed),
+selects the boards from ``board=`` (one name, ``a,b`` or ``all``; all by
+default) and wires, for each distinct (model, resolved options), one plan
+``build/plans/<model>-<options digest>.plan.json`` (ArenaPlan <- model.onnx,
+Value(options); boards with the same options share it), then per board,
+under ``build/<board>/``::
+
+    arena_report.json          ArenaGate    <- every plan, Value(board settings), board file
+    gen/model_<model>.{c,h}    ArenaTables  <- plan, model.onnx (ordered after the gate)
+    gen/arena_board.{c,h}      ArenaArena   <- report
+    gen/arena_tables.c         ArenaUnity   <- the generated .c (#includes them: one object per board)
+    <board>.ld                 ArenaLinkerScript <- report, board file
+    firmware.elf               Program (when arm-none-eabi-gcc is on PATH), then the ELF check
+
+The firmware's own sources are compiled once per distinct set of compile flags
+under ``build/common/<flags>/`` (they see ``cpppath`` only, not gen/).
+Build variables: ``board=``, ``VERBOSE=1``, ``link=0`` (stop after generation),
+``gcc_prefix=`` (default ``arm-none-eabi-``).
+
+Every arena output also depends on ``arena_tool/**/*.py`` and
+``schemas/*.json``: editing the generator rebuilds what it generates. The gate
+runs before any C table is generated or compiled; over budget it prints one
+``arena: <board>: ...`` line, deletes that board's generated files and fails
+with exit status 1. ``scons -h`` lists the boards; ``VERBOSE=1`` shows full
+command lines; ``scons board=NAME run`` runs the ELF under QEMU for boards
+with a QEMU machine; the end of every build prints a per-board summary.
+
+This module only wires: all work happens in ``arena_tool`` calls, imported
+inside the actions so reading the SConstruct stays cheap. Per-build values
+(a board's settings, its report path) live in ``env`` or builder overrides,
+never in module globals.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _import_arena_tool():
+    """arena_tool from the installed package, else from the checkout this tool sits in."""
+    try:
+        import arena_tool
+    except ImportError:
+        if os.path.isdir(os.path.join(_ROOT, "arena_tool")) and _ROOT not in sys.path:
+            sys.path.insert(0, _ROOT)
+        import arena_tool
+    return arena_tool
+
+
+def exists(env) -> bool:
+    try:
+        _import_arena_tool()
+    except ImportError:
+        return False
+    return True
+
+
+def _report_error(err) -> None:
+    """Render an ArenaError once, on stderr (convention 9)."""
+    sys.stderr.write(err.render() + "\n")
+    sys.stderr.flush()
+
+
+def _run_guarded(fn, target, source, env):
+    """Call an action body; ArenaError -> its message and exit code, anything else -> arena bug.
+
+    SCons turns a failing action's status into exit status 2. SystemExit (what
+    ``env.Exit`` raises) becomes SCons's ExplicitExit, which keeps ours: 1 over
+    budget or a failed check, 2 an input error; the build stops as for any
+    failure and the signature database is still written.
+    """
+    from arena_tool.errors import EXIT_BUG, ArenaError
+
+    try:
+        fn(target, source, env)
+    except ArenaError as err:
+        if err.msg.startswith("arena: ") and not err.file:
+            sys.stderr.write(err.msg + "\n")  # the gate's one line, as it stands
+            sys.stderr.flush()
+        else:
+            _report_error(err)
+        raise SystemExit(err.exit_code) from None
+    except Exception:  # an arena bug: keep the traceback
+        import traceback
+
+        traceback.print_exc()
+        sys.stderr.write("arena: this is an arena bug; please report it\n")
+        raise SystemExit(EXIT_BUG) from None
+    return 0
+
+
+# ---------------------------------------------------------------- actions
+
+
+def _plan_body(target, source, env) -> None:
+    from arena_tool import planfile, planning, planners
+    from arena_tool.problem import ModelOptions
+
+    spec = json.loads(source[1].read())
+    options = ModelOptions(
+        alignment=spec["alignment"], activation_dtype=spec["activation_dtype"],
+        bitwidths=tuple((n, b) for n, b in spec["bitwidths"]), inplace=spec["inplace"],
+        scratch=spec["scratch"], input_shapes=tuple((n, tuple(s)) for n, s in spec["input_shapes"]),
+    )
+    model = source[0].path.replace(os.sep, "/")
+    params = planners.Params(k=spec["k"], time_limit=spec["time_limit"])
+    planfile.write(target[0].path, planning.plan_model(model, options, spec["planner"], params).doc)
+
+
+def _plan_action(target, source, env) -> int:
+    return _run_guarded(_plan_body, target, source, env)
+
+
+def _gate_body(target, source, env) -> None:
+    from arena_tool import boards, manifest, report
+    from arena_tool.errors import ArenaError, CheckFailed
+
+    board_target = manifest.target_from_doc(env["ARENA_TARGET"])
+    plans = []
+    for spec, node in zip(board_target.models, source):
+        with open(node.abspath, encoding="utf-8") as f:
+            plans.append((spec.name, node.path, json.load(f)))
+
+    def fastest(min_size: int, reserve: int) -> str | None:
+        board = boards.load_board_file(board_target.board_file)
+        try:
+            return board.fastest_region(min_size, reserve=reserve).name
+        except ArenaError:
+            return None
+
+    try:
+        rep = report.gate(board_target, plans, fastest)
+    except CheckFailed:
+        for path in env["ARENA_BOARD_OUTPUTS"]:
+            if os.path.exists(path):
+                os.unlink(path)
+        raise
+    if rep.warning:
+        sys.stdout.write(rep.warning + "\n")
+    report.write(target[0].path, report.to_doc(rep))
+
+
+def _gate_action(target, source, env) -> int:
+    return _run_guarded(_gate_body, target, source, env)
+
+
+def _tables_body(target, source, env) -> None:
+    from arena_tool import codegen, planfile
+
+    doc = planfile.read(source[0].path)
+    symbol = os.path.basename(target[0].path)[len("model_"):-len(".c")]  # gen/model_<symbol>.c
+    header, body = codegen.model_sources(doc, source[1].path, symbol)
+    codegen.write(target[1].path, header)
+    codegen.write(target[0].path, body)
+
+
+def _tables_action(target, source, env) -> int:
+    return _run_guarded(_tables_body, target, source, env)
+
+
+def _arena_body(target, source, env) -> None:
+    from arena_tool import codegen, report
+
+    doc = report.read(source[0].path)
+    bases = [(m["name"], m["base"]) for m in doc["models"]]
+    header, body = codegen.arena_sources(doc["board"], doc["arena_size"], bases)
+    codegen.write(target[1].path, header)
+    codegen.write(target[0].path, body)
+
+
+def _arena_action(target, source, env) -> int:
+    return _run_guarded(_arena_body, target, source, env)
+
+
+def _unity_action(target, source, env):
+    """gen/arena_tables.c: #include of every generated .c of the board, in source order."""
+    from arena_tool.schema import write_atomic
+
+    lines = ["/* Generated by the arena SCons tool: the board's tables as one translation unit. */"]
+    lines += [f'#include "{os.path.basename(n.path)}"' for n in source]
+    write_atomic(target[0].path, "\n".join(lines) + "\n")
+    return 0
+
+
+def _ld_body(target, source, env) -> None:
+    from arena_tool import boards, linker, report
+
+    doc = report.read(source[0].path)
+    board = boards.load_board_file(source[1].path)
+    text = linker.render(board, doc["region"]["name"], doc["arena_size"], doc["reserve"]["stack"],
+                         doc["reserve"]["heap"], arena_align=doc["alignment"])
+    linker.write(target[0].path, text)
+
+
+def _ld_action(target, source, env) -> int:
+    return _run_guarded(_ld_body, target, source, env)
+
+
+def _elfcheck_body(target, source, env) -> None:
+    from arena_tool import boards, elfcheck, report
+    from arena_tool.errors import ArenaError
+
+    elf = target[0].path
+    try:
+        doc = report.read(env["ARENA_REPORT"])
+        board = boards.load_board_file(env["ARENA_TARGET"]["board_file"])
+        elfcheck.check(elf, board, doc)
+    except ArenaError:
+        if os.path.exists(elf):
+            os.unlink(elf)
+        raise
+
+
+def _elfcheck_action(target, source, env) -> int:
+    return _run_guarded(_elfcheck_body, target, source, env)
+
+
+def _run_body(target, source, env) -> None:
+    from arena_tool import qemu
+    from arena_tool.errors import CheckFailed
+
+    for node in source:
+        machine = env["ARENA_QEMU"][node.path]
+        rc, output = qemu.run(node.path, machine, env.get("ARENA_QEMU_TIMEOUT", 60))
+        sys.stdout.write(output if output.endswith("\n") or not output else output + "\n")
+        sys.stdout.flush()
+        if rc != 0:
+            raise CheckFailed(f"firmware exited with status {rc} under qemu -M {machine}", file=node.path)
+
+
+def _run_action(target, source, env) -> int:
+    return _run_guarded(_run_body, target, source, env)
+
+
+# ---------------------------------------------------------------- emitters
+
+
+def _pair_emitter(target, source, env):
+    """x.c -> [x.c, x.h]: both outputs are declared, so SCons scans and cleans both."""
+    base, _ = os.path.splitext(str(target[0]))
+    return [target[0], env.File(base + ".h")], source
+
+
+def _generator_deps(env):
+    """One Value node: a digest of the bytes of arena_tool/**/*.py and schemas/*.json.
+
+    Every arena output depends on it (convention 13), so editing the generator
+    rebuilds what it generates. One digest node instead of ~40 file edges per
+    target keeps the no-op build's dependency walk short; hashing the files
+    costs about a millisecond.
+    """
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in _generator_files():
+        digest.update(os.path.basename(path).encode() + b"\0")
+        with open(path, "rb") as f:
+            digest.update(hashlib.sha256(f.read()).digest())
+    return [env.Value("arena_tool sources " + digest.hexdigest())]
+
+
+def _generator_files():
+    """arena_tool/**/*.py and schemas/*.json, sorted."""
+    arena_tool = _import_arena_tool()
+    pkg = os.path.dirname(os.path.abspath(arena_tool.__file__))
+    files = []
+    for folder, dirs, names in os.walk(pkg):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        files += [os.path.join(folder, n) for n in sorted(names) if n.endswith(".py")]
+    from arena_tool.schema import schema_dir
+
+    schemas = str(schema_dir())
+    if os.path.isdir(schemas):
+        files += [os.path.join(schemas, n) for n in sorted(os.listdir(schemas)) if n.endswith(".json")]
+    return files
+
+
+# ---------------------------------------------------------------- wiring
+
+
+def _truthy(value) -> bool:
+    return str(value).strip().lower() in ("1", "yes", "true", "on")
+
+
+def _arena_firmware(env, manifest_path, sources=(), cpppath=(), board=None, link=None, build_dir=None,
+                    board_dirs=()):
+    """Wire every selected board of a manifest; returns {board: {name: node(s)}}.
+
+    board: 'all', 'a,b' or one name (default: ARGUMENTS['board'], else all).
+    link: False to stop after generation; default: link when the cross gcc is found.
+    sources/cpppath: the firmware's own C files and include folders.
+    """
+    from SCons.Action import Action
+    from SCons.Script import ARGUMENTS, Exit, GetOption
+
+    arena_tool = _import_arena_tool()
+    from arena_tool import manifest_cache
+    from arena_tool.errors import ArenaError
+
+    build_dir = build_dir or env.subst("$ARENA_BUILD_DIR")
+    board = board if board is not None else ARGUMENTS.get("board")
+    try:
+        m = manifest_cache.cached(str(manifest_path), tuple(board_dirs) + tuple(env["ARENA_BOARD_DIRS"]),
+                                  os.path.join(build_dir, ".arena_manifest.json"))
+        by_name = {t["name"]: t for t in m["targets"]}
+        targets = [by_name[n] for n in manifest_cache.select_names(list(by_name), board, m["file"])]
+    except ArenaError as err:
+        _report_error(err)
+        Exit(err.exit_code)
+    if GetOption("help"):
+        env.Help(_help_text(m, arena_tool), append=True)
+
+    if link is None:
+        link = _truthy(ARGUMENTS.get("link", "1"))
+    if "gcc_prefix" in ARGUMENTS:
+        env["ARENA_GCC_PREFIX"] = ARGUMENTS["gcc_prefix"]
+    gcc = env.WhereIs(env.subst("${ARENA_GCC_PREFIX}gcc"), os.environ.get("PATH", "")) if link else None
+    if link and not gcc and not GetOption("help") and not GetOption("clean"):
+        print(f"arena: {env.subst('${ARENA_GCC_PREFIX}gcc')} not found on PATH: stopping after plans, "
+              "C tables and linker scripts (install gcc-arm-none-eabi to link and check the ELF)")
+    deps = _generator_deps(env)
+    common: dict = {}  # compile flags -> objects of the firmware's own sources
+    plans: dict = {}  # ModelSpec.key() -> plan node (one plan per distinct model and options)
+    # An alias scans its sources with its env's scanners: with none, a no-op build does
+    # not re-read the generated C (large weight tables).
+    quiet = env.Clone(SCANNERS=[])
+    generated: list = []
+    everything: list = []
+    cross = None
+    if gcc:
+        prefix = env.subst("$ARENA_GCC_PREFIX")
+        cross = env.Clone(tools=["cc", "link"])  # not "gcc": it runs "gcc --version" on every read
+        cross.Replace(CC=prefix + "gcc", LINK=prefix + "gcc", AS=prefix + "gcc", OBJSUFFIX=".o",
+                      PROGSUFFIX=".elf", LIBS=["m"])
+        cross.PrependENVPath("PATH", os.path.dirname(gcc))
+    result = {}
+    reports = []
+    qemu_elves = {}
+    for t in targets:
+        nodes = _wire_board(env, t, build_dir, deps, plans, sources, cpppath, cross, common)
+        result[t["name"]] = nodes
+        reports.append(nodes["report"][0].path)
+        quiet.Alias(t["name"], nodes["all"])
+        generated += nodes["generated"]
+        everything += nodes["all"]
+        if "elf" in nodes and t["qemu"]:
+            qemu_elves[nodes["elf"][0].path] = t["qemu"]
+    quiet.Alias("arena", generated)
+    env.Default(quiet.Alias("boards", everything))
+    if qemu_elves:
+        run = env.Alias("run", [env.File(p) for p in sorted(qemu_elves)],
+                        Action(_run_action, "$ARENARUNCOMSTR"), ARENA_QEMU=qemu_elves)
+    else:
+        run = env.Alias("run", [], Action(_no_run_action, None), ARENA_NO_RUN=(
+            [t["name"] for t in targets], bool(gcc)))
+    env.AlwaysBuild(run)
+    if not (GetOption("help") or GetOption("clean") or GetOption("no_exec")):
+        import atexit
+
+        atexit.register(_print_summary, reports)
+    return result
+
+
+def _no_run_action(target, source, env) -> int:
+    names, have_gcc = env["ARENA_NO_RUN"]
+    why = "none of them has a qemu machine in its board file" if have_gcc else "no cross gcc to build an ELF"
+    sys.stderr.write(f"arena: run: cannot run board(s) {', '.join(names)}: {why}\n")
+    return 2
+
+
+def _plan_node(env, spec, build_dir, deps, plans):
+    """The plan of one model under one set of options, shared by every board that uses them.
+
+    build/plans/<model>-<first 10 hex digits of sha256(options)>.plan.json.
+    """
+    import hashlib
+
+    key = spec["key"]
+    node = plans.get(key)
+    if node is None:
+        digest = hashlib.sha256(key.encode()).hexdigest()[:10]
+        node = env.ArenaPlan(f"{build_dir}/plans/{spec['name']}-{digest}.plan.json", [spec["path"], env.Value(key)])
+        env.Depends(node, deps)
+        plans[key] = node
+    return node
+
+
+def _wire_board(env, t, build_dir, deps, plans, sources, cpppath, cross, common):
+    bdir = f"{build_dir}/{t['name']}"
+    gen = f"{bdir}/gen"
+    report_path = f"{bdir}/arena_report.json"
+    board_plans = []
+    for spec in t["models"]:
+        board_plans += _plan_node(env, spec, build_dir, deps, plans)
+    gate_key = env.Value(t["key"] + "|" + "|".join(s["key"] for s in t["models"]))
+    rep = env.ArenaGate(report_path, board_plans + [gate_key], ARENA_TARGET=t,
+                        ARENA_BOARD_OUTPUTS=_board_outputs(bdir, gen, t))
+    env.Depends(rep, deps + [env.File(t["board_file"])])
+    tables = []
+    for spec, plan in zip(t["models"], board_plans):
+        tab = env.ArenaTables(f"{gen}/model_{spec['name']}.c", [plan, env.File(spec["path"])])
+        env.Depends(tab, deps)
+        env.Requires(tab, rep)  # order only: the gate passes before any table exists
+        tables += tab
+    arena = env.ArenaArena(f"{gen}/arena_board.c", rep)
+    env.Depends(arena, deps)
+    ld = env.ArenaLinkerScript(f"{bdir}/{t['name']}.ld", [rep, env.File(t["board_file"])])
+    env.Depends(ld, deps)
+    generated = board_plans + rep + tables + arena + ld
+    nodes = {"plans": board_plans, "report": rep, "tables": tables, "arena": arena, "ld": ld,
+             "generated": generated, "all": generated}
+    if cross is not None:
+        elf = _wire_elf(cross, t, build_dir, gen, sources, cpppath, tables + arena, ld, report_path, common)
+        nodes["elf"] = elf
+        nodes["all"] = generated + elf
+    return nodes
+
+
+def _board_outputs(bdir, gen, t):
+    """Files deleted when the gate fails, so no stale table, script or ELF survives."""
+    out = [f"{gen}/model_{s['name']}.{x}" for s in t["models"] for x in ("c", "h")]
+    out += [f"{gen}/arena_board.c", f"{gen}/arena_board.h", f"{gen}/arena_tables.c", f"{bdir}/{t['name']}.ld",
+            f"{bdir}/firmware.elf", f"{bdir}/firmware.map"]
+    return out
+
+
+def _wire_elf(cross, t, build_dir, gen, sources, cpppath, generated, ld, report_path, common):
+    """Compile and link one board's firmware; the ELF check runs right after the link.
+
+    The firmware's own sources see only ``cpppath`` (not the board's gen/
+    folder), so boards with the same compile flags share their objects, under
+    build/common/<flags>/; the generated tables are compiled per board.
+    """
+    from SCons.Action import Action
+
+    bdir = f"{build_dir}/{t['name']}"
+    flags = list(t["gcc_flags"])
+    ccflags = flags + ["-Os", "-g", "-std=c99", "-Wall", "-Wextra", "-ffunction-sections", "-fdata-sections"] \
+        + list(cross.get("ARENA_EXTRA_CCFLAGS", []))
+    key = "_".join(f.split("=", 1)[-1] for f in flags if not f.startswith("-mthumb"))
+    objs = common.get(key)
+    if objs is None:
+        objs = []
+        for src in sources:
+            name = os.path.splitext(os.path.basename(str(src)))[0]
+            objs += cross.Object(f"{build_dir}/common/{key}/{name}.o", src, CPPPATH=list(cpppath), CCFLAGS=ccflags)
+        common[key] = objs
+    # The board's generated C is compiled as one unit (gen/arena_tables.c includes
+    # each table and the arena): one compiler run per board, and a short no-op walk.
+    unity = cross.ArenaUnity(f"{gen}/arena_tables.c", [n for n in generated if str(n).endswith(".c")])
+    objs = list(objs) + cross.Object(f"{bdir}/obj/arena_tables.o", unity, CPPPATH=list(cpppath) + [gen],
+                                     CCFLAGS=ccflags)
+    linkflags = flags + ["-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs", "-Wl,--gc-sections",
+                         "-Wl,--print-memory-usage", f"-Wl,-Map,{bdir}/firmware.map", "-T", ld[0].path]
+    elf = cross.Program(f"{bdir}/firmware.elf", objs, LINKFLAGS=linkflags, ARENA_TARGET=t,
+                        ARENA_REPORT=report_path)
+    cross.Depends(elf, [ld, report_path])  # the ELF check's inputs reach the ELF's signature
+    cross.Clean(elf, f"{bdir}/firmware.map")
+    cross.AddPostAction(elf, Action(_elfcheck_action, "$ARENAELFCHECKCOMSTR"))
+    return elf
+
+
+def _help_text(m, arena_tool) -> str:
+    from arena_tool import boards
+
+    shipped = boards.list_boards(list(m["board_dirs"]))
+    lines = ["", "arena (manifest " + m["file"] + "):",
+             "  scons board=NAME        build one board (also board=a,b and board=all; default all)",
+             "  scons board=NAME run    run the firmware under QEMU (boards with a qemu machine)",
+             "  scons -c board=NAME     remove that board's outputs under build/NAME",
+             "  VERBOSE=1               show full command lines;  link=0  stop after generation",
+             "  gcc_prefix=PREFIX       cross compiler prefix (default arm-none-eabi-)",
+             "", "  boards in the manifest:"]
+    for t in m["targets"]:
+        qemu = f", qemu {t['qemu']}" if t["qemu"] else ""
+        lines.append(f"    {t['name']:<18} region {t['region']}, budget {t['budget']['text']}{qemu}")
+    lines.append("  all known boards: " + ", ".join(shipped))
+    return "\n".join(lines) + "\n"
+
+
+def _print_summary(report_paths) -> None:
+    """At exit: one block per board whose report exists and whose build did not fail."""
+    from SCons.Script import GetBuildFailures
+
+    failed = {str(f.node) for f in GetBuildFailures() if getattr(f, "node", None) is not None}
+    docs = []
+    for path in report_paths:
+        if path in failed or not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            docs.append(json.load(f))
+    if docs:
+        from arena_tool import report
+
+        sys.stdout.write(report.summary(docs) + "\n")
+        sys.stdout.flush()
+
+
+# ---------------------------------------------------------------- tool entry points
+
+
+def generate(env, **kwargs) -> None:
+    from SCons.Action import Action
+    from SCons.Builder import Builder
+    from SCons.Script import ARGUMENTS
+
+    _import_arena_tool()
+    verbose = _truthy(env.get("VERBOSE", ARGUMENTS.get("VERBOSE", "0")))
+    env.SetDefault(ARENA_BUILD_DIR="build", ARENA_BOARD_DIRS=[], ARENA_GCC_PREFIX="arm-none-eabi-")
+    comstrs = {
+        "ARENAPLANCOMSTR": "Planning $TARGET",
+        "ARENAGATECOMSTR": "Checking budget $TARGET",
+        "ARENATABLESCOMSTR": "Generating $TARGET",
+        "ARENAARENACOMSTR": "Generating $TARGET",
+        "ARENALDCOMSTR": "Generating $TARGET",
+        "ARENAELFCHECKCOMSTR": "Checking $TARGET",
+        "ARENARUNCOMSTR": "Running $SOURCES",
+        "CCCOMSTR": "Compiling $TARGET",
+        "LINKCOMSTR": "Linking $TARGET",
+    }
+    for key, text in comstrs.items():
+        env.SetDefault(**{key: None if verbose else text})
+    builders = {
+        "ArenaPlan": Builder(action=Action(_plan_action, "$ARENAPLANCOMSTR"), suffix=".plan.json",
+                             src_suffix=".onnx"),
+        "ArenaGate": Builder(action=Action(_gate_action, "$ARENAGATECOMSTR"), suffix=".json",
+                             src_suffix=".plan.json"),
+        "ArenaTables": Builder(action=Action(_tables_action, "$ARENATABLESCOMSTR"), suffix=".c",
+                               src_suffix=".plan.json", emitter=_pair_emitter),
+        "ArenaArena": Builder(action=Action(_arena_action, "$ARENAARENACOMSTR"), suffix=".c",
+                              src_suffix=".json", emitter=_pair_emitter),
+        "ArenaUnity": Builder(action=Action(_unity_action, "$ARENAARENACOMSTR"), suffix=".c", src_suffix=".c"),
+        "ArenaLinkerScript": Builder(action=Action(_ld_action, "$ARENALDCOMSTR"), suffix=".ld",
+                                     src_suffix=".json"),
+    }
+    env.Append(BUILDERS=builders)
+    env.AddMethod(_arena_firmware, "ArenaFirmware")

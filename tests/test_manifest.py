@@ -1,0 +1,147 @@
+"""manifest.load: defaults, overrides, selection, budgets and the no-op cache."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from arena_tool import manifest
+from arena_tool.errors import ArenaError
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "example_firmware" / "arena.yaml"
+
+
+def write(tmp: Path, text: str) -> str:
+    (tmp / "m.onnx").write_bytes(b"")
+    (tmp / "n.onnx").write_bytes(b"")
+    path = tmp / "arena.yaml"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_example_manifest_loads_every_shipped_board() -> None:
+    m = manifest.load(str(EXAMPLE))
+    assert len(m.models) >= 3
+    shipped = sorted(p.stem for p in (ROOT / "boards").glob("*.yaml"))
+    assert sorted(m.board_names) == shipped
+    f746 = m.select("nucleo_f746")[0]
+    assert f746.region == "DTCM" and f746.budget.size == 60 * 1024
+    assert f746.reserve_stack == 4096 and f746.warn_above == 85.0
+    assert all(os.path.isfile(s.path) for s in f746.models)
+
+
+def test_defaults_and_overrides(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+sharing: concurrent
+budget: 50%
+defaults: {planner: greedy_size, alignment: 8}
+models:
+  - {name: a, path: m.onnx, k: 4, input_shapes: {x: [1, 3]}, bitwidths: {t1: 4}}
+  - {name: b, path: n.onnx, planner: naive, inplace: false, scratch: row}
+boards:
+  - mps2_an500
+  - name: nucleo_f746
+    region: SRAM1
+    budget: 64KiB
+    sharing: sequential
+    warn_above: 75
+    reserve: {stack: 2K, heap: 1K}
+    models:
+      a: {planner: optimal}
+""")
+    m = manifest.load(path)
+    an500, f746 = m.targets
+    a, b = an500.models
+    assert (a.planner, a.k, a.options.alignment) == ("greedy_size", 4, 8)
+    assert a.options.input_shapes == (("x", (1, 3)),) and a.options.bitwidths == (("t1", 4),)
+    assert (b.planner, b.options.inplace, b.options.scratch) == ("naive", False, "row")
+    assert an500.sharing == "concurrent" and an500.budget.percent == 50.0
+    assert an500.region == "SSRAM23"  # the board's default region
+    assert an500.reserve_stack == manifest.DEFAULT_STACK and an500.qemu == "mps2-an500"
+    assert f746.sharing == "sequential" and f746.budget.size == 65536 and f746.region == "SRAM1"
+    assert (f746.reserve_stack, f746.reserve_heap, f746.warn_above) == (2048, 1024, 75.0)
+    assert f746.models[0].planner == "optimal" and f746.models[0].k == 4  # override merges
+    assert f746.models[1] == b
+    assert "-mcpu=cortex-m7" in f746.gcc_flags
+
+
+def test_model_paths_are_relative_to_the_manifest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sub = tmp_path / "fw"
+    sub.mkdir()
+    write(sub, "models: [{name: a, path: m.onnx}]\nboards: [mps2_an386]\n")
+    monkeypatch.chdir(tmp_path)
+    m = manifest.load("fw/arena.yaml")
+    assert m.models[0].path == os.path.join("fw", "m.onnx")
+
+
+@pytest.mark.parametrize("text,size", [("65536", 65536), ("'64K'", 65536), ("'64KiB'", 65536),
+                                       ("'1M'", 1 << 20), ("'0x8000'", 32768)])
+def test_budget_sizes(tmp_path: Path, text: str, size: int) -> None:
+    path = write(tmp_path, f"budget: {text}\nmodels: [{{name: a, path: m.onnx}}]\nboards: [mps2_an500]\n")
+    budget = manifest.load(path).targets[0].budget
+    assert budget.size == size and budget.resolve(4 << 20) == size
+
+
+def test_budget_percent_resolves_against_the_region() -> None:
+    b = manifest.Budget(text="80%", percent=80.0)
+    assert b.resolve(65536) == 52428
+
+
+def test_select(tmp_path: Path) -> None:
+    path = write(tmp_path, "models: [{name: a, path: m.onnx}]\nboards: [mps2_an500, mps2_an386, rpi_pico]\n")
+    m = manifest.load(path)
+    assert [t.name for t in m.select("all")] == ["mps2_an500", "mps2_an386", "rpi_pico"]
+    assert [t.name for t in m.select(None)] == ["mps2_an500", "mps2_an386", "rpi_pico"]
+    assert [t.name for t in m.select("rpi_pico,mps2_an500")] == ["rpi_pico", "mps2_an500"]
+    with pytest.raises(ArenaError) as info:
+        m.select("rpi_picoo")
+    assert "not in the manifest" in info.value.msg and "did you mean 'rpi_pico'" in info.value.hint
+
+
+def test_project_board_folder_shadows_nothing_and_adds_a_board(tmp_path: Path) -> None:
+    boards = tmp_path / "boards"
+    boards.mkdir()
+    text = (ROOT / "boards" / "mps2_an386.yaml").read_text().replace("name: mps2_an386", "name: myboard")
+    (boards / "myboard.yaml").write_text(text)
+    path = write(tmp_path, "board_dirs: [boards]\nmodels: [{name: a, path: m.onnx}]\nboards: [myboard]\n")
+    m = manifest.load(path)
+    assert m.targets[0].board_file.endswith("myboard.yaml")
+
+
+def test_keys_are_canonical(tmp_path: Path) -> None:
+    path = write(tmp_path, "models: [{name: a, path: m.onnx, input_shapes: {y: [2], x: [1]}}]\nboards: [rpi_pico]\n")
+    one = manifest.load(path)
+    two = manifest.load(path)
+    assert one.models[0].key() == two.models[0].key()
+    assert '"input_shapes":[["x",[1]],["y",[2]]]' in one.models[0].key()
+    assert one.targets[0].key() == two.targets[0].key()
+
+
+def test_cached_load_skips_yaml_until_an_input_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, "models: [{name: a, path: m.onnx}]\nboards: [rpi_pico]\n")
+    cache = str(tmp_path / "build" / "cache.pickle")
+    first = manifest.cached_load(path, (), cache)
+
+    def boom(*a: object, **k: object) -> None:
+        raise AssertionError("load called although nothing changed")
+
+    monkeypatch.setattr(manifest, "load", boom)
+    assert manifest.cached_load(path, (), cache) == first
+    monkeypatch.undo()
+    Path(path).write_text("budget: 50%\nmodels: [{name: a, path: m.onnx}]\nboards: [rpi_pico]\n")
+    os.utime(path, ns=(1, 1))  # a different mtime even on coarse clocks
+    assert manifest.cached_load(path, (), cache).targets[0].budget.percent == 50.0
+    os.remove(tmp_path / "m.onnx")  # a vanished model is noticed, not served from the cache
+    with pytest.raises(ArenaError, match="model file not found"):
+        manifest.cached_load(path, (), cache)
+
+
+def test_copying_the_example_keeps_it_valid(tmp_path: Path) -> None:
+    dest = tmp_path / "fw"
+    shutil.copytree(ROOT / "example_firmware", dest, ignore=shutil.ignore_patterns("build"))
+    m = manifest.load(str(dest / "arena.yaml"))
+    assert m.models[0].path.startswith(str(dest))
