@@ -34,12 +34,19 @@ PlannerFn = Callable[[Problem, Params], Plan]
 
 from arena_tool.planners import naive  # noqa: E402
 from arena_tool.planners import exact_cover, first_fit, greedy_size  # noqa: E402
+from arena_tool.planners import greedy_conflicts, hill_climb, optimal, tflite_cpu, tflite_gpu, xla_best_fit  # noqa: E402
 
 PLANNERS: dict[str, PlannerFn] = {
     "naive": naive.plan,
     "first_fit": first_fit.plan,
     "greedy_size": greedy_size.plan,
     "exact_cover": exact_cover.plan,
+    "optimal": optimal.plan,
+    "greedy_conflicts": greedy_conflicts.plan,
+    "hill_climb": hill_climb.plan,
+    "xla_best_fit": xla_best_fit.plan,
+    "tflite_gpu": tflite_gpu.plan,
+    "tflite_cpu": tflite_cpu.plan,
 }
 
 

@@ -82,3 +82,21 @@ def place(buffers: Sequence[Buffer], order: Sequence[int], rule: str,
         else:
             offsets[i] = min(fit, key=lambda g: (g[1], g[0]))[0]
     return [int(o) for o in offsets]  # type: ignore[arg-type]
+
+
+def heuristic_plan(problem, offsets: Sequence[int], planner: str, t0: float, stats=()):
+    """Wrap a one-pass layout as a Plan (optimal None: a heuristic makes no claim)."""
+    import time
+
+    from arena_tool.problem import Plan, arena_size, lower_bound
+
+    return Plan(
+        offsets=tuple(int(o) for o in offsets),
+        arena_size=arena_size(problem.buffers, offsets),
+        planner=planner,
+        optimal=None,
+        status="heuristic",
+        lower_bound=lower_bound(problem.buffers),
+        seconds=time.perf_counter() - t0,
+        stats=tuple(stats),
+    )

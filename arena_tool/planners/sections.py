@@ -13,6 +13,8 @@ Pruning rules (each can be switched off, see ``Rules``; none changes the answer)
                 non-fixed buffers: that buffer would have dropped below.
   sections   -- per section (a span of ops with a constant live set):
                 max(top of placed, last offset) + unplaced size in it <= C.
+  floor      -- per section: lowest min_off of its unplaced buffers + their size <= C
+                (minimalloc's "unallocated floor").
   hatless    -- if a placed buffer overlaps no unplaced one and its subtree fails,
                 the siblings fail too (the placement changed nothing else).
 
@@ -43,6 +45,7 @@ class Rules:
     dominance: bool = True
     sections: bool = True
     hatless: bool = True
+    floor: bool = True
 
 
 class _Abort(Exception):
@@ -144,10 +147,13 @@ def decide(inst: Instance, capacity: int, rank: np.ndarray, rules: Rules = Rules
     unplaced = np.ones(n, dtype=bool)
     offsets = np.full(n, -1, dtype=np.int64)
     sec_sum = inst.section_loads()
-    if rules.sections and np.any(sec_sum > capacity):
+    if (rules.sections or rules.floor) and np.any(sec_sum > capacity):
         return Result("infeasible", None, 0)
     sec_top = np.zeros(inst.n_sections, dtype=np.int64)
     eff_fixed = np.where(is_fixed, fixed, 0)
+    cover = np.zeros((n, inst.n_sections), dtype=bool)
+    for i in range(n):
+        cover[i, inst.s0[i]:inst.s1[i] + 1] = True
     nodes = 0
     big = np.int64(1) << 62
     check_every = 256
@@ -169,8 +175,14 @@ def decide(inst: Instance, capacity: int, rank: np.ndarray, rules: Rules = Rules
             return False
         if fx.any() and np.any(m[fx] > eff[fx]):
             return False
-        if rules.sections:
-            floor = np.maximum(sec_top, last_off) if rules.canonical else sec_top
+        if rules.sections or rules.floor:
+            floor = np.zeros(inst.n_sections, dtype=np.int64)
+            if rules.sections:
+                floor = np.maximum(sec_top, last_off) if rules.canonical else sec_top
+            if rules.floor:
+                # every unplaced buffer of a section sits at or above the lowest min_off among them
+                low = np.where(cover[u], m[:, None], big).min(axis=0)
+                floor = np.maximum(floor, np.where(sec_sum > 0, low, 0))
             if np.any(floor + sec_sum > capacity):
                 return False
         r = rank[u]
