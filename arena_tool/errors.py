@@ -8,7 +8,6 @@ It is rendered once, at the edge (``cli.main`` and the SCons actions), as
 
 from __future__ import annotations
 
-import dataclasses
 from typing import NoReturn
 
 EXIT_OK = 0

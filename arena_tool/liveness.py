@@ -29,9 +29,7 @@ tensor shares, never a chain; ModelProblem.problem() merges each group's ranges.
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 from typing import Mapping
 
 from arena_tool import dtypes, onnx_graph, schema
@@ -60,21 +58,12 @@ def model_problem(path: str, options: ModelOptions) -> ModelProblem:
 
 def read_bitwidths(path: str) -> tuple[tuple[str, int], ...]:
     """The bitwidth map file ({"tensor": bits, ...}, schemas/bitwidths.schema.json), sorted by name."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        fail("bitwidth file not found", file=path, hint="check the path")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ArenaError(f"cannot read the bitwidth file: {e}", file=path, hint="it must be UTF-8 JSON") from e
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ArenaError(f"not JSON: {e.msg}", file=path, line=e.lineno, col=e.colno,
-                         hint='write an object like {"conv1_out": 4, "relu1_out": 8}') from e
+    hint = f'write {{"tensor_name": bits, ...}} with integer bits from 1 to {dtypes.MAX_BITS}'
+    doc = schema.read_json(path, "bitwidth file", hint)
     try:
         schema.check_json(doc, "bitwidths", path)
     except ArenaError as e:
-        e.hint = f'write {{"tensor_name": bits, ...}} with integer bits from 1 to {dtypes.MAX_BITS}'
+        e.hint = hint
         raise
     return tuple(sorted((str(k), int(v)) for k, v in doc.items()))
 

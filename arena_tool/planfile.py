@@ -12,9 +12,9 @@ import json
 from typing import Any
 
 from arena_tool import __version__
-from arena_tool.errors import ArenaError, CheckFailed
+from arena_tool.errors import CheckFailed
 from arena_tool.problem import ModelOptions, ModelProblem, Plan, Problem, lower_bound
-from arena_tool.schema import check_json, write_atomic
+from arena_tool.schema import check_json, read_json, write_atomic
 
 FORMAT_VERSION = 1
 
@@ -100,18 +100,7 @@ def write(path: str, doc: dict[str, Any]) -> None:
 
 
 def read(path: str) -> dict[str, Any]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except FileNotFoundError as e:
-        raise ArenaError("plan file not found", file=path, hint="make one with 'arena-tool plan MODEL -o PLAN'") from e
-    except (OSError, UnicodeDecodeError) as e:
-        raise ArenaError(f"cannot read plan file: {e}", file=path) from e
-    except json.JSONDecodeError as e:
-        raise ArenaError(f"not JSON: {e.msg}", file=path, line=e.lineno, col=e.colno,
-                         hint="regenerate it with 'arena-tool plan MODEL -o PLAN'") from e
-    check_json(doc, "plan", path)
-    return doc
+    return read_json(path, "plan file", "make one with 'arena-tool plan MODEL -o PLAN'", schema="plan")
 
 
 def offsets(doc: dict[str, Any]) -> dict[str, int]:

@@ -30,7 +30,7 @@ import json
 from typing import Any, Callable, Sequence
 
 from arena_tool import __version__
-from arena_tool.errors import ArenaError, CheckFailed
+from arena_tool.errors import CheckFailed
 
 FORMAT_VERSION = 1
 _FLOAT = ("float32", "float16", "bfloat16", "float64", "double", "float")
@@ -268,18 +268,9 @@ def write(path: str, doc: dict[str, Any]) -> None:
 
 def read(path: str, check: bool = False) -> dict[str, Any]:
     """The report document; ``check`` validates it against the schema (slower: jsonschema)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except FileNotFoundError as e:
-        raise ArenaError("report not found", file=path, hint="build the board first (scons board=NAME)") from e
-    except (OSError, ValueError) as e:
-        raise ArenaError(f"cannot read report: {e}", file=path, hint="delete it and rebuild") from e
-    if check:
-        from arena_tool.schema import check_json
+    from arena_tool.schema import read_json
 
-        check_json(doc, "report", path)
-    return doc
+    return read_json(path, "report", "build the board first (scons board=NAME)", schema="report" if check else None)
 
 
 def bar(percent: float, width: int = 10) -> str:

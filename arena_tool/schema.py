@@ -15,21 +15,42 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from arena_tool.errors import ArenaError
+from arena_tool.errors import EXIT_BUG, ArenaError
 
 
-def schema_dir() -> Path:
-    """schemas/ beside the package (source tree or editable install), else the installed share dir."""
-    here = Path(__file__).resolve().parent.parent / "schemas"
-    if here.is_dir():
-        return here
-    return Path(sys.prefix) / "share" / "arena" / "schemas"
+def schema_path(name: str) -> Path:
+    """schemas/<name>.schema.json: at the source tree's root (checkout, editable install), else
+    in the installed share dir (wheel install)."""
+    for base in (Path(__file__).resolve().parent.parent / "schemas", Path(sys.prefix) / "share" / "arena" / "schemas"):
+        candidate = base / f"{name}.schema.json"
+        if candidate.is_file():
+            return candidate
+    raise ArenaError(f"schema '{name}' not found", exit_code=EXIT_BUG,
+                     hint="reinstall arena (pip install -e .) so schemas/ ships with it")
 
 
 @functools.lru_cache(maxsize=None)
 def load_schema(name: str) -> dict[str, Any]:
-    with open(schema_dir() / f"{name}.schema.json", encoding="utf-8") as f:
-        return json.load(f)
+    return json.loads(schema_path(name).read_text(encoding="utf-8"))
+
+
+def read_json(path: str, what: str, hint: str, schema: str | None = None) -> Any:
+    """A JSON file, schema-checked when ``schema`` is given; every failure one ArenaError.
+
+    what: what the file is, for messages ('plan file'); hint: how to make a good one.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except FileNotFoundError as e:
+        raise ArenaError(f"{what} not found", file=path, hint=hint) from e
+    except json.JSONDecodeError as e:
+        raise ArenaError(f"not JSON: {e.msg}", file=path, line=e.lineno, col=e.colno, hint=hint) from e
+    except (OSError, UnicodeDecodeError) as e:
+        raise ArenaError(f"cannot read {what}: {e}", file=path, hint=hint) from e
+    if schema is not None:
+        check_json(doc, schema, path)
+    return doc
 
 
 def dotted(path: Any) -> str:

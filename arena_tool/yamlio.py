@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
-import json
 import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -36,7 +35,8 @@ import jsonschema
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from arena_tool.errors import EXIT_BUG, ArenaError
+from arena_tool.errors import ArenaError
+from arena_tool.schema import load_schema, schema_path  # noqa: F401  (schema_path re-exported)
 
 KeyPath = tuple[Any, ...]
 Pos = tuple[int, int]  # (line, col), both 1-based
@@ -266,21 +266,9 @@ _SIZE_EXPECTED = "expected a byte count like 65536, '64K', '64KiB', '1M' or '0x1
 # ---------------------------------------------------------------- schemas
 
 
-def schema_path(name: str) -> Path:
-    """``schemas/<name>.schema.json``: packaged beside arena_tool, or at the repo root."""
-    here = Path(__file__).resolve().parent
-    for base in (here / "schemas", here.parent / "schemas"):
-        candidate = base / f"{name}.schema.json"
-        if candidate.is_file():
-            return candidate
-    raise ArenaError(f"schema '{name}' not found next to {here}", exit_code=EXIT_BUG,
-                     hint="reinstall arena (pip install -e .) so schemas/ ships with it")
-
-
 @functools.lru_cache(maxsize=None)
 def _validator(name: str) -> jsonschema.protocols.Validator:
-    path = schema_path(name)
-    schema = json.loads(path.read_text(encoding="utf-8"))
+    schema = load_schema(name)
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)
 

@@ -52,7 +52,7 @@ def plan(problem: Problem, params: Params) -> Plan:
         return max((o + b.size for b, o in zip(bufs, offs)), default=0)
 
     offs = place(bufs, order, "first", conf)
-    best_order, best_offs, best = list(order), offs, peak(offs)
+    best_offs, best = offs, peak(offs)
     cur = best
     attempts = 0
     for attempt in range(1, MAX_ATTEMPTS + 1):
@@ -81,7 +81,7 @@ def plan(problem: Problem, params: Params) -> Plan:
         new_offs = place(bufs, order, "first", conf)
         total = peak(new_offs)
         if total < best:
-            best_order, best_offs, best = list(order), new_offs, total
+            best_offs, best = new_offs, total
             offs, cur = new_offs, total
         elif rng.random() * 100 < 50.0 * (total - best) / total / attempt:
             offs, cur = new_offs, total
