@@ -7,3 +7,23 @@ layer over these modules.
 """
 
 __version__ = "0.1.0"
+
+
+def site_tools_dir() -> str:
+    """The folder holding the SCons tool ``arena.py``, for any SConstruct's toolpath::
+
+        import arena_tool
+        env = Environment(tools=["arena"], toolpath=[arena_tool.site_tools_dir()])
+
+    The source tree's ``site_scons/site_tools`` (checkout or editable install),
+    else the copy a wheel installs under ``<prefix>/share/arena/site_tools``.
+    """
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for candidate in (os.path.join(here, "site_scons", "site_tools"),
+                      os.path.join(sys.prefix, "share", "arena", "site_tools")):
+        if os.path.isfile(os.path.join(candidate, "arena.py")):
+            return candidate
+    raise FileNotFoundError("arena's SCons tool (site_tools/arena.py) is not installed")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -162,8 +163,12 @@ class Board:
 
 
 def default_board_dir() -> Path:
-    """The repo's shipped ``boards/`` folder (beside ``arena_tool/``)."""
-    return Path(__file__).resolve().parent.parent / "boards"
+    """The shipped ``boards/``: beside ``arena_tool/`` in a checkout or editable install,
+    else under ``<prefix>/share/arena/boards`` (wheel install)."""
+    here = Path(__file__).resolve().parent.parent / "boards"
+    if here.is_dir():
+        return here
+    return Path(sys.prefix) / "share" / "arena" / "boards"
 
 
 def board_dirs(project_dirs: list[str] | tuple[str, ...] = ()) -> list[str]:

@@ -18,13 +18,16 @@ from typing import Any
 from arena_tool.errors import EXIT_BUG, ArenaError
 
 
+def schema_dir() -> Path:
+    """schemas/ at the source tree's root (checkout, editable install), else the installed share dir."""
+    here = Path(__file__).resolve().parent.parent / "schemas"
+    return here if here.is_dir() else Path(sys.prefix) / "share" / "arena" / "schemas"
+
+
 def schema_path(name: str) -> Path:
-    """schemas/<name>.schema.json: at the source tree's root (checkout, editable install), else
-    in the installed share dir (wheel install)."""
-    for base in (Path(__file__).resolve().parent.parent / "schemas", Path(sys.prefix) / "share" / "arena" / "schemas"):
-        candidate = base / f"{name}.schema.json"
-        if candidate.is_file():
-            return candidate
+    candidate = schema_dir() / f"{name}.schema.json"
+    if candidate.is_file():
+        return candidate
     raise ArenaError(f"schema '{name}' not found", exit_code=EXIT_BUG,
                      hint="reinstall arena (pip install -e .) so schemas/ ships with it")
 
