@@ -121,3 +121,28 @@ def test_console_script_and_byte_identical_plans(chain_path, tmp_path):
         assert r.returncode == 0, r.stderr
         docs.append(out_path.read_bytes())
     assert docs[0] == docs[1]
+
+
+def test_invalid_plan_from_a_planner_is_an_arena_bug(chain_path, capsys, monkeypatch):
+    from arena_tool import planners
+    from arena_tool.problem import Plan
+
+    def broken(problem, params):  # every buffer at 0: overlaps
+        return Plan(offsets=(0,) * len(problem.buffers), arena_size=max(b.size for b in problem.buffers),
+                    planner="broken", optimal=None, status="heuristic", lower_bound=0)
+
+    monkeypatch.setitem(planners.PLANNERS, "broken", broken)
+    code, _, err = run(capsys, "plan", chain_path, "--planner", "broken")
+    assert code == 3
+    assert "planner broken returned an invalid plan: overlap" in err and "arena bug" in err
+
+
+def test_export_and_plan_a_csv_problem(chain_path, tmp_path, capsys):
+    csv = tmp_path / "chain.csv"
+    assert run(capsys, "export", chain_path, "-o", str(csv))[0] == 0
+    out = tmp_path / "solution.csv"
+    code, text, err = run(capsys, "plan", "--problem", str(csv), "--planner", "optimal", "-o", str(out))
+    assert code == 0, err
+    assert "12,288 B" in text and "yes" in text
+    code, _, err = run(capsys, "plan", "--problem", str(csv), "--capacity", "8K", "--planner", "greedy_size")
+    assert code == 1 and "exceeds the capacity 8,192 B" in err

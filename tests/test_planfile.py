@@ -1,0 +1,82 @@
+"""Plan files: built from a ModelProblem and a Plan, schema-checked both ways, and
+checked against the model by planfile.check, which trusts nothing in the file."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+import models
+from arena_tool import liveness, planfile, planning, planners
+from arena_tool.errors import ArenaError, CheckFailed
+from arena_tool.problem import ModelOptions
+
+OPTIONS = ModelOptions(alignment=16, bitwidths=(("T2", 4),), scratch="row")
+
+
+@pytest.fixture
+def planned(tmp_path):
+    path = models.save(models.chain(), tmp_path / "chain.onnx")
+    pm = planning.plan_model(path, OPTIONS, "greedy_size", planners.Params())
+    return path, pm
+
+
+def test_round_trip_and_options(planned, tmp_path):
+    path, pm = planned
+    out = str(tmp_path / "p.json")
+    planfile.write(out, pm.doc)
+    doc = planfile.read(out)
+    assert doc == pm.doc
+    assert planfile.options_from_doc(doc) == OPTIONS
+    assert planfile.check(doc, liveness.model_problem(path, OPTIONS), out) == []
+    assert planfile.offsets(doc) == {b["name"]: b["offset"] for b in pm.doc["buffers"]}
+
+
+def test_aliases_carry_their_roots_offset(tmp_path):
+    m = models.model([models.node("MatMul", ["x", "w"], ["y"]), models.node("Relu", ["y"], ["z"]),
+                      models.node("Reshape", ["z", "s"], ["r"]), models.node("MatMul", ["r", "w2"], ["o"])],
+                     [models.vi("x", [4, 8])], [models.vi("o", [1, 8])],
+                     [models.weight("w", [8, 8]), models.const("s", [1, 32]), models.weight("w2", [32, 8])])
+    path = models.save(m, tmp_path / "m.onnx")
+    pm = planning.plan_model(path, ModelOptions(), "first_fit", planners.Params())
+    by = {b["name"]: b for b in pm.doc["buffers"]}
+    assert by["z"]["alias_of"] == "y" and by["r"]["alias_of"] == "y"
+    assert by["z"]["offset"] == by["r"]["offset"] == by["y"]["offset"]
+    assert planfile.check(pm.doc, pm.mp, "p.json") == []
+
+
+def test_write_refuses_a_schema_violation_and_leaves_no_file(planned, tmp_path):
+    _, pm = planned
+    bad = copy.deepcopy(pm.doc)
+    bad["buffers"][0]["offset"] = -16
+    out = tmp_path / "p.json"
+    with pytest.raises(ArenaError) as e:
+        planfile.write(str(out), bad)
+    assert e.value.field == "buffers[0].offset"
+    assert not out.exists() and list(tmp_path.glob(".tmp-*")) == []
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda d: d["buffers"][1].update(offset=d["buffers"][1]["offset"] + 8), "is not a multiple of the alignment 16"),
+    (lambda d: d.update(arena_size=16), "past arena_size 16 B"),
+    (lambda d: d["buffers"][1].update(alias_of="T0"), "alias_of 'T0', the model allows None"),
+    (lambda d: d.update(model_sha256="0" * 64), "model bytes changed since planning"),
+    (lambda d: d["buffers"].pop(), "has no buffer in the plan"),
+])
+def test_check_names_what_is_wrong(planned, edit, words):
+    path, pm = planned
+    doc = copy.deepcopy(pm.doc)
+    edit(doc)
+    found = planfile.check(doc, liveness.model_problem(path, OPTIONS), "p.json")
+    assert any(words in p for p in found), found
+    with pytest.raises(CheckFailed):
+        planfile.require_valid(doc, pm.mp, "p.json")
+
+
+def test_plan_file_is_stable_text(planned, tmp_path):
+    _, pm = planned
+    text = planfile.dumps(pm.doc)
+    assert text == planfile.dumps(json.loads(text))
+    assert text.endswith("\n")
