@@ -231,16 +231,19 @@ _LINE_OUTPUT = re.compile(r"^output (\S+) (\S+) (\d+)$")
 _LINE_VALUE = re.compile(r"^(\d+) (\S+)")
 _LINE_STATUS = re.compile(r"^status (\S+) (-?\d+)$")
 _LINE_TICKS = re.compile(r"^ticks (\S+) (\d+)$")
+_LINE_CALIBRATE = re.compile(r"^calibrate (\d+) ticks (\d+)$")
 
 
 @dataclasses.dataclass(frozen=True)
 class FirmwareRun:
     """outputs[model][tensor] = values; status[model] = arena_run's code;
-    ticks[model] = SysTick ticks of the inference (target builds only)."""
+    ticks[model] = SysTick ticks of the inference (target builds only);
+    calibration = (instructions of main.c's timing loop, its ticks), target builds only."""
 
     outputs: dict[str, dict[str, np.ndarray]]
     status: dict[str, int]
     ticks: dict[str, int]
+    calibration: tuple[int, int] | None = None
 
 
 def parse_output(text: str) -> FirmwareRun:
@@ -248,6 +251,7 @@ def parse_output(text: str) -> FirmwareRun:
     outputs: dict[str, dict[str, np.ndarray]] = {}
     status: dict[str, int] = {}
     ticks: dict[str, int] = {}
+    calibration: tuple[int, int] | None = None
     model = tensor = None
     dtype = ""
     vals: list[Any] = []
@@ -275,8 +279,10 @@ def parse_output(text: str) -> FirmwareRun:
             tensor = None
         elif m := _LINE_TICKS.match(line):
             ticks[m.group(1)] = int(m.group(2))
+        elif m := _LINE_CALIBRATE.match(line):
+            calibration = (int(m.group(1)), int(m.group(2)))
         elif tensor is not None and (m := _LINE_VALUE.match(line)):
             tok = m.group(2)
             vals.append(int(tok, 16) if tok.startswith("0x") else int(tok))
     close()
-    return FirmwareRun(outputs, status, ticks)
+    return FirmwareRun(outputs, status, ticks, calibration)

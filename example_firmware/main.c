@@ -7,6 +7,7 @@
  * through the tables, and print each output, one value per line, as the
  * exact bit pattern plus a readable decimal:
  *
+ *   calibrate 50000 ticks 1250 (target only: a loop of 50000 instructions timed)
  *   model kws
  *   ticks kws 123456        (target only: SysTick ticks of the inference)
  *   output logits float32 12
@@ -64,6 +65,22 @@ static uint32_t ticks_stop(void)
     SYST_CSR = 0u;
     return wraps * 0x01000000u + ticks_origin - val;
 }
+
+/* Times a loop of exactly CALIBRATE_LOOPS * 2 instructions (subs + bne), so a
+ * reader can check the ticks -> instructions rate (arena_tool/runreport.py).
+ * Thumb-2 cores only (every QEMU machine arena targets); Thumb-1 inline asm
+ * uses another syntax, and those cores print no calibrate line. */
+#if defined(__ARM_ARCH_ISA_THUMB) && __ARM_ARCH_ISA_THUMB >= 2
+#define ARENA_CALIBRATE 1
+#define CALIBRATE_LOOPS 25000u
+static uint32_t calibrate(void)
+{
+    uint32_t n = CALIBRATE_LOOPS;
+    ticks_start();
+    __asm__ volatile("1:\n\tsubs %0, %0, #1\n\tbne 1b" : "+r"(n) : : "cc");
+    return ticks_stop();
+}
+#endif
 #else
 #include <stdio.h>
 static void out(const char *text)
@@ -232,6 +249,16 @@ int main(void)
 {
     int status = 0;
     uint32_t e;
+#if defined(ARENA_CALIBRATE)
+    {
+        uint32_t ticks = calibrate();
+        put_s("calibrate ");
+        put_u(2u * CALIBRATE_LOOPS);
+        put_s(" ticks ");
+        put_u(ticks);
+        flush();
+    }
+#endif
     for (e = 0; e < arena_entry_count; ++e) {
         const arena_model_t *m = arena_entries[e].model;
         uint8_t *base = arena + arena_entries[e].base;

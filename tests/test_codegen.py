@@ -23,7 +23,7 @@ from onnx import TensorProto, helper, numpy_helper
 import fwbuild
 from arena_tool import codegen, planners
 
-EXAMPLES = ("kws", "resnet8", "autoencoder")
+EXAMPLES = ("kws", "resnet8", "autoencoder", "kws_int8")
 PLANNER = "greedy_size" if "greedy_size" in planners.PLANNERS else "naive"
 
 DUMP_C = r"""
@@ -87,7 +87,7 @@ def example_docs():
 
 def test_tables_equal_the_plan_and_the_initializers(tmp_path, example_docs):
     lines = dump(tmp_path, example_docs)
-    assert lines[0] == f"arena {max(d['arena_size'] for _, _, d in example_docs)} entries 3"
+    assert lines[0] == f"arena {max(d['arena_size'] for _, _, d in example_docs)} entries {len(example_docs)}"
     for sym, path, doc in example_docs:
         model = onnx.load(path)
         inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}

@@ -19,7 +19,7 @@ def test_committed_models_are_the_scripts_output(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     made = sorted(p.name for p in tmp_path.glob("*.onnx"))
-    assert made == ["autoencoder.onnx", "kws.onnx", "resnet8.onnx"]
+    assert made == ["autoencoder.onnx", "kws.onnx", "kws_int8.onnx", "resnet8.onnx"]
     for name in made:
         assert (tmp_path / name).read_bytes() == (MODELS / name).read_bytes(), (
             f"{name} differs from make_models.py's output: run "

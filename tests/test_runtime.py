@@ -1,7 +1,8 @@
 """The C runtime, driven only by generated tables, computes what ONNX Runtime computes.
 
-Each planner's plan of the three example models becomes one firmware (the
-models run one after another in a shared arena, as in the example manifest).
+Each planner's plan of the four example models (three float32, one int8)
+becomes one firmware (the models run one after another in a shared arena, as
+in the example manifest).
 It is built natively with AddressSanitizer + UBSan and, when the ARM
 toolchain and QEMU exist, for mps2-an500 (Cortex-M7) and run under QEMU.
 Outputs must match ONNX Runtime: float32 within 1e-4 relative to the
@@ -16,16 +17,21 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from conftest import require_tool
 from onnx import TensorProto, helper, numpy_helper
 
 import fwbuild
 from arena_tool import planners, qemu, verify
 from arena_tool.problem import ModelOptions
 
-EXAMPLES = ("kws", "resnet8", "autoencoder")
+EXAMPLES = ("kws", "resnet8", "autoencoder", "kws_int8")
 PLANNERS = [p for p in ("naive", "first_fit", "greedy_size", "optimal") if p in planners.PLANNERS]
-needs_arm = pytest.mark.skipif(not fwbuild.have_arm(),
-                               reason="arm-none-eabi-gcc or qemu-system-arm not installed (.ci/run installs them)")
+
+
+def require_arm() -> None:
+    """Skip without the Arm toolchain or QEMU; fail instead under ARENA_REQUIRE_TOOLS=1 (CI)."""
+    require_tool("arm-none-eabi-gcc")
+    require_tool("qemu-system-arm")
 
 
 def close(got: np.ndarray, want: np.ndarray, rtol: float = 1e-4) -> bool:
@@ -35,15 +41,35 @@ def close(got: np.ndarray, want: np.ndarray, rtol: float = 1e-4) -> bool:
     return got.shape == want.shape and bool(np.allclose(got, want, rtol=rtol, atol=rtol * scale))
 
 
+def quant_step(model: onnx.ModelProto, name: str) -> float | None:
+    """The quantization step of a graph output: the scale of the DequantizeLinear that makes it
+    (None: a float output)."""
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "DequantizeLinear" and node.output[0] == name:
+            return float(np.max(inits[node.input[1]]))
+    return None
+
+
 def assert_matches(text: str, models: list[tuple[str, str, dict]]) -> None:
+    """Every model ran (status 0) and each output equals ONNX Runtime's: int8 within one step,
+    a dequantized output within one step of its scale, float32 within 1e-4 relative."""
     run = verify.parse_output(text)
     for sym, path, doc in models:
         assert run.status.get(sym) == 0, text[-2000:]
         ref = verify.reference(path, doc)
-        graph_outputs = [o.name for o in onnx.load(path).graph.output]
+        model = onnx.load(path)
+        graph_outputs = [o.name for o in model.graph.output]
         assert sorted(run.outputs[sym]) == sorted(graph_outputs)
         for name in graph_outputs:
-            assert close(run.outputs[sym][name], ref[name]), (sym, name, run.outputs[sym][name][:8], ref[name].reshape(-1)[:8])
+            got, want = run.outputs[sym][name], ref[name].reshape(-1)
+            step = quant_step(model, name)
+            if want.dtype in (np.int8, np.uint8):
+                assert np.max(np.abs(got.astype(np.int32) - want.astype(np.int32))) <= 1, (sym, name, got, want)
+            elif step is not None:
+                assert got.shape == want.shape and np.max(np.abs(got - want)) <= step * (1 + 1e-6), (sym, name, got, want)
+            else:
+                assert close(got, want), (sym, name, got[:8], want[:8])
 
 
 @pytest.fixture(scope="module", params=PLANNERS)
@@ -65,8 +91,8 @@ def test_host_sanitizer_build_matches_onnxruntime(example_build):
     assert_matches(text, models)
 
 
-@needs_arm
 def test_qemu_mps2_an500_matches_onnxruntime(example_build):
+    require_arm()
     _, models, out, gen = example_build
     arena = max(d["arena_size"] for _, _, d in models)
     elf = fwbuild.build_elf(out, gen, "mps2_an500", arena)
@@ -76,12 +102,14 @@ def test_qemu_mps2_an500_matches_onnxruntime(example_build):
     assert set(verify.parse_output(text).ticks) == set(EXAMPLES)
 
 
-@needs_arm
 def test_qemu_mps2_an386_single_precision_fpu(tmp_path):
-    path = str(fwbuild.MODELS / "kws.onnx")
-    models = [("kws", path, fwbuild.plan_doc(path, PLANNERS[-1]))]
+    require_arm()
+    models = []
+    for name in ("kws", "kws_int8"):
+        path = str(fwbuild.MODELS / f"{name}.onnx")
+        models.append((name, path, fwbuild.plan_doc(path, PLANNERS[-1])))
     gen = fwbuild.generate(tmp_path, models, "mps2_an386")
-    elf = fwbuild.build_elf(tmp_path, gen, "mps2_an386", models[0][2]["arena_size"])
+    elf = fwbuild.build_elf(tmp_path, gen, "mps2_an386", max(d["arena_size"] for _, _, d in models))
     rc, text = qemu.run(str(elf), "mps2-an386", timeout=60)
     assert rc == 0, text[-3000:]
     assert_matches(text, models)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool import boards, elfcheck, report
+from arena_tool import boards, elfcheck, report, runreport
 
 ROOT = Path(__file__).resolve().parent.parent
 TWO = "board=nucleo_f746,mps2_an500"
@@ -68,19 +68,19 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_full_build_outputs(built: Path) -> None:
     for board in ("nucleo_f746", "mps2_an500"):
         b = built / "build" / board
-        for name in ("kws", "resnet8", "autoencoder"):
+        for name in ("kws", "resnet8", "autoencoder", "kws_int8"):
             assert (b / "gen" / f"model_{name}.c").is_file() and (b / "gen" / f"model_{name}.h").is_file()
         assert (b / "gen" / "arena_board.c").is_file() and (b / "gen" / "arena_board.h").is_file()
         assert (b / f"{board}.ld").is_file()
         doc = report.read(str(b / "arena_report.json"), check=True)
         assert doc["board"] == board and doc["arena_size"] <= doc["limit"]
-        assert [m["name"] for m in doc["models"]] == ["kws", "resnet8", "autoencoder"]
+        assert [m["name"] for m in doc["models"]] == ["kws", "resnet8", "autoencoder", "kws_int8"]
         for m in doc["models"]:
             assert (built / m["plan"]).is_file()
     f746 = report.read(str(built / "build" / "nucleo_f746" / "arena_report.json"))
     assert f746["region"]["name"] == "DTCM" and f746["budget"] == 60 * 1024
     # Both boards use the same options, so they share one plan per model.
-    assert len(list((built / "build" / "plans").glob("*.plan.json"))) == 3
+    assert len(list((built / "build" / "plans").glob("*.plan.json"))) == 4
 
 
 def test_summary_and_help(built: Path) -> None:
@@ -237,6 +237,14 @@ def test_run_alias(built: Path) -> None:
     p = scons(built, "board=mps2_an500", "run")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "status kws 0" in p.stdout + p.stderr
+    # build/<board>/run_report.json (schema-checked) and its table at the end of the run.
+    doc = runreport.read(str(built / "build" / "mps2_an500" / "run_report.json"))
+    assert doc["exit_status"] == 0 and doc["board"] == "mps2_an500" and doc["flash"] > 0 and doc["ram"] > 0
+    assert [m["name"] for m in doc["models"]] == ["kws", "resnet8", "autoencoder", "kws_int8"]
+    for m in doc["models"]:
+        assert m["status"] == 0 and m["instructions"] == m["ticks"] * 40 > 0
+        assert re.search(rf"^  {m['name']} .* {m['instructions']:,}$", p.stdout, re.M), p.stdout[-2000:]
+    assert "instructions = SysTick ticks x 40" in p.stdout
 
 
 def test_builders_are_configured_as_documented(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""Make the example firmware's three ONNX models, reproducibly, without downloads.
+"""Make the example firmware's four ONNX models, reproducibly, without downloads.
 
 Run ``python3 example_firmware/models/make_models.py [OUT_DIR]``. Each model is
 built with ``onnx.helper`` from numpy weights drawn from a fixed seed, so two
@@ -15,8 +15,18 @@ fits every shipped board's default region at float32:
   (Gemm, and MatMul+Add for the last layer), as in the MLPerf Tiny anomaly
   detection task. Weights ~125 KB, activations ~5 KB.
 
+- ``kws_int8.onnx``: the DS-CNN of ``kws`` quantized (QLinear form, int8
+  activations, per-channel int8 weights, int32 biases): QuantizeLinear at the
+  input, QLinearConv for every conv, ReLU6/ReLU folded into the output
+  quantization (zero point -128, so saturation clamps), the average pool as a
+  depthwise QLinearConv with an all-ones 25x5 kernel (standard ONNX has no
+  int8 pooling), QLinearMatMul for the classifier and DequantizeLinear at the
+  output (float logits). Scales are fixed by hand, weights seeded. Peak
+  activations ~8 KB, a quarter of the float model's.
+
 Only these ops are used: Conv (incl. depthwise), Gemm, MatMul, Relu, Clip, Add,
-MaxPool, AveragePool, GlobalAveragePool, Flatten, Reshape, Softmax, Concat.
+MaxPool, AveragePool, GlobalAveragePool, Flatten, Reshape, Softmax, Concat,
+QuantizeLinear, QLinearConv, QLinearMatMul, DequantizeLinear.
 """
 
 from __future__ import annotations
@@ -153,7 +163,73 @@ def autoencoder() -> onnx.ModelProto:
     return g.model("autoencoder", x, [1, 640], "reconstruction", [1, 640])
 
 
-MODELS = {"kws": kws, "resnet8": resnet8, "autoencoder": autoencoder}
+class QGraph(Graph):
+    """Graph for QLinear models: int8 activations carried as (tensor, scale name, zero-point name)."""
+
+    def qparam(self, prefix: str, scale: float, zero: int) -> tuple[str, str]:
+        n = self.count + 1
+        s = self.const(f"{prefix}{n}_scale", np.array(scale, dtype=np.float32))
+        z = self.const(f"{prefix}{n}_zero", np.array(zero, dtype=np.int8))
+        self.count += 1
+        return s, z
+
+    def qconv(self, x: tuple[str, str, str], x_scale: float, cin: int, cout: int, k: tuple[int, int],
+              y_scale: float, stride: int = 1, pads: tuple[int, int, int, int] | None = None,
+              group: int = 1, ones: bool = False) -> tuple[str, str, str]:
+        """QLinearConv with per-channel int8 weights (from seeded float weights) and an int32 bias;
+        the output zero point -128 folds a ReLU (values below 0 saturate). ones: an all-ones kernel
+        with scale 1/(kh*kw) and no bias (average pooling)."""
+        n = self.count + 1
+        shape = (cout, cin // group, k[0], k[1])
+        if ones:
+            wq = np.ones(shape, dtype=np.int8)
+            w_scale = np.array(1.0 / (k[0] * k[1]), dtype=np.float32)
+        else:
+            fan_in = (cin // group) * k[0] * k[1]
+            w = self.rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)
+            w_scale = (np.abs(w).reshape(cout, -1).max(axis=1) / 127.0).astype(np.float32)
+            wq = np.clip(np.rint(w / w_scale.reshape(-1, 1, 1, 1)), -127, 127).astype(np.int8)
+        ws = self.const(f"qconv{n}_w_scale", w_scale)
+        wz = self.const(f"qconv{n}_w_zero", np.zeros(w_scale.shape, dtype=np.int8))
+        wq_name = self.const(f"qconv{n}_w", wq)
+        ys, yz = self.qparam("act", y_scale, -128)
+        inputs = [x[0], x[1], x[2], wq_name, ws, wz, ys, yz]
+        if not ones:
+            b = self.rng.standard_normal(cout) * 0.05
+            bq = np.rint(b / (np.float32(x_scale) * w_scale.astype(np.float64))).astype(np.int32)
+            inputs.append(self.const(f"qconv{n}_b", bq))
+        if pads is None:
+            pads = (k[0] // 2, k[1] // 2, k[0] // 2, k[1] // 2)
+        out = self.op("QLinearConv", inputs, "q", kernel_shape=list(k), strides=[stride, stride],
+                      pads=list(pads), group=group)
+        return out, ys, yz
+
+
+def kws_int8() -> onnx.ModelProto:
+    g = QGraph(seed=4)
+    relu6, relu = 6.0 / 255.0, 8.0 / 255.0  # [0, 6] and [0, 8] at zero point -128
+    in_scale, in_zero = g.qparam("in", 1.0 / 128.0, 0)
+    t = (g.op("QuantizeLinear", ["input", in_scale, in_zero], "q"), in_scale, in_zero)
+    t = g.qconv(t, 1.0 / 128.0, 1, 32, (10, 4), relu6, stride=2, pads=(4, 1, 5, 1))  # 32x25x5
+    scale = relu6
+    for _ in range(3):
+        t = g.qconv(t, scale, 32, 32, (3, 3), relu6, group=32)  # depthwise, ReLU6
+        t = g.qconv(t, relu6, 32, 32, (1, 1), relu)  # pointwise, ReLU
+        scale = relu
+    t = g.qconv(t, relu, 32, 32, (25, 5), relu, pads=(0, 0, 0, 0), group=32, ones=True)  # average pool
+    flat = g.op("Flatten", [t[0]], "q", axis=1)
+    w = g.rng.standard_normal((32, 12)) * np.sqrt(2.0 / 32)
+    w_scale = np.float32(np.abs(w).max() / 127.0)
+    wq = g.const("fc_w", np.clip(np.rint(w / w_scale), -127, 127).astype(np.int8))
+    ws = g.const("fc_w_scale", np.array(w_scale, dtype=np.float32))
+    wz = g.const("fc_w_zero", np.array(0, dtype=np.int8))
+    out_scale, out_zero = g.qparam("out", 1.0 / 32.0, 0)
+    y = g.op("QLinearMatMul", [flat, t[1], t[2], wq, ws, wz, out_scale, out_zero], "q")
+    g.op("DequantizeLinear", [y, out_scale, out_zero], "t")
+    return g.model("kws_int8", "input", [1, 1, 49, 10], "logits", [1, 12])
+
+
+MODELS = {"kws": kws, "resnet8": resnet8, "autoencoder": autoencoder, "kws_int8": kws_int8}
 
 
 def main(argv: list[str]) -> int:

@@ -19,6 +19,7 @@ under ``build/<board>/``::
     gen/arena_tables.c         ArenaUnity   <- the generated .c (#includes them: one object per board)
     <board>.ld                 ArenaLinkerScript <- report, board file
     firmware.elf               Program (when arm-none-eabi-gcc is on PATH), then the ELF check
+    run_report.json            the ``run`` alias: QEMU -icount run, sizes and instructions (runreport)
 
 The firmware's own sources are compiled once per distinct set of compile flags
 under ``build/common/<flags>/`` (they see ``cpppath`` only, not gen/).
@@ -228,16 +229,31 @@ def _elfcheck_action(target, source, env) -> int:
 
 
 def _run_body(target, source, env) -> None:
-    from arena_tool import qemu
+    """Run each ELF under QEMU (-icount shift=0), write build/<board>/run_report.json, print its table."""
+    from arena_tool import boards, qemu, report, runreport
     from arena_tool.errors import CheckFailed
 
+    tables = []
+    failed = None
     for node in source:
-        machine = env["ARENA_QEMU"][node.path]
-        rc, output = qemu.run(node.path, machine, env.get("ARENA_QEMU_TIMEOUT", 60))
+        t = env["ARENA_QEMU"][node.path]
+        machine = t["qemu"]
+        rc, output = qemu.run(node.path, machine, env.get("ARENA_QEMU_TIMEOUT", 60), icount=True)
         sys.stdout.write(output if output.endswith("\n") or not output else output + "\n")
         sys.stdout.flush()
-        if rc != 0:
-            raise CheckFailed(f"firmware exited with status {rc} under qemu -M {machine}", file=node.path)
+        board = boards.load_board_file(t["board_file"])
+        rep_path = os.path.join(os.path.dirname(node.path), "arena_report.json")
+        arena_doc = report.read(rep_path) if os.path.exists(rep_path) else None
+        doc = runreport.build(t["name"], machine, node.path, rc, output, board.cpu.clock_hz, arena_doc)
+        runreport.write(os.path.join(os.path.dirname(node.path), "run_report.json"), doc)
+        tables.append(runreport.table(doc))
+        if rc != 0 and failed is None:
+            failed = CheckFailed(f"firmware exited with status {rc} under qemu -M {machine}", file=node.path)
+    if tables:
+        sys.stdout.write("\n".join(tables) + "\n")
+        sys.stdout.flush()
+    if failed is not None:
+        raise failed
 
 
 def _run_action(target, source, env) -> int:
@@ -356,7 +372,7 @@ def _arena_firmware(env, manifest_path, sources=(), cpppath=(), board=None, link
         generated += nodes["generated"]
         everything += nodes["all"]
         if "elf" in nodes and t["qemu"]:
-            qemu_elves[nodes["elf"][0].path] = t["qemu"]
+            qemu_elves[nodes["elf"][0].path] = t
     quiet.Alias("arena", generated)
     env.Default(quiet.Alias("boards", everything))
     if qemu_elves:
@@ -432,7 +448,7 @@ def _board_outputs(bdir, gen, t):
     """Files deleted when the gate fails, so no stale table, script or ELF survives."""
     out = [f"{gen}/model_{s['name']}.{x}" for s in t["models"] for x in ("c", "h")]
     out += [f"{gen}/arena_board.c", f"{gen}/arena_board.h", f"{gen}/arena_tables.c", f"{bdir}/{t['name']}.ld",
-            f"{bdir}/firmware.elf", f"{bdir}/firmware.map"]
+            f"{bdir}/firmware.elf", f"{bdir}/firmware.map", f"{bdir}/run_report.json"]
     return out
 
 
@@ -467,7 +483,7 @@ def _wire_elf(cross, t, build_dir, gen, sources, cpppath, generated, ld, report_
     elf = cross.Program(f"{bdir}/firmware.elf", objs, LINKFLAGS=linkflags, ARENA_TARGET=t,
                         ARENA_REPORT=report_path)
     cross.Depends(elf, [ld, report_path])  # the ELF check's inputs reach the ELF's signature
-    cross.Clean(elf, f"{bdir}/firmware.map")
+    cross.Clean(elf, [f"{bdir}/firmware.map", f"{bdir}/run_report.json"])
     cross.AddPostAction(elf, Action(_elfcheck_action, "$ARENAELFCHECKCOMSTR"))
     return elf
 
