@@ -52,8 +52,11 @@ SCRATCH_MODES = ("none", "row", "full")
 def model_problem(path: str, options: ModelOptions) -> ModelProblem:
     """Load the model at ``path`` and reduce it to a ModelProblem under ``options``."""
     _check_options(options)
-    graph = onnx_graph.load(path, options.input_shapes)
-    return _Builder(graph, options).build()
+    try:
+        graph = onnx_graph.load(path, options.input_shapes)
+        return _Builder(graph, options).build()
+    except ArenaError as e:  # deep code may not know which file it is reading
+        raise e.located(file=path)
 
 
 def read_bitwidths(path: str) -> tuple[tuple[str, int], ...]:
