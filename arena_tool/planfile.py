@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
+
 from arena_tool import __version__
 from arena_tool.errors import CheckFailed
 from arena_tool.problem import ModelOptions, ModelProblem, Plan, Problem, lower_bound
@@ -140,17 +142,21 @@ def check(doc: dict[str, Any], mp: ModelProblem, plan_path: str) -> list[str]:
         if b["offset"] + b["size"] > arena:
             problems.append(f"{t.name}: ends at {b['offset'] + b['size']} B, past arena_size {arena} B")
     bufs = doc["buffers"]
-    for i, a in enumerate(bufs):
-        ga = a["alias_of"] or a["name"]
-        for b in bufs[i + 1:]:
-            if (b["alias_of"] or b["name"]) == ga:
-                continue
-            if a["first_op"] <= b["last_op"] and b["first_op"] <= a["last_op"] and \
-                    a["offset"] < b["offset"] + b["size"] and b["offset"] < a["offset"] + a["size"]:
-                problems.append(
-                    f"{a['name']} [{a['offset']}, {a['offset'] + a['size']}) and {b['name']} "
-                    f"[{b['offset']}, {b['offset'] + b['size']}) overlap while both are live "
-                    f"(ops {max(a['first_op'], b['first_op'])}..{min(a['last_op'], b['last_op'])})")
+    group = [b["alias_of"] or b["name"] for b in bufs]
+    col = {k: np.array([b[k] for b in bufs], dtype=np.int64) for k in ("first_op", "last_op", "offset", "size")}
+    first, last, off, size = col["first_op"], col["last_op"], col["offset"], col["size"]
+    for i, a in enumerate(bufs):  # every pair, naively; numpy runs one row of the pair matrix
+        rest = slice(i + 1, None)
+        hit = (first[i] <= last[rest]) & (first[rest] <= last[i]) & \
+            (off[i] < off[rest] + size[rest]) & (off[rest] < off[i] + size[i])
+        for j in (i + 1 + np.flatnonzero(hit)).tolist():
+            b = bufs[j]
+            if group[j] == group[i]:
+                continue  # one alias group shares bytes by design
+            problems.append(
+                f"{a['name']} [{a['offset']}, {a['offset'] + a['size']}) and {b['name']} "
+                f"[{b['offset']}, {b['offset'] + b['size']}) overlap while both are live "
+                f"(ops {max(a['first_op'], b['first_op'])}..{min(a['last_op'], b['last_op'])})")
     bound = lower_bound(mp.problem().buffers)
     if arena < bound:
         problems.append(f"arena_size {arena} B is below the lower bound {bound} B")

@@ -1,7 +1,8 @@
 """An independent, deliberately naive check of a plan.
 
-O(n^2) over all pairs and shares no code with the planners (not even the
-lower-bound sweep), so a planner bug cannot hide behind the same helper.
+O(n^2) over all pairs (numpy runs each row of the pair matrix) and shares no
+code with the planners (not even the lower-bound sweep), so a planner bug
+cannot hide behind the same helper.
 Returns every violation with its reason; an empty list means valid.
 """
 
@@ -11,7 +12,9 @@ import dataclasses
 import enum
 from typing import Sequence
 
-from arena_tool.problem import Buffer, Problem
+import numpy as np
+
+from arena_tool.problem import Problem
 
 
 class Reason(enum.Enum):
@@ -32,10 +35,9 @@ class Violation:
     message: str
 
 
-def _live_load_peak(buffers: Sequence[Buffer]) -> int:
+def _live_load_peak(start: np.ndarray, end: np.ndarray, size: np.ndarray) -> int:
     """Sum of sizes live at each buffer's start (where the peak must be), by brute force."""
-    starts = sorted({b.start for b in buffers})
-    return max((sum(b.size for b in buffers if b.start <= t <= b.end) for t in starts), default=0)
+    return max((int(size[(start <= t) & (end >= t)].sum()) for t in np.unique(start)), default=0)
 
 
 def violations(problem: Problem, offsets: Sequence[int], arena_size: int) -> list[Violation]:
@@ -54,22 +56,26 @@ def violations(problem: Problem, offsets: Sequence[int], arena_size: int) -> lis
             out.append(Violation(Reason.BEYOND_CAPACITY, f"{b.name} ends at {o + b.size} > capacity {problem.capacity}"))
         if b.fixed_offset is not None and o != b.fixed_offset:
             out.append(Violation(Reason.FIXED_MOVED, f"{b.name} at {o}, fixed at {b.fixed_offset}"))
+    # Every pair, naively; numpy only runs the inner loop (one row of the pair matrix at a time).
+    start = np.array([b.start for b in bufs], dtype=np.int64)
+    end = np.array([b.end for b in bufs], dtype=np.int64)
+    size = np.array([b.size for b in bufs], dtype=np.int64)
+    off = np.array(offsets, dtype=np.int64)
     for i in range(len(bufs)):
-        a, oa = bufs[i], offsets[i]
-        for j in range(i + 1, len(bufs)):
-            b, ob = bufs[j], offsets[j]
-            live_together = a.start <= b.end and b.start <= a.end
-            share_bytes = oa < ob + b.size and ob < oa + a.size
-            if live_together and share_bytes:
-                out.append(Violation(
-                    Reason.OVERLAP,
-                    f"{a.name} [{oa}, {oa + a.size}) ops {a.start}..{a.end} and "
-                    f"{b.name} [{ob}, {ob + b.size}) ops {b.start}..{b.end}",
-                ))
+        rest = slice(i + 1, None)
+        live_together = (start[i] <= end[rest]) & (start[rest] <= end[i])
+        share_bytes = (off[i] < off[rest] + size[rest]) & (off[rest] < off[i] + size[i])
+        for j in (i + 1 + np.flatnonzero(live_together & share_bytes)).tolist():
+            a, oa, b, ob = bufs[i], offsets[i], bufs[j], offsets[j]
+            out.append(Violation(
+                Reason.OVERLAP,
+                f"{a.name} [{oa}, {oa + a.size}) ops {a.start}..{a.end} and "
+                f"{b.name} [{ob}, {ob + b.size}) ops {b.start}..{b.end}",
+            ))
     highest = max((o + b.size for b, o in zip(bufs, offsets)), default=0)
     if highest != arena_size and not out:
         out.append(Violation(Reason.ARENA_SIZE, f"arena_size {arena_size}, highest end {highest}"))
-    peak = _live_load_peak(bufs)
+    peak = _live_load_peak(start, end, size)
     if arena_size < peak:
         out.append(Violation(Reason.BELOW_BOUND, f"arena_size {arena_size} < lower bound {peak}"))
     return out
