@@ -7,8 +7,10 @@ Method (after minimalloc's ideas, our own code; see ``sections.py``):
    under several orders, plus the ``first_fit`` / ``greedy_size`` planners when
    registered) -- the search only ever looks below it.
 3. With ``problem.capacity`` set and the greedy above it, first ask the decision
-   search for a layout under the capacity (60 % of the time), then under the
-   bound (40 % of what is left): tight capacities prune hardest.
+   search for a layout under the capacity (60 % of the time; all of it when the
+   capacity equals the bound), then under the bound (40 % of what is left):
+   tight capacities prune hardest. The decision search splits the rest of a
+   part again whenever no unplaced buffer crosses a section boundary.
 4. Repeatedly ask the decision search for a layout under (part's best - 1 unit),
    with restarts over several preorders. Found: a lower best, ask again.
    Exhausted: the part's best is proven minimal. A part stops as soon as its best
@@ -155,7 +157,8 @@ def minimize(problem: Problem, params: Params, incumbents: Sequence[Sequence[int
         low = not at_cap and not p.low_aborted and floor < p.best - 1
         if at_cap:
             p.cap_tried = True
-            target, share = problem.capacity, CAP_SHARE
+            target = problem.capacity
+            share = 1.0 if target <= floor else CAP_SHARE  # at the bound: the only question left
         elif low:
             target, share = floor, LOW_SHARE
         else:

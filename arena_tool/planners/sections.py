@@ -14,9 +14,18 @@ Pruning rules (each can be switched off, see ``Rules``; none changes the answer)
   sections   -- per section (a span of ops with a constant live set):
                 max(top of placed, last offset) + unplaced size in it <= C.
   floor      -- per section: lowest min_off of its unplaced buffers + their size <= C
-                (minimalloc's "unallocated floor").
+                (minimalloc's "unallocated floor"); checked per buffer as
+                min_off + the largest unplaced load of its sections <= C.
   hatless    -- if a placed buffer overlaps no unplaced one and its subtree fails,
                 the siblings fail too (the placement changed nothing else).
+  decompose  -- when no unplaced buffer crosses a section boundary any more, the
+                unplaced buffers on either side never meet again: each side is
+                solved on its own, and a failing side is never retried by
+                backtracking into the other (minimalloc's dynamic decomposition).
+
+Per node the work is incremental: placing x touches x's sections and the buffers
+overlapping x (plain Python lists, an undo trail), and only the unplaced buffers
+of the current part are scanned for candidates.
 
 Fixed-offset buffers take their turn in the same order, at their fixed offset,
 and only while nothing placed below them collides.
@@ -46,6 +55,7 @@ class Rules:
     sections: bool = True
     hatless: bool = True
     floor: bool = True
+    decompose: bool = True
 
 
 class _Abort(Exception):
@@ -54,7 +64,7 @@ class _Abort(Exception):
 
 @dataclasses.dataclass
 class Instance:
-    """A problem scaled by the gcd of all sizes, alignments and fixed offsets.
+    """A problem scaled by a common unit of all sizes, alignments and fixed offsets.
 
     size/align/fixed are in units of ``unit`` bytes (fixed = -1 when free);
     s0/s1: first and last section index of each buffer (inclusive);
@@ -71,6 +81,7 @@ class Instance:
     overlaps: list[np.ndarray]
     start: np.ndarray
     end: np.ndarray
+    cache: dict = dataclasses.field(default_factory=dict, repr=False)
 
     @property
     def n(self) -> int:
@@ -82,15 +93,42 @@ class Instance:
         np.add.at(load, self.s1 + 1, -self.size)
         return np.cumsum(load)[:-1]
 
+    def lists(self) -> tuple:
+        """The arrays as Python lists (the search indexes them one at a time)."""
+        if "lists" not in self.cache:
+            members: list[list[int]] = [[] for _ in range(self.n_sections)]
+            for y, (a, b) in enumerate(zip(self.s0.tolist(), self.s1.tolist())):
+                for s in range(a, b + 1):
+                    members[s].append(y)
+            self.cache["lists"] = (self.size.tolist(), self.align.tolist(), self.fixed.tolist(),
+                                   self.s0.tolist(), self.s1.tolist(),
+                                   [o.tolist() for o in self.overlaps], members)
+        return self.cache["lists"]
+
+
+def _unit(buffers: Sequence[Buffer]) -> int:
+    """Largest g dividing every size and fixed offset such that every alignment
+    either divides g (always met) or is a multiple of it (scales to a/g)."""
+    g = 0
+    for b in buffers:
+        g = math.gcd(g, b.size, b.fixed_offset or 0)
+    g = g or 1
+    changed = True
+    while changed:
+        changed = False
+        for b in buffers:
+            if g % b.alignment and b.alignment % g:
+                g = math.gcd(g, b.alignment)
+                changed = True
+    return g
+
 
 def instance(buffers: Sequence[Buffer]) -> Instance:
     n = len(buffers)
-    g = 0
-    for b in buffers:
-        g = math.gcd(g, b.size, b.alignment, b.fixed_offset or 0)
-    g = g or 1
+    g = _unit(buffers)
     size = np.array([b.size // g for b in buffers], dtype=np.int64)
-    align = np.array([max(b.alignment // g, 1) for b in buffers], dtype=np.int64)
+    align = np.array([max(b.alignment // g, 1) if b.alignment % g == 0 else 1 for b in buffers],
+                     dtype=np.int64)
     fixed = np.array([-1 if b.fixed_offset is None else b.fixed_offset // g for b in buffers], dtype=np.int64)
     start = np.array([b.start for b in buffers], dtype=np.int64)
     end = np.array([b.end for b in buffers], dtype=np.int64)
@@ -131,113 +169,204 @@ class Result:
     nodes: int
 
 
+def _groups(part: list[int], s0: list[int], s1: list[int]) -> list[tuple[list[int], int, int]]:
+    """Split ``part`` (sorted by first section) where no buffer crosses a boundary."""
+    out: list[tuple[list[int], int, int]] = []
+    cur: list[int] = []
+    lo = reach = -1
+    for y in part:
+        if s0[y] > reach:
+            if cur:
+                out.append((cur, lo, reach))
+            cur, lo = [], s0[y]
+        cur.append(y)
+        if s1[y] > reach:
+            reach = s1[y]
+    if cur:
+        out.append((cur, lo, reach))
+    return out
+
+
 def decide(inst: Instance, capacity: int, rank: np.ndarray, rules: Rules = Rules(),
            node_limit: int | None = None, deadline: float | None = None) -> Result:
     """Depth-first search for a canonical layout with every top <= capacity (scaled units)."""
     n = inst.n
-    size, align, fixed = inst.size, inst.align, inst.fixed
-    is_fixed = fixed >= 0
-    free = ~is_fixed
-    aligned = bool(np.all(align == 1))
     if n == 0:
         return Result("found", np.zeros(0, dtype=np.int64), 0)
-    if np.any(size > capacity) or np.any(is_fixed & (fixed + size > capacity)):
+    size, align, fixed, s0, s1, ovl, members = inst.lists()
+    C = int(capacity)
+    rk = rank.tolist()
+    if any(size[i] > C or (fixed[i] >= 0 and fixed[i] + size[i] > C) for i in range(n)):
         return Result("infeasible", None, 0)
-    min_off = np.zeros(n, dtype=np.int64)
-    unplaced = np.ones(n, dtype=bool)
-    offsets = np.full(n, -1, dtype=np.int64)
-    sec_sum = inst.section_loads()
-    if (rules.sections or rules.floor) and np.any(sec_sum > capacity):
+    n_sec = inst.n_sections
+    sec_sum = inst.section_loads().tolist()
+    use_sections, use_floor, canonical = rules.sections, rules.floor, rules.canonical
+    dominance, hatless, decompose = rules.dominance, rules.hatless, rules.decompose
+    if (use_sections or use_floor) and max(sec_sum) > C:
         return Result("infeasible", None, 0)
-    sec_top = np.zeros(inst.n_sections, dtype=np.int64)
-    eff_fixed = np.where(is_fixed, fixed, 0)
-    cover = np.zeros((n, inst.n_sections), dtype=bool)
-    for i in range(n):
-        cover[i, inst.s0[i]:inst.s1[i] + 1] = True
-    nodes = 0
-    big = np.int64(1) << 62
-    check_every = 256
+    aligned = all(a == 1 for a in align)
+    mo = [0] * n  # min_off: lowest offset each unplaced buffer may take
+    unplaced = [True] * n
+    off = [-1] * n
+    sec_top = [0] * n_sec
+    cuts = [0] * n_sec  # cuts[b]: unplaced buffers live in both section b and b + 1
+    for y in range(n):
+        for b in range(s0[y], s1[y]):
+            cuts[b] += 1
+    # floor: wit[s] is an unplaced member y of section s with mo[y] + sec_sum[s] <= C
+    # (a buffer that can still sit low enough), kept exact through the undo trail;
+    # only a placed or raised witness needs a new one, and none left is a proof.
+    wit = [m[0] if m else -1 for m in members]
+    mo_trail: list[tuple[int, int]] = []
+    wit_trail: list[tuple[int, int]] = []
+    place_trail: list[tuple[int, list[int], int, int]] = []
 
-    def dfs(last_off: int, last_rank: int, left: int) -> bool:
-        nonlocal nodes
-        nodes += 1
-        if node_limit is not None and nodes > node_limit:
+    def rewitness(s: int) -> int:
+        thr = C - sec_sum[s]
+        for y in members[s]:
+            if unplaced[y] and mo[y] <= thr:
+                return y
+        return -1
+    big = 1 << 62
+    state = {"nodes": 0}
+    check_every = 256
+    limit = node_limit if node_limit is not None else big
+
+    def place(x: int, o: int) -> tuple[bool, bool, bool]:
+        """Put x at o; returns (consistent, hatless, some cut reached zero)."""
+        a0, a1 = s0[x], s1[x] + 1
+        top = o + size[x]
+        place_trail.append((x, sec_top[a0:a1], len(mo_trail), len(wit_trail)))
+        unplaced[x] = False
+        off[x] = o
+        ok = True
+        zero = False
+        sx = size[x]
+        for s in range(a0, a1):
+            sec_sum[s] -= sx
+            if sec_top[s] < top:
+                sec_top[s] = top
+            if use_sections and sec_sum[s] and sec_top[s] + sec_sum[s] > C:
+                ok = False
+        if use_floor and ok and x in wit[a0:a1]:
+            for s in range(a0, a1):
+                if wit[s] == x and sec_sum[s]:
+                    wit_trail.append((s, x))
+                    wit[s] = w = rewitness(s)
+                    if w < 0:
+                        ok = False
+                        break
+        for b in range(a0, a1 - 1):
+            cuts[b] -= 1
+            if not cuts[b]:
+                zero = True
+        hat = True
+        if ok:
+            for y in ovl[x]:
+                if not unplaced[y]:
+                    continue
+                hat = False
+                m = mo[y]
+                t = top if aligned else -(-top // align[y]) * align[y]
+                if m >= t:
+                    continue
+                mo_trail.append((y, m))
+                mo[y] = t
+                if t + size[y] > C or (fixed[y] >= 0 and t > fixed[y]):
+                    ok = False
+                    break
+                if use_floor:
+                    b0, b1 = s0[y], s1[y] + 1
+                    if y not in wit[b0:b1] or t + max(sec_sum[b0:b1]) <= C:
+                        continue  # it witnesses no section it may have left
+                    for s in range(b0, b1):
+                        if wit[s] == y and t + sec_sum[s] > C:
+                            wit_trail.append((s, y))
+                            wit[s] = w = rewitness(s)
+                            if w < 0:
+                                ok = False
+                                break
+                    if not ok:
+                        break
+        else:
+            hat = not any(unplaced[y] for y in ovl[x])
+        return ok, hat, zero
+
+    def undo_to(mark: int) -> None:
+        while len(place_trail) > mark:
+            x, tops, k, k2 = place_trail.pop()
+            while len(mo_trail) > k:
+                y, m = mo_trail.pop()
+                mo[y] = m
+            while len(wit_trail) > k2:
+                s, w = wit_trail.pop()
+                wit[s] = w
+            a0, a1 = s0[x], s1[x] + 1
+            sx = size[x]
+            for s in range(a0, a1):
+                sec_sum[s] += sx
+            for b in range(a0, a1 - 1):
+                cuts[b] += 1
+            sec_top[a0:a1] = tops
+            unplaced[x] = True
+            off[x] = -1
+
+    def solve(part: list[int], sa: int, sb: int, last_off: int, last_rank: int) -> bool:
+        state["nodes"] += 1
+        nodes = state["nodes"]
+        if nodes > limit:
             raise _Abort
         if deadline is not None and nodes % check_every == 0 and time.perf_counter() > deadline:
             raise _Abort
-        if left == 0:
-            return True
-        u = np.flatnonzero(unplaced)
-        m = min_off[u]
-        fx = is_fixed[u]
-        eff = np.where(fx, eff_fixed[u], m)
-        if np.any(eff + size[u] > capacity):
+        if canonical and use_sections and last_off + max(sec_sum[sa:sb + 1]) > C:
             return False
-        if fx.any() and np.any(m[fx] > eff[fx]):
-            return False
-        if rules.sections or rules.floor:
-            floor = np.zeros(inst.n_sections, dtype=np.int64)
-            if rules.sections:
-                floor = np.maximum(sec_top, last_off) if rules.canonical else sec_top
-            if rules.floor:
-                # every unplaced buffer of a section sits at or above the lowest min_off among them
-                low = np.where(cover[u], m[:, None], big).min(axis=0)
-                floor = np.maximum(floor, np.where(sec_sum > 0, low, 0))
-            if np.any(floor + sec_sum > capacity):
-                return False
-        r = rank[u]
-        ok = np.ones(len(u), dtype=bool)
-        if rules.canonical:
-            later = (eff > last_off) | ((eff == last_off) & (r > last_rank))
-            if np.any(fx & ~later):
-                return False
-            ok &= later
-        if rules.dominance:
-            fr = ~fx
-            min_height = (m[fr] + size[u][fr]).min() if fr.any() else big
-            ok &= eff < min_height
-        cand = np.flatnonzero(ok)
-        if len(cand) == 0:
-            return False
-        cand = cand[np.lexsort((r[cand], eff[cand]))]
-        for c in cand.tolist():
-            x = int(u[c])
-            o = int(eff[c])
-            top = o + int(size[x])
-            ov = inst.overlaps[x]
-            ovu = ov[unplaced[ov]]
-            old = min_off[ovu]
-            if aligned:
-                min_off[ovu] = np.maximum(old, top)
-            else:
-                a = align[ovu]
-                min_off[ovu] = np.maximum(old, -(-top // a) * a)
-            a0, a1 = int(inst.s0[x]), int(inst.s1[x]) + 1
-            old_top = sec_top[a0:a1].copy()
-            np.maximum(old_top, top, out=sec_top[a0:a1])
-            sec_sum[a0:a1] -= size[x]
-            unplaced[x] = False
-            offsets[x] = o
-            if dfs(o, int(rank[x]), left - 1):
-                return True
-            unplaced[x] = True
-            offsets[x] = -1
-            sec_sum[a0:a1] += size[x]
-            sec_top[a0:a1] = old_top
-            min_off[ovu] = old
-            if rules.hatless and len(ovu) == 0:
+        min_h = big
+        if dominance:
+            for y in part:
+                if fixed[y] < 0:
+                    h = mo[y] + size[y]
+                    if h < min_h:
+                        min_h = h
+        cands = []
+        for y in part:
+            e = fixed[y] if fixed[y] >= 0 else mo[y]
+            if canonical and (e < last_off or (e == last_off and rk[y] <= last_rank)):
+                if fixed[y] >= 0:
+                    return False
+                continue
+            if e < min_h:
+                cands.append((e, rk[y], y))
+        cands.sort()
+        for e, r, x in cands:
+            mark = len(place_trail)
+            ok, hat, zero = place(x, e)
+            if ok:
+                rest = [y for y in part if y != x]
+                if not rest:
+                    return True
+                if decompose and zero:
+                    ok = all(solve(g, ga, gb, e, r) for g, ga, gb in _groups(rest, s0, s1))
+                else:
+                    ok = solve(rest, sa, sb, e, r)
+                if ok:
+                    return True
+            undo_to(mark)
+            if hatless and hat:
                 break
         return False
 
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 4 * n + 1000))
+    root = sorted(range(n), key=lambda y: (s0[y], y))
+    parts = _groups(root, s0, s1) if decompose else [(root, 0, n_sec - 1)]
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, 4 * n + 1000))
     try:
-        found = dfs(-1, -1, n)
+        found = all(solve(g, ga, gb, -1, -1) for g, ga, gb in parts)
     except _Abort:
-        return Result("aborted", None, nodes)
+        return Result("aborted", None, state["nodes"])
     finally:
-        sys.setrecursionlimit(limit)
-    return Result("found" if found else "infeasible", offsets.copy() if found else None, nodes)
+        sys.setrecursionlimit(old_limit)
+    return Result("found" if found else "infeasible",
+                  np.array(off, dtype=np.int64) if found else None, state["nodes"])
 
 
 HEURISTICS = ("WAT", "TAW", "TWA", "ZWT")

@@ -84,12 +84,30 @@ def test_coarse_k_at_the_lower_bound_is_proven():
     assert (r.arena_size, r.optimal, r.status) == (1280, True, "proven")
 
 
-def test_coarse_k_above_the_lower_bound_claims_nothing():
+def test_coarse_k_above_the_byte_minimum_claims_nothing():
+    # k = 8 coarsens: the cover (47) is above the byte minimum (45), which
+    # optimal's search finds and records; the plan stays the coarse one
     r = plan(MEDIUM, k=8)
-    assert dict(r.stats)["coarsened"] == 1
-    assert r.arena_size >= 45
+    stats = dict(r.stats)
+    assert stats["coarsened"] == 1 and r.arena_size == 47
     assert r.optimal is False and r.status in ("heuristic", "time_limit")
-    assert r.best_bound == r.lower_bound  # a coarse failure proves nothing in bytes
+    assert stats["byte_arena"] == 45 == brute_force_min(MEDIUM)
+    assert r.lower_bound <= r.best_bound <= 45
+
+
+def test_coarse_k_proven_by_the_byte_search():
+    # two 3-byte buffers aligned to 4 at one op: bound 6, minimum 7 (0 and 4);
+    # k = 8 finds 7 and the byte-level search shows nothing smaller exists
+    p = one_op([(3, 4), (3, 4)])
+    r = plan(p, k=8)
+    assert dict(r.stats)["coarsened"] == 1 and "byte_arena" not in dict(r.stats)
+    assert (r.arena_size, r.lower_bound, r.optimal, r.status, r.best_bound) == (7, 6, True, "proven", 7)
+    assert brute_force_min(p) == 7
+
+
+def test_coarse_k_without_time_left_claims_nothing():
+    r = plan(MEDIUM, k=8, time_limit=0.0)
+    assert r.optimal is False and "byte_search_nodes" not in dict(r.stats)
 
 
 def test_time_limit_returns_a_valid_plan():
