@@ -94,9 +94,10 @@ def main(argv: list[str] | None = None) -> int:
             t_empty.append(scons(empty)[0])
             t_example.append(scons(example, "board=all")[0])
         boards = len(list((example / "build").glob("*/arena_report.json")))
+        models = len(list((example / "build" / "plans").glob("*.plan.json")))
         med_ex, med_em = statistics.median(t_example), statistics.median(t_empty)
         ratio = med_ex / med_em
-        print(f"no-op scons board=all ({boards} boards, 3 models): best {min(t_example):.3f} s, "
+        print(f"no-op scons board=all ({boards} boards, {models} models): best {min(t_example):.3f} s, "
               f"median {med_ex:.3f} s")
         print(f"no-op scons, empty SConstruct:                  best {min(t_empty):.3f} s, "
               f"median {med_em:.3f} s")

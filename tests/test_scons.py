@@ -43,7 +43,7 @@ def scons(cwd: Path, *args: str, seed: str = "0") -> subprocess.CompletedProcess
 
 def mtimes(folder: Path) -> dict[str, int]:
     return {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in sorted(folder.rglob("*"))
-            if p.is_file() and ".sconsign" not in p.name and ".arena_manifest" not in p.name}
+            if p.is_file() and ".sconsign" not in p.name and not p.name.startswith(".arena_")}
 
 
 def set_budget(proj: Path, board: str, budget: str) -> None:
@@ -211,7 +211,7 @@ def test_clean_removes_the_outputs(tmp_path: Path) -> None:
     assert scons(proj, "board=mps2_an500", "link=0").returncode == 0
     assert scons(proj, "board=mps2_an500", "link=0", "-c").returncode == 0
     left = [p for p in (proj / "build").rglob("*") if p.is_file() and ".sconsign" not in p.name
-            and ".arena_manifest" not in p.name]
+            and not p.name.startswith(".arena_")]  # the tool's caches (manifest, summary) stay
     assert left == []
 
 
@@ -226,7 +226,7 @@ def test_board_all_and_byte_identical_under_two_hash_seeds(tmp_path: Path) -> No
     q = scons(two, "board=all", "link=0", seed="2")
     assert q.returncode == 0, q.stdout + q.stderr
     files = [p.relative_to(two / "build") for p in sorted((two / "build").rglob("*"))
-             if p.is_file() and p.suffix in (".json", ".c", ".h", ".ld")]
+             if p.is_file() and p.suffix in (".json", ".c", ".h", ".ld") and not p.name.startswith(".arena_")]
     assert len(files) >= 10 * 10 + 3
     for rel in files:
         assert (one / "build" / rel).read_bytes() == (two / "build" / rel).read_bytes(), rel
@@ -265,3 +265,86 @@ def test_builders_are_configured_as_documented(tmp_path: Path, monkeypatch: pyte
     arena = env.ArenaArena("gen/arena_board.c", "r.json")
     assert [str(t) for t in arena][1] == os.path.join("gen", "arena_board.h")
     assert env["ARENAPLANCOMSTR"] == "Planning $TARGET" and callable(getattr(env, "ArenaFirmware"))
+
+
+def rebuilt(p: subprocess.CompletedProcess) -> list[str]:
+    """The targets of the action lines a build printed (Planning X, Compiling Y, ...)."""
+    pattern = r"^(Planning|Checking budget|Checking|Generating|Compiling|Linking) (\S+)"
+    return [m.group(2) for m in re.finditer(pattern, p.stdout, re.M)]
+
+
+def test_board_file_change_regenerates_that_boards_outputs(tmp_path: Path) -> None:
+    """A project board file (manifest board_dirs) is an input of the gate, the arena and the linker script."""
+    proj = copy_example(tmp_path / "p")
+    boards_dir = proj / "example_firmware" / "myboards"
+    boards_dir.mkdir()
+    board = boards_dir / "mps2_an500.yaml"
+    shutil.copy2(ROOT / "boards" / "mps2_an500.yaml", board)
+    manifest = proj / "example_firmware" / "arena.yaml"
+    manifest.write_text("board_dirs: [myboards]\n" + manifest.read_text())
+    p = scons(proj, TWO)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert not rebuilt(scons(proj, TWO))
+    board.write_text(board.read_text() + "# edited\n")  # new bytes, same map: the gate reruns, no more
+    p = scons(proj, TWO)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert rebuilt(p) == ["build/mps2_an500/arena_report.json"], p.stdout
+    ld = proj / "build" / "mps2_an500" / "mps2_an500.ld"
+    before = ld.read_text()
+    text = board.read_text()
+    assert "    length: 16M\n" in text
+    board.write_text(text.replace("    length: 16M\n", "    length: 8M\n"))  # PSRAM: a new memory map
+    p = scons(proj, TWO)
+    assert p.returncode == 0, p.stdout + p.stderr
+    done = rebuilt(p)
+    assert "build/mps2_an500/arena_report.json" in done and ld.read_text() != before, done
+    assert not any("nucleo_f746" in t or t.startswith("build/plans") for t in done), done
+    if HAVE_GCC:
+        assert "build/mps2_an500/firmware.elf" in done, done
+    assert not rebuilt(scons(proj, TWO))
+
+
+@pytest.mark.skipif(not HAVE_GCC, reason="arm-none-eabi-gcc is not on PATH")
+def test_firmware_source_and_header_changes_recompile(tmp_path: Path) -> None:
+    """implicit_cache must still notice an edited header; an edited source rebuilds its objects only."""
+    proj = copy_example(tmp_path / "p")
+    assert scons(proj, TWO).returncode == 0
+    main = proj / "example_firmware" / "main.c"
+    main.write_text(main.read_text() + "\nint arena_test_edit = 1;\n")  # new object bytes: a relink
+    done = rebuilt(scons(proj, TWO))
+    assert sorted(t for t in done if t.endswith(".o")) == sorted(
+        {f"build/common/{k}/main.o" for k in ("cortex-m7_fpv5-sp-d16_hard", "cortex-m7_fpv5-d16_hard")}), done
+    assert {"build/nucleo_f746/firmware.elf", "build/mps2_an500/firmware.elf"} <= set(done)
+    assert not any(t.startswith(("build/plans", "build/nucleo_f746/gen")) for t in done), done
+    header = proj / "example_firmware" / "runtime" / "arena_model.h"
+    header.write_text(header.read_text() + "\n/* edited */\n")  # same objects: no relink needed
+    done = rebuilt(scons(proj, TWO))
+    assert "build/nucleo_f746/obj/arena_tables.o" in done and "build/mps2_an500/obj/arena_tables.o" in done, done
+    assert any(t.endswith("/arena_runtime.o") for t in done), done
+    assert not rebuilt(scons(proj, TWO))
+
+
+def test_generator_source_change_rebuilds_every_arena_output(tmp_path: Path) -> None:
+    """Editing arena_tool (here: a copy of the package) re-plans and regenerates; nothing else changes."""
+    pkg = tmp_path / "pkg"
+    for name in ("arena_tool", "schemas", "boards"):
+        shutil.copytree(ROOT / name, pkg / name, ignore=shutil.ignore_patterns("__pycache__"))
+    proj = copy_example(tmp_path / "p")
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        env = dict(os.environ, PYTHONPATH=str(pkg), PYTHONHASHSEED="0")
+        env.pop("VERBOSE", None)
+        return subprocess.run([sys.executable, "-m", "SCons", "-Q", *args], cwd=proj, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+
+    args = ("board=mps2_an500", "link=0")
+    p = run(*args)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert not rebuilt(run(*args))
+    for edited in (pkg / "arena_tool" / "codegen.py", pkg / "schemas" / "report.schema.json"):
+        edited.write_text(edited.read_text() + ("\n# edited\n" if edited.suffix == ".py" else "\n"))
+        done = rebuilt(run(*args))
+        assert len([t for t in done if t.startswith("build/plans/")]) == 4, done
+        assert "build/mps2_an500/arena_report.json" in done, done
+        assert "build/mps2_an500/gen/model_kws.c" in done, done
+        assert not rebuilt(run(*args))
