@@ -76,38 +76,44 @@ def _report_error(err) -> None:
     sys.stderr.flush()
 
 
-def _run_guarded(fn, target, source, env):
-    """Call an action body; ArenaError -> its message and exit code, anything else -> arena bug.
+def _guarded(body):
+    """Make an action of ``body``: ArenaError -> its message and exit code, anything else -> arena bug.
 
     SCons turns a failing action's status into exit status 2. SystemExit (what
     ``env.Exit`` raises) becomes SCons's ExplicitExit, which keeps ours: 1 over
     budget or a failed check, 2 an input error; the build stops as for any
     failure and the signature database is still written.
     """
-    from arena_tool.errors import EXIT_BUG, ArenaError
 
-    try:
-        fn(target, source, env)
-    except ArenaError as err:
-        if err.msg.startswith("arena: ") and not err.file:
-            sys.stderr.write(err.msg + "\n")  # the gate's one line, as it stands
-            sys.stderr.flush()
-        else:
-            _report_error(err)
-        raise SystemExit(err.exit_code) from None
-    except Exception:  # an arena bug: keep the traceback
-        import traceback
+    def action(target, source, env) -> int:
+        from arena_tool.errors import EXIT_BUG, ArenaError
 
-        traceback.print_exc()
-        sys.stderr.write("arena: this is an arena bug; please report it\n")
-        raise SystemExit(EXIT_BUG) from None
-    return 0
+        try:
+            body(target, source, env)
+        except ArenaError as err:
+            if err.msg.startswith("arena: ") and not err.file:
+                sys.stderr.write(err.msg + "\n")  # the gate's one line, as it stands
+                sys.stderr.flush()
+            else:
+                _report_error(err)
+            raise SystemExit(err.exit_code) from None
+        except Exception:  # an arena bug: keep the traceback
+            import traceback
+
+            traceback.print_exc()
+            sys.stderr.write("arena: this is an arena bug; please report it\n")
+            raise SystemExit(EXIT_BUG) from None
+        return 0
+
+    action.__name__ = body.__name__
+    return action
 
 
 # ---------------------------------------------------------------- actions
 
 
-def _plan_body(target, source, env) -> None:
+@_guarded
+def _plan_action(target, source, env) -> None:
     from arena_tool import planfile, planning, planners
     from arena_tool.problem import ModelOptions
 
@@ -122,11 +128,8 @@ def _plan_body(target, source, env) -> None:
     planfile.write(target[0].path, planning.plan_model(model, options, spec["planner"], params).doc)
 
 
-def _plan_action(target, source, env) -> int:
-    return _run_guarded(_plan_body, target, source, env)
-
-
-def _gate_body(target, source, env) -> None:
+@_guarded
+def _gate_action(target, source, env) -> None:
     from arena_tool import boards, manifest, report
     from arena_tool.errors import ArenaError, CheckFailed
 
@@ -160,11 +163,8 @@ def _gate_body(target, source, env) -> None:
         _write_ld(doc, board_target.board_file, target[4].path)
 
 
-def _gate_action(target, source, env) -> int:
-    return _run_guarded(_gate_body, target, source, env)
-
-
-def _tables_body(target, source, env) -> None:
+@_guarded
+def _tables_action(target, source, env) -> None:
     from arena_tool import codegen, planfile
 
     doc = planfile.read(source[0].path)
@@ -172,10 +172,6 @@ def _tables_body(target, source, env) -> None:
     header, body = codegen.model_sources(doc, source[1].path, symbol)
     codegen.write(target[1].path, header)
     codegen.write(target[0].path, body)
-
-
-def _tables_action(target, source, env) -> int:
-    return _run_guarded(_tables_body, target, source, env)
 
 
 def _write_arena(doc, c_path, h_path, unity_path=None) -> None:
@@ -201,27 +197,22 @@ def _write_ld(doc, board_file, path) -> None:
     linker.write(path, text)
 
 
-def _arena_body(target, source, env) -> None:
+@_guarded
+def _arena_action(target, source, env) -> None:
     from arena_tool import report
 
     _write_arena(report.read(source[0].path), target[0].path, target[1].path)
 
 
-def _arena_action(target, source, env) -> int:
-    return _run_guarded(_arena_body, target, source, env)
-
-
-def _ld_body(target, source, env) -> None:
+@_guarded
+def _ld_action(target, source, env) -> None:
     from arena_tool import report
 
     _write_ld(report.read(source[0].path), source[1].path, target[0].path)
 
 
-def _ld_action(target, source, env) -> int:
-    return _run_guarded(_ld_body, target, source, env)
-
-
-def _elfcheck_body(target, source, env) -> None:
+@_guarded
+def _elfcheck_action(target, source, env) -> None:
     from arena_tool import boards, elfcheck, report
     from arena_tool.errors import ArenaError
 
@@ -236,11 +227,8 @@ def _elfcheck_body(target, source, env) -> None:
         raise
 
 
-def _elfcheck_action(target, source, env) -> int:
-    return _run_guarded(_elfcheck_body, target, source, env)
-
-
-def _run_body(target, source, env) -> None:
+@_guarded
+def _run_action(target, source, env) -> None:
     """Run each ELF under QEMU (-icount shift=0), write build/<board>/run_report.json, print its table."""
     from arena_tool import boards, qemu, report, runreport
     from arena_tool.errors import CheckFailed
@@ -266,10 +254,6 @@ def _run_body(target, source, env) -> None:
         sys.stdout.flush()
     if failed is not None:
         raise failed
-
-
-def _run_action(target, source, env) -> int:
-    return _run_guarded(_run_body, target, source, env)
 
 
 # ---------------------------------------------------------------- emitters
