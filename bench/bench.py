@@ -1,7 +1,8 @@
 """Run every registered planner side by side on models, CSV problems and random problems.
 
     python bench/bench.py [--models DIR ...] [--csv DIR ...] [--random N --seed S
-                          [--buffers B]] [--time-limit T] [--planners NAME ...]
+                          [--buffers B] [--mode network|tiled]] [--time-limit T]
+                          [--planners NAME ...]
 
 Per problem: buffers, the load lower bound, and per planner its arena, gap to the
 bound, time and status (for ``optimal``: proven or not). Every plan is checked
@@ -10,7 +11,8 @@ reported, not rejected). The summary gives each planner's ratio to the best
 *peer* (``PEERS``: TFLM greedy_size, TVM greedy_conflicts and hill_climb, XLA,
 TFLite GPU and CPU) on the same problem, measured in this run.
 Random problems: N problems from bench/problems.py, seeds S..S+N-1, with B
-buffers each, or sizes spread over 50..500 when B is not given.
+buffers each, or sizes spread over 50..500 when B is not given; --mode tiled
+draws the harder cut-rectangle problems (bench/problems.py: tiled_problem).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from arena_tool import csvio, validate  # noqa: E402
 from arena_tool.errors import ArenaError  # noqa: E402
 from arena_tool.planners import PLANNERS, Params  # noqa: E402
 from arena_tool.problem import Problem, lower_bound  # noqa: E402
-from bench.problems import random_problem  # noqa: E402
+from bench.problems import MODES, random_problem  # noqa: E402
 
 
 PEERS = ("greedy_size", "greedy_conflicts", "hill_climb", "xla_best_fit", "tflite_gpu", "tflite_cpu")
@@ -50,7 +52,8 @@ def problems(args: argparse.Namespace):
     for k in range(args.random):
         seed = args.seed + k
         n = args.buffers or 50 + (seed * 97) % 451
-        yield f"random-{n}-s{seed}", random_problem(n, seed)
+        tag = "" if args.mode == "network" else f"{args.mode}-"
+        yield f"random-{tag}{n}-s{seed}", random_problem(n, seed, mode=args.mode)
 
 
 def run_one(name: str, fn, problem: Problem, params: Params) -> dict:
@@ -69,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--random", type=int, default=0, help="number of random problems")
     ap.add_argument("--seed", type=int, default=0, help="first random seed")
     ap.add_argument("--buffers", type=int, default=0, help="buffers per random problem (default 50..500)")
+    ap.add_argument("--mode", choices=MODES, default="network",
+                    help="random generator: network chains (default) or tiled (hard, challenge-like)")
     ap.add_argument("--time-limit", type=float, default=10.0, help="seconds per exact planner run")
     ap.add_argument("--planners", nargs="*", default=None, help="planner names (default: all registered)")
     args = ap.parse_args(argv)

@@ -18,8 +18,19 @@ import random
 from arena_tool.problem import Buffer, Problem
 
 
-def random_problem(n: int, seed: int, alignment: int = 16) -> Problem:
-    """n buffers (n >= 1) from a network-like generator seeded by ``seed``."""
+MODES = ("network", "tiled")
+
+
+def random_problem(n: int, seed: int, alignment: int = 16, mode: str = "network") -> Problem:
+    """n buffers (n >= 1) from a network-like generator seeded by ``seed``.
+
+    mode 'network' (default) is the chain described above; 'tiled' is the harder
+    cut-rectangle shape of ``tiled_problem``.
+    """
+    if mode == "tiled":
+        return tiled_problem(n, seed, alignment)
+    if mode != "network":
+        raise ValueError(f"mode {mode!r}: expected one of {MODES}")
     rng = random.Random(seed * 1_000_003 + n)
     stages = rng.randint(3, 6)
     base = rng.choice([8, 16, 32, 64, 128]) * 1024  # bytes of the first feature map
@@ -66,3 +77,39 @@ def random_problem(n: int, seed: int, alignment: int = 16) -> Problem:
         t += 1
     extend(cur, t)
     return Problem(tuple(bufs[:n]))
+
+
+
+def tiled_problem(n: int, seed: int, alignment: int = 16, drop: float = 0.05) -> Problem:
+    """A hard mode shaped like minimalloc's challenge set: a cut-up rectangle.
+
+    A rectangle of ``ops`` time steps by ``height`` bytes is cut (guillotine cuts,
+    largest piece first, at random points on the time or byte axis) into
+    n / (1 - drop) pieces; each piece is a buffer (size = its height, lifetime =
+    its ops). Then ``drop`` of them are removed at random, so the load bound
+    falls below the height at some ops while the rest may still need nearly all
+    of it: the bound is often not reachable, and a proof must exhaust a search.
+    Many pieces share a size (a cut splits a piece into equal heights when
+    cutting in time). Same (n, seed) -> same Problem.
+    """
+    rng = random.Random(seed * 1_000_033 + n * 7 + 1)
+    total = max(n, int(round(n / (1.0 - drop))))
+    ops = 2 * total
+    height = rng.choice([32, 64, 128, 256]) * 1024
+    pieces = [(0, ops, 0, height)]  # [t0, t1) x [o0, o1), o in bytes
+    while len(pieces) < total:
+        pieces.sort(key=lambda p: ((p[1] - p[0]) * (p[3] - p[2]), p))
+        t0, t1, o0, o1 = pieces.pop()
+        units = (o1 - o0) // alignment
+        by_time = (t1 - t0 >= 2) and (units < 2 or rng.random() < 0.5)
+        if by_time:
+            c = rng.randint(t0 + 1, t1 - 1)
+            pieces += [(t0, c, o0, o1), (c, t1, o0, o1)]
+        else:
+            c = o0 + alignment * rng.randint(1, units - 1)
+            pieces += [(t0, t1, o0, c), (t0, t1, c, o1)]
+    pieces.sort()
+    rng.shuffle(pieces)
+    keep = pieces[:n]
+    return Problem(tuple(Buffer(f"t{i}", o1 - o0, t0, t1 - 1, alignment)
+                         for i, (t0, t1, o0, o1) in enumerate(keep)))

@@ -148,13 +148,16 @@ def preorder(inst: Instance, heuristic: str) -> np.ndarray:
     """Rank of each buffer under a key string, each key descending, index last.
 
     Keys (as minimalloc names them): W width in ops, A area (size x width),
-    T total (largest section load the buffer spans), Z size, O overlaps, L start.
+    T total (largest section load the buffer spans), Z size, O overlaps, L start
+    (earliest first), U end (latest first), S start (latest first), E end (earliest first),
+    C sections spanned.
     """
     load = inst.section_loads()
     total = np.array([load[a:b + 1].max() for a, b in zip(inst.s0, inst.s1)], dtype=np.int64) if inst.n else np.zeros(0, np.int64)
     width = inst.end - inst.start + 1
     keys = {"W": width, "A": width * inst.size, "T": total, "Z": inst.size,
-            "O": np.array([len(o) for o in inst.overlaps], dtype=np.int64), "L": -inst.start}
+            "O": np.array([len(o) for o in inst.overlaps], dtype=np.int64), "L": -inst.start,
+            "U": inst.end, "S": inst.start, "E": -inst.end, "C": inst.s1 - inst.s0 + 1}
     cols = [np.arange(inst.n)] + [-keys[c] for c in reversed(heuristic)]
     order = np.lexsort(cols)
     rank = np.empty(inst.n, dtype=np.int64)
@@ -369,7 +372,11 @@ def decide(inst: Instance, capacity: int, rank: np.ndarray, rules: Rules = Rules
                   np.array(off, dtype=np.int64) if found else None, state["nodes"])
 
 
-HEURISTICS = ("WAT", "TAW", "TWA", "ZWT")
+# minimalloc's three defaults plus sweep orders: among buffers at the same min_off,
+# U takes the one reaching latest first, L the one starting earliest (time-mirrored
+# twins); on zero-slack packings one of them often walks straight to a solution
+# (challenge A: 154 nodes with UWA, B: 265 with LZW, where WAT needs 250k on A).
+HEURISTICS = ("UWA", "LZW", "TOW", "TWO", "UTW", "WAT", "TAW", "TWA", "LAW", "ZWT")
 
 
 def decide_restarts(inst: Instance, capacity: int, deadline: float | None,
