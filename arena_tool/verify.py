@@ -109,7 +109,6 @@ def verify(model_path: str, plan_doc: dict[str, Any]) -> VerifyResult:
     import onnx
 
     buffers = plan_doc["buffers"]
-    info = {b["name"]: b for b in buffers}
     names = [b["name"] for b in buffers]
     tid = {n: i for i, n in enumerate(names)}
     group = [tid[b["alias_of"]] if b.get("alias_of") in tid else i for i, b in enumerate(buffers)]

@@ -24,7 +24,8 @@ import time
 from typing import Sequence
 
 from arena_tool.planners import Params
-from arena_tool.problem import Buffer, Plan, Problem, arena_size, lower_bound
+from arena_tool.planners.placement import heuristic_plan
+from arena_tool.problem import Buffer, Plan, Problem
 
 
 def time_neighbours(buffers: Sequence[Buffer]) -> list[list[int]]:
@@ -86,22 +87,9 @@ def place_in_order(buffers: Sequence[Buffer], order: Sequence[int]) -> list[int]
     return offsets
 
 
-def make_plan(problem: Problem, offsets: Sequence[int], planner: str, t0: float) -> Plan:
-    """A heuristic's Plan: no optimality claim, capacity only reported."""
-    return Plan(
-        offsets=tuple(offsets),
-        arena_size=arena_size(problem.buffers, offsets),
-        planner=planner,
-        optimal=None,
-        status="heuristic",
-        lower_bound=lower_bound(problem.buffers),
-        seconds=time.perf_counter() - t0,
-    )
-
-
 def plan(problem: Problem, params: Params) -> Plan:
     t0 = time.perf_counter()
     bufs = problem.buffers
     order = sorted((i for i, b in enumerate(bufs) if b.fixed_offset is None),
                    key=lambda i: (bufs[i].start, -bufs[i].end, i))
-    return make_plan(problem, place_in_order(bufs, order), "first_fit", t0)
+    return heuristic_plan(problem, place_in_order(bufs, order), "first_fit", t0)

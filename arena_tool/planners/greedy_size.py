@@ -22,7 +22,8 @@ from __future__ import annotations
 import time
 
 from arena_tool.planners import Params
-from arena_tool.planners.first_fit import make_plan, place_in_order
+from arena_tool.planners.first_fit import place_in_order
+from arena_tool.planners.placement import heuristic_plan
 from arena_tool.problem import Plan, Problem
 
 
@@ -31,4 +32,4 @@ def plan(problem: Problem, params: Params) -> Plan:
     bufs = problem.buffers
     order = sorted((i for i, b in enumerate(bufs) if b.fixed_offset is None),
                    key=lambda i: (-bufs[i].size, i))
-    return make_plan(problem, place_in_order(bufs, order), "greedy_size", t0)
+    return heuristic_plan(problem, place_in_order(bufs, order), "greedy_size", t0)
