@@ -22,6 +22,11 @@ Pruning rules (each can be switched off, see ``Rules``; none changes the answer)
                 unplaced buffers on either side never meet again: each side is
                 solved on its own, and a failing side is never retried by
                 backtracking into the other (minimalloc's dynamic decomposition).
+  cover      -- (with canonical) a section whose unplaced load exactly fills the
+                room above the current level L needs a candidate at exactly L
+                spanning it, or the node fails; and a candidate at a higher level
+                that leaves some section too full for that level is skipped
+                without a node (its child would fail at once).
 
 Per node the work is incremental: placing x touches x's sections and the buffers
 overlapping x (plain Python lists, an undo trail), and only the unplaced buffers
@@ -56,6 +61,7 @@ class Rules:
     hatless: bool = True
     floor: bool = True
     decompose: bool = True
+    cover: bool = True
 
 
 class _Abort(Exception):
@@ -205,6 +211,7 @@ def decide(inst: Instance, capacity: int, rank: np.ndarray, rules: Rules = Rules
     sec_sum = inst.section_loads().tolist()
     use_sections, use_floor, canonical = rules.sections, rules.floor, rules.canonical
     dominance, hatless, decompose = rules.dominance, rules.hatless, rules.decompose
+    cover = rules.cover and canonical
     if (use_sections or use_floor) and max(sec_sum) > C:
         return Result("infeasible", None, 0)
     aligned = all(a == 1 for a in align)
@@ -340,7 +347,34 @@ def decide(inst: Instance, capacity: int, rank: np.ndarray, rules: Rules = Rules
             if e < min_h:
                 cands.append((e, rk[y], y))
         cands.sort()
+        if cover and cands:
+            # a section with no room to spare above the current level needs its
+            # cell at that level covered now: by a candidate at exactly last_off
+            lvl = max(last_off, 0)
+            need = C - lvl
+            tight = [s for s in range(sa, sb + 1) if sec_sum[s] == need]
+            if tight:
+                hit = set()
+                for e, r, x in cands:
+                    if e != lvl:
+                        break
+                    hit.update(range(s0[x], s1[x] + 1))
+                if any(s not in hit for s in tight):
+                    return False
+        top_sum = max(sec_sum[sa:sb + 1]) if cover else 0
+        over_e = -1
+        over: list[int] = []
         for e, r, x in cands:
+            if cover and e + top_sum > C:
+                # the child would fail at once unless x takes every section too full
+                # for the new level (skipped, not counted as a node)
+                if e != over_e:
+                    over_e = e
+                    over = [s for s in range(sa, sb + 1) if sec_sum[s] > C - e]
+                if over[0] < s0[x] or over[-1] > s1[x]:
+                    continue
+                if any(sec_sum[s] - size[x] > C - e for s in over):
+                    continue
             mark = len(place_trail)
             ok, hat, zero = place(x, e)
             if ok:
