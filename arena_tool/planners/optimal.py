@@ -16,7 +16,8 @@ Method (after minimalloc's ideas, our own code; see ``sections.py``):
    Exhausted: the part's best is proven minimal. A part stops as soon as its best
    is at or below the proven bound of the whole problem.
 The arena is proven ('proven', optimal True) when it equals the best proven lower
-bound: the load bound, a fixed buffer's top, or a refuted capacity.
+bound: the load bound, a fixed buffer's top, the alignment-padded stack of one
+section (``sections.stack_bound``), or a refuted capacity.
 At ``params.time_limit`` the answer is the best layout found, optimal False,
 status 'time_limit' and ``best_bound`` the best proven bound. With
 ``problem.capacity`` set, an arena provably above it gives status 'infeasible'.
@@ -37,7 +38,7 @@ import numpy as np
 
 from arena_tool.planners import Params
 from arena_tool.planners import placement
-from arena_tool.planners.sections import Rules, decide_restarts, instance
+from arena_tool.planners.sections import Rules, decide_restarts, instance, stack_bound
 from arena_tool.problem import Buffer, Plan, Problem, arena_size, lower_bound
 
 
@@ -148,6 +149,12 @@ def minimize(problem: Problem, params: Params, incumbents: Sequence[Sequence[int
         p = max(open_parts, key=lambda q: (q.best, -q.idx[0]))
         if p.inst is None:
             p.inst = instance(p.bufs)
+            # alignment padding: often closes the gap to the load bound at no search
+            pad = stack_bound(p.inst) * p.inst.unit
+            if pad > p.bound:
+                p.bound = min(pad, p.best)
+                global_bound = max(global_bound, p.bound)
+                continue
         inst = p.inst
         floor = max(global_bound, p.bound)
         # Tight capacities prune hardest: answer the problem's capacity first, then

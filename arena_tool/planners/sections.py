@@ -12,7 +12,9 @@ Pruning rules (each can be switched off, see ``Rules``; none changes the answer)
   dominance  -- never place at an offset >= min(min_off + size) over the unplaced
                 non-fixed buffers: that buffer would have dropped below.
   sections   -- per section (a span of ops with a constant live set):
-                max(top of placed, last offset) + unplaced size in it <= C.
+                max(top of placed, last offset) + unplaced size in it <= C;
+                with mixed alignments, the lowest aligned stack of its unplaced
+                buffers above the top of placed (``_stack_height``) <= C.
   floor      -- per section: lowest min_off of its unplaced buffers + their size <= C
                 (minimalloc's "unallocated floor"); checked per buffer as
                 min_off + the largest unplaced load of its sections <= C.
@@ -150,6 +152,74 @@ def instance(buffers: Sequence[Buffer]) -> Instance:
                     max(len(points) - 1, 0), overlaps, start, end)
 
 
+STACK_STATES = 4096  # largest multiset DP per section; bigger sections use their load
+
+
+def _stack_height(items: list[tuple[int, int]], base: int = 0) -> int:
+    """Lowest top of a stack of (size, alignment) items above ``base``, each aligned.
+
+    Items live at a common op, so in any layout they sit one above the other and
+    each at best at its alignment above the one below: the minimum over orders
+    of that stack, by dynamic programming over the multiset of items used
+    (align_up(h) + size grows with h, so the lowest top per multiset suffices).
+    Returns -1 when the multiset has more than STACK_STATES states.
+    """
+    kinds = sorted(set(items))
+    counts = [items.count(k) for k in kinds]
+    radix = [1]
+    for c in counts:
+        radix.append(radix[-1] * (c + 1))
+    if radix[-1] > STACK_STATES:
+        return -1
+    f = [base] + [-1] * (radix[-1] - 1)
+    for code in range(radix[-1] - 1):
+        h = f[code]
+        if h < 0:
+            continue
+        for j, (sz, al) in enumerate(kinds):
+            if code // radix[j] % (counts[j] + 1) < counts[j]:
+                v = -(-h // al) * al + sz
+                nxt = code + radix[j]
+                if f[nxt] < 0 or v < f[nxt]:
+                    f[nxt] = v
+    return f[-1]
+
+
+def stack_bound(inst: Instance) -> int:
+    """A lower bound (scaled units) on the height, alignment padding included.
+
+    The load bound ignores the padding mixed alignments force between buffers
+    live at one op; this takes, per section, the lowest aligned stack of its
+    members (``_stack_height``; the load where that is too big to enumerate).
+    A fixed buffer counts with alignment 1 (its offset need not be aligned), so
+    the stack stays a relaxation. Too big to enumerate, or one alignment shared:
+    every offset is a multiple of g, the gcd of the alignments, so each buffer
+    but the top one takes align_up(size, g) -- the top one being the one that
+    pads most. With g = 1 that is the load bound.
+    """
+    if "stack_bound" in inst.cache:
+        return inst.cache["stack_bound"]
+    size, align, fixed, _, _, _, members = inst.lists()
+    best = 0
+    seen: set[tuple[tuple[int, int], ...]] = set()
+    for m in members:
+        items = sorted((size[y], align[y] if fixed[y] < 0 else 1) for y in m)
+        if not items or tuple(items) in seen:
+            continue
+        seen.add(tuple(items))
+        g = 0
+        for _, a in items:
+            g = math.gcd(g, a)
+        up = [-(-sz // g) * g for sz, _ in items]
+        h = sum(up) - max(u - sz for u, (sz, _) in zip(up, items))
+        if any(a != g for _, a in items):
+            h = max(h, _stack_height(items))
+        if h > best:
+            best = h
+    inst.cache["stack_bound"] = best
+    return best
+
+
 def preorder(inst: Instance, heuristic: str) -> np.ndarray:
     """Rank of each buffer under a key string, each key descending, index last.
 
@@ -215,6 +285,26 @@ def decide(inst: Instance, capacity: int, rank: np.ndarray, rules: Rules = Rules
     if (use_sections or use_floor) and max(sec_sum) > C:
         return Result("infeasible", None, 0)
     aligned = all(a == 1 for a in align)
+    # sections with mixed alignments: the unplaced members of a section all sit
+    # above its top, one above the other, so their lowest aligned stack must fit
+    free_al = [align[y] if fixed[y] < 0 else 1 for y in range(n)]
+    padding = use_sections and len(set(free_al)) > 1
+    pad_memo = inst.cache.setdefault("pad", {})
+
+    def padded(s: int) -> int:
+        """Lowest top of section s's unplaced members stacked above sec_top[s]."""
+        us = tuple(y for y in members[s] if unplaced[y])
+        entry = pad_memo.get(us)
+        if entry is None:
+            items = sorted((size[y], free_al[y]) for y in us)
+            entry = pad_memo[us] = (items, math.lcm(*(a for _, a in items)), {})
+        items, period, tops = entry
+        b = sec_top[s]
+        r = b % period
+        h = tops.get(r)
+        if h is None:
+            h = tops[r] = _stack_height(items, r)
+        return b - r + h if h >= 0 else b + sec_sum[s]
     mo = [0] * n  # min_off: lowest offset each unplaced buffer may take
     unplaced = [True] * n
     off = [-1] * n
@@ -258,6 +348,11 @@ def decide(inst: Instance, capacity: int, rank: np.ndarray, rules: Rules = Rules
                 sec_top[s] = top
             if use_sections and sec_sum[s] and sec_top[s] + sec_sum[s] > C:
                 ok = False
+        if padding and ok:
+            for s in range(a0, a1):
+                if sec_sum[s] and padded(s) > C:
+                    ok = False
+                    break
         if use_floor and ok and x in wit[a0:a1]:
             for s in range(a0, a1):
                 if wit[s] == x and sec_sum[s]:
