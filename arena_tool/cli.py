@@ -15,14 +15,15 @@ import traceback
 from typing import Sequence
 
 from arena_tool import planners
-from arena_tool.errors import EXIT_BUG, EXIT_CHECK_FAILED, EXIT_OK, ArenaError, CheckFailed
-from arena_tool.problem import ModelOptions, Plan, Problem, lower_bound
-
-DEFAULT_PLANNER = "optimal"
-
-
-def _fmt(n: int) -> str:
-    return f"{n:,} B"
+from arena_tool.errors import (
+    EXIT_BUG,
+    EXIT_CHECK_FAILED,
+    EXIT_OK,
+    ArenaError,
+    CheckFailed,
+)
+from arena_tool.manifest import DEFAULT_PLANNER
+from arena_tool.problem import ModelOptions, Plan, Problem, fmt_bytes, lower_bound
 
 
 def _model_options(args: argparse.Namespace) -> ModelOptions:
@@ -50,7 +51,7 @@ def _optimal_word(plan: Plan) -> str:
     if plan.optimal is True:
         return "yes (proven)"
     if plan.optimal is False:
-        bound = f", best bound {_fmt(plan.best_bound)}" if plan.best_bound else ""
+        bound = f", best bound {fmt_bytes(plan.best_bound)}" if plan.best_bound else ""
         return f"no ({plan.status.replace('_', ' ')}{bound})"
     return "not claimed (heuristic)"
 
@@ -62,9 +63,9 @@ def _seconds(s: float) -> str:
 def _summary(title: str, problem: Problem, plan: Plan, extra: list[tuple[str, str]]) -> str:
     rows = [("model", title), *extra,
             ("planner", plan.planner),
-            ("arena", _fmt(plan.arena_size)),
-            ("lower bound", f"{_fmt(plan.lower_bound)}  (gap {100 * plan.gap:.2f} %)"),
-            ("no reuse", _fmt(problem.total_size)),
+            ("arena", fmt_bytes(plan.arena_size)),
+            ("lower bound", f"{fmt_bytes(plan.lower_bound)}  (gap {100 * plan.gap:.2f} %)"),
+            ("no reuse", fmt_bytes(problem.total_size)),
             ("optimal", _optimal_word(plan)),
             ("time", _seconds(plan.seconds))]
     stats = dict(plan.stats)
@@ -89,12 +90,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
         plan = planning.run_planner(args.planner, problem, params)
         print(_summary(args.problem, problem, plan,
                        [("buffers", str(len(problem.buffers))),
-                        ("capacity", _fmt(problem.capacity) if problem.capacity else "none")]))
+                        ("capacity", fmt_bytes(problem.capacity) if problem.capacity else "none")]))
         if args.output:
             csvio.write_solution(problem, plan, args.output)
             print(f"wrote {args.output}")
         if problem.capacity is not None and plan.arena_size > problem.capacity:
-            raise CheckFailed(f"arena {_fmt(plan.arena_size)} exceeds the capacity {_fmt(problem.capacity)}",
+            raise CheckFailed(f"arena {fmt_bytes(plan.arena_size)} exceeds the capacity {fmt_bytes(problem.capacity)}",
                               file=args.problem, hint="raise --capacity or try --planner optimal")
         return EXIT_OK
     if not args.model:
@@ -106,7 +107,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(_summary(args.model, pm.problem, pm.plan, [
         ("ops", f"{len(mp.schedule)} scheduled, {len(mp.tensors)} arena tensors "
                 f"({sum(1 for t in mp.tensors if t.alias_of)} aliased)"),
-        ("weights", f"{_fmt(mp.weights_bytes)} (flash)"),
+        ("weights", f"{fmt_bytes(mp.weights_bytes)} (flash)"),
         ("options", f"k={args.k}, alignment {args.alignment}, in-place {'off' if args.no_inplace else 'on'}, "
                     f"scratch {args.scratch}"),
     ]))
@@ -114,8 +115,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         planfile.write(args.output, pm.doc)
         print(f"wrote {args.output}")
     if args.budget is not None and pm.plan.arena_size > args.budget:
-        raise CheckFailed(f"arena {_fmt(pm.plan.arena_size)} exceeds the budget {_fmt(args.budget)} "
-                          f"by {_fmt(pm.plan.arena_size - args.budget)}", file=args.model,
+        raise CheckFailed(f"arena {fmt_bytes(pm.plan.arena_size)} exceeds the budget {fmt_bytes(args.budget)} "
+                          f"by {fmt_bytes(pm.plan.arena_size - args.budget)}", file=args.model,
                           hint="try --planner optimal, --activation-dtype int8, or a bigger RAM region")
     return EXIT_OK
 
@@ -130,7 +131,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     problem = mp.problem()
     params = _params(args)
     print(f"{args.model}: {len(mp.schedule)} ops, {len(problem.buffers)} buffers, "
-          f"no reuse {_fmt(problem.total_size)}")
+          f"no reuse {fmt_bytes(problem.total_size)}")
     header = f"{'planner':<18}{'arena B':>14}{'gap %':>9}{'time s':>9}  optimal"
     print(header)
     print("-" * len(header))
@@ -151,8 +152,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"{args.plan}: error: {p}", file=sys.stderr)
     if problems:
         return EXIT_CHECK_FAILED
-    print(f"{args.plan}: ok: {len(doc['buffers'])} buffers in {_fmt(doc['arena_size'])}, "
-          f"lower bound {_fmt(lower_bound(mp.problem().buffers))}, no overlaps")
+    print(f"{args.plan}: ok: {len(doc['buffers'])} buffers in {fmt_bytes(doc['arena_size'])}, "
+          f"lower bound {fmt_bytes(lower_bound(mp.problem().buffers))}, no overlaps")
     return EXIT_OK
 
 

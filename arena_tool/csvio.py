@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from typing import Sequence
 
 from arena_tool.errors import ArenaError
 from arena_tool.problem import Buffer, Plan, Problem
+from arena_tool.schema import write_atomic
 
 _ALIASES = {
     "id": "id", "buffer": "id", "buffer_id": "id",
@@ -154,27 +154,11 @@ def _rows(problem: Problem, offsets: Sequence[int] | None) -> str:
     return "\n".join(out) + "\n"
 
 
-def _write_atomic(path: str, text: str) -> None:
-    d = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".csv", dir=d)
-    except OSError as e:
-        raise ArenaError(f"cannot write: {e.strerror}", file=path, hint="check the folder exists and is writable") from e
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def write_problem(problem: Problem, path: str) -> None:
     """Write half-open ``id,lower,upper,size[,alignment][,offset]`` (offset = fixed offsets)."""
-    _write_atomic(path, _rows(problem, None))
+    write_atomic(path, _rows(problem, None))
 
 
 def write_solution(problem: Problem, plan: Plan, path: str) -> None:
     """The problem's rows plus an ``offset`` column holding the plan's offsets."""
-    _write_atomic(path, _rows(problem, plan.offsets))
+    write_atomic(path, _rows(problem, plan.offsets))

@@ -17,13 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 from arena_tool.errors import ArenaError, CheckFailed
+from arena_tool.problem import align_up
 
 SHF_WRITE = 0x1
 SHF_ALLOC = 0x2
-
-
-def _align_up(value: int, alignment: int) -> int:
-    return -(-value // alignment) * alignment
 
 
 def _inside(addr: int, size: int, region: Any) -> bool:
@@ -62,7 +59,7 @@ def problems(elf_path: str, board: Any, report_doc: dict[str, Any]) -> list[str]
                        f"[{region.origin:#010x}, +{region.length:,} B)")
         if addr % align:
             out.append(f".arena at {addr:#010x} is not aligned to {align} bytes")
-        if not planned <= size <= _align_up(max(planned, 1), align):
+        if not planned <= size <= align_up(max(planned, 1), align):
             out.append(f".arena is {size:,} B, planned {planned:,} B")
 
     ram = list(board.ram)

@@ -23,11 +23,11 @@ whose arena (plus the reserve, when they share a region) cannot fit.
 from __future__ import annotations
 
 import os
-import tempfile
-from pathlib import Path
 
 from arena_tool.boards import Board, Region
 from arena_tool.errors import ArenaError, EXIT_CHECK_FAILED
+from arena_tool.problem import align_up
+from arena_tool.schema import write_atomic
 
 _ALIGN_OK = tuple(1 << i for i in range(13))  # 1 .. 4096
 
@@ -57,10 +57,6 @@ def _describe(region: Region) -> str:
     return ", ".join(words)
 
 
-def _align_up(value: int, alignment: int) -> int:
-    return -(-value // alignment) * alignment
-
-
 def render(
     board: Board,
     arena_region: str,
@@ -85,8 +81,8 @@ def render(
     if arena_align not in _ALIGN_OK:
         raise ArenaError(f"arena alignment must be a power of two from 1 to 4096, got {arena_align!r}")
     data = board.region(board.data_region)
-    reserve = _align_up(heap_size, 8) + _align_up(stack_size, 8)
-    need = _align_up(arena_size, arena_align) + (reserve if region.name == data.name else 0)
+    reserve = align_up(heap_size, 8) + align_up(stack_size, 8)
+    need = align_up(arena_size, arena_align) + (reserve if region.name == data.name else 0)
     if need > region.length:
         extra = f" plus {reserve:,} B stack and heap" if region.name == data.name else ""
         raise ArenaError(
@@ -236,18 +232,5 @@ def render(
 
 
 def write(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` atomically: a temp file in the same folder, then os.replace."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; generated files are ordinary files
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    """Write the script atomically (schema.write_atomic)."""
+    write_atomic(path, text)

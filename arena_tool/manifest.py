@@ -27,7 +27,7 @@ import os
 from typing import Any, Iterable
 
 from arena_tool.errors import ArenaError
-from arena_tool.problem import ModelOptions
+from arena_tool.problem import ModelOptions, fmt_bytes
 
 DEFAULT_PLANNER = "optimal"
 DEFAULT_BUDGET = "100%"
@@ -202,10 +202,6 @@ def _did_you_mean(word: str, options: list[str]) -> str:
     close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
     head = f"did you mean '{close[0]}'? " if close else ""
     return f"{head}expected one of: {', '.join(options)}"
-
-
-def _fmt(n: int) -> str:
-    return f"{n:,} B"
 
 
 # ---------------------------------------------------------------- loading
@@ -387,8 +383,8 @@ class _Loader:
             if budget.size > length:
                 bigger = [r.name for r in regions if r.length >= budget.size]
                 fix = f"choose region {' or '.join(bigger)}" if bigger else "lower the budget"
-                raise self.err(f"budget {_fmt(budget.size)} is larger than region {region} of board "
-                               f"{board.name} ({_fmt(length)})", where_of("budget"),
+                raise self.err(f"budget {fmt_bytes(budget.size)} is larger than region {region} of board "
+                               f"{board.name} ({fmt_bytes(length)})", where_of("budget"),
                                hint=f"{fix}, or write a percentage like '90%'")
         reserve = pick("reserve", {}) or {}
         rwhere = where_of("reserve")
@@ -396,8 +392,8 @@ class _Loader:
         heap = self.size(reserve.get("heap", DEFAULT_HEAP), rwhere + ("heap",))
         data_len = next(r.length for r in regions if r.name == board.data_region)
         if stack + heap > data_len:
-            raise self.err(f"reserve of {_fmt(stack + heap)} (stack + heap) does not fit region "
-                           f"{board.data_region} of board {board.name} ({_fmt(data_len)})", rwhere,
+            raise self.err(f"reserve of {fmt_bytes(stack + heap)} (stack + heap) does not fit region "
+                           f"{board.data_region} of board {board.name} ({fmt_bytes(data_len)})", rwhere,
                            hint="lower 'stack:' or 'heap:'")
         overrides = entry.get("models") or {}
         names = [s.name for s in specs]

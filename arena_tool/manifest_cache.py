@@ -59,11 +59,9 @@ def cached(path: str, board_dirs: tuple[str, ...], cache_file: str) -> dict[str,
 
     doc = manifest.to_doc(manifest.load(path, board_dirs))
     entry = {"key": key, "stamps": _stamp(_watched(doc)), "manifest": doc}
-    os.makedirs(os.path.dirname(os.path.abspath(cache_file)), exist_ok=True)
-    tmp = f"{cache_file}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(entry, f)
-    os.replace(tmp, cache_file)
+    from arena_tool.schema import write_atomic
+
+    write_atomic(cache_file, json.dumps(entry))
     return doc
 
 

@@ -125,6 +125,11 @@ def align_up(value: int, alignment: int) -> int:
     return -(-value // alignment) * alignment
 
 
+def fmt_bytes(n: Bytes) -> str:
+    """65536 -> '65,536 B': how every message and summary writes a byte count."""
+    return f"{n:,} B"
+
+
 def arena_size(buffers: Sequence[Buffer], offsets: Sequence[Bytes]) -> Bytes:
     return max((o + b.size for b, o in zip(buffers, offsets)), default=0)
 

@@ -31,18 +31,10 @@ from typing import Any, Callable, Sequence
 
 from arena_tool import __version__
 from arena_tool.errors import CheckFailed
+from arena_tool.problem import align_up, fmt_bytes
 
 FORMAT_VERSION = 1
 _FLOAT = ("float32", "float16", "bfloat16", "float64", "double", "float")
-
-
-def fmt(n: int) -> str:
-    """65536 -> '65,536 B'."""
-    return f"{n:,} B"
-
-
-def _align_up(value: int, alignment: int) -> int:
-    return -(-value // alignment) * alignment
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,10 +117,10 @@ def _layout(sharing: str, uses: list[ModelUse]) -> tuple[list[ModelUse], int, in
     placed: list[ModelUse] = []
     end = lb = 0
     for u in uses:
-        base = _align_up(end, align)
+        base = align_up(end, align)
         placed.append(dataclasses.replace(u, base=base))
         end = base + u.arena_size
-        lb += _align_up(u.lower_bound, align)
+        lb += align_up(u.lower_bound, align)
     return placed, end, lb, align
 
 
@@ -155,8 +147,8 @@ def gate(target: Any, plans: Sequence[tuple[str, str, dict[str, Any]]],
             largest = max(target.regions, key=lambda r: (room(r.name), r.name))
             tries = _tries(target, uses, need, lb, region=None)
             raise CheckFailed(
-                f"arena: {target.name}: {_who(uses)} {fmt(need)}, more than any region of the board "
-                f"(largest {largest.name}, {fmt(room(largest.name))} usable; lower bound {fmt(lb)})"
+                f"arena: {target.name}: {_who(uses)} {fmt_bytes(need)}, more than any region of the board "
+                f"(largest {largest.name}, {fmt_bytes(room(largest.name))} usable; lower bound {fmt_bytes(lb)})"
                 + (f"; try {tries}" if tries else ""))
         region = chosen
     else:
@@ -171,18 +163,18 @@ def gate(target: Any, plans: Sequence[tuple[str, str, dict[str, Any]]],
         alt = _better_region(target, need, region, room) if (
             target.budget.percent is not None or usable < budget) else None
         tries = _tries(target, offending, need, lb, region=alt, limit=limit)
-        why = f"budget {fmt(budget)}"
+        why = f"budget {fmt_bytes(budget)}"
         if usable < budget:
-            why = f"room {fmt(usable)} ({fmt(info.length)} less the {fmt(reserve)} stack+heap reserve)"
+            why = f"room {fmt_bytes(usable)} ({fmt_bytes(info.length)} less the {fmt_bytes(reserve)} stack+heap reserve)"
         raise CheckFailed(
-            f"arena: {target.name}: {_who(offending)} {fmt(need)} in {region}, {why} "
-            f"(over by {fmt(over)}, lower bound {fmt(lb)})" + (f"; try {tries}" if tries else ""))
+            f"arena: {target.name}: {_who(offending)} {fmt_bytes(need)} in {region}, {why} "
+            f"(over by {fmt_bytes(over)}, lower bound {fmt_bytes(lb)})" + (f"; try {tries}" if tries else ""))
     warning = None
     status = "ok"
     pct = 100.0 * need / limit if limit else 100.0
     if target.warn_above is not None and pct > target.warn_above:
         status = "warn"
-        warning = (f"arena: {target.name}: warning: {names} use {pct:.1f}% of the {fmt(limit)} budget in "
+        warning = (f"arena: {target.name}: warning: {names} use {pct:.1f}% of the {fmt_bytes(limit)} budget in "
                    f"{region} (warn_above {target.warn_above:g}%)")
     return Report(
         board=target.name, region=region, region_origin=info.origin, region_length=info.length,
@@ -284,16 +276,16 @@ def summary(docs: Sequence[dict[str, Any]]) -> str:
     lines: list[str] = []
     for d in docs:
         region = d["region"]["name"] + (" (auto)" if d["region"]["auto"] else "")
-        lines.append(f"arena: {d['board']}: {d['sharing']} in {region}, budget {fmt(d['budget'])}"
+        lines.append(f"arena: {d['board']}: {d['sharing']} in {region}, budget {fmt_bytes(d['budget'])}"
                      f" ({d['budget_spec']})")
         rows = [("model", "planner", "arena", "lower bound", "base")]
         for m in d["models"]:
-            rows.append((m["name"], m["planner"], fmt(m["arena_size"]), fmt(m["lower_bound"]), str(m["base"])))
+            rows.append((m["name"], m["planner"], fmt_bytes(m["arena_size"]), fmt_bytes(m["lower_bound"]), str(m["base"])))
         widths = [max(len(r[c]) for r in rows) for c in range(5)]
         for j, r in enumerate(rows):
             cells = [r[0].ljust(widths[0]), r[1].ljust(widths[1])] + [r[c].rjust(widths[c]) for c in (2, 3, 4)]
             lines.append("  " + "  ".join(cells))
-        lines.append(f"  arena {fmt(d['arena_size'])}, lower bound {fmt(d['lower_bound'])}, "
-                     f"headroom {fmt(d['headroom'])}  {d['region']['name']} {bar(d['percent'])} "
+        lines.append(f"  arena {fmt_bytes(d['arena_size'])}, lower bound {fmt_bytes(d['lower_bound'])}, "
+                     f"headroom {fmt_bytes(d['headroom'])}  {d['region']['name']} {bar(d['percent'])} "
                      f"{d['percent']:.1f}%" + ("  WARNING" if d["status"] == "warn" else ""))
     return "\n".join(lines)

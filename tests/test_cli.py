@@ -146,3 +146,13 @@ def test_export_and_plan_a_csv_problem(chain_path, tmp_path, capsys):
     assert "12,288 B" in text and "yes" in text
     code, _, err = run(capsys, "plan", "--problem", str(csv), "--capacity", "8K", "--planner", "greedy_size")
     assert code == 1 and "exceeds the capacity 8,192 B" in err
+
+
+def test_unwritable_output_is_an_input_error(chain_path, tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, _, err = run(capsys, "plan", chain_path, "--planner", "greedy_size", "-o", str(blocker / "plan.json"))
+    assert code == 2 and "cannot write" in err and "Traceback" not in err
+    out = tmp_path / "plan.json"
+    assert run(capsys, "plan", chain_path, "--planner", "greedy_size", "-o", str(out))[0] == 0
+    assert out.stat().st_mode & 0o044 == 0o044  # readable by the CI job that collects it

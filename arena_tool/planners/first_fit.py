@@ -8,9 +8,9 @@ long-lived one above it (the chain below would need 16 KB instead of 12).
 
 A buffer only has to avoid the bytes of placed buffers that overlap it in time,
 so each placement walks just those neighbours sorted by offset:
-O(n log n + n * overlapping). The helpers here (``time_neighbours``,
-``lowest_fit``, ``place_in_order``) are shared with greedy_size, which differs
-only in the order.
+O(n log n + n * overlapping), with placement.conflicts for the neighbours. The
+helpers here (``lowest_fit``, ``place_in_order``) are shared with greedy_size,
+which differs only in the order.
 
 Example (the design notes' chain, 4/6/6/2 KB over ops [0,0] [0,1] [1,2] [2,2]):
 T1@0 (born with T0, lives longer), T0@6K, T2@6K (T0 is dead at op 1), T3@0
@@ -19,36 +19,12 @@ T1@0 (born with T0, lives longer), T0@6K, T2@6K (T0 is dead at op 1), T3@0
 
 from __future__ import annotations
 
-import heapq
 import time
 from typing import Sequence
 
 from arena_tool.planners import Params
-from arena_tool.planners.placement import heuristic_plan
+from arena_tool.planners.placement import conflicts, heuristic_plan
 from arena_tool.problem import Buffer, Plan, Problem
-
-
-def time_neighbours(buffers: Sequence[Buffer]) -> list[list[int]]:
-    """For every buffer, the indices of the other buffers live at a common op.
-
-    One sweep in start order with a heap of ends; the work is proportional to
-    the number of overlapping pairs.
-    """
-    n = len(buffers)
-    nbrs: list[list[int]] = [[] for _ in range(n)]
-    active: dict[int, None] = {}  # insertion ordered: deterministic
-    ends: list[tuple[int, int]] = []
-    for i in sorted(range(n), key=lambda i: (buffers[i].start, i)):
-        start = buffers[i].start
-        while ends and ends[0][0] < start:
-            del active[heapq.heappop(ends)[1]]
-        mine = nbrs[i]
-        for j in active:
-            mine.append(j)
-            nbrs[j].append(i)
-        active[i] = None
-        heapq.heappush(ends, (buffers[i].end, i))
-    return nbrs
 
 
 def lowest_fit(occupied: Sequence[tuple[int, int]], size: int, alignment: int) -> int:
@@ -71,7 +47,7 @@ def lowest_fit(occupied: Sequence[tuple[int, int]], size: int, alignment: int) -
 def place_in_order(buffers: Sequence[Buffer], order: Sequence[int]) -> list[int]:
     """Offsets: fixed buffers at their offsets, then ``order`` (the non-fixed
     indices) each at its lowest fit among the placed time-neighbours."""
-    nbrs = time_neighbours(buffers)
+    nbrs = conflicts(buffers)
     offsets = [-1] * len(buffers)
     ends = [0] * len(buffers)
     for i, b in enumerate(buffers):

@@ -34,7 +34,6 @@ import importlib
 import time
 from typing import Sequence
 
-import numpy as np
 
 from arena_tool.planners import Params
 from arena_tool.planners import placement

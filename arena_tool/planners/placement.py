@@ -17,25 +17,32 @@ Worked example (first fit, sizes already in placement order)::
 
 from __future__ import annotations
 
+import heapq
 from typing import Callable, Sequence
-
-import numpy as np
 
 from arena_tool.problem import Buffer, align_up
 
 
 def conflicts(buffers: Sequence[Buffer]) -> list[list[int]]:
-    """For each buffer, the indices of the other buffers live at some common op (ascending)."""
-    n = len(buffers)
-    if n == 0:
-        return []
-    s = np.fromiter((b.start for b in buffers), dtype=np.int64, count=n)
-    e = np.fromiter((b.end for b in buffers), dtype=np.int64, count=n)
-    out: list[list[int]] = []
-    for i in range(n):
-        mask = (s <= e[i]) & (s[i] <= e)
-        mask[i] = False
-        out.append(np.flatnonzero(mask).tolist())
+    """For each buffer, the indices of the other buffers live at some common op (ascending).
+
+    One sweep in start order with a heap of ends: the work is proportional to the
+    number of overlapping pairs, not n^2.
+    """
+    out: list[list[int]] = [[] for _ in buffers]
+    active: dict[int, None] = {}  # insertion ordered: deterministic
+    ends: list[tuple[int, int]] = []
+    for i in sorted(range(len(buffers)), key=lambda i: (buffers[i].start, i)):
+        start = buffers[i].start
+        while ends and ends[0][0] < start:
+            del active[heapq.heappop(ends)[1]]
+        for j in active:
+            out[i].append(j)
+            out[j].append(i)
+        active[i] = None
+        heapq.heappush(ends, (buffers[i].end, i))
+    for row in out:
+        row.sort()
     return out
 
 

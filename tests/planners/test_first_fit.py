@@ -3,7 +3,8 @@
 import random
 
 from arena_tool.planners import Params, run
-from arena_tool.planners.first_fit import lowest_fit, time_neighbours
+from arena_tool.planners.first_fit import lowest_fit
+from arena_tool.planners.placement import conflicts
 from arena_tool.problem import Buffer, Problem
 from arena_tool.validate import violations
 
@@ -64,14 +65,14 @@ def test_lowest_fit_walk():
     assert lowest_fit([(0, 30), (5, 10), (31, 40)], 1, 1) == 30  # nested block does not lower the candidate
 
 
-def test_time_neighbours_match_the_pairwise_definition():
+def test_conflicts_match_the_pairwise_definition():
     rng = random.Random(7)
     for _ in range(50):
         bufs = []
         for i in range(rng.randint(0, 30)):
             s = rng.randint(0, 15)
             bufs.append(Buffer(f"b{i}", 1, s, rng.randint(s, 15)))
-        got = [sorted(x) for x in time_neighbours(bufs)]
+        got = conflicts(bufs)
         want = [[j for j, b in enumerate(bufs) if j != i and a.overlaps_in_time(b)] for i, a in enumerate(bufs)]
         assert got == want
 
