@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from arena_tool import yamlio
-from arena_tool.errors import ArenaError
+from arena_tool.errors import ArenaError, did_you_mean
 from arena_tool.yamlio import parse_size
 
 __all__ = ["Board", "Cpu", "Region", "board_dirs", "default_board_dir", "list_boards",
@@ -198,8 +198,7 @@ def find_board_file(name: str, search_dirs: list[str] | None = None) -> Path:
         if candidate.is_file():
             return candidate
     known = list_boards(dirs)
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    hint = (f"did you mean '{close[0]}'? " if close else "") + "known boards: " + (", ".join(known) or "none")
+    hint = did_you_mean(name, known) + "known boards: " + (", ".join(known) or "none")
     raise ArenaError(f"unknown board '{name}'", hint=hint)
 
 
@@ -252,10 +251,8 @@ def load_board_file(path: str) -> Board:
     names = [r.name for r in ram]
     for key in ("default_region", "data_region"):
         if key in data and data[key] not in names:
-            close = difflib.get_close_matches(data[key], names, n=1, cutoff=0.5)
             raise doc.error(f"{key} '{data[key]}' is not a RAM region of this board", (key,), at_value=True,
-                            hint=(f"did you mean '{close[0]}'? " if close else "")
-                            + "expected one of: " + ", ".join(names))
+                            hint=did_you_mean(data[key], names, cutoff=0.5) + "expected one of: " + ", ".join(names))
     data_region = data.get("data_region", data["default_region"])
     if ram[names.index(data_region)].needs_init:
         key = "data_region" if "data_region" in data else "default_region"

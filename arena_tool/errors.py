@@ -8,7 +8,8 @@ It is rendered once, at the edge (``cli.main`` and the SCons actions), as
 
 from __future__ import annotations
 
-from typing import NoReturn
+import difflib
+from typing import NoReturn, Sequence
 
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1  # a check failed or a budget is exceeded
@@ -70,6 +71,12 @@ class CheckFailed(ArenaError):
     def __init__(self, msg: str, **kw: object) -> None:
         kw.setdefault("exit_code", EXIT_CHECK_FAILED)
         super().__init__(msg, **kw)  # type: ignore[arg-type]
+
+
+def did_you_mean(word: str, options: Sequence[str], cutoff: float = 0.6) -> str:
+    """"did you mean 'x'? " for the closest option, or "": the head of every such hint."""
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=cutoff)
+    return f"did you mean '{close[0]}'? " if close else ""
 
 
 def fail(msg: str, **kw: object) -> NoReturn:

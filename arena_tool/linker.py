@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 
 from arena_tool.boards import Board, Region
-from arena_tool.errors import ArenaError, EXIT_CHECK_FAILED
+from arena_tool.errors import EXIT_CHECK_FAILED, ArenaError
 from arena_tool.problem import align_up
 from arena_tool.schema import write_atomic
 

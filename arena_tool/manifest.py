@@ -26,7 +26,7 @@ import json
 import os
 from typing import Any, Iterable
 
-from arena_tool.errors import ArenaError
+from arena_tool.errors import ArenaError, did_you_mean
 from arena_tool.problem import ModelOptions, fmt_bytes
 
 DEFAULT_PLANNER = "optimal"
@@ -197,11 +197,7 @@ class Manifest:
 
 
 def _did_you_mean(word: str, options: list[str]) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
-    head = f"did you mean '{close[0]}'? " if close else ""
-    return f"{head}expected one of: {', '.join(options)}"
+    return f"{did_you_mean(word, options)}expected one of: {', '.join(options)}"
 
 
 # ---------------------------------------------------------------- loading

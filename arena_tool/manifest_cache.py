@@ -107,10 +107,9 @@ def select_names(names: list[str], spec: str | None, file: str) -> list[str]:
         if not name:
             continue
         if name not in names:
-            import difflib
+            from arena_tool.errors import did_you_mean
 
-            close = difflib.get_close_matches(name, sorted(names), n=1, cutoff=0.6)
-            guess = f"did you mean '{close[0]}'? " if close else ""
+            guess = did_you_mean(name, sorted(names))
             raise ArenaError(f"board '{name}' is not in the manifest", field="board",
                              hint=f"{guess}expected one of: {', '.join(sorted(names))} (or add it to {file})")
         if name not in chosen:

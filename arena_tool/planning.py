@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from arena_tool import planners, validate
-from arena_tool.errors import EXIT_BUG, ArenaError
+from arena_tool.errors import EXIT_BUG, ArenaError, did_you_mean
 from arena_tool.problem import ModelOptions, ModelProblem, Plan, Problem
 
 
@@ -39,12 +39,8 @@ def planner_names() -> list[str]:
 
 def check_planner_name(name: str, field: str = "planner", file: str | None = None) -> None:
     if name not in planners.PLANNERS:
-        import difflib
-
-        close = difflib.get_close_matches(name, planner_names(), n=1)
-        guess = f"did you mean '{close[0]}'? " if close else ""
         raise ArenaError(f"unknown planner '{name}'", field=field, file=file,
-                         hint=f"{guess}expected one of {', '.join(planner_names())}")
+                         hint=f"{did_you_mean(name, planner_names())}expected one of {', '.join(planner_names())}")
 
 
 def run_planner(name: str, problem: Problem, params: planners.Params) -> Plan:

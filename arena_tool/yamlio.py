@@ -25,7 +25,6 @@ are honoured, aliases are expanded.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import re
 from pathlib import Path
@@ -35,7 +34,7 @@ import jsonschema
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from arena_tool.errors import ArenaError
+from arena_tool.errors import ArenaError, did_you_mean
 from arena_tool.schema import load_schema, schema_path  # noqa: F401  (schema_path re-exported)
 
 KeyPath = tuple[Any, ...]
@@ -369,11 +368,8 @@ def _translate(doc: Doc, err: jsonschema.ValidationError) -> tuple[Pos, Any, int
         path = path + (extra,)
         at_value = False
         msg = f"unknown key '{extra}'"
-        close = difflib.get_close_matches(str(extra), allowed, n=1, cutoff=0.6)
-        parts = [f"did you mean '{close[0]}'?"] if close else []
-        if allowed:
-            parts.append("expected one of: " + ", ".join(allowed))
-        hint = " ".join(parts) or "remove it"
+        tail = "expected one of: " + ", ".join(allowed) if allowed else ""
+        hint = (did_you_mean(str(extra), allowed) + tail).strip() or "remove it"
     elif kw == "required":
         missing = [k for k in err.validator_value if isinstance(value, dict) and k not in value]
         key = missing[0] if missing else err.validator_value[0]
@@ -410,8 +406,7 @@ def _translate(doc: Doc, err: jsonschema.ValidationError) -> tuple[Pos, Any, int
     elif kw == "enum":
         options = [str(o) for o in err.validator_value]
         msg = f"invalid value {_describe(value)}"
-        close = difflib.get_close_matches(str(value), options, n=1, cutoff=0.6)
-        hint = (f"did you mean '{close[0]}'? " if close else "") + "expected one of: " + ", ".join(options)
+        hint = did_you_mean(str(value), options) + "expected one of: " + ", ".join(options)
     elif kw == "const":
         msg = f"invalid value {_describe(value)}: must be {_describe(err.validator_value)}"
     elif kw in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
