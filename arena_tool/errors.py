@@ -8,7 +8,6 @@ It is rendered once, at the edge (``cli.main`` and the SCons actions), as
 
 from __future__ import annotations
 
-import difflib
 from typing import NoReturn, Sequence
 
 EXIT_OK = 0
@@ -75,6 +74,8 @@ class CheckFailed(ArenaError):
 
 def did_you_mean(word: str, options: Sequence[str], cutoff: float = 0.6) -> str:
     """"did you mean 'x'? " for the closest option, or "": the head of every such hint."""
+    import difflib  # only on the error path: a no-op build imports this module
+
     close = difflib.get_close_matches(word, list(options), n=1, cutoff=cutoff)
     return f"did you mean '{close[0]}'? " if close else ""
 
