@@ -1,5 +1,8 @@
-"""Graph -> ModelProblem: the schedule, every arena tensor's size and inclusive live range,
+"""Lowered -> ModelProblem: the schedule, every arena tensor's size and inclusive live range,
 in-place and view aliases, and per-op scratch workspaces.
+
+It plans what runs: the ops of the lowering stage (quantized QDQ models as their
+integer ops), never the float graph they were exported as.
 
 Live ranges are inclusive schedule indices. A graph input lives from op 0, an op's
 output from its op, each to its last reader; graph outputs to the last op; an output
@@ -17,13 +20,17 @@ tensor shares, never a chain; ModelProblem.problem() merges each group's ranges.
 * Views: Reshape/Flatten/Squeeze/Unsqueeze/Identity outputs share their input's bytes
   when the planned bytes are identical (same elements and bits). Nothing is written.
 * In place: a pure element-wise op (UNARY, or BINARY with every input of the output's
-  shape, i.e. no broadcasting) writes over its input X when (a) this op is the last
+  shape, i.e. no broadcasting; their integer forms in INPLACE_Q) writes over its input X
+  when (a) this op is the last
   reader of every tensor sharing X's bytes, (b) none of them is a graph output, whose
   bytes must survive the run, (c) none is a graph input: graph inputs belong to the
   caller, who may read them again after the run (the plan never clobbers them), and
   (d) elements match and the output's element is no wider than X's, so writing
-  element i never reaches an element not yet read (Cast/QuantizeLinear narrowing
-  qualifies, DequantizeLinear widening does not).
+  element i never reaches an element not yet read (DequantizeLinear widening never
+  qualifies), and (e) the output's planned size equals the group's: an alias never
+  costs bytes. A narrower output (QuantizeLinear float -> int8, a narrowing Cast)
+  that took the wider slot would hold all of it for its whole life, because one
+  buffer has one size; it is planned as a buffer of its own instead.
 * Never: Conv, Gemm/MatMul, pools and everything else not listed.
 """
 
@@ -32,10 +39,10 @@ from __future__ import annotations
 import math
 from typing import Mapping
 
-from arena_tool import dtypes, onnx_graph, schema
+from arena_tool import dtypes, lowering, schema
 from arena_tool.errors import ArenaError, fail
-from arena_tool.onnx_graph import Graph, Node
-from arena_tool.problem import KINDS, ModelOptions, ModelProblem, Step, Tensor, align_up
+from arena_tool.lowering import Lowered, Op
+from arena_tool.problem import KINDS, ModelOptions, ModelProblem, Quant, Step, Tensor, align_up
 
 VIEWS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"})
 UNARY = frozenset({
@@ -45,7 +52,9 @@ UNARY = frozenset({
     "Cast", "QuantizeLinear", "DequantizeLinear", "BatchNormalization",
 })  # element-wise over input 0; other inputs (Clip bounds, BN statistics, PRelu slope) are only read
 BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Sum", "Max", "Min", "Mean"})
-CONVS = {"Conv": 1, "ConvInteger": 1, "QLinearConv": 3}  # op -> index of the weight input
+# Integer element-wise ops (any domain) -> positions of the inputs they may overwrite.
+INPLACE_Q = {"QLinearAdd": (0, 3), "QLinearMul": (0, 3), "QLinearSigmoid": (0,), "QLinearLeakyRelu": (0,),
+             "QLinearHardSwish": (0,)}
 SCRATCH_MODES = ("none", "row", "full")
 
 
@@ -53,8 +62,7 @@ def model_problem(path: str, options: ModelOptions) -> ModelProblem:
     """Load the model at ``path`` and reduce it to a ModelProblem under ``options``."""
     _check_options(options)
     try:
-        graph = onnx_graph.load(path, options.input_shapes)
-        return _Builder(graph, options).build()
+        return _Builder(lowering.load(path, options.input_shapes), options).build()
     except ArenaError as e:  # deep code may not know which file it is reading
         raise e.located(file=path)
 
@@ -89,16 +97,16 @@ def _check_options(options: ModelOptions) -> None:
 class _Builder:
     """One model_problem call's working state (never shared)."""
 
-    def __init__(self, graph: Graph, options: ModelOptions) -> None:
-        self.g = graph
+    def __init__(self, lowered: Lowered, options: ModelOptions) -> None:
+        self.g = lowered
         self.opt = options
         self.bitwidths = dict(options.bitwidths)
-        self.steps = [graph.nodes[i] for i in graph.schedule]
-        self.outputs = set(graph.outputs)
-        known = set(graph.types) | {w.name for w in graph.weights} | set(graph.constant_shapes)
+        self.steps = list(lowered.ops)
+        self.outputs = set(lowered.outputs)
+        known = set(lowered.types) | set(lowered.graph.constant_shapes)
         for name in sorted(self.bitwidths):
             if name not in known:
-                fail(f"no tensor {name!r} in the model", file=graph.path, field=f"bitwidths.{name}",
+                fail(f"no tensor {name!r} in the model", file=lowered.path, field=f"bitwidths.{name}",
                      hint="bitwidth names must be tensor names of the model (activations or weights)")
 
     def build(self) -> ModelProblem:
@@ -129,11 +137,12 @@ class _Builder:
             ws = self._workspace(s, node)
             if ws is not None:
                 tensors.append(ws)
-            steps.append(Step(node.index, node.name, node.op_type, node.inputs, node.outputs,
-                              ws.name if ws is not None else None))
+            steps.append(Step(node.node, node.name, node.op_type, node.inputs, node.outputs,
+                              ws.name if ws is not None else None, node.domain, node.fused))
         return ModelProblem(
             model=g.path, model_sha256=g.sha256, options=self.opt, schedule=tuple(steps),
             tensors=tuple(tensors), weights_bytes=self._weights_bytes(),
+            integer_ops=g.integer_ops, qdq_fused=g.qdq_fused,
         )
 
     # --- sizes ---
@@ -151,12 +160,14 @@ class _Builder:
     def _tensor(self, name: str, kind: str, alias: Mapping[str, str]) -> Tensor:
         assert kind in KINDS
         t = self.g.types[name]
+        q = self.g.quant.get(name)
+        quant = q if q is not None and self.dtype[name] == t.dtype else None
         return Tensor(name, kind, self.dtype[name], t.shape, t.elements, self._size(t.elements, self.dtype[name]),
-                      self.first_op[name], self.last_op[name], alias.get(name))
+                      self.first_op[name], self.last_op[name], alias.get(name), quant)
 
     def _weights_bytes(self) -> int:
         total = 0
-        for w in self.g.weights:
+        for w in self.g.constants.values():
             if w.shape is None or not w.dtype:
                 continue  # no static size (strings, or no type from model or inference): not counted
             nbits = self.bitwidths.get(w.name, dtypes.bits(w.dtype))
@@ -181,10 +192,10 @@ class _Builder:
 
         for s, node in enumerate(self.steps):
             ys = [y for y in node.outputs if y]
-            if len(ys) != 1 or node.domain not in ("", "ai.onnx") or ys[0] not in self.g.types:
+            if len(ys) != 1 or ys[0] not in self.g.types:
                 continue
             y = ys[0]
-            if node.op_type in VIEWS:
+            if node.op_type in VIEWS and node.domain in ("", "ai.onnx"):
                 x = node.inputs[0]
                 if x in self.g.types and self._same_bytes(x, y):
                     join(y, x)
@@ -192,27 +203,32 @@ class _Builder:
             for x in self._inplace_candidates(node, y):
                 group = members.get(root_of(x), [root_of(x)])
                 if (max(self.last_op[m] for m in group) == s
+                        and max(self._planned(m) for m in group) == self._planned(y)
                         and not any(m in self.outputs or m in inputs for m in group)):
                     join(y, x)
                     break
         return root
 
+    def _planned(self, name: str) -> int:
+        return self._size(self.g.types[name].elements, self.dtype[name])
+
     def _same_bytes(self, x: str, y: str) -> bool:
         tx, ty = self.g.types[x], self.g.types[y]
         return tx.elements == ty.elements and dtypes.bits(self.dtype[x]) == dtypes.bits(self.dtype[y])
 
-    def _inplace_candidates(self, node: Node, y: str) -> list[str]:
+    def _inplace_candidates(self, node: Op, y: str) -> list[str]:
         """Inputs ``node`` may overwrite with ``y``, by shape and element width alone."""
         ty = self.g.types[y]
-        if node.op_type in UNARY:
+        onnx_domain = node.domain in ("", "ai.onnx")
+        if node.op_type in UNARY and onnx_domain:
             if node.op_type == "BatchNormalization" and node.attrs.get("training_mode", 0):
                 return []
-            xs = node.inputs[:1]
-        elif node.op_type in BINARY:
-            shapes = [self._shape(x) for x in node.inputs if x]
-            if any(sh != ty.shape for sh in shapes):
+            xs = list(node.inputs[:1])
+        elif (node.op_type in BINARY and onnx_domain) or node.op_type in INPLACE_Q:
+            positions = INPLACE_Q.get(node.op_type) or range(len(node.inputs))
+            xs = list(dict.fromkeys(node.inputs[p] for p in positions if p < len(node.inputs) and node.inputs[p]))
+            if any(self._shape(x) != ty.shape for x in xs):
                 return []  # broadcasting: an input element is read for several outputs
-            xs = list(dict.fromkeys(x for x in node.inputs if x))
         else:
             return []
         return [x for x in xs if x in self.g.types and self.g.types[x].elements == ty.elements
@@ -221,43 +237,17 @@ class _Builder:
     def _shape(self, name: str) -> tuple[int, ...] | None:
         if name in self.g.types:
             return self.g.types[name].shape
-        return self.g.constant_shapes.get(name)
+        return self.g.graph.constant_shapes.get(name)
 
     # --- scratch ---
 
-    def _workspace(self, s: int, node: Node) -> Tensor | None:
-        """Conv im2col columns: 'full' = Cin/group*prod(K)*prod(out spatial), 'row' = one output row.
-
-        None for 1x1 stride-1 unpadded convs (the input already is the column matrix,
-        the GEMM reads it directly) and for depthwise convs (group == Cin > 1: each
-        output channel is a small stencil over one input channel, computed directly,
-        with no matrix multiply to feed).
-        """
-        if self.opt.scratch == "none" or node.op_type not in CONVS or node.domain not in ("", "ai.onnx"):
+    def _workspace(self, s: int, node: Op) -> Tensor | None:
+        """The op's declared im2col need (lowering.Workspace) under the scratch mode."""
+        if self.opt.scratch == "none" or node.workspace is None:
             return None
-        x, y = node.inputs[0], node.outputs[0]
-        w_index = CONVS[node.op_type]
-        w = node.inputs[w_index] if len(node.inputs) > w_index else ""
-        if x not in self.g.types or y not in self.g.types:
-            return None
-        cin, out_spatial = self.g.types[x].shape[1], self.g.types[y].shape[2:]
-        kernel = tuple(node.attrs.get("kernel_shape") or (self._shape(w) or ())[2:])
-        if not kernel or not out_spatial:
-            return None
-        group = int(node.attrs.get("group", 1))
-        strides = tuple(node.attrs.get("strides") or (1,) * len(kernel))
-        pads = tuple(node.attrs.get("pads") or (0,) * (2 * len(kernel)))
-        auto_pad = node.attrs.get("auto_pad", b"NOTSET")
-        auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else str(auto_pad)
-        padded = any(pads) or auto_pad in ("SAME_UPPER", "SAME_LOWER")
-        if all(k == 1 for k in kernel) and all(st == 1 for st in strides) and not padded:
-            return None
-        if group > 1 and group == cin:
-            return None
-        per_pixel = cin // group * math.prod(kernel)
-        elements = per_pixel * (math.prod(out_spatial) if self.opt.scratch == "full" else out_spatial[-1])
+        elements = node.workspace.full if self.opt.scratch == "full" else node.workspace.row
         name = f"{node.name}:workspace"  # unique: node names are, and a tensor of that name is unlikely
         while name in self.g.types:
             name += "_"
-        dtype = self.dtype[x]
+        dtype = self.dtype[node.inputs[0]]
         return Tensor(name, "scratch", dtype, (elements,), elements, self._size(elements, dtype), s, s, None)

@@ -211,7 +211,7 @@ class Folder:
             if i not in self.folded:
                 n = self.nodes[i]
                 used.update(x for x in n.inputs if x)
-                g.node.append(src.graph.node[i])
+                g.node.extend(_standin(src.graph.node[i]))
         used.update(v.name for v in src.graph.output)
         for name in sorted(used):
             c = self.consts.get(name)
@@ -228,6 +228,54 @@ class Folder:
         known = {v.name for v in g.input} | {t.name for t in g.initializer}
         g.value_info.extend(v for v in src.graph.value_info if v.name not in known)
         return m
+
+
+# onnxruntime's quantized contrib ops (com.microsoft), which onnx shape inference does not
+# know: op -> (float op, (tensor, scale, zero point) input positions, output (scale, zp)).
+_CONTRIB = {
+    "QLinearAdd": ("Add", ((0, 1, 2), (3, 4, 5)), (6, 7)),
+    "QLinearMul": ("Mul", ((0, 1, 2), (3, 4, 5)), (6, 7)),
+    "QLinearAveragePool": ("AveragePool", ((0, 1, 2),), (3, 4)),
+    "QLinearGlobalAveragePool": ("GlobalAveragePool", ((0, 1, 2),), (3, 4)),
+    "QLinearSoftmax": ("Softmax", ((0, 1, 2),), (3, 4)),
+    "QLinearSigmoid": ("Sigmoid", ((0, 1, 2),), (3, 4)),
+    "QLinearLeakyRelu": ("LeakyRelu", ((0, 1, 2),), (3, 4)),
+    "QGemm": ("Gemm", ((0, 1, 2), (3, 4, 5)), (7, 8)),
+    "QLinearConcat": ("Concat", (), (0, 1)),
+}
+_STANDIN_ATTRS = {"AveragePool": ("auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"),
+                  "Softmax": ("axis",), "LeakyRelu": ("alpha",), "Gemm": ("alpha", "transA", "transB"),
+                  "Concat": ("axis",)}
+
+
+def _standin(node: onnx.NodeProto) -> list[onnx.NodeProto]:
+    """The node itself, or for a quantized contrib op the DQ -> float op -> Q subgraph with
+    the same output type, so onnx shape inference can type its output (NCHW only)."""
+    if node.domain != "com.microsoft" or node.op_type not in _CONTRIB:
+        return [node]
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    if attrs.get("channels_last", 0):
+        return [node]
+    op, triples, result = _CONTRIB[node.op_type]
+    ins = list(node.input) + [""] * 9
+    if node.op_type == "QLinearConcat":
+        triples = tuple((i, i + 1, i + 2) for i in range(2, len(node.input), 3))
+    out = node.output[0]
+    nodes, floats = [], []
+    for k, (t, s, z) in enumerate(triples):
+        f = f"{out}::standin_dq{k}"
+        nodes.append(helper.make_node("DequantizeLinear", [x for x in (ins[t], ins[s], ins[z]) if x], [f]))
+        floats.append(f)
+    if node.op_type == "QGemm" and ins[6]:
+        floats.append("")  # the int32 bias does not change the shape
+    keep = {k: v for k, v in attrs.items() if k in _STANDIN_ATTRS.get(op, ())}
+    y_scale, y_zp = ins[result[0]], ins[result[1]]
+    if not y_scale:  # QGemm without y_scale has a float output
+        return nodes + [helper.make_node(op, [x for x in floats if x], [out], **keep)]
+    f = f"{out}::standin_float"
+    nodes.append(helper.make_node(op, [x for x in floats if x], [f], **keep))
+    nodes.append(helper.make_node("QuantizeLinear", [x for x in (f, y_scale, y_zp) if x], [out]))
+    return nodes
 
 
 def _run_node(model: onnx.ModelProto, node: Node, args: Mapping[str, np.ndarray]) -> Sequence[np.ndarray]:

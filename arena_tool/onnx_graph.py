@@ -28,7 +28,7 @@ from onnx import TensorProto, helper
 
 from arena_tool import dtypes
 from arena_tool.errors import ArenaError, fail
-from arena_tool.onnx_fold import Folder, type_of
+from arena_tool.onnx_fold import Const, Folder, type_of
 
 _SUBGRAPH_ATTRS = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 
@@ -95,6 +95,10 @@ class Graph:
     types: Mapping[str, TensorType]
     weights: tuple[Weight, ...]
     constant_shapes: Mapping[str, Shape]
+    # For lowering: every constant (initializers, Constant and folded outputs) and the
+    # parsed model, so constant values can be evaluated on demand without re-reading it.
+    consts: Mapping[str, Const] = dataclasses.field(default_factory=dict, compare=False, repr=False)
+    model: onnx.ModelProto | None = dataclasses.field(default=None, compare=False, repr=False)
 
 
 def parse_input_shape(text: str) -> tuple[str, Shape]:
@@ -141,6 +145,8 @@ def load(path: str, input_shapes: Sequence[tuple[str, Sequence[int]]] = ()) -> G
         types=types,
         weights=_weights(folder, nodes, schedule, outputs),
         constant_shapes={n: c.shape for n, c in folder.consts.items() if c.shape is not None},
+        consts=folder.consts,
+        model=model,
     )
 
 

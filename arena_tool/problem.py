@@ -163,6 +163,16 @@ class ModelOptions:
 
 
 @dataclasses.dataclass(frozen=True)
+class Quant:
+    """Affine quantization, real = scale * (q - zero_point); one entry per tensor, or
+    per channel along ``axis`` (None: per tensor)."""
+
+    scale: tuple[float, ...]
+    zero_point: tuple[int, ...]
+    axis: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class Step:
     """One scheduled op.
 
@@ -170,6 +180,8 @@ class Step:
     inputs/outputs: tensor names as in the model, weights included ('' = absent
       optional input), so codegen can wire kernels.
     workspace: name of this op's scratch tensor, or None.
+    domain: the op's domain ('' = ai.onnx, 'com.microsoft', 'arena').
+    fused: the other graph nodes this op replaces (lowering), ascending.
     """
 
     node: int
@@ -178,6 +190,8 @@ class Step:
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
     workspace: str | None = None
+    domain: str = ""
+    fused: tuple[int, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,6 +207,7 @@ class Tensor:
     first_op, last_op: inclusive schedule indices of this tensor's own life.
     alias_of: None, or the name of the root tensor whose bytes this one shares
       (views and in-place outputs; always a root, never a chain).
+    quant: the quantization of an integer tensor, where the model states it.
     """
 
     name: str
@@ -204,6 +219,7 @@ class Tensor:
     first_op: int
     last_op: int
     alias_of: str | None = None
+    quant: Quant | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -214,7 +230,10 @@ class ModelProblem:
     schedule: the ops that run, in order (folded constant ops are absent).
     tensors: every arena tensor and workspace, in a deterministic order
       (graph inputs, then per step its outputs then its workspace).
-    weights_bytes: bytes of initializers and Constant outputs (flash).
+    weights_bytes: bytes of the constants the ops read (flash), quantized weights at
+      their integer size.
+    integer_ops: steps whose activations in and out are all integer.
+    qdq_fused: steps lowered from a DequantizeLinear -> op -> QuantizeLinear pattern.
     """
 
     model: str
@@ -223,6 +242,8 @@ class ModelProblem:
     schedule: tuple[Step, ...]
     tensors: tuple[Tensor, ...]
     weights_bytes: int
+    integer_ops: int = 0
+    qdq_fused: int = 0
 
     def problem(self, capacity: int | None = None) -> Problem:
         """One Buffer per root tensor (alias_of None), in tensors order.

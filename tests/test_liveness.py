@@ -154,10 +154,15 @@ def test_view_of_a_graph_input_is_allowed_but_never_written(tmp_path):
     assert _t(mp)["v"].alias_of == "x" and _t(mp)["y"].alias_of is None
 
 
-@pytest.mark.parametrize("op, to, aliases", [("Cast", M.INT8, True), ("Cast", 11, False)])  # 11 = double
-def test_cast_aliases_only_when_not_wider(tmp_path, op, to, aliases):
-    m = M.model([M.node("Neg", ["x"], ["a"], "neg"), M.node(op, ["a"], ["y"], "cast", to=to)],
-                [M.vi("x", [8])], [M.vi("y", [8], to)])
+@pytest.mark.parametrize("n, to, aliases", [
+    (8, 6, True),          # float32 -> int32: same bytes
+    (4, M.INT8, True),     # 16 B -> 4 B, both one 16-byte unit as planned: the same slot
+    (8, M.INT8, False),    # 32 B -> 16 B: the narrower output would hold the wider slot; its own buffer
+    (8, 11, False),        # float64 is wider: writing element i would reach unread input
+])
+def test_cast_aliases_only_when_it_never_costs(tmp_path, n, to, aliases):
+    m = M.model([M.node("Neg", ["x"], ["a"], "neg"), M.node("Cast", ["a"], ["y"], "cast", to=to)],
+                [M.vi("x", [n])], [M.vi("y", [n], to)])
     assert (_t(_mp(tmp_path, m))["y"].alias_of == "a") is aliases
 
 

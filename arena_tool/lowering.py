@@ -1,0 +1,654 @@
+"""Graph -> Lowered: the ops the firmware executes, which liveness plans and codegen emits.
+
+onnx_graph says what the model computes; this module says what will run. Three
+things happen here, once, for every later stage:
+
+* Attributes are normalized: defaults filled in, ``auto_pad`` resolved to explicit
+  pads, axes made non-negative, Clip bounds read from their constant inputs, and
+  each op's im2col workspace need declared (``Op.workspace``; liveness sizes it
+  under the ``scratch`` option).
+* QDQ is lowered to integer ops, as a deployment runs it (and as onnxruntime's own
+  QDQ -> QOperator fusion does). ``DequantizeLinear -> op [-> Relu|Clip] ->
+  QuantizeLinear`` with integer tensors at both ends becomes one QOperator op
+  (QLinearConv, QLinearMatMul, QGemm, QLinearAdd ...; see ``FUSED``), its output
+  named after the QuantizeLinear output it replaces, a Relu/Clip absorbed as the
+  output range (``attrs['output_min'/'output_max']``, quantized). Data-movement ops
+  between a DequantizeLinear and a QuantizeLinear of equal parameters run on the
+  integers directly (``MOVEMENT``). A DequantizeLinear over a constant weight is a
+  weight stored at its integer size. Whatever does not match stays a float island
+  with its explicit Q/DQ at the border. Every tensor the lowered graph names is a
+  tensor of the original model, so onnxruntime on the original gives every value.
+* Constant values are available to later stages on demand (``Lowered.value``):
+  initializers, Constant outputs and folded outputs at full size, evaluated with
+  onnx's reference evaluator, never onnxruntime.
+
+Example (onnxruntime's quantize_static, QDQ format)::
+
+    x_q -DQ-> x -Conv(W=DQ(w_q), B=DQ(b_i32))-> y -Relu-> r -Q-> r_q
+    lowered: QLinearConv(x_q, xs, xz, w_q, ws, wz, rs, rz, b_i32) -> r_q, output_min = rz
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from arena_tool import dtypes, onnx_graph
+from arena_tool.errors import fail
+from arena_tool.onnx_graph import Graph, Node, Shape, TensorType
+from arena_tool.problem import Quant
+
+INTEGER = ("int8", "uint8", "int16", "uint16")  # element types a quantized tensor runs in
+_QRANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "uint16": (0, 65535)}
+_ONNX = ("", "ai.onnx")
+MS = "com.microsoft"
+
+# Anchor op -> (QOperator op, its domain, positions of the quantized operands). The
+# lowered op's inputs follow onnxruntime's QOperator signature, so one table of
+# (tensor, scale, zero point) positions (QUANT_IO) serves QOperator and lowered QDQ alike.
+FUSED: dict[str, tuple[str, str, tuple[int, ...]]] = {
+    "Conv": ("QLinearConv", "", (0, 1)),
+    "MatMul": ("QLinearMatMul", "", (0, 1)),
+    "Gemm": ("QGemm", MS, (0, 1)),
+    "Add": ("QLinearAdd", MS, (0, 1)),
+    "Mul": ("QLinearMul", MS, (0, 1)),
+    "Concat": ("QLinearConcat", MS, ()),  # every input
+    "AveragePool": ("QLinearAveragePool", MS, (0,)),
+    "GlobalAveragePool": ("QLinearGlobalAveragePool", MS, (0,)),
+    "Softmax": ("QLinearSoftmax", MS, (0,)),
+    "Sigmoid": ("QLinearSigmoid", MS, (0,)),
+    "LeakyRelu": ("QLinearLeakyRelu", MS, (0,)),
+    "HardSwish": ("QLinearHardSwish", "arena", (0,)),  # no onnxruntime op; same signature
+}
+# Ops that move or select integers unchanged: between DQ and Q of equal parameters
+# they run on the integers. Relu/Clip become an integer Clip at the quantized bounds.
+MOVEMENT = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Pad", "Identity",
+                      "MaxPool", "GlobalMaxPool", "Dropout", "Relu", "Clip"})
+ACTIVATIONS = frozenset({"Relu", "Clip"})  # absorbed as a fused op's output range
+
+# QOperator op -> ((tensor, scale, zero point) input positions, output (scale, zp) positions).
+QUANT_IO: dict[str, tuple[tuple[tuple[int, int, int], ...], tuple[int, int] | None]] = {
+    "QuantizeLinear": ((), (1, 2)),
+    "DequantizeLinear": (((0, 1, 2),), None),
+    "QLinearConv": (((0, 1, 2), (3, 4, 5)), (6, 7)),
+    "QLinearMatMul": (((0, 1, 2), (3, 4, 5)), (6, 7)),
+    "QGemm": (((0, 1, 2), (3, 4, 5)), (7, 8)),
+    "QLinearAdd": (((0, 1, 2), (3, 4, 5)), (6, 7)),
+    "QLinearMul": (((0, 1, 2), (3, 4, 5)), (6, 7)),
+    "QLinearAveragePool": (((0, 1, 2),), (3, 4)),
+    "QLinearGlobalAveragePool": (((0, 1, 2),), (3, 4)),
+    "QLinearSoftmax": (((0, 1, 2),), (3, 4)),
+    "QLinearSigmoid": (((0, 1, 2),), (3, 4)),
+    "QLinearLeakyRelu": (((0, 1, 2),), (3, 4)),
+    "QLinearHardSwish": (((0, 1, 2),), (3, 4)),
+    "QLinearConcat": ((), (0, 1)),  # inputs: triples from position 2
+}
+CONVS = {"Conv": 1, "ConvInteger": 1, "QLinearConv": 3}  # op -> index of the weight input
+SPATIAL = frozenset({"Conv", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool", "QLinearAveragePool",
+                     "LpPool"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Workspace:
+    """An op's im2col need in elements of its input type: the whole column matrix
+    (``full``) or one output row of it (``row``)."""
+
+    full: int
+    row: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Op:
+    """One op that runs.
+
+    node: index in graph.nodes of the op it stands for (the anchor of a fusion).
+    fused: the other graph nodes this op replaces (absorbed Relu/Clip, QuantizeLinear,
+      the DequantizeLinear of a movement op), ascending.
+    inputs/outputs: tensor names of the original model ('' = absent optional input).
+    attrs: normalized (see the module docstring); plain Python values.
+    """
+
+    node: int
+    name: str
+    op_type: str
+    domain: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    attrs: Mapping[str, Any]
+    fused: tuple[int, ...] = ()
+    workspace: Workspace | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Constant:
+    """A weight: flash, never arena. dtype '' and shape None where unknown (no size)."""
+
+    name: str
+    dtype: str
+    shape: Shape | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Lowered:
+    """A model as it runs.
+
+    ops: in schedule order. types: static type of every activation (graph inputs and
+    op outputs). constants: the weights ops read (and constant graph outputs), in
+    first-use order. quant: quantization of integer activations and weights, where
+    the graph states it. qdq_fused: ops made from QDQ patterns.
+    """
+
+    path: str
+    sha256: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    ops: tuple[Op, ...]
+    types: Mapping[str, TensorType]
+    constants: Mapping[str, Constant]
+    quant: Mapping[str, Quant]
+    qdq_fused: int
+    graph: Graph = dataclasses.field(compare=False, repr=False)
+    _cache: dict[str, np.ndarray] = dataclasses.field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def integer_ops(self) -> int:
+        """Ops whose activations in and out are all integer (Q/DQ borders are not)."""
+        return sum(1 for op in self.ops if self._integer(op))
+
+    def _integer(self, op: Op) -> bool:
+        acts = [x for x in (*op.inputs, *op.outputs) if x in self.types]
+        return bool(acts) and all(self.types[x].dtype in INTEGER for x in acts)
+
+    def value(self, name: str) -> np.ndarray:
+        """The full value of a constant, evaluated once (folded chains through onnx.reference)."""
+        if name not in self._cache:
+            self._cache[name] = _evaluate(self.graph, name, self._cache)
+        return self._cache[name]
+
+    def small_value(self, name: str) -> np.ndarray | None:
+        """A constant's value when known without evaluating anything big (scales, axes, bounds)."""
+        c = self.graph.consts.get(name)
+        return None if c is None else c.array()
+
+
+def load(path: str, input_shapes: Sequence[tuple[str, Sequence[int]]] = ()) -> Lowered:
+    """Load the ONNX model at ``path`` and lower it."""
+    return lower(onnx_graph.load(path, input_shapes))
+
+
+def lower(g: Graph) -> Lowered:
+    ops = [_op(g, g.nodes[i]) for i in g.schedule]
+    ops, fused = _Fusion(g, ops).run()
+    ops = [dataclasses.replace(op, workspace=_workspace(g, op)) for op in ops]
+    return Lowered(
+        path=g.path, sha256=g.sha256, inputs=g.inputs, outputs=g.outputs, ops=tuple(ops), types=g.types,
+        constants=_constants(g, ops), quant=_quant(g, ops), qdq_fused=fused, graph=g,
+    )
+
+
+# --- constants ------------------------------------------------------------------------------
+
+def _constants(g: Graph, ops: Sequence[Op]) -> dict[str, Constant]:
+    out: dict[str, Constant] = {}
+    for name in [x for op in ops for x in op.inputs] + list(g.outputs):
+        c = g.consts.get(name)
+        if not name or c is None or name in out:
+            continue
+        known = c.elem and c.elem != 8  # 8: string, no static size
+        out[name] = Constant(name, dtypes.from_onnx(c.elem, what=f"weight {name!r}") if known else "", c.shape)
+    return out
+
+
+def _evaluate(g: Graph, name: str, cache: dict[str, np.ndarray]) -> np.ndarray:
+    from onnx import numpy_helper
+
+    from arena_tool.onnx_fold import _run_node
+
+    c = g.consts.get(name)
+    if c is None:
+        fail(f"{name!r} is not a constant of the model", file=g.path)
+    if c.value is not None:
+        return np.asarray(c.value)
+    if c.proto is not None:
+        return numpy_helper.to_array(c.proto, base_dir=str(Path(g.path).parent))
+    producer = next((g.nodes[i] for i in g.folded if name in g.nodes[i].outputs), None)
+    if producer is None or g.model is None:
+        fail(f"constant {name!r} has no value (a sparse or custom constant)", file=g.path,
+             hint="store it as a dense initializer")
+    args = {}
+    for x in producer.inputs:
+        if x and x not in args:
+            if x not in cache:
+                cache[x] = _evaluate(g, x, cache)
+            args[x] = cache[x]
+    try:
+        values = _run_node(g.model, producer, args)
+    except Exception as e:  # the reference evaluator's own error types vary by op
+        fail(f"cannot evaluate constant {name!r} from {producer.op_type} {producer.name!r}: {e}", file=g.path,
+             hint="fold the constant subgraph before export (e.g. onnxsim)")
+    for k, out in enumerate(producer.outputs):
+        if out:
+            cache[out] = np.asarray(values[k])
+    return cache[name]
+
+
+# --- attribute normalization ----------------------------------------------------------------
+
+def _op(g: Graph, node: Node) -> Op:
+    return Op(node.index, node.name, node.op_type, node.domain, node.inputs, node.outputs, _attrs(g, node))
+
+
+def _opset(g: Graph) -> int:
+    if g.model is None:
+        return 13
+    return max((int(o.version) for o in g.model.opset_import if o.domain in _ONNX), default=1)
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, (int, float, str)):
+        return v
+    return None  # tensors, graphs: not attributes a kernel reads
+
+
+def _attrs(g: Graph, node: Node) -> dict[str, Any]:
+    a = {k: p for k, v in sorted(node.attrs.items()) if (p := _plain(v)) is not None}
+    op = node.op_type
+    shape = _shape_fn(g)
+    if op in SPATIAL and node.inputs and node.outputs:
+        x, y = shape(node.inputs[0]), shape(node.outputs[0])
+        w = node.inputs[CONVS[op]] if op in CONVS and len(node.inputs) > CONVS[op] else ""
+        kernel = list(a.get("kernel_shape") or (shape(w) or ())[2:])
+        if kernel and x is not None and y is not None:
+            a.update(_spatial(a, kernel, x, y))
+        a.setdefault("group", 1)
+        if op in ("AveragePool", "QLinearAveragePool"):
+            a.setdefault("count_include_pad", 0)
+    elif op in ("Gemm", "QGemm"):
+        a = {"alpha": float(a.get("alpha", 1.0)), "beta": float(a.get("beta", 1.0)),
+             "transA": int(a.get("transA", 0)), "transB": int(a.get("transB", 0))}
+    elif op in ("LeakyRelu", "QLinearLeakyRelu"):
+        a["alpha"] = float(a.get("alpha", 0.01))
+    elif op == "Clip":
+        lo, hi = float(a.get("min", -np.inf)), float(a.get("max", np.inf))
+        for pos in (1, 2):
+            if len(node.inputs) > pos and node.inputs[pos]:
+                v = g.consts.get(node.inputs[pos])
+                arr = v.array() if v is not None else None
+                if arr is None:
+                    fail(f"Clip {node.name!r}: min/max must be constants", field=f"graph.node[{node.index}]",
+                         hint="fold them before export (e.g. onnxsim)")
+                lo, hi = (float(arr.reshape(-1)[0]), hi) if pos == 1 else (lo, float(arr.reshape(-1)[0]))
+        a = {"min": lo, "max": hi}
+    elif op in ("Softmax", "QLinearSoftmax", "LogSoftmax"):
+        rank = len(shape(node.inputs[0]) or ())
+        legacy = _opset(g) < 13 if op != "QLinearSoftmax" else int(a.get("opset", 13)) < 13
+        axis = int(a.get("axis", 1 if legacy else -1))
+        a = {"axis": axis % rank if rank else 0, "legacy_axis": int(legacy)}
+    elif op in ("Concat", "QLinearConcat"):
+        rank = len(shape(node.inputs[2 if op == "QLinearConcat" else 0]) or ())
+        a["axis"] = int(a["axis"]) % rank if rank else 0
+    elif op == "BatchNormalization":
+        a["epsilon"] = float(a.get("epsilon", 1e-5))
+    elif op in ("QuantizeLinear", "DequantizeLinear"):
+        rank = len(shape(node.inputs[0]) or ())
+        a["axis"] = int(a.get("axis", 1)) % rank if rank else 0
+    elif op == "HardSigmoid":
+        a = {"alpha": float(a.get("alpha", 0.2)), "beta": float(a.get("beta", 0.5))}
+    elif op == "Transpose":
+        rank = len(shape(node.inputs[0]) or ())
+        a["perm"] = [int(p) % rank for p in a.get("perm", list(range(rank))[::-1])] if rank else []
+    return a
+
+
+def _shape_fn(g: Graph):  # type: ignore[no-untyped-def]
+    def shape(name: str) -> Shape | None:
+        if name in g.types:
+            return g.types[name].shape
+        return g.constant_shapes.get(name)
+    return shape
+
+
+def _spatial(a: Mapping[str, Any], kernel: list[int], x: Shape, y: Shape) -> dict[str, Any]:
+    """kernel_shape, strides, dilations and explicit pads (auto_pad resolved), at the op's rank."""
+    nd = len(kernel)
+    strides = list(a.get("strides") or [1] * nd)
+    dil = list(a.get("dilations") or [1] * nd)
+    pads = list(a.get("pads") or [0] * (2 * nd))
+    auto = a.get("auto_pad", "NOTSET")
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        for i in range(nd):
+            total = max(0, (y[2 + i] - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - x[2 + i])
+            small, big = total // 2, total - total // 2
+            pads[i], pads[nd + i] = (small, big) if auto == "SAME_UPPER" else (big, small)
+    elif auto == "VALID":
+        pads = [0] * (2 * nd)
+    return {"kernel_shape": kernel, "strides": strides, "dilations": dil, "pads": pads, "auto_pad": "NOTSET"}
+
+
+def _workspace(g: Graph, op: Op) -> Workspace | None:
+    """Conv im2col columns: Cin/group * prod(K) per output pixel.
+
+    None for 1x1 stride-1 unpadded convs (the input already is the column matrix)
+    and for depthwise convs (group == Cin > 1: a small stencil per channel, no GEMM).
+    """
+    if op.op_type not in CONVS or op.domain not in _ONNX or "kernel_shape" not in op.attrs:
+        return None
+    x, y = op.inputs[0], op.outputs[0]
+    if x not in g.types or y not in g.types:
+        return None
+    cin, out_spatial = g.types[x].shape[1], g.types[y].shape[2:]
+    kernel, strides, pads = op.attrs["kernel_shape"], op.attrs["strides"], op.attrs["pads"]
+    group = int(op.attrs.get("group", 1))
+    if not out_spatial or (all(k == 1 for k in kernel) and all(s == 1 for s in strides) and not any(pads)):
+        return None
+    if group > 1 and group == cin:
+        return None
+    per_pixel = cin // group * math.prod(kernel)
+    return Workspace(full=per_pixel * math.prod(out_spatial), row=per_pixel * out_spatial[-1])
+
+
+# --- QDQ -> integer ops ---------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class _Q:
+    """A quantized operand: the integer tensor and its scale / zero-point names ('' = absent)."""
+
+    tensor: str
+    scale: str
+    zero_point: str
+    dq: int | None  # index of the activation DequantizeLinear in the op list, None for a weight
+
+
+class _Fusion:
+    """One lower() call's pattern matching over the op list (never shared)."""
+
+    def __init__(self, g: Graph, ops: list[Op]) -> None:
+        self.g = g
+        self.ops = ops
+        self.outputs = set(g.outputs)
+        self.consumers: dict[str, list[int]] = {}
+        for k, op in enumerate(ops):
+            for x in dict.fromkeys(op.inputs):
+                if x:
+                    self.consumers.setdefault(x, []).append(k)
+        self.producer = {y: k for k, op in enumerate(ops) for y in op.outputs if y}
+        self.folded_by = {y: g.nodes[i] for i in g.folded for y in g.nodes[i].outputs if y}
+
+    def run(self) -> tuple[list[Op], int]:
+        new: dict[int, Op] = {}  # anchor position -> lowered op
+        gone: set[int] = set()   # positions absorbed into a lowered op
+        for k, op in enumerate(self.ops):
+            if op.domain not in _ONNX or k in gone:
+                continue
+            got = self._fuse(k, op) if op.op_type in FUSED else self._movement(k, op) if op.op_type in MOVEMENT else None
+            if got is not None:
+                lowered, absorbed = got
+                new[k] = lowered
+                gone.update(absorbed)
+        # An activation DequantizeLinear disappears once every reader is lowered.
+        readers_left: dict[int, int] = {}
+        for k, op in enumerate(self.ops):
+            if k in gone:
+                continue
+            for x in dict.fromkeys((new[k] if k in new else op).inputs):
+                p = self.producer.get(x)
+                if p is not None and self.ops[p].op_type == "DequantizeLinear":
+                    readers_left[p] = readers_left.get(p, 0) + 1
+        dead_dq = {k for k, op in enumerate(self.ops) if op.op_type == "DequantizeLinear" and k not in gone
+                   and any(k2 in new for k2 in self.consumers.get(op.outputs[0], []))
+                   and readers_left.get(k, 0) == 0 and op.outputs[0] not in self.outputs}
+        out = [new.get(k, op) for k, op in enumerate(self.ops) if k not in gone and k not in dead_dq]
+        return out, len(new)
+
+    # -- operands --
+
+    def _const(self, name: str) -> np.ndarray | None:
+        c = self.g.consts.get(name)
+        return None if c is None else c.array()
+
+    def _int_type(self, name: str) -> str | None:
+        if name in self.g.types:
+            t = self.g.types[name].dtype
+        elif name in self.g.consts:
+            elem = self.g.consts[name].elem
+            t = dtypes.from_onnx(elem) if elem and elem != 8 else ""
+        else:
+            return None
+        return t if t in INTEGER or t == "int32" else None
+
+    def _dq_operands(self, dq: Node | Op) -> tuple[str, str, str] | None:
+        ins = list(dq.inputs) + ["", ""]
+        x, s, z = ins[0], ins[1], ins[2]
+        if not x or self._const(s) is None or (z and self._const(z) is None) or self._int_type(x) is None:
+            return None
+        return x, s, z
+
+    def _operand(self, name: str) -> _Q | None:
+        """The integer source of a float tensor produced by a DequantizeLinear, if any."""
+        p = self.producer.get(name)
+        if p is not None:
+            op = self.ops[p]
+            if op.op_type != "DequantizeLinear" or op.domain not in _ONNX:
+                return None
+            got = self._dq_operands(op)
+            return _Q(*got, dq=p) if got and got[0] in self.g.types else None
+        node = self.folded_by.get(name)  # a weight: DequantizeLinear over a constant, folded
+        if node is not None and node.op_type == "DequantizeLinear" and node.domain in _ONNX:
+            got = self._dq_operands(node)
+            return _Q(*got, dq=None) if got and got[0] in self.g.consts else None
+        return None
+
+    def _single_reader(self, name: str) -> Op | None:
+        readers = self.consumers.get(name, [])
+        if name in self.outputs or len(readers) != 1:
+            return None
+        return self.ops[readers[0]]
+
+    def _quantize_after(self, y: str) -> tuple[int, int | None] | None:
+        """(position of the QuantizeLinear that takes y, position of an absorbed Relu/Clip)."""
+        r = self._single_reader(y)
+        if r is None:
+            return None
+        k = self.consumers[y][0]
+        act = None
+        if r.op_type in ACTIVATIONS and r.domain in _ONNX and r.inputs[0] == y:
+            act, y2 = k, r.outputs[0]
+            r = self._single_reader(y2)
+            if r is None:
+                return None
+            k = self.consumers[y2][0]
+        if r.op_type != "QuantizeLinear" or r.domain not in _ONNX or len(r.inputs) < 2 \
+                or r.inputs[0] != (y if act is None else self.ops[act].outputs[0]):
+            return None
+        s = r.inputs[1]
+        z = r.inputs[2] if len(r.inputs) > 2 else ""
+        sv = self._const(s)
+        if sv is None or sv.size != 1 or (z and self._const(z) is None):
+            return None  # a per-axis activation quantization is not a kernel's output
+        if self.g.types.get(r.outputs[0], TensorType("", ())).dtype not in INTEGER:
+            return None
+        return k, act
+
+    def _qparams(self, s: str, z: str) -> tuple[float, int]:
+        sv = self._const(s)
+        zv = self._const(z) if z else None
+        return float(np.asarray(sv).reshape(-1)[0]), int(np.asarray(zv).reshape(-1)[0]) if zv is not None else 0
+
+    def _range(self, act: int | None, q: Op) -> dict[str, int]:
+        """The absorbed Relu/Clip as output bounds in the quantized domain."""
+        dtype = self.g.types[q.outputs[0]].dtype
+        lo, hi = _QRANGE[dtype]
+        if act is None:
+            return {}
+        s, z = self._qparams(q.inputs[1], q.inputs[2] if len(q.inputs) > 2 else "")
+        a = self.ops[act].attrs
+        fmin, fmax = (0.0, np.inf) if self.ops[act].op_type == "Relu" else (a["min"], a["max"])
+
+        def quantize(v: float) -> int:
+            return lo if v == -np.inf else hi if v == np.inf else int(np.clip(np.rint(v / s) + z, lo, hi))
+        return {"output_min": max(lo, quantize(fmin)), "output_max": min(hi, quantize(fmax))}
+
+    # -- patterns --
+
+    def _fuse(self, k: int, op: Op) -> tuple[Op, set[int]] | None:
+        ys = [y for y in op.outputs if y]
+        if len(ys) != 1:
+            return None
+        after = self._quantize_after(ys[0])
+        if after is None:
+            return None
+        qk, act = after
+        q = self.ops[qk]
+        qop, domain, positions = FUSED[op.op_type]
+        present = [i for i, x in enumerate(op.inputs) if x]
+        need = present if op.op_type == "Concat" else list(positions)
+        operands = {i: self._operand(op.inputs[i]) for i in need if i < len(op.inputs)}
+        if len(operands) != len(need) or any(v is None for v in operands.values()):
+            return None
+        qs, qz = q.inputs[1], q.inputs[2] if len(q.inputs) > 2 else ""
+        triple = lambda o: [o.tensor, o.scale, o.zero_point]  # noqa: E731
+        bias = ""
+        if op.op_type in ("Conv", "Gemm") and len(op.inputs) > 2 and op.inputs[2]:
+            bias = self._bias(op.inputs[2], operands[0], operands[1])  # type: ignore[arg-type]
+            if not bias:
+                return None
+        if op.op_type == "Gemm" and (op.attrs.get("beta", 1.0) != 1.0 and bias):
+            return None
+        if op.op_type == "Conv":
+            inputs = [*triple(operands[0]), *triple(operands[1]), qs, qz, bias]
+        elif op.op_type == "Gemm":
+            inputs = [*triple(operands[0]), *triple(operands[1]), bias, qs, qz]
+        elif op.op_type == "Concat":
+            inputs = [qs, qz] + [x for i in present for x in triple(operands[i])]  # type: ignore[arg-type]
+        else:
+            rest = [x for i in sorted(operands) for x in triple(operands[i])]  # type: ignore[arg-type]
+            inputs = rest + [qs, qz]
+        while inputs and not inputs[-1]:
+            inputs.pop()
+        attrs = dict(op.attrs)
+        if op.op_type in ("AveragePool", "GlobalAveragePool"):
+            attrs["channels_last"] = 0
+        attrs.update(self._range(act, q))
+        absorbed = {qk} | ({act} if act is not None else set())
+        fused = tuple(sorted(self.ops[i].node for i in absorbed))
+        return Op(op.node, op.name, qop, domain, tuple(inputs), (q.outputs[0],), attrs, fused), absorbed
+
+    def _bias(self, name: str, x: _Q, w: _Q) -> str:
+        """The int32 bias a QOperator kernel adds, when the DQ bias has scale x_scale * w_scale."""
+        b = self._operand(name)
+        if b is None or b.dq is not None or self._int_type(b.tensor) != "int32":
+            return ""
+        bs, xs, ws = self._const(b.scale), self._const(x.scale), self._const(w.scale)
+        bz = self._const(b.zero_point) if b.zero_point else np.zeros(1)
+        if bs is None or xs is None or ws is None or bz is None or np.any(bz != 0):
+            return ""
+        want = np.asarray(xs, np.float64).reshape(-1) * np.asarray(ws, np.float64).reshape(-1)
+        got = np.asarray(bs, np.float64).reshape(-1)
+        if got.size not in (1, want.size) or not np.allclose(got, want, rtol=1e-5, atol=0):
+            return ""
+        return b.tensor
+
+    def _movement(self, k: int, op: Op) -> tuple[Op, set[int]] | None:
+        ys = [y for y in op.outputs if y]
+        if len(ys) != 1 or not op.inputs:
+            return None
+        x = self._operand(op.inputs[0])
+        if x is None or x.dq is None:
+            return None
+        after = self._quantize_after(ys[0])
+        if after is None or after[1] is not None:
+            return None
+        q = self.ops[after[0]]
+        if self.g.types[q.outputs[0]].dtype != self.g.types[x.tensor].dtype:
+            return None
+        xs, xz = self._const(x.scale), self._const(x.zero_point) if x.zero_point else np.zeros(1)
+        if xs is None or xs.size != 1:
+            return None
+        qs, qz = self._qparams(q.inputs[1], q.inputs[2] if len(q.inputs) > 2 else "")
+        if not (math.isclose(float(xs.reshape(-1)[0]), qs, rel_tol=1e-6) and int(xz.reshape(-1)[0]) == qz):
+            return None  # a requantizing move is arithmetic, not movement
+        attrs = dict(op.attrs)
+        op_type = op.op_type
+        if op_type in ACTIVATIONS:
+            lo, hi = _QRANGE[self.g.types[x.tensor].dtype]
+            fmin, fmax = (0.0, np.inf) if op_type == "Relu" else (attrs["min"], attrs["max"])
+            attrs = {"min": lo if fmin == -np.inf else int(np.clip(np.rint(fmin / qs) + qz, lo, hi)),
+                     "max": hi if fmax == np.inf else int(np.clip(np.rint(fmax / qs) + qz, lo, hi))}
+            op_type, inputs = "Clip", (x.tensor,)
+        elif op_type == "Pad":  # the float pad value becomes its quantized integer
+            if len(op.inputs) > 2 and op.inputs[2]:
+                v = self._const(op.inputs[2])
+                if v is None:
+                    return None
+                attrs["value"] = float(v.reshape(-1)[0])
+            lo, hi = _QRANGE[self.g.types[x.tensor].dtype]
+            attrs["value"] = int(np.clip(np.rint(float(attrs.get("value", 0.0)) / qs) + qz, lo, hi))
+            ins = [x.tensor, *op.inputs[1:]]
+            if len(ins) > 2:
+                ins[2] = ""
+            while ins and not ins[-1]:
+                ins.pop()
+            inputs = tuple(ins)
+        else:
+            inputs = (x.tensor, *op.inputs[1:])
+        outputs = tuple(q.outputs[0] if y == ys[0] else "" for y in op.outputs)
+        fused = tuple(sorted({q.node}))
+        return Op(op.node, op.name, op_type, op.domain, inputs, outputs, attrs, fused), {after[0]}
+
+
+# --- quantization parameters per tensor ------------------------------------------------------
+
+def _quant(g: Graph, ops: Sequence[Op]) -> dict[str, Quant]:
+    """Scale and zero point of every integer tensor the ops state them for."""
+    out: dict[str, Quant] = {}
+
+    def params(s: str, z: str, axis: int | None) -> Quant | None:
+        c = g.consts.get(s)
+        sv = c.array() if c is not None else None
+        if sv is None:
+            return None
+        zc = g.consts.get(z) if z else None
+        zv = zc.array() if zc is not None else None
+        scale = tuple(float(v) for v in np.asarray(sv, np.float64).reshape(-1))
+        zp = tuple(int(v) for v in np.asarray(zv).reshape(-1)) if zv is not None else (0,) * len(scale)
+        return Quant(scale, zp, axis if len(scale) > 1 else None)
+
+    def note(t: str, s: str, z: str, axis: int | None = None) -> None:
+        if t and t not in out and s:
+            q = params(s, z, axis)
+            if q is not None:
+                out[t] = q
+
+    def at(op: Op, i: int) -> str:
+        return op.inputs[i] if i < len(op.inputs) else ""
+
+    for op in ops:
+        io = QUANT_IO.get(op.op_type)
+        if io is None:
+            if op.op_type in MOVEMENT and op.inputs and op.inputs[0] in out and op.outputs and op.outputs[0]:
+                out.setdefault(op.outputs[0], out[op.inputs[0]])  # integers moved, parameters kept
+            continue
+        triples, result = io
+        if op.op_type == "QLinearConcat":
+            triples = tuple((i, i + 1, i + 2) for i in range(2, len(op.inputs), 3))
+        axis = op.attrs.get("axis") if op.op_type in ("QuantizeLinear", "DequantizeLinear") else None
+        for t, s, z in triples:
+            note(at(op, t), at(op, s), at(op, z), axis if op.op_type == "DequantizeLinear" else 0)
+        if result is not None and op.outputs and op.outputs[0]:
+            note(op.outputs[0], at(op, result[0]), at(op, result[1]), axis)
+    # Weights of lowered QDQ: the folded DequantizeLinear states them.
+    for i in g.folded:
+        n = g.nodes[i]
+        if n.op_type == "DequantizeLinear" and n.domain in _ONNX and len(n.inputs) > 1:
+            rank = len(g.constant_shapes.get(n.inputs[0], ()))
+            axis = int(n.attrs.get("axis", 1)) % rank if rank else 0
+            note(n.inputs[0], n.inputs[1], n.inputs[2] if len(n.inputs) > 2 else "", axis)
+    return out
