@@ -23,7 +23,7 @@ from arena_tool.errors import (
     CheckFailed,
 )
 from arena_tool.manifest import DEFAULT_PLANNER
-from arena_tool.problem import ModelOptions, Plan, Problem, fmt_bytes, lower_bound
+from arena_tool.problem import ModelOptions, ModelProblem, Plan, Problem, fmt_bytes, lower_bound
 
 
 def _model_options(args: argparse.Namespace) -> ModelOptions:
@@ -77,6 +77,11 @@ def _summary(title: str, problem: Problem, plan: Plan, extra: list[tuple[str, st
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 
 
+def _integer_line(mp: ModelProblem) -> str:
+    fused = f", {mp.qdq_fused} lowered from QDQ" if mp.qdq_fused else ""
+    return f"{mp.integer_ops} of {len(mp.schedule)} ops run on integers{fused}"
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     from arena_tool import planning
 
@@ -107,6 +112,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(_summary(args.model, pm.problem, pm.plan, [
         ("ops", f"{len(mp.schedule)} scheduled, {len(mp.tensors)} arena tensors "
                 f"({sum(1 for t in mp.tensors if t.alias_of)} aliased)"),
+        ("integer", _integer_line(mp)),
         ("weights", f"{fmt_bytes(mp.weights_bytes)} (flash)"),
         ("options", f"k={args.k}, alignment {args.alignment}, in-place {'off' if args.no_inplace else 'on'}, "
                     f"scratch {args.scratch}"),
@@ -276,6 +282,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader (head, less) left: not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except Exception:  # noqa: BLE001 - the one place a bug is turned into a report
         traceback.print_exc()
         print("arena-tool: this is an arena bug; please report it with the command and the model", file=sys.stderr)

@@ -3,7 +3,7 @@
 Two generators, both pure functions of their arguments (deterministic text,
 no timestamps, no dict/set iteration order reaches the output):
 
-* ``model_sources(plan_doc, model_path, symbol)``: one model's header and
+* ``model_sources(plan_doc, lowered, symbol)``: one model's header and
   source: ``<SYM>_ARENA_SIZE`` / ``<SYM>_LOWER_BOUND``, an enum of tensor
   indices, the tensor table (arena tensors at their planned offsets, then the
   constants as ``static const`` arrays in flash), the op list with the
@@ -30,6 +30,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from arena_tool.errors import ArenaError
+from arena_tool.lowering import Lowered, Op
 from arena_tool.schema import write_atomic
 
 MAX_RANK = 6
@@ -69,7 +70,7 @@ OPS: dict[str, tuple[str, tuple[int, ...] | None]] = {
     "QLinearConv": ("ARENA_OP_QLINEAR_CONV", None),
     "QLinearMatMul": ("ARENA_OP_QLINEAR_MATMUL", None),
 }
-SPATIAL = {"Conv", "QLinearConv", "MaxPool", "AveragePool"}
+SPATIAL = {"Conv", "QLinearConv", "MaxPool", "AveragePool"}  # ops whose kernels read kernel/strides/pads
 
 
 def sanitize(name: str) -> str:
@@ -144,159 +145,39 @@ def _wrap(items: Sequence[str], per_line: int, indent: str = "    ") -> str:
     return (",\n").join(indent + ln for ln in lines)
 
 
-# --- constants: initializers, Constant nodes, folded values -----------------
-
 def _np_dtype_name(arr: np.ndarray) -> str:
     if arr.dtype == np.bool_:
         return "uint8"
     return str(arr.dtype)
 
 
-def _constant_values(model: Any, names: Sequence[str], plan_doc: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Values of the constant tensors `names`; folded ones are computed with onnxruntime."""
-    from onnx import numpy_helper
-
-    found: dict[str, np.ndarray] = {}
-    for init in model.graph.initializer:
-        if init.name in names:
-            found[init.name] = numpy_helper.to_array(init)
-    for node in model.graph.node:
-        if node.op_type == "Constant" and node.output and node.output[0] in names:
-            found[node.output[0]] = _constant_attr(node)
-    missing = [n for n in names if n not in found]
-    if missing:
-        found.update(_fold_with_ort(model, missing, plan_doc))
-    return found
-
-
-def _constant_attr(node: Any) -> np.ndarray:
-    from onnx import helper, numpy_helper
-
-    for a in node.attribute:
-        v = helper.get_attribute_value(a)
-        if a.name == "value":
-            return numpy_helper.to_array(v)
-        if a.name in ("value_float", "value_int"):
-            return np.array(v, dtype=np.float32 if a.name == "value_float" else np.int64)
-        if a.name in ("value_floats", "value_ints"):
-            return np.array(v, dtype=np.float32 if a.name == "value_floats" else np.int64)
-    raise ArenaError(f"Constant node {node.name or node.output[0]!r} has no supported value attribute",
-                     field="model")
-
-
-def _fold_with_ort(model: Any, names: Sequence[str], plan_doc: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Folded constants do not depend on the inputs: run once on zeros and read them."""
-    import onnx
-    import onnxruntime as ort
-
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    del m.graph.output[:]
-    for n in names:
-        m.graph.output.append(onnx.ValueInfoProto(name=n))
-    shapes = {b["name"]: (b["shape"], b["dtype"]) for b in plan_doc["buffers"]}
-    init_names = {i.name for i in model.graph.initializer}
-    feeds = {}
-    for inp in model.graph.input:
-        if inp.name in init_names:
-            continue
-        shape, dtype = shapes.get(inp.name, ([], "float32"))
-        feeds[inp.name] = np.zeros(shape, dtype=np.dtype(dtype))
-    opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(m.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-    return dict(zip(names, sess.run(list(names), feeds)))
-
-
 # --- op attributes ----------------------------------------------------------
 
-def _attrs(node: Any) -> dict[str, Any]:
-    from onnx import helper
-
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
-
-
-def _opset(model: Any) -> int:
-    for imp in model.opset_import:
-        if imp.domain in ("", "ai.onnx"):
-            return int(imp.version)
-    return 1
+_C_FIELDS = (("alpha", "alpha"), ("beta", "beta"), ("transA", "trans_a"), ("transB", "trans_b"),
+             ("axis", "axis"), ("legacy_axis", "legacy_axis"), ("epsilon", "epsilon"),
+             ("output_min", "out_min"), ("output_max", "out_max"))
 
 
-def _spatial(op_type: str, a: dict[str, Any], in_shape: list[int], out_shape: list[int],
-             kernel: list[int]) -> dict[str, list[int]]:
-    """Kernel, strides, pads, dilations as 2-D (1-D ops get H = 1); auto_pad resolved."""
-    nd = len(kernel)
-    if nd not in (1, 2):
-        raise ArenaError(f"{op_type}: only 1-D and 2-D kernels are supported, got {nd}-D", field="model")
-    strides = list(a.get("strides", [1] * nd))
-    dil = list(a.get("dilations", [1] * nd))
-    pads = list(a.get("pads", [0] * (2 * nd)))
-    auto = a.get("auto_pad", b"NOTSET")
-    auto = auto.decode() if isinstance(auto, bytes) else auto
-    if auto in ("SAME_UPPER", "SAME_LOWER"):
-        pads = [0] * (2 * nd)
-        for i in range(nd):
-            size_in = in_shape[2 + i]
-            size_out = out_shape[2 + i]
-            total = max(0, (size_out - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - size_in)
-            small, big = total // 2, total - total // 2
-            pads[i], pads[nd + i] = (small, big) if auto == "SAME_UPPER" else (big, small)
-    elif auto == "VALID":
-        pads = [0] * (2 * nd)
-    if nd == 1:
-        return {"kernel": [1, kernel[0]], "strides": [1, strides[0]], "pads": [0, pads[0], 0, pads[1]],
-                "dilations": [1, dil[0]]}
-    return {"kernel": kernel, "strides": strides, "pads": pads, "dilations": dil}
-
-
-def _op_attrs(op_type: str, node: Any, opset: int, shape_of: Any, const_of: Any,
-              inputs: Sequence[str]) -> dict[str, Any]:
-    a = _attrs(node)
+def _c_attrs(op: Op, path: str) -> dict[str, Any]:
+    """A lowered op's normalized attributes as arena_attrs_t fields (2-D; a 1-D op gets H = 1)."""
+    a = op.attrs
     out: dict[str, Any] = {}
-    if op_type in SPATIAL:
-        x = shape_of(inputs[0])
-        y = shape_of(node.output[0])
-        w_idx = 3 if op_type == "QLinearConv" else 1
-        if "kernel_shape" in a:
-            kernel = list(a["kernel_shape"])
-        elif op_type in ("Conv", "QLinearConv"):
-            kernel = list(shape_of(inputs[w_idx])[2:])
-        else:
-            raise ArenaError(f"{op_type} {node.name!r} has no kernel_shape", field="model")
-        out.update(_spatial(op_type, a, x, y, kernel))
-        out["group"] = int(a.get("group", 1))
-        out["count_include_pad"] = int(a.get("count_include_pad", 0))
-    elif op_type == "Gemm":
-        out.update(alpha=float(a.get("alpha", 1.0)), beta=float(a.get("beta", 1.0)),
-                   trans_a=int(a.get("transA", 0)), trans_b=int(a.get("transB", 0)))
-    elif op_type == "LeakyRelu":
-        out["alpha"] = float(a.get("alpha", 0.01))
-    elif op_type == "Clip":
-        lo, hi = float(a.get("min", -np.inf)), float(a.get("max", np.inf))
-        if opset >= 11:
-            for pos, default in ((1, -np.inf), (2, np.inf)):
-                if len(inputs) > pos and inputs[pos]:
-                    v = const_of(inputs[pos])
-                    if v is None:
-                        raise ArenaError(f"Clip {node.name!r}: min/max must be constants", field="model")
-                    if pos == 1:
-                        lo = float(v.reshape(-1)[0])
-                    else:
-                        hi = float(v.reshape(-1)[0])
-        out.update(min=max(lo, -3.4e38), max=min(hi, 3.4e38))
-    elif op_type == "Softmax":
-        rank = len(shape_of(inputs[0]))
-        axis = int(a.get("axis", 1 if opset < 13 else -1))
-        out.update(axis=axis % rank if rank else 0, legacy_axis=int(opset < 13))
-    elif op_type == "Concat":
-        rank = len(shape_of(inputs[0]))
-        out["axis"] = int(a["axis"]) % rank
-    elif op_type == "BatchNormalization":
-        out["epsilon"] = float(a.get("epsilon", 1e-5))
-    elif op_type in ("QuantizeLinear", "DequantizeLinear"):
-        rank = len(shape_of(inputs[0]))
-        out["axis"] = int(a.get("axis", 1)) % rank if rank else 0
+    if op.op_type in SPATIAL:
+        if "kernel_shape" not in a:
+            raise ArenaError(f"{op.op_type} {op.name!r} has no kernel_shape", file=path, field="model")
+        k, st, d, p = a["kernel_shape"], a["strides"], a["dilations"], a["pads"]
+        if len(k) not in (1, 2):
+            raise ArenaError(f"{op.op_type} {op.name!r}: only 1-D and 2-D kernels are supported, got {len(k)}-D",
+                             file=path, field="model")
+        if len(k) == 1:
+            k, st, d, p = [1, k[0]], [1, st[0]], [1, d[0]], [0, p[0], 0, p[1]]
+        out.update(kernel=k, strides=st, dilations=d, pads=p, group=int(a.get("group", 1)),
+                   count_include_pad=int(a.get("count_include_pad", 0)))
+    for key, field in _C_FIELDS:
+        if key in a:
+            out[field] = a[key]
+    if op.op_type == "Clip":
+        out.update(min=max(float(a["min"]), -3.4e38), max=min(float(a["max"]), 3.4e38))
     return out
 
 
@@ -305,7 +186,7 @@ def _attrs_init(attrs: dict[str, Any]) -> str:
     for key in ("kernel", "strides", "pads", "dilations"):
         if key in attrs:
             parts.append(f".{key} = {{{', '.join(str(int(v)) for v in attrs[key])}}}")
-    for key in ("group", "axis", "trans_a", "trans_b", "count_include_pad", "legacy_axis"):
+    for key in ("group", "axis", "trans_a", "trans_b", "count_include_pad", "legacy_axis", "out_min", "out_max"):
         if key in attrs:
             parts.append(f".{key} = {int(attrs[key])}")
     for key in ("alpha", "beta", "min", "max", "epsilon"):
@@ -316,18 +197,23 @@ def _attrs_init(attrs: dict[str, Any]) -> str:
 
 # --- the model tables -------------------------------------------------------
 
-def model_sources(plan_doc: dict[str, Any], model_path: str, symbol: str) -> tuple[str, str]:
-    """(header text, source text) of one model's tables; `symbol` names the C objects."""
-    import onnx
+def model_sources(plan_doc: dict[str, Any], model: Lowered, symbol: str) -> tuple[str, str]:
+    """(header text, source text) of one model's tables; `symbol` names the C objects.
 
-    try:
-        model = onnx.load(model_path)
-    except (OSError, Exception) as e:  # onnx raises DecodeError and friends
-        raise ArenaError(f"cannot load the model: {e}", file=model_path) from e
+    ``model`` is the lowered model the plan was made from (planfile.lowered_model):
+    the ops, their attributes and the constant values all come from it.
+    """
+    model_path = model.path
+    if plan_doc["model_sha256"] != model.sha256:
+        raise ArenaError("the model changed since it was planned", file=model_path, field="model_sha256",
+                         hint="re-plan the model (the build does this when it sees the change)")
     sym = sanitize(symbol).lower()
     SYM = sym.upper()
-    opset = _opset(model)
-    nodes = list(model.graph.node)
+    if len(model.ops) != len(plan_doc["schedule"]) or any(
+            op.op_type != st["op_type"] or list(op.outputs) != st["outputs"]
+            for op, st in zip(model.ops, plan_doc["schedule"])):
+        raise ArenaError("the plan's schedule is not the model's lowered ops", file=model_path, field="schedule",
+                         hint="re-plan the model with this version of arena")
     buffers = plan_doc["buffers"]
     by_name = {b["name"]: b for b in buffers}
     arena_names = [b["name"] for b in buffers]
@@ -341,16 +227,11 @@ def model_sources(plan_doc: dict[str, Any], model_path: str, symbol: str) -> tup
                 continue
             if used is None or pos in used:
                 const_names.append(name)
-    clip_consts = [n for s in plan_doc["schedule"] if s["op_type"] == "Clip"
-                   for n in s["inputs"][1:] if n and n not in by_name]
-    values = _constant_values(model, const_names + [n for n in clip_consts if n not in const_names], plan_doc)
-
-    def shape_of(name: str) -> list[int]:
-        if name in by_name:
-            return list(by_name[name]["shape"])
-        if name in values:
-            return list(values[name].shape)
-        raise ArenaError(f"tensor {name!r} is neither planned nor constant", file=model_path, field="buffers")
+    for name in const_names:
+        if name not in model.constants:
+            raise ArenaError(f"tensor {name!r} is neither planned nor constant", file=model_path, field="buffers",
+                             hint="re-plan the model")
+    values = {n: model.value(n) for n in const_names}
 
     ids = unique_ids(arena_names + const_names)
     index = {n: i for i, n in enumerate(arena_names + const_names)}
@@ -404,13 +285,9 @@ def model_sources(plan_doc: dict[str, Any], model_path: str, symbol: str) -> tup
         s.append("    {0}")
     s += ["};", ""]
 
-    def const_of(name: str) -> np.ndarray | None:
-        return values.get(name)
-
     ops: list[str] = []
     for i, step in enumerate(plan_doc["schedule"]):
         op_type = step["op_type"]
-        node = nodes[step["node"]]
         used = OPS.get(op_type, ("", None))[1]
         ins = [str(index[n]) if n and (used is None or p in used) and n in index else "-1"
                for p, n in enumerate(step["inputs"])]
@@ -418,7 +295,7 @@ def model_sources(plan_doc: dict[str, Any], model_path: str, symbol: str) -> tup
         s.append(f"static const int16_t {sym}_op{i}_in[{max(1, len(ins))}] = {{{', '.join(ins) or '-1'}}};")
         s.append(f"static const int16_t {sym}_op{i}_out[{max(1, len(outs))}] = {{{', '.join(outs) or '-1'}}};")
         kind = OPS.get(op_type, ("ARENA_OP_UNSUPPORTED", None))[0]
-        attrs = _op_attrs(op_type, node, opset, shape_of, const_of, step["inputs"]) if op_type in OPS else {}
+        attrs = _c_attrs(model.ops[i], model_path) if op_type in OPS else {}
         ws = str(index[step["workspace"]]) if step.get("workspace") else "-1"
         ops.append(f"    {{{kind}, {len(ins)}, {len(outs)}, {ws}, {sym}_op{i}_in, {sym}_op{i}_out,\n"
                    f"     {c_string(step['name'] or step['outputs'][0])}, {c_string(op_type)},\n"
@@ -427,9 +304,7 @@ def model_sources(plan_doc: dict[str, Any], model_path: str, symbol: str) -> tup
     s += ops or ["    {0}"]
     s += ["};", ""]
 
-    init_names = {i.name for i in model.graph.initializer}
-    g_in = [i.name for i in model.graph.input if i.name not in init_names]
-    g_out = [o.name for o in model.graph.output]
+    g_in, g_out = list(model.inputs), list(model.outputs)
     for kind, names in (("inputs", g_in), ("outputs", g_out)):
         for n in names:
             if n not in by_name:

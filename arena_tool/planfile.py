@@ -9,14 +9,17 @@ output) carries its root's offset and names the root in ``alias_of``.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from arena_tool import __version__
 from arena_tool.errors import CheckFailed
-from arena_tool.problem import ModelOptions, ModelProblem, Plan, Problem, lower_bound
+from arena_tool.problem import ModelOptions, ModelProblem, Plan, Problem, Quant, lower_bound
 from arena_tool.schema import check_json, read_json, write_atomic
+
+if TYPE_CHECKING:
+    from arena_tool.lowering import Lowered
 
 FORMAT_VERSION = 1
 
@@ -41,11 +44,15 @@ def build(mp: ModelProblem, plan: Plan, problem: Problem, k: int = 1) -> dict[st
         "optimal": plan.optimal,
         "status": plan.status,
         "weights_bytes": mp.weights_bytes,
+        "integer_ops": mp.integer_ops,
+        "qdq_fused": mp.qdq_fused,
         "schedule": [
             {
                 "node": s.node,
                 "name": s.name,
                 "op_type": s.op_type,
+                "domain": s.domain,
+                "fused": list(s.fused),
                 "inputs": list(s.inputs),
                 "outputs": list(s.outputs),
                 "workspace": s.workspace,
@@ -64,10 +71,17 @@ def build(mp: ModelProblem, plan: Plan, problem: Problem, k: int = 1) -> dict[st
                 "first_op": t.first_op,
                 "last_op": t.last_op,
                 "alias_of": t.alias_of,
+                "quant": quant_doc(t.quant),
             }
             for t in mp.tensors
         ],
     }
+
+
+def quant_doc(q: Quant | None) -> dict[str, Any] | None:
+    if q is None:
+        return None
+    return {"scale": list(q.scale), "zero_point": list(q.zero_point), "axis": q.axis}
 
 
 def options_doc(opts: ModelOptions) -> dict[str, Any]:
@@ -90,6 +104,13 @@ def options_from_doc(doc: dict[str, Any]) -> ModelOptions:
         scratch=o["scratch"],
         input_shapes=tuple(sorted((k, tuple(v)) for k, v in o["input_shapes"].items())),
     )
+
+
+def lowered_model(model_path: str, doc: dict[str, Any]) -> "Lowered":
+    """The lowered model a plan was made from (same input shapes), for codegen."""
+    from arena_tool import lowering
+
+    return lowering.load(model_path, options_from_doc(doc).input_shapes)
 
 
 def dumps(doc: dict[str, Any]) -> str:
@@ -135,8 +156,10 @@ def check(doc: dict[str, Any], mp: ModelProblem, plan_path: str) -> list[str]:
         if b["first_op"] > t.first_op or b["last_op"] < t.last_op:
             problems.append(f"{t.name}: live range [{b['first_op']}, {b['last_op']}] is shorter than "
                             f"[{t.first_op}, {t.last_op}] the model implies")
-        if b["alias_of"] != t.alias_of:
+        if b["alias_of"] is not None and b["alias_of"] != t.alias_of:  # dropping an alias is always safe
             problems.append(f"{t.name}: alias_of {b['alias_of']!r}, the model allows {t.alias_of!r}")
+        if b["dtype"] != t.dtype:
+            problems.append(f"{t.name}: dtype {b['dtype']}, the model runs it as {t.dtype}")
         if b["offset"] % align:
             problems.append(f"{t.name}: offset {b['offset']} is not a multiple of the alignment {align}")
         if b["offset"] + b["size"] > arena:
@@ -157,7 +180,8 @@ def check(doc: dict[str, Any], mp: ModelProblem, plan_path: str) -> list[str]:
                 f"{a['name']} [{a['offset']}, {a['offset'] + a['size']}) and {b['name']} "
                 f"[{b['offset']}, {b['offset'] + b['size']}) overlap while both are live "
                 f"(ops {max(a['first_op'], b['first_op'])}..{min(a['last_op'], b['last_op'])})")
-    bound = lower_bound(mp.problem().buffers)
+    planned_as = mp if any(b["alias_of"] for b in bufs) else mp.without_aliases()  # see planning.plan_model
+    bound = lower_bound(planned_as.problem().buffers)
     if arena < bound:
         problems.append(f"arena_size {arena} B is below the lower bound {bound} B")
     return problems

@@ -13,7 +13,7 @@ from typing import Any
 
 from arena_tool import planners, validate
 from arena_tool.errors import EXIT_BUG, ArenaError, did_you_mean
-from arena_tool.problem import ModelOptions, ModelProblem, Plan, Problem
+from arena_tool.problem import ModelOptions, ModelProblem, Plan, Problem, lower_bound
 
 
 class ArenaBug(ArenaError):
@@ -64,5 +64,15 @@ def plan_model(path: str, options: ModelOptions, planner: str, params: planners.
     mp = liveness.model_problem(path, options)
     problem = mp.problem()
     plan = run_planner(planner, problem, params)
+    if any(t.alias_of for t in mp.tensors):
+        # An alias group is one rectangle, so sharing can in rare layouts pack worse than
+        # separate buffers; when the plan is above what separate buffers could need at best,
+        # plan those too and keep the smaller: in-place never costs bytes.
+        flat = mp.without_aliases()
+        flat_problem = flat.problem()
+        if plan.arena_size > lower_bound(flat_problem.buffers):
+            alt = run_planner(planner, flat_problem, params)
+            if alt.arena_size < plan.arena_size:
+                mp, problem, plan = flat, flat_problem, alt
     doc = planfile.build(mp, plan, problem, k=params.k)
     return PlannedModel(mp, problem, plan, doc)

@@ -245,6 +245,10 @@ class ModelProblem:
     integer_ops: int = 0
     qdq_fused: int = 0
 
+    def without_aliases(self) -> "ModelProblem":
+        """The same model with every tensor in a buffer of its own."""
+        return dataclasses.replace(self, tensors=tuple(dataclasses.replace(t, alias_of=None) for t in self.tensors))
+
     def problem(self, capacity: int | None = None) -> Problem:
         """One Buffer per root tensor (alias_of None), in tensors order.
 

@@ -39,6 +39,7 @@ from arena_tool import (
     boards,
     codegen,
     linker,
+    planfile,
     planners,
     planning,
     qemu,
@@ -61,7 +62,7 @@ def generate(out: Path, models: list[tuple[str, str, dict]], board: str) -> list
     out.mkdir(parents=True, exist_ok=True)
     files = []
     for sym, path, doc in models:
-        h, c = codegen.model_sources(doc, path, sym)
+        h, c = codegen.model_sources(doc, planfile.lowered_model(path, doc), sym)
         codegen.write(str(out / f"model_{sym}.h"), h)
         codegen.write(str(out / f"model_{sym}.c"), c)
         files.append(str(out / f"model_{sym}.c"))

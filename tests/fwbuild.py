@@ -36,7 +36,7 @@ def generate(out: Path, models: list[tuple[str, str, dict[str, Any]]], board: st
     out.mkdir(parents=True, exist_ok=True)
     sources = []
     for sym, path, doc in models:
-        h, c = codegen.model_sources(doc, str(path), sym)
+        h, c = codegen.model_sources(doc, planfile.lowered_model(str(path), doc), sym)
         codegen.write(str(out / f"{sym}_model.h"), h)
         codegen.write(str(out / f"{sym}_model.c"), c)
         sources.append(out / f"{sym}_model.c")

@@ -82,6 +82,8 @@ typedef struct {
     float alpha, beta;    /* Gemm; alpha of LeakyRelu */
     float min, max;       /* Clip */
     float epsilon;        /* BatchNormalization */
+    int32_t out_min, out_max; /* quantized output range of a lowered op (an absorbed Relu/Clip);
+                                 ignored unless out_min < out_max */
 } arena_attrs_t;
 
 typedef struct {

@@ -17,6 +17,15 @@ static int32_t load_int(const arena_tensor_t *t, const void *data, uint32_t i)
     }
 }
 
+/* The op's quantized output range (a Relu/Clip lowering absorbed), applied before saturation. */
+static float clamp_range(const arena_attrs_t *a, float v)
+{
+    if (a->out_min < a->out_max) {
+        v = v < (float)a->out_min ? (float)a->out_min : (v > (float)a->out_max ? (float)a->out_max : v);
+    }
+    return v;
+}
+
 static int store_q(const arena_tensor_t *t, void *data, uint32_t i, float v)
 {
     int32_t q;
@@ -182,7 +191,7 @@ int arena_k_qlinear_conv(const arena_ctx_t *c)
                     }
                     {
                         uint32_t yi = (uint32_t)(((n * yd[1] + m) * yd[2] + oh) * yd[3] + ow);
-                        int rc = store_q(yt, y, yi, arena_rintf((float)acc * mult) + (float)y_zp);
+                        int rc = store_q(yt, y, yi, clamp_range(a, arena_rintf((float)acc * mult) + (float)y_zp));
                         if (rc != ARENA_OK) {
                             return rc;
                         }
@@ -220,7 +229,7 @@ int arena_k_qlinear_matmul(const arena_ctx_t *c)
                 acc += (load_int(at, A, (uint32_t)(i * K + k)) - a_zp) * (load_int(bt, B, (uint32_t)(k * N + j)) - b_zp);
             }
             rc = store_q(yt, (void *)(uintptr_t)Y, (uint32_t)(i * N + j),
-                         arena_rintf((float)acc * (as[0] * bs[bk] / ys[0])) + (float)y_zp);
+                         clamp_range(&c->op->attrs, arena_rintf((float)acc * (as[0] * bs[bk] / ys[0])) + (float)y_zp));
             if (rc != ARENA_OK) {
                 return rc;
             }

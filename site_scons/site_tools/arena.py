@@ -169,7 +169,7 @@ def _tables_action(target, source, env) -> None:
 
     doc = planfile.read(source[0].path)
     symbol = os.path.basename(target[0].path)[len("model_"):-len(".c")]  # gen/model_<symbol>.c
-    header, body = codegen.model_sources(doc, source[1].path, symbol)
+    header, body = codegen.model_sources(doc, planfile.lowered_model(source[1].path, doc), symbol)
     codegen.write(target[1].path, header)
     codegen.write(target[0].path, body)
 
