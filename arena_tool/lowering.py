@@ -630,7 +630,9 @@ def _quant(g: Graph, ops: Sequence[Op]) -> dict[str, Quant]:
     def at(op: Op, i: int) -> str:
         return op.inputs[i] if i < len(op.inputs) else ""
 
-    for op in ops:
+    # The model's own Q/DQ nodes first, also those lowering absorbed: their tensors remain.
+    original = [_op(g, g.nodes[i]) for i in g.schedule if g.nodes[i].op_type in ("QuantizeLinear", "DequantizeLinear")]
+    for op in [*original, *ops]:
         io = QUANT_IO.get(op.op_type)
         if io is None:
             if op.op_type in MOVEMENT and op.inputs and op.inputs[0] in out and op.outputs and op.outputs[0]:

@@ -114,9 +114,8 @@ def materialize(model: onnx.ModelProto) -> onnx.ModelProto:
     keep_inits = [i for i in g.initializer if i.name in used]
     del g.initializer[:]
     g.initializer.extend(keep_inits + new_inits)
-    init_names = {i.name for i in g.initializer}
     # IR >= 4 lets initializers stay out of graph.input; there they would read as model inputs.
-    real_inputs = [i for i in g.input if i.name not in init_names]
+    real_inputs = [i for i in g.input if i.name not in constant]
     del g.input[:]
     g.input.extend(real_inputs)
     live = used | {o for n in kept for o in n.output}
@@ -190,12 +189,20 @@ def materialized(path: Path, cache_dir: Path) -> Path:
     import onnxruntime as ort
 
     def build(work: Path) -> Path:
-        out = work / "float.onnx"
+        optimized = work / "optimized.onnx"
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-        options.optimized_model_filepath = str(out)
+        options.optimized_model_filepath = str(optimized)
         ort.InferenceSession(materialize(onnx.load(path)).SerializeToString(), options,
                              providers=["CPUExecutionProvider"])
+        m = onnx.load(optimized)
+        # ORT writes an import for every domain it knows (com.microsoft, ai.onnx.ml, ...): keep the used ones.
+        used = {n.domain for n in m.graph.node} | {""}
+        kept = [o for o in m.opset_import if o.domain in used]
+        del m.opset_import[:]
+        m.opset_import.extend(kept)
+        out = work / "float.onnx"
+        onnx.save(m, out)
         return out
 
     return _publish(build, Path(cache_dir) / f"{Path(path).stem}_float.onnx")

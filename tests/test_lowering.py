@@ -1,0 +1,207 @@
+"""lowering: QDQ patterns become integer ops, float islands keep their borders, attributes
+are normalized once, constants are evaluated without onnxruntime."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from onnx import TensorProto
+
+import models as M
+from arena_tool import liveness, lowering, planfile
+from arena_tool.problem import ModelOptions
+
+INT32 = TensorProto.INT32
+
+
+def _q(name: str, scale: float, zp: int = 0) -> list:
+    return [M.const(f"{name}_s", np.array(scale, np.float32)), M.const(f"{name}_z", np.array(zp, np.int8))]
+
+
+def qdq_conv(relu: bool = True, bias_scale: float | None = None) -> M.onnx.ModelProto:
+    """x -Q-> xq -DQ-> xf -Conv(DQ(w), DQ(b))-> y [-Relu-> r] -Q-> yq -DQ-> out (per-channel weights)."""
+    w = np.arange(8 * 4 * 3 * 3, dtype=np.int8).reshape(8, 4, 3, 3) % 7
+    ws = np.linspace(0.01, 0.02, 8).astype(np.float32)
+    xs = 0.05
+    bs = xs * ws if bias_scale is None else np.full(8, bias_scale, np.float32)
+    nodes = [M.node("QuantizeLinear", ["x", "x_s", "x_z"], ["xq"], "qx"),
+             M.node("DequantizeLinear", ["xq", "x_s", "x_z"], ["xf"], "dqx"),
+             M.node("DequantizeLinear", ["w", "w_s", "w_z"], ["wf"], "dqw", axis=0),
+             M.node("DequantizeLinear", ["b", "b_s", "b_z"], ["bf"], "dqb", axis=0),
+             M.node("Conv", ["xf", "wf", "bf"], ["y"], "conv", kernel_shape=[3, 3], auto_pad="SAME_UPPER")]
+    last = "y"
+    if relu:
+        nodes.append(M.node("Relu", ["y"], ["r"], "relu"))
+        last = "r"
+    nodes += [M.node("QuantizeLinear", [last, "y_s", "y_z"], ["yq"], "qy"),
+              M.node("DequantizeLinear", ["yq", "y_s", "y_z"], ["out"], "dqy")]
+    inits = [*_q("x", xs, 3), *_q("y", 0.1, -5),
+             M.const("w", w), M.const("w_s", ws), M.const("w_z", np.zeros(8, np.int8)),
+             M.const("b", np.arange(8, dtype=np.int32)), M.const("b_s", bs.astype(np.float32)),
+             M.const("b_z", np.zeros(8, np.int32))]
+    return M.model(nodes, [M.vi("x", [1, 4, 8, 8])], [M.vi("out", [1, 8, 8, 8])], inits, opset=13)
+
+
+def _low(tmp_path, model) -> lowering.Lowered:
+    return lowering.load(M.save(model, tmp_path / "m.onnx"))
+
+
+def _ops(lw: lowering.Lowered) -> list[str]:
+    return [op.op_type for op in lw.ops]
+
+
+def test_qdq_conv_relu_becomes_one_integer_conv(tmp_path):
+    lw = _low(tmp_path, qdq_conv())
+    assert _ops(lw) == ["QuantizeLinear", "QLinearConv", "DequantizeLinear"]
+    conv = lw.ops[1]
+    assert conv.inputs == ("xq", "x_s", "x_z", "w", "w_s", "w_z", "y_s", "y_z", "b")
+    assert conv.outputs == ("yq",) and conv.name == "conv"
+    assert conv.attrs["output_min"] == -5 and conv.attrs["output_max"] == 127  # the Relu, quantized
+    assert conv.attrs["pads"] == [1, 1, 1, 1] and conv.attrs["auto_pad"] == "NOTSET"
+    assert lw.qdq_fused == 1 and lw.integer_ops == 1
+    assert lw.quant["w"].axis == 0 and len(lw.quant["w"].scale) == 8
+    assert lw.quant["yq"].scale == (pytest.approx(0.1),) and lw.quant["yq"].zero_point == (-5,)
+
+
+def test_qdq_model_plans_int8_tensors_and_int8_weights(tmp_path):
+    path = M.save(qdq_conv(), tmp_path / "m.onnx")
+    mp = liveness.model_problem(path, ModelOptions(alignment=1))
+    dtypes = {t.name: t.dtype for t in mp.tensors}
+    assert dtypes == {"x": "float32", "xq": "int8", "yq": "int8", "out": "float32"}
+    # int8 weights 288 B, their 8 scales and zero points, the int32 bias 32 B (its own scale is
+    # x_s * w_s, not stored), x and y scale + zero point: no float copy of the weights.
+    assert mp.weights_bytes == 288 + 8 * 4 + 8 + 32 + 2 * (4 + 1)
+    t = {t.name: t for t in mp.tensors}
+    assert t["yq"].quant is not None and t["yq"].quant.zero_point == (-5,)
+
+
+def test_a_bias_of_another_scale_keeps_the_float_island(tmp_path):
+    lw = _low(tmp_path, qdq_conv(bias_scale=1.0))
+    assert "QLinearConv" not in _ops(lw) and "Conv" in _ops(lw)
+    assert lw.qdq_fused == 0
+
+
+def test_movement_between_equal_parameters_runs_on_integers(tmp_path):
+    nodes = [M.node("DequantizeLinear", ["xq", "a_s", "a_z"], ["xf"], "dq"),
+             M.node("Reshape", ["xf", "shape"], ["r"], "reshape"),
+             M.node("QuantizeLinear", ["r", "a_s", "a_z"], ["rq"], "q")]
+    m = M.model(nodes, [M.vi("xq", [1, 16], TensorProto.INT8)], [M.vi("rq", [4, 4], TensorProto.INT8)],
+                [*_q("a", 0.5, 1), M.const("shape", np.array([4, 4], np.int64))], opset=13)
+    lw = _low(tmp_path, m)
+    assert [(op.op_type, op.inputs, op.outputs) for op in lw.ops] == [("Reshape", ("xq", "shape"), ("rq",))]
+    assert lw.integer_ops == 1 and lw.quant["rq"].zero_point == (1,)
+
+
+def test_requantizing_movement_stays_float(tmp_path):
+    nodes = [M.node("DequantizeLinear", ["xq", "a_s", "a_z"], ["xf"], "dq"),
+             M.node("Reshape", ["xf", "shape"], ["r"], "reshape"),
+             M.node("QuantizeLinear", ["r", "b_s", "b_z"], ["rq"], "q")]
+    m = M.model(nodes, [M.vi("xq", [1, 16], TensorProto.INT8)], [M.vi("rq", [4, 4], TensorProto.INT8)],
+                [*_q("a", 0.5, 1), *_q("b", 0.25, 1), M.const("shape", np.array([4, 4], np.int64))], opset=13)
+    assert _ops(_low(tmp_path, m)) == ["DequantizeLinear", "Reshape", "QuantizeLinear"]
+
+
+def test_integer_relu_and_pad_get_quantized_bounds(tmp_path):
+    nodes = [M.node("DequantizeLinear", ["xq", "a_s", "a_z"], ["xf"], "dq"),
+             M.node("Pad", ["xf", "pads", "value"], ["p"], "pad"),
+             M.node("QuantizeLinear", ["p", "a_s", "a_z"], ["pq"], "q"),
+             M.node("DequantizeLinear", ["pq", "a_s", "a_z"], ["pf"], "dq2"),
+             M.node("Relu", ["pf"], ["r"], "relu"),
+             M.node("QuantizeLinear", ["r", "a_s", "a_z"], ["rq"], "q2")]
+    m = M.model(nodes, [M.vi("xq", [1, 4], TensorProto.INT8)], [M.vi("rq", [1, 6], TensorProto.INT8)],
+                [*_q("a", 0.5, 10), M.const("pads", np.array([0, 1, 0, 1], np.int64)),
+                 M.const("value", np.array(1.0, np.float32))], opset=13)
+    lw = _low(tmp_path, m)
+    assert _ops(lw) == ["Pad", "Clip"]
+    assert lw.ops[0].attrs["value"] == 12 and lw.ops[0].inputs == ("xq", "pads")
+    assert lw.ops[1].attrs == {"min": 10, "max": 127}
+
+
+def test_a_dequantized_tensor_read_by_a_float_op_keeps_its_dequantize(tmp_path):
+    """Residual: one DQ feeds an Add (fused) and a Tanh (float island): the DQ stays for the Tanh."""
+    nodes = [M.node("DequantizeLinear", ["xq", "a_s", "a_z"], ["xf"], "dq"),
+             M.node("Add", ["xf", "xf"], ["s"], "add"),
+             M.node("QuantizeLinear", ["s", "a_s", "a_z"], ["sq"], "q"),
+             M.node("Tanh", ["xf"], ["t"], "tanh")]
+    m = M.model(nodes, [M.vi("xq", [1, 8], TensorProto.INT8)],
+                [M.vi("sq", [1, 8], TensorProto.INT8), M.vi("t", [1, 8])], _q("a", 0.5), opset=13)
+    lw = _low(tmp_path, m)
+    assert _ops(lw) == ["DequantizeLinear", "QLinearAdd", "Tanh"]
+    assert lw.ops[1].inputs == ("xq", "a_s", "a_z", "xq", "a_s", "a_z", "a_s", "a_z")
+
+
+def test_concat_and_maxpool_lower(tmp_path):
+    nodes = [M.node("DequantizeLinear", ["aq", "a_s", "a_z"], ["af"], "dqa"),
+             M.node("DequantizeLinear", ["bq", "b_s", "b_z"], ["bf"], "dqb"),
+             M.node("Concat", ["af", "bf"], ["c"], "concat", axis=1),
+             M.node("QuantizeLinear", ["c", "a_s", "a_z"], ["cq"], "q"),
+             M.node("DequantizeLinear", ["cq", "a_s", "a_z"], ["cf"], "dqc"),
+             M.node("MaxPool", ["cf"], ["m"], "pool", kernel_shape=[2, 2], strides=[2, 2]),
+             M.node("QuantizeLinear", ["m", "a_s", "a_z"], ["mq"], "q2")]
+    int8 = TensorProto.INT8
+    m = M.model(nodes, [M.vi("aq", [1, 2, 4, 4], int8), M.vi("bq", [1, 2, 4, 4], int8)],
+                [M.vi("mq", [1, 4, 2, 2], int8)], [*_q("a", 0.5), *_q("b", 0.25)], opset=13)
+    lw = _low(tmp_path, m)
+    assert _ops(lw) == ["QLinearConcat", "MaxPool"]
+    assert lw.ops[0].inputs == ("a_s", "a_z", "aq", "a_s", "a_z", "bq", "b_s", "b_z")
+    assert lw.ops[1].inputs == ("cq",) and lw.integer_ops == 2
+
+
+def test_float_models_are_unchanged_but_normalized(tmp_path):
+    lw = _low(tmp_path, M.conv(pad=1))
+    assert _ops(lw) == ["Conv"] and lw.qdq_fused == 0 and lw.integer_ops == 0
+    assert lw.ops[0].attrs == {"kernel_shape": [3, 3], "strides": [1, 1], "dilations": [1, 1], "pads": [1, 1, 1, 1],
+                               "auto_pad": "NOTSET", "group": 1}
+    assert lw.ops[0].workspace == lowering.Workspace(full=4 * 9 * 64, row=4 * 9 * 8)
+
+
+def test_clip_bounds_come_from_constant_inputs(tmp_path):
+    m = M.model([M.node("Clip", ["x", "lo", "hi"], ["y"], "clip")], [M.vi("x", [4])], [M.vi("y", [4])],
+                [M.const("lo", np.array(-1.5, np.float32)), M.const("hi", np.array(6.0, np.float32))])
+    assert _low(tmp_path, m).ops[0].attrs == {"min": -1.5, "max": 6.0}
+
+
+def test_big_folded_constants_are_evaluated_on_demand(tmp_path):
+    big = 300 * 300  # above onnx_fold.EVAL_LIMIT: folding keeps only its shape
+    w = np.random.default_rng(1).standard_normal((300, 300)).astype(np.float32)
+    m = M.model([M.node("Mul", ["w", "two"], ["w2"], "scale"), M.node("MatMul", ["x", "w2"], ["y"], "mm")],
+                [M.vi("x", [1, 300])], [M.vi("y", [1, 300])],
+                [M.const("w", w), M.const("two", np.array(2.0, np.float32))])
+    lw = _low(tmp_path, m)
+    assert _ops(lw) == ["MatMul"] and lw.constants["w2"].shape == (300, 300) and big > 65536
+    np.testing.assert_array_equal(lw.value("w2"), w * 2)
+
+
+def test_code_generation_needs_no_onnxruntime(tmp_path):
+    """A model with folded constants (a computed Reshape target, a computed weight) generates its
+    tables in a Python where onnxruntime cannot be imported."""
+    m = M.shape_chain()
+    path = M.save(m, tmp_path / "m.onnx")
+    code = ("import sys; sys.modules['onnxruntime'] = None; sys.path.insert(0, 'tests'); import fwbuild;"
+            "from arena_tool import codegen, planfile;"
+            f"p = {path!r}; d = fwbuild.plan_doc(p, 'optimal');"
+            "h, c = codegen.model_sources(d, planfile.lowered_model(p, d), 't');"
+            "import onnxruntime")  # proves the hiding works: this last import must fail
+    r = subprocess.run([sys.executable, "-c", code], cwd=str(M.Path(__file__).parent.parent),
+                       capture_output=True, text=True)
+    assert "import of onnxruntime halted" in r.stderr or "ModuleNotFoundError" in r.stderr, r.stderr
+    assert r.stderr.count("Traceback") == 1 and "line 1, in <module>" in r.stderr
+    assert "codegen" not in r.stderr.split("Traceback")[1].split("import onnxruntime")[0]
+
+
+def test_plan_file_records_quantization_and_lowering(tmp_path):
+    from arena_tool import planning, planners
+
+    path = M.save(qdq_conv(), tmp_path / "m.onnx")
+    pm = planning.plan_model(path, ModelOptions(), "optimal", planners.Params())
+    doc = pm.doc
+    assert doc["integer_ops"] == 1 and doc["qdq_fused"] == 1
+    conv = doc["schedule"][1]
+    assert conv["op_type"] == "QLinearConv" and conv["domain"] == "" and len(conv["fused"]) == 2
+    yq = next(b for b in doc["buffers"] if b["name"] == "yq")
+    assert yq["dtype"] == "int8" and yq["quant"] == {"scale": [pytest.approx(0.1)], "zero_point": [-5], "axis": None}
+    planfile.write(str(tmp_path / "p.json"), doc)  # schema-valid
+    assert planfile.check(planfile.read(str(tmp_path / "p.json")), pm.mp, "p.json") == []
