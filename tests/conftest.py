@@ -35,3 +35,9 @@ def light_models() -> list[Path]:
 
     folder = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
     return sorted(folder.glob("*.onnx"))
+
+
+@pytest.fixture(scope="session")
+def qcache(tmp_path_factory):
+    """One folder of int8 twins (tests/quantized.py) for the whole run: each is made once."""
+    return tmp_path_factory.mktemp("quantized")

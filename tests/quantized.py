@@ -3,8 +3,8 @@
 No int8 twin of the onnx package's light models ships anywhere, and the MLPerf
 Tiny int8 ONNX files are QOperator only, so the tests make their own with
 ``onnxruntime.quantization.quantize_static``: QDQ and QOperator, per-tensor and
-per-channel, deterministically (byte-identical on every run and machine), once
-per cache directory.
+per-channel, deterministically (byte-identical from run to run, whatever
+PYTHONHASHSEED, for a given onnx/onnxruntime/numpy), once per cache directory.
 
 The light models carry no weights (ConstantOfShape nodes make them at run time),
 so they are first "materialized": every constant subgraph becomes initializers
@@ -20,6 +20,7 @@ import os
 import tempfile
 import zlib
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import onnx
@@ -35,18 +36,47 @@ FORMATS = ("qdq", "qoperator")
 MIN_OPSET = 13
 WEIGHT_STD = 0.05
 CALIBRATION_SAMPLES = 2
+# quantize_static's defaults that shape the graph, spelled out so the twins do not drift with them:
+# int8 activations asymmetric (so Relu/Clip vanish into the range of the QuantizeLinear before
+# them), weights symmetric (zero point 0), one Q/DQ pair per tensor shared by its consumers,
+# weights stored as int8 initializers behind a DequantizeLinear (no float weight + Q pair).
+EXTRA_OPTIONS: dict[str, object] = {
+    "ActivationSymmetric": False,
+    "WeightSymmetric": True,
+    "DedicatedQDQPair": False,
+    "QDQKeepRemovableActivations": False,
+    "AddQDQPairToWeight": False,
+    "ForceQuantizeNoInputCheck": False,
+}
+# Too big to quantize four ways in the default run (vgg19: ~9 s to materialize, ~9 s per twin on
+# 2 cores): one (format, per_channel) each.
+BIG = {"light_bvlc_alexnet": ("qoperator", False), "light_zfnet512": ("qdq", True), "light_vgg19": ("qdq", False)}
 # Ops whose output is not a function of their inputs: never folded into constants.
 _RANDOM_OPS = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
 
 
+def mlperf_float_models() -> list[Path]:
+    """The MLPerf Tiny float ONNX files, sorted; [] where ../shared/models/mlperf_tiny is absent
+    (a test parametrized over it then has nothing to run, or skips)."""
+    if not MLPERF_DIR.is_dir():
+        return []
+    return sorted({p for pattern in MLPERF_FLOAT_GLOBS for p in MLPERF_DIR.glob(pattern) if "int8" not in p.name},
+                  key=lambda p: p.name)
+
+
 def float_models() -> list[Path]:
-    """Every float model the quantized tests use: the light models plus the MLPerf Tiny float
-    ONNX files where ../shared has them (none where it is absent), sorted by file name."""
-    paths = set(LIGHT_DIR.glob("*.onnx"))
-    if MLPERF_DIR.is_dir():
-        for pattern in MLPERF_FLOAT_GLOBS:
-            paths.update(p for p in MLPERF_DIR.glob(pattern) if "int8" not in p.name)
-    return sorted(paths, key=lambda p: p.name)
+    """Every float model to make twins of: the onnx package's light models (always there) plus
+    mlperf_float_models(), sorted by file name."""
+    return sorted([*LIGHT_DIR.glob("*.onnx"), *mlperf_float_models()], key=lambda p: p.name)
+
+
+def cases(full: bool = False) -> list[tuple[Path, str, bool]]:
+    """(float model, fmt, per_channel) for a test to parametrize over: every float model in all
+    four forms, except the BIG ones in one form each unless ``full`` (measured on 2 cores: ~63 s
+    to make all of them, ~109 s with ``full``); every model is quantized in some form."""
+    forms = [(fmt, pc) for fmt in FORMATS for pc in (False, True)]
+    return [(p, fmt, pc) for p in float_models()
+            for fmt, pc in (forms if full or p.stem not in BIG else [BIG[p.stem]])]
 
 
 def _seeded_weight(name: str, shape: tuple[int, ...], dtype: np.dtype, positive: bool) -> np.ndarray:
@@ -168,7 +198,7 @@ class _Feeds:
         return self._n
 
 
-def _publish(build, final: Path) -> Path:
+def _publish(build: Callable[[Path], Path], final: Path) -> Path:
     """Run ``build(workdir) -> Path`` in a private temp dir beside ``final`` and os.replace its
     result onto ``final``: a concurrent worker sees either no file or a whole one, and ORT's own
     side files (``*-inferred.onnx`` beside its input) never collide between workers."""
@@ -181,12 +211,14 @@ def _publish(build, final: Path) -> Path:
 
 
 def materialized(path: Path, cache_dir: Path) -> Path:
-    """The float model that gets quantized, cached as ``<stem>_float.onnx``: materialize(), then
-    ORT's basic graph optimizations (BatchNormalization and Mul/Add folded into the Conv before
-    them, Dropout removed), the part of ORT's quant_pre_process that changes the graph, at a
-    quarter of its cost (it saves and reloads a 575 MB vgg19 three times). Passes onnx.checker
-    and runs in onnxruntime."""
+    """The float twin, the model that gets quantized, cached as ``<stem>_float.onnx``:
+    materialize(), then ORT's basic graph optimizations (BatchNormalization and Mul/Add folded into
+    the Conv before them, Dropout removed). That is what ORT's quant_pre_process does to a model
+    with static shapes (quantize_static redoes its shape inference), at under half its cost (it
+    saves and reloads a 575 MB vgg19 three times), so the file is tagged as pre-processed.
+    Passes onnx.checker and runs in onnxruntime."""
     import onnxruntime as ort
+    from onnxruntime.quantization.quant_utils import add_pre_process_metadata
 
     def build(work: Path) -> Path:
         optimized = work / "optimized.onnx"
@@ -201,6 +233,7 @@ def materialized(path: Path, cache_dir: Path) -> Path:
         kept = [o for o in m.opset_import if o.domain in used]
         del m.opset_import[:]
         m.opset_import.extend(kept)
+        add_pre_process_metadata(m)  # else quantize_static logs "Please consider to run pre-processing"
         out = work / "float.onnx"
         onnx.save(m, out)
         return out
@@ -211,7 +244,9 @@ def materialized(path: Path, cache_dir: Path) -> Path:
 def quantized(path: Path, fmt: str, per_channel: bool, cache_dir: Path) -> Path:
     """The int8 twin of float model ``path`` (QInt8 activations and weights, MinMax calibration on
     calibration_inputs), made once as ``<stem>_<fmt>_<pc|pt>.onnx`` in ``cache_dir``; ``fmt`` is
-    "qdq" (QuantizeLinear/DequantizeLinear around float ops) or "qoperator" (QLinearConv, ...)."""
+    "qdq" (QuantizeLinear/DequantizeLinear around float ops) or "qoperator" (QLinearConv, ...).
+    quantize_static reads a copy of the float twin in a private directory, since it writes
+    ``<input>-inferred.onnx`` beside its input."""
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
     if fmt not in FORMATS:
@@ -221,6 +256,8 @@ def quantized(path: Path, fmt: str, per_channel: bool, cache_dir: Path) -> Path:
     if final.exists():
         return final
     source = materialized(path, cache_dir)
+    # The source's graph inputs are the twin's, and it loads in ms where the twin may be 575 MB.
+    feeds = calibration_inputs(onnx.load(path))
 
     def build(work: Path) -> Path:
         src = work / "float.onnx"
@@ -230,7 +267,7 @@ def quantized(path: Path, fmt: str, per_channel: bool, cache_dir: Path) -> Path:
             src.write_bytes(source.read_bytes())
         out = work / "quantized.onnx"
         quantize_static(
-            str(src), str(out), _Feeds(calibration_inputs(onnx.load(src, load_external_data=False))),
+            str(src), str(out), _Feeds(feeds),
             quant_format=QuantFormat.QDQ if fmt == "qdq" else QuantFormat.QOperator,
             per_channel=per_channel, reduce_range=False,
             activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
@@ -241,9 +278,3 @@ def quantized(path: Path, fmt: str, per_channel: bool, cache_dir: Path) -> Path:
 
     return _publish(build, final)
 
-
-# Spelled out so the twins do not drift with ORT's defaults.
-EXTRA_OPTIONS: dict[str, object] = {
-    "ActivationSymmetric": False,
-    "WeightSymmetric": True,
-}
