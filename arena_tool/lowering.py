@@ -106,8 +106,8 @@ class Op:
     """One op that runs.
 
     node: index in graph.nodes of the op it stands for (the anchor of a fusion).
-    fused: the other graph nodes this op replaces (absorbed Relu/Clip, QuantizeLinear,
-      the DequantizeLinear of a movement op), ascending.
+    fused: the other graph nodes this op replaces (an absorbed Relu/Clip and the
+      QuantizeLinear), ascending; a DequantizeLinear every reader absorbed just goes.
     inputs/outputs: tensor names of the original model ('' = absent optional input).
     attrs: normalized (see the module docstring); plain Python values.
     """

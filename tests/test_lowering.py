@@ -205,3 +205,66 @@ def test_plan_file_records_quantization_and_lowering(tmp_path):
     assert yq["dtype"] == "int8" and yq["quant"] == {"scale": [pytest.approx(0.1)], "zero_point": [-5], "axis": None}
     planfile.write(str(tmp_path / "p.json"), doc)  # schema-valid
     assert planfile.check(planfile.read(str(tmp_path / "p.json")), pm.mp, "p.json") == []
+
+
+def test_lowered_qdq_runs_on_the_host_runtime_like_onnxruntime(tmp_path):
+    """The lowered QDQ conv (QuantizeLinear, QLinearConv with the Relu as its output range,
+    DequantizeLinear) runs from the generated tables in the C runtime and matches onnxruntime
+    on the original QDQ model within one output step."""
+    import fwbuild
+    from arena_tool import verify
+
+    path = M.save(qdq_conv(), tmp_path / "qdq.onnx")
+    doc = fwbuild.plan_doc(path, "optimal")
+    assert [s["op_type"] for s in doc["schedule"]] == ["QuantizeLinear", "QLinearConv", "DequantizeLinear"]
+    rc, text = fwbuild.run_host(fwbuild.build_host(tmp_path, fwbuild.generate(tmp_path, [("qdq", path, doc)])))
+    assert rc == 0, text[-2000:]
+    got = verify.parse_output(text).outputs["qdq"]["out"]
+    ref = verify.reference(path, doc, ["out", "y"])
+    assert ref["y"].min() < 0 < ref["y"].max(), "the Relu must clip something for this test to mean anything"
+    assert np.max(np.abs(got - ref["out"].reshape(-1))) <= 0.1 + 1e-6
+    assert got.min() >= 0.0  # (q - zp) * s with q >= zp: the absorbed Relu held
+
+
+@pytest.mark.parametrize("op, attrs, lowered, domain", [
+    ("Sigmoid", {}, "QLinearSigmoid", "com.microsoft"),
+    ("LeakyRelu", {"alpha": 0.1}, "QLinearLeakyRelu", "com.microsoft"),
+    ("HardSwish", {}, "QLinearHardSwish", "arena"),
+    ("Softmax", {"axis": 1}, "QLinearSoftmax", "com.microsoft"),
+    ("GlobalAveragePool", {}, "QLinearGlobalAveragePool", "com.microsoft"),
+    ("AveragePool", {"kernel_shape": [2, 2], "strides": [2, 2]}, "QLinearAveragePool", "com.microsoft"),
+])
+def test_unary_qdq_ops_lower_to_their_qoperator_form(tmp_path, op, attrs, lowered, domain):
+    x = [1, 4, 4, 4] if "Pool" in op else [1, 16]
+    y = {"GlobalAveragePool": [1, 4, 1, 1], "AveragePool": [1, 4, 2, 2]}.get(op, x)
+    nodes = [M.node("DequantizeLinear", ["xq", "a_s", "a_z"], ["xf"], "dq"),
+             M.node(op, ["xf"], ["y"], "the_op", **attrs),
+             M.node("QuantizeLinear", ["y", "b_s", "b_z"], ["yq"], "q")]
+    m = M.model(nodes, [M.vi("xq", x, TensorProto.INT8)], [M.vi("yq", y, TensorProto.INT8)],
+                [*_q("a", 0.5, 1), *_q("b", 0.25, -3)], opset=14)
+    lw = _low(tmp_path, m)
+    (only,) = lw.ops
+    assert (only.op_type, only.domain, only.name) == (lowered, domain, "the_op")
+    assert only.inputs == ("xq", "a_s", "a_z", "b_s", "b_z") and only.outputs == ("yq",)
+    if op == "AveragePool":
+        assert only.attrs["channels_last"] == 0 and only.attrs["pads"] == [0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("op", ["MatMul", "Gemm", "Mul"])
+def test_binary_qdq_ops_with_a_quantized_weight_lower(tmp_path, op):
+    w = np.arange(16, dtype=np.int8).reshape(4, 4)
+    nodes = [M.node("DequantizeLinear", ["xq", "a_s", "a_z"], ["xf"], "dq"),
+             M.node("DequantizeLinear", ["w", "w_s", "w_z"], ["wf"], "dqw"),
+             M.node(op, ["xf", "wf"], ["y"], "the_op"),
+             M.node("QuantizeLinear", ["y", "b_s", "b_z"], ["yq"], "q")]
+    m = M.model(nodes, [M.vi("xq", [4, 4], TensorProto.INT8)], [M.vi("yq", [4, 4], TensorProto.INT8)],
+                [*_q("a", 0.5, 1), *_q("b", 0.25, -3), M.const("w", w), *_q("w", 0.01)], opset=13)
+    lw = _low(tmp_path, m)
+    (only,) = lw.ops
+    want = {"MatMul": "QLinearMatMul", "Gemm": "QGemm", "Mul": "QLinearMul"}[op]
+    assert only.op_type == want
+    if op == "Gemm":  # QGemm: A, a_s, a_z, B, b_s, b_z, C (absent), y_s, y_z
+        assert only.inputs == ("xq", "a_s", "a_z", "w", "w_s", "w_z", "", "b_s", "b_z")
+    else:
+        assert only.inputs == ("xq", "a_s", "a_z", "w", "w_s", "w_z", "b_s", "b_z")
+    assert set(lw.constants) == {"a_s", "a_z", "w", "w_s", "w_z", "b_s", "b_z"}  # no float weight
