@@ -27,3 +27,11 @@ def site_tools_dir() -> str:
         if os.path.isfile(os.path.join(candidate, "arena.py")):
             return candidate
     raise FileNotFoundError("arena's SCons tool (site_tools/arena.py) is not installed")
+
+
+def runtime_dir() -> str:
+    """The C runtime (``arena_model.h`` and the kernels) that executes generated tables,
+    shipped inside the package: compile its ``*.c`` and put it on the include path."""
+    import os
+
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime")

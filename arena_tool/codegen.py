@@ -1,4 +1,4 @@
-"""Plan -> C: the tables the example runtime (example_firmware/runtime) executes.
+"""Plan -> C: the tables the C runtime (arena_tool/runtime, ``arena_tool.runtime_dir()``) executes.
 
 Two generators, both pure functions of their arguments (deterministic text,
 no timestamps, no dict/set iteration order reaches the output):

@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import arena_tool  # noqa: E402
 from arena_tool import (
     boards,
     codegen,
@@ -55,7 +56,7 @@ STACK = 4096
 
 
 def c_sources() -> list[str]:
-    return [str(FIRMWARE / "main.c")] + sorted(str(p) for p in (FIRMWARE / "runtime").glob("*.c"))
+    return [str(FIRMWARE / "main.c")] + sorted(str(p) for p in Path(arena_tool.runtime_dir()).glob("*.c"))
 
 
 def generate(out: Path, models: list[tuple[str, str, dict]], board: str) -> list[str]:
@@ -76,7 +77,7 @@ def build_elf(out: Path, gen: list[str], board: boards.Board, arena_size: int) -
     script = out / f"{board.name}.ld"
     linker.write(str(script), linker.render(board, board.default_region, arena_size, STACK, 0, arena_align=16))
     elf = str(out / "firmware.elf")
-    cmd = ["arm-none-eabi-gcc", *board.cpu.gcc_flags(), *CFLAGS, f"-I{FIRMWARE}", f"-I{FIRMWARE / 'runtime'}",
+    cmd = ["arm-none-eabi-gcc", *board.cpu.gcc_flags(), *CFLAGS, f"-I{FIRMWARE}", f"-I{arena_tool.runtime_dir()}",
            f"-I{out}", str(FIRMWARE / "startup.c"), *c_sources(), *gen, "-nostartfiles", "--specs=nano.specs",
            "--specs=nosys.specs", "-Wl,--gc-sections", "-T", str(script), "-lm", "-o", elf]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -88,7 +89,7 @@ def callgrind(out: Path, gen: list[str]) -> int | None:
     if shutil.which("valgrind") is None:
         return None
     exe = str(out / "fw_host")
-    subprocess.run(["gcc", *CFLAGS, f"-I{FIRMWARE / 'runtime'}", f"-I{out}", *c_sources(), *gen, "-o", exe],
+    subprocess.run(["gcc", *CFLAGS, f"-I{arena_tool.runtime_dir()}", f"-I{out}", *c_sources(), *gen, "-o", exe],
                    check=True, capture_output=True, text=True)
     prof = str(out / "callgrind.out")
     subprocess.run(["valgrind", "--tool=callgrind", "--toggle-collect=arena_run", f"--callgrind-out-file={prof}",

@@ -13,12 +13,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import arena_tool
 from arena_tool import codegen, liveness, planfile, planners
 from arena_tool.problem import ModelOptions
 
 REPO = Path(__file__).resolve().parent.parent
 FIRMWARE = REPO / "example_firmware"
-RUNTIME = FIRMWARE / "runtime"
+RUNTIME = Path(arena_tool.runtime_dir())
 MODELS = FIRMWARE / "models"
 CFLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 

@@ -31,6 +31,7 @@ def copy_example(dest: Path) -> Path:
     shutil.copytree(ROOT / "site_scons", dest / "site_scons", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "example_firmware", dest / "example_firmware",
                     ignore=shutil.ignore_patterns("__pycache__", "build"))
+    shutil.copytree(ROOT / "arena_tool" / "runtime", dest / "arena_tool" / "runtime")
     return dest
 
 
@@ -124,7 +125,7 @@ def test_generated_c_compiles_with_host_gcc(built: Path, tmp_path: Path) -> None
     gen = built / "build" / "nucleo_f746" / "gen"
     for c in sorted(gen.glob("*.c")):
         p = subprocess.run([gcc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-c", str(c),
-                            "-I", str(gen), "-I", str(built / "example_firmware" / "runtime"),
+                            "-I", str(gen), "-I", str(built / "arena_tool" / "runtime"),
                             "-o", str(tmp_path / (c.stem + ".o"))], capture_output=True, text=True)
         assert p.returncode == 0, p.stderr
 
@@ -316,7 +317,7 @@ def test_firmware_source_and_header_changes_recompile(tmp_path: Path) -> None:
         {f"build/common/{k}/main.o" for k in ("cortex-m7_fpv5-sp-d16_hard", "cortex-m7_fpv5-d16_hard")}), done
     assert {"build/nucleo_f746/firmware.elf", "build/mps2_an500/firmware.elf"} <= set(done)
     assert not any(t.startswith(("build/plans", "build/nucleo_f746/gen")) for t in done), done
-    header = proj / "example_firmware" / "runtime" / "arena_model.h"
+    header = proj / "arena_tool" / "runtime" / "arena_model.h"
     header.write_text(header.read_text() + "\n/* edited */\n")  # same objects: no relink needed
     done = rebuilt(scons(proj, TWO))
     assert "build/nucleo_f746/obj/arena_tables.o" in done and "build/mps2_an500/obj/arena_tables.o" in done, done
