@@ -69,7 +69,41 @@ OPS: dict[str, tuple[str, tuple[int, ...] | None]] = {
     "DequantizeLinear": ("ARENA_OP_DEQUANTIZE_LINEAR", None),
     "QLinearConv": ("ARENA_OP_QLINEAR_CONV", None),
     "QLinearMatMul": ("ARENA_OP_QLINEAR_MATMUL", None),
+    "QLinearAdd": ("ARENA_OP_QLINEAR_ADD", None),
+    "QLinearMul": ("ARENA_OP_QLINEAR_MUL", None),
+    "QGemm": ("ARENA_OP_QGEMM", None),
+    "QLinearAveragePool": ("ARENA_OP_QLINEAR_AVERAGE_POOL", None),
+    "QLinearGlobalAveragePool": ("ARENA_OP_QLINEAR_GLOBAL_AVERAGE_POOL", None),
+    "QLinearConcat": ("ARENA_OP_QLINEAR_CONCAT", None),
+    "QLinearSoftmax": ("ARENA_OP_QLINEAR_SOFTMAX", None),
+    "QLinearSigmoid": ("ARENA_OP_QLINEAR_SIGMOID", None),
+    "QLinearLeakyRelu": ("ARENA_OP_QLINEAR_LEAKY_RELU", None),
+    "QLinearHardSwish": ("ARENA_OP_QLINEAR_HARD_SWISH", None),
+    "Transpose": ("ARENA_OP_TRANSPOSE", (0,)),
+    "Pad": ("ARENA_OP_PAD", (0,)),
+    "Slice": ("ARENA_OP_SLICE", (0,)),
+    "Split": ("ARENA_OP_SPLIT", (0,)),
+    "Resize": ("ARENA_OP_RESIZE", (0,)),
+    "Upsample": ("ARENA_OP_RESIZE", (0,)),
+    "ReduceMean": ("ARENA_OP_REDUCE_MEAN", (0,)),
+    "HardSigmoid": ("ARENA_OP_HARD_SIGMOID", (0,)),
+    "HardSwish": ("ARENA_OP_HARD_SWISH", (0,)),
+    "Tanh": ("ARENA_OP_TANH", (0,)),
+    "Exp": ("ARENA_OP_EXP", (0,)),
+    "Neg": ("ARENA_OP_NEG", (0,)),
+    "Abs": ("ARENA_OP_ABS", (0,)),
+    "Sqrt": ("ARENA_OP_SQRT", (0,)),
+    "Erf": ("ARENA_OP_ERF", (0,)),
+    "Elu": ("ARENA_OP_ELU", (0,)),
+    "Max": ("ARENA_OP_MAX", None),
+    "Min": ("ARENA_OP_MIN", None),
+    "PRelu": ("ARENA_OP_PRELU", None),
 }
+PAD_MODES = {"constant": 0, "reflect": 1, "edge": 2}
+RESIZE_MODES = {"nearest": 0, "linear": 1}
+COORDINATE_MODES = {"half_pixel": 0, "asymmetric": 1, "align_corners": 2, "pytorch_half_pixel": 3,
+                    "tf_half_pixel_for_nn": 4, "half_pixel_symmetric": 5}
+NEAREST_MODES = {"round_prefer_floor": 0, "round_prefer_ceil": 1, "floor": 2, "ceil": 3}
 SPATIAL = {"Conv", "QLinearConv", "MaxPool", "AveragePool"}  # ops whose kernels read kernel/strides/pads
 
 
@@ -158,9 +192,10 @@ _C_FIELDS = (("alpha", "alpha"), ("beta", "beta"), ("transA", "trans_a"), ("tran
              ("output_min", "out_min"), ("output_max", "out_max"))
 
 
-def _c_attrs(op: Op, path: str) -> dict[str, Any]:
-    """A lowered op's normalized attributes as arena_attrs_t fields (2-D; a 1-D op gets H = 1)."""
-    a = op.attrs
+def _c_attrs(op: Op, model: Lowered) -> dict[str, Any]:
+    """A lowered op's normalized attributes as arena_attrs_t fields (2-D; a 1-D op gets H = 1;
+    the op-specific ``ints``/``floats`` as arena_model.h's enum comments lay them out)."""
+    a, path = op.attrs, model.path
     out: dict[str, Any] = {}
     if op.op_type in SPATIAL:
         if "kernel_shape" not in a:
@@ -178,6 +213,20 @@ def _c_attrs(op: Op, path: str) -> dict[str, Any]:
             out[field] = a[key]
     if op.op_type == "Clip":
         out.update(min=max(float(a["min"]), -3.4e38), max=min(float(a["max"]), 3.4e38))
+    x = model.types.get(op.inputs[0]) if op.inputs else None
+    rank = len(x.shape) if x is not None else 0
+    if op.op_type == "Transpose":
+        out["ints"] = list(a.get("perm", []))
+    elif op.op_type == "Pad" and "pads" in a:
+        out.update(ints=list(a["pads"]), axis=PAD_MODES.get(a.get("mode", "constant"), -1), value=a.get("value", 0.0))
+    elif op.op_type == "Slice" and "starts" in a:
+        out["ints"] = [v for pair in zip(a["starts"], a["steps"]) for v in pair]
+    elif op.op_type in ("Resize", "Upsample") and "scales" in a:
+        out["ints"] = [RESIZE_MODES.get(a["mode"], -1), COORDINATE_MODES.get(a["coordinate_transformation_mode"], -1),
+                       NEAREST_MODES.get(a["nearest_mode"], -1)]
+        out["floats"] = list(a["scales"])
+    elif op.op_type == "ReduceMean" and "axes" in a:
+        out["ints"] = [int(d in a["axes"]) for d in range(rank)]
     return out
 
 
@@ -189,9 +238,12 @@ def _attrs_init(attrs: dict[str, Any]) -> str:
     for key in ("group", "axis", "trans_a", "trans_b", "count_include_pad", "legacy_axis", "out_min", "out_max"):
         if key in attrs:
             parts.append(f".{key} = {int(attrs[key])}")
-    for key in ("alpha", "beta", "min", "max", "epsilon"):
+    for key in ("alpha", "beta", "min", "max", "epsilon", "value"):
         if key in attrs:
             parts.append(f".{key} = {c_float(attrs[key])}")
+    for key in ("ints", "floats"):
+        if key in attrs:  # the name of the op's static array, emitted just before
+            parts.append(f".n_{key} = {int(attrs['n_' + key])}, .{key} = {attrs[key]}")
     return "{" + ", ".join(parts) + "}" if parts else "{.group = 0}"
 
 
@@ -295,7 +347,14 @@ def model_sources(plan_doc: dict[str, Any], model: Lowered, symbol: str) -> tupl
         s.append(f"static const int16_t {sym}_op{i}_in[{max(1, len(ins))}] = {{{', '.join(ins) or '-1'}}};")
         s.append(f"static const int16_t {sym}_op{i}_out[{max(1, len(outs))}] = {{{', '.join(outs) or '-1'}}};")
         kind = OPS.get(op_type, ("ARENA_OP_UNSUPPORTED", None))[0]
-        attrs = _c_attrs(model.ops[i], model_path) if op_type in OPS else {}
+        attrs = _c_attrs(model.ops[i], model) if op_type in OPS else {}
+        for key, c_type, fmt in (("ints", "int32_t", lambda v: c_int(v, 32)), ("floats", "float", c_float)):
+            if attrs.get(key):
+                s.append(f"static const {c_type} {sym}_op{i}_{key}[{len(attrs[key])}] = "
+                         f"{{{', '.join(fmt(v) for v in attrs[key])}}};")
+                attrs[f"n_{key}"], attrs[key] = len(attrs[key]), f"{sym}_op{i}_{key}"
+            else:
+                attrs.pop(key, None)
         ws = str(index[step["workspace"]]) if step.get("workspace") else "-1"
         ops.append(f"    {{{kind}, {len(ins)}, {len(outs)}, {ws}, {sym}_op{i}_in, {sym}_op{i}_out,\n"
                    f"     {c_string(step['name'] or step['outputs'][0])}, {c_string(op_type)},\n"

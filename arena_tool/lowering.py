@@ -305,7 +305,117 @@ def _attrs(g: Graph, node: Node) -> dict[str, Any]:
     elif op == "Transpose":
         rank = len(shape(node.inputs[0]) or ())
         a["perm"] = [int(p) % rank for p in a.get("perm", list(range(rank))[::-1])] if rank else []
+    elif op == "Pad":
+        a = _pad(g, node, a)
+    elif op == "Slice":
+        a = _slice(g, node, a)
+    elif op in ("ReduceMean", "ReduceMax", "ReduceMin", "ReduceSum"):
+        a = _reduce(g, node, a)
+    elif op in ("Resize", "Upsample"):
+        a = _resize(g, node, a)
+    elif op == "Split":
+        rank = len(shape(node.inputs[0]) or ())
+        a = {"axis": int(a.get("axis", 0)) % rank if rank else 0}
+    elif op == "Elu":
+        a = {"alpha": float(a.get("alpha", 1.0))}
     return a
+
+
+def _const_ints(g: Graph, node: Node, pos: int) -> list[int] | None:
+    """A constant integer input as a list; [] when absent, None when not a constant."""
+    if pos >= len(node.inputs) or not node.inputs[pos]:
+        return []
+    c = g.consts.get(node.inputs[pos])
+    v = c.array() if c is not None else None
+    return None if v is None else [int(x) for x in np.asarray(v).reshape(-1)]
+
+
+def _pad(g: Graph, node: Node, a: dict[str, Any]) -> dict[str, Any]:
+    """pads over every dim (begin..., end...), mode, value; no 'pads' when they are not constant."""
+    rank = len(_shape_fn(g)(node.inputs[0]) or ())
+    out: dict[str, Any] = {"mode": a.get("mode", "constant"), "value": float(a.get("value", 0.0))}
+    if _opset(g) < 11:
+        pads: list[int] | None = [int(p) for p in a.get("pads", [0] * 2 * rank)]
+        axes: list[int] | None = list(range(rank))
+    else:
+        pads, axes = _const_ints(g, node, 1), _const_ints(g, node, 3)
+        if len(node.inputs) > 2 and node.inputs[2]:
+            c = g.consts.get(node.inputs[2])
+            v = c.array() if c is not None else None
+            if v is None:
+                return out
+            out["value"] = float(np.asarray(v).reshape(-1)[0]) if np.asarray(v).size else 0.0
+        axes = axes or list(range(rank))
+    if pads is None or axes is None or len(pads) != 2 * len(axes):
+        return out
+    full = [0] * (2 * rank)
+    for i, ax in enumerate(axes):
+        full[ax % rank], full[rank + ax % rank] = pads[i], pads[len(axes) + i]
+    out["pads"] = full
+    return out
+
+
+def _slice(g: Graph, node: Node, a: dict[str, Any]) -> dict[str, Any]:
+    """Per input dim the first element read and the step (ONNX's clamping applied); nothing
+    when starts/ends/axes/steps are not constants."""
+    dims = _shape_fn(g)(node.inputs[0]) or ()
+    rank = len(dims)
+    if _opset(g) < 10:
+        starts, ends = list(a.get("starts", [])), list(a.get("ends", []))
+        axes, steps = list(a.get("axes", range(len(starts)))), [1] * len(starts)
+    else:
+        starts, ends, axes, steps = (_const_ints(g, node, i) for i in (1, 2, 3, 4))
+        if starts is None or ends is None or axes is None or steps is None:
+            return {}
+        axes = axes or list(range(len(starts)))
+        steps = steps or [1] * len(starts)
+    first, step = [0] * rank, [1] * rank
+    for ax, s0, e0, st in zip(axes, starts, ends, steps):
+        ax %= rank
+        d = dims[ax]
+        s0 = s0 + d if s0 < 0 else s0
+        first[ax] = min(max(s0, 0), d) if st > 0 else min(max(s0, 0), d - 1)
+        step[ax] = st
+    return {"starts": first, "steps": step}
+
+
+def _reduce(g: Graph, node: Node, a: dict[str, Any]) -> dict[str, Any]:
+    rank = len(_shape_fn(g)(node.inputs[0]) or ())
+    axes: list[int] | None = [int(x) for x in a["axes"]] if "axes" in a else _const_ints(g, node, 1)
+    if axes is None:
+        return {"keepdims": int(a.get("keepdims", 1))}
+    if not axes and not a.get("noop_with_empty_axes", 0):
+        axes = list(range(rank))
+    return {"axes": sorted({x % rank for x in axes}) if rank else [], "keepdims": int(a.get("keepdims", 1))}
+
+
+def _resize(g: Graph, node: Node, a: dict[str, Any]) -> dict[str, Any]:
+    """mode, coordinate transform, nearest rounding and one scale per dim (from scales, or
+    sizes / input dims); no 'scales' when neither is a constant."""
+    opset = _opset(g)
+    x, y = _shape_fn(g)(node.inputs[0]) or (), _shape_fn(g)(node.outputs[0]) or ()
+    out: dict[str, Any] = {
+        "mode": a.get("mode", "nearest"),
+        "coordinate_transformation_mode": a.get("coordinate_transformation_mode",
+                                                "half_pixel" if opset >= 11 else "asymmetric"),
+        "nearest_mode": a.get("nearest_mode", "round_prefer_floor" if opset >= 11 else "floor"),
+        "cubic_coeff_a": float(a.get("cubic_coeff_a", -0.75)),
+        "exclude_outside": int(a.get("exclude_outside", 0)),
+    }
+    if node.op_type == "Upsample" and "scales" in a:
+        scales = [float(v) for v in a["scales"]]
+    else:
+        pos = 2 if node.op_type == "Resize" and opset >= 11 else 1
+        c = g.consts.get(node.inputs[pos]) if pos < len(node.inputs) and node.inputs[pos] else None
+        v = c.array() if c is not None else None
+        scales = [float(s) for s in np.asarray(v).reshape(-1)] if v is not None else []
+        if not scales and node.op_type == "Resize" and opset >= 11:
+            sizes = _const_ints(g, node, 3)
+            if sizes and len(sizes) == len(x):
+                scales = [sz / d for sz, d in zip(sizes, x)]
+    if len(scales) == len(x) and len(y) == len(x):
+        out["scales"] = scales
+    return out
 
 
 def _shape_fn(g: Graph):  # type: ignore[no-untyped-def]

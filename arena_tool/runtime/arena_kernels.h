@@ -39,4 +39,21 @@ int arena_k_dequantize(const arena_ctx_t *c);
 int arena_k_qlinear_conv(const arena_ctx_t *c);
 int arena_k_qlinear_matmul(const arena_ctx_t *c);
 
+/* kernels_qlinear.c: onnxruntime's quantized contrib ops and their lowered QDQ twins. */
+int arena_k_qlinear_binary(const arena_ctx_t *c);      /* QLinearAdd, QLinearMul */
+int arena_k_qgemm(const arena_ctx_t *c);
+int arena_k_qlinear_pool(const arena_ctx_t *c);        /* QLinearAveragePool */
+int arena_k_qlinear_global_pool(const arena_ctx_t *c); /* QLinearGlobalAveragePool */
+int arena_k_qlinear_concat(const arena_ctx_t *c);
+int arena_k_qlinear_softmax(const arena_ctx_t *c);
+int arena_k_qlinear_unary(const arena_ctx_t *c);       /* QLinearSigmoid, QLinearLeakyRelu, QLinearHardSwish */
+
+/* kernels_shape.c: dtype-generic layout ops. */
+int arena_k_transpose(const arena_ctx_t *c);
+int arena_k_pad(const arena_ctx_t *c);
+int arena_k_slice(const arena_ctx_t *c);
+int arena_k_split(const arena_ctx_t *c);
+int arena_k_resize(const arena_ctx_t *c);
+int arena_k_reduce_mean(const arena_ctx_t *c);
+
 #endif

@@ -53,6 +53,37 @@ typedef enum {
     ARENA_OP_DEQUANTIZE_LINEAR,
     ARENA_OP_QLINEAR_CONV,
     ARENA_OP_QLINEAR_MATMUL,
+    /* Quantized (QOperator and lowered QDQ; kernels_qlinear.c). Scales and zero points are
+     * inputs in onnxruntime's QOperator order. */
+    ARENA_OP_QLINEAR_ADD,
+    ARENA_OP_QLINEAR_MUL,
+    ARENA_OP_QGEMM,
+    ARENA_OP_QLINEAR_AVERAGE_POOL,
+    ARENA_OP_QLINEAR_GLOBAL_AVERAGE_POOL,
+    ARENA_OP_QLINEAR_CONCAT,
+    ARENA_OP_QLINEAR_SOFTMAX,
+    ARENA_OP_QLINEAR_SIGMOID,
+    ARENA_OP_QLINEAR_LEAKY_RELU,
+    ARENA_OP_QLINEAR_HARD_SWISH,
+    /* Layout and more element-wise ops (kernels_shape.c, kernels_float.c). */
+    ARENA_OP_TRANSPOSE,    /* ints: perm[rank] */
+    ARENA_OP_PAD,          /* ints: begin[rank], end[rank]; axis: mode 0 constant 1 reflect 2 edge; value */
+    ARENA_OP_SLICE,        /* ints: start[d], step[d] per output dim d (normalized, in range) */
+    ARENA_OP_SPLIT,        /* axis; the sizes are the outputs' */
+    ARENA_OP_RESIZE,       /* ints: mode (0 nearest 1 linear), coordinate transform, nearest mode; floats: scale per dim */
+    ARENA_OP_REDUCE_MEAN,  /* ints: 1 where dim d is reduced, per input dim */
+    ARENA_OP_HARD_SIGMOID, /* alpha, beta */
+    ARENA_OP_HARD_SWISH,
+    ARENA_OP_TANH,
+    ARENA_OP_EXP,
+    ARENA_OP_NEG,
+    ARENA_OP_ABS,
+    ARENA_OP_SQRT,
+    ARENA_OP_ERF,
+    ARENA_OP_ELU,          /* alpha */
+    ARENA_OP_MAX,
+    ARENA_OP_MIN,
+    ARENA_OP_PRELU,
     ARENA_OP_UNSUPPORTED,  /* an op the runtime lacks: arena_run fails on it */
     ARENA_OP_COUNT
 } arena_op_type_t;
@@ -84,6 +115,10 @@ typedef struct {
     float epsilon;        /* BatchNormalization */
     int32_t out_min, out_max; /* quantized output range of a lowered op (an absorbed Relu/Clip);
                                  ignored unless out_min < out_max */
+    float value;          /* Pad: the constant (for integer tensors, the quantized integer) */
+    uint16_t n_ints, n_floats;
+    const int32_t *ints;  /* op-specific integer parameters (see the op's enum comment) */
+    const float *floats;  /* op-specific float parameters */
 } arena_attrs_t;
 
 typedef struct {
