@@ -50,13 +50,14 @@ from arena_tool import (
 from arena_tool.problem import ModelOptions
 
 FIRMWARE = ROOT / "example_firmware"
+APP = Path(arena_tool.runtime_dir()) / "example"  # main.c, startup.c
 EXAMPLES = ("kws", "resnet8", "autoencoder", "kws_int8")
 CFLAGS = ["-Os", "-g", "-std=c99", "-Wall", "-Wextra", "-ffunction-sections", "-fdata-sections"]
 STACK = 4096
 
 
 def c_sources() -> list[str]:
-    return [str(FIRMWARE / "main.c")] + sorted(str(p) for p in Path(arena_tool.runtime_dir()).glob("*.c"))
+    return [str(APP / "main.c")] + sorted(str(p) for p in Path(arena_tool.runtime_dir()).glob("*.c"))
 
 
 def generate(out: Path, models: list[tuple[str, str, dict]], board: str) -> list[str]:
@@ -77,8 +78,8 @@ def build_elf(out: Path, gen: list[str], board: boards.Board, arena_size: int) -
     script = out / f"{board.name}.ld"
     linker.write(str(script), linker.render(board, board.default_region, arena_size, STACK, 0, arena_align=16))
     elf = str(out / "firmware.elf")
-    cmd = ["arm-none-eabi-gcc", *board.cpu.gcc_flags(), *CFLAGS, f"-I{FIRMWARE}", f"-I{arena_tool.runtime_dir()}",
-           f"-I{out}", str(FIRMWARE / "startup.c"), *c_sources(), *gen, "-nostartfiles", "--specs=nano.specs",
+    cmd = ["arm-none-eabi-gcc", *board.cpu.gcc_flags(), *CFLAGS, f"-I{APP}", f"-I{arena_tool.runtime_dir()}",
+           f"-I{out}", str(APP / "startup.c"), *c_sources(), *gen, "-nostartfiles", "--specs=nano.specs",
            "--specs=nosys.specs", "-Wl,--gc-sections", "-T", str(script), "-lm", "-o", elf]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     return elf

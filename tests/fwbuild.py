@@ -20,6 +20,7 @@ from arena_tool.problem import ModelOptions
 REPO = Path(__file__).resolve().parent.parent
 FIRMWARE = REPO / "example_firmware"
 RUNTIME = Path(arena_tool.runtime_dir())
+APP = RUNTIME / "example"  # main.c, startup.c
 MODELS = FIRMWARE / "models"
 CFLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 
@@ -49,7 +50,7 @@ def generate(out: Path, models: list[tuple[str, str, dict[str, Any]]], board: st
 
 
 def runtime_sources() -> list[Path]:
-    return sorted(RUNTIME.glob("*.c")) + [FIRMWARE / "main.c"]
+    return sorted(RUNTIME.glob("*.c")) + [APP / "main.c"]
 
 
 def build_host(out: Path, generated: list[Path]) -> Path:
@@ -78,8 +79,8 @@ def build_elf(out: Path, generated: list[Path], board_name: str, arena_size: int
     script.write_text(linker.render(board, board.default_region, arena_size, 8192, 0))
     elf = out / f"{board_name}.elf"
     cmd = ["arm-none-eabi-gcc", *board.cpu.gcc_flags(), *CFLAGS, "-O2", "-g", "-ffreestanding",
-           "-ffunction-sections", "-fdata-sections", "-nostdlib", f"-I{RUNTIME}", f"-I{FIRMWARE}", f"-I{out}",
-           str(FIRMWARE / "startup.c"), *map(str, runtime_sources()), *map(str, generated),
+           "-ffunction-sections", "-fdata-sections", "-nostdlib", f"-I{RUNTIME}", f"-I{APP}", f"-I{out}",
+           str(APP / "startup.c"), *map(str, runtime_sources()), *map(str, generated),
            "-Wl,--gc-sections", f"-Wl,-T,{script}", "-lgcc", "-o", str(elf)]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     return elf

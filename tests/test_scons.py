@@ -310,7 +310,7 @@ def test_firmware_source_and_header_changes_recompile(tmp_path: Path) -> None:
     """implicit_cache must still notice an edited header; an edited source rebuilds its objects only."""
     proj = copy_example(tmp_path / "p")
     assert scons(proj, TWO).returncode == 0
-    main = proj / "example_firmware" / "main.c"
+    main = proj / "arena_tool" / "runtime" / "example" / "main.c"
     main.write_text(main.read_text() + "\nint arena_test_edit = 1;\n")  # new object bytes: a relink
     done = rebuilt(scons(proj, TWO))
     assert sorted(t for t in done if t.endswith(".o")) == sorted(
