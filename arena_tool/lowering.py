@@ -67,7 +67,7 @@ FUSED: dict[str, tuple[str, str, tuple[int, ...]]] = {
 # Ops that move or select integers unchanged: between DQ and Q of equal parameters
 # they run on the integers. Relu/Clip become an integer Clip at the quantized bounds.
 MOVEMENT = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Pad", "Identity",
-                      "MaxPool", "GlobalMaxPool", "Dropout", "Relu", "Clip"})
+                      "MaxPool", "GlobalMaxPool", "Dropout", "Relu", "Clip", "Split", "Slice"})
 ACTIVATIONS = frozenset({"Relu", "Clip"})  # absorbed as a fused op's output range
 
 # QOperator op -> ((tensor, scale, zero point) input positions, output (scale, zp) positions).
@@ -668,23 +668,26 @@ class _Fusion:
 
     def _movement(self, k: int, op: Op) -> tuple[Op, set[int]] | None:
         ys = [y for y in op.outputs if y]
-        if len(ys) != 1 or not op.inputs:
+        if not ys or not op.inputs:
             return None
         x = self._operand(op.inputs[0])
         if x is None or x.dq is None:
             return None
-        after = self._quantize_after(ys[0])
-        if after is None or after[1] is not None:
-            return None
-        q = self.ops[after[0]]
-        if self.g.types[q.outputs[0]].dtype != self.g.types[x.tensor].dtype:
-            return None
         xs, xz = self._const(x.scale), self._const(x.zero_point) if x.zero_point else np.zeros(1)
         if xs is None or xs.size != 1:
             return None
-        qs, qz = self._qparams(q.inputs[1], q.inputs[2] if len(q.inputs) > 2 else "")
-        if not (math.isclose(float(xs.reshape(-1)[0]), qs, rel_tol=1e-6) and int(xz.reshape(-1)[0]) == qz):
-            return None  # a requantizing move is arithmetic, not movement
+        qk: dict[str, int] = {}  # every output (Split has several) goes through its own Q
+        for y in ys:
+            after = self._quantize_after(y)
+            if after is None or after[1] is not None:
+                return None
+            q = self.ops[after[0]]
+            if self.g.types[q.outputs[0]].dtype != self.g.types[x.tensor].dtype:
+                return None
+            qs, qz = self._qparams(q.inputs[1], q.inputs[2] if len(q.inputs) > 2 else "")
+            if not (math.isclose(float(xs.reshape(-1)[0]), qs, rel_tol=1e-6) and int(xz.reshape(-1)[0]) == qz):
+                return None  # a requantizing move is arithmetic, not movement
+            qk[y] = after[0]
         attrs = dict(op.attrs)
         op_type = op.op_type
         if op_type in ACTIVATIONS:
@@ -709,9 +712,9 @@ class _Fusion:
             inputs = tuple(ins)
         else:
             inputs = (x.tensor, *op.inputs[1:])
-        outputs = tuple(q.outputs[0] if y == ys[0] else "" for y in op.outputs)
-        fused = tuple(sorted({q.node}))
-        return Op(op.node, op.name, op_type, op.domain, inputs, outputs, attrs, fused), {after[0]}
+        outputs = tuple(self.ops[qk[y]].outputs[0] if y in qk else "" for y in op.outputs)
+        fused = tuple(sorted(self.ops[i].node for i in qk.values()))
+        return Op(op.node, op.name, op_type, op.domain, inputs, outputs, attrs, fused), set(qk.values())
 
 
 # --- quantization parameters per tensor ------------------------------------------------------
@@ -745,8 +748,10 @@ def _quant(g: Graph, ops: Sequence[Op]) -> dict[str, Quant]:
     for op in [*original, *ops]:
         io = QUANT_IO.get(op.op_type)
         if io is None:
-            if op.op_type in MOVEMENT and op.inputs and op.inputs[0] in out and op.outputs and op.outputs[0]:
-                out.setdefault(op.outputs[0], out[op.inputs[0]])  # integers moved, parameters kept
+            if op.op_type in MOVEMENT and op.inputs and op.inputs[0] in out:
+                for y in op.outputs:  # integers moved, parameters kept
+                    if y and g.types.get(y, TensorType("", ())).dtype in INTEGER:
+                        out.setdefault(y, out[op.inputs[0]])
             continue
         triples, result = io
         if op.op_type == "QLinearConcat":

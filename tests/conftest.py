@@ -41,3 +41,17 @@ def light_models() -> list[Path]:
 def qcache(tmp_path_factory):
     """One folder of int8 twins (tests/quantized.py) for the whole run: each is made once."""
     return tmp_path_factory.mktemp("quantized")
+
+
+@pytest.fixture(scope="session")
+def zoo_dir(tmp_path_factory):
+    """tests/zoo.py's networks (MobileNet V1/V2/V3, MnasNet, EfficientNet, ShuffleNetV2,
+    SqueezeNet, ResNet at 96x96) saved once per run, as <name>.onnx."""
+    import onnx
+
+    import zoo
+
+    d = tmp_path_factory.mktemp("zoo")
+    for name in zoo.NAMES:
+        onnx.save(zoo.build(name), str(d / f"{name}.onnx"))
+    return d

@@ -268,3 +268,17 @@ def test_binary_qdq_ops_with_a_quantized_weight_lower(tmp_path, op):
     else:
         assert only.inputs == ("xq", "a_s", "a_z", "w", "w_s", "w_z", "b_s", "b_z")
     assert set(lw.constants) == {"a_s", "a_z", "w", "w_s", "w_z", "b_s", "b_z"}  # no float weight
+
+
+def test_split_between_equal_parameters_runs_on_integers(tmp_path):
+    nodes = [M.node("DequantizeLinear", ["xq", "a_s", "a_z"], ["xf"], "dq"),
+             helper_split := M.node("Split", ["xf", "sizes"], ["p", "r"], "split", axis=1),
+             M.node("QuantizeLinear", ["p", "a_s", "a_z"], ["pq"], "q1"),
+             M.node("QuantizeLinear", ["r", "a_s", "a_z"], ["rq"], "q2")]
+    assert helper_split.op_type == "Split"
+    int8 = TensorProto.INT8
+    m = M.model(nodes, [M.vi("xq", [1, 8], int8)], [M.vi("pq", [1, 3], int8), M.vi("rq", [1, 5], int8)],
+                [*_q("a", 0.5, 1), M.const("sizes", np.array([3, 5], np.int64))], opset=13)
+    lw = _low(tmp_path, m)
+    assert [(op.op_type, op.inputs, op.outputs) for op in lw.ops] == [("Split", ("xq", "sizes"), ("pq", "rq"))]
+    assert lw.quant["rq"].zero_point == (1,) and lw.ops[0].fused and len(lw.ops[0].fused) == 2

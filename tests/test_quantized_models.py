@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 import quantized as Q
+import zoo
 from arena_tool import liveness, planfile, planners, planning, verify
 from arena_tool.problem import ModelOptions, Plan
 
@@ -76,3 +77,18 @@ def test_verify_replays_lowered_qdq_plans(qcache, path):
     result = verify.verify(str(q), pm.doc)
     assert result.ok, result.message
     assert result.reads > len(pm.doc["schedule"])
+
+
+@pytest.mark.parametrize("name", zoo.NAMES)
+def test_the_cnn_families_quantize_and_plan_like_their_twins(qcache, zoo_dir, name):
+    """MobileNet V1/V2/V3, MnasNet, EfficientNet, ShuffleNetV2, SqueezeNet, ResNet at 96x96."""
+    path = zoo_dir / f"{name}.onnx"
+    flt = _plan(path)
+    for pc in (False, True):
+        qdq, qop = (_plan(Q.quantized(path, fmt, pc, qcache)) for fmt in ("qdq", "qoperator"))
+        assert qdq.plan.arena_size == qop.plan.arena_size < flt.plan.arena_size
+        assert abs(qdq.mp.weights_bytes - qop.mp.weights_bytes) <= 0.01 * qop.mp.weights_bytes
+        assert qdq.mp.weights_bytes < 0.4 * flt.mp.weights_bytes  # int8 weights, not float copies
+        assert qdq.mp.integer_ops >= qop.mp.integer_ops
+        for pm in (qdq, qop):
+            assert planfile.check(pm.doc, pm.mp, str(path)) == []
