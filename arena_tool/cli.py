@@ -1,4 +1,4 @@
-"""arena-tool: plan, compare, check, export and verify from the command line.
+"""arena-tool: plan, compare, check, export, verify and run from the command line.
 
 This module only parses arguments and wires library calls (minimalloc's
 main.cc). Errors are rendered once, here: an ArenaError as one line with its
@@ -179,6 +179,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return verify.main_verify(args.model, args.plan)
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    from arena_tool import firmware
+
+    return firmware.run(args.model, args.board, _model_options(args), args.planner, _params(args),
+                        input_path=args.input, seed=args.input_seed, output=args.output, json_path=args.json,
+                        build_dir=args.build_dir, timeout=args.timeout)
+
+
 def _model_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model options")
     g.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
@@ -268,6 +276,25 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="the ONNX model")
     p.add_argument("plan", help="the plan file (JSON)")
     p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser("run", help="build and run a one-model firmware, compare it with onnxruntime",
+                       description="Build a one-model firmware from the generated tables for BOARD, run it (QEMU "
+                                   "for the mps2 boards, natively with gcc for host), and compare every output "
+                                   "with onnxruntime on the same input. Exit 0 match, 1 mismatch or an op the "
+                                   "runtime cannot execute, 2 usage or input error, 3 arena bug.")
+    p.add_argument("model", help="the ONNX model")
+    p.add_argument("--board", required=True, metavar="BOARD",
+                   help="host (native gcc) or a board QEMU emulates (mps2_an386, mps2_an500)")
+    p.add_argument("--input", metavar="FILE.npz", help="the input arrays by graph input name (default: seeded random)")
+    p.add_argument("--input-seed", type=int, default=0, metavar="N", help="seed of the random input (default 0)")
+    p.add_argument("--output", metavar="FILE.npz", help="write the firmware's outputs by graph output name")
+    p.add_argument("--json", metavar="FILE", help="write a report (schemas/run.schema.json)")
+    p.add_argument("--build-dir", metavar="DIR", help="build in DIR and keep it (default: a temporary folder)")
+    p.add_argument("--timeout", type=float, default=120.0, metavar="S",
+                   help="stop the firmware after S seconds (default 120)")
+    _model_args(p)
+    _planner_args(p)
+    p.set_defaults(func=cmd_run)
     return top
 
 

@@ -5,7 +5,8 @@ Usage: python3 bench/firmware.py [--board mps2_an500] [--out DIR] [--models kws 
 Builds one ELF per example model, and one with all of them (run one after
 another in a shared arena, as the example manifest does), for a QEMU board
 with the optimal planner and the SCons tool's flags (-Os, newlib-nano, the
-generated linker script with a 4 KiB stack reserve), runs each under
+generated linker script with a 4 KiB stack reserve; arena_tool/firmware.py
+builds, as for ``arena-tool run``), runs each under
 ``qemu-system-arm -icount shift=0`` and prints a table:
 
     model, arena, lower bound, ELF flash, ELF RAM, instructions per inference (QEMU)
@@ -35,54 +36,34 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import arena_tool  # noqa: E402
-from arena_tool import (
+from arena_tool import (  # noqa: E402
     boards,
-    codegen,
-    linker,
-    planfile,
     planners,
     planning,
     qemu,
     runreport,
     verify,
 )
+from arena_tool import firmware as fw  # noqa: E402
 from arena_tool.problem import ModelOptions
 
 FIRMWARE = ROOT / "example_firmware"
-APP = Path(arena_tool.runtime_dir()) / "example"  # main.c, startup.c
+APP = fw.APP  # main.c, startup.c
 EXAMPLES = ("kws", "resnet8", "autoencoder", "kws_int8")
-CFLAGS = ["-Os", "-g", "-std=c99", "-Wall", "-Wextra", "-ffunction-sections", "-fdata-sections"]
-STACK = 4096
+CFLAGS = list(fw.TARGET_CFLAGS)
+STACK = fw.STACK
 
 
 def c_sources() -> list[str]:
-    return [str(APP / "main.c")] + sorted(str(p) for p in Path(arena_tool.runtime_dir()).glob("*.c"))
+    return [str(p) for p in fw.runtime_sources()]
 
 
 def generate(out: Path, models: list[tuple[str, str, dict]], board: str) -> list[str]:
-    out.mkdir(parents=True, exist_ok=True)
-    files = []
-    for sym, path, doc in models:
-        h, c = codegen.model_sources(doc, planfile.lowered_model(path, doc), sym)
-        codegen.write(str(out / f"model_{sym}.h"), h)
-        codegen.write(str(out / f"model_{sym}.c"), c)
-        files.append(str(out / f"model_{sym}.c"))
-    h, c = codegen.arena_sources(board, max(d["arena_size"] for *_, d in models), [(s, 0) for s, *_ in models])
-    codegen.write(str(out / "arena_board.h"), h)
-    codegen.write(str(out / "arena_board.c"), c)
-    return files + [str(out / "arena_board.c")]
+    return [str(p) for p in fw.generate(out, models, board)]
 
 
 def build_elf(out: Path, gen: list[str], board: boards.Board, arena_size: int) -> str:
-    script = out / f"{board.name}.ld"
-    linker.write(str(script), linker.render(board, board.default_region, arena_size, STACK, 0, arena_align=16))
-    elf = str(out / "firmware.elf")
-    cmd = ["arm-none-eabi-gcc", *board.cpu.gcc_flags(), *CFLAGS, f"-I{APP}", f"-I{arena_tool.runtime_dir()}",
-           f"-I{out}", str(APP / "startup.c"), *c_sources(), *gen, "-nostartfiles", "--specs=nano.specs",
-           "--specs=nosys.specs", "-Wl,--gc-sections", "-T", str(script), "-lm", "-o", elf]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
-    return elf
+    return str(fw.build_elf(out, [Path(g) for g in gen], board, arena_size, stack=STACK))
 
 
 def callgrind(out: Path, gen: list[str]) -> int | None:
@@ -90,8 +71,7 @@ def callgrind(out: Path, gen: list[str]) -> int | None:
     if shutil.which("valgrind") is None:
         return None
     exe = str(out / "fw_host")
-    subprocess.run(["gcc", *CFLAGS, f"-I{arena_tool.runtime_dir()}", f"-I{out}", *c_sources(), *gen, "-o", exe],
-                   check=True, capture_output=True, text=True)
+    fw.build_host(out, [Path(g) for g in gen], CFLAGS, "fw_host")
     prof = str(out / "callgrind.out")
     subprocess.run(["valgrind", "--tool=callgrind", "--toggle-collect=arena_run", f"--callgrind-out-file={prof}",
                     exe], check=True, capture_output=True, text=True, timeout=600)

@@ -2,25 +2,23 @@
 
 Generates the C tables for a list of planned models, then builds the example
 firmware either natively (gcc with AddressSanitizer and UBSan) or for a QEMU
-board (arm-none-eabi-gcc with the linker script arena_tool.linker makes).
+board (arm-none-eabi-gcc with the linker script arena_tool.linker makes), through
+arena_tool/firmware.py (the library `arena-tool run` builds with) with these tests' flags.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
-import arena_tool
-from arena_tool import codegen, liveness, planfile, planners
+from arena_tool import firmware, liveness, planfile, planners
 from arena_tool.problem import ModelOptions
 
 REPO = Path(__file__).resolve().parent.parent
 FIRMWARE = REPO / "example_firmware"
-RUNTIME = Path(arena_tool.runtime_dir())
-APP = RUNTIME / "example"  # main.c, startup.c
+RUNTIME = firmware.RUNTIME
+APP = firmware.APP  # main.c, startup.c
 MODELS = FIRMWARE / "models"
 CFLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 
@@ -35,36 +33,20 @@ def plan_doc(model_path: str, planner: str, options: ModelOptions = ModelOptions
 def generate(out: Path, models: list[tuple[str, str, dict[str, Any]]], board: str = "host") -> list[Path]:
     """Write the tables of `models` (symbol, model path, plan doc), run one after another
     in a shared arena; returns the generated .c files."""
-    out.mkdir(parents=True, exist_ok=True)
-    sources = []
-    for sym, path, doc in models:
-        h, c = codegen.model_sources(doc, planfile.lowered_model(str(path), doc), sym)
-        codegen.write(str(out / f"{sym}_model.h"), h)
-        codegen.write(str(out / f"{sym}_model.c"), c)
-        sources.append(out / f"{sym}_model.c")
-    size = max((d["arena_size"] for _, _, d in models), default=0)
-    h, c = codegen.arena_sources(board, size, [(sym, 0) for sym, _, _ in models])
-    codegen.write(str(out / "arena_board.h"), h)
-    codegen.write(str(out / "arena_board.c"), c)
-    return sources + [out / "arena_board.c"]
+    return firmware.generate(out, models, board, name="{sym}_model")
 
 
 def runtime_sources() -> list[Path]:
-    return sorted(RUNTIME.glob("*.c")) + [APP / "main.c"]
+    return firmware.runtime_sources()
 
 
 def build_host(out: Path, generated: list[Path]) -> Path:
-    exe = out / "fw_host"
-    cmd = ["gcc", *CFLAGS, "-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-           f"-I{RUNTIME}", f"-I{out}", *map(str, runtime_sources()), *map(str, generated), "-o", str(exe)]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
-    return exe
+    return firmware.build_host(out, generated, [*CFLAGS, "-O1", "-g", "-fsanitize=address,undefined",
+                                                "-fno-sanitize-recover=all"], "fw_host")
 
 
 def run_host(exe: Path) -> tuple[int, str]:
-    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0", UBSAN_OPTIONS="print_stacktrace=1")
-    p = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120, env=env)
-    return p.returncode, p.stdout + p.stderr
+    return firmware.run_host(exe, timeout=120)
 
 
 def have_arm() -> bool:
@@ -72,18 +54,10 @@ def have_arm() -> bool:
 
 
 def build_elf(out: Path, generated: list[Path], board_name: str, arena_size: int) -> Path:
-    from arena_tool import boards, linker
-
-    board = boards.load_board(board_name)
-    script = out / f"{board_name}.ld"
-    script.write_text(linker.render(board, board.default_region, arena_size, 8192, 0))
-    elf = out / f"{board_name}.elf"
-    cmd = ["arm-none-eabi-gcc", *board.cpu.gcc_flags(), *CFLAGS, "-O2", "-g", "-ffreestanding",
-           "-ffunction-sections", "-fdata-sections", "-nostdlib", f"-I{RUNTIME}", f"-I{APP}", f"-I{out}",
-           str(APP / "startup.c"), *map(str, runtime_sources()), *map(str, generated),
-           "-Wl,--gc-sections", f"-Wl,-T,{script}", "-lgcc", "-o", str(elf)]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
-    return elf
+    return firmware.build_elf(out, generated, board_name, arena_size, stack=8192,
+                              cflags=[*CFLAGS, "-O2", "-g", "-ffreestanding", "-ffunction-sections",
+                                      "-fdata-sections", "-nostdlib"],
+                              ldflags=["-Wl,--gc-sections"], libs=["-lgcc"], elf_name=f"{board_name}.elf")
 
 
 def corrupt(doc: dict[str, Any]) -> tuple[dict[str, Any], str, str, str]:

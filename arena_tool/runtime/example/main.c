@@ -14,6 +14,11 @@
  *   0 0x3e2aaaab 0.166667
  *   status kws 0
  *
+ * A firmware may link a table of input data (`arena_inputs`, as
+ * arena_tool/firmware.py generates for `arena-tool run`): an input listed
+ * there gets those exact bytes instead of the pattern. Without the table
+ * (it is a weak symbol) nothing changes.
+ *
  * main returns 0 when every model ran, else the first runtime error code.
  * On the target, startup.c passes that to semihosting SYS_EXIT_EXTENDED (the
  * QEMU exit status); on the host it is the process exit status.
@@ -212,6 +217,39 @@ static void fill_input(const arena_tensor_t *t, void *data, uint32_t which)
     }
 }
 
+/* Optional input data: one row per (model, input index), ended by a row whose
+ * model is NULL. arena_tool/firmware.py writes the same struct; bytes must be
+ * the tensor's elements times its element size, else the pattern is used.
+ * A weak reference (GCC, Clang): the table is NULL unless a source defines it. */
+typedef struct {
+    const arena_model_t *model;
+    uint32_t input;     /* index into model->inputs */
+    const void *data;
+    uint32_t bytes;
+} arena_input_t;
+
+#if defined(__GNUC__)
+extern const arena_input_t arena_inputs[] __attribute__((weak));
+#endif
+
+/* The given data of input k of m, or NULL: fill it with the pattern. */
+static const arena_input_t *given_input(const arena_model_t *m, uint32_t k)
+{
+#if defined(__GNUC__)
+    const arena_input_t *p = arena_inputs;
+    const arena_tensor_t *t = &m->tensors[m->inputs[k]];
+    for (; p != NULL && p->model != NULL; ++p) {
+        if (p->model == m && p->input == k && p->bytes == t->elements * (uint32_t)arena_dtype_size(t->dtype)) {
+            return p;
+        }
+    }
+#else
+    (void)m;
+    (void)k;
+#endif
+    return NULL;
+}
+
 static void print_tensor(const arena_tensor_t *t, const void *data)
 {
     uint32_t i;
@@ -270,7 +308,13 @@ int main(void)
         flush();
         memset(base, 0xFF, m->arena_size);
         for (k = 0; k < m->n_inputs; ++k) {
-            fill_input(&m->tensors[m->inputs[k]], arena_tensor_data(m, base, m->inputs[k]), k);
+            const arena_input_t *given = given_input(m, k);
+            void *data = arena_tensor_data(m, base, m->inputs[k]);
+            if (given != NULL) {
+                memcpy(data, given->data, given->bytes);
+            } else {
+                fill_input(&m->tensors[m->inputs[k]], data, k);
+            }
         }
 #if defined(ARENA_TARGET)
         ticks_start();

@@ -1,0 +1,714 @@
+"""One model's firmware, built and run: on the host with gcc, or for a QEMU board (``arena-tool run``).
+
+The firmware is the example application (``arena_tool/runtime/example``: main.c, startup.c)
+over the C runtime and the tables ``codegen`` generates for one planned model. Two builds:
+
+* ``host``: the same C compiled natively by ``gcc`` (``HOST_CFLAGS``) and run as a process;
+  its exit status is main's. No flash, RAM or instruction counts.
+* a board with a ``qemu`` machine (mps2_an386, mps2_an500): ``arm-none-eabi-gcc`` with the
+  SCons tool's flags (``TARGET_CFLAGS``: -Os, newlib-nano, --gc-sections), the linker script
+  ``arena_tool.linker`` renders for the board's default region with a ``STACK`` reserve, run
+  under ``qemu-system-arm -icount shift=0``. Flash and RAM come from the ELF's section headers,
+  instructions per inference from main.c's SysTick ticks (x 40 on the mps2 machines; see
+  arena_tool/runreport.py).
+
+Inputs. Without a table the example fills each graph input with ``verify.input_pattern``.
+``input_source`` writes ``arena_inputs`` (main.c's weak table), so the firmware copies exactly
+the given arrays (an ``--input`` npz, or ``random_inputs``); onnxruntime gets the same arrays
+(``reference``) and ``compare`` measures each output against it:
+
+* float32: max absolute error within ``RTOL`` (1e-4) of the output's largest magnitude;
+* integer outputs: within one quantization step (1);
+* a float output a DequantizeLinear makes (a quantized model's dequantized output): within
+  one step of its scale.
+
+``run`` is the whole pipeline for ``arena-tool run`` (the CLI only parses arguments); the
+report it writes follows schemas/run.schema.json and holds no times or temporary paths.
+The lower-level pieces (``generate``, ``build_host``, ``run_host``, ``build_elf``) are what
+bench/firmware.py and tests/fwbuild.py build with; compiler failures propagate as
+``subprocess.CalledProcessError`` there, and ``run`` turns them into an arena bug (exit 3).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+import arena_tool
+from arena_tool.errors import EXIT_BUG, EXIT_CHECK_FAILED, EXIT_OK, ArenaError, did_you_mean
+
+HOST = "host"
+RUNTIME = Path(arena_tool.runtime_dir())
+APP = RUNTIME / "example"  # main.c, startup.c, semihost.h
+STACK = 4096  # the SCons tool's default stack reserve
+HOST_CFLAGS = ("-O2", "-g", "-std=c99", "-Wall", "-Wextra")
+TARGET_CFLAGS = ("-Os", "-g", "-std=c99", "-Wall", "-Wextra", "-ffunction-sections", "-fdata-sections")
+TARGET_LDFLAGS = ("-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs", "-Wl,--gc-sections")
+TARGET_LIBS = ("-lm",)
+RTOL = 1e-4
+TIMEOUT = 120.0
+FORMAT_VERSION = 1
+DTYPES = {"float32": np.float32, "int8": np.int8, "uint8": np.uint8, "int32": np.int32, "int64": np.int64}
+_BITS = {"float32": ("uint32_t", np.uint32, 8), "int32": ("uint32_t", np.uint32, 8),
+         "int8": ("uint8_t", np.uint8, 2), "uint8": ("uint8_t", np.uint8, 2),
+         "int64": ("uint64_t", np.uint64, 16)}
+BUG_HINT = "this is an arena bug; please report it with the command and the model"
+
+
+# --- boards and tools ---------------------------------------------------------------------
+
+def emulated_boards() -> list[str]:
+    """The shipped boards QEMU can run (a ``qemu`` machine in their board file), sorted."""
+    from arena_tool import boards
+
+    out = []
+    for name in boards.list_boards():
+        try:
+            if boards.load_board(name).qemu:
+                out.append(name)
+        except ArenaError:
+            continue
+    return out
+
+
+def _runnable_hint() -> str:
+    return f"boards that run: {', '.join([HOST, *emulated_boards()])}"
+
+
+def resolve_board(name: str) -> Any:
+    """The Board to run on, or None for ``host``; ArenaError (exit 2) for an unknown board or
+    one QEMU cannot emulate."""
+    from arena_tool import boards
+
+    if name == HOST:
+        return None
+    known = boards.list_boards()
+    if name not in known:
+        raise ArenaError(f"unknown board '{name}'", field="--board",
+                         hint=did_you_mean(name, [HOST, *known]) + _runnable_hint())
+    board = boards.load_board(name)
+    if not board.qemu:
+        raise ArenaError(f"board {name} cannot be emulated: its board file names no QEMU machine",
+                         field="--board", file=board.file or None,
+                         hint=f"QEMU emulates {', '.join(emulated_boards())}; or run the same C natively "
+                              f"with --board host")
+    return board
+
+
+def require_tools(board: Any) -> None:
+    """ArenaError (exit 2) naming the missing compiler or emulator."""
+    if board is None:
+        if shutil.which("gcc") is None:
+            raise ArenaError("gcc is not on PATH: --board host compiles the firmware with it", field="--board",
+                             hint="run .ci/setup to install gcc")
+        return
+    missing = [t for t in ("arm-none-eabi-gcc", "qemu-system-arm") if shutil.which(t) is None]
+    if missing:
+        raise ArenaError(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not on PATH: "
+                         f"--board {board.name} builds and emulates the firmware with "
+                         f"{'it' if len(missing) == 1 else 'them'}", field="--board",
+                         hint="run .ci/setup to install gcc-arm-none-eabi, libnewlib-arm-none-eabi and "
+                              "qemu-system-arm, or use --board host")
+
+
+# --- sources ------------------------------------------------------------------------------
+
+def runtime_sources() -> list[Path]:
+    """The runtime's C files, then the example main.c (startup.c is for targets only)."""
+    return sorted(RUNTIME.glob("*.c")) + [APP / "main.c"]
+
+
+def generate(out: Path, models: Sequence[tuple[str, str, dict[str, Any]]], board: str = HOST, *,
+             name: str = "model_{sym}", lowered: dict[str, Any] | None = None) -> list[Path]:
+    """Write the tables of ``models`` (symbol, model path, plan doc), run one after another in a
+    shared arena, and the board's arena source; returns the generated .c files.
+
+    name: file name stem of each model's tables; lowered: symbol -> its lowered model (else loaded)."""
+    from arena_tool import codegen, planfile
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    sources = []
+    for sym, path, doc in models:
+        low = (lowered or {}).get(sym) or planfile.lowered_model(str(path), doc)
+        h, c = codegen.model_sources(doc, low, sym)
+        stem = name.format(sym=sym)
+        codegen.write(str(out / f"{stem}.h"), h)
+        codegen.write(str(out / f"{stem}.c"), c)
+        sources.append(out / f"{stem}.c")
+    size = max((d["arena_size"] for _, _, d in models), default=0)
+    h, c = codegen.arena_sources(board, size, [(sym, 0) for sym, _, _ in models])
+    codegen.write(str(out / "arena_board.h"), h)
+    codegen.write(str(out / "arena_board.c"), c)
+    return sources + [out / "arena_board.c"]
+
+
+def input_source(models: Sequence[tuple[str, Sequence[tuple[str, np.ndarray]]]]) -> str:
+    """C source of main.c's ``arena_inputs`` table: per model symbol, its graph inputs in the
+    model's input order as (name, array). The arrays are stored as their exact bits (unsigned
+    words of the element's width), so main.c's memcpy gives the firmware these values."""
+    from arena_tool import codegen
+
+    s = ["/* Generated by arena_tool.firmware: the input data main.c copies into the arena. Do not edit. */",
+         "#include <stdint.h>", "", '#include "arena_model.h"', "",
+         "typedef struct { /* as main.c's arena_input_t */",
+         "    const arena_model_t *model;", "    uint32_t input;", "    const void *data;", "    uint32_t bytes;",
+         "} arena_input_t;", ""]
+    rows = []
+    for sym, inputs in models:
+        sym = codegen.sanitize(sym).lower()
+        s.append(f"extern const arena_model_t {sym}_model;")
+        for k, (tensor, arr) in enumerate(inputs):
+            dt = str(arr.dtype)
+            if dt not in _BITS:
+                raise ArenaError(f"input {tensor!r} is {dt}; the firmware takes {', '.join(DTYPES)}", field=tensor)
+            c_type, word, digits = _BITS[dt]
+            bits = np.ascontiguousarray(arr).reshape(-1).view(word)
+            suffix = "ull" if word is np.uint64 else "u"
+            ident = f"{sym}_input{k}"
+            items = [f"0x{int(v):0{digits}x}{suffix}" for v in bits] or ["0"]
+            s.append(f"static const {c_type} {ident}[{max(1, bits.size)}] = {{ /* {codegen.c_comment(tensor)} "
+                     f"{dt} {list(arr.shape)} */")
+            per = max(1, 96 // (len(items[0]) + 2))
+            s += ["    " + ", ".join(items[i:i + per]) + "," for i in range(0, len(items), per)]
+            s.append("};")
+            rows.append(f"    {{&{sym}_model, {k}u, {ident}, {int(arr.nbytes)}u}},")
+    s += ["", f"const arena_input_t arena_inputs[{len(rows) + 1}] = {{", *rows, "    {0, 0u, 0, 0u}", "};", ""]
+    return "\n".join(s)
+
+
+# --- building and running -----------------------------------------------------------------
+
+def _compile(cmd: list[str]) -> None:
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+
+
+def host_command(out: Path, generated: Sequence[Path], cflags: Sequence[str] = HOST_CFLAGS,
+                 exe_name: str = "fw_host") -> list[str]:
+    out = Path(out)
+    return ["gcc", *cflags, f"-I{RUNTIME}", f"-I{out}", *map(str, runtime_sources()), *map(str, generated),
+            "-o", str(out / exe_name)]
+
+
+def build_host(out: Path, generated: Sequence[Path], cflags: Sequence[str] = HOST_CFLAGS,
+               exe_name: str = "fw_host") -> Path:
+    """Compile the firmware natively; the executable. CalledProcessError when gcc fails."""
+    _compile(host_command(out, generated, cflags, exe_name))
+    return Path(out) / exe_name
+
+
+def run_host(exe: Path, timeout: float = TIMEOUT) -> tuple[int, str]:
+    """(exit status, stdout + stderr) of the host firmware (sanitizer reports included)."""
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0", UBSAN_OPTIONS="print_stacktrace=1")
+    p = subprocess.run([str(exe)], capture_output=True, text=True, timeout=timeout, env=env)
+    return p.returncode, p.stdout + p.stderr
+
+
+def elf_command(out: Path, generated: Sequence[Path], board: Any, script: Path, elf: Path,
+                cflags: Sequence[str] = TARGET_CFLAGS, ldflags: Sequence[str] = TARGET_LDFLAGS,
+                libs: Sequence[str] = TARGET_LIBS) -> list[str]:
+    return ["arm-none-eabi-gcc", *board.cpu.gcc_flags(), *cflags, f"-I{RUNTIME}", f"-I{APP}", f"-I{out}",
+            str(APP / "startup.c"), *map(str, runtime_sources()), *map(str, generated),
+            *ldflags, f"-Wl,-T,{script}", *libs, "-o", str(elf)]
+
+
+def build_elf(out: Path, generated: Sequence[Path], board: Any, arena_size: int, *, stack: int = STACK,
+              cflags: Sequence[str] = TARGET_CFLAGS, ldflags: Sequence[str] = TARGET_LDFLAGS,
+              libs: Sequence[str] = TARGET_LIBS, elf_name: str = "firmware.elf", arena_align: int = 16) -> Path:
+    """Link the firmware for ``board`` (a Board or its name) with the linker script for an arena of
+    ``arena_size`` bytes in its default region and ``stack`` bytes of stack reserve.
+    ArenaError when the arena cannot fit; CalledProcessError when the compiler fails."""
+    from arena_tool import boards, linker
+
+    if isinstance(board, str):
+        board = boards.load_board(board)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    script = out / f"{board.name}.ld"
+    linker.write(str(script), linker.render(board, board.default_region, arena_size, stack, 0,
+                                            arena_align=arena_align))
+    elf = out / elf_name
+    _compile(elf_command(out, generated, board, script, elf, cflags, ldflags, libs))
+    return elf
+
+
+def run_qemu(elf: Path, board: Any, timeout: float = TIMEOUT) -> tuple[int, str]:
+    """(exit status, output) of the ELF under qemu-system-arm -icount shift=0 on the board's machine."""
+    from arena_tool import qemu
+
+    return qemu.run(str(elf), board.qemu, timeout=timeout, icount=True)
+
+
+# --- inputs and the reference ---------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class TensorSpec:
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+
+    def describe(self) -> str:
+        return f"{self.name} {self.dtype} {list(self.shape)}"
+
+
+def graph_specs(doc: dict[str, Any], names: Sequence[str]) -> list[TensorSpec]:
+    by_name = {b["name"]: b for b in doc["buffers"]}
+    return [TensorSpec(n, by_name[n]["dtype"], tuple(int(d) for d in by_name[n]["shape"])) for n in names]
+
+
+def random_inputs(specs: Sequence[TensorSpec], seed: int = 0) -> list[np.ndarray]:
+    """Seeded inputs: float32 uniform in [-1, 1), int8/uint8 over their whole range, int32/int64
+    in [-128, 127]."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for s in specs:
+        if s.dtype == "float32":
+            out.append(rng.uniform(-1.0, 1.0, s.shape).astype(np.float32))
+        elif s.dtype == "uint8":
+            out.append(rng.integers(0, 256, s.shape, dtype=np.uint8))
+        elif s.dtype in DTYPES:
+            out.append(rng.integers(-128, 128, s.shape).astype(DTYPES[s.dtype]))
+        else:
+            raise ArenaError(f"graph input {s.name!r} is {s.dtype}; the firmware takes {', '.join(DTYPES)}",
+                             field=s.name)
+    return out
+
+
+def _save_hint(specs: Sequence[TensorSpec]) -> str:
+    args = ", ".join(f"{s.name}=..." if s.name.isidentifier() else f"**{{{s.name!r}: ...}}" for s in specs)
+    return (f"the model's inputs are {'; '.join(s.describe() for s in specs)}: save them with "
+            f"numpy.savez(FILE, {args})")
+
+
+def load_inputs(path: str, specs: Sequence[TensorSpec]) -> list[np.ndarray]:
+    """The arrays of an .npz file, one per graph input by name, checked against ``specs``
+    (names, dtypes, shapes); every problem is one ArenaError (exit 2) naming the array."""
+    hint = _save_hint(specs)
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(6)
+    except FileNotFoundError as e:
+        raise ArenaError("input file not found", file=path, field="--input", hint=hint) from e
+    except OSError as e:
+        raise ArenaError(f"cannot read the input file: {e.strerror}", file=path, field="--input", hint=hint) from e
+    if magic == b"\x93NUMPY":
+        raise ArenaError("a single .npy array, not an .npz archive of named arrays", file=path,
+                         field="--input", hint=hint)
+    if not magic.startswith(b"PK"):
+        raise ArenaError("not an .npz archive (no zip header)", file=path, field="--input", hint=hint)
+    try:
+        z = np.load(path, allow_pickle=False)
+    except FileNotFoundError as e:
+        raise ArenaError("input file not found", file=path, field="--input", hint=hint) from e
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise ArenaError(f"cannot read it as an .npz archive: {e}", file=path, field="--input", hint=hint) from e
+    if not isinstance(z, np.lib.npyio.NpzFile):
+        raise ArenaError("a single .npy array, not an .npz archive of named arrays", file=path,
+                         field="--input", hint=hint)
+    with z:
+        names = list(z.files)
+        wanted = {s.name for s in specs}
+        for n in names:
+            if n not in wanted:
+                raise ArenaError(f"the model has no graph input named {n!r}", file=path, field=n,
+                                 hint=did_you_mean(n, sorted(wanted)) + hint)
+        out = []
+        for s in specs:
+            if s.name not in names:
+                raise ArenaError(f"no array for graph input {s.name!r}", file=path, field=s.name, hint=hint)
+            try:
+                arr = z[s.name]
+            except (ValueError, OSError, zipfile.BadZipFile) as e:
+                raise ArenaError(f"cannot read the array: {e}", file=path, field=s.name, hint=hint) from e
+            if str(arr.dtype) != s.dtype:
+                raise ArenaError(f"dtype {arr.dtype}, but the model takes {s.dtype}", file=path, field=s.name,
+                                 hint=f"save numpy.asarray(x, dtype=numpy.{s.dtype}) as {s.name!r}")
+            if tuple(arr.shape) != s.shape:
+                raise ArenaError(f"shape {list(arr.shape)}, but the model takes {list(s.shape)}", file=path,
+                                 field=s.name, hint=f"save x.reshape({', '.join(map(str, s.shape))}) as "
+                                                    f"{s.name!r}; a symbolic dimension is pinned with "
+                                                    f"--input-shape")
+            out.append(np.ascontiguousarray(arr))
+    return out
+
+
+def reference(model_path: str, feeds: dict[str, np.ndarray], names: Sequence[str]) -> dict[str, np.ndarray]:
+    """onnxruntime's values of the graph outputs ``names`` for ``feeds`` (optimizations off, as verify)."""
+    try:
+        import onnxruntime as ort
+    except ImportError as e:
+        raise ArenaError("onnxruntime is not installed: arena-tool run compares the firmware with it",
+                         field="run", hint="pip install onnxruntime (or run .ci/setup)") from e
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    opts.log_severity_level = 3
+    try:
+        sess = ort.InferenceSession(model_path, opts, providers=["CPUExecutionProvider"])
+        values = sess.run(list(names), feeds)
+    except Exception as e:  # noqa: BLE001 - onnxruntime raises its own exception types
+        raise ArenaError(f"onnxruntime cannot run the model: {str(e).splitlines()[0] if str(e) else e}",
+                         file=model_path, hint="check the model with onnx.checker and onnxruntime") from e
+    return {n: np.asarray(v) for n, v in zip(names, values)}
+
+
+# --- comparing ----------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """One graph output against onnxruntime. max_rel: max_abs relative to the reference's largest
+    magnitude. tolerance: on max_abs; kind 'relative' (float32) or 'quantization_step'."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    max_abs: float
+    max_rel: float
+    tolerance: float
+    kind: str
+    step: float | None
+    ok: bool
+
+    def line(self) -> str:
+        tol = (f"tolerance {RTOL:g} relative" if self.kind == "relative"
+               else f"tolerance one quantization step, {self.step:.6g}")
+        return (f"output {self.name} {self.dtype} {list(self.shape)}: max abs error {_e(self.max_abs)}, "
+                f"max rel error {_e(self.max_rel)} ({tol}): {'ok' if self.ok else 'MISMATCH'}")
+
+
+def _e(v: float) -> str:
+    return "inf" if math.isinf(v) else f"{v:.3e}"
+
+
+def quant_step(lowered: Any, doc: dict[str, Any], name: str) -> float | None:
+    """The quantization step of a float graph output a DequantizeLinear makes (None otherwise)."""
+    buffers = {b["name"]: b for b in doc["buffers"]}
+    for op in lowered.ops:
+        if op.op_type == "DequantizeLinear" and name in op.outputs:
+            q = (buffers.get(op.inputs[0]) or {}).get("quant")
+            if q and q.get("scale"):
+                return float(max(q["scale"]))
+            if len(op.inputs) > 1 and op.inputs[1]:
+                v = lowered.small_value(op.inputs[1])
+                if v is None and op.inputs[1] in lowered.constants:
+                    v = lowered.value(op.inputs[1])
+                if v is not None and np.size(v):
+                    return float(np.max(np.abs(v)))
+    return None
+
+
+def compare(name: str, got: np.ndarray, want: np.ndarray, step: float | None = None) -> Comparison:
+    """got (the firmware's) against want (onnxruntime's); see the module docstring for tolerances."""
+    want = np.asarray(want)
+    dtype = str(want.dtype)
+    shape = tuple(int(d) for d in want.shape)
+    g = np.asarray(got).reshape(-1)
+    w = want.reshape(-1)
+    integer = want.dtype.kind in "iub"
+    if g.size != w.size:
+        diff = np.array([np.inf])
+    elif integer:
+        diff = np.abs(g.astype(np.float64) - w.astype(np.float64))
+    else:
+        g64, w64 = g.astype(np.float64), w.astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            diff = np.abs(g64 - w64)
+        same = (g64 == w64) | (np.isnan(g64) & np.isnan(w64))
+        diff = np.where(same, 0.0, np.where(np.isnan(diff), np.inf, diff))
+    max_abs = float(diff.max()) if diff.size else 0.0
+    finite = w[np.isfinite(w.astype(np.float64))] if w.size else w
+    scale = float(np.max(np.abs(finite.astype(np.float64)))) if finite.size else 0.0
+    max_rel = max_abs / scale if scale > 0 else (0.0 if max_abs == 0 else math.inf)
+    if integer:
+        kind, tol, step = "quantization_step", 1.0, 1.0
+    elif step is not None:
+        kind, tol = "quantization_step", step * (1 + 1e-6)
+    else:
+        kind, tol = "relative", RTOL * scale
+    return Comparison(name, dtype, shape, max_abs, max_rel, tol, kind, step, bool(max_abs <= tol))
+
+
+# --- the whole run ------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Firmware:
+    """One build and run. outputs: graph output -> the firmware's array (graph shape)."""
+
+    board: str
+    machine: str | None
+    exit_status: int
+    text: str
+    outputs: dict[str, np.ndarray]
+    status: int | None
+    cflags: list[str]
+    flash: int | None = None
+    ram: int | None = None
+    tables_flash: int | None = None
+    ticks: int | None = None
+    instructions: int | None = None
+    instructions_per_tick: float | None = None
+    calibration: tuple[int, int] | None = None
+
+
+def build_and_run(out: Path, symbol: str, model_path: str, doc: dict[str, Any], lowered: Any, board: Any,
+                  inputs: Sequence[tuple[str, np.ndarray]], timeout: float = TIMEOUT) -> Firmware:
+    """Generate, build and run one model's firmware in ``out`` with ``inputs`` (name, array) in the
+    model's input order; ArenaError (exit 3) when it does not compile. The caller judges the run."""
+    from arena_tool import codegen, runreport, verify
+
+    out = Path(out)
+    board_name = HOST if board is None else board.name
+    gen = generate(out, [(symbol, model_path, doc)], board_name, lowered={symbol: lowered})
+    codegen.write(str(out / "arena_inputs.c"), input_source([(symbol, inputs)]))
+    gen.append(out / "arena_inputs.c")
+    try:
+        if board is None:
+            cflags = list(HOST_CFLAGS)
+            exe = build_host(out, gen, cflags)
+        else:
+            cflags = [*board.cpu.gcc_flags(), *TARGET_CFLAGS]
+            exe = build_elf(out, gen, board, int(doc["arena_size"]))
+    except subprocess.CalledProcessError as e:
+        first = next((ln for ln in (e.stderr or "").splitlines() if "error" in ln), (e.stderr or "").strip()[:300])
+        raise ArenaError(f"the firmware does not compile: {first}", field="run", exit_code=EXIT_BUG,
+                         hint=BUG_HINT) from e
+    try:
+        rc, text = run_host(exe, timeout) if board is None else run_qemu(exe, board, timeout)
+    except subprocess.TimeoutExpired:
+        rc, text = 124, f"stopped after {timeout} s\n"
+    (out / "firmware.out").write_text(text, encoding="utf-8")
+    parsed = verify.parse_output(text)
+    specs = graph_specs(doc, list(lowered.outputs))
+    outputs = {}
+    for s in specs:
+        v = parsed.outputs.get(symbol, {}).get(s.name)
+        if v is not None:
+            v = v.astype(DTYPES.get(s.dtype, v.dtype))
+            outputs[s.name] = v.reshape(s.shape) if v.size == int(np.prod(s.shape, dtype=np.int64)) else v
+    fw = Firmware(board_name, None if board is None else board.qemu, rc, text, outputs,
+                  parsed.status.get(symbol), cflags)
+    if board is not None:
+        sizes = runreport.elf_sizes(str(exe))
+        fw.flash, fw.ram = sizes.flash, sizes.ram
+        fw.tables_flash = runreport.model_flash(str(exe), [symbol])[symbol]
+        fw.calibration = parsed.calibration
+        ticks = parsed.ticks.get(symbol)
+        if ticks is not None and board.cpu.clock_hz:
+            fw.ticks = ticks
+            fw.instructions = runreport.instructions(ticks, board.cpu.clock_hz)
+            fw.instructions_per_tick = 1e9 / (board.cpu.clock_hz * (1 << runreport.ICOUNT_SHIFT))
+    return fw
+
+
+def _failure(fw: Firmware, symbol: str, timeout: float) -> str | None:
+    """Why the firmware run failed, or None when it ran and printed every output."""
+    if fw.exit_status == 124 and fw.status is None:
+        return f"the firmware did not finish in {timeout:g} s"
+    if fw.status not in (None, 0):
+        err = next((ln for ln in fw.text.splitlines() if ln.startswith(f"error {symbol} ")), "")
+        return f"arena_run returned {fw.status}" + (f" ({err})" if err else "")
+    if fw.exit_status != 0:
+        return f"the firmware exited with status {fw.exit_status}"
+    if fw.status is None:
+        return "the firmware printed no status line"
+    return None
+
+
+def _write_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".npz")
+    except OSError as e:
+        raise ArenaError(f"cannot write: {e.strerror}", file=path, field="--output",
+                         hint="check that the folder exists and is writable") from e
+    try:
+        # np.savez's layout (one NAME.npy per array), with fixed member times: the same outputs give
+        # the same bytes, and any tensor name is a key (np.savez(file, **kw) cannot take 'file').
+        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as zf:
+            for name, arr in arrays.items():
+                info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+                with zf.open(info, "w") as member:
+                    np.lib.format.write_array(member, np.ascontiguousarray(arr), allow_pickle=False)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _num(v: float | None) -> float | None:
+    return None if v is None or not math.isfinite(v) else float(v)
+
+
+def report_doc(*, model: str, doc: dict[str, Any], board: str, machine: str | None, result: str,
+               input_kind: str, input_file: str | None, seed: int | None, inputs: Sequence[TensorSpec],
+               gaps: Sequence[Any] = (), fw: Firmware | None = None,
+               comparisons: Sequence[Comparison] = (), error: str | None = None) -> dict[str, Any]:
+    """The --json document (schemas/run.schema.json)."""
+    from arena_tool import planfile
+
+    return {
+        "format_version": FORMAT_VERSION,
+        "model": model.replace("\\", "/"),
+        "model_sha256": doc["model_sha256"],
+        "board": board,
+        "machine": machine,
+        "icount_shift": 0 if machine else None,
+        "planner": doc["planner"],
+        "alignment": doc["alignment"],
+        "options": planfile.options_doc(planfile.options_from_doc(doc)),
+        "input": {"kind": input_kind, "file": input_file, "seed": seed},
+        "inputs": [{"name": s.name, "dtype": s.dtype, "shape": list(s.shape)} for s in inputs],
+        "arena_size": int(doc["arena_size"]),
+        "lower_bound": int(doc["lower_bound"]),
+        "cflags": list(fw.cflags) if fw else [],
+        "exit_status": fw.exit_status if fw else None,
+        "flash": fw.flash if fw else None,
+        "ram": fw.ram if fw else None,
+        "tables_flash": fw.tables_flash if fw else None,
+        "ticks": fw.ticks if fw else None,
+        "instructions": fw.instructions if fw else None,
+        "instructions_per_tick": fw.instructions_per_tick if fw else None,
+        "gaps": [{"index": g.index, "name": g.name, "op_type": g.op_type, "why": g.why} for g in gaps],
+        "outputs": [{"name": c.name, "dtype": c.dtype, "shape": list(c.shape),
+                     "max_abs_error": _num(c.max_abs), "max_rel_error": _num(c.max_rel),
+                     "tolerance": _num(c.tolerance), "tolerance_kind": c.kind,
+                     "quantization_step": _num(c.step), "ok": c.ok} for c in comparisons],
+        "error": error,
+        "result": result,
+    }
+
+
+def write_report(path: str, report: dict[str, Any]) -> None:
+    """Validate against schemas/run.schema.json, then write atomically."""
+    from arena_tool.schema import check_json, write_atomic
+
+    check_json(report, "run", path)
+    write_atomic(path, json.dumps(report, indent=2) + "\n")
+
+
+def _fmt(n: int | None) -> str:
+    return "n/a" if n is None else f"{n:,} B"
+
+
+def summary(model: str, doc: dict[str, Any], board: Any, fw: Firmware, input_words: str,
+            comparisons: Sequence[Comparison]) -> list[str]:
+    """The lines ``arena-tool run`` prints (no times, no temporary paths: deterministic)."""
+    where = ("host (native gcc " + " ".join(HOST_CFLAGS[:1]) + ")" if board is None
+             else f"{board.name} (qemu-system-arm -M {board.qemu} -icount shift=0)")
+    lines = [f"run {model} on {where}, planner {doc['planner']}, input {input_words}"]
+    lines += [c.line() for c in comparisons]
+    w = 12
+    lines.append(f"{'arena':<{w}} {_fmt(int(doc['arena_size']))} (lower bound {_fmt(int(doc['lower_bound']))})")
+    if board is None:
+        lines.append(f"{'flash':<{w}} n/a (host build)")
+        lines.append(f"{'RAM':<{w}} n/a (host build)")
+        lines.append(f"{'instructions':<{w}} n/a (host build; --board {' or '.join(emulated_boards()) or 'mps2_an500'} "
+                     f"counts them under QEMU)")
+    else:
+        lines.append(f"{'flash':<{w}} {_fmt(fw.flash)} (ELF; the model's tables {_fmt(fw.tables_flash)})")
+        lines.append(f"{'RAM':<{w}} {_fmt(fw.ram)} (ELF; arena {_fmt(int(doc['arena_size']))}, "
+                     f"stack reserve {_fmt(STACK)})")
+        if fw.instructions is not None:
+            lines.append(f"{'instructions':<{w}} {fw.instructions:,} per inference (SysTick {fw.ticks:,} ticks x "
+                         f"{fw.instructions_per_tick:g})")
+        else:
+            lines.append(f"{'instructions':<{w}} n/a (the firmware printed no ticks)")
+    return lines
+
+
+def run(model: str, board_name: str, options: Any, planner: str, params: Any, *, input_path: str | None = None,
+        seed: int = 0, output: str | None = None, json_path: str | None = None, build_dir: str | None = None,
+        timeout: float = TIMEOUT, out=None, err=None) -> int:
+    """``arena-tool run``: plan, generate, build, run, compare; prints the summary, returns the exit
+    status (0 match, 1 mismatch or an op the runtime lacks); ArenaError for the rest."""
+    from arena_tool import codegen, coverage, planfile, planning
+
+    out = out or sys.stdout
+    err = err or sys.stderr
+    board = resolve_board(board_name)
+    pm = planning.plan_model(model, options, planner, params)
+    doc = pm.doc
+    lowered = planfile.lowered_model(model, doc)
+    in_specs = graph_specs(doc, list(lowered.inputs))
+    input_kind, input_file = ("file", input_path) if input_path else ("random", None)
+    base = dict(model=model, doc=doc, board=board_name, machine=None if board is None else board.qemu,
+                input_kind=input_kind, input_file=input_file, seed=None if input_path else seed, inputs=in_specs)
+
+    gaps = coverage.gaps(lowered)
+    if gaps:
+        for g in gaps:
+            print(f"arena-tool: {model}: error: {g.message(Path(model).stem)}", file=err)
+        print(f"arena-tool: {model}: nothing built: the runtime cannot execute "
+              f"{len(gaps)} op{'s' if len(gaps) != 1 else ''} of the model", file=err)
+        if json_path:
+            write_report(json_path, report_doc(**base, result="unsupported", gaps=gaps,
+                                               error=f"{len(gaps)} op(s) the runtime cannot execute"))
+        return EXIT_CHECK_FAILED
+    by_name = {b["name"]: b for b in doc["buffers"]}
+    for name, t in lowered.types.items():
+        b = by_name.get(name)
+        if b is not None and b["kind"] != "scratch" and b["dtype"] != t.dtype:
+            flag = "--bitwidths" if name in dict(options.bitwidths) else "--activation-dtype"
+            raise ArenaError(f"plans sizes only: tensor {name!r} would be stored as {b['dtype']}, but the "
+                             f"model computes it as {t.dtype}, so the firmware cannot run it", field=flag, file=model,
+                             hint=f"drop {flag} to run the model as it is, or quantize the model (QDQ int8)")
+    inputs = load_inputs(input_path, in_specs) if input_path else random_inputs(in_specs, seed)
+    require_tools(board)
+    feeds = {s.name: a for s, a in zip(in_specs, inputs)}
+    want = reference(model, feeds, list(lowered.outputs))
+
+    symbol = codegen.sanitize(Path(model).stem).lower()
+    work = Path(build_dir) if build_dir else Path(tempfile.mkdtemp(prefix="arena-run-"))
+    try:
+        fw = build_and_run(work, symbol, model, doc, lowered, board, [(s.name, a) for s, a in zip(in_specs, inputs)],
+                           timeout)
+    finally:
+        if not build_dir:
+            shutil.rmtree(work, ignore_errors=True)
+    why = _failure(fw, symbol, timeout)
+    missing = [n for n in lowered.outputs if n not in fw.outputs]
+    if why is None and missing:
+        why = f"the firmware printed no value for output {missing[0]!r}"
+    if why is not None:
+        tail = "\n".join(fw.text.splitlines()[-20:])
+        print(f"arena-tool: {model}: the firmware's last lines:\n{tail}", file=err)
+        if json_path:
+            write_report(json_path, report_doc(**base, result="firmware_error", fw=fw, error=why))
+        raise ArenaError(why, file=model, field="run", exit_code=EXIT_BUG,
+                         hint=BUG_HINT + (f"; the build is kept in {build_dir}" if build_dir else
+                                          "; --build-dir DIR keeps the build"))
+    comparisons = [compare(n, fw.outputs[n], want[n], quant_step(lowered, doc, n)) for n in lowered.outputs]
+    words = f"{input_path}" if input_path else f"seeded random (seed {seed})"
+    ok = all(c.ok for c in comparisons)
+    for line in summary(model, doc, board, fw, words, comparisons):
+        print(line, file=out)
+    if output:
+        _write_npz(output, {n: fw.outputs[n] for n in lowered.outputs})
+        print(f"wrote {output}", file=out)
+    if json_path:
+        write_report(json_path, report_doc(**base, result="match" if ok else "mismatch", fw=fw,
+                                           comparisons=comparisons))
+        print(f"wrote {json_path}", file=out)
+    if ok:
+        print("match: every output equals onnxruntime's within its tolerance", file=out)
+        return EXIT_OK
+    bad = [c.name for c in comparisons if not c.ok]
+    print(f"arena-tool: {model}: error: mismatch: output{'s' if len(bad) > 1 else ''} {', '.join(bad)} "
+          f"differ{'' if len(bad) > 1 else 's'} from onnxruntime's beyond tolerance", file=err)
+    return EXIT_CHECK_FAILED
+
