@@ -104,7 +104,7 @@ RESIZE_MODES = {"nearest": 0, "linear": 1}
 COORDINATE_MODES = {"half_pixel": 0, "asymmetric": 1, "align_corners": 2, "pytorch_half_pixel": 3,
                     "tf_half_pixel_for_nn": 4, "half_pixel_symmetric": 5}
 NEAREST_MODES = {"round_prefer_floor": 0, "round_prefer_ceil": 1, "floor": 2, "ceil": 3}
-SPATIAL = {"Conv", "QLinearConv", "MaxPool", "AveragePool"}  # ops whose kernels read kernel/strides/pads
+SPATIAL = {"Conv", "QLinearConv", "MaxPool", "AveragePool", "QLinearAveragePool"}  # kernels reading kernel/strides/pads
 
 
 def sanitize(name: str) -> str:

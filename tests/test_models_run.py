@@ -1,0 +1,89 @@
+"""Real networks run on the runtime and match onnxruntime: the CNN families of tests/zoo.py at
+96x96 and MLPerf Tiny's float networks (where ../shared has them), each as float32 and as int8
+twins made by quantize_static (QDQ, lowered to integer ops, and QOperator). One firmware per
+family and form runs its models one after another in a shared arena; on the host (ASan + UBSan)
+and, where the Arm toolchain and QEMU exist, on mps2-an500.
+
+Tolerances: float32 outputs within 1e-4 of the output's largest magnitude; the dequantized
+outputs of int8 models within two quantization steps of the output (each kernel is within one
+step of onnxruntime's; a one-step difference inside the network may move the output by one
+more)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import require_tool
+
+import fwbuild
+import quantized as Q
+import zoo
+from arena_tool import lowering, verify
+
+FORMS = ("float", "qdq", "qoperator")
+
+
+def _output_step(path: str, name: str) -> float | None:
+    """The scale of the DequantizeLinear that makes a graph output (None: a float output)."""
+    lw = lowering.load(path)
+    for op in lw.ops:
+        if op.op_type == "DequantizeLinear" and op.outputs[0] == name:
+            return float(np.max(lw.value(op.inputs[1])))
+    return None
+
+
+def _models(form: str, sources: list[Path], qcache: Path) -> list[tuple[str, str, dict]]:
+    out = []
+    for src in sources:
+        path = src if form == "float" else Q.quantized(src, form, True, qcache)
+        sym = f"{src.stem.split('__')[-1].removesuffix('_tflite2onnx')[:28]}_{form}"
+        out.append((sym, str(path), fwbuild.plan_doc(str(path), "optimal")))
+    return out
+
+
+def _check(text: str, models: list[tuple[str, str, dict]]) -> None:
+    run = verify.parse_output(text)
+    for sym, path, doc in models:
+        assert run.status.get(sym) == 0, (sym, text[-1500:])
+        ref = verify.reference(path, doc)
+        for name, got in run.outputs[sym].items():
+            want = ref[name].reshape(-1).astype(np.float32)
+            step = _output_step(path, name)
+            if step is not None:
+                tol = 2 * step + 1e-6
+            else:
+                tol = 1e-4 * max(float(np.max(np.abs(want))), 1e-30)
+            err = float(np.max(np.abs(got.astype(np.float32) - want)))
+            assert err <= tol, (sym, name, err, tol)
+
+
+def _sources(zoo_dir: Path) -> dict[str, list[Path]]:
+    return {"zoo": [zoo_dir / f"{n}.onnx" for n in zoo.NAMES], "mlperf": Q.mlperf_float_models()}
+
+
+@pytest.mark.parametrize("family", ["zoo", "mlperf"])
+@pytest.mark.parametrize("form", FORMS)
+def test_networks_run_on_the_host_like_onnxruntime(qcache, zoo_dir, tmp_path, family, form):
+    sources = _sources(zoo_dir)[family]
+    if not sources:
+        pytest.skip("../shared/models/mlperf_tiny is absent")
+    models = _models(form, sources, qcache)
+    rc, text = fwbuild.run_host(fwbuild.build_host(tmp_path, fwbuild.generate(tmp_path, models)))
+    assert rc == 0, text[-2000:]
+    _check(text, models)
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_networks_run_on_qemu_like_onnxruntime(qcache, zoo_dir, tmp_path, form):
+    require_tool("arm-none-eabi-gcc")
+    require_tool("qemu-system-arm")
+    from arena_tool import qemu
+
+    models = _models(form, _sources(zoo_dir)["zoo"] + Q.mlperf_float_models(), qcache)
+    size = max(d["arena_size"] for _, _, d in models)
+    elf = fwbuild.build_elf(tmp_path, fwbuild.generate(tmp_path, models, board="mps2_an500"), "mps2_an500", size)
+    rc, text = qemu.run(str(elf), "mps2-an500", timeout=600)
+    assert rc == 0, text[-2000:]
+    _check(text, models)
