@@ -10,6 +10,10 @@ What the link must show, whatever the linker script says:
 
 ``problems`` returns every violation as a sentence; ``check`` raises one
 CheckFailed (exit status 1) listing them. Zero-size sections are ignored.
+``usage`` is what the firmware takes, for the report's RAM and Flash lines:
+RAM = every allocated writable section (.data, .bss, .arena, the stack/heap
+reserve), flash = every allocated section with contents (vectors, .text,
+.rodata, the .data load image), as ``arm-none-eabi-size -A`` lists them.
 """
 
 from __future__ import annotations
@@ -84,3 +88,11 @@ def check(elf_path: str, board: Any, report_doc: dict[str, Any]) -> None:
     if found:
         raise CheckFailed(f"{board.name}: ELF check failed: " + "; ".join(found), file=elf_path,
                           hint="the linker script and the arena report disagree; rebuild from clean")
+
+
+def usage(elf_path: str) -> tuple[int, int]:
+    """(RAM bytes, flash bytes) the linked ELF takes (see the module docstring)."""
+    from arena_tool.runreport import elf_sizes
+
+    sizes = elf_sizes(elf_path)
+    return sizes.ram, sizes.flash

@@ -14,7 +14,8 @@ Symbols for startup code: _sidata/_sdata/_edata, _sbss/_ebss (also
 __bss_start__/__bss_end__), __arena_start/__arena_end, __heap_start/__heap_end,
 end/_end/__end__ (newlib _sbrk), __stack_limit, _estack.
 
-Link-time guards (``ASSERT``; each message starts with ``arena:``): the arena
+Link-time guards (``ASSERT``; each message starts with ``arena:``, ``failed_asserts`` finds
+them in ld's output, ``overflows`` its "region X overflowed" lines): the arena
 is no larger than planned, the arena and the heap/stack reserve end inside
 their regions, the vector table is aligned. ``render`` itself refuses a plan
 whose arena (plus the reserve, when they share a region) cannot fit.
@@ -23,6 +24,8 @@ whose arena (plus the reserve, when they share a region) cannot fit.
 from __future__ import annotations
 
 import os
+
+import re
 
 from arena_tool.boards import Board, Region
 from arena_tool.errors import EXIT_CHECK_FAILED, ArenaError
@@ -229,6 +232,27 @@ def render(
   .ARM.attributes 0 : {{ *(.ARM.attributes) }}
 }}""")
     return "\n".join(out) + "\n"
+
+
+_OVERFLOW = re.compile(r"region [`'\"]?([A-Za-z0-9_.]+)['\"]? overflowed by (\d+) bytes")
+
+
+def overflows(ld_output: str) -> list[tuple[str, int]]:
+    """(region, bytes over) for every "region `X' overflowed by N bytes" of a failed link, first per region."""
+    out: dict[str, int] = {}
+    for m in _OVERFLOW.finditer(ld_output):
+        out.setdefault(m.group(1), int(m.group(2)))
+    return list(out.items())
+
+
+def failed_asserts(ld_output: str) -> list[str]:
+    """The messages of this script's ASSERTs that failed (each starts with 'arena:')."""
+    seen: list[str] = []
+    for line in ld_output.splitlines():
+        i = line.find("arena: ")
+        if i >= 0 and line[i:].strip() not in seen:
+            seen.append(line[i:].strip())
+    return seen
 
 
 def write(path: str | os.PathLike[str], text: str) -> None:

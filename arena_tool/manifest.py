@@ -34,6 +34,7 @@ DEFAULT_BUDGET = "100%"
 DEFAULT_STACK = 4096  # bytes
 DEFAULT_HEAP = 0  # bytes
 SHARING = ("sequential", "concurrent")
+RUNTIMES = ("arena", "none")  # arena: compile arena's C runtime and check coverage; none: bring your own
 
 # A hint for schema failures that come without one, by the failing field's last key.
 _FIELD_HINTS = {
@@ -52,6 +53,7 @@ _FIELD_HINTS = {
     "region": "write a region name of the board, or auto",
     "input_shapes": "give each input its static shape as positive integers, e.g. {input: [1, 1, 49, 10]}",
     "bitwidths": "map tensor names to bits per element, e.g. {conv1_out: 4}",
+    "runtime": "write arena (compile arena's C runtime, the default) or none (bring your own kernels)",
 }
 
 
@@ -129,10 +131,13 @@ class BoardTarget:
     board_file: the board's YAML file; regions: the board's RAM regions;
     default_region: the board's default arena region; data_region: where .data,
     .bss, stack and heap live (the reserve is taken there);
+    flash: the board's flash (its length is the budget for weights and code);
     gcc_flags: -mcpu/-mthumb/-mfpu/-mfloat-abi for the core; qemu: QEMU machine or None;
     region: the arena region name, or "auto" (the fastest region that fits, chosen
       after planning); budget: see Budget; reserve_stack/reserve_heap: bytes;
     warn_above: percent of the budget, or None; sharing: "sequential" | "concurrent";
+    runtime: "arena" (the build compiles arena's C runtime and checks that it runs every op)
+      or "none" (plans, tables and linker script only: the project brings its own kernels);
     models: the models with this board's overrides applied, in manifest order.
     """
 
@@ -150,6 +155,8 @@ class BoardTarget:
     warn_above: float | None
     sharing: str
     models: tuple[ModelSpec, ...]
+    flash: RegionInfo = RegionInfo("FLASH", 0, 0)
+    runtime: str = "arena"
 
     def region_info(self, name: str) -> RegionInfo:
         for r in self.regions:
@@ -165,6 +172,7 @@ class BoardTarget:
             "sharing": self.sharing, "models": [m.name for m in self.models],
             "regions": [[r.name, r.origin, r.length] for r in self.regions],
             "default_region": self.default_region, "data_region": self.data_region,
+            "flash": [self.flash.name, self.flash.origin, self.flash.length], "runtime": self.runtime,
         }, sort_keys=True, separators=(",", ":"))
 
 
@@ -336,7 +344,8 @@ class _Loader:
         specs, raws = self.models()
         dirs = tuple(boards.board_dirs(list(self.board_dirs())))
         known = sorted(boards.list_boards(list(dirs)))
-        top = {k: self.data[k] for k in ("sharing", "region", "budget", "reserve", "warn_above") if k in self.data}
+        top = {k: self.data[k] for k in ("sharing", "region", "budget", "reserve", "warn_above", "runtime")
+               if k in self.data}
         targets: list[BoardTarget] = []
         seen: dict[str, int] = {}
         for i, item in enumerate(self.data["boards"]):
@@ -409,7 +418,8 @@ class _Loader:
             data_region=board.data_region, gcc_flags=tuple(board.cpu.gcc_flags()), qemu=board.qemu,
             region=region, budget=budget, reserve_stack=stack, reserve_heap=heap,
             warn_above=None if warn is None else float(warn), sharing=pick("sharing", "sequential"),
-            models=tuple(models),
+            models=tuple(models), flash=RegionInfo(board.flash.name, board.flash.origin, board.flash.length),
+            runtime=pick("runtime", "arena"),
         )
 
 
@@ -449,7 +459,8 @@ def target_doc(t: BoardTarget) -> dict[str, Any]:
             "qemu": t.qemu, "region": t.region,
             "budget": {"text": t.budget.text, "size": t.budget.size, "percent": t.budget.percent},
             "reserve_stack": t.reserve_stack, "reserve_heap": t.reserve_heap, "warn_above": t.warn_above,
-            "sharing": t.sharing, "models": [_spec_doc(s) for s in t.models], "key": t.key()}
+            "sharing": t.sharing, "models": [_spec_doc(s) for s in t.models],
+            "flash": [t.flash.name, t.flash.origin, t.flash.length], "runtime": t.runtime, "key": t.key()}
 
 
 def target_from_doc(d: dict[str, Any]) -> BoardTarget:
@@ -458,7 +469,7 @@ def target_from_doc(d: dict[str, Any]) -> BoardTarget:
         default_region=d["default_region"], data_region=d["data_region"], gcc_flags=tuple(d["gcc_flags"]),
         qemu=d["qemu"], region=d["region"], budget=Budget(**d["budget"]), reserve_stack=d["reserve_stack"],
         reserve_heap=d["reserve_heap"], warn_above=d["warn_above"], sharing=d["sharing"],
-        models=tuple(_spec_from(s) for s in d["models"]))
+        models=tuple(_spec_from(s) for s in d["models"]), flash=RegionInfo(*d["flash"]), runtime=d["runtime"])
 
 
 def cached_load(path: str, board_dirs: Iterable[str], cache_file: str) -> Manifest:

@@ -17,7 +17,7 @@ import json
 import os
 from typing import Any, Iterable
 
-FORMAT = 1
+FORMAT = 2  # 2: targets carry flash and runtime
 
 
 def _stamp(paths: Iterable[str]) -> list[list[Any]]:

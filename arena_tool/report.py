@@ -1,39 +1,65 @@
 """The budget gate and the per-board report (schemas/report.schema.json).
 
-``gate(target, plans, fastest)`` combines one board's model plans into the
-board's arena: ``sequential`` models share one arena sized to the largest
-(every base is 0); ``concurrent`` models each get a slice, placed one after the
-other at the largest model alignment. It then resolves the region (``auto`` =
-the fastest region that fits), the budget (bytes, or a percentage of that
-region) and the room left beside the stack+heap reserve, and either returns a
-Report or raises CheckFailed (exit status 1) with one line such as::
+``gate(target, plans, fastest, runtime_problems)`` combines one board's model
+plans into the board's arena: ``sequential`` models share one arena sized to
+the largest (every base is 0); ``concurrent`` models each get a slice, placed
+one after the other at the largest model alignment. It then resolves the
+region (``auto`` = the fastest region that fits), the budget (bytes, or a
+percentage of that region) and the room left beside the stack+heap reserve,
+checks the weights against the board's flash, adds what the runtime cannot
+run (``runtime_problems``, from ``coverage``), and returns a Report whatever
+the outcome. Its ``status``:
+
+- ``ok``, ``warn`` (above ``warn_above``): the board passed the gate;
+- ``over``: the arena does not fit its RAM budget, or the weights (later: the
+  linked code and data) do not fit the flash; each Problem names the region,
+  what it needs, its limit and by how much it is over;
+- ``unsupported``: an op of a model that arena's runtime cannot execute (or a
+  plan that is only a what-if: see ``runtime_problems``);
+- ``error``: the link failed for another reason, or the ELF check found the
+  firmware disagreeing with the plan.
+
+``failure(report)`` is the CheckFailed (exit status 1) to raise when the
+status is not ok/warn; its message is one line per problem, such as::
 
     arena: nucleo_f746: models kws+vww need 71,680 B in DTCM, budget 65,536 B
-    (over by 6,144 B, lower bound 70,144 B); try region SRAM1, planner optimal,
-    or activation_dtype int8
+    (over by 6,144 B, lower bound 70,144 B); try region SRAM1, or planner optimal
 
 Suggestions are only those that could help: another region only when the
 budget is a percentage or the reserve is what binds (a byte budget does not grow
-with the region), the optimal planner only for a model above its lower bound,
-int8 only for float activations.
+with the region); ``planner optimal`` only for a model above its lower bound
+whose plan is not proven optimal; a longer ``time_limit`` for an ``optimal``
+search that stopped on it; for a float model, how to quantize it (an
+onnxruntime ``quantize_static`` command line): ``activation_dtype`` is a what-if
+that re-sizes the plan, not the model, so it is never the advice.
+
+The report is written at two stages (``stage``): ``planned`` by the gate
+(RAM = arena + stack/heap reserve; flash = the weights), then ``linked`` from
+the ELF (``with_elf``: RAM and flash as the sections take them). ``usage_lines``
+prints both in PlatformIO's style::
+
+    RAM:   [===       ]  31.2% (used 20,480 bytes from 65,536 bytes)
+    Flash: [=         ]   8.1% (used 85,123 bytes from 1,048,576 bytes)
 
 The report document holds no times and no absolute paths, so two builds of the
 same inputs write the same bytes. The headroom, percentage and bar are against
 the effective limit: min(budget, region length - reserve when the stack and
-heap share the region).
+heap share the region); over budget the headroom is negative.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from arena_tool import __version__
 from arena_tool.errors import CheckFailed
 from arena_tool.problem import align_up, fmt_bytes
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+STATUSES = ("ok", "warn", "over", "unsupported", "error")
+KINDS = ("ram", "flash", "unsupported", "link", "elf")
 _FLOAT = ("float32", "float16", "bfloat16", "float64", "double", "float")
 
 
@@ -54,14 +80,63 @@ class ModelUse:
     weights_bytes: int
     alignment: int
     float_activations: bool
+    integer_ops: int = 0
+
+    @property
+    def float_model(self) -> bool:
+        """A model that runs in float: quantizing it is what shrinks it (not a QDQ/QOperator model)."""
+        return self.float_activations and self.integer_ops == 0
+
+    @property
+    def proven(self) -> bool:
+        """Nothing smaller exists: the planner proved it, or it sits at the lower bound."""
+        return bool(self.optimal) or self.status == "proven" or self.arena_size <= self.lower_bound
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """Why a board does not build. ``message`` is the one line printed (``arena: <board>: ...``).
+
+    kind: ram | flash (over: region, need, limit in bytes) | unsupported (model, op_index,
+    node, op_type, why) | link | elf. model: the model it is about, when one is.
+    """
+
+    kind: str
+    message: str
+    region: str | None = None
+    need: int | None = None
+    limit: int | None = None
+    model: str | None = None
+    op_index: int | None = None
+    node: str | None = None
+    op_type: str | None = None
+    why: str | None = None
+
+    @property
+    def over_by(self) -> int | None:
+        return None if self.need is None or self.limit is None else self.need - self.limit
+
+
+@dataclasses.dataclass(frozen=True)
+class Usage:
+    """Bytes used of a memory (all RAM regions together, or the flash); source: plan | elf."""
+
+    used: int
+    total: int
+    source: str
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.used / self.total if self.total else 100.0
 
 
 @dataclasses.dataclass(frozen=True)
 class Report:
-    """A board that passed the gate. All sizes in bytes.
+    """One board after the gate. All sizes in bytes.
 
     limit: min(budget, room beside the reserve); headroom = limit - arena_size;
-    percent: 100 * arena_size / limit; status: 'ok' or 'warn' (above warn_above).
+    percent: 100 * arena_size / limit; status: see the module docstring;
+    ram/flash: what the board uses before linking (arena + reserve; weights).
     """
 
     board: str
@@ -82,6 +157,10 @@ class Report:
     models: tuple[ModelUse, ...]
     status: str
     warning: str | None
+    runtime: str = "arena"
+    ram: Usage = Usage(0, 0, "plan")
+    flash: Usage = Usage(0, 0, "plan")
+    problems: tuple[Problem, ...] = ()
 
     @property
     def headroom(self) -> int:
@@ -95,6 +174,10 @@ class Report:
     def bases(self) -> list[tuple[str, int]]:
         return [(m.name, m.base) for m in self.models]
 
+    @property
+    def passed(self) -> bool:
+        return self.status in ("ok", "warn")
+
 
 def model_use(name: str, plan_path: str, doc: dict[str, Any]) -> ModelUse:
     acts = [b for b in doc["buffers"] if b["kind"] != "scratch"]
@@ -103,7 +186,7 @@ def model_use(name: str, plan_path: str, doc: dict[str, Any]) -> ModelUse:
         optimal=doc.get("optimal"), status=doc.get("status", ""), base=0, plan=plan_path.replace("\\", "/"),
         model=str(doc["model"]).replace("\\", "/"), model_sha256=doc["model_sha256"],
         weights_bytes=doc.get("weights_bytes", 0), alignment=doc.get("alignment", 16),
-        float_activations=any(b["dtype"] in _FLOAT for b in acts),
+        float_activations=any(b["dtype"] in _FLOAT for b in acts), integer_ops=int(doc.get("integer_ops") or 0),
     )
 
 
@@ -124,40 +207,57 @@ def _layout(sharing: str, uses: list[ModelUse]) -> tuple[list[ModelUse], int, in
     return placed, end, lb, align
 
 
+def status_of(problems: Sequence[Problem], warned: bool) -> str:
+    """over before unsupported before error; else warn or ok."""
+    kinds = {p.kind for p in problems}
+    if kinds & {"ram", "flash"}:
+        return "over"
+    if "unsupported" in kinds:
+        return "unsupported"
+    if kinds:
+        return "error"
+    return "warn" if warned else "ok"
+
+
 def gate(target: Any, plans: Sequence[tuple[str, str, dict[str, Any]]],
-         fastest: Callable[[int, int], str | None] | None = None) -> Report:
-    """Check one board (a manifest.BoardTarget) against its budget.
+         fastest: Callable[[int, int], str | None] | None = None,
+         runtime_problems: Sequence[Problem] = ()) -> Report:
+    """Check one board (a manifest.BoardTarget): RAM budget, flash for the weights, runtime coverage.
 
     plans: (model name, plan path, plan document), in manifest order.
     fastest: (min_size, reserve) -> name of the fastest region with that much
-    room (reserve counted in the data region), or None; only for ``region: auto``. Raises CheckFailed when over budget.
+    room (reserve counted in the data region), or None; only for ``region: auto``.
+    runtime_problems: what the runtime cannot run (``runtime_problems`` per model).
+    Never raises for a board that does not fit: see ``Report.status`` and ``failure``.
     """
     uses, need, lb, align = _layout(target.sharing, [model_use(n, p, d) for n, p, d in plans])
     reserve = target.reserve_stack + target.reserve_heap
     auto = target.region == "auto"
     names = "+".join(u.name for u in uses)
+    problems: list[Problem] = []
 
     def room(region_name: str) -> int:
         r = target.region_info(region_name)
         return r.length - (reserve if region_name == target.data_region else 0)
 
+    region = target.region
     if auto:
         chosen = fastest(need, reserve) if fastest else None
         if chosen is None or room(chosen) < need:
             largest = max(target.regions, key=lambda r: (room(r.name), r.name))
             tries = _tries(target, uses, need, lb, region=None)
-            raise CheckFailed(
-                f"arena: {target.name}: {_who(uses)} {fmt_bytes(need)}, more than any region of the board "
+            region = largest.name
+            problems.append(Problem(
+                "ram", f"arena: {target.name}: {_who(uses)} {fmt_bytes(need)}, more than any region of the board "
                 f"(largest {largest.name}, {fmt_bytes(room(largest.name))} usable; lower bound {fmt_bytes(lb)})"
-                + (f"; try {tries}" if tries else ""))
-        region = chosen
-    else:
-        region = target.region
+                + (f"; try {tries}" if tries else ""), region=region, need=need, limit=room(largest.name)))
+        else:
+            region = chosen
     info = target.region_info(region)
     budget = target.budget.resolve(info.length)
     usable = room(region)
     limit = min(budget, usable)
-    if need > limit:
+    if need > limit and not problems:
         over = need - limit
         offending = [u for u in uses if target.sharing == "concurrent" or u.arena_size > limit]
         alt = _better_region(target, need, region, room) if (
@@ -166,23 +266,71 @@ def gate(target: Any, plans: Sequence[tuple[str, str, dict[str, Any]]],
         why = f"budget {fmt_bytes(budget)}"
         if usable < budget:
             why = f"room {fmt_bytes(usable)} ({fmt_bytes(info.length)} less the {fmt_bytes(reserve)} stack+heap reserve)"
-        raise CheckFailed(
-            f"arena: {target.name}: {_who(offending)} {fmt_bytes(need)} in {region}, {why} "
-            f"(over by {fmt_bytes(over)}, lower bound {fmt_bytes(lb)})" + (f"; try {tries}" if tries else ""))
+        problems.append(Problem(
+            "ram", f"arena: {target.name}: {_who(offending)} {fmt_bytes(need)} in {region}, {why} "
+            f"(over by {fmt_bytes(over)}, lower bound {fmt_bytes(lb)})" + (f"; try {tries}" if tries else ""),
+            region=region, need=need, limit=limit))
+    weights = sum(u.weights_bytes for u in uses)
+    flash = getattr(target, "flash", None)
+    if flash is not None and flash.length and weights > flash.length:
+        problems.append(_flash_problem(target, uses, weights))
+    problems += runtime_problems
     warning = None
-    status = "ok"
     pct = 100.0 * need / limit if limit else 100.0
-    if target.warn_above is not None and pct > target.warn_above:
-        status = "warn"
+    warned = not problems and target.warn_above is not None and pct > target.warn_above
+    if warned:
         warning = (f"arena: {target.name}: warning: {names} use {pct:.1f}% of the {fmt_bytes(limit)} budget in "
                    f"{region} (warn_above {target.warn_above:g}%)")
+    ram_total = sum(r.length for r in target.regions)
     return Report(
         board=target.name, region=region, region_origin=info.origin, region_length=info.length,
         region_auto=auto, sharing=target.sharing, arena_size=need, lower_bound=lb, alignment=align,
         budget=budget, budget_spec=target.budget.text, limit=limit, reserve_stack=target.reserve_stack,
         reserve_heap=target.reserve_heap, warn_above=target.warn_above, models=tuple(uses),
-        status=status, warning=warning,
+        status=status_of(problems, warned), warning=warning, runtime=getattr(target, "runtime", "arena"),
+        ram=Usage(need + reserve, ram_total, "plan"),
+        flash=Usage(weights, flash.length if flash is not None else 0, "plan"), problems=tuple(problems),
     )
+
+
+def failure(rep: Report | dict[str, Any]) -> CheckFailed | None:
+    """The CheckFailed of a board that did not pass (one line per problem), or None."""
+    problems = rep.problems if isinstance(rep, Report) else rep["problems"]
+    lines = [p.message if isinstance(p, Problem) else p["message"] for p in problems]
+    return CheckFailed("\n".join(lines)) if lines else None
+
+
+def _flash_problem(target: Any, uses: Sequence[ModelUse], weights: int) -> Problem:
+    """Weights above the flash: name the model whose weights do not fit."""
+    flash = target.flash
+    alone = [u for u in uses if u.weights_bytes > flash.length]
+    if alone:
+        who = max(alone, key=lambda u: (u.weights_bytes, u.name))
+        what = f"model {who.name}'s weights need {fmt_bytes(who.weights_bytes)} of flash"
+        also = [u for u in uses if u in alone and u is not who]
+        if also:
+            what += " (" + ", ".join(f"{u.name}'s {fmt_bytes(u.weights_bytes)}" for u in also) + " do not fit either)"
+        need = who.weights_bytes
+    else:  # together: the model in manifest order whose weights cross the end of the flash
+        total = 0
+        who = uses[-1]
+        for u in uses:
+            total += u.weights_bytes
+            if total > flash.length:
+                who = u
+                break
+        what = (f"model {who.name}'s weights ({fmt_bytes(who.weights_bytes)}) do not fit beside the others: "
+                f"models {'+'.join(u.name for u in uses)} need {fmt_bytes(weights)} of weights")
+        need = weights
+    floats = [u for u in sorted(uses, key=lambda u: (-u.weights_bytes, u.name)) if u.float_model]
+    tries = []
+    if floats:
+        tries.append(_quantize_hint(target, floats, "int8 weights take a quarter of float32's"))
+    tries.append("a board with more flash")
+    return Problem(
+        "flash", f"arena: {target.name}: {what}, {flash.name} has {fmt_bytes(flash.length)} "
+        f"(over by {fmt_bytes(need - flash.length)}, before any code); try " + ", or ".join(tries),
+        region=flash.name, need=need, limit=flash.length, model=who.name)
 
 
 def _who(uses: Sequence[ModelUse]) -> str:
@@ -199,23 +347,95 @@ def _better_region(target: Any, need: int, current: str, room: Callable[[str], i
 
 def _tries(target: Any, uses: Sequence[ModelUse], need: int, lb: int, *, region: str | None,
            limit: int | None = None) -> str:
-    """'region X, planner optimal, or activation_dtype int8': only what could help."""
+    """'region X, planner optimal for a, or quantizing b to int8: <command>': only what could help."""
     out: list[str] = []
     if region:
         out.append(f"region {region}")
     specs = {m.name: m for m in target.models}
-    if (limit is None or lb <= limit) and any(
-            u.planner != "optimal" and u.arena_size > u.lower_bound for u in uses):
-        out.append("planner optimal")
-    if any(u.float_activations and specs[u.name].options.activation_dtype != "int8"
-           for u in uses if u.name in specs):
-        out.append("activation_dtype int8")
+    reachable = limit is None or lb <= limit  # a better plan can only help down to the lower bound
+    open_ = [u for u in uses if not u.proven]
+    heuristic = [u.name for u in open_ if u.planner != "optimal"]
+    if reachable and heuristic:
+        out.append(f"planner optimal for {'+'.join(heuristic)}")
+    stopped = [u for u in open_ if u.planner == "optimal" and u.status == "time_limit" and u.name in specs]
+    if reachable and stopped:
+        out.append("a time_limit above " + ", ".join(f"{specs[u.name].time_limit:g} s for {u.name}" for u in stopped))
+    floats = [u for u in sorted(uses, key=lambda u: (-u.arena_size, u.name))
+              if u.float_model and u.name in specs]
+    if floats:
+        out.append(_quantize_hint(target, floats, "int8 activations take a quarter of float32's"))
     if len(out) > 1:
         return ", ".join(out[:-1]) + ", or " + out[-1]
     return out[0] if out else ""
 
 
+def _quantize_hint(target: Any, floats: Sequence[ModelUse], why: str) -> str:
+    """How to quantize the float models (the command for the first): activation_dtype int8 is a
+    what-if that re-sizes the plan, so it is not the advice."""
+    specs = {m.name: m for m in target.models}
+    first = floats[0]
+    shapes = dict(specs[first.name].options.input_shapes) if first.name in specs else {}
+    names = first.name + (f" (and likewise {'+'.join(u.name for u in floats[1:])})" if len(floats) > 1 else "")
+    return (f"quantizing {names} to int8 ({why}): {quantize_command(first.model, shapes)}; "
+            "activation_dtype int8 alone only re-sizes the plan, the model still runs float32")
+
+
+def quantize_command(model: str, input_shapes: Mapping[str, Sequence[int]] | None = None) -> str:
+    """A shell command that writes ``<model>.int8.onnx`` with onnxruntime's quantize_static (QDQ).
+
+    Calibration reads 8 seeded random inputs: replace them with real samples for accuracy.
+    """
+    base = model[:-5] if model.endswith(".onnx") else model
+    shapes = {str(k): [int(d) for d in v] for k, v in sorted((input_shapes or {}).items())}
+    return ("python3 -c \"import numpy as np, onnx; from onnxruntime.quantization import CalibrationDataReader as C, "
+            f"QuantFormat, quantize_static; m, s = '{model}', {shapes!r}; g = onnx.load(m).graph; "
+            "w = {i.name for i in g.initializer}; r = iter([{x.name: np.random.default_rng(k).random(s.get(x.name) "
+            "or [d.dim_value or 1 for d in x.type.tensor_type.shape.dim], 'float32') for x in g.input "
+            "if x.name not in w} for k in range(8)]); "
+            f"quantize_static(m, '{base}.int8.onnx', type('R', (C,), {{'get_next': lambda self: next(r, None)}})(), "
+            "quant_format=QuantFormat.QDQ)\" (calibrates on random inputs: use real samples)")
+
+
+def runtime_problems(board: str, model: str, plan_doc: dict[str, Any], lowered: Any) -> list[Problem]:
+    """What arena's runtime cannot run of one model: every coverage gap, and a plan that is a what-if.
+
+    A plan whose activations are of another type than the lowered model's (``activation_dtype``,
+    ``bitwidths``) sizes a model that does not exist: its tables would hold float kernels over
+    int8-sized buffers. lowered: ``planfile.lowered_model(path, plan_doc)``.
+    """
+    from arena_tool import coverage
+
+    out = [Problem("unsupported", f"arena: {board}: {g.message(model)}", model=model, op_index=g.index,
+                   node=g.name, op_type=g.op_type, why=g.why) for g in coverage.gaps(lowered)]
+    types = getattr(lowered, "types", {})
+    for b in plan_doc.get("buffers", ()):
+        t = types.get(b["name"])
+        if b["kind"] != "scratch" and t is not None and b["dtype"] != t.dtype:
+            why = (f"the plan sizes {b['name']!r} as {b['dtype']} but the model computes it in {t.dtype} "
+                   "(activation_dtype/bitwidths are a what-if that re-sizes the plan, not the model)")
+            out.append(Problem(
+                "unsupported", f"arena: {board}: model {model}: {why}; quantize the model instead "
+                f"({quantize_command(str(plan_doc.get('model', model)), dict(planfile_shapes(plan_doc)))}), "
+                "or drop the option to build it", model=model, why=why))
+            break
+    return out
+
+
+def planfile_shapes(plan_doc: dict[str, Any]) -> dict[str, list[int]]:
+    return {str(k): list(v) for k, v in (plan_doc.get("options", {}).get("input_shapes") or {}).items()}
+
+
 # ---------------------------------------------------------------- documents
+
+
+def problem_doc(p: Problem) -> dict[str, Any]:
+    return {"kind": p.kind, "message": p.message, "region": p.region, "need": p.need, "limit": p.limit,
+            "over_by": p.over_by, "model": p.model, "op_index": p.op_index, "node": p.node,
+            "op_type": p.op_type, "why": p.why}
+
+
+def _usage_doc(u: Usage) -> dict[str, Any]:
+    return {"used": u.used, "total": u.total, "percent": round(u.percent, 2), "source": u.source}
 
 
 def to_doc(r: Report) -> dict[str, Any]:
@@ -223,6 +443,10 @@ def to_doc(r: Report) -> dict[str, Any]:
         "format_version": FORMAT_VERSION,
         "arena_tool_version": __version__,
         "board": r.board,
+        "status": r.status,
+        "stage": "planned",
+        "runtime": r.runtime,
+        "problems": [problem_doc(p) for p in r.problems],
         "region": {"name": r.region, "origin": r.region_origin, "length": r.region_length, "auto": r.region_auto},
         "sharing": r.sharing,
         "arena_size": r.arena_size,
@@ -235,8 +459,9 @@ def to_doc(r: Report) -> dict[str, Any]:
         "percent": round(r.percent, 2),
         "reserve": {"stack": r.reserve_stack, "heap": r.reserve_heap},
         "warn_above": r.warn_above,
-        "status": r.status,
         "warning": r.warning,
+        "ram": _usage_doc(r.ram),
+        "flash": dict(_usage_doc(r.flash), weights=sum(m.weights_bytes for m in r.models)),
         "models": [
             {"name": m.name, "planner": m.planner, "arena_size": m.arena_size, "lower_bound": m.lower_bound,
              "optimal": m.optimal, "status": m.status, "base": m.base, "plan": m.plan, "model": m.model,
@@ -244,6 +469,62 @@ def to_doc(r: Report) -> dict[str, Any]:
             for m in r.models
         ],
     }
+
+
+def with_problem(doc: dict[str, Any], problem: Problem) -> dict[str, Any]:
+    """The report after a later stage failed (link, ELF check): the problem added, the status updated."""
+    problems = list(doc["problems"]) + [problem_doc(problem)]
+    kinds = [Problem(p["kind"], p["message"]) for p in problems]
+    return dict(doc, problems=problems, status=status_of(kinds, doc["status"] == "warn"), warning=None)
+
+
+def with_elf(doc: dict[str, Any], ram_used: int, flash_used: int, flash_name: str = "FLASH") -> dict[str, Any]:
+    """The linked report: RAM and flash as the ELF's sections take them; over the flash -> status over."""
+    ram = dict(doc["ram"], used=ram_used, source="elf")
+    ram["percent"] = round(100.0 * ram_used / ram["total"], 2) if ram["total"] else 100.0
+    flash = dict(doc["flash"], used=flash_used, source="elf")
+    flash["percent"] = round(100.0 * flash_used / flash["total"], 2) if flash["total"] else 100.0
+    out = dict(doc, stage="linked", ram=ram, flash=flash)
+    if flash["total"] and flash_used > flash["total"]:
+        out = with_problem(out, Problem(
+            "flash", f"arena: {doc['board']}: the firmware takes {fmt_bytes(flash_used)} of flash, {flash_name} has "
+            f"{fmt_bytes(flash['total'])} (over by {fmt_bytes(flash_used - flash['total'])})",
+            region=flash_name, need=flash_used, limit=flash["total"]))
+    return out
+
+
+def link_failure(doc: dict[str, Any], ld_output: str, flash_name: str,
+                 region_lengths: Mapping[str, int]) -> dict[str, Any]:
+    """The report after a failed link: each region ld says overflowed (flash: over; RAM: over),
+    each failed ``arena:`` ASSERT of the script, else one 'link' problem."""
+    from arena_tool import linker
+
+    board = doc["board"]
+    weights = doc["flash"].get("weights", 0)
+    for region, over in linker.overflows(ld_output):
+        if region == flash_name:
+            total = doc["flash"]["total"]
+            doc = with_problem(doc, Problem(
+                "flash", f"arena: {board}: code, constants and weights overflow {region} by {fmt_bytes(over)} "
+                f"(flash {fmt_bytes(total)}, of which the weights take {fmt_bytes(weights)})",
+                region=region, need=total + over, limit=total))
+        else:
+            length = region_lengths.get(region, 0)
+            doc = with_problem(doc, Problem(
+                "ram", f"arena: {board}: the firmware's RAM sections overflow {region} by {fmt_bytes(over)} "
+                f"({fmt_bytes(length)}; .data, .bss, the arena and the stack/heap reserve)",
+                region=region, need=length + over, limit=length))
+    for text in linker.failed_asserts(ld_output):
+        if not any(text in p["message"] for p in doc["problems"]):
+            kind = "ram" if "overflow" in text or "larger" in text else "link"
+            doc = with_problem(doc, Problem(kind, f"arena: {board}: the link refused the firmware: {text}"))
+    if doc["status"] in ("ok", "warn"):
+        why = "the linker's messages above say why"
+        if doc.get("runtime") == "none" and "undefined reference to `arena_" in ld_output:
+            why += ("; with runtime: none the firmware defines arena_run, arena_tensor_data and what else it "
+                    "calls itself: link your kernels, or use runtime: arena")
+        doc = with_problem(doc, Problem("link", f"arena: {board}: the link failed ({why})"))
+    return doc
 
 
 def dumps(doc: dict[str, Any]) -> str:
@@ -271,13 +552,29 @@ def bar(percent: float, width: int = 10) -> str:
     return "[" + "=" * filled + " " * (width - filled) + ("]" if percent <= 100.0 else ">")
 
 
+def usage_line(label: str, used: int, total: int) -> str:
+    """PlatformIO's line: 'RAM:   [===       ]  31.2% (used 20,480 bytes from 65,536 bytes)'."""
+    pct = 100.0 * used / total if total else 100.0
+    return f"{label + ':':<6} {bar(pct)} {pct:5.1f}% (used {used:,} bytes from {total:,} bytes)"
+
+
+def usage_lines(doc: dict[str, Any]) -> list[str]:
+    """The RAM and Flash lines of a report; before linking they say what they count."""
+    ram, flash = doc["ram"], doc["flash"]
+    lines = [usage_line("RAM", ram["used"], ram["total"]), usage_line("Flash", flash["used"], flash["total"])]
+    if doc.get("stage") != "linked":
+        lines[0] += " [arena + stack/heap reserve, before linking]"
+        lines[1] += " [weights only, before linking]"
+    return lines
+
+
 def summary(docs: Sequence[dict[str, Any]]) -> str:
     """The end-of-build table: one block per board."""
     lines: list[str] = []
     for d in docs:
         region = d["region"]["name"] + (" (auto)" if d["region"]["auto"] else "")
         lines.append(f"arena: {d['board']}: {d['sharing']} in {region}, budget {fmt_bytes(d['budget'])}"
-                     f" ({d['budget_spec']})")
+                     f" ({d['budget_spec']})" + ("" if d.get("runtime", "arena") == "arena" else ", runtime none"))
         rows = [("model", "planner", "arena", "lower bound", "base")]
         for m in d["models"]:
             rows.append((m["name"], m["planner"], fmt_bytes(m["arena_size"]), fmt_bytes(m["lower_bound"]), str(m["base"])))
@@ -285,7 +582,13 @@ def summary(docs: Sequence[dict[str, Any]]) -> str:
         for j, r in enumerate(rows):
             cells = [r[0].ljust(widths[0]), r[1].ljust(widths[1])] + [r[c].rjust(widths[c]) for c in (2, 3, 4)]
             lines.append("  " + "  ".join(cells))
+        room = "headroom" if d["headroom"] >= 0 else "over by"
         lines.append(f"  arena {fmt_bytes(d['arena_size'])}, lower bound {fmt_bytes(d['lower_bound'])}, "
-                     f"headroom {fmt_bytes(d['headroom'])}  {d['region']['name']} {bar(d['percent'])} "
+                     f"{room} {fmt_bytes(abs(d['headroom']))}  {d['region']['name']} {bar(d['percent'])} "
                      f"{d['percent']:.1f}%" + ("  WARNING" if d["status"] == "warn" else ""))
+        if "ram" in d:
+            lines += ["  " + ln for ln in usage_lines(d)]
+        if d["status"] not in ("ok", "warn"):
+            n = len(d.get("problems", ()))
+            lines.append(f"  FAILED: {d['status']} ({n} problem{'s' if n != 1 else ''}; arena_report.json lists them)")
     return "\n".join(lines)

@@ -145,3 +145,21 @@ def test_copying_the_example_keeps_it_valid(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "example_firmware", dest, ignore=shutil.ignore_patterns("build"))
     m = manifest.load(str(dest / "arena.yaml"))
     assert m.models[0].path.startswith(str(dest))
+
+
+def test_runtime_top_level_and_per_board(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+runtime: none
+models: [{name: a, path: m.onnx}]
+boards:
+  - mps2_an500
+  - {name: mps2_an386, runtime: arena}
+""")
+    an500, an386 = manifest.load(path).targets
+    assert (an500.runtime, an386.runtime) == ("none", "arena")
+    assert an500.key() != manifest.load(path).targets[1].key()
+    assert an500.flash.name == "FLASH" and an500.flash.length == 4 << 20  # the board's flash, for the weights check
+    doc = manifest.target_doc(an500)
+    assert manifest.target_from_doc(doc) == an500 and doc["runtime"] == "none"
+    default = manifest.load(write(tmp_path, "models: [{name: a, path: m.onnx}]\nboards: [rpi_pico]\n")).targets[0]
+    assert default.runtime == "arena"

@@ -11,6 +11,8 @@ from arena_tool import boards, manifest, report
 from arena_tool.errors import EXIT_CHECK_FAILED, CheckFailed
 from arena_tool.schema import check_json
 
+ROOT = Path(__file__).resolve().parent.parent
+
 
 def plan_doc(arena: int, lb: int, planner: str = "greedy_size", dtype: str = "float32",
              alignment: int = 16) -> dict[str, Any]:
@@ -49,36 +51,54 @@ def test_concurrent_slices_are_aligned(tmp_path: Path) -> None:
 
 def test_over_budget_message(tmp_path: Path) -> None:
     t = target(tmp_path, "{name: nucleo_f746, region: DTCM, budget: 64K}")
-    with pytest.raises(CheckFailed) as info:
-        report.gate(t, plans(t, plan_doc(71680, 60000), plan_doc(1000, 1000)))
-    err = info.value
-    assert err.exit_code == EXIT_CHECK_FAILED
-    # A byte budget does not grow with the region, so no region is suggested.
-    assert err.msg == ("arena: nucleo_f746: model a needs 71,680 B in DTCM, budget 65,536 B "
-                       "(over by 6,144 B, lower bound 60,000 B); try planner optimal, or activation_dtype int8")
+    r = report.gate(t, plans(t, plan_doc(71680, 60000), plan_doc(1000, 1000)))
+    assert (r.status, r.passed, r.headroom) == ("over", False, 65536 - 71680)
+    [p] = r.problems
+    assert (p.kind, p.region, p.need, p.limit, p.over_by) == ("ram", "DTCM", 71680, 65536, 6144)
+    err = report.failure(r)
+    assert isinstance(err, CheckFailed) and err.exit_code == EXIT_CHECK_FAILED and err.msg == p.message
+    # A byte budget does not grow with the region, so no region is suggested; a float model is
+    # told how to quantize it (activation_dtype is a what-if that re-sizes the plan, never the advice).
+    assert err.msg.startswith("arena: nucleo_f746: model a needs 71,680 B in DTCM, budget 65,536 B "
+                              "(over by 6,144 B, lower bound 60,000 B); try planner optimal for a, or quantizing a "
+                              "to int8 (int8 activations take a quarter of float32's): python3 -c \"")
+    assert "quantize_static(m, 'm.int8.onnx'" in err.msg and "try activation_dtype" not in err.msg
+    assert err.msg.endswith("activation_dtype int8 alone only re-sizes the plan, the model still runs float32")
     # Above the budget even at the lower bound: a better planner cannot help.
-    with pytest.raises(CheckFailed) as info:
-        report.gate(t, plans(t, plan_doc(71680, 70144), plan_doc(1000, 1000)))
-    assert info.value.msg.endswith("lower bound 70,144 B); try activation_dtype int8")
+    r = report.gate(t, plans(t, plan_doc(71680, 70144), plan_doc(1000, 1000)))
+    assert "planner optimal" not in r.problems[0].message and "try quantizing a to int8" in r.problems[0].message
+
+
+def test_no_planner_hint_for_a_plan_that_is_already_optimal(tmp_path: Path) -> None:
+    t = target(tmp_path, "{name: nucleo_f746, region: DTCM, budget: 64K}", models="a")
+    proven = dict(plan_doc(71680, 60000, planner="exact_cover", dtype="int8"), optimal=True, status="proven",
+                  integer_ops=3)
+    msg = report.gate(t, plans(t, proven)).problems[0].message
+    assert msg.endswith("(over by 6,144 B, lower bound 60,000 B)")  # nothing could help but a bigger budget
+    at_bound = dict(plan_doc(71680, 71680, dtype="int8"), integer_ops=3)
+    assert "try" not in report.gate(t, plans(t, at_bound)).problems[0].message
+    stopped = dict(plan_doc(71680, 60000, planner="optimal", dtype="int8"), status="time_limit", integer_ops=3)
+    assert report.gate(t, plans(t, stopped)).problems[0].message.endswith("; try a time_limit above 10 s for a")
+    # An int8 (QDQ) model keeps float graph inputs, but it is quantized already: no quantize hint.
+    qdq = dict(plan_doc(71680, 71680), integer_ops=10)
+    assert "quantiz" not in report.gate(t, plans(t, qdq)).problems[0].message
 
 
 def test_percent_budget_suggests_a_bigger_region_and_only_what_helps(tmp_path: Path) -> None:
     t = target(tmp_path, "{name: nucleo_f746, region: DTCM, budget: 100%, sharing: concurrent}",
                reserve="{stack: 0}")
-    with pytest.raises(CheckFailed) as info:
-        report.gate(t, plans(t, plan_doc(40000, 40000, planner="optimal", dtype="int8"),
+    r = report.gate(t, plans(t, plan_doc(40000, 40000, planner="optimal", dtype="int8"),
                              plan_doc(30000, 30000, planner="optimal", dtype="int8")))
-    assert info.value.msg == ("arena: nucleo_f746: models a+b need 70,000 B in DTCM, budget 65,536 B "
+    assert report.failure(r).msg == ("arena: nucleo_f746: models a+b need 70,000 B in DTCM, budget 65,536 B "
                               "(over by 4,464 B, lower bound 70,000 B); try region SRAM1")
 
 
 def test_reserve_in_the_same_region_binds(tmp_path: Path) -> None:
     t = target(tmp_path, "{name: nucleo_g474re, region: SRAM2, budget: 100%}", models="a",
                reserve="{stack: 8K}")
-    with pytest.raises(CheckFailed) as info:
-        report.gate(t, plans(t, plan_doc(10000, 10000, planner="optimal", dtype="int8")))
-    assert "room 8,192 B (16,384 B less the 8,192 B stack+heap reserve)" in info.value.msg
-    assert info.value.msg.endswith("try region CCM")  # the smallest region with room
+    msg = report.gate(t, plans(t, plan_doc(10000, 10000, planner="optimal", dtype="int8"))).problems[0].message
+    assert "room 8,192 B (16,384 B less the 8,192 B stack+heap reserve)" in msg
+    assert msg.endswith("try region CCM")  # the smallest region with room
 
 
 def test_auto_region_uses_the_boards_ranking(tmp_path: Path) -> None:
@@ -92,8 +112,10 @@ def test_auto_region_uses_the_boards_ranking(tmp_path: Path) -> None:
     big = report.gate(t, plans(t, plan_doc(100000, 100000)), fastest)
     assert (small.region, small.region_auto) == ("DTCM", True)
     assert big.region == "SRAM1" and big.budget == int(240 * 1024 * 0.9)
-    with pytest.raises(CheckFailed, match="more than any region of the board"):
-        report.gate(t, plans(t, plan_doc(10 << 20, 1 << 20)), lambda s, r: None)
+    huge = report.gate(t, plans(t, plan_doc(10 << 20, 1 << 20)), lambda s, r: None)
+    assert huge.status == "over" and "more than any region of the board" in huge.problems[0].message
+    assert huge.region == "SRAM1" and huge.problems[0].region == "SRAM1"  # the largest, as the message says
+    check_json(report.to_doc(huge), "report", "arena_report.json")
 
 
 def test_warn_above(tmp_path: Path) -> None:
@@ -113,9 +135,127 @@ def test_document_matches_the_schema_and_summarises(tmp_path: Path) -> None:
     text = report.summary([doc])
     assert "arena: nucleo_f746: sequential in DTCM, budget 61,440 B (60K)" in text
     assert "DTCM [=====     ] 48.8%" in text
+    assert doc["status"] == "ok" and doc["stage"] == "planned" and doc["problems"] == []
+    assert sum(r.length for r in t.regions) == 348160  # every RAM region of the board
+    assert doc["ram"] == {"used": 30000 + 4096, "total": 348160, "percent": round(100 * 34096 / 348160, 2),
+                          "source": "plan"}
+    assert doc["flash"]["used"] == doc["flash"]["weights"] == 200 and doc["flash"]["total"] == 1 << 20
+    assert "  RAM:   [=         ]   9.8% (used 34,096 bytes from 348,160 bytes) [arena + stack/heap reserve, " \
+           "before linking]" in text
+    linked = report.with_elf(doc, ram_used=40000, flash_used=85123)
+    check_json(linked, "report", "arena_report.json")
+    assert linked["stage"] == "linked" and linked["status"] == "ok" and linked["flash"]["weights"] == 200
+    assert report.usage_lines(linked) == ["RAM:   [=         ]  11.5% (used 40,000 bytes from 348,160 bytes)",
+                                          "Flash: [=         ]   8.1% (used 85,123 bytes from 1,048,576 bytes)"]
 
 
 @pytest.mark.parametrize("pct,bar", [(0, "[          ]"), (48.2, "[=====     ]"), (100, "[==========]"),
                                      (130, "[==========>")])
 def test_bar(pct: float, bar: str) -> None:
     assert report.bar(pct) == bar
+
+
+def test_usage_lines_are_platformio_style() -> None:
+    assert report.usage_line("RAM", 20480, 65536) == "RAM:   [===       ]  31.2% (used 20,480 bytes from 65,536 bytes)"
+    assert report.usage_line("Flash", 85123, 1048576) == \
+        "Flash: [=         ]   8.1% (used 85,123 bytes from 1,048,576 bytes)"
+    assert report.usage_line("RAM", 70000, 65536).startswith("RAM:   [==========> 106.8% (used 70,000 bytes")
+
+
+def test_weights_above_the_flash_name_the_model(tmp_path: Path) -> None:
+    (tmp_path / "boards").mkdir()
+    text = (ROOT / "boards" / "mps2_an500.yaml").read_text()
+    (tmp_path / "boards" / "tiny.yaml").write_text(
+        text.replace("name: mps2_an500", "name: tiny").replace("  length: 4M\n  note: ZBT SSRAM1", "  length: 64K\n  note: x"))
+    t = target(tmp_path, "tiny", models="a,b,c", board_dirs="[boards]")
+    heavy = [dict(plan_doc(100, 100), weights_bytes=w) for w in (30000, 30000, 10000)]
+    r = report.gate(t, plans(t, *heavy))
+    [p] = r.problems
+    assert (r.status, p.kind, p.region, p.model, p.need, p.limit, p.over_by) == (
+        "over", "flash", "FLASH", "c", 70000, 65536, 4464)
+    assert p.message.startswith("arena: tiny: model c's weights (10,000 B) do not fit beside the others: "
+                                "models a+b+c need 70,000 B of weights, FLASH has 65,536 B (over by 4,464 B, "
+                                "before any code); try quantizing a (and likewise b+c) to int8 (int8 weights take")
+    assert p.message.endswith("or a board with more flash")
+    alone = [dict(plan_doc(100, 100), weights_bytes=w) for w in (70000, 1000, 80000)]
+    p = report.gate(t, plans(t, *alone)).problems[0]
+    assert p.model == "c" and p.message.startswith(
+        "arena: tiny: model c's weights need 80,000 B of flash (a's 70,000 B do not fit either), FLASH has 65,536 B")
+    doc = report.to_doc(report.gate(t, plans(t, *alone)))
+    check_json(doc, "report", "arena_report.json")
+    assert doc["problems"][0]["over_by"] == 80000 - 65536
+
+
+def test_runtime_problems_name_model_op_node_and_why(tmp_path: Path) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    from arena_tool import planfile
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["r"], name="relu0"),
+                               helper.make_node("Cos", ["r"], ["y"], name="cos0")], "g", [x], [y])
+    (tmp_path / "m").mkdir()
+    path = str(tmp_path / "m" / "trig.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    from fwbuild import plan_doc as real_plan
+    from arena_tool.problem import ModelOptions
+
+    doc = real_plan(path, "greedy_size")
+    lowered = planfile.lowered_model(path, doc)
+    [p] = report.runtime_problems("mps2_an500", "trig", doc, lowered)
+    assert (p.kind, p.model, p.op_index, p.node, p.op_type) == ("unsupported", "trig", 1, "cos0", "Cos")
+    assert p.message == ("arena: mps2_an500: model trig: op 1 'cos0' (Cos) cannot run on arena's runtime: "
+                         "the runtime has no kernel for this op")
+    t = target(tmp_path, "mps2_an500", models="trig")
+    r = report.gate(t, [("trig", "build/plans/trig.plan.json", doc)], runtime_problems=[p])
+    assert r.status == "unsupported" and report.failure(r).msg == p.message
+    check_json(report.to_doc(r), "report", "arena_report.json")
+    # activation_dtype is a what-if: the plan sizes int8 buffers for a model that computes float32.
+    whatif = real_plan(path, "greedy_size", ModelOptions(activation_dtype="int8"))
+    problems = report.runtime_problems("mps2_an500", "trig", whatif, lowered)
+    assert problems[-1].kind == "unsupported" and "are a what-if that re-sizes the plan" in problems[-1].message
+    assert "quantize_static" in problems[-1].message
+    ok_doc = real_plan(str(ROOT / "example_firmware" / "models" / "kws_int8.onnx"), "greedy_size")
+    assert report.runtime_problems("b", "kws_int8", ok_doc, planfile.lowered_model(
+        str(ROOT / "example_firmware" / "models" / "kws_int8.onnx"), ok_doc)) == []
+
+
+def test_a_failed_link_is_in_the_report(tmp_path: Path) -> None:
+    t = target(tmp_path, "{name: nucleo_f746, region: DTCM, budget: 60K}")
+    doc = report.to_doc(report.gate(t, plans(t, plan_doc(30000, 28000), plan_doc(20000, 20000))))
+    ld = ("ld: build/x/firmware.elf section `.rodata' will not fit in region `FLASH'\n"
+          "ld: region `FLASH' overflowed by 25360 bytes\ncollect2: error: ld returned 1 exit status\n")
+    over = report.link_failure(doc, ld, "FLASH", {"DTCM": 65536})
+    check_json(over, "report", "arena_report.json")
+    [p] = over["problems"]
+    assert over["status"] == "over" and (p["kind"], p["region"], p["over_by"]) == ("flash", "FLASH", 25360)
+    assert p["message"] == ("arena: nucleo_f746: code, constants and weights overflow FLASH by 25,360 B "
+                            "(flash 1,048,576 B, of which the weights take 200 B)")
+    ram = report.link_failure(doc, "ld: region `DTCM' overflowed by 8 bytes\n", "FLASH", {"DTCM": 65536})
+    assert ram["status"] == "over" and ram["problems"][0]["kind"] == "ram" and ram["problems"][0]["need"] == 65544
+    other = report.link_failure(doc, "main.c:3: undefined reference to `arena_run'\n", "FLASH", {})
+    assert other["status"] == "error" and other["problems"][0]["kind"] == "link"
+    none = report.link_failure(dict(doc, runtime="none"), "undefined reference to `arena_run'", "FLASH", {})
+    assert "with runtime: none the firmware defines arena_run" in none["problems"][0]["message"]
+    text = report.summary([over])
+    assert "  FAILED: over (1 problem; arena_report.json lists them)" in text
+
+
+def test_the_quantize_hint_is_a_command_that_works(tmp_path: Path) -> None:
+    """The command an over-budget float model is told to run writes an int8 model arena runs on integers."""
+    import shutil
+    import subprocess
+
+    pytest.importorskip("onnxruntime")
+    from arena_tool import liveness
+    from arena_tool.problem import ModelOptions
+
+    shutil.copy2(ROOT / "example_firmware" / "models" / "kws.onnx", tmp_path / "kws.onnx")
+    cmd = report.quantize_command("kws.onnx", {"input": [1, 1, 49, 10]})
+    p = subprocess.run(cmd.split(" (calibrates")[0], shell=True, cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    mp = liveness.model_problem(str(tmp_path / "kws.int8.onnx"), ModelOptions(input_shapes=(("input", (1, 1, 49, 10)),)))
+    assert mp.integer_ops > 0

@@ -1,8 +1,11 @@
 """The SCons tool end to end: scons runs in a temporary copy of the example.
 
 Most tests build two boards (nucleo_f746: DTCM, a Cortex-M7; mps2_an500: the
-QEMU machine); one builds board=all. Linking and the ELF check run when
+QEMU machine; the shared build adds nucleo_h743, whose core flags are
+mps2_an500's); one builds board=all. Linking and the ELF check run when
 arm-none-eabi-gcc is on PATH (required in CI, see conftest.require_tool).
+The example's SConstruct compiles arena's runtime and its example main.c from
+``arena_tool.runtime_dir()``: the checkout's, unless a test copies the package.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from arena_tool import boards, elfcheck, report, runreport
 
 ROOT = Path(__file__).resolve().parent.parent
 TWO = "board=nucleo_f746,mps2_an500"
+THREE = TWO + ",nucleo_h743"
+M7DP = "cortex-m7_fpv5-d16_hard"  # mps2_an500 and nucleo_h743
+M7SP = "cortex-m7_fpv5-sp-d16_hard"  # nucleo_f746
 ACTION = re.compile(r"^(Planning|Checking|Generating|Compiling|Linking) ", re.M)
 HAVE_GCC = shutil.which("arm-none-eabi-gcc") is not None
 
@@ -31,12 +37,18 @@ def copy_example(dest: Path) -> Path:
     shutil.copytree(ROOT / "site_scons", dest / "site_scons", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "example_firmware", dest / "example_firmware",
                     ignore=shutil.ignore_patterns("__pycache__", "build"))
-    shutil.copytree(ROOT / "arena_tool" / "runtime", dest / "arena_tool" / "runtime")
     return dest
 
 
-def scons(cwd: Path, *args: str, seed: str = "0") -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONHASHSEED=seed)
+def copy_package(dest: Path) -> Path:
+    """A copy of the package (arena_tool with its runtime, schemas, boards) to edit and run from."""
+    for name in ("arena_tool", "schemas", "boards"):
+        shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
+def scons(cwd: Path, *args: str, seed: str = "0", pkg: Path = ROOT) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(pkg), PYTHONHASHSEED=seed)
     env.pop("VERBOSE", None)
     return subprocess.run([sys.executable, "-m", "SCons", "-Q", *args], cwd=cwd, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
@@ -57,31 +69,64 @@ def set_budget(proj: Path, board: str, budget: str) -> None:
     path.write_text(text)
 
 
+MODELS = ("kws", "resnet8", "autoencoder", "kws_int8")
+
+
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example built once for two boards (shared by the read-only tests)."""
+def built_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+    """The example built once for three boards (shared by the read-only tests), and its output."""
     proj = copy_example(tmp_path_factory.mktemp("built"))
-    p = scons(proj, TWO)
+    p = scons(proj, THREE)
     assert p.returncode == 0, p.stdout + p.stderr
-    return proj
+    return proj, p
+
+
+@pytest.fixture(scope="module")
+def built(built_run: tuple[Path, subprocess.CompletedProcess]) -> Path:
+    return built_run[0]
 
 
 def test_full_build_outputs(built: Path) -> None:
-    for board in ("nucleo_f746", "mps2_an500"):
+    for board in ("nucleo_f746", "mps2_an500", "nucleo_h743"):
         b = built / "build" / board
-        for name in ("kws", "resnet8", "autoencoder", "kws_int8"):
-            assert (b / "gen" / f"model_{name}.c").is_file() and (b / "gen" / f"model_{name}.h").is_file()
-        assert (b / "gen" / "arena_board.c").is_file() and (b / "gen" / "arena_board.h").is_file()
+        assert sorted(p.name for p in (b / "gen").iterdir()) == ["arena_board.c", "arena_board.h"]
         assert (b / f"{board}.ld").is_file()
+        gate = report.read(str(b / "arena_gate.json"), check=True)
         doc = report.read(str(b / "arena_report.json"), check=True)
-        assert doc["board"] == board and doc["arena_size"] <= doc["limit"]
-        assert [m["name"] for m in doc["models"]] == ["kws", "resnet8", "autoencoder", "kws_int8"]
+        assert doc["board"] == board and doc["arena_size"] <= doc["limit"] and doc["status"] == "ok"
+        assert doc["problems"] == [] and doc["runtime"] == "arena"
+        assert [m["name"] for m in doc["models"]] == list(MODELS)
         for m in doc["models"]:
             assert (built / m["plan"]).is_file()
+        assert gate["stage"] == "planned" and gate["flash"]["used"] == gate["flash"]["weights"] > 0
+        if HAVE_GCC:  # measured on the ELF
+            assert doc["stage"] == "linked" and doc["flash"]["used"] > doc["flash"]["weights"]
+            assert doc["ram"]["used"] >= doc["arena_size"] + doc["reserve"]["stack"]
+            assert {k: v for k, v in doc.items() if k not in ("stage", "ram", "flash")} == \
+                {k: v for k, v in gate.items() if k not in ("stage", "ram", "flash")}
     f746 = report.read(str(built / "build" / "nucleo_f746" / "arena_report.json"))
     assert f746["region"]["name"] == "DTCM" and f746["budget"] == 60 * 1024
-    # Both boards use the same options, so they share one plan per model.
+    # The boards use the same options, so they share one plan and one set of tables per model.
     assert len(list((built / "build" / "plans").glob("*.plan.json"))) == 4
+    for name in MODELS:
+        [folder] = (built / "build" / "tables").glob(f"{name}-*")
+        assert sorted(p.name for p in folder.iterdir()) == [f"model_{name}.c", f"model_{name}.h"]
+
+
+@pytest.mark.skipif(not HAVE_GCC, reason="arm-none-eabi-gcc is not on PATH")
+def test_tables_compile_once_per_flag_set(built_run: tuple[Path, subprocess.CompletedProcess]) -> None:
+    """mps2_an500 and nucleo_h743 share core flags: one object per model's tables (and per runtime
+    file) for both; nucleo_f746 has its own flags and its own objects; each board its arena_board.o."""
+    built, p = built_run
+    compiled = sorted(m for m in re.findall(r"^Compiling (\S+)", p.stdout, re.M))
+    assert len(compiled) == len(set(compiled)), compiled
+    for key in (M7DP, M7SP):
+        tables = [c for c in compiled if c.startswith(f"build/common/{key}/tables/")]
+        assert sorted(c.split("/")[-1].split("-")[0] for c in tables) == sorted(MODELS), compiled
+        runtime = {c.split("/")[-1] for c in compiled if c.startswith(f"build/common/{key}/arena_runtime/")}
+        assert {"arena_runtime.o", "main.o", "startup.o"} <= runtime
+    boards = [c for c in compiled if not c.startswith("build/common/")]
+    assert sorted(boards) == [f"build/{b}/obj/arena_board.o" for b in ("mps2_an500", "nucleo_f746", "nucleo_h743")]
 
 
 def test_summary_and_help(built: Path) -> None:
@@ -89,6 +134,9 @@ def test_summary_and_help(built: Path) -> None:
     assert p.returncode == 0
     assert re.search(r"arena: nucleo_f746: sequential in DTCM, budget 61,440 B \(60K\)", p.stdout)
     assert re.search(r"DTCM \[[= ]{10}\] \d+\.\d%", p.stdout)
+    if HAVE_GCC:  # PlatformIO's lines, from the ELF
+        assert re.search(r"^  RAM:   \[[= ]{10}\] +\d+\.\d% \(used [\d,]+ bytes from 348,160 bytes\)$", p.stdout, re.M)
+        assert re.search(r"^  Flash: \[[= ]{10}\] +\d+\.\d% \(used [\d,]+ bytes from 1,048,576 bytes\)$", p.stdout, re.M)
     h = scons(built, "-h")
     assert h.returncode == 0
     for name in ("nucleo_f746", "nucleo_h743", "rpi_pico", "mps2_an500", "teensy41"):
@@ -123,9 +171,9 @@ def test_elf_is_checked(built: Path) -> None:
 def test_generated_c_compiles_with_host_gcc(built: Path, tmp_path: Path) -> None:
     gcc = shutil.which("gcc") or pytest.skip("no host gcc")
     gen = built / "build" / "nucleo_f746" / "gen"
-    for c in sorted(gen.glob("*.c")):
+    for c in sorted(gen.glob("*.c")) + sorted((built / "build" / "tables").glob("*/*.c")):
         p = subprocess.run([gcc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-c", str(c),
-                            "-I", str(gen), "-I", str(built / "arena_tool" / "runtime"),
+                            "-I", str(gen), "-I", str(ROOT / "arena_tool" / "runtime"),
                             "-o", str(tmp_path / (c.stem + ".o"))], capture_output=True, text=True)
         assert p.returncode == 0, p.stderr
 
@@ -150,7 +198,7 @@ def test_one_model_changed_rebuilds_only_its_targets(tmp_path: Path) -> None:
     after = mtimes(proj / "build")
     changed = {k for k in after if before.get(k) != after[k]}
     assert any(k.startswith("plans/autoencoder-") for k in changed)
-    assert "nucleo_f746/gen/model_autoencoder.c" in changed
+    assert any(re.fullmatch(r"tables/autoencoder-\w+/model_autoencoder\.c", k) for k in changed), changed
     for k in changed:  # nothing of the other models is redone
         assert "kws" not in k and "resnet8" not in k, k
     planned = re.findall(r"^Planning (\S+)", p.stdout, re.M)
@@ -166,12 +214,19 @@ def test_budget_overflow_fails_before_compiling(tmp_path: Path) -> None:
     lines = [ln for ln in p.stderr.splitlines() if ln.startswith("arena: nucleo_f746:")]
     assert len(lines) == 1, p.stderr
     assert re.fullmatch(r"arena: nucleo_f746: models? \S+ needs? [\d,]+ B in DTCM, budget 8,192 B "
-                        r"\(over by [\d,]+ B, lower bound [\d,]+ B\); try .*activation_dtype int8", lines[0])
+                        r"\(over by [\d,]+ B, lower bound [\d,]+ B\); try quantizing kws .*quantize_static.*"
+                        r"activation_dtype int8 alone only re-sizes the plan, the model still runs float32", lines[0])
     assert "Traceback" not in p.stderr
+    assert not re.search(r"^(Compiling|Linking)", p.stdout, re.M), p.stdout
     b = proj / "build" / "nucleo_f746"
     assert not list((b / "gen").glob("*")) if (b / "gen").exists() else True
     assert not (b / "nucleo_f746.ld").exists() and not (b / "firmware.elf").exists()
-    assert not (b / "arena_report.json").exists()
+    doc = report.read(str(b / "arena_report.json"), check=True)  # CI always has a file to read
+    assert doc["status"] == "over" and doc["stage"] == "planned" and doc["headroom"] < 0
+    [problem] = doc["problems"]
+    assert problem["kind"] == "ram" and problem["region"] == "DTCM" and problem["limit"] == 8192
+    assert problem["over_by"] == problem["need"] - 8192 > 0 and problem["message"] == lines[0]
+    assert "FAILED: over" in p.stdout  # the summary shows the failed board too
 
 
 def test_warn_above_prints_a_warning(tmp_path: Path) -> None:
@@ -202,7 +257,8 @@ def test_without_cross_compiler_stops_after_generation(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     assert "no-such-prefix-gcc not found on PATH: stopping after plans" in p.stdout
     b = proj / "build" / "mps2_an500"
-    assert (b / "mps2_an500.ld").is_file() and (b / "gen" / "model_kws.c").is_file()
+    assert (b / "mps2_an500.ld").is_file() and list((proj / "build" / "tables").glob("kws-*/model_kws.c"))
+    assert report.read(str(b / "arena_report.json"))["stage"] == "planned"
     assert not (b / "firmware.elf").exists() and not ACTION.search(scons(proj, "board=mps2_an500", "gcc_prefix=x-",
                                                                          "-n").stdout)
 
@@ -227,10 +283,16 @@ def test_board_all_and_byte_identical_under_two_hash_seeds(tmp_path: Path) -> No
     q = scons(two, "board=all", "link=0", seed="2")
     assert q.returncode == 0, q.stdout + q.stderr
     files = [p.relative_to(two / "build") for p in sorted((two / "build").rglob("*"))
-             if p.is_file() and p.suffix in (".json", ".c", ".h", ".ld") and not p.name.startswith(".arena_")]
-    assert len(files) >= 10 * 10 + 3
+             if p.is_file() and p.suffix in (".json", ".c", ".h", ".ld") and not p.name.startswith(".arena_")
+             and p.name != "arena_report.json"]  # linked in one, not in the other: compared below
+    assert len(files) >= 10 * 4 + 4 * 3  # per board: gate, arena_board.{c,h}, script; per model: plan, tables
     for rel in files:
         assert (one / "build" / rel).read_bytes() == (two / "build" / rel).read_bytes(), rel
+    for b in shipped:
+        linked, planned = (json.loads((x / "build" / b / "arena_report.json").read_text()) for x in (one, two))
+        assert (planned["stage"], linked["stage"]) == ("planned", "linked" if HAVE_GCC else "planned")
+        assert {k: v for k, v in linked.items() if k not in ("stage", "ram", "flash")} == \
+            {k: v for k, v in planned.items() if k not in ("stage", "ram", "flash")}
 
 
 @pytest.mark.skipif(not (HAVE_GCC and shutil.which("qemu-system-arm")), reason="needs arm gcc and qemu")
@@ -255,6 +317,7 @@ def test_builders_are_configured_as_documented(tmp_path: Path, monkeypatch: pyte
     monkeypatch.chdir(tmp_path)
     env = SCons.Environment.Environment(tools=["arena"], toolpath=[str(ROOT / "site_scons" / "site_tools")])
     expected = {"ArenaPlan": (".plan.json", ".onnx"), "ArenaGate": (".json", ".plan.json"),
+                "ArenaReport": (".json", ".json"),
                 "ArenaTables": (".c", ".plan.json"), "ArenaArena": (".c", ".json"),
                 "ArenaLinkerScript": (".ld", ".json")}
     for name, (suffix, src_suffix) in expected.items():
@@ -289,7 +352,7 @@ def test_board_file_change_regenerates_that_boards_outputs(tmp_path: Path) -> No
     board.write_text(board.read_text() + "# edited\n")  # new bytes, same map: the gate reruns, no more
     p = scons(proj, TWO)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert rebuilt(p) == ["build/mps2_an500/arena_report.json"], p.stdout
+    assert rebuilt(p) == ["build/mps2_an500/arena_gate.json"], p.stdout
     ld = proj / "build" / "mps2_an500" / "mps2_an500.ld"
     before = ld.read_text()
     text = board.read_text()
@@ -298,38 +361,38 @@ def test_board_file_change_regenerates_that_boards_outputs(tmp_path: Path) -> No
     p = scons(proj, TWO)
     assert p.returncode == 0, p.stdout + p.stderr
     done = rebuilt(p)
-    assert "build/mps2_an500/arena_report.json" in done and ld.read_text() != before, done
-    assert not any("nucleo_f746" in t or t.startswith("build/plans") for t in done), done
+    assert "build/mps2_an500/arena_gate.json" in done and ld.read_text() != before, done
+    assert not any("nucleo_f746" in t or t.startswith(("build/plans", "build/tables")) for t in done), done
     if HAVE_GCC:
-        assert "build/mps2_an500/firmware.elf" in done, done
+        assert "build/mps2_an500/firmware.elf" in done and "build/mps2_an500/arena_report.json" in done, done
     assert not rebuilt(scons(proj, TWO))
 
 
 @pytest.mark.skipif(not HAVE_GCC, reason="arm-none-eabi-gcc is not on PATH")
 def test_firmware_source_and_header_changes_recompile(tmp_path: Path) -> None:
     """implicit_cache must still notice an edited header; an edited source rebuilds its objects only."""
+    pkg = copy_package(tmp_path / "pkg")
     proj = copy_example(tmp_path / "p")
-    assert scons(proj, TWO).returncode == 0
-    main = proj / "arena_tool" / "runtime" / "example" / "main.c"
+    assert scons(proj, TWO, pkg=pkg).returncode == 0
+    main = pkg / "arena_tool" / "runtime" / "example" / "main.c"
     main.write_text(main.read_text() + "\nint arena_test_edit = 1;\n")  # new object bytes: a relink
-    done = rebuilt(scons(proj, TWO))
+    done = rebuilt(scons(proj, TWO, pkg=pkg))
     assert sorted(t for t in done if t.endswith(".o")) == sorted(
-        {f"build/common/{k}/main.o" for k in ("cortex-m7_fpv5-sp-d16_hard", "cortex-m7_fpv5-d16_hard")}), done
+        {f"build/common/{k}/arena_runtime/example/main.o" for k in (M7SP, M7DP)}), done
     assert {"build/nucleo_f746/firmware.elf", "build/mps2_an500/firmware.elf"} <= set(done)
-    assert not any(t.startswith(("build/plans", "build/nucleo_f746/gen")) for t in done), done
-    header = proj / "arena_tool" / "runtime" / "arena_model.h"
+    assert not any(t.startswith(("build/plans", "build/tables", "build/nucleo_f746/gen")) for t in done), done
+    header = pkg / "arena_tool" / "runtime" / "arena_model.h"
     header.write_text(header.read_text() + "\n/* edited */\n")  # same objects: no relink needed
-    done = rebuilt(scons(proj, TWO))
-    assert "build/nucleo_f746/obj/arena_tables.o" in done and "build/mps2_an500/obj/arena_tables.o" in done, done
-    assert any(t.endswith("/arena_runtime.o") for t in done), done
-    assert not rebuilt(scons(proj, TWO))
+    done = rebuilt(scons(proj, TWO, pkg=pkg))
+    assert "build/nucleo_f746/obj/arena_board.o" in done and "build/mps2_an500/obj/arena_board.o" in done, done
+    assert any(t.endswith("/arena_runtime/arena_runtime.o") for t in done), done
+    assert any(re.fullmatch(rf"build/common/{M7DP}/tables/kws-\w+\.o", t) for t in done), done
+    assert not rebuilt(scons(proj, TWO, pkg=pkg))
 
 
 def test_generator_source_change_rebuilds_every_arena_output(tmp_path: Path) -> None:
     """Editing arena_tool (here: a copy of the package) re-plans and regenerates; nothing else changes."""
-    pkg = tmp_path / "pkg"
-    for name in ("arena_tool", "schemas", "boards"):
-        shutil.copytree(ROOT / name, pkg / name, ignore=shutil.ignore_patterns("__pycache__"))
+    pkg = copy_package(tmp_path / "pkg")
     proj = copy_example(tmp_path / "p")
 
     def run(*args: str) -> subprocess.CompletedProcess:
@@ -346,6 +409,160 @@ def test_generator_source_change_rebuilds_every_arena_output(tmp_path: Path) -> 
         edited.write_text(edited.read_text() + ("\n# edited\n" if edited.suffix == ".py" else "\n"))
         done = rebuilt(run(*args))
         assert len([t for t in done if t.startswith("build/plans/")]) == 4, done
-        assert "build/mps2_an500/arena_report.json" in done, done
-        assert "build/mps2_an500/gen/model_kws.c" in done, done
+        assert "build/mps2_an500/arena_gate.json" in done, done
+        assert any(re.fullmatch(r"build/tables/kws-\w+/model_kws\.c", t) for t in done), done
         assert not rebuilt(run(*args))
+
+
+def add_trig_model(proj: Path) -> None:
+    """A model arena's runtime cannot run (Cos, Sin), listed after the example's models."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["r"], name="relu0"),
+                               helper.make_node("Cos", ["r"], ["c"], name="cos0"),
+                               helper.make_node("Sin", ["c"], ["y"], name="sin0")], "trig", [x], [y])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+              str(proj / "example_firmware" / "models" / "trig.onnx"))
+    path = proj / "example_firmware" / "arena.yaml"
+    path.write_text(path.read_text().replace("  - name: kws_int8 ", "  - name: trig\n    path: models/trig.onnx\n"
+                                                                   "  - name: kws_int8 "))
+
+
+STUB_KERNELS = """\
+/* A project's own kernels (runtime: none): here, just enough for the example main.c. */
+#include "arena_model.h"
+int arena_run(const arena_model_t *m, uint8_t *base, int *failed_op)
+{
+    (void)m; (void)base;
+    if (failed_op != 0) { *failed_op = -1; }
+    return ARENA_OK;
+}
+void *arena_tensor_data(const arena_model_t *m, uint8_t *base, int index)
+{
+    const arena_tensor_t *t = &m->tensors[index];
+    return t->data != 0 ? (void *)(uintptr_t)t->data : (void *)(base + t->offset);
+}
+size_t arena_dtype_size(uint8_t dtype) { return dtype == ARENA_DT_FLOAT32 || dtype == ARENA_DT_INT32 ? 4u : 1u; }
+"""
+
+
+def test_unsupported_op_fails_before_compiling_and_runtime_none_builds(tmp_path: Path) -> None:
+    proj = copy_example(tmp_path / "p")
+    add_trig_model(proj)
+    p = scons(proj, "board=mps2_an500")
+    assert p.returncode == 1, p.stdout + p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("arena: mps2_an500:")]
+    assert lines == ["arena: mps2_an500: model trig: op 1 'cos0' (Cos) cannot run on arena's runtime: "
+                     "the runtime has no kernel for this op",
+                     "arena: mps2_an500: model trig: op 2 'sin0' (Sin) cannot run on arena's runtime: "
+                     "the runtime has no kernel for this op"], p.stderr
+    assert "Traceback" not in p.stderr and not re.search(r"^(Compiling|Linking)", p.stdout, re.M), p.stdout
+    doc = report.read(str(proj / "build" / "mps2_an500" / "arena_report.json"), check=True)
+    assert doc["status"] == "unsupported" and [(q["model"], q["op_index"], q["node"], q["op_type"])
+                                               for q in doc["problems"]] == [("trig", 1, "cos0", "Cos"),
+                                                                            ("trig", 2, "sin0", "Sin")]
+    # runtime: none: plans, tables and script are made, no coverage check, arena's runtime not compiled.
+    path = proj / "example_firmware" / "arena.yaml"
+    path.write_text(path.read_text().replace("  - mps2_an500\n", "  - name: mps2_an500\n    runtime: none\n"))
+    (proj / "kernels").mkdir()
+    (proj / "kernels" / "kernels.c").write_text(STUB_KERNELS)
+    sconstruct = proj / "SConstruct"
+    sconstruct.write_text(sconstruct.read_text().replace(
+        'os.path.join(app, "main.c")]', 'os.path.join(app, "main.c"), "kernels/kernels.c"]'))
+    q = scons(proj, "board=mps2_an500")
+    assert q.returncode == 0, q.stdout + q.stderr
+    doc = report.read(str(proj / "build" / "mps2_an500" / "arena_report.json"), check=True)
+    assert doc["status"] == "ok" and doc["runtime"] == "none" and "trig" in [m["name"] for m in doc["models"]]
+    assert list((proj / "build" / "tables").glob("trig-*/model_trig.c"))
+    compiled = re.findall(r"^Compiling (\S+)", q.stdout, re.M)
+    assert not any("/arena_runtime/" in c and "/example/" not in c for c in compiled), compiled
+    if HAVE_GCC:
+        assert f"build/common/{M7DP}/kernels/kernels.o" in compiled and (
+            proj / "build" / "mps2_an500" / "firmware.elf").is_file()
+        assert doc["stage"] == "linked"
+
+
+def small_flash_board(proj: Path, length: str) -> None:
+    """mps2_an500 with `length` of flash, through the manifest's board_dirs."""
+    folder = proj / "example_firmware" / "myboards"
+    folder.mkdir(exist_ok=True)
+    text = (ROOT / "boards" / "mps2_an500.yaml").read_text()
+    assert "flash:\n  origin: 0x00000000\n  length: 4M\n" in text
+    (folder / "mps2_an500.yaml").write_text(text.replace("flash:\n  origin: 0x00000000\n  length: 4M\n",
+                                                         f"flash:\n  origin: 0x00000000\n  length: {length}\n"))
+    manifest = proj / "example_firmware" / "arena.yaml"
+    if "board_dirs" not in manifest.read_text():
+        manifest.write_text("board_dirs: [myboards]\n" + manifest.read_text())
+
+
+def test_flash_overflow_fails_before_linking_then_at_the_link(tmp_path: Path) -> None:
+    proj = copy_example(tmp_path / "p")
+    small_flash_board(proj, "100K")  # autoencoder's weights alone (129,904 B) do not fit
+    p = scons(proj, "board=mps2_an500")
+    assert p.returncode == 1, p.stdout + p.stderr
+    [line] = [ln for ln in p.stderr.splitlines() if ln.startswith("arena: mps2_an500:")]
+    assert line.startswith("arena: mps2_an500: model autoencoder's weights need 129,904 B of flash (resnet8's "
+                           "126,024 B do not fit either), FLASH has 102,400 B (over by 27,504 B, before any code)")
+    assert not re.search(r"^(Compiling|Linking)", p.stdout, re.M), p.stdout
+    doc = report.read(str(proj / "build" / "mps2_an500" / "arena_report.json"), check=True)
+    assert doc["status"] == "over" and doc["problems"][0]["region"] == "FLASH"
+    assert doc["problems"][0]["model"] == "autoencoder" and doc["problems"][0]["over_by"] == 27504
+    if not HAVE_GCC:
+        return
+    small_flash_board(proj, "300K")  # the weights fit (290,980 B), with the code they do not
+    q = scons(proj, "board=mps2_an500")
+    assert q.returncode == 1, q.stdout + q.stderr
+    assert "region `FLASH' overflowed by" in q.stderr
+    [line] = [ln for ln in q.stderr.splitlines() if ln.startswith("arena: mps2_an500:")]
+    assert re.fullmatch(r"arena: mps2_an500: code, constants and weights overflow FLASH by [\d,]+ B "
+                        r"\(flash 307,200 B, of which the weights take 290,980 B\)", line), line
+    doc = report.read(str(proj / "build" / "mps2_an500" / "arena_report.json"), check=True)
+    assert doc["status"] == "over" and doc["problems"][0]["kind"] == "flash" and doc["problems"][0]["over_by"] > 0
+    assert not (proj / "build" / "mps2_an500" / "firmware.elf").exists()
+
+
+OWN_SCONSTRUCT = """\
+import os
+import arena_tool
+env = Environment(tools=["arena"], toolpath=["site_scons/site_tools"])
+env.Append(CCFLAGS=["-DAPP_FLAG=7"], CPPPATH=["inc"])
+app = os.path.join(arena_tool.runtime_dir(), "example")
+env.ArenaFirmware("example_firmware/arena.yaml", cpppath=[app],
+                  sources=[os.path.join(app, "startup.c"), os.path.join(app, "main.c"), "a/util.c", "b/util.c"])
+"""
+
+
+@pytest.mark.skipif(not HAVE_GCC, reason="arm-none-eabi-gcc is not on PATH")
+def test_same_named_sources_and_user_ccflags(tmp_path: Path) -> None:
+    """a/util.c and b/util.c get their own objects; CCFLAGS and CPPPATH appended to the env reach every compile."""
+    proj = copy_example(tmp_path / "p")
+    (proj / "SConstruct").write_text(OWN_SCONSTRUCT)
+    for folder, fn in (("a", "util_a"), ("b", "util_b")):
+        (proj / folder).mkdir()
+        (proj / folder / "util.c").write_text(
+            '#include "app_flag.h"\n#if APP_FLAG != 7\n#error "CCFLAGS did not reach the compile"\n#endif\n'
+            f"int {fn}(void) {{ return APP_FLAG; }}\n")
+    (proj / "inc").mkdir()
+    (proj / "inc" / "app_flag.h").write_text("/* found through the env's CPPPATH */\n")
+    p = scons(proj, "board=mps2_an500", "VERBOSE=1")
+    assert p.returncode == 0, p.stdout + p.stderr
+    objs = {f"build/common/{M7DP}/a/util.o", f"build/common/{M7DP}/b/util.o"}
+    assert all((proj / o).is_file() for o in objs)
+    compiles = [ln for ln in p.stdout.splitlines() if " -c " in ln]
+    assert compiles and all("-DAPP_FLAG=7" in ln and "-Iinc" in ln for ln in compiles), compiles
+    assert (proj / "build" / "mps2_an500" / "firmware.elf").is_file()
+    # The ELF check disagreeing with the gate (here: a tampered gate report) fails the ELF and says so
+    # in the report (status error), deleting the ELF.
+    gate = proj / "build" / "mps2_an500" / "arena_gate.json"
+    doc = json.loads(gate.read_text())
+    gate.write_text(json.dumps(dict(doc, arena_size=doc["arena_size"] + 4096), indent=1) + "\n")
+    (proj / "build" / "mps2_an500" / "firmware.elf").unlink()
+    q = scons(proj, "board=mps2_an500")
+    assert q.returncode == 1, q.stdout + q.stderr
+    rep = report.read(str(proj / "build" / "mps2_an500" / "arena_report.json"), check=True)
+    assert rep["status"] == "error" and rep["problems"][0]["kind"] == "elf"
+    assert rep["problems"][0]["message"].startswith("arena: mps2_an500: ELF check failed: .arena is ")
+    assert not (proj / "build" / "mps2_an500" / "firmware.elf").exists() and "FAILED: error" in q.stdout

@@ -11,6 +11,62 @@
  * shares its input's bytes (the planner's in-place ops).
  *
  * C99, freestanding (string.h only); no libm, no malloc.
+ *
+ * The C API a firmware calls
+ * --------------------------
+ * Building with the arena SCons tool (env.ArenaFirmware) compiles this
+ * folder's *.c (arena_tool.runtime_dir()) into the firmware and puts it on
+ * the include path, unless the manifest says `runtime: none`. The generated
+ * sources of a board define:
+ *
+ *   uint8_t arena[];                   the one activation arena (section .arena, NOLOAD:
+ *                                      its contents at reset are undefined)
+ *   const uint32_t arena_size;         its size in bytes (the board's planned arena)
+ *   const arena_entry_t arena_entries[];  one entry per model of the manifest, in
+ *   const uint32_t arena_entry_count;     manifest order: {model, base}, where the model's
+ *                                      slice of the arena starts at arena + base
+ *                                      (sequential sharing: every base is 0)
+ *   const arena_model_t <name>_model;  each model's tables (name: the manifest's model name)
+ *
+ * To run model e:
+ *
+ *   const arena_model_t *m = arena_entries[e].model;
+ *   uint8_t *base = arena + arena_entries[e].base;
+ *   for each k < m->n_inputs: write the input's bytes (m->tensors[m->inputs[k]]:
+ *       dtype, rank, shape, elements, size) at arena_tensor_data(m, base, m->inputs[k]);
+ *   int failed = -1;
+ *   int rc = arena_run(m, base, &failed);
+ *   rc == ARENA_OK: each output m->outputs[k] is at arena_tensor_data(m, base, m->outputs[k]);
+ *   else rc is an arena_status_t and failed the index of the op that stopped
+ *       (m->ops[failed].name and .op_type name it; -1 when no op ran).
+ *
+ * arena_run touches only the model's slice [base, base + m->arena_size) and its
+ * constants; outputs stay valid until the next arena_run over the same bytes
+ * (in sequential sharing, any model). It keeps no state between calls.
+ * arena_tensor_data returns the address of an arena tensor inside the slice or
+ * of a constant in flash (never write those); arena_dtype_size is the bytes of
+ * one element of an arena_dtype_t (0 for ARENA_DT_OTHER).
+ *
+ * Status codes (arena_status_t): ARENA_OK 0; ARENA_ERR_UNSUPPORTED 10 (an op type
+ * or element type the runtime lacks; the build's coverage check refuses such a
+ * model first, so this means tables and runtime disagree); ARENA_ERR_SHAPE 11
+ * (shapes a kernel cannot handle); ARENA_ERR_BOUNDS 12 (a tensor outside the
+ * model's arena slice: tables and plan disagree).
+ *
+ * The example firmware (example/main.c; startup.c holds the vector table and
+ * exits through semihosting with main's return value) runs every entry once and
+ * prints one line per fact:
+ *
+ *   calibrate 50000 ticks 1250      target only: a loop of 50000 instructions, timed
+ *   model kws                       before each model
+ *   ticks kws 123456                target only: SysTick ticks of that inference
+ *   output logits float32 12        per output: name, element type, element count,
+ *   0 0x3e2aaaab 0.166667           then one line per element: index, value (float32:
+ *                                   exact bits, then six decimals)
+ *   error kws op 3 Conv conv1 code 11   instead of the outputs when arena_run fails
+ *   status kws 0                    arena_run's status for that model
+ *
+ * and returns 0 when every model ran, else the first non-zero status.
  */
 #ifndef ARENA_MODEL_H
 #define ARENA_MODEL_H

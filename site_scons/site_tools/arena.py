@@ -1,45 +1,61 @@
-"""SCons tool ``arena``: plan ONNX models, generate C tables and linker scripts, gate the RAM budget.
+"""SCons tool ``arena``: plan ONNX models, generate C tables and linker scripts, gate RAM and flash.
 
 Use it from any SConstruct::
 
-    env = Environment(tools=["arena"])
-    env.ArenaFirmware("app/arena.yaml", sources=["app/main.c", ...], cpppath=["app"])
+    import arena_tool
+    env = Environment(tools=["arena"], toolpath=[arena_tool.site_tools_dir()])
+    env.ArenaFirmware("app/arena.yaml", sources=["app/startup.c", "app/main.c"], cpppath=["app"])
 
 ``ArenaFirmware`` reads the manifest (``arena_tool.manifest``; a JSON cache
 under ``build/`` skips YAML and JSON Schema work while no input changed),
 selects the boards from ``board=`` (one name, ``a,b`` or ``all``; all by
 default) and wires, for each distinct (model, resolved options), one plan
 ``build/plans/<model>-<options digest>.plan.json`` (ArenaPlan <- model.onnx,
-Value(options); boards with the same options share it), then per board,
-under ``build/<board>/``::
+Value(options)) and its C tables ``build/tables/<model>-<digest>/model_<model>.{c,h}``
+(ArenaTables <- plan, model.onnx): boards with the same options share both.
+Then per board, under ``build/<board>/``::
 
-    arena_report.json          ArenaGate    <- every plan, Value(board settings), board file
-    gen/arena_board.{c,h}      (ArenaGate, once it passes: what ArenaArena writes from the report)
-    gen/arena_tables.c         (ArenaGate: #includes every generated .c: one object per board)
+    arena_gate.json            ArenaGate    <- every plan, Value(board settings), board file:
+                               RAM budget, weights against the flash, and (runtime arena)
+                               every op against what arena's runtime executes
+    gen/arena_board.{c,h}      (ArenaGate, once it passes: the arena and the model entries)
     <board>.ld                 (ArenaGate: what ArenaLinkerScript writes from report and board file)
-    gen/model_<model>.{c,h}    ArenaTables  <- plan, model.onnx (ordered after the gate)
-    firmware.elf               Program (when arm-none-eabi-gcc is on PATH), then the ELF check
+    firmware.elf               the link (when arm-none-eabi-gcc is on PATH), then the ELF check
+    arena_report.json          ArenaReport  <- arena_gate.json [, firmware.elf]: the gate's report,
+                               with RAM and flash measured on the ELF when linked
     run_report.json            the ``run`` alias: QEMU -icount run, sizes and instructions (runreport)
 
-The firmware's own sources are compiled once per distinct set of compile flags
-under ``build/common/<flags>/`` (they see ``cpppath`` only, not gen/).
+Objects are shared by every board with the same compile flags, under
+``build/common/<flags>/``: the firmware's own sources (``<their path>.o``, so two
+``main.c`` in different folders do not collide), arena's C runtime
+(``arena_tool.runtime_dir()``, ``arena_runtime/*.o``; not with ``runtime: none``)
+and each plan's tables (``tables/<model>-<digest>.o``): a big weight table
+compiles once per flag set, not once per board. Every compile sees the user's
+``CPPPATH`` and ``cpppath`` first, then the runtime folder (for
+``arena_model.h``), and the environment's own ``CCFLAGS``/``CFLAGS``/
+``CPPDEFINES``/``LINKFLAGS``/``LIBS`` after arena's (so a user's flag wins).
 Build variables: ``board=``, ``VERBOSE=1``, ``link=0`` (stop after generation),
 ``gcc_prefix=`` (default ``arm-none-eabi-``).
 
 Every arena output also depends on ``arena_tool/**/*.py`` and
 ``schemas/*.json``: editing the generator rebuilds what it generates. The gate
-runs before any C table is generated or compiled; over budget it prints one
-``arena: <board>: ...`` line, deletes that board's generated files and fails
-with exit status 1. ``scons -h`` lists the boards; ``VERBOSE=1`` shows full
-command lines; ``scons board=NAME run`` runs the ELF under QEMU for boards
-with a QEMU machine; the end of every build prints a per-board summary.
+runs before anything is compiled (every object requires the gates of the
+boards that share it); when a board fails it (status over or unsupported) it
+prints one ``arena: <board>: ...`` line per problem, writes ``arena_report.json``
+saying why, deletes that board's generated files and fails with exit status 1.
+A failed link writes the report too (status over when ld says a region
+overflowed). ``scons -h`` lists the boards; ``VERBOSE=1`` shows full command
+lines; ``scons board=NAME run`` runs the ELF under QEMU for boards with a QEMU
+machine; the end of every build prints a per-board summary with PlatformIO-style
+RAM and Flash lines.
 
 This module only wires: all work happens in ``arena_tool`` calls, imported
 inside the actions so reading the SConstruct stays cheap. Per-build values
-(a board's settings) live in dicts held by ``env`` and keyed by target path,
-never in module globals. A no-op ``scons board=all`` should stay within 1.5x
-of an empty SConstruct's (bench/noop_build.py): every node and edge wired here
-is walked on every build, so keep them few.
+(a board's settings) live in one ``_State`` held by ``env`` (shared by its
+clones) and keyed by target path, never in module globals. A no-op
+``scons board=all`` should stay within 1.5x of an empty SConstruct's
+(bench/noop_build.py): every node and edge wired here is walked on every
+build, so keep them few.
 """
 
 from __future__ import annotations
@@ -109,6 +125,34 @@ def _guarded(body):
     return action
 
 
+# ---------------------------------------------------------------- per-build state
+
+
+class _State:
+    """What the actions of one ArenaFirmware call look up by target path.
+
+    One object referenced from ``env["ARENA_STATE"]``: SCons's Clone copies dicts
+    held in an environment but shares other objects, so every clone sees this one.
+    gates: gate path -> (target doc, files deleted when the gate fails, report path);
+    elves: ELF path -> target doc; lowered: (plan path, model sha) -> the lowered model the
+    coverage check reads (a model shared by boards is lowered once per build);
+    written: reports a failure path wrote during this build (for the summary).
+    """
+
+    def __init__(self) -> None:
+        self.gates: dict = {}
+        self.elves: dict = {}
+        self.lowered: dict = {}
+        self.written: set = set()
+
+
+def _write_failed(state, path: str, doc) -> None:
+    from arena_tool import report
+
+    report.write(path, doc)
+    state.written.add(path)
+
+
 # ---------------------------------------------------------------- actions
 
 
@@ -128,12 +172,24 @@ def _plan_action(target, source, env) -> None:
     planfile.write(target[0].path, planning.plan_model(model, options, spec["planner"], params).doc)
 
 
+def _runtime_problems(state, board: str, spec, plan_path: str, plan_doc) -> list:
+    """report.runtime_problems of one model; a model shared by boards is lowered once per build."""
+    from arena_tool import planfile, report
+
+    key = (plan_path, plan_doc["model_sha256"])
+    lowered = state.lowered.get(key)
+    if lowered is None:
+        lowered = state.lowered[key] = planfile.lowered_model(spec.path, plan_doc)
+    return report.runtime_problems(board, spec.name, plan_doc, lowered)
+
+
 @_guarded
 def _gate_action(target, source, env) -> None:
     from arena_tool import boards, manifest, report
-    from arena_tool.errors import ArenaError, CheckFailed
+    from arena_tool.errors import ArenaError
 
-    target_doc, outputs = env["ARENA_GATES"][target[0].path]
+    state = env["ARENA_STATE"]
+    target_doc, outputs, report_path = state.gates[target[0].path]
     board_target = manifest.target_from_doc(target_doc)
     plans = []
     for spec, node in zip(board_target.models, source):
@@ -147,20 +203,40 @@ def _gate_action(target, source, env) -> None:
         except ArenaError:
             return None
 
-    try:
-        rep = report.gate(board_target, plans, fastest)
-    except CheckFailed:
+    problems = []
+    if board_target.runtime != "none":
+        for spec, (_, path, doc) in zip(board_target.models, plans):
+            problems += _runtime_problems(state, board_target.name, spec, path, doc)
+    rep = report.gate(board_target, plans, fastest, problems)
+    doc = report.to_doc(rep)
+    report.write(target[0].path, doc)
+    failed = report.failure(rep)
+    if failed is not None:
         for path in outputs:
             if os.path.exists(path):
                 os.unlink(path)
-        raise
+        _write_failed(state, report_path, doc)
+        raise failed
     if rep.warning:
         sys.stdout.write(rep.warning + "\n")
-    doc = report.to_doc(rep)
+    if len(target) > 1:  # [gate, arena_board.c, arena_board.h, <board>.ld]
+        _write_arena(doc, target[1].path, target[2].path)
+        _write_ld(doc, board_target.board_file, target[3].path)
+
+
+@_guarded
+def _report_action(target, source, env) -> None:
+    """arena_report.json: the gate's report, with RAM and flash measured on the ELF when linked."""
+    from arena_tool import elfcheck, report
+
+    doc = report.read(source[0].path)
+    if len(source) > 1:
+        ram, flash = elfcheck.usage(source[1].path)
+        doc = report.with_elf(doc, ram, flash, env["ARENA_STATE"].elves[source[1].path]["flash"][0])
     report.write(target[0].path, doc)
-    if len(target) > 1:  # [report, arena_board.c, arena_board.h, arena_tables.c, <board>.ld]
-        _write_arena(doc, target[1].path, target[2].path, target[3].path)
-        _write_ld(doc, board_target.board_file, target[4].path)
+    failed = report.failure(doc)
+    if failed is not None:
+        raise failed
 
 
 @_guarded
@@ -168,24 +244,20 @@ def _tables_action(target, source, env) -> None:
     from arena_tool import codegen, planfile
 
     doc = planfile.read(source[0].path)
-    symbol = os.path.basename(target[0].path)[len("model_"):-len(".c")]  # gen/model_<symbol>.c
+    symbol = os.path.basename(target[0].path)[len("model_"):-len(".c")]  # model_<symbol>.c
     header, body = codegen.model_sources(doc, planfile.lowered_model(source[1].path, doc), symbol)
     codegen.write(target[1].path, header)
     codegen.write(target[0].path, body)
 
 
-def _write_arena(doc, c_path, h_path, unity_path=None) -> None:
-    """arena_board.{c,h} from a report; unity_path: also the board's one translation unit."""
+def _write_arena(doc, c_path, h_path) -> None:
+    """arena_board.{c,h} from a report."""
     from arena_tool import codegen
 
     bases = [(m["name"], m["base"]) for m in doc["models"]]
     header, body = codegen.arena_sources(doc["board"], doc["arena_size"], bases)
     codegen.write(h_path, header)
     codegen.write(c_path, body)
-    if unity_path:  # every model table, then the arena; quoted includes name files beside it
-        names = [f"model_{m['name']}.c" for m in doc["models"]] + [os.path.basename(c_path)]
-        lines = ["/* Generated by the arena SCons tool: the board's tables as one translation unit. */"]
-        codegen.write(unity_path, "\n".join(lines + [f'#include "{n}"' for n in names]) + "\n")
 
 
 def _write_ld(doc, board_file, path) -> None:
@@ -212,18 +284,56 @@ def _ld_action(target, source, env) -> None:
 
 
 @_guarded
+def _link_action(target, source, env) -> None:
+    """Run $ARENA_LINKCOM with its output captured: a failed link still writes the board's report
+    (status over, naming the region, when ld says one overflowed)."""
+    import subprocess
+
+    from arena_tool import report
+    from arena_tool.errors import EXIT_USAGE, ArenaError
+
+    cmd = [str(a) for a in env.subst_list("$ARENA_LINKCOM", 0, target, source)[0]]
+    try:
+        p = subprocess.run(cmd, env={k: str(v) for k, v in env["ENV"].items()}, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    except OSError as e:
+        raise ArenaError(f"cannot run the linker {cmd[0]}: {e}", hint="check gcc_prefix= and PATH") from None
+    out = sys.stdout if p.returncode == 0 else sys.stderr
+    out.write(p.stdout)
+    out.flush()
+    if p.returncode == 0:
+        return
+    state = env["ARENA_STATE"]
+    elf = target[0].path
+    t = state.elves[elf]
+    bdir = os.path.dirname(elf)
+    doc = report.read(os.path.join(bdir, "arena_gate.json"))
+    doc = report.link_failure(doc, p.stdout, t["flash"][0], {r[0]: r[2] for r in t["regions"]})
+    _write_failed(state, os.path.join(bdir, "arena_report.json"), doc)
+    failed = report.failure(doc)
+    if doc["status"] == "error":
+        failed.exit_code = EXIT_USAGE  # not a budget: a source or a flag the linker refused
+    raise failed
+
+
+@_guarded
 def _elfcheck_action(target, source, env) -> None:
     from arena_tool import boards, elfcheck, report
     from arena_tool.errors import ArenaError
 
+    state = env["ARENA_STATE"]
     elf = target[0].path
+    bdir = os.path.dirname(elf)
+    doc = report.read(os.path.join(bdir, "arena_gate.json"))
     try:
-        doc = report.read(os.path.join(os.path.dirname(elf), "arena_report.json"))
-        board = boards.load_board_file(env["ARENA_ELVES"][elf]["board_file"])
+        board = boards.load_board_file(state.elves[elf]["board_file"])
         elfcheck.check(elf, board, doc)
-    except ArenaError:
+    except ArenaError as err:
         if os.path.exists(elf):
             os.unlink(elf)
+        msg = err.msg if err.msg.startswith(doc["board"] + ": ") else f"{doc['board']}: {err.msg}"
+        failed = report.with_problem(doc, report.Problem("elf", f"arena: {msg}"))
+        _write_failed(state, os.path.join(bdir, "arena_report.json"), failed)
         raise
 
 
@@ -266,7 +376,7 @@ def _pair_emitter(target, source, env):
 
 
 def _gate_emitter(target, source, env):
-    """[report, arena_board.c, unity.c, x.ld] -> the same with arena_board.h after arena_board.c."""
+    """[gate, arena_board.c, x.ld] -> the same with arena_board.h after arena_board.c."""
     if len(target) > 1:
         base, _ = os.path.splitext(str(target[1]))
         target = [target[0], target[1], env.File(base + ".h")] + list(target[2:])
@@ -314,13 +424,30 @@ def _truthy(value) -> bool:
     return str(value).strip().lower() in ("1", "yes", "true", "on")
 
 
+def _user_vars(env) -> dict:
+    """What the user's environment brings to every compile and link (after arena's own flags):
+    CCFLAGS, LINKFLAGS, CPPPATH, LIBS as lists; CFLAGS, CPPDEFINES, LIBPATH as they are."""
+    out = {}
+    for var in ("CCFLAGS", "LINKFLAGS", "CPPPATH", "LIBS"):
+        value = env.get(var)
+        if isinstance(value, str):
+            value = value.split() if var in ("CCFLAGS", "LINKFLAGS") else [value]
+        out[var] = list(value) if value else []
+    for var in ("CFLAGS", "CPPDEFINES", "LIBPATH"):
+        out[var] = env.get(var) or []
+    return out
+
+
 def _arena_firmware(env, manifest_path, sources=(), cpppath=(), board=None, link=None, build_dir=None,
                     board_dirs=()):
     """Wire every selected board of a manifest; returns {board: {name: node(s)}}.
 
     board: 'all', 'a,b' or one name (default: ARGUMENTS['board'], else all).
     link: False to stop after generation; default: link when the cross gcc is found.
-    sources/cpppath: the firmware's own C files and include folders.
+    sources/cpppath: the firmware's own C files and include folders (arena's runtime is
+    added unless the manifest says ``runtime: none``). The environment's CCFLAGS, CFLAGS,
+    CPPDEFINES, CPPPATH, LINKFLAGS, LIBS and LIBPATH, as set before this call, reach
+    every compile and the link.
     """
     from SCons.Action import Action
     from SCons.Script import ARGUMENTS, Exit, GetOption
@@ -352,14 +479,15 @@ def _arena_firmware(env, manifest_path, sources=(), cpppath=(), board=None, link
               "C tables and linker scripts (install gcc-arm-none-eabi to link and check the ELF)")
     # The arena builders' environment: board settings are looked up by target path (no
     # override environment per call); no scanners, so an alias never re-reads generated C.
-    gates: dict = {}  # report path -> (target doc, files to delete when over budget)
-    aenv = env.Clone(SCANNERS=[], ARENA_GATES=gates)
-    wiring = _Wiring(aenv, build_dir, _generator_deps(aenv), sources, cpppath)
+    state = _State()
+    user = _user_vars(env)
+    aenv = env.Clone(SCANNERS=[], ARENA_STATE=state)
+    wiring = _Wiring(aenv, build_dir, _generator_deps(aenv), sources, cpppath, user)
     if gcc:
         prefix = env.subst("$ARENA_GCC_PREFIX")
         cross = env.Clone(tools=["cc", "link"])  # not "gcc": it runs "gcc --version" on every read
         cross.Replace(CC=prefix + "gcc", LINK=prefix + "gcc", AS=prefix + "gcc", OBJSUFFIX=".o",
-                      PROGSUFFIX=".elf", LIBS=["m"], ARENA_ELVES={})
+                      ARENA_STATE=state, ARENA_LINKCOM="$LINK -o $TARGET $LINKFLAGS $SOURCES $_LIBDIRFLAGS $_LIBFLAGS")
         cross.PrependENVPath("PATH", os.path.dirname(gcc))
         wiring.cross = cross
     result = {}
@@ -370,7 +498,7 @@ def _arena_firmware(env, manifest_path, sources=(), cpppath=(), board=None, link
     for t in targets:
         nodes = wiring.board(t)
         result[t["name"]] = nodes
-        reports.append(nodes["report"][0].path)
+        reports += nodes["report"]
         aenv.Alias(t["name"], nodes["top"])
         generated += nodes["generated"]
         tops += nodes["top"]
@@ -381,6 +509,7 @@ def _arena_firmware(env, manifest_path, sources=(), cpppath=(), board=None, link
     if qemu_elves:
         run = env.Alias("run", [env.File(p) for p in sorted(qemu_elves)],
                         Action(_run_action, "$ARENARUNCOMSTR"), ARENA_QEMU=qemu_elves)
+        env.Depends(run, [r for r in reports if os.path.dirname(r.path) + "/firmware.elf" in qemu_elves])
     else:
         run = env.Alias("run", [], Action(_no_run_action, None), ARENA_NO_RUN=(
             [t["name"] for t in targets], bool(gcc)))
@@ -388,7 +517,7 @@ def _arena_firmware(env, manifest_path, sources=(), cpppath=(), board=None, link
     if not (GetOption("help") or GetOption("clean") or GetOption("no_exec")):
         import atexit
 
-        atexit.register(_print_summary, reports, os.path.join(build_dir, ".arena_summary.json"))
+        atexit.register(_print_summary, reports, state, os.path.join(build_dir, ".arena_summary.json"))
     return result
 
 
@@ -399,108 +528,187 @@ def _no_run_action(target, source, env) -> int:
     return 2
 
 
-class _Wiring:
-    """The nodes of one ArenaFirmware call; shares plans and firmware objects between boards."""
+def _digest(text: str) -> str:
+    import hashlib
 
-    def __init__(self, env, build_dir, deps, sources, cpppath):
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+class _Wiring:
+    """The nodes of one ArenaFirmware call; shares plans, tables and objects between boards."""
+
+    def __init__(self, env, build_dir, deps, sources, cpppath, user):
         self.env = env
         self.build_dir = build_dir
         self.deps = deps  # the generator digest: every arena output depends on it
-        self.sources = sources
+        self.sources = list(sources)
         self.cpppath = list(cpppath)
+        self.user = user  # the user's compile and link variables (_user_vars)
         self.cross = None  # the cross-compiling environment, when linking
-        self.plans: dict = {}  # ModelSpec.key() -> plan node (one per distinct model and options)
-        self.flag_envs: dict = {}  # compile flags -> (environment, objects of the firmware's own sources)
+        self.plans: dict = {}  # ModelSpec.key() -> (plan node, tables .c node, tables base name)
+        self.flag_envs: dict = {}  # compile flags -> _FlagEnv
+        self.runtime_dir = _import_arena_tool().runtime_dir()
         self.elfcheck = None
+        self.top = None
 
     def plan(self, spec):
-        """The plan of one model under one set of options, shared by every board that uses them.
-
-        build/plans/<model>-<first 10 hex digits of sha256(options)>.plan.json.
-        """
+        """The plan of one model under one set of options and its C tables, shared by every board
+        that uses them: build/plans/<model>-<digest>.plan.json and
+        build/tables/<model>-<digest>/model_<model>.{c,h} (digest: first 10 hex digits of
+        sha256(options))."""
         key = spec["key"]
-        node = self.plans.get(key)
-        if node is None:
-            import hashlib
-
-            digest = hashlib.sha256(key.encode()).hexdigest()[:10]
+        entry = self.plans.get(key)
+        if entry is None:
             env = self.env
-            node = env.ArenaPlan(f"{self.build_dir}/plans/{spec['name']}-{digest}.plan.json",
-                                 [spec["path"], env.Value(key)])
-            self.plans[key] = node
-        return node
+            name = f"{spec['name']}-{_digest(key)}"
+            plan = env.ArenaPlan(f"{self.build_dir}/plans/{name}.plan.json", [spec["path"], env.Value(key)])
+            tables = env.ArenaTables(f"{self.build_dir}/tables/{name}/model_{spec['name']}.c",
+                                     [plan, env.File(spec["path"])])
+            env.Depends(plan + tables, self.deps)
+            entry = self.plans[key] = (plan, tables, name)
+        return entry
 
     def board(self, t):
         env = self.env
         bdir = f"{self.build_dir}/{t['name']}"
         gen = f"{bdir}/gen"
+        gate_path = f"{bdir}/arena_gate.json"
         report_path = f"{bdir}/arena_report.json"
         board_file = env.File(t["board_file"])
-        board_plans = []
-        for spec in t["models"]:
-            board_plans += self.plan(spec)
+        entries = [self.plan(spec) for spec in t["models"]]
+        board_plans = [p for plan, _, _ in entries for p in plan]
         gate_key = env.Value(t["key"] + "|" + "|".join(s["key"] for s in t["models"]))
-        env["ARENA_GATES"][report_path] = (t, _board_outputs(bdir, gen, t))
-        # Once it passes, the gate also writes what follows from the report (as ArenaArena and
-        # ArenaLinkerScript would) and gen/arena_tables.c, the board's generated C as one unit
-        # (one compiler run per board): one node for all keeps a no-op build's walk short.
-        gate = env.ArenaGate([report_path, f"{gen}/arena_board.c", f"{gen}/arena_tables.c",
-                              f"{bdir}/{t['name']}.ld"], board_plans + [gate_key, board_file])
-        rep, arena, unity, ld = gate[:1], gate[1:3], gate[3], gate[4:]
+        env["ARENA_STATE"].gates[gate_path] = (t, _board_outputs(bdir, gen, t), report_path)
+        # Once it passes, the gate also writes what follows from its report (as ArenaArena and
+        # ArenaLinkerScript would): one node for all keeps a no-op build's walk short.
+        gate = env.ArenaGate([gate_path, f"{gen}/arena_board.c", f"{bdir}/{t['name']}.ld"],
+                             board_plans + [gate_key, board_file])
+        rep, arena, ld = gate[:1], gate[1:3], gate[3:]
         tables = []
-        for spec, plan in zip(t["models"], board_plans):
-            tables += env.ArenaTables(f"{gen}/model_{spec['name']}.c", [plan, env.File(spec["path"])])
-        env.Requires(tables, rep)  # order only: the gate passes before any table exists
+        for _, tab, _ in entries:
+            env.Requires(tab, rep)  # order only: the gates pass before a table is generated
+            tables += tab
         generated = board_plans + gate + tables
-        env.Depends(generated, self.deps)
-        nodes = {"plans": board_plans, "report": rep, "tables": tables, "arena": arena, "ld": ld,
-                 "generated": generated, "all": generated, "top": generated}
+        env.Depends(gate, self.deps)
+        nodes = {"plans": board_plans, "gate": rep, "tables": tables, "arena": arena, "ld": ld}
         if self.cross is not None:
-            elf = self.elf(t, bdir, [n for n in tables if n.path.endswith(".c")], unity, ld, rep)
+            elf = self.elf(t, bdir, arena[0], ld, rep, entries)
+            final = env.ArenaReport(report_path, rep + elf)
             nodes["elf"] = elf
-            nodes["all"] = generated + elf
-            nodes["top"] = elf  # depends on all the rest: short alias child lists
+        else:
+            final = env.ArenaReport(report_path, rep)
+        env.Depends(final, self.deps)
+        # Linked, the report depends on all the rest (short alias child lists); else the tables too.
+        # ``generated`` (the "arena" alias) stops before compiling: the linked report is not in it.
+        linked = "elf" in nodes
+        nodes.update(report=final, generated=generated + ([] if linked else final),
+                     all=generated + final + nodes.get("elf", []), top=final if linked else final + tables)
         return nodes
 
-    def elf(self, t, bdir, tables_c, unity, ld, rep):
+    def flag_env(self, t):
+        """The compile environment and shared objects of one set of core flags (created once)."""
+        flags = list(t["gcc_flags"])
+        key = "_".join(f.split("=", 1)[-1] for f in flags if not f.startswith("-mthumb"))
+        fe = self.flag_envs.get(key)
+        if fe is None:
+            fe = self.flag_envs[key] = _FlagEnv(self, key, flags)
+        return fe
+
+    def elf(self, t, bdir, arena_c, ld, rep, entries):
         """Compile and link one board's firmware; the ELF check runs right after the link.
 
-        Boards with the same compile flags share one environment and the objects of
-        the firmware's own sources (build/common/<flags>/; they see ``cpppath`` only);
-        gen/arena_tables.c includes files beside it, so needs no -I, and the linker
-        flags reach the board's script and map through $TARGET (build/<board>/firmware.elf).
+        Boards with the same compile flags share one environment and every object but
+        their own arena_board.o (build/<board>/obj/); the linker flags reach the board's
+        script and map through $TARGET (build/<board>/firmware.elf).
         """
         from SCons.Action import Action
 
-        flags = list(t["gcc_flags"])
-        key = "_".join(f.split("=", 1)[-1] for f in flags if not f.startswith("-mthumb"))
-        entry = self.flag_envs.get(key)
-        if entry is None:
-            cross = self.cross
-            ccflags = flags + ["-Os", "-g", "-std=c99", "-Wall", "-Wextra", "-ffunction-sections",
-                               "-fdata-sections"] + list(cross.get("ARENA_EXTRA_CCFLAGS", []))
-            linkflags = flags + ["-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs",
-                                 "-Wl,--gc-sections", "-Wl,--print-memory-usage",
-                                 "-Wl,-Map,${TARGET.dir}/firmware.map",
-                                 "-T", "${TARGET.dir}/${TARGET.dir.name}.ld"]
-            fenv = cross.Clone(CPPPATH=self.cpppath, CCFLAGS=ccflags, LINKFLAGS=linkflags)
-            _freeze_helpers(fenv)
-            objs = []
-            for src in self.sources:
-                name = os.path.splitext(os.path.basename(str(src)))[0]
-                objs += fenv.Object(f"{self.build_dir}/common/{key}/{name}.o", src)
-            entry = self.flag_envs[key] = (fenv, objs)
-            if self.elfcheck is None:
-                self.elfcheck = Action(_elfcheck_action, "$ARENAELFCHECKCOMSTR")
-        fenv, objs = entry
-        obj = fenv.Object(f"{bdir}/obj/arena_tables.o", unity)
-        fenv.Depends(obj, tables_c)  # also found by the C scanner; explicit, so the order never rests on it
-        elf = fenv.Program(f"{bdir}/firmware.elf", objs + obj)
-        fenv["ARENA_ELVES"][elf[0].path] = t
-        fenv.Depends(elf, ld + rep)  # the script and the ELF check's input reach the ELF's signature
+        fe = self.flag_env(t)
+        self.env.Alias(fe.alias, rep)  # the objects this board shares wait for its gate too
+        objs = fe.env.Object(f"{bdir}/obj/arena_board.o", arena_c) + fe.app_objects()
+        if t.get("runtime", "arena") != "none":
+            objs += fe.runtime_objects()
+        for plan, tables, name in entries:
+            objs += fe.tables_object(name, tables[0])
+        if self.elfcheck is None:
+            self.elfcheck = Action(_elfcheck_action, "$ARENAELFCHECKCOMSTR")
+            cmdstr = "$LINKCOMSTR" if self.cross.get("LINKCOMSTR") else "$ARENA_LINKCOM"
+            self.link = Action(_link_action, cmdstr, varlist=["ARENA_LINKCOM"])
+        fenv = fe.env
+        elf = fenv.Command(f"{bdir}/firmware.elf", objs, self.link)
+        fenv["ARENA_STATE"].elves[elf[0].path] = t
+        fenv.Depends(elf, ld)  # the script holds everything the ELF check reads of the gate's report
         fenv.Clean(elf, [f"{bdir}/firmware.map", f"{bdir}/run_report.json"])
         fenv.AddPostAction(elf, self.elfcheck)
         return elf
+
+
+class _FlagEnv:
+    """One compile environment (core flags + arena's + the user's) and the objects its boards share.
+
+    Objects under build/common/<key>/: the firmware's sources at their own path (see
+    ``_object_name``), the runtime under arena_runtime/, each plan's tables under tables/. Every object requires the gates of the boards that link it (one Alias).
+    """
+
+    def __init__(self, wiring, key, flags):
+        self.wiring = wiring
+        self.key = key
+        self.root = f"{wiring.build_dir}/common/{key}"
+        user = wiring.user
+        ccflags = flags + ["-Os", "-g", "-std=c99", "-Wall", "-Wextra", "-ffunction-sections",
+                           "-fdata-sections"] + list(wiring.cross.get("ARENA_EXTRA_CCFLAGS", [])) + user.get("CCFLAGS", [])
+        linkflags = flags + ["-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs", "-Wl,--gc-sections",
+                             "-Wl,-Map,${TARGET.dir}/firmware.map",
+                             "-T", "${TARGET.dir}/${TARGET.dir.name}.ld"] + user.get("LINKFLAGS", [])
+        cpppath = user.get("CPPPATH", []) + wiring.cpppath + [wiring.runtime_dir]
+        self.env = wiring.cross.Clone(CPPPATH=cpppath, CCFLAGS=ccflags, CFLAGS=user.get("CFLAGS", []),
+                                      CPPDEFINES=user.get("CPPDEFINES", []), LINKFLAGS=linkflags,
+                                      LIBS=user.get("LIBS", []) + ["m"], LIBPATH=user.get("LIBPATH", []))
+        _freeze_helpers(self.env)
+        self.alias = wiring.env.Alias(f"arena-gates-{key}")  # the gates of the boards using this environment
+        self._app = None
+        self._runtime = None
+        self._tables: dict = {}
+
+    def _object(self, path, src):
+        objs = self.env.Object(path, src)
+        self.env.Requires(objs, self.alias)  # order only: nothing compiles before its boards' gates
+        return objs
+
+    def app_objects(self):
+        if self._app is None:
+            self._app = []
+            for src in self.wiring.sources:
+                node = self.env.File(str(src)) if not hasattr(src, "abspath") else src
+                self._app += self._object(f"{self.root}/{_object_name(node.abspath, self.env.Dir('#').abspath, self.wiring.runtime_dir)}.o", node)
+        return self._app
+
+    def runtime_objects(self):
+        if self._runtime is None:
+            folder = self.wiring.runtime_dir
+            names = sorted(n for n in os.listdir(folder) if n.endswith(".c"))
+            self._runtime = []
+            for n in names:
+                self._runtime += self._object(f"{self.root}/arena_runtime/{n[:-2]}.o", os.path.join(folder, n))
+        return self._runtime
+
+    def tables_object(self, name, tables_c):
+        obj = self._tables.get(name)
+        if obj is None:
+            obj = self._tables[name] = self._object(f"{self.root}/tables/{name}.o", tables_c)
+        return obj
+
+
+def _object_name(path, top, runtime_dir):
+    """A source's object path below build/common/<flags>/, without suffix: its path in the
+    project; under arena's runtime folder arena_runtime/<path there>; elsewhere outside the
+    project _ext/<digest of its folder>/<name>. Same-named files in two folders never collide."""
+    stem = os.path.splitext(path)[0]
+    for base, prefix in ((runtime_dir, "arena_runtime/"), (top, "")):
+        rel = os.path.relpath(stem, base)
+        if not rel.startswith(".." + os.sep) and rel != ".." and not os.path.isabs(rel):
+            return prefix + rel.replace(os.sep, "/")
+    return f"_ext/{_digest(os.path.dirname(path))[:8]}/{os.path.basename(stem)}"
 
 
 # SCons's compile and link lines call generic helpers (_concat over RDirs,
@@ -524,11 +732,9 @@ def _freeze_helpers(env) -> None:
 
 
 def _board_outputs(bdir, gen, t):
-    """Files deleted when the gate fails, so no stale table, script or ELF survives."""
-    out = [f"{gen}/model_{s['name']}.{x}" for s in t["models"] for x in ("c", "h")]
-    out += [f"{gen}/arena_board.c", f"{gen}/arena_board.h", f"{gen}/arena_tables.c", f"{bdir}/{t['name']}.ld",
+    """Files deleted when the gate fails, so no stale board file, script or ELF survives."""
+    return [f"{gen}/arena_board.c", f"{gen}/arena_board.h", f"{bdir}/{t['name']}.ld",
             f"{bdir}/firmware.elf", f"{bdir}/firmware.map", f"{bdir}/run_report.json"]
-    return out
 
 
 def _help_text(m, arena_tool) -> str:
@@ -544,17 +750,19 @@ def _help_text(m, arena_tool) -> str:
              "", "  boards in the manifest:"]
     for t in m["targets"]:
         qemu = f", qemu {t['qemu']}" if t["qemu"] else ""
-        lines.append(f"    {t['name']:<18} region {t['region']}, budget {t['budget']['text']}{qemu}")
+        runtime = ", runtime none" if t.get("runtime") == "none" else ""
+        lines.append(f"    {t['name']:<18} region {t['region']}, budget {t['budget']['text']}{qemu}{runtime}")
     lines.append("  all known boards: " + ", ".join(shipped))
     return "\n".join(lines) + "\n"
 
 
-def _print_summary(report_paths, cache_file) -> None:
-    """At exit: one block per board whose report exists and whose build did not fail."""
-    from SCons.Script import GetBuildFailures
+def _print_summary(report_nodes, state, cache_file) -> None:
+    """At exit: one block per board whose report this build wrote or found up to date, or that a
+    failure wrote (a board the build never reached is not shown)."""
+    from SCons.Node import executed, up_to_date
 
-    failed = {str(f.node) for f in GetBuildFailures() if getattr(f, "node", None) is not None}
-    paths = [p for p in report_paths if p not in failed and os.path.exists(p)]
+    paths = [n.path for n in report_nodes
+             if (n.get_state() in (executed, up_to_date) or n.path in state.written) and os.path.exists(n.path)]
     if paths:
         from arena_tool import manifest_cache
 
@@ -576,6 +784,7 @@ def generate(env, **kwargs) -> None:
     comstrs = {
         "ARENAPLANCOMSTR": "Planning $TARGET",
         "ARENAGATECOMSTR": "Checking budget $TARGET",
+        "ARENAREPORTCOMSTR": "Checking $TARGET",
         "ARENATABLESCOMSTR": "Generating $TARGET",
         "ARENAARENACOMSTR": "Generating $TARGET",
         "ARENALDCOMSTR": "Generating $TARGET",
@@ -591,6 +800,8 @@ def generate(env, **kwargs) -> None:
                              src_suffix=".onnx"),
         "ArenaGate": Builder(action=Action(_gate_action, "$ARENAGATECOMSTR"), suffix=".json",
                              src_suffix=".plan.json", emitter=_gate_emitter),
+        "ArenaReport": Builder(action=Action(_report_action, "$ARENAREPORTCOMSTR"), suffix=".json",
+                               src_suffix=".json"),
         "ArenaTables": Builder(action=Action(_tables_action, "$ARENATABLESCOMSTR"), suffix=".c",
                                src_suffix=".plan.json", emitter=_pair_emitter),
         "ArenaArena": Builder(action=Action(_arena_action, "$ARENAARENACOMSTR"), suffix=".c",
