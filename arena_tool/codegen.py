@@ -95,6 +95,7 @@ OPS: dict[str, tuple[str, tuple[int, ...] | None]] = {
     "Sqrt": ("ARENA_OP_SQRT", (0,)),
     "Erf": ("ARENA_OP_ERF", (0,)),
     "Elu": ("ARENA_OP_ELU", (0,)),
+    "Sum": ("ARENA_OP_ADD", None),
     "Max": ("ARENA_OP_MAX", None),
     "Min": ("ARENA_OP_MIN", None),
     "PRelu": ("ARENA_OP_PRELU", None),
@@ -103,7 +104,7 @@ PAD_MODES = {"constant": 0, "reflect": 1, "edge": 2}
 RESIZE_MODES = {"nearest": 0, "linear": 1}
 COORDINATE_MODES = {"half_pixel": 0, "asymmetric": 1, "align_corners": 2, "pytorch_half_pixel": 3,
                     "tf_half_pixel_for_nn": 4, "half_pixel_symmetric": 5}
-NEAREST_MODES = {"round_prefer_floor": 0, "round_prefer_ceil": 1, "floor": 2, "ceil": 3}
+NEAREST_MODES = {"round_prefer_floor": 0, "round_prefer_ceil": 1, "floor": 2, "ceil": 3, "simple": 4}
 SPATIAL = {"Conv", "QLinearConv", "MaxPool", "AveragePool", "QLinearAveragePool"}  # kernels reading kernel/strides/pads
 
 

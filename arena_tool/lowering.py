@@ -398,7 +398,8 @@ def _resize(g: Graph, node: Node, a: dict[str, Any]) -> dict[str, Any]:
         "mode": a.get("mode", "nearest"),
         "coordinate_transformation_mode": a.get("coordinate_transformation_mode",
                                                 "half_pixel" if opset >= 11 else "asymmetric"),
-        "nearest_mode": a.get("nearest_mode", "round_prefer_floor" if opset >= 11 else "floor"),
+        # Resize-10 and Upsample round up when downsampling, else down ('simple', onnxruntime's rule).
+        "nearest_mode": a.get("nearest_mode", "round_prefer_floor" if opset >= 11 else "simple"),
         "cubic_coeff_a": float(a.get("cubic_coeff_a", -0.75)),
         "exclude_outside": int(a.get("exclude_outside", 0)),
     }

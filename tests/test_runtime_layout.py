@@ -265,10 +265,11 @@ def _resize_opset11() -> onnx.ModelProto:
 
 @model("resize_opset10", "float")
 def _resize_opset10() -> onnx.ModelProto:
-    """Resize-10: scales at input 1, asymmetric. Upsampling only: Resize-10's nearest rounds up when
-    downsampling, which the lowering does not pass on yet (it sends floor)."""
-    return graph([node("Resize", ["x", "s"], ["n"], mode="nearest"), node("Resize", ["x", "s"], ["l"], mode="linear")],
-                 XR, ["n", "l"], (("s", floats(1, 1, 2, 3)),), opset=10)
+    """Resize-10: scales at input 1, asymmetric; its nearest rounds up when downsampling (lowering
+    passes nearest mode 'simple')."""
+    return graph([node("Resize", ["x", "s"], ["n"], mode="nearest"), node("Resize", ["x", "s"], ["l"], mode="linear"),
+                  node("Resize", ["x", "d"], ["nd"], mode="nearest")],
+                 XR, ["n", "l", "nd"], (("s", floats(1, 1, 2, 3)), ("d", floats(1, 1, 0.5, 0.6))), opset=10)
 
 
 @model("upsample", "float")

@@ -124,9 +124,10 @@ typedef enum {
     /* Layout and more element-wise ops (kernels_shape.c, kernels_float.c). */
     ARENA_OP_TRANSPOSE,    /* ints: perm[rank] */
     ARENA_OP_PAD,          /* ints: begin[rank], end[rank]; axis: mode 0 constant 1 reflect 2 edge; value */
-    ARENA_OP_SLICE,        /* ints: start[d], step[d] per output dim d (normalized, in range) */
+    ARENA_OP_SLICE,        /* ints: per input dim d, interleaved: start[d], step[d] (normalized, in range) */
     ARENA_OP_SPLIT,        /* axis; the sizes are the outputs' */
-    ARENA_OP_RESIZE,       /* ints: mode (0 nearest 1 linear), coordinate transform, nearest mode; floats: scale per dim */
+    ARENA_OP_RESIZE,       /* ints: mode (0 nearest 1 linear), coordinate transform, nearest mode (4 = Resize-10's
+                              round up when downsampling); floats: scale per dim */
     ARENA_OP_REDUCE_MEAN,  /* ints: 1 where dim d is reduced, per input dim */
     ARENA_OP_HARD_SIGMOID, /* alpha, beta */
     ARENA_OP_HARD_SWISH,
