@@ -61,17 +61,69 @@ def _spatial(op: Op, m: Lowered) -> str | None:
     return None
 
 
+def _resize(op: Op, m: Lowered) -> str | None:
+    a = op.attrs
+    if a.get("mode") not in ("nearest", "linear"):
+        return f"mode {a.get('mode')!r}; the runtime resizes by nearest and linear"
+    if a.get("coordinate_transformation_mode") not in codegen.COORDINATE_MODES:
+        return f"coordinate_transformation_mode {a.get('coordinate_transformation_mode')!r} is not implemented"
+    if a.get("mode") == "linear":
+        return _dtypes(FLOAT)(op, m)
+    return None
+
+
+def _pad_mode(op: Op, m: Lowered) -> str | None:
+    mode = op.attrs.get("mode", "constant")
+    return None if mode in codegen.PAD_MODES else f"mode {mode!r}; the runtime pads constant, reflect and edge"
+
+
+def _inputs_at_most(n: int) -> Rule:
+    def rule(op: Op, m: Lowered) -> str | None:
+        k = sum(1 for x in op.inputs if x)
+        return f"{k} inputs; the kernel takes up to {n}" if k > n else None
+    return rule
+
+
+def _avg_dilations(op: Op, m: Lowered) -> str | None:
+    d = op.attrs.get("dilations", [])
+    return f"dilations {d}; the average pool has none" if any(v != 1 for v in d) else None
+
+
+def _quantize(src: frozenset[str], dst: frozenset[str]) -> Rule:
+    def rule(op: Op, m: Lowered) -> str | None:
+        x, y = m.types.get(op.inputs[0]), m.types.get(op.outputs[0])
+        if x is not None and x.dtype not in src or y is not None and y.dtype not in dst:
+            return (f"{x.dtype if x else '?'} -> {y.dtype if y else '?'}; the kernel converts "
+                    f"{'/'.join(sorted(src))} -> {'/'.join(sorted(dst))}")
+        return None
+    return rule
+
+
+MOVE = _dtypes(ANY)
 RULES: dict[str, tuple[Rule, ...]] = {
+    **{op: (MOVE,) for op in ("Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Dropout", "Transpose",
+                              "Split", "Concat")},
+    **{op: (_dtypes(FLOAT),) for op in ("Gemm", "MatMul", "Softmax", "BatchNormalization", "GlobalAveragePool",
+                                        "Sigmoid", "LeakyRelu", "HardSigmoid", "HardSwish", "Tanh", "Exp", "Neg",
+                                        "Abs", "Sqrt", "Erf", "Elu", "Sub", "Div", "PRelu")},
+    **{op: (_dtypes(FLOAT), _inputs_at_most(8)) for op in ("Add", "Mul", "Max", "Min", "Sum")},
+    **{op: (_dtypes(FLOAT | INT8),) for op in ("Relu", "Clip", "GlobalMaxPool")},
     "Conv": (_dtypes(FLOAT), _spatial),
     "MaxPool": (_dtypes(FLOAT | INT8), _spatial),
-    "AveragePool": (_dtypes(FLOAT), _spatial),
+    "AveragePool": (_dtypes(FLOAT), _spatial, _avg_dilations),
+    "Pad": (MOVE, _needs("pads"), _pad_mode),
+    "Slice": (MOVE, _needs("starts")),
+    "Resize": (MOVE, _needs("scales"), _resize),
+    "Upsample": (MOVE, _needs("scales"), _resize),
+    "ReduceMean": (_dtypes(FLOAT), _needs("axes")),
+    "QuantizeLinear": (_quantize(FLOAT, INT8),),
+    "DequantizeLinear": (_quantize(INT8, FLOAT),),
     "QLinearConv": (_dtypes(INT8), _spatial),
     "QLinearAveragePool": (_dtypes(INT8), _spatial),
-    "Pad": (_needs("pads"),),
-    "Slice": (_needs("starts"),),
-    "Resize": (_needs("scales"),),
-    "Upsample": (_needs("scales"),),
-    "ReduceMean": (_dtypes(FLOAT), _needs("axes")),
+    **{op: (_dtypes(INT8),) for op in ("QLinearMatMul", "QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool",
+                                       "QLinearConcat", "QLinearSoftmax", "QLinearSigmoid", "QLinearLeakyRelu",
+                                       "QLinearHardSwish")},
+    "QGemm": (_quantize(INT8, INT8 | FLOAT),),
 }
 
 
