@@ -316,3 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         traceback.print_exc()
         print("arena-tool: this is an arena bug; please report it with the command and the model", file=sys.stderr)
         return EXIT_BUG
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -13,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
+import numpy as np
+
 from arena_tool import codegen
 from arena_tool.lowering import Lowered, Op
 
@@ -99,6 +101,21 @@ def _quantize(src: frozenset[str], dst: frozenset[str]) -> Rule:
     return rule
 
 
+def _channels_first(op: Op, m: Lowered) -> str | None:
+    return "channels_last=1; the quantized pools are NCHW" if op.attrs.get("channels_last", 0) else None
+
+
+def _per_tensor(*scales: int) -> Rule:
+    def rule(op: Op, m: Lowered) -> str | None:
+        for pos in scales:
+            name = op.inputs[pos] if pos < len(op.inputs) else ""
+            c = m.constants.get(name)
+            if c is not None and c.shape is not None and int(np.prod(c.shape)) > 1:
+                return f"a per-channel scale {name!r}; the kernel takes one scale per tensor"
+        return None
+    return rule
+
+
 MOVE = _dtypes(ANY)
 RULES: dict[str, tuple[Rule, ...]] = {
     **{op: (MOVE,) for op in ("Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Dropout", "Transpose",
@@ -117,12 +134,13 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "Upsample": (MOVE, _needs("scales"), _resize),
     "ReduceMean": (_dtypes(FLOAT), _needs("axes")),
     "QuantizeLinear": (_quantize(FLOAT, INT8),),
-    "DequantizeLinear": (_quantize(INT8, FLOAT),),
+    "DequantizeLinear": (_quantize(INT8 | {"int32"}, FLOAT),),
     "QLinearConv": (_dtypes(INT8), _spatial),
-    "QLinearAveragePool": (_dtypes(INT8), _spatial),
-    **{op: (_dtypes(INT8),) for op in ("QLinearMatMul", "QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool",
-                                       "QLinearConcat", "QLinearSoftmax", "QLinearSigmoid", "QLinearLeakyRelu",
-                                       "QLinearHardSwish")},
+    "QLinearAveragePool": (_dtypes(INT8), _spatial, _channels_first, _avg_dilations),
+    "QLinearGlobalAveragePool": (_dtypes(INT8), _channels_first),
+    **{op: (_dtypes(INT8), _per_tensor(1, 4, 6)) for op in ("QLinearAdd", "QLinearMul")},
+    **{op: (_dtypes(INT8),) for op in ("QLinearMatMul", "QLinearConcat", "QLinearSoftmax", "QLinearSigmoid",
+                                       "QLinearLeakyRelu", "QLinearHardSwish")},
     "QGemm": (_quantize(INT8, INT8 | FLOAT),),
 }
 

@@ -39,6 +39,16 @@ int arena_k_dequantize(const arena_ctx_t *c);
 int arena_k_qlinear_conv(const arena_ctx_t *c);
 int arena_k_qlinear_matmul(const arena_ctx_t *c);
 
+/* Quantization helpers shared by the quantized kernels (kernels_quant.c documents them). */
+int32_t arena_q_load(const arena_tensor_t *t, const void *data, uint32_t i);
+void arena_q_put(void *data, uint32_t i, int32_t q);
+int32_t arena_q_round(float v, int32_t zp, int32_t lo, int32_t hi);
+int32_t arena_q_bias_add(int32_t bias, int32_t dot);
+float arena_q_scale(const arena_ctx_t *c, int s, uint32_t k);
+int32_t arena_q_zp(const arena_ctx_t *c, int z, uint32_t k);
+int arena_q_check(const arena_ctx_t *c, int x, uint32_t n);
+int arena_q_out(const arena_ctx_t *c, int s, int32_t *lo, int32_t *hi);
+
 /* kernels_qlinear.c: onnxruntime's quantized contrib ops and their lowered QDQ twins. */
 int arena_k_qlinear_binary(const arena_ctx_t *c);      /* QLinearAdd, QLinearMul */
 int arena_k_qgemm(const arena_ctx_t *c);

@@ -1,10 +1,20 @@
 /* int8/uint8 kernels: ONNX linear quantization, q = saturate(rint(x / s) + zp),
  * x = (q - zp) * s, with per-tensor or per-axis scales. QLinear ops requantize
  * an int32 accumulator with the float multiplier s_x * s_w / s_y, rounding
- * half to even (ONNX Runtime may differ by one step on exact ties). */
+ * half to even (ONNX Runtime may differ by one step on exact ties).
+ *
+ * Also the quantization helpers every quantized kernel shares (arena_q_*,
+ * declared in kernels_qlinear.c): operand checks, loads, the requantize/store path. */
 #include "arena_kernels.h"
 
-static int32_t load_int(const arena_tensor_t *t, const void *data, uint32_t i)
+/* --- shared helpers ------------------------------------------------------ */
+
+static int is_q8(uint8_t dtype)
+{
+    return dtype == ARENA_DT_INT8 || dtype == ARENA_DT_UINT8;
+}
+
+int32_t arena_q_load(const arena_tensor_t *t, const void *data, uint32_t i)
 {
     if (t == NULL || data == NULL) {
         return 0;
@@ -17,110 +27,314 @@ static int32_t load_int(const arena_tensor_t *t, const void *data, uint32_t i)
     }
 }
 
-/* The op's quantized output range (a Relu/Clip lowering absorbed), applied before saturation. */
-static float clamp_range(const arena_attrs_t *a, float v)
+/* Stores a value already inside the tensor's int8/uint8 range: the low byte is
+ * its two's complement (int8_t) or plain (uint8_t) representation. */
+void arena_q_put(void *data, uint32_t i, int32_t q)
 {
-    if (a->out_min < a->out_max) {
-        v = v < (float)a->out_min ? (float)a->out_min : (v > (float)a->out_max ? (float)a->out_max : v);
-    }
-    return v;
+    ((uint8_t *)data)[i] = (uint8_t)q;
 }
 
-static int store_q(const arena_tensor_t *t, void *data, uint32_t i, float v)
+/* The requantize step of every quantized output: rint(v) + zp clamped to
+ * [lo, hi] (the dtype's range, narrowed by an absorbed Relu/Clip). Clamping in
+ * float first keeps the int conversion defined for any v (NaN gives lo). */
+int32_t arena_q_round(float v, int32_t zp, int32_t lo, int32_t hi)
 {
-    int32_t q;
-    float lo = t->dtype == ARENA_DT_INT8 ? -128.0f : 0.0f;
-    float hi = t->dtype == ARENA_DT_INT8 ? 127.0f : 255.0f;
-    v = v < lo ? lo : (v > hi ? hi : v);
-    q = (int32_t)v;
-    if (t->dtype == ARENA_DT_INT8) {
-        ((int8_t *)data)[i] = (int8_t)q;
-    } else if (t->dtype == ARENA_DT_UINT8) {
-        ((uint8_t *)data)[i] = (uint8_t)q;
-    } else {
+    float r = arena_rintf(v) + (float)zp;
+    if (!(r > (float)lo)) {
+        return lo;
+    }
+    return r < (float)hi ? (int32_t)r : hi;
+}
+
+/* bias + dot with int32 wraparound (onnxruntime's arithmetic), without signed overflow. */
+int32_t arena_q_bias_add(int32_t bias, int32_t dot)
+{
+    uint32_t s = (uint32_t)bias + (uint32_t)dot;
+    return s <= (uint32_t)INT32_MAX ? (int32_t)s : -(int32_t)(~s) - 1;
+}
+
+/* Scale entry k of the float tensor at input s (entry 0 when it has one). */
+float arena_q_scale(const arena_ctx_t *c, int s, uint32_t k)
+{
+    const arena_tensor_t *t = arena_in(c, s);
+    const float *d = (const float *)arena_in_data(c, s);
+    return d[t->elements > 1u ? k : 0u];
+}
+
+/* Zero point entry k at input z (0 when absent). */
+int32_t arena_q_zp(const arena_ctx_t *c, int z, uint32_t k)
+{
+    const arena_tensor_t *t = arena_in(c, z);
+    if (t == NULL) {
+        return 0;
+    }
+    return arena_q_load(t, arena_in_data(c, z), t->elements > 1u ? k : 0u);
+}
+
+/* A quantized operand: tensor x at input `x`, int8/uint8; its float32 scale at x+1
+ * and its zero point at x+2 (absent = 0, else x's dtype) with 1 or `n` entries
+ * each (n = 1: per-tensor only). */
+int arena_q_check(const arena_ctx_t *c, int x, uint32_t n)
+{
+    const arena_tensor_t *xt = arena_in(c, x), *st = arena_in(c, x + 1), *zt = arena_in(c, x + 2);
+    if (xt == NULL || st == NULL) {
+        return ARENA_ERR_SHAPE;
+    }
+    if (!is_q8(xt->dtype) || st->dtype != ARENA_DT_FLOAT32 || (zt != NULL && zt->dtype != xt->dtype)) {
+        return ARENA_ERR_UNSUPPORTED;
+    }
+    if ((st->elements != 1u && st->elements != n) || (zt != NULL && zt->elements != 1u && zt->elements != n)) {
         return ARENA_ERR_UNSUPPORTED;
     }
     return ARENA_OK;
 }
 
+/* The quantized output 0: int8/uint8, per-tensor float32 scale at input s and zero
+ * point at s+1 (absent = 0, else the output's dtype); [*lo, *hi] is its integer
+ * range, narrowed by attrs.out_min/out_max when out_min < out_max. */
+int arena_q_out(const arena_ctx_t *c, int s, int32_t *lo, int32_t *hi)
+{
+    const arena_attrs_t *a = &c->op->attrs;
+    const arena_tensor_t *yt = arena_out(c, 0), *st = arena_in(c, s), *zt = arena_in(c, s + 1);
+    if (yt == NULL || st == NULL) {
+        return ARENA_ERR_SHAPE;
+    }
+    if (!is_q8(yt->dtype) || st->dtype != ARENA_DT_FLOAT32 || (zt != NULL && zt->dtype != yt->dtype)) {
+        return ARENA_ERR_UNSUPPORTED;
+    }
+    if (st->elements != 1u || (zt != NULL && zt->elements != 1u)) {
+        return ARENA_ERR_UNSUPPORTED;
+    }
+    *lo = yt->dtype == ARENA_DT_INT8 ? -128 : 0;
+    *hi = yt->dtype == ARENA_DT_INT8 ? 127 : 255;
+    if (a->out_min < a->out_max) {
+        *lo = a->out_min > *lo ? a->out_min : *lo;
+        *hi = a->out_max < *hi ? a->out_max : *hi;
+    }
+    return ARENA_OK;
+}
+
+/* --- QuantizeLinear, DequantizeLinear ------------------------------------- */
+
 /* Which scale/zero-point entry element i of `x` uses (per-axis when the scale has more than one). */
 static uint32_t axis_index(const arena_tensor_t *x, const arena_tensor_t *scale, int32_t axis, uint32_t i)
 {
     uint32_t inner;
-    if (scale == NULL || scale->elements <= 1u) {
+    if (scale->elements <= 1u) {
         return 0u;
     }
     inner = arena_dims_product(x, axis + 1, x->rank);
     return (i / inner) % (uint32_t)x->shape[axis];
 }
 
+/* Scale (and zero point) of `x`: float32, one entry or one per index of attrs.axis;
+ * the zero point, when present, of dtype `zdtype` with as many entries as the scale. */
+static int check_qparams(const arena_ctx_t *c, const arena_tensor_t *x, uint8_t zdtype)
+{
+    const arena_tensor_t *st = arena_in(c, 1), *zt = arena_in(c, 2);
+    int32_t axis = c->op->attrs.axis;
+    if (st == NULL || st->dtype != ARENA_DT_FLOAT32 || (zt != NULL && zt->dtype != zdtype)) {
+        return ARENA_ERR_UNSUPPORTED;
+    }
+    if (st->elements > 1u && (axis < 0 || axis >= (int32_t)x->rank || st->elements != (uint32_t)x->shape[axis])) {
+        return ARENA_ERR_SHAPE;
+    }
+    if (zt != NULL && zt->elements != st->elements) {
+        return ARENA_ERR_SHAPE;
+    }
+    return ARENA_OK;
+}
+
 int arena_k_quantize(const arena_ctx_t *c)
 {
-    const arena_tensor_t *xt = arena_in(c, 0), *st = arena_in(c, 1), *zt = arena_in(c, 2), *yt = arena_out(c, 0);
+    const arena_tensor_t *xt = arena_in(c, 0), *st = arena_in(c, 1), *yt = arena_out(c, 0);
     const float *x = (const float *)arena_in_data(c, 0);
-    const float *s = (const float *)arena_in_data(c, 1);
-    const void *z = zt != NULL ? arena_in_data(c, 2) : NULL;
     void *y = arena_out_data(c, 0);
     uint32_t i;
-    if (xt == NULL || st == NULL || yt == NULL || xt->dtype != ARENA_DT_FLOAT32) {
+    int rc;
+    if (xt == NULL || yt == NULL || xt->elements != yt->elements) {
+        return ARENA_ERR_SHAPE;
+    }
+    if (xt->dtype != ARENA_DT_FLOAT32 || !is_q8(yt->dtype)) {
         return ARENA_ERR_UNSUPPORTED;
+    }
+    rc = check_qparams(c, xt, yt->dtype);
+    if (rc != ARENA_OK) {
+        return rc;
     }
     for (i = 0; i < yt->elements; ++i) {
         uint32_t k = axis_index(xt, st, c->op->attrs.axis, i);
-        int rc = store_q(yt, y, i, arena_rintf(x[i] / s[k]) + (float)load_int(zt, z, k));
-        if (rc != ARENA_OK) {
-            return rc;
-        }
+        arena_q_put(y, i, arena_q_round(x[i] / arena_q_scale(c, 1, k), arena_q_zp(c, 2, k),
+                                        yt->dtype == ARENA_DT_INT8 ? -128 : 0, yt->dtype == ARENA_DT_INT8 ? 127 : 255));
     }
     return ARENA_OK;
 }
 
 int arena_k_dequantize(const arena_ctx_t *c)
 {
-    const arena_tensor_t *xt = arena_in(c, 0), *st = arena_in(c, 1), *zt = arena_in(c, 2), *yt = arena_out(c, 0);
+    const arena_tensor_t *xt = arena_in(c, 0), *st = arena_in(c, 1), *yt = arena_out(c, 0);
     const void *x = arena_in_data(c, 0);
-    const float *s = (const float *)arena_in_data(c, 1);
-    const void *z = zt != NULL ? arena_in_data(c, 2) : NULL;
     float *y = (float *)arena_out_data(c, 0);
-    uint32_t n = yt != NULL ? yt->elements : 0u, i;
-    if (xt == NULL || st == NULL || yt == NULL || yt->dtype != ARENA_DT_FLOAT32 || xt->dtype == ARENA_DT_FLOAT32) {
+    uint32_t i;
+    int rc;
+    if (xt == NULL || yt == NULL || xt->elements != yt->elements) {
+        return ARENA_ERR_SHAPE;
+    }
+    if (yt->dtype != ARENA_DT_FLOAT32 || !(is_q8(xt->dtype) || xt->dtype == ARENA_DT_INT32)) {
         return ARENA_ERR_UNSUPPORTED;
     }
+    rc = check_qparams(c, xt, xt->dtype);
+    if (rc != ARENA_OK) {
+        return rc;
+    }
     /* In place is possible only for int32 -> float32 (same width): forward order is safe then. */
-    for (i = 0; i < n; ++i) {
+    for (i = 0; i < yt->elements; ++i) {
         uint32_t k = axis_index(xt, st, c->op->attrs.axis, i);
-        y[i] = (float)(load_int(xt, x, i) - load_int(zt, z, k)) * s[k];
+        y[i] = (float)(arena_q_load(xt, x, i) - arena_q_zp(c, 2, k)) * arena_q_scale(c, 1, k);
     }
     return ARENA_OK;
 }
 
+/* --- QLinearConv ------------------------------------------------------------ */
+
+/* A conv's sizes, NCHW (a rank-3 1-D conv runs as H = 1). */
+typedef struct {
+    int32_t n, c, h, w;   /* input */
+    int32_t m, oh, ow;    /* output channels and size */
+    int32_t groups, cg, mg; /* groups, input and output channels per group */
+    int32_t kk;           /* cg * KH * KW: one output pixel's dot product length */
+} conv_dims_t;
+
+/* Output size of one spatial dim, or -1 when the window does not fit. */
+static int32_t conv_out(int32_t in, int32_t k, int32_t stride, int32_t dil, int32_t p0, int32_t p1)
+{
+    int32_t span = (k - 1) * dil + 1;
+    if (in + p0 + p1 < span) {
+        return -1;
+    }
+    return (in + p0 + p1 - span) / stride + 1;
+}
+
+/* Checks the conv's tensors and attributes against each other and fills *d. */
+static int conv_dims(const arena_ctx_t *c, conv_dims_t *d)
+{
+    const arena_attrs_t *a = &c->op->attrs;
+    const arena_tensor_t *xt = arena_in(c, 0), *wt = arena_in(c, 3), *yt = arena_out(c, 0), *bt = arena_in(c, 8);
+    int r;
+    if (xt == NULL || wt == NULL || yt == NULL || (xt->rank != 3 && xt->rank != 4) || wt->rank != xt->rank
+        || yt->rank != xt->rank) {
+        return ARENA_ERR_SHAPE;
+    }
+    r = xt->rank;
+    d->n = xt->shape[0];
+    d->c = xt->shape[1];
+    d->h = r == 4 ? xt->shape[2] : 1;
+    d->w = xt->shape[r - 1];
+    d->m = yt->shape[1];
+    d->oh = r == 4 ? yt->shape[2] : 1;
+    d->ow = yt->shape[r - 1];
+    d->groups = a->group > 0 ? a->group : 1;
+    if (a->kernel[0] < 1 || a->kernel[1] < 1 || a->strides[0] < 1 || a->strides[1] < 1 || a->dilations[0] < 1
+        || a->dilations[1] < 1 || a->pads[0] < 0 || a->pads[1] < 0 || a->pads[2] < 0 || a->pads[3] < 0) {
+        return ARENA_ERR_SHAPE;
+    }
+    if (d->c % d->groups != 0 || d->m % d->groups != 0 || yt->shape[0] != d->n || wt->shape[0] != d->m
+        || wt->shape[1] != d->c / d->groups || wt->shape[r - 1] != a->kernel[1]
+        || (r == 4 ? wt->shape[2] : 1) != a->kernel[0]) {
+        return ARENA_ERR_SHAPE;
+    }
+    if (d->oh != conv_out(d->h, a->kernel[0], a->strides[0], a->dilations[0], a->pads[0], a->pads[2])
+        || d->ow != conv_out(d->w, a->kernel[1], a->strides[1], a->dilations[1], a->pads[1], a->pads[3])) {
+        return ARENA_ERR_SHAPE;
+    }
+    if (bt != NULL && (bt->dtype != ARENA_DT_INT32 || bt->elements != (uint32_t)d->m)) {
+        return bt->dtype != ARENA_DT_INT32 ? ARENA_ERR_UNSUPPORTED : ARENA_ERR_SHAPE;
+    }
+    d->cg = d->c / d->groups;
+    d->mg = d->m / d->groups;
+    d->kk = d->cg * a->kernel[0] * a->kernel[1];
+    if (d->kk > INT32_MAX / (255 * 255)) {
+        return ARENA_ERR_SHAPE; /* the int32 accumulator could overflow */
+    }
+    return ARENA_OK;
+}
+
+/* What writing output channel m needs. */
+typedef struct {
+    void *y;
+    float mult;   /* x_scale * w_scale[m] / y_scale */
+    int32_t w_zp, bias, y_zp, lo, hi;
+} conv_chan_t;
+
+static conv_chan_t conv_chan(const arena_ctx_t *c, int32_t m, int32_t lo, int32_t hi)
+{
+    conv_chan_t ch;
+    ch.y = arena_out_data(c, 0);
+    ch.mult = arena_q_scale(c, 1, 0) * arena_q_scale(c, 4, (uint32_t)m) / arena_q_scale(c, 6, 0);
+    ch.w_zp = arena_q_zp(c, 5, (uint32_t)m);
+    ch.bias = arena_q_load(arena_in(c, 8), arena_in_data(c, 8), (uint32_t)m);
+    ch.y_zp = arena_q_zp(c, 7, 0);
+    ch.lo = lo;
+    ch.hi = hi;
+    return ch;
+}
+
+/* One output pixel's accumulator, any int8/uint8 mix: the reference loop. */
+static int32_t qconv_pixel(const arena_ctx_t *c, const conv_dims_t *d, int32_t n, int32_t m, int32_t oh, int32_t ow,
+                           int32_t x_zp, int32_t w_zp)
+{
+    const arena_attrs_t *a = &c->op->attrs;
+    const arena_tensor_t *xt = arena_in(c, 0), *wt = arena_in(c, 3);
+    const void *x = arena_in_data(c, 0), *w = arena_in_data(c, 3);
+    int32_t g = m / d->mg, acc = 0, ci, ky, kx;
+    for (ci = 0; ci < d->cg; ++ci) {
+        int32_t xc = g * d->cg + ci;
+        for (ky = 0; ky < a->kernel[0]; ++ky) {
+            int32_t ih = oh * a->strides[0] - a->pads[0] + ky * a->dilations[0];
+            if (ih < 0 || ih >= d->h) {
+                continue;
+            }
+            for (kx = 0; kx < a->kernel[1]; ++kx) {
+                int32_t iw = ow * a->strides[1] - a->pads[1] + kx * a->dilations[1];
+                uint32_t xi, wi;
+                if (iw < 0 || iw >= d->w) {
+                    continue;
+                }
+                xi = (uint32_t)(((n * d->c + xc) * d->h + ih) * d->w + iw);
+                wi = (uint32_t)(((m * d->cg + ci) * a->kernel[0] + ky) * a->kernel[1] + kx);
+                acc += (arena_q_load(xt, x, xi) - x_zp) * (arena_q_load(wt, w, wi) - w_zp);
+            }
+        }
+    }
+    return acc;
+}
+
 /* One output pixel's accumulator for int8 x and int8 w (every int8 model's
- * convs): the generic loop's arithmetic with direct int8 loads, the kernel
+ * convs): the reference loop's arithmetic with direct int8 loads, the kernel
  * window's bounds checked once per tap and the channels innermost (a 1x1
  * conv is then one strided dot product). */
-static int32_t qconv_i8_pixel(const int8_t *x, const int8_t *w, const int32_t *xd, const arena_attrs_t *a,
-                              int32_t n, int32_t m, int32_t g, int32_t cg, int32_t oh, int32_t ow,
-                              int32_t x_zp, int32_t w_zp)
+static int32_t qconv_i8_pixel(const int8_t *x, const int8_t *w, const conv_dims_t *d, const arena_attrs_t *a,
+                              int32_t n, int32_t m, int32_t oh, int32_t ow, int32_t x_zp, int32_t w_zp)
 {
     int32_t ih0 = oh * a->strides[0] - a->pads[0], iw0 = ow * a->strides[1] - a->pads[1];
-    int32_t taps = a->kernel[0] * a->kernel[1], plane = xd[2] * xd[3];
+    int32_t taps = a->kernel[0] * a->kernel[1], plane = d->h * d->w;
     int32_t acc = 0, ci, ky, kx;
-    const int8_t *xg = x + (size_t)(n * xd[1] + g * cg) * (size_t)plane;
-    const int8_t *wm = w + (size_t)(m * cg) * (size_t)taps;
+    const int8_t *xg = x + (size_t)(n * d->c + (m / d->mg) * d->cg) * (size_t)plane;
+    const int8_t *wm = w + (size_t)(m * d->cg) * (size_t)taps;
     for (ky = 0; ky < a->kernel[0]; ++ky) {
         int32_t ih = ih0 + ky * a->dilations[0];
-        if (ih < 0 || ih >= xd[2]) {
+        if (ih < 0 || ih >= d->h) {
             continue;
         }
         for (kx = 0; kx < a->kernel[1]; ++kx) {
             int32_t iw = iw0 + kx * a->dilations[1];
             const int8_t *xp, *wp;
-            if (iw < 0 || iw >= xd[3]) {
+            if (iw < 0 || iw >= d->w) {
                 continue;
             }
-            xp = xg + ih * xd[3] + iw;
+            xp = xg + ih * d->w + iw;
             wp = wm + ky * a->kernel[1] + kx;
-            for (ci = 0; ci < cg; ++ci) {
+            for (ci = 0; ci < d->cg; ++ci) {
                 acc += ((int32_t)xp[ci * plane] - x_zp) * ((int32_t)wp[ci * taps] - w_zp);
             }
         }
@@ -128,74 +342,114 @@ static int32_t qconv_i8_pixel(const int8_t *x, const int8_t *w, const int32_t *x
     return acc;
 }
 
+/* im2col of output rows [oh0, oh0 + rows) of image n, group g: col[p][k], p an
+ * output pixel, k = (ci, ky, kx) as in the weights; taps in the padding get
+ * x_zp, so they add (x_zp - x_zp) * w = 0 exactly as the direct loop skips them. */
+static void im2col_i8(const int8_t *x, const conv_dims_t *d, const arena_attrs_t *a, int32_t n, int32_t g,
+                      int32_t oh0, int32_t rows, int8_t x_zp, int8_t *col)
+{
+    int32_t oh, ow, ci, ky, kx;
+    for (oh = oh0; oh < oh0 + rows; ++oh) {
+        for (ow = 0; ow < d->ow; ++ow) {
+            for (ci = 0; ci < d->cg; ++ci) {
+                const int8_t *xc = x + (size_t)(n * d->c + g * d->cg + ci) * (size_t)d->h * (size_t)d->w;
+                for (ky = 0; ky < a->kernel[0]; ++ky) {
+                    int32_t ih = oh * a->strides[0] - a->pads[0] + ky * a->dilations[0];
+                    for (kx = 0; kx < a->kernel[1]; ++kx) {
+                        int32_t iw = ow * a->strides[1] - a->pads[1] + kx * a->dilations[1];
+                        int inside = ih >= 0 && ih < d->h && iw >= 0 && iw < d->w;
+                        *col++ = inside ? xc[(size_t)ih * (size_t)d->w + (size_t)iw] : x_zp;
+                    }
+                }
+            }
+        }
+    }
+}
+
+static int32_t dot_i8(const int8_t *u, int32_t u_zp, const int8_t *v, int32_t v_zp, int32_t len)
+{
+    int32_t acc = 0, k;
+    for (k = 0; k < len; ++k) {
+        acc += ((int32_t)u[k] - u_zp) * ((int32_t)v[k] - v_zp);
+    }
+    return acc;
+}
+
+/* Output pixel p (of OH * OW) of channel m, image n. */
+static void qconv_store(const conv_dims_t *d, const conv_chan_t *ch, int32_t n, int32_t m, int32_t p, int32_t acc)
+{
+    uint32_t yi = (uint32_t)((n * d->m + m) * d->oh * d->ow + p);
+    float v = (float)arena_q_bias_add(ch->bias, acc) * ch->mult;
+    arena_q_put(ch->y, yi, arena_q_round(v, ch->y_zp, ch->lo, ch->hi));
+}
+
+/* int8 conv through the planned workspace: as many output rows of im2col columns
+ * as it holds, then one dot product per (channel, pixel). 0 when it holds no row. */
+static int qconv_i8_im2col(const arena_ctx_t *c, const conv_dims_t *d, int32_t lo, int32_t hi)
+{
+    const arena_attrs_t *a = &c->op->attrs;
+    const arena_tensor_t *wst = &c->m->tensors[c->op->workspace];
+    const int8_t *x = (const int8_t *)arena_in_data(c, 0), *w = (const int8_t *)arena_in_data(c, 3);
+    int8_t *col = (int8_t *)arena_tensor_data(c->m, c->base, c->op->workspace);
+    int32_t x_zp = arena_q_zp(c, 2, 0), rows, n, g, r0, m, p;
+    uint32_t row_elems = (uint32_t)d->ow * (uint32_t)d->kk;
+    if (wst->dtype != ARENA_DT_INT8 || row_elems == 0u || wst->elements < row_elems) {
+        return 0;
+    }
+    rows = (int32_t)(wst->elements / row_elems);
+    rows = rows < d->oh ? rows : d->oh;
+    for (n = 0; n < d->n; ++n) {
+        for (g = 0; g < d->groups; ++g) {
+            for (r0 = 0; r0 < d->oh; r0 += rows) {
+                int32_t nr = d->oh - r0 < rows ? d->oh - r0 : rows;
+                im2col_i8(x, d, a, n, g, r0, nr, (int8_t)x_zp, col);
+                for (m = g * d->mg; m < (g + 1) * d->mg; ++m) {
+                    conv_chan_t ch = conv_chan(c, m, lo, hi);
+                    for (p = 0; p < nr * d->ow; ++p) {
+                        int32_t acc = dot_i8(col + (size_t)p * (size_t)d->kk, x_zp, w + (size_t)m * (size_t)d->kk,
+                                             ch.w_zp, d->kk);
+                        qconv_store(d, &ch, n, m, r0 * d->ow + p, acc);
+                    }
+                }
+            }
+        }
+    }
+    return 1;
+}
+
 int arena_k_qlinear_conv(const arena_ctx_t *c)
 {
     const arena_attrs_t *a = &c->op->attrs;
-    const arena_tensor_t *xt = arena_in(c, 0), *wt = arena_in(c, 3), *yt = arena_out(c, 0);
-    const arena_tensor_t *xzt = arena_in(c, 2), *wst = arena_in(c, 4), *wzt = arena_in(c, 5), *yzt = arena_in(c, 7);
-    const arena_tensor_t *bt = arena_in(c, 8);
-    const void *x = arena_in_data(c, 0), *w = arena_in_data(c, 3);
-    const void *xz = arena_in_data(c, 2), *wz = arena_in_data(c, 5), *yz = arena_in_data(c, 7);
-    const float *xs = (const float *)arena_in_data(c, 1), *ws = (const float *)arena_in_data(c, 4);
-    const float *ys = (const float *)arena_in_data(c, 6);
-    const void *bias = bt != NULL ? arena_in_data(c, 8) : NULL;
-    void *y = arena_out_data(c, 0);
-    int32_t xd[4], yd[4], groups = a->group > 0 ? a->group : 1, cg, mg, n, m, oh, ow, ci, ky, kx;
-    int32_t x_zp = load_int(xzt, xz, 0), y_zp = load_int(yzt, yz, 0);
-    int fast;
-    if (xt == NULL || wt == NULL || yt == NULL || xs == NULL || ws == NULL || ys == NULL) {
-        return ARENA_ERR_SHAPE;
+    conv_dims_t d;
+    int32_t lo, hi, x_zp, n, m, oh, ow;
+    int fast, rc = conv_dims(c, &d);
+    if (rc == ARENA_OK) {
+        rc = arena_q_check(c, 0, 1u);
     }
-    fast = xt->dtype == ARENA_DT_INT8 && wt->dtype == ARENA_DT_INT8;
-    if (xt->rank == 4) {
-        xd[0] = xt->shape[0]; xd[1] = xt->shape[1]; xd[2] = xt->shape[2]; xd[3] = xt->shape[3];
-        yd[0] = yt->shape[0]; yd[1] = yt->shape[1]; yd[2] = yt->shape[2]; yd[3] = yt->shape[3];
-    } else if (xt->rank == 3) {
-        xd[0] = xt->shape[0]; xd[1] = xt->shape[1]; xd[2] = 1; xd[3] = xt->shape[2];
-        yd[0] = yt->shape[0]; yd[1] = yt->shape[1]; yd[2] = 1; yd[3] = yt->shape[2];
-    } else {
-        return ARENA_ERR_SHAPE;
+    if (rc == ARENA_OK) {
+        rc = arena_q_check(c, 3, (uint32_t)d.m);
     }
-    cg = xd[1] / groups;
-    mg = yd[1] / groups;
-    for (n = 0; n < xd[0]; ++n) {
-        for (m = 0; m < yd[1]; ++m) {
-            int32_t g = m / mg;
-            uint32_t wk = wst->elements > 1u ? (uint32_t)m : 0u;
-            int32_t w_zp = load_int(wzt, wz, wzt != NULL && wzt->elements > 1u ? (uint32_t)m : 0u);
-            float mult = xs[0] * ws[wk] / ys[0];
-            for (oh = 0; oh < yd[2]; ++oh) {
-                for (ow = 0; ow < yd[3]; ++ow) {
-                    int32_t acc = load_int(bt, bias, (uint32_t)m);
-                    if (fast) {
-                        acc += qconv_i8_pixel((const int8_t *)x, (const int8_t *)w, xd, a, n, m, g, cg, oh, ow,
-                                              x_zp, w_zp);
-                    } else for (ci = 0; ci < cg; ++ci) {
-                        int32_t xc = g * cg + ci;
-                        for (ky = 0; ky < a->kernel[0]; ++ky) {
-                            int32_t ih = oh * a->strides[0] - a->pads[0] + ky * a->dilations[0];
-                            if (ih < 0 || ih >= xd[2]) {
-                                continue;
-                            }
-                            for (kx = 0; kx < a->kernel[1]; ++kx) {
-                                int32_t iw = ow * a->strides[1] - a->pads[1] + kx * a->dilations[1];
-                                uint32_t xi, wi;
-                                if (iw < 0 || iw >= xd[3]) {
-                                    continue;
-                                }
-                                xi = (uint32_t)(((n * xd[1] + xc) * xd[2] + ih) * xd[3] + iw);
-                                wi = (uint32_t)(((m * cg + ci) * a->kernel[0] + ky) * a->kernel[1] + kx);
-                                acc += (load_int(xt, x, xi) - x_zp) * (load_int(wt, w, wi) - w_zp);
-                            }
-                        }
-                    }
-                    {
-                        uint32_t yi = (uint32_t)(((n * yd[1] + m) * yd[2] + oh) * yd[3] + ow);
-                        int rc = store_q(yt, y, yi, clamp_range(a, arena_rintf((float)acc * mult) + (float)y_zp));
-                        if (rc != ARENA_OK) {
-                            return rc;
-                        }
-                    }
+    if (rc == ARENA_OK) {
+        rc = arena_q_out(c, 6, &lo, &hi);
+    }
+    if (rc != ARENA_OK) {
+        return rc;
+    }
+    fast = arena_in(c, 0)->dtype == ARENA_DT_INT8 && arena_in(c, 3)->dtype == ARENA_DT_INT8;
+    if (fast && c->op->workspace >= 0 && qconv_i8_im2col(c, &d, lo, hi)) {
+        return ARENA_OK;
+    }
+    x_zp = arena_q_zp(c, 2, 0);
+    for (n = 0; n < d.n; ++n) {
+        for (m = 0; m < d.m; ++m) {
+            conv_chan_t ch = conv_chan(c, m, lo, hi);
+            for (oh = 0; oh < d.oh; ++oh) {
+                for (ow = 0; ow < d.ow; ++ow) {
+                    int32_t acc = fast ? qconv_i8_pixel((const int8_t *)arena_in_data(c, 0),
+                                                        (const int8_t *)arena_in_data(c, 3), &d, a, n, m, oh, ow,
+                                                        x_zp, ch.w_zp)
+                                       : qconv_pixel(c, &d, n, m, oh, ow, x_zp, ch.w_zp);
+                    qconv_store(&d, &ch, n, m, oh * d.ow + ow, acc);
                 }
             }
         }
@@ -203,35 +457,62 @@ int arena_k_qlinear_conv(const arena_ctx_t *c)
     return ARENA_OK;
 }
 
+/* --- QLinearMatMul ------------------------------------------------------------ */
+
+/* Y[..., M, N] = A[..., M, K] B[..., K, N]; A and B each hold every batch of Y or one
+ * matrix shared by all; B's scale/zero point per tensor or per column (N). */
 int arena_k_qlinear_matmul(const arena_ctx_t *c)
 {
     const arena_tensor_t *at = arena_in(c, 0), *bt = arena_in(c, 3), *yt = arena_out(c, 0);
-    const arena_tensor_t *azt = arena_in(c, 2), *bst = arena_in(c, 4), *bzt = arena_in(c, 5), *yzt = arena_in(c, 7);
-    const void *A = arena_in_data(c, 0), *B = arena_in_data(c, 3), *Y = arena_out_data(c, 0);
-    const float *as = (const float *)arena_in_data(c, 1), *bs = (const float *)arena_in_data(c, 4);
-    const float *ys = (const float *)arena_in_data(c, 6);
-    int32_t M, N, K, i, j, k;
-    int32_t a_zp = load_int(azt, arena_in_data(c, 2), 0), y_zp = load_int(yzt, arena_in_data(c, 7), 0);
-    if (at == NULL || bt == NULL || yt == NULL || at->rank != 2 || bt->rank != 2 || as == NULL || bs == NULL
-        || ys == NULL) {
+    const void *A = arena_in_data(c, 0), *B = arena_in_data(c, 3);
+    void *Y = arena_out_data(c, 0);
+    uint32_t batches, a_stride, b_stride, bi;
+    int32_t M, N, K, i, j, k, lo, hi, a_zp, y_zp;
+    float a_scale, y_scale;
+    int rc;
+    if (at == NULL || bt == NULL || yt == NULL || at->rank < 2 || bt->rank < 2 || yt->rank < 2) {
         return ARENA_ERR_SHAPE;
     }
-    M = at->shape[0];
-    K = at->shape[1];
-    N = bt->shape[1];
-    for (i = 0; i < M; ++i) {
+    M = at->shape[at->rank - 2];
+    K = at->shape[at->rank - 1];
+    N = bt->shape[bt->rank - 1];
+    if (bt->shape[bt->rank - 2] != K || yt->shape[yt->rank - 2] != M || yt->shape[yt->rank - 1] != N
+        || K > INT32_MAX / (255 * 255)) {
+        return ARENA_ERR_SHAPE;
+    }
+    batches = (uint32_t)M * (uint32_t)N > 0u ? yt->elements / ((uint32_t)M * (uint32_t)N) : 0u;
+    a_stride = at->elements == (uint32_t)M * (uint32_t)K ? 0u : (uint32_t)M * (uint32_t)K;
+    b_stride = bt->elements == (uint32_t)K * (uint32_t)N ? 0u : (uint32_t)K * (uint32_t)N;
+    if ((a_stride != 0u && at->elements != batches * a_stride)
+        || (b_stride != 0u && bt->elements != batches * b_stride)) {
+        return ARENA_ERR_SHAPE;
+    }
+    rc = arena_q_check(c, 0, 1u);
+    if (rc == ARENA_OK) {
+        rc = arena_q_check(c, 3, (uint32_t)N);
+    }
+    if (rc == ARENA_OK) {
+        rc = arena_q_out(c, 6, &lo, &hi);
+    }
+    if (rc != ARENA_OK) {
+        return rc;
+    }
+    a_scale = arena_q_scale(c, 1, 0);
+    a_zp = arena_q_zp(c, 2, 0);
+    y_scale = arena_q_scale(c, 6, 0);
+    y_zp = arena_q_zp(c, 7, 0);
+    for (bi = 0; bi < batches; ++bi) {
+        uint32_t a0 = bi * a_stride, b0 = bi * b_stride, y0 = bi * (uint32_t)(M * N);
         for (j = 0; j < N; ++j) {
-            uint32_t bk = bst->elements > 1u ? (uint32_t)j : 0u;
-            int32_t b_zp = load_int(bzt, arena_in_data(c, 5), bzt != NULL && bzt->elements > 1u ? (uint32_t)j : 0u);
-            int32_t acc = 0;
-            int rc;
-            for (k = 0; k < K; ++k) {
-                acc += (load_int(at, A, (uint32_t)(i * K + k)) - a_zp) * (load_int(bt, B, (uint32_t)(k * N + j)) - b_zp);
-            }
-            rc = store_q(yt, (void *)(uintptr_t)Y, (uint32_t)(i * N + j),
-                         clamp_range(&c->op->attrs, arena_rintf((float)acc * (as[0] * bs[bk] / ys[0])) + (float)y_zp));
-            if (rc != ARENA_OK) {
-                return rc;
+            float mult = a_scale * arena_q_scale(c, 4, (uint32_t)j) / y_scale;
+            int32_t b_zp = arena_q_zp(c, 5, (uint32_t)j);
+            for (i = 0; i < M; ++i) {
+                int32_t acc = 0;
+                for (k = 0; k < K; ++k) {
+                    acc += (arena_q_load(at, A, a0 + (uint32_t)(i * K + k)) - a_zp)
+                           * (arena_q_load(bt, B, b0 + (uint32_t)(k * N + j)) - b_zp);
+                }
+                arena_q_put(Y, y0 + (uint32_t)(i * N + j), arena_q_round((float)acc * mult, y_zp, lo, hi));
             }
         }
     }
