@@ -343,8 +343,14 @@ def load_inputs(path: str, specs: Sequence[TensorSpec]) -> list[np.ndarray]:
     return out
 
 
-def reference(model_path: str, feeds: dict[str, np.ndarray], names: Sequence[str]) -> dict[str, np.ndarray]:
-    """onnxruntime's values of the graph outputs ``names`` for ``feeds`` (optimizations off, as verify)."""
+def reference(model_path: str, feeds: dict[str, np.ndarray], names: Sequence[str],
+              lowered: Any = None) -> dict[str, np.ndarray]:
+    """onnxruntime's values of the graph outputs ``names`` for ``feeds``, optimizations off.
+
+    A QDQ model arena lowered to integer ops (``lowered`` with qdq_fused > 0) is run as
+    lowered (lowering.to_onnx: onnxruntime's QOperator kernels), so the reference computes
+    what the firmware computes; the float simulation of its Q/DQ pairs differs from any
+    integer kernel by a step or two at the output."""
     try:
         import onnxruntime as ort
     except ImportError as e:
@@ -353,8 +359,13 @@ def reference(model_path: str, feeds: dict[str, np.ndarray], names: Sequence[str
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     opts.log_severity_level = 3
+    if lowered is not None and lowered.qdq_fused:
+        from arena_tool import lowering
+        source: Any = lowering.to_onnx(lowered).SerializeToString()
+    else:
+        source = model_path
     try:
-        sess = ort.InferenceSession(model_path, opts, providers=["CPUExecutionProvider"])
+        sess = ort.InferenceSession(source, opts, providers=["CPUExecutionProvider"])
         values = sess.run(list(names), feeds)
     except Exception as e:  # noqa: BLE001 - onnxruntime raises its own exception types
         raise ArenaError(f"onnxruntime cannot run the model: {str(e).splitlines()[0] if str(e) else e}",
@@ -670,7 +681,7 @@ def run(model: str, board_name: str, options: Any, planner: str, params: Any, *,
     inputs = load_inputs(input_path, in_specs) if input_path else random_inputs(in_specs, seed)
     require_tools(board)
     feeds = {s.name: a for s, a in zip(in_specs, inputs)}
-    want = reference(model, feeds, list(lowered.outputs))
+    want = reference(model, feeds, list(lowered.outputs), lowered)
 
     symbol = codegen.sanitize(Path(model).stem).lower()
     work = Path(build_dir) if build_dir else Path(tempfile.mkdtemp(prefix="arena-run-"))

@@ -770,3 +770,87 @@ def _quant(g: Graph, ops: Sequence[Op]) -> dict[str, Quant]:
             axis = int(n.attrs.get("axis", 1)) % rank if rank else 0
             note(n.inputs[0], n.inputs[1], n.inputs[2] if len(n.inputs) > 2 else "", axis)
     return out
+
+
+# --- the lowered model as ONNX, for onnxruntime to run the same integer ops ------------------
+
+_SCHEMA_ATTRS = {  # attributes of onnxruntime's QOperator ops, from the anchor node
+    "QLinearConv": ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"),
+    "QLinearAveragePool": ("auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"),
+    "QLinearSoftmax": ("axis",), "QLinearLeakyRelu": ("alpha",), "QLinearConcat": ("axis",),
+    "QGemm": ("alpha", "transA", "transB"),
+}
+
+
+def to_onnx(lw: Lowered) -> "onnx.ModelProto":
+    """The lowered ops as an ONNX model onnxruntime runs: QOperator ops where lowering fused QDQ,
+    the integer Clip of an absorbed Relu/Clip, QLinearHardSwish as DQ -> HardSwish -> Q (no
+    onnxruntime op), every other op as the model has it. Tensor names are the model's, so its
+    values compare one to one with the firmware's."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    g = lw.graph
+    assert g.model is not None
+    src = g.model.graph
+    nodes: list[onnx.NodeProto] = []
+    extra: dict[str, np.ndarray] = {}
+
+    def const(name: str, value: np.ndarray) -> str:
+        extra[name] = value
+        return name
+
+    def itype(x: str) -> np.dtype:
+        return np.dtype(np.int8 if lw.types[x].dtype == "int8" else np.uint8)
+
+    for op in lw.ops:
+        original = src.node[op.node]
+        if not op.fused and op.op_type == original.op_type:
+            nodes.append(original)
+            continue
+        out = op.outputs[0]
+        if op.op_type == "QLinearHardSwish":
+            x, xs, xz, ys, yz = (list(op.inputs) + [""] * 5)[:5]
+            nodes += [helper.make_node("DequantizeLinear", [x, xs, xz], [f"{out}::dq"]),
+                      helper.make_node("HardSwish", [f"{out}::dq"], [f"{out}::f"]),
+                      helper.make_node("QuantizeLinear", [f"{out}::f", ys, yz], [out])]
+            continue
+        if op.op_type == "Clip" and op.domain in _ONNX:  # integer bounds as constants of the type
+            t = itype(op.inputs[0])
+            lo = const(f"{out}::min", np.array(op.attrs["min"], t))
+            hi = const(f"{out}::max", np.array(op.attrs["max"], t))
+            nodes.append(helper.make_node("Clip", [op.inputs[0], lo, hi], op.outputs, name=op.name))
+            continue
+        inputs = list(op.inputs)
+        if op.op_type == "Pad" and "value" in op.attrs:
+            while len(inputs) < 3:
+                inputs.append("")
+            inputs[2] = const(f"{out}::value", np.array(op.attrs["value"], itype(op.inputs[0])))
+        keep = _SCHEMA_ATTRS.get(op.op_type)
+        attrs = [a for a in original.attribute if keep is None or a.name in keep]
+        ranged = "output_min" in op.attrs
+        y = f"{out}::unclipped" if ranged else out
+        node = helper.make_node(op.op_type, inputs, [y] if len(op.outputs) == 1 else list(op.outputs),
+                                name=op.name, domain=op.domain or None)
+        node.attribute.extend(attrs)
+        if op.op_type == "QLinearSoftmax":
+            node.attribute.append(helper.make_attribute("opset", _opset(g)))
+        if op.op_type in ("QLinearAveragePool", "QLinearGlobalAveragePool"):
+            node.attribute.append(helper.make_attribute("channels_last", 0))
+        nodes.append(node)
+        if ranged:
+            t = itype(out)
+            nodes.append(helper.make_node("Clip", [y, const(f"{out}::min", np.array(op.attrs["output_min"], t)),
+                                                   const(f"{out}::max", np.array(op.attrs["output_max"], t))], [out]))
+    used = {x for n in nodes for x in n.input if x} | set(lw.outputs)
+    inits = [t for t in src.initializer if t.name in used]
+    have = {t.name for t in inits} | set(lw.inputs)
+    inits += [numpy_helper.from_array(np.asarray(lw.value(n)), n) for n in sorted(used - have) if n in g.consts]
+    inits += [numpy_helper.from_array(v, n) for n, v in extra.items()]
+    graph = helper.make_graph(nodes, src.name or "lowered", [v for v in src.input if v.name in lw.inputs],
+                              list(src.output), inits)
+    opsets = [o for o in g.model.opset_import if o.domain not in ("com.microsoft",)]
+    opsets.append(helper.make_opsetid("com.microsoft", 1))
+    model = helper.make_model(graph, opset_imports=opsets)
+    model.ir_version = g.model.ir_version
+    return model

@@ -202,8 +202,8 @@ def test_same_input_prints_the_same_numbers(capsys, tmp_path):
 def test_mismatch_exits_1(capsys, monkeypatch):
     real = firmware.reference
 
-    def off(path, feeds, names):
-        return {n: v + np.float32(0.5) for n, v in real(path, feeds, names).items()}
+    def off(path, feeds, names, lowered=None):
+        return {n: v + np.float32(0.5) for n, v in real(path, feeds, names, lowered).items()}
 
     monkeypatch.setattr(firmware, "reference", off)
     rc, out, err = run(capsys, model("kws"), "--board", "host")
