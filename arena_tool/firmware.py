@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import io
 import os
 import shutil
 import subprocess
@@ -47,6 +48,7 @@ import numpy as np
 
 import arena_tool
 from arena_tool.errors import EXIT_BUG, EXIT_CHECK_FAILED, EXIT_OK, ArenaError, did_you_mean
+from arena_tool.schema import write_atomic
 
 HOST = "host"
 RUNTIME = Path(arena_tool.runtime_dir())
@@ -536,29 +538,18 @@ def _failure(fw: Firmware, symbol: str, timeout: float) -> str | None:
 
 
 def _write_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
+    """np.savez's layout (one NAME.npy per array) with fixed member times: the same outputs give
+    the same bytes, and any tensor name is a key (np.savez(file, **kw) cannot take 'file')."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zf:
+        for name, arr in arrays.items():
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            with zf.open(info, "w") as member:
+                np.lib.format.write_array(member, np.ascontiguousarray(arr), allow_pickle=False)
     try:
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".npz")
-    except OSError as e:
-        raise ArenaError(f"cannot write: {e.strerror}", file=path, field="--output",
-                         hint="check that the folder exists and is writable") from e
-    try:
-        # np.savez's layout (one NAME.npy per array), with fixed member times: the same outputs give
-        # the same bytes, and any tensor name is a key (np.savez(file, **kw) cannot take 'file').
-        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as zf:
-            for name, arr in arrays.items():
-                info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-                with zf.open(info, "w") as member:
-                    np.lib.format.write_array(member, np.ascontiguousarray(arr), allow_pickle=False)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+        write_atomic(path, buf.getvalue())
+    except ArenaError as e:
+        raise e.located(field="--output")
 
 
 def _num(v: float | None) -> float | None:
@@ -606,7 +597,7 @@ def report_doc(*, model: str, doc: dict[str, Any], board: str, machine: str | No
 
 def write_report(path: str, report: dict[str, Any]) -> None:
     """Validate against schemas/run.schema.json, then write atomically."""
-    from arena_tool.schema import check_json, write_atomic
+    from arena_tool.schema import check_json
 
     check_json(report, "run", path)
     write_atomic(path, json.dumps(report, indent=2) + "\n")

@@ -80,10 +80,10 @@ def check_json(obj: Any, name: str, file: str) -> None:
         )
 
 
-def write_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write text so that readers see the old file or the whole new one, never a part.
+def write_atomic(path: str | os.PathLike[str], text: str | bytes) -> None:
+    """Write text (or bytes) so that readers see the old file or the whole new one, never a part.
 
-    The one writer of every file arena makes (plans, reports, C, linker scripts, CSV).
+    The one writer of every file arena makes (plans, reports, C, linker scripts, CSV, npz).
     A file that cannot be written is a user error naming it, not a traceback.
     """
     path = os.fspath(path)
@@ -95,8 +95,12 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
         raise ArenaError(f"cannot write: {e.strerror}", file=path,
                          hint="check that the folder exists and is writable") from e
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
+        if isinstance(text, bytes):
+            with os.fdopen(fd, "wb") as fb:
+                fb.write(text)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+                f.write(text)
         os.chmod(tmp, 0o644)  # mkstemp makes 0600; generated files are ordinary files
         os.replace(tmp, path)
     except BaseException:

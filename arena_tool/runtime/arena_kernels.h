@@ -17,6 +17,7 @@ const arena_tensor_t *arena_out(const arena_ctx_t *c, int i);
 void *arena_in_data(const arena_ctx_t *c, int i);
 void *arena_out_data(const arena_ctx_t *c, int i);
 uint32_t arena_dims_product(const arena_tensor_t *t, int from, int to);
+int arena_shape_ok(const arena_tensor_t *t); /* the shape agrees with the element count, no dim < 0 */
 
 /* Math without libm (the firmware links none). */
 float arena_expf(float x);

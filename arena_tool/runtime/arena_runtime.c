@@ -51,6 +51,22 @@ void *arena_out_data(const arena_ctx_t *c, int i)
     return i < (int)c->op->n_outputs ? arena_tensor_data(c->m, c->base, c->op->outputs[i]) : NULL;
 }
 
+int arena_shape_ok(const arena_tensor_t *t)
+{
+    uint32_t n = 1u;
+    int d;
+    if (t == NULL || t->rank > ARENA_MAX_RANK) {
+        return 0;
+    }
+    for (d = 0; d < (int)t->rank; ++d) {
+        if (t->shape[d] < 0) {
+            return 0;
+        }
+        n *= (uint32_t)t->shape[d];
+    }
+    return n == t->elements;
+}
+
 uint32_t arena_dims_product(const arena_tensor_t *t, int from, int to)
 {
     uint32_t p = 1u;

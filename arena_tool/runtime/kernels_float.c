@@ -38,22 +38,6 @@ static int nchw(const arena_tensor_t *t, int32_t d[4])
     return -1;
 }
 
-/* The shape agrees with the element count (and no dim is negative). */
-static int shape_ok(const arena_tensor_t *t)
-{
-    uint32_t n = 1u;
-    int d;
-    if (t == NULL || t->rank > ARENA_MAX_RANK) {
-        return 0;
-    }
-    for (d = 0; d < (int)t->rank; ++d) {
-        if (t->shape[d] < 0) {
-            return 0;
-        }
-        n *= (uint32_t)t->shape[d];
-    }
-    return n == t->elements;
-}
 
 static int is_f32(const arena_tensor_t *t)
 {
@@ -217,7 +201,7 @@ int arena_k_conv(const arena_ctx_t *c)
     size_t ws_bytes = 0;
     float *ws = NULL;
     if (xt == NULL || wt == NULL || yt == NULL || nchw(xt, xd) || nchw(yt, yd) || wt->rank != xt->rank ||
-        yt->rank != xt->rank || !shape_ok(xt) || !shape_ok(wt) || !shape_ok(yt)) {
+        yt->rank != xt->rank || !arena_shape_ok(xt) || !arena_shape_ok(wt) || !arena_shape_ok(yt)) {
         return ARENA_ERR_SHAPE;
     }
     if (!is_f32(xt) || !is_f32(wt) || !is_f32(yt) || (bt != NULL && !is_f32(bt))) {
@@ -322,7 +306,7 @@ int arena_k_gemm(const arena_ctx_t *c)
     float *Y = (float *)arena_out_data(c, 0);
     int32_t M, N, K, i, j, k, cm = 1, cn = 1;
     if (at == NULL || bt == NULL || yt == NULL || at->rank != 2 || bt->rank != 2 || yt->rank != 2 ||
-        !shape_ok(at) || !shape_ok(bt) || !shape_ok(yt) || (ct != NULL && !shape_ok(ct))) {
+        !arena_shape_ok(at) || !arena_shape_ok(bt) || !arena_shape_ok(yt) || (ct != NULL && !arena_shape_ok(ct))) {
         return ARENA_ERR_SHAPE;
     }
     if (!is_f32(at) || !is_f32(bt) || !is_f32(yt) || (ct != NULL && !is_f32(ct))) {
@@ -374,8 +358,8 @@ int arena_k_matmul(const arena_ctx_t *c)
     uint32_t batches = 1u, b;
     int32_t M, N, K, i, j, k;
     int ra, rb, nb, d;
-    if (at == NULL || bt == NULL || yt == NULL || at->rank < 1 || bt->rank < 1 || !shape_ok(at) ||
-        !shape_ok(bt) || !shape_ok(yt)) {
+    if (at == NULL || bt == NULL || yt == NULL || at->rank < 1 || bt->rank < 1 || !arena_shape_ok(at) ||
+        !arena_shape_ok(bt) || !arena_shape_ok(yt)) {
         return ARENA_ERR_SHAPE;
     }
     if (!is_f32(at) || !is_f32(bt) || !is_f32(yt)) {
@@ -556,7 +540,7 @@ int arena_k_binary(const arena_ctx_t *c)
     uint32_t i;
     bcast_t w;
     int variadic = op == ARENA_OP_ADD || op == ARENA_OP_MUL || op == ARENA_OP_MAX || op == ARENA_OP_MIN;
-    if (yt == NULL || !shape_ok(yt) || n < 1 || n > MAX_OPERANDS || (n != 2 && !variadic)) {
+    if (yt == NULL || !arena_shape_ok(yt) || n < 1 || n > MAX_OPERANDS || (n != 2 && !variadic)) {
         return ARENA_ERR_SHAPE;
     }
     if (!is_f32(yt)) {
@@ -565,7 +549,7 @@ int arena_k_binary(const arena_ctx_t *c)
     bcast_init(&w, yt->shape, yt->rank);
     for (k = 0; k < n; ++k) {
         const arena_tensor_t *t = arena_in(c, k);
-        if (t == NULL || !shape_ok(t)) {
+        if (t == NULL || !arena_shape_ok(t)) {
             return ARENA_ERR_SHAPE;
         }
         if (!is_f32(t)) {
@@ -662,8 +646,8 @@ int arena_k_pool(const arena_ctx_t *c)
     int32_t xd[4], yd[4], nc, oh, ow;
     int is_max = c->op->type == ARENA_OP_MAX_POOL;
     size_t es, plane_in, plane_out;
-    if (xt == NULL || yt == NULL || nchw(xt, xd) || nchw(yt, yd) || xt->rank != yt->rank || !shape_ok(xt) ||
-        !shape_ok(yt) || !spatial_ok(a) || yd[0] != xd[0] || yd[1] != xd[1]) {
+    if (xt == NULL || yt == NULL || nchw(xt, xd) || nchw(yt, yd) || xt->rank != yt->rank || !arena_shape_ok(xt) ||
+        !arena_shape_ok(yt) || !spatial_ok(a) || yd[0] != xd[0] || yd[1] != xd[1]) {
         return ARENA_ERR_SHAPE;
     }
     if (xt->dtype != yt->dtype || (xt->dtype != ARENA_DT_FLOAT32 && !(is_max && arena_dtype_size(xt->dtype) == 1))) {
@@ -723,7 +707,7 @@ int arena_k_global_pool(const arena_ctx_t *c)
     void *y = arena_out_data(c, 0);
     int is_max = c->op->type == ARENA_OP_GLOBAL_MAX_POOL;
     uint32_t nc, i, n_nc, spatial;
-    if (xt == NULL || yt == NULL || xt->rank < 2 || !shape_ok(xt) || !shape_ok(yt)) {
+    if (xt == NULL || yt == NULL || xt->rank < 2 || !arena_shape_ok(xt) || !arena_shape_ok(yt)) {
         return ARENA_ERR_SHAPE;
     }
     if (xt->dtype != yt->dtype || (xt->dtype != ARENA_DT_FLOAT32 && !(is_max && arena_dtype_size(xt->dtype) == 1))) {
@@ -767,7 +751,7 @@ int arena_k_softmax(const arena_ctx_t *c)
     const float *x = (const float *)arena_in_data(c, 0);
     float *y = (float *)arena_out_data(c, 0);
     uint32_t outer, n, inner, o, in, j;
-    if (xt == NULL || yt == NULL || xt->elements != yt->elements || !shape_ok(xt) || a->axis < 0 ||
+    if (xt == NULL || yt == NULL || xt->elements != yt->elements || !arena_shape_ok(xt) || a->axis < 0 ||
         (a->axis >= (int32_t)xt->rank && xt->rank > 0)) {
         return ARENA_ERR_SHAPE;
     }
@@ -812,7 +796,7 @@ int arena_k_concat(const arena_ctx_t *c)
     size_t es, outer, o, pos = 0;
     int32_t total = 0;
     int i, d;
-    if (yt == NULL || !shape_ok(yt) || a->axis < 0 || a->axis >= (int32_t)yt->rank) {
+    if (yt == NULL || !arena_shape_ok(yt) || a->axis < 0 || a->axis >= (int32_t)yt->rank) {
         return ARENA_ERR_SHAPE;
     }
     es = arena_dtype_size(yt->dtype);
@@ -827,7 +811,7 @@ int arena_k_concat(const arena_ctx_t *c)
         if (xt->dtype != yt->dtype) {
             return ARENA_ERR_UNSUPPORTED;
         }
-        if (!shape_ok(xt) || xt->rank != yt->rank) {
+        if (!arena_shape_ok(xt) || xt->rank != yt->rank) {
             return ARENA_ERR_SHAPE;
         }
         for (d = 0; d < (int)yt->rank; ++d) {
@@ -867,7 +851,7 @@ int arena_k_batch_norm(const arena_ctx_t *c)
     float *y = (float *)arena_out_data(c, 0);
     uint32_t n, ch, i, C, spatial;
     int k;
-    if (xt == NULL || yt == NULL || xt->rank < 2 || !shape_ok(xt) || xt->elements != yt->elements ||
+    if (xt == NULL || yt == NULL || xt->rank < 2 || !arena_shape_ok(xt) || xt->elements != yt->elements ||
         scale == NULL || bias == NULL || mean == NULL || var == NULL) {
         return ARENA_ERR_SHAPE;
     }

@@ -62,22 +62,6 @@ static void strides_of(const arena_tensor_t *t, int32_t s[ARENA_MAX_RANK])
     }
 }
 
-/* The shape agrees with the element count (and no dim is negative). */
-static int shape_ok(const arena_tensor_t *t)
-{
-    uint32_t n = 1u;
-    int d;
-    if (t->rank > ARENA_MAX_RANK) {
-        return 0;
-    }
-    for (d = 0; d < (int)t->rank; ++d) {
-        if (t->shape[d] < 0) {
-            return 0;
-        }
-        n *= (uint32_t)t->shape[d];
-    }
-    return n == t->elements;
-}
 
 /* Byte ranges of two tensors overlap (the op would read what it already wrote). */
 static int overlap(const void *a, const arena_tensor_t *ta, const void *b, const arena_tensor_t *tb)
@@ -96,7 +80,7 @@ static size_t check_io(const arena_ctx_t *c, const arena_tensor_t **x, const are
     *x = arena_in(c, 0);
     *y = arena_out(c, 0);
     *rc = ARENA_ERR_SHAPE;
-    if (*x == NULL || *y == NULL || !shape_ok(*x) || !shape_ok(*y)) {
+    if (*x == NULL || *y == NULL || !arena_shape_ok(*x) || !arena_shape_ok(*y)) {
         return 0;
     }
     es = arena_dtype_size((*x)->dtype);
@@ -362,7 +346,7 @@ int arena_k_split(const arena_ctx_t *c)
     int32_t total = 0;
     size_t es, pos = 0;
     int k, d;
-    if (xt == NULL || !shape_ok(xt) || axis < 0 || axis >= (int)xt->rank || c->op->n_outputs == 0) {
+    if (xt == NULL || !arena_shape_ok(xt) || axis < 0 || axis >= (int)xt->rank || c->op->n_outputs == 0) {
         return ARENA_ERR_SHAPE;
     }
     es = arena_dtype_size(xt->dtype);
@@ -371,7 +355,7 @@ int arena_k_split(const arena_ctx_t *c)
     }
     for (k = 0; k < (int)c->op->n_outputs; ++k) {
         const arena_tensor_t *yt = arena_out(c, k);
-        if (yt == NULL || !shape_ok(yt) || yt->rank != xt->rank) {
+        if (yt == NULL || !arena_shape_ok(yt) || yt->rank != xt->rank) {
             return ARENA_ERR_SHAPE;
         }
         if (yt->dtype != xt->dtype) {
