@@ -101,6 +101,18 @@ def _quantize(src: frozenset[str], dst: frozenset[str]) -> Rule:
     return rule
 
 
+def _floor_mode(op: Op, m: Lowered) -> str | None:
+    """The quantized average pool computes floor-mode windows only."""
+    a = op.attrs
+    x, y = m.types.get(op.inputs[0]), m.types.get(op.outputs[0])
+    if not a.get("ceil_mode") or x is None or y is None or "kernel_shape" not in a:
+        return None
+    k, st, p = a["kernel_shape"], a["strides"], a["pads"]
+    n = len(k)
+    floor = [(x.shape[2 + i] + p[i] + p[n + i] - k[i]) // st[i] + 1 for i in range(n)]
+    return "ceil_mode=1 windows; the quantized average pool has floor-mode windows" if list(y.shape[2:]) != floor else None
+
+
 def _channels_first(op: Op, m: Lowered) -> str | None:
     return "channels_last=1; the quantized pools are NCHW" if op.attrs.get("channels_last", 0) else None
 
@@ -136,7 +148,7 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "QuantizeLinear": (_quantize(FLOAT, INT8),),
     "DequantizeLinear": (_quantize(INT8 | {"int32"}, FLOAT),),
     "QLinearConv": (_dtypes(INT8), _spatial),
-    "QLinearAveragePool": (_dtypes(INT8), _spatial, _channels_first, _avg_dilations),
+    "QLinearAveragePool": (_dtypes(INT8), _spatial, _channels_first, _avg_dilations, _floor_mode),
     "QLinearGlobalAveragePool": (_dtypes(INT8), _channels_first),
     **{op: (_dtypes(INT8), _per_tensor(1, 4, 6)) for op in ("QLinearAdd", "QLinearMul")},
     **{op: (_dtypes(INT8),) for op in ("QLinearMatMul", "QLinearConcat", "QLinearSoftmax", "QLinearSigmoid",
