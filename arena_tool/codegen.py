@@ -99,6 +99,7 @@ OPS: dict[str, tuple[str, tuple[int, ...] | None]] = {
     "Max": ("ARENA_OP_MAX", None),
     "Min": ("ARENA_OP_MIN", None),
     "PRelu": ("ARENA_OP_PRELU", None),
+    "LRN": ("ARENA_OP_LRN", (0,)),
 }
 PAD_MODES = {"constant": 0, "reflect": 1, "edge": 2}
 RESIZE_MODES = {"nearest": 0, "linear": 1}
@@ -226,6 +227,8 @@ def _c_attrs(op: Op, model: Lowered) -> dict[str, Any]:
         out["ints"] = [RESIZE_MODES.get(a["mode"], -1), COORDINATE_MODES.get(a["coordinate_transformation_mode"], -1),
                        NEAREST_MODES.get(a["nearest_mode"], -1)]
         out["floats"] = list(a["scales"])
+    elif op.op_type == "LRN":
+        out.update(ints=[int(a["size"])], floats=[float(a["bias"])])
     elif op.op_type == "ReduceMean" and "axes" in a:
         out["ints"] = [int(d in a["axes"]) for d in range(rank)]
     return out

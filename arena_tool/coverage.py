@@ -134,7 +134,7 @@ RULES: dict[str, tuple[Rule, ...]] = {
                               "Split", "Concat")},
     **{op: (_dtypes(FLOAT),) for op in ("Gemm", "MatMul", "Softmax", "BatchNormalization", "GlobalAveragePool",
                                         "Sigmoid", "LeakyRelu", "HardSigmoid", "HardSwish", "Tanh", "Exp", "Neg",
-                                        "Abs", "Sqrt", "Erf", "Elu", "Sub", "Div", "PRelu")},
+                                        "Abs", "Sqrt", "Erf", "Elu", "Sub", "Div", "PRelu", "LRN")},
     **{op: (_dtypes(FLOAT), _inputs_at_most(8)) for op in ("Add", "Mul", "Max", "Min", "Sum")},
     **{op: (_dtypes(FLOAT | INT8),) for op in ("Relu", "Clip", "GlobalMaxPool")},
     "Conv": (_dtypes(FLOAT), _spatial),

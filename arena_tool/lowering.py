@@ -318,6 +318,9 @@ def _attrs(g: Graph, node: Node) -> dict[str, Any]:
         a = {"axis": int(a.get("axis", 0)) % rank if rank else 0}
     elif op == "Elu":
         a = {"alpha": float(a.get("alpha", 1.0))}
+    elif op == "LRN":
+        a = {"alpha": float(a.get("alpha", 1e-4)), "beta": float(a.get("beta", 0.75)),
+             "bias": float(a.get("bias", 1.0)), "size": int(a["size"])}
     return a
 
 

@@ -288,3 +288,26 @@ def test_build_failure_is_reported(tmp_path):
     bad.write_text("int x = ;\n")
     with pytest.raises(subprocess.CalledProcessError):
         fwbuild.build_host(tmp_path, [bad])
+
+
+def test_lrn_matches_onnxruntime(tmp_path):
+    """LRN (inception_v1, alexnet, zfnet512): several sizes (onnxruntime takes odd ones, 4-D), large inputs
+    (the power goes through the runtime's own exp and log)."""
+    models = []
+    for i, (shape, size, alpha, beta, bias, scale) in enumerate([
+            ((1, 6, 5, 5), 5, 1e-4, 0.75, 1.0, 1.0), ((2, 4, 3, 3), 1, 0.3, 0.5, 2.0, 10.0),
+            ((1, 7, 2, 9), 3, 1.0, 1.5, 0.5, 100.0)]):
+        nodes = [helper.make_node("Mul", ["x", "k"], ["xs"]),
+                 helper.make_node("LRN", ["xs"], ["y"], size=size, alpha=alpha, beta=beta, bias=bias)]
+        graph = helper.make_graph(nodes, "lrn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(shape))],
+                                  [numpy_helper.from_array(np.array(scale, np.float32), "k")])
+        path = tmp_path / f"lrn{i}.onnx"
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+        models.append((f"lrn{i}", str(path), fwbuild.plan_doc(str(path), "greedy_size")))
+    rc, text = fwbuild.run_host(fwbuild.build_host(tmp_path, fwbuild.generate(tmp_path, models)))
+    assert rc == 0, text[-2000:]
+    run = verify.parse_output(text)
+    for sym, path, doc in models:
+        want = verify.reference(path, doc)["y"]
+        assert close(run.outputs[sym]["y"], want), sym

@@ -22,6 +22,7 @@ int arena_shape_ok(const arena_tensor_t *t); /* the shape agrees with the elemen
 /* Math without libm (the firmware links none). */
 float arena_expf(float x);
 float arena_sqrtf(float x);
+float arena_logf(float x);
 float arena_rintf(float x); /* round half to even, as ONNX quantization does */
 
 int arena_k_identity(const arena_ctx_t *c);
@@ -66,5 +67,6 @@ int arena_k_slice(const arena_ctx_t *c);
 int arena_k_split(const arena_ctx_t *c);
 int arena_k_resize(const arena_ctx_t *c);
 int arena_k_reduce_mean(const arena_ctx_t *c);
+int arena_k_lrn(const arena_ctx_t *c);
 
 #endif

@@ -141,6 +141,7 @@ typedef enum {
     ARENA_OP_MAX,
     ARENA_OP_MIN,
     ARENA_OP_PRELU,
+    ARENA_OP_LRN,          /* alpha, beta; ints: size; floats: bias */
     ARENA_OP_UNSUPPORTED,  /* an op the runtime lacks: arena_run fails on it */
     ARENA_OP_COUNT
 } arena_op_type_t;

@@ -145,6 +145,7 @@ static int dispatch(const arena_ctx_t *c)
     case ARENA_OP_SPLIT: return arena_k_split(c);
     case ARENA_OP_RESIZE: return arena_k_resize(c);
     case ARENA_OP_REDUCE_MEAN: return arena_k_reduce_mean(c);
+    case ARENA_OP_LRN: return arena_k_lrn(c);
     default: return ARENA_ERR_UNSUPPORTED;
     }
 }
@@ -225,6 +226,38 @@ float arena_expf(float x)
         return p * pow2i(k + 100) * pow2i(-100);
     }
     return p * pow2i(k);
+}
+
+/* ln(x) for x > 0: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), ln m = 2 atanh((m - 1) / (m + 1))
+ * by its series (error below 1e-7 relative); 0 and negatives give -inf and NaN. */
+float arena_logf(float x)
+{
+    uint32_t b;
+    int e;
+    float m, s, s2;
+    if (x != x || x < 0.0f) {
+        return from_bits(0x7FC00000u);
+    }
+    if (x == 0.0f) {
+        return from_bits(0xFF800000u);
+    }
+    if (x > 3.4028234e38f) {
+        return x;
+    }
+    if (x < 1.17549435e-38f) {  /* subnormal: scale into the normal range first */
+        return arena_logf(x * 16777216.0f) - 16.6355323f;  /* ln(2^24) */
+    }
+    b = to_bits(x);
+    e = (int)((b >> 23) & 0xFFu) - 127;
+    m = from_bits((b & 0x007FFFFFu) | 0x3F800000u);
+    if (m > 1.41421356f) {
+        m *= 0.5f;
+        e += 1;
+    }
+    s = (m - 1.0f) / (m + 1.0f);
+    s2 = s * s;
+    return (float)e * 0.693147181f
+        + 2.0f * s * (1.0f + s2 * (1.0f / 3.0f + s2 * (1.0f / 5.0f + s2 * (1.0f / 7.0f + s2 * (1.0f / 9.0f)))));
 }
 
 /* sqrt(x): a bit-level first guess and Newton steps (full float precision). */
