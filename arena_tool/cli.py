@@ -107,17 +107,38 @@ def cmd_plan(args: argparse.Namespace) -> int:
         raise ArenaError("no model given", field="plan", hint="arena-tool plan MODEL.onnx, or --problem FILE.csv")
     from arena_tool import planfile
 
-    pm = planning.plan_model(args.model, _model_options(args), args.planner, params)
+    tflite = _is_tflite(args.model)
+    planned_model = args.output if args.output and args.output.lower().endswith(".tflite") else None
+    if (planned_model or args.order) and not tflite:
+        raise ArenaError("-o *.tflite and --order need a .tflite model", file=args.model, field="plan",
+                         hint="write the plan as JSON (-o plan.json) for an ONNX model")
+    if tflite:
+        from arena_tool import tflite_write
+
+        order = _order(args.order) if args.order else None
+        pm = tflite_write.plan(args.model, _model_options(args), args.planner, params, order)
+    else:
+        pm = planning.plan_model(args.model, _model_options(args), args.planner, params)
     mp = pm.mp
     print(_summary(args.model, pm.problem, pm.plan, [
         ("ops", f"{len(mp.schedule)} scheduled, {len(mp.tensors)} arena tensors "
                 f"({sum(1 for t in mp.tensors if t.alias_of)} aliased)"),
         ("integer", _integer_line(mp)),
         ("weights", f"{fmt_bytes(mp.weights_bytes)} (flash)"),
+        *([("persistent", f"{len(mp.variables)} variable tensors (TFLM's tail, outside the arena)")]
+          if getattr(mp, "variables", ()) else []),
         ("options", f"k={args.k}, alignment {args.alignment}, in-place {'off' if args.no_inplace else 'on'}, "
                     f"scratch {args.scratch}"),
     ]))
-    if args.output:
+    if planned_model:
+        from arena_tool import schema, tflite_model, tflite_write
+
+        plan_json = tflite_model.planned_path_for(planned_model)
+        schema.check_json(pm.doc, "plan", plan_json)
+        tflite_write.write_planned(args.model, pm.doc, planned_model, plan_json)  # checks the plan first
+        planfile.write(plan_json, pm.doc)
+        print(f"wrote {planned_model} (OfflineMemoryAllocation: {fmt_bytes(pm.plan.arena_size)} head) and {plan_json}")
+    elif args.output:
         planfile.write(args.output, pm.doc)
         print(f"wrote {args.output}")
     if args.budget is not None and pm.plan.arena_size > args.budget:
@@ -173,9 +194,28 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _is_tflite(path: str) -> bool:
+    from arena_tool import tflite_model
+
+    return tflite_model.is_tflite(path)
+
+
+def _order(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ArenaError(f"--order {text!r}: expected operator indices like 0,2,1,3", field="--order") from None
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
+    if _is_tflite(args.model):  # the real TFLM (and LiteRT) run MODEL and PLANNED
+        from arena_tool import tflm
+
+        return tflm.main_verify(args.model, args.plan, runs=args.runs or 5, seed=args.input_seed)
     from arena_tool import verify
 
+    if args.runs is not None:
+        raise ArenaError("--runs applies to .tflite models", field="--runs", hint="drop --runs for an ONNX model")
     return verify.main_verify(args.model, args.plan)
 
 
@@ -233,15 +273,19 @@ def parser() -> argparse.ArgumentParser:
 
     top = argparse.ArgumentParser(
         prog="arena-tool",
-        description="Plan the activation arena of an ONNX model for a microcontroller.",
+        description="Plan the activation arena of an ONNX or TensorFlow Lite model for a microcontroller.",
         epilog="exit status: 0 ok, 1 a check failed or a budget is exceeded, 2 usage or input error, 3 arena bug")
     top.add_argument("--version", action="version", version=f"arena-tool {__version__}")
     sub = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     p = sub.add_parser("plan", help="plan one model (or a CSV problem) and print a summary",
                        description="Plan one model's arena and print a one-screen summary.")
-    p.add_argument("model", nargs="?", help="the ONNX model")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the plan (JSON; CSV with --problem)")
+    p.add_argument("model", nargs="?", help="the model (.onnx, or a .tflite flatbuffer)")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write the plan (JSON; CSV with --problem); PLANNED.tflite for a .tflite model writes the "
+                        "model with arena's plan as TFLM's OfflineMemoryAllocation, and PLANNED.plan.json beside it")
+    p.add_argument("--order", metavar="I,J,...",
+                   help=".tflite: run the operators in this topological order (operator indices)")
     p.add_argument("--budget", type=_size, metavar="BYTES", help="exit 1 when the arena exceeds this (e.g. 64K)")
     p.add_argument("--problem", metavar="FILE.csv", help="plan a minimalloc CSV problem instead of a model")
     p.add_argument("--capacity", type=_size, metavar="BYTES", help="capacity of a CSV problem (default: from its file name)")
@@ -251,7 +295,7 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compare", help="run every planner on one model, side by side",
                        description="Run every planner on one model and print arena, gap and time side by side.")
-    p.add_argument("model", help="the ONNX model")
+    p.add_argument("model", help="the model (.onnx or .tflite)")
     p.add_argument("--planners", metavar="A,B,...", help="comma-separated planner names (default: all)")
     _model_args(p)
     _planner_args(p, with_planner=False)
@@ -259,22 +303,28 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="check a plan file against its model",
                        description="Recompute live ranges and sizes from MODEL and check every buffer of PLAN.")
-    p.add_argument("model", help="the ONNX model")
+    p.add_argument("model", help="the model (.onnx or .tflite)")
     p.add_argument("plan", help="the plan file (JSON)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("export", help="write a model's planning problem as minimalloc CSV",
                        description="Write the model's buffers as minimalloc CSV (id,lower,upper,size; half-open).")
-    p.add_argument("model", help="the ONNX model")
+    p.add_argument("model", help="the model (.onnx or .tflite)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.csv", help="the CSV to write")
     _model_args(p)
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("verify", help="run a plan in one bytearray with onnxruntime's values",
-                       description="Execute PLAN's schedule in one bytearray with reference values from onnxruntime "
-                                   "and name the first clobbered tensor.")
-    p.add_argument("model", help="the ONNX model")
-    p.add_argument("plan", help="the plan file (JSON)")
+    p = sub.add_parser("verify", help="run a plan in one bytearray with onnxruntime's values (ONNX), "
+                                      "or a planned .tflite in TFLite Micro",
+                       description="ONNX: execute PLAN's schedule in one bytearray with reference values from "
+                                   "onnxruntime and name the first clobbered tensor. TFLite: run MODEL.tflite and "
+                                   "PLANNED.tflite (or a plan JSON) in TFLite Micro's host interpreter (and LiteRT "
+                                   "where installed) on seeded random inputs; outputs must be bit-identical and "
+                                   "TFLM's head must be arena's plan.")
+    p.add_argument("model", help="the model (.onnx or .tflite)")
+    p.add_argument("plan", help="the plan file (JSON), or for a .tflite model the planned .tflite")
+    p.add_argument("--runs", type=_positive, metavar="N", help=".tflite: random input sets (default 5)")
+    p.add_argument("--input-seed", type=int, default=0, metavar="N", help=".tflite: seed of the inputs (default 0)")
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("run", help="build and run a one-model firmware, compare it with onnxruntime",

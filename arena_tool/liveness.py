@@ -59,8 +59,13 @@ SCRATCH_MODES = ("none", "row", "full")
 
 
 def model_problem(path: str, options: ModelOptions) -> ModelProblem:
-    """Load the model at ``path`` and reduce it to a ModelProblem under ``options``."""
+    """Load the model at ``path`` (ONNX, or a TFLite flatbuffer: tflite_model) and reduce it to a
+    ModelProblem under ``options``."""
     _check_options(options)
+    from arena_tool import tflite_model
+
+    if tflite_model.is_tflite(path):  # by content (TFL3 at bytes 4..8), or a .tflite name
+        return tflite_model.model_problem(path, options)
     try:
         return _Builder(lowering.load(path, options.input_shapes), options).build()
     except ArenaError as e:  # deep code may not know which file it is reading

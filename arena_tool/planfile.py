@@ -24,15 +24,25 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 1
 
 
+def model_kind(mp: ModelProblem) -> str:
+    """'onnx', or 'tflite' for a tflite_model.TfliteProblem."""
+    return getattr(mp, "kind", "onnx")
+
+
 def build(mp: ModelProblem, plan: Plan, problem: Problem, k: int = 1) -> dict[str, Any]:
     """The plan document for mp planned as ``problem`` (mp.problem()) by ``plan``."""
     root_offset = {b.name: o for b, o in zip(problem.buffers, plan.offsets)}
     root_size = {b.name: b.size for b in problem.buffers}
     opts = mp.options
+    extra: dict[str, Any] = {}
+    if model_kind(mp) == "tflite":  # variables: TFLM's tail, outside the arena
+        extra["persistent"] = list(getattr(mp, "variables", ()))
     return {
         "format_version": FORMAT_VERSION,
         "arena_tool_version": __version__,
         "model": mp.model,
+        "model_kind": model_kind(mp),
+        **extra,
         "model_sha256": mp.model_sha256,
         "planner": plan.planner,
         "k": k,
@@ -109,7 +119,13 @@ def options_from_doc(doc: dict[str, Any]) -> ModelOptions:
 def lowered_model(model_path: str, doc: dict[str, Any]) -> "Lowered":
     """The lowered model a plan was made from (same input shapes), for codegen."""
     from arena_tool import lowering
+    from arena_tool.errors import ArenaError
 
+    if doc.get("model_kind", "onnx") != "onnx":
+        raise ArenaError(f"arena's C tables are made from ONNX models; this is a {doc['model_kind']} plan",
+                         file=model_path, field="model_kind",
+                         hint="a .tflite model runs in TFLite Micro: write its plan into the model with "
+                              "'arena-tool plan MODEL.tflite -o PLANNED.tflite' (and use runtime: none)")
     return lowering.load(model_path, options_from_doc(doc).input_shapes)
 
 
@@ -139,6 +155,13 @@ def check(doc: dict[str, Any], mp: ModelProblem, plan_path: str) -> list[str]:
     alias group share bytes by design and are not compared.
     """
     problems: list[str] = []
+    kind = doc.get("model_kind", "onnx")
+    if kind != model_kind(mp):
+        return [f"the plan is for a{'n' if kind == 'onnx' else ''} {kind} model, the model is {model_kind(mp)}"]
+    if kind == "tflite":
+        mp, problem = _tflite_in_plan_order(doc, mp)
+        if problem:
+            return [problem]
     if doc["model_sha256"] != mp.model_sha256:
         problems.append(f"model bytes changed since planning (sha256 {doc['model_sha256'][:12]}… vs {mp.model_sha256[:12]}…)")
     align = doc["alignment"]
@@ -185,6 +208,24 @@ def check(doc: dict[str, Any], mp: ModelProblem, plan_path: str) -> list[str]:
     if arena < bound:
         problems.append(f"arena_size {arena} B is below the lower bound {bound} B")
     return problems
+
+
+def _tflite_in_plan_order(doc: dict[str, Any], mp: ModelProblem) -> tuple[ModelProblem, str | None]:
+    """A .tflite plan may run the operators in another topological order (schedule[k].node is the
+    operator index): the live ranges are those of that order, re-derived from the model."""
+    from arena_tool import tflite_model
+    from arena_tool.errors import ArenaError
+
+    order = [s["node"] for s in doc["schedule"]]
+    if tuple(order) != tuple(getattr(mp, "order", ())):
+        try:
+            mp = tflite_model.model_problem(mp.model, mp.options, order=order)
+        except ArenaError as e:
+            return mp, f"schedule: {e.msg}"
+    for k, (s, t) in enumerate(zip(doc["schedule"], mp.schedule)):
+        if s["op_type"] != t.op_type:
+            return mp, f"schedule[{k}]: op_type {s['op_type']}, the model's operator {t.node} is {t.op_type}"
+    return mp, None
 
 
 def require_valid(doc: dict[str, Any], mp: ModelProblem, plan_path: str) -> None:
