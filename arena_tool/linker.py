@@ -67,11 +67,15 @@ def render(
     stack_size: int,
     heap_size: int,
     arena_align: int = 16,
+    arena_input: str = ".arena",
 ) -> str:
     """The linker script for ``board`` with an arena of ``arena_size`` bytes in ``arena_region``.
 
     stack_size, heap_size: bytes reserved in the board's data region.
     arena_align: byte alignment of ``.arena`` (a power of two, 1..4096).
+    arena_input: the input sections the ``.arena`` output section collects (``.tensor_arena``
+    for runtime: tflm, where TFLM's ``tensor_arena`` array is the arena; the output section
+    keeps its name, which the ELF check looks for).
     The size guard allows max(arena_size, 1) bytes: C has no zero-length
     arrays, so an empty plan still defines a 1-byte arena.
     Raises ArenaError for an unknown region, bad numbers, or a planned arena
@@ -107,6 +111,8 @@ def render(
     emit(f"/* {board.description} */")
     emit(f"/* arena: {arena_size} B in {region.name}, aligned to {arena_align};"
          f" stack {stack_size} B and heap {heap_size} B in {data.name} */")
+    if arena_input != ".arena":
+        emit(f"/* .arena (NOLOAD) holds the input sections {arena_input}: TFLM's tensor_arena */")
     emit("")
     emit("ENTRY(Reset_Handler)")
     emit("")
@@ -209,7 +215,7 @@ def render(
   .arena (NOLOAD) : ALIGN({arena_align})
   {{
     __arena_start = .;
-    KEEP(*(.arena .arena.*))
+    KEEP(*({arena_input} {arena_input}.*))
     __arena_end = .;
   }} > {region.name}
   ASSERT(__arena_end - __arena_start <= {limit}, "arena: .arena is larger than the planned {arena_size} B: the plan and the firmware disagree, regenerate them")

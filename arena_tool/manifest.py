@@ -34,7 +34,9 @@ DEFAULT_BUDGET = "100%"
 DEFAULT_STACK = 4096  # bytes
 DEFAULT_HEAP = 0  # bytes
 SHARING = ("sequential", "concurrent")
-RUNTIMES = ("arena", "none")  # arena: compile arena's C runtime and check coverage; none: bring your own
+RUNTIMES = ("arena", "none", "tflm")  # arena: compile arena's C runtime and check coverage; none: bring your own;
+# tflm: .tflite models run by TFLite Micro, which the firmware brings (arena writes the planned model and its arena)
+TFLM_ALIGNMENT = 16  # tflite::MicroArenaBufferAlignment()
 
 # A hint for schema failures that come without one, by the failing field's last key.
 _FIELD_HINTS = {
@@ -53,7 +55,8 @@ _FIELD_HINTS = {
     "region": "write a region name of the board, or auto",
     "input_shapes": "give each input its static shape as positive integers, e.g. {input: [1, 1, 49, 10]}",
     "bitwidths": "map tensor names to bits per element, e.g. {conv1_out: 4}",
-    "runtime": "write arena (compile arena's C runtime, the default) or none (bring your own kernels)",
+    "runtime": "write arena (compile arena's C runtime, the default), none (bring your own kernels) "
+               "or tflm (.tflite models run by TFLite Micro, which your firmware brings)",
 }
 
 
@@ -136,8 +139,10 @@ class BoardTarget:
     region: the arena region name, or "auto" (the fastest region that fits, chosen
       after planning); budget: see Budget; reserve_stack/reserve_heap: bytes;
     warn_above: percent of the budget, or None; sharing: "sequential" | "concurrent";
-    runtime: "arena" (the build compiles arena's C runtime and checks that it runs every op)
-      or "none" (plans, tables and linker script only: the project brings its own kernels);
+    runtime: "arena" (the build compiles arena's C runtime and checks that it runs every op),
+      "none" (plans, tables and linker script only: the project brings its own kernels) or
+      "tflm" (.tflite models only: the planned model as a C array, TFLM's tensor_arena and the
+      linker script; the project brings TFLite Micro);
     models: the models with this board's overrides applied, in manifest order.
     """
 
@@ -202,6 +207,17 @@ class Manifest:
 
         by_name = {t.name: t for t in self.targets}
         return tuple(by_name[n] for n in select_names(list(self.board_names), spec, self.file))
+
+
+def is_tflite_path(path: str) -> bool:
+    """A TFLite flatbuffer: a .tflite file name, or TFL3 at bytes 4..8 (tflite_model.is_tflite, stdlib only)."""
+    if str(path).lower().endswith(".tflite"):
+        return True
+    try:
+        with open(path, "rb") as f:
+            return f.read(8)[4:8] == b"TFL3"
+    except OSError:
+        return False
 
 
 def _did_you_mean(word: str, options: list[str]) -> str:
@@ -412,6 +428,9 @@ class _Loader:
                 merged = self.options(overrides[s.name], raws[s.name], ("boards", i, "models", s.name))
                 s = self.spec(s.name, s.path, merged)
             models.append(s)
+        runtime = pick("runtime", "arena")
+        self.check_runtime(board.name, runtime, where_of("runtime") if "runtime" in entry or "runtime" in top
+                           else None, models, specs)
         warn = pick("warn_above", None)
         return BoardTarget(
             name=board.name, board_file=board.file, regions=regions, default_region=board.default_region,
@@ -419,8 +438,45 @@ class _Loader:
             region=region, budget=budget, reserve_stack=stack, reserve_heap=heap,
             warn_above=None if warn is None else float(warn), sharing=pick("sharing", "sequential"),
             models=tuple(models), flash=RegionInfo(board.flash.name, board.flash.origin, board.flash.length),
-            runtime=pick("runtime", "arena"),
+            runtime=runtime,
         )
+
+    def option_where(self, board: str, model: str, key: str) -> tuple[Any, ...] | None:
+        """Where the manifest sets ``key`` for ``model`` on ``board``: the board's override, the model, the defaults."""
+        for i, item in enumerate(self.data["boards"]):
+            overrides = ((item.get("models") or {}).get(model) or {}) if isinstance(item, dict) else {}
+            if isinstance(item, dict) and item.get("name") == board and key in overrides:
+                return ("boards", i, "models", model, key)
+        for j, m in enumerate(self.data["models"]):
+            if m.get("name") == model and key in m:
+                return ("models", j, key)
+        return ("defaults", key) if key in (self.data.get("defaults") or {}) else None
+
+    def check_runtime(self, board: str, runtime: str, where: tuple[Any, ...] | None,
+                      models: list[ModelSpec], specs: list[ModelSpec]) -> None:
+        """A .tflite model needs runtime: tflm, and runtime: tflm needs .tflite models planned as TFLM runs them."""
+        index = {s.name: i for i, s in enumerate(specs)}
+        for m in models:
+            at = where or ("models", index[m.name], "path")
+            if is_tflite_path(m.path) and runtime != "tflm":
+                what = "arena's C runtime runs" if runtime == "arena" else "arena's C tables are made from"
+                raise self.err(f"model {m.name} is a .tflite model: {what} ONNX models "
+                               f"(board {board} has runtime: {runtime})", at,
+                               hint=f"write 'runtime: tflm' (top level or for board {board}): the firmware brings "
+                                    "TFLite Micro and arena writes the planned model and its tensor_arena")
+            if runtime == "tflm" and not is_tflite_path(m.path):
+                raise self.err(f"runtime: tflm runs .tflite models; model {m.name} is {m.path}", at,
+                               hint="give the model's .tflite file, or use runtime: arena (or none) for ONNX models")
+            o = m.options
+            if runtime == "tflm" and (o.alignment != TFLM_ALIGNMENT or o.activation_dtype or o.bitwidths):
+                what = (f"alignment {o.alignment}" if o.alignment != TFLM_ALIGNMENT else
+                        "activation_dtype/bitwidths (a what-if that re-sizes tensors)")
+                key = "alignment" if o.alignment != TFLM_ALIGNMENT else (
+                    "activation_dtype" if o.activation_dtype else "bitwidths")
+                raise self.err(f"model {m.name}: {what} on board {board} with runtime: tflm, which TFLM does not run",
+                               self.option_where(board, m.name, key) or at,
+                               hint=f"TFLM aligns every tensor to {TFLM_ALIGNMENT} bytes and runs the model's "
+                                    f"own types: drop the option (alignment {TFLM_ALIGNMENT} is the default)")
 
 
 # ---------------------------------------------------------------- plain data (for the cache)

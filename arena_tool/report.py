@@ -41,6 +41,13 @@ prints both in PlatformIO's style::
     RAM:   [===       ]  31.2% (used 20,480 bytes from 65,536 bytes)
     Flash: [=         ]   8.1% (used 85,123 bytes from 1,048,576 bytes)
 
+With ``runtime: tflm`` (``.tflite`` models run by TFLite Micro, which the firmware
+brings) a model's ``arena_size`` is its ``tensor_arena``: ``head`` (arena's plan,
+TFLM's non-persistent section) plus ``tail`` (TFLM's persistent section, measured by
+``tflm_measure`` in the wheel's host interpreter), rounded up to 16; the budget counts
+both, and ``TFLM_NOTE`` says that kernel-specific persistent data (CMSIS-NN's, say)
+can differ on the target.
+
 The report document holds no times and no absolute paths, so two builds of the
 same inputs write the same bytes. The headroom, percentage and bar are against
 the effective limit: min(budget, region length - reserve when the stack and
@@ -61,6 +68,10 @@ FORMAT_VERSION = 2
 STATUSES = ("ok", "warn", "over", "unsupported", "error")
 KINDS = ("ram", "flash", "unsupported", "link", "elf")
 _FLOAT = ("float32", "float16", "bfloat16", "float64", "double", "float")
+TFLM_ALIGNMENT = 16  # tflite::MicroArenaBufferAlignment()
+TFLM_NOTE = ("tensor_arena = arena's plan (TFLM's head) + TFLM's persistent tail as measured on the host with "
+             "TFLM's reference kernels, rounded up to 16 B; kernel-specific persistent data (e.g. CMSIS-NN's) "
+             "can differ on the target")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +92,8 @@ class ModelUse:
     alignment: int
     float_activations: bool
     integer_ops: int = 0
+    head: int | None = None  # runtime tflm: arena's plan, TFLM's non-persistent head (bytes)
+    tail: int | None = None  # runtime tflm: TFLM's persistent tail measured on the host (bytes)
 
     @property
     def float_model(self) -> bool:
@@ -190,6 +203,50 @@ def model_use(name: str, plan_path: str, doc: dict[str, Any]) -> ModelUse:
     )
 
 
+def tflm_arena_size(head: int, tail: int) -> int:
+    """TFLM's tensor_arena for a planned head and a measured persistent tail: their sum, rounded up to 16."""
+    return align_up(head + tail, TFLM_ALIGNMENT)
+
+
+def tflm_use(u: ModelUse, alloc: Mapping[str, Any]) -> ModelUse:
+    """The model as TFLM runs it: its arena is head (the plan) + tail, rounded up to 16; its flash
+    (``weights_bytes``) the planned .tflite the firmware holds as a C array."""
+    tail = int(alloc["tail"])
+    return dataclasses.replace(u, arena_size=tflm_arena_size(u.arena_size, tail),
+                               lower_bound=tflm_arena_size(u.lower_bound, tail), head=u.arena_size, tail=tail,
+                               weights_bytes=int(alloc["planned_bytes"]))
+
+
+def tflm_measure(model_path: str, plan_doc: dict[str, Any], plan_path: str) -> tuple[bytes, dict[str, Any]]:
+    """(the planned .tflite, its allocation) for one plan of a .tflite model, for ``runtime: tflm``.
+
+    The planned bytes are tflite_write's (the plan checked first, then written as TFLM's
+    OfflineMemoryAllocation metadata). TFLM's host interpreter (tflite-micro wheel, reference
+    kernels) loads them and runs one seeded input: its head must be the plan's arena_size
+    (else the plan and TFLM disagree: CheckFailed), its tail is the persistent part
+    (interpreter structs, kernel data, variables). The allocation document:
+    {"model", "model_sha256", "planned_sha256", "planned_bytes", "head", "tail", "tensor_arena_size", "note"}.
+    """
+    import hashlib
+
+    from arena_tool import tflite_model, tflite_write, tflm
+
+    mp = tflite_write.check_plan(model_path, plan_doc, plan_path)
+    data = tflite_write.planned_bytes(tflite_model.read_bytes(model_path), model_path,
+                                      tflite_write.offsets_for(mp, plan_doc), mp.order)
+    ins, _ = tflm.io_specs(tflite_model.parse(data, model_path))
+    run = tflm.run_tflm(data, model_path, tflm.random_inputs(ins, 1, 0))
+    head = int(plan_doc["arena_size"])
+    if run.allocation.head != head:
+        raise CheckFailed(f"TFLM's head is {fmt_bytes(run.allocation.head)} for the planned model, arena's plan "
+                          f"says {fmt_bytes(head)}", file=model_path,
+                          hint="TFLM did not take the offline plan as written; check with arena-tool verify")
+    tail = run.allocation.tail
+    return data, {"model": str(plan_doc["model"]).replace("\\", "/"), "model_sha256": plan_doc["model_sha256"],
+                  "planned_sha256": hashlib.sha256(data).hexdigest(), "planned_bytes": len(data), "head": head,
+                  "tail": tail, "tensor_arena_size": tflm_arena_size(head, tail), "note": TFLM_NOTE}
+
+
 def _layout(sharing: str, uses: list[ModelUse]) -> tuple[list[ModelUse], int, int, int]:
     """(uses with bases, arena size, lower bound, slice alignment) for the sharing mode."""
     align = max((u.alignment for u in uses), default=16)
@@ -221,16 +278,23 @@ def status_of(problems: Sequence[Problem], warned: bool) -> str:
 
 def gate(target: Any, plans: Sequence[tuple[str, str, dict[str, Any]]],
          fastest: Callable[[int, int], str | None] | None = None,
-         runtime_problems: Sequence[Problem] = ()) -> Report:
+         runtime_problems: Sequence[Problem] = (),
+         tflm: Mapping[str, Mapping[str, Any]] | None = None) -> Report:
     """Check one board (a manifest.BoardTarget): RAM budget, flash for the weights, runtime coverage.
 
     plans: (model name, plan path, plan document), in manifest order.
     fastest: (min_size, reserve) -> name of the fastest region with that much
     room (reserve counted in the data region), or None; only for ``region: auto``.
     runtime_problems: what the runtime cannot run (``runtime_problems`` per model).
+    tflm: runtime tflm: model name -> its allocation document (``tflm_measure``); each model
+    then needs its tensor_arena, head + tail rounded up to 16, and its planned model's bytes
+    of flash (the C array holds the whole model, not only the weights: ``tflm_use``).
     Never raises for a board that does not fit: see ``Report.status`` and ``failure``.
     """
-    uses, need, lb, align = _layout(target.sharing, [model_use(n, p, d) for n, p, d in plans])
+    uses0 = [model_use(n, p, d) for n, p, d in plans]
+    if tflm is not None:
+        uses0 = [tflm_use(u, tflm[u.name]) for u in uses0]
+    uses, need, lb, align = _layout(target.sharing, uses0)
     reserve = target.reserve_stack + target.reserve_heap
     auto = target.region == "auto"
     names = "+".join(u.name for u in uses)
@@ -463,11 +527,13 @@ def to_doc(r: Report) -> dict[str, Any]:
         "ram": _usage_doc(r.ram),
         "flash": dict(_usage_doc(r.flash), weights=sum(m.weights_bytes for m in r.models)),
         "models": [
-            {"name": m.name, "planner": m.planner, "arena_size": m.arena_size, "lower_bound": m.lower_bound,
-             "optimal": m.optimal, "status": m.status, "base": m.base, "plan": m.plan, "model": m.model,
-             "model_sha256": m.model_sha256, "weights_bytes": m.weights_bytes}
+            dict({"name": m.name, "planner": m.planner, "arena_size": m.arena_size, "lower_bound": m.lower_bound,
+                  "optimal": m.optimal, "status": m.status, "base": m.base, "plan": m.plan, "model": m.model,
+                  "model_sha256": m.model_sha256, "weights_bytes": m.weights_bytes},
+                 **({"head": m.head, "tail": m.tail} if m.head is not None else {}))
             for m in r.models
         ],
+        **({"tflm_note": TFLM_NOTE} if r.runtime == "tflm" else {}),
     }
 
 
@@ -574,7 +640,8 @@ def summary(docs: Sequence[dict[str, Any]]) -> str:
     for d in docs:
         region = d["region"]["name"] + (" (auto)" if d["region"]["auto"] else "")
         lines.append(f"arena: {d['board']}: {d['sharing']} in {region}, budget {fmt_bytes(d['budget'])}"
-                     f" ({d['budget_spec']})" + ("" if d.get("runtime", "arena") == "arena" else ", runtime none"))
+                     f" ({d['budget_spec']})"
+                     + ("" if d.get("runtime", "arena") == "arena" else f", runtime {d['runtime']}"))
         rows = [("model", "planner", "arena", "lower bound", "base")]
         for m in d["models"]:
             rows.append((m["name"], m["planner"], fmt_bytes(m["arena_size"]), fmt_bytes(m["lower_bound"]), str(m["base"])))
@@ -588,6 +655,10 @@ def summary(docs: Sequence[dict[str, Any]]) -> str:
                      f"{d['percent']:.1f}%" + ("  WARNING" if d["status"] == "warn" else ""))
         if "ram" in d:
             lines += ["  " + ln for ln in usage_lines(d)]
+        if d.get("runtime") == "tflm":
+            lines += [f"  tflm {m['name']}: tensor_arena {fmt_bytes(m['arena_size'])} = head {fmt_bytes(m['head'])}"
+                      f" + tail {fmt_bytes(m['tail'])}" for m in d["models"] if "head" in m]
+            lines.append("  note: " + TFLM_NOTE)
         if d["status"] not in ("ok", "warn"):
             n = len(d.get("problems", ()))
             lines.append(f"  FAILED: {d['status']} ({n} problem{'s' if n != 1 else ''}; arena_report.json lists them)")

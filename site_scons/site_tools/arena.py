@@ -25,6 +25,18 @@ Then per board, under ``build/<board>/``::
                                with RAM and flash measured on the ELF when linked
     run_report.json            the ``run`` alias: QEMU -icount run, sizes and instructions (runreport)
 
+``runtime: tflm`` (``.tflite`` models; the firmware brings TFLite Micro): each plan
+also gives ``build/tables/<model>-<digest>/<model>.tflm.json`` and ``<model>.planned.tflite``
+(ArenaTflm <- plan, model.tflite: the planned model, arena's plan as TFLM's
+OfflineMemoryAllocation, and TFLM's head and persistent tail as its host interpreter
+measures them), which the gate reads (the budget counts head + tail), and
+``model_<model>.{c,h}`` (ArenaTflmModel <- planned model, tflm.json: the model as a
+16-byte aligned const array, ``<MODEL>_HEAD_SIZE``, ``<MODEL>_TENSOR_ARENA_SIZE``);
+the board gets ``gen/tflm_arena.{c,h}`` (``uint8_t tensor_arena[N]`` in section
+``.tensor_arena``) instead of ``arena_board.{c,h}``, a linker script whose ``.arena``
+(NOLOAD) output section holds ``.tensor_arena``, and neither arena's runtime nor a
+coverage check.
+
 Objects are shared by every board with the same compile flags, under
 ``build/common/<flags>/``: the firmware's own sources (``<their path>.o``, so two
 ``main.c`` in different folders do not collide), arena's C runtime
@@ -204,10 +216,15 @@ def _gate_action(target, source, env) -> None:
             return None
 
     problems = []
-    if board_target.runtime != "none":
+    tflm = None
+    if board_target.runtime == "tflm":  # then one tflm.json per model: TFLM's measured tail
+        n = len(board_target.models)
+        tflm = {spec.name: json.loads(node.get_text_contents())
+                for spec, node in zip(board_target.models, source[n:2 * n])}
+    elif board_target.runtime != "none":
         for spec, (_, path, doc) in zip(board_target.models, plans):
             problems += _runtime_problems(state, board_target.name, spec, path, doc)
-    rep = report.gate(board_target, plans, fastest, problems)
+    rep = report.gate(board_target, plans, fastest, problems, tflm=tflm)
     doc = report.to_doc(rep)
     report.write(target[0].path, doc)
     failed = report.failure(rep)
@@ -219,7 +236,7 @@ def _gate_action(target, source, env) -> None:
         raise failed
     if rep.warning:
         sys.stdout.write(rep.warning + "\n")
-    if len(target) > 1:  # [gate, arena_board.c, arena_board.h, <board>.ld]
+    if len(target) > 1:  # [gate, arena_board.c (tflm_arena.c), its .h, <board>.ld]
         _write_arena(doc, target[1].path, target[2].path)
         _write_ld(doc, board_target.board_file, target[3].path)
 
@@ -240,6 +257,32 @@ def _report_action(target, source, env) -> None:
 
 
 @_guarded
+def _tflm_action(target, source, env) -> None:
+    """[<model>.tflm.json, <model>.planned.tflite] <- [plan, model.tflite]: the planned model and TFLM's arena."""
+    from arena_tool import planfile, report
+    from arena_tool.schema import write_atomic
+
+    doc = planfile.read(source[0].path)
+    data, alloc = report.tflm_measure(source[1].path.replace(os.sep, "/"), doc, source[0].path)
+    write_atomic(target[1].path, data)
+    write_atomic(target[0].path, json.dumps(alloc, indent=1, sort_keys=True) + "\n")
+
+
+@_guarded
+def _tflm_model_action(target, source, env) -> None:
+    """model_<symbol>.{c,h} <- [<model>.planned.tflite, <model>.tflm.json]."""
+    from arena_tool import codegen
+
+    with open(source[0].abspath, "rb") as f:
+        data = f.read()
+    alloc = json.loads(source[1].get_text_contents())
+    symbol = os.path.basename(target[0].path)[len("model_"):-len(".c")]
+    header, body = codegen.tflm_model_sources(symbol, data, alloc["head"], alloc["tail"])
+    codegen.write(target[1].path, header)
+    codegen.write(target[0].path, body)
+
+
+@_guarded
 def _tables_action(target, source, env) -> None:
     from arena_tool import codegen, planfile
 
@@ -255,7 +298,8 @@ def _write_arena(doc, c_path, h_path) -> None:
     from arena_tool import codegen
 
     bases = [(m["name"], m["base"]) for m in doc["models"]]
-    header, body = codegen.arena_sources(doc["board"], doc["arena_size"], bases)
+    sources = codegen.tflm_arena_sources if doc.get("runtime") == "tflm" else codegen.arena_sources
+    header, body = sources(doc["board"], doc["arena_size"], bases)
     codegen.write(h_path, header)
     codegen.write(c_path, body)
 
@@ -265,7 +309,8 @@ def _write_ld(doc, board_file, path) -> None:
 
     board = boards.load_board_file(board_file)
     text = linker.render(board, doc["region"]["name"], doc["arena_size"], doc["reserve"]["stack"],
-                         doc["reserve"]["heap"], arena_align=doc["alignment"])
+                         doc["reserve"]["heap"], arena_align=doc["alignment"],
+                         arena_input=".tensor_arena" if doc.get("runtime") == "tflm" else ".arena")
     linker.write(path, text)
 
 
@@ -546,12 +591,13 @@ class _Wiring:
         self.user = user  # the user's compile and link variables (_user_vars)
         self.cross = None  # the cross-compiling environment, when linking
         self.plans: dict = {}  # ModelSpec.key() -> (plan node, tables .c node, tables base name)
+        self.allocs: dict = {}  # ModelSpec.key() -> [tflm.json node] (runtime tflm)
         self.flag_envs: dict = {}  # compile flags -> _FlagEnv
         self.runtime_dir = _import_arena_tool().runtime_dir()
         self.elfcheck = None
         self.top = None
 
-    def plan(self, spec):
+    def plan(self, spec, tflm=False):
         """The plan of one model under one set of options and its C tables, shared by every board
         that uses them: build/plans/<model>-<digest>.plan.json and
         build/tables/<model>-<digest>/model_<model>.{c,h} (digest: first 10 hex digits of
@@ -562,8 +608,15 @@ class _Wiring:
             env = self.env
             name = f"{spec['name']}-{_digest(key)}"
             plan = env.ArenaPlan(f"{self.build_dir}/plans/{name}.plan.json", [spec["path"], env.Value(key)])
-            tables = env.ArenaTables(f"{self.build_dir}/tables/{name}/model_{spec['name']}.c",
-                                     [plan, env.File(spec["path"])])
+            folder = f"{self.build_dir}/tables/{name}"
+            if tflm:  # a .tflite (the manifest allows it on runtime: tflm boards only)
+                alloc = env.ArenaTflm([f"{folder}/{spec['name']}.tflm.json", f"{folder}/{spec['name']}.planned.tflite"],
+                                      [plan, env.File(spec["path"])])
+                tables = env.ArenaTflmModel(f"{folder}/model_{spec['name']}.c", [alloc[1], alloc[0]])
+                env.Depends(alloc, self.deps)
+                self.allocs[key] = alloc[:1]
+            else:
+                tables = env.ArenaTables(f"{folder}/model_{spec['name']}.c", [plan, env.File(spec["path"])])
             env.Depends(plan + tables, self.deps)
             entry = self.plans[key] = (plan, tables, name)
         return entry
@@ -575,20 +628,22 @@ class _Wiring:
         gate_path = f"{bdir}/arena_gate.json"
         report_path = f"{bdir}/arena_report.json"
         board_file = env.File(t["board_file"])
-        entries = [self.plan(spec) for spec in t["models"]]
+        tflm = t.get("runtime") == "tflm"
+        entries = [self.plan(spec, tflm) for spec in t["models"]]
         board_plans = [p for plan, _, _ in entries for p in plan]
+        allocs = [a for spec in t["models"] for a in self.allocs[spec["key"]]] if tflm else []
         gate_key = env.Value(t["key"] + "|" + "|".join(s["key"] for s in t["models"]))
         env["ARENA_STATE"].gates[gate_path] = (t, _board_outputs(bdir, gen, t), report_path)
         # Once it passes, the gate also writes what follows from its report (as ArenaArena and
         # ArenaLinkerScript would): one node for all keeps a no-op build's walk short.
-        gate = env.ArenaGate([gate_path, f"{gen}/arena_board.c", f"{bdir}/{t['name']}.ld"],
-                             board_plans + [gate_key, board_file])
+        gate = env.ArenaGate([gate_path, f"{gen}/{'tflm_arena' if tflm else 'arena_board'}.c",
+                              f"{bdir}/{t['name']}.ld"], board_plans + allocs + [gate_key, board_file])
         rep, arena, ld = gate[:1], gate[1:3], gate[3:]
         tables = []
         for _, tab, _ in entries:
             env.Requires(tab, rep)  # order only: the gates pass before a table is generated
             tables += tab
-        generated = board_plans + gate + tables
+        generated = board_plans + allocs + gate + tables
         env.Depends(gate, self.deps)
         nodes = {"plans": board_plans, "gate": rep, "tables": tables, "arena": arena, "ld": ld}
         if self.cross is not None:
@@ -625,8 +680,9 @@ class _Wiring:
 
         fe = self.flag_env(t)
         self.env.Alias(fe.alias, rep)  # the objects this board shares wait for its gate too
-        objs = fe.env.Object(f"{bdir}/obj/arena_board.o", arena_c) + fe.app_objects()
-        if t.get("runtime", "arena") != "none":
+        stem = os.path.splitext(os.path.basename(arena_c.path))[0]  # arena_board, or tflm_arena
+        objs = fe.env.Object(f"{bdir}/obj/{stem}.o", arena_c) + fe.app_objects()
+        if t.get("runtime", "arena") not in ("none", "tflm"):
             objs += fe.runtime_objects()
         for plan, tables, name in entries:
             objs += fe.tables_object(name, tables[0])
@@ -733,7 +789,8 @@ def _freeze_helpers(env) -> None:
 
 def _board_outputs(bdir, gen, t):
     """Files deleted when the gate fails, so no stale board file, script or ELF survives."""
-    return [f"{gen}/arena_board.c", f"{gen}/arena_board.h", f"{bdir}/{t['name']}.ld",
+    return [f"{gen}/arena_board.c", f"{gen}/arena_board.h", f"{gen}/tflm_arena.c", f"{gen}/tflm_arena.h",
+            f"{bdir}/{t['name']}.ld",
             f"{bdir}/firmware.elf", f"{bdir}/firmware.map", f"{bdir}/run_report.json"]
 
 
@@ -750,7 +807,7 @@ def _help_text(m, arena_tool) -> str:
              "", "  boards in the manifest:"]
     for t in m["targets"]:
         qemu = f", qemu {t['qemu']}" if t["qemu"] else ""
-        runtime = ", runtime none" if t.get("runtime") == "none" else ""
+        runtime = f", runtime {t['runtime']}" if t.get("runtime", "arena") != "arena" else ""
         lines.append(f"    {t['name']:<18} region {t['region']}, budget {t['budget']['text']}{qemu}{runtime}")
     lines.append("  all known boards: " + ", ".join(shipped))
     return "\n".join(lines) + "\n"
@@ -786,6 +843,7 @@ def generate(env, **kwargs) -> None:
         "ARENAGATECOMSTR": "Checking budget $TARGET",
         "ARENAREPORTCOMSTR": "Checking $TARGET",
         "ARENATABLESCOMSTR": "Generating $TARGET",
+        "ARENATFLMCOMSTR": "Generating $TARGET",
         "ARENAARENACOMSTR": "Generating $TARGET",
         "ARENALDCOMSTR": "Generating $TARGET",
         "ARENAELFCHECKCOMSTR": "Checking $TARGET",
@@ -804,6 +862,10 @@ def generate(env, **kwargs) -> None:
                                src_suffix=".json"),
         "ArenaTables": Builder(action=Action(_tables_action, "$ARENATABLESCOMSTR"), suffix=".c",
                                src_suffix=".plan.json", emitter=_pair_emitter),
+        "ArenaTflm": Builder(action=Action(_tflm_action, "$ARENATFLMCOMSTR"), suffix=".tflm.json",
+                             src_suffix=".plan.json"),
+        "ArenaTflmModel": Builder(action=Action(_tflm_model_action, "$ARENATFLMCOMSTR"), suffix=".c",
+                                  src_suffix=".tflite", emitter=_pair_emitter),
         "ArenaArena": Builder(action=Action(_arena_action, "$ARENAARENACOMSTR"), suffix=".c",
                               src_suffix=".json", emitter=_pair_emitter),
         "ArenaLinkerScript": Builder(action=Action(_ld_action, "$ARENALDCOMSTR"), suffix=".ld",
