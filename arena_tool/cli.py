@@ -227,6 +227,34 @@ def cmd_run(args: argparse.Namespace) -> int:
                         build_dir=args.build_dir, timeout=args.timeout)
 
 
+def cmd_explain(args: argparse.Namespace) -> int:
+    from arena_tool import explain, planfile, planning
+
+    params = _params(args)
+    planning.check_planner_name(args.planner, field="--planner")
+    if args.model.lower().endswith(".json"):
+        given = [flag for flag, on in (("--input-shape", args.input_shape), ("--activation-dtype", args.activation_dtype),
+                                       ("--bitwidths", args.bitwidths), ("--no-inplace", args.no_inplace),
+                                       ("--scratch", args.scratch != "none"), ("--alignment", args.alignment != 16))
+                 if on]
+        if given:
+            raise ArenaError(f"{given[0]} does not apply to a plan file: its options are fixed", file=args.model,
+                             field=given[0], hint="explain the model instead (arena-tool explain MODEL ...)")
+        doc = planfile.read(args.model)
+    elif _is_tflite(args.model):
+        from arena_tool import tflite_write
+
+        doc = tflite_write.plan(args.model, _model_options(args), args.planner, params).doc
+    else:
+        doc = planning.plan_model(args.model, _model_options(args), args.planner, params).doc
+    report = explain.explain(doc, args.planner, params)
+    print(explain.render(report))
+    if args.json:
+        explain.write(args.json, report)
+        print(f"wrote {args.json}")
+    return EXIT_OK
+
+
 def _model_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model options")
     g.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
@@ -345,6 +373,17 @@ def parser() -> argparse.ArgumentParser:
     _model_args(p)
     _planner_args(p)
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("explain", help="why the model needs its arena: the peak op, what is live there, savings",
+                       description="Plan MODEL (or read PLAN.json) and print the op where the arena peaks, the "
+                                   "buffers live there (an alias group once), the largest buffers, what reuse, "
+                                   "in-place/views, the planner and int8 activations (a what-if) save, and a "
+                                   "per-op table of live, output and workspace bytes.")
+    p.add_argument("model", metavar="MODEL|PLAN", help="the model (.onnx or .tflite), or a plan file (.json)")
+    p.add_argument("--json", metavar="FILE", help="write the report (schemas/explain.schema.json)")
+    _model_args(p)
+    _planner_args(p)
+    p.set_defaults(func=cmd_explain)
     return top
 
 

@@ -1,0 +1,127 @@
+"""arena-tool explain: the peak op, what is live there (alias groups once), savings, per-op table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import models
+from arena_tool import planfile, schema
+from arena_tool.cli import main
+
+KB = 1024
+KWS = str(Path(__file__).resolve().parent.parent / "example_firmware" / "models" / "kws.onnx")
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def explain_json(capsys, tmp_path, *argv: str, name: str = "explain.json") -> dict:
+    path = tmp_path / name
+    code, out, err = run(capsys, "explain", *argv, "--json", str(path))
+    assert code == 0, err
+    report = json.loads(path.read_text())
+    schema.check_json(report, "explain", str(path))
+    return report
+
+
+def relu_chain():
+    """T0 4K -> mm0 -> T1 6K -> Relu (in place: T2 aliases T1) -> T2 6K -> mm1 -> T3 2K."""
+    return models.model(
+        [models.node("MatMul", ["T0", "W0"], ["T1"], "mm0"),
+         models.node("Relu", ["T1"], ["T2"], "relu"),
+         models.node("MatMul", ["T2", "W1"], ["T3"], "mm1")],
+        [models.vi("T0", [64, 16])], [models.vi("T3", [64, 8])],
+        [models.weight("W0", [16, 24]), models.weight("W1", [24, 8], 1)],
+    )
+
+
+def test_chain_peak_and_live_set(capsys, tmp_path):
+    path = models.save(models.chain(), tmp_path / "chain.onnx")
+    r = explain_json(capsys, tmp_path, path)
+    assert r["peak_op"] == 1 and r["peak_name"] == "mm1" and r["peak_op_type"] == "MatMul"
+    assert r["peak_bytes"] == 12 * KB == r["lower_bound"]
+    assert [(b["name"], b["size"]) for b in r["live_at_peak"]] == [("T1", 6 * KB), ("T2", 6 * KB)]
+    assert [b["share"] for b in r["live_at_peak"]] == [50.0, 50.0]
+    assert [b["name"] for b in r["largest"]] == ["T1", "T2", "T0", "T3"]
+    assert [o["live_bytes"] for o in r["ops"]] == [10 * KB, 12 * KB, 8 * KB]
+    assert [o["output_bytes"] for o in r["ops"]] == [6 * KB, 6 * KB, 2 * KB]
+    assert [o["workspace_bytes"] for o in r["ops"]] == [0, 0, 0]
+    s = r["savings"]
+    assert s["naive"] == 18 * KB and s["no_alias_lower_bound"] == 12 * KB
+    reuse, inplace, planner = s["techniques"]
+    assert (reuse["technique"], reuse["saved"], reuse["percent"]) == ("reuse", 6 * KB, 33.33)
+    assert inplace["saved"] == 0 and planner["before"] == s["greedy_arena"] == 12 * KB
+    w = s["dtype"]["what_if"]  # float32 -> int8: a quarter of the bytes
+    assert w["activation_dtype"] == "int8" and w["lower_bound"] == 3 * KB and w["saved"] == 9 * KB
+    code, out, err = run(capsys, "explain", path)
+    assert code == 0, err
+    assert "peak         12,288 B at op 1 mm1 (MatMul)" in out
+    assert "what-if" in out and "<- peak" in out
+
+
+def test_alias_group_counted_once(capsys, tmp_path):
+    path = models.save(relu_chain(), tmp_path / "relu.onnx")
+    doc = planfile.read(str(_plan(capsys, tmp_path, path)))
+    assert {b["name"]: b["alias_of"] for b in doc["buffers"]}["T2"] == "T1"
+    r = explain_json(capsys, tmp_path, path)
+    # a naive per-tensor sum says 12 KB at the Relu (T1 + T2); T2 shares T1's bytes
+    naive_live = [sum(b["size"] for b in doc["buffers"] if b["first_op"] <= i <= b["last_op"]) for i in range(3)]
+    assert max(naive_live) == 12 * KB and naive_live.index(12 * KB) == 1
+    assert r["peak_bytes"] == 10 * KB == doc["lower_bound"] and r["peak_op"] == 0
+    assert [(b["name"], b["size"], b["members"]) for b in r["live_at_peak"]] == [("T1", 6 * KB, ["T2"]), ("T0", 4 * KB, [])]
+    assert [o["live_bytes"] for o in r["ops"]] == [10 * KB, 6 * KB, 8 * KB]
+    assert r["ops"][1]["aliased_output_bytes"] == 6 * KB
+    inplace = r["savings"]["techniques"][1]
+    assert inplace["technique"] == "inplace_views" and inplace["before"] == 12 * KB and inplace["saved"] == 2 * KB
+
+
+def _plan(capsys, tmp_path, model: str) -> Path:
+    out = tmp_path / "plan.json"
+    code, _, err = run(capsys, "plan", model, "-o", str(out))
+    assert code == 0, err
+    return out
+
+
+def test_plan_file_explains_like_the_model(capsys, tmp_path):
+    path = models.save(relu_chain(), tmp_path / "relu.onnx")
+    plan = _plan(capsys, tmp_path, path)
+    from_model = explain_json(capsys, tmp_path, path, name="a.json")
+    from_plan = explain_json(capsys, tmp_path, str(plan), name="b.json")
+    assert from_plan == from_model
+
+
+def test_plan_file_rejects_model_options(capsys, tmp_path):
+    plan = _plan(capsys, tmp_path, models.save(models.chain(), tmp_path / "chain.onnx"))
+    code, _, err = run(capsys, "explain", str(plan), "--no-inplace")
+    assert code == 2 and "--no-inplace does not apply to a plan file" in err
+
+
+def test_peak_not_the_lower_bound_is_an_arena_bug(capsys, tmp_path):
+    plan = _plan(capsys, tmp_path, models.save(models.chain(), tmp_path / "chain.onnx"))
+    doc = json.loads(plan.read_text())
+    doc["lower_bound"] = 11 * KB
+    plan.write_text(json.dumps(doc))
+    code, _, err = run(capsys, "explain", str(plan))
+    assert code == 3 and "arena bug" in err
+
+
+def test_schema_rejects_a_bad_report(capsys, tmp_path):
+    r = explain_json(capsys, tmp_path, models.save(models.chain(), tmp_path / "chain.onnx"))
+    del r["peak_op"]
+    with pytest.raises(Exception, match="peak_op"):
+        schema.check_json(r, "explain", "x.json")
+
+
+def test_kws_peak_is_the_lower_bound(capsys, tmp_path):
+    r = explain_json(capsys, tmp_path, KWS)
+    plan = planfile.read(str(_plan(capsys, tmp_path, KWS)))
+    assert r["peak_bytes"] == plan["lower_bound"] == max(o["live_bytes"] for o in r["ops"])
+    assert r["ops"][r["peak_op"]]["live_bytes"] == r["peak_bytes"]
+    assert sum(b["size"] for b in r["live_at_peak"]) == r["peak_bytes"]
+    assert len(r["largest"]) == 10 and len(r["ops"]) == len(plan["schedule"])
