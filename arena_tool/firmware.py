@@ -49,6 +49,7 @@ import numpy as np
 import arena_tool
 from arena_tool.errors import EXIT_BUG, EXIT_CHECK_FAILED, EXIT_OK, ArenaError, did_you_mean
 from arena_tool.schema import write_atomic
+from arena_tool.verify import NUMPY_TYPES
 
 HOST = "host"
 RUNTIME = Path(arena_tool.runtime_dir())
@@ -61,7 +62,6 @@ TARGET_LIBS = ("-lm",)
 RTOL = 1e-4
 TIMEOUT = 120.0
 FORMAT_VERSION = 1
-DTYPES = {"float32": np.float32, "int8": np.int8, "uint8": np.uint8, "int32": np.int32, "int64": np.int64}
 _BITS = {"float32": ("uint32_t", np.uint32, 8), "int32": ("uint32_t", np.uint32, 8),
          "int8": ("uint8_t", np.uint8, 2), "uint8": ("uint8_t", np.uint8, 2),
          "int64": ("uint64_t", np.uint64, 16)}
@@ -174,7 +174,7 @@ def input_source(models: Sequence[tuple[str, Sequence[tuple[str, np.ndarray]]]])
         for k, (tensor, arr) in enumerate(inputs):
             dt = str(arr.dtype)
             if dt not in _BITS:
-                raise ArenaError(f"input {tensor!r} is {dt}; the firmware takes {', '.join(DTYPES)}", field=tensor)
+                raise ArenaError(f"input {tensor!r} is {dt}; the firmware takes {', '.join(NUMPY_TYPES)}", field=tensor)
             c_type, word, digits = _BITS[dt]
             bits = np.ascontiguousarray(arr).reshape(-1).view(word)
             suffix = "ull" if word is np.uint64 else "u"
@@ -279,10 +279,10 @@ def random_inputs(specs: Sequence[TensorSpec], seed: int = 0) -> list[np.ndarray
             out.append(rng.uniform(-1.0, 1.0, s.shape).astype(np.float32))
         elif s.dtype == "uint8":
             out.append(rng.integers(0, 256, s.shape, dtype=np.uint8))
-        elif s.dtype in DTYPES:
-            out.append(rng.integers(-128, 128, s.shape).astype(DTYPES[s.dtype]))
+        elif s.dtype in NUMPY_TYPES:
+            out.append(rng.integers(-128, 128, s.shape).astype(NUMPY_TYPES[s.dtype]))
         else:
-            raise ArenaError(f"graph input {s.name!r} is {s.dtype}; the firmware takes {', '.join(DTYPES)}",
+            raise ArenaError(f"graph input {s.name!r} is {s.dtype}; the firmware takes {', '.join(NUMPY_TYPES)}",
                              field=s.name)
     return out
 
@@ -506,7 +506,7 @@ def build_and_run(out: Path, symbol: str, model_path: str, doc: dict[str, Any], 
     for s in specs:
         v = parsed.outputs.get(symbol, {}).get(s.name)
         if v is not None:
-            v = v.astype(DTYPES.get(s.dtype, v.dtype))
+            v = v.astype(NUMPY_TYPES.get(s.dtype, v.dtype))
             outputs[s.name] = v.reshape(s.shape) if v.size == int(np.prod(s.shape, dtype=np.int64)) else v
     fw = Firmware(board_name, None if board is None else board.qemu, rc, text, outputs,
                   parsed.status.get(symbol), cflags)

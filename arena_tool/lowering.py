@@ -39,6 +39,7 @@ import numpy as np
 
 from arena_tool import dtypes, onnx_graph
 from arena_tool.errors import fail
+from arena_tool.onnx_fold import CONTRIB
 from arena_tool.onnx_graph import Graph, Node, Shape, TensorType
 from arena_tool.problem import Quant
 
@@ -70,22 +71,15 @@ MOVEMENT = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
                       "MaxPool", "GlobalMaxPool", "Dropout", "Relu", "Clip", "Split", "Slice"})
 ACTIVATIONS = frozenset({"Relu", "Clip"})  # absorbed as a fused op's output range
 
-# QOperator op -> ((tensor, scale, zero point) input positions, output (scale, zp) positions).
+# QOperator op -> ((tensor, scale, zero point) input positions, output (scale, zp) positions):
+# the ai.onnx ops, arena's QLinearHardSwish, and onnxruntime's contrib ops as onnx_fold types them.
 QUANT_IO: dict[str, tuple[tuple[tuple[int, int, int], ...], tuple[int, int] | None]] = {
     "QuantizeLinear": ((), (1, 2)),
     "DequantizeLinear": (((0, 1, 2),), None),
     "QLinearConv": (((0, 1, 2), (3, 4, 5)), (6, 7)),
     "QLinearMatMul": (((0, 1, 2), (3, 4, 5)), (6, 7)),
-    "QGemm": (((0, 1, 2), (3, 4, 5)), (7, 8)),
-    "QLinearAdd": (((0, 1, 2), (3, 4, 5)), (6, 7)),
-    "QLinearMul": (((0, 1, 2), (3, 4, 5)), (6, 7)),
-    "QLinearAveragePool": (((0, 1, 2),), (3, 4)),
-    "QLinearGlobalAveragePool": (((0, 1, 2),), (3, 4)),
-    "QLinearSoftmax": (((0, 1, 2),), (3, 4)),
-    "QLinearSigmoid": (((0, 1, 2),), (3, 4)),
-    "QLinearLeakyRelu": (((0, 1, 2),), (3, 4)),
     "QLinearHardSwish": (((0, 1, 2),), (3, 4)),
-    "QLinearConcat": ((), (0, 1)),  # inputs: triples from position 2
+    **{op: (triples, result) for op, (_, triples, result) in CONTRIB.items()},  # QLinearConcat: triples from 2
 }
 CONVS = {"Conv": 1, "ConvInteger": 1, "QLinearConv": 3}  # op -> index of the weight input
 SPATIAL = frozenset({"Conv", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool", "QLinearAveragePool",
@@ -502,7 +496,8 @@ class _Fusion:
         for k, op in enumerate(self.ops):
             if op.domain not in _ONNX or k in gone:
                 continue
-            got = self._fuse(k, op) if op.op_type in FUSED else self._movement(k, op) if op.op_type in MOVEMENT else None
+            got = (self._fuse(k, op) if op.op_type in FUSED
+                   else self._movement(k, op) if op.op_type in MOVEMENT else None)
             if got is not None:
                 lowered, absorbed = got
                 new[k] = lowered
@@ -598,17 +593,12 @@ class _Fusion:
 
     def _range(self, act: int | None, q: Op) -> dict[str, int]:
         """The absorbed Relu/Clip as output bounds in the quantized domain."""
-        dtype = self.g.types[q.outputs[0]].dtype
-        lo, hi = _QRANGE[dtype]
         if act is None:
             return {}
         s, z = self._qparams(q.inputs[1], q.inputs[2] if len(q.inputs) > 2 else "")
-        a = self.ops[act].attrs
-        fmin, fmax = (0.0, np.inf) if self.ops[act].op_type == "Relu" else (a["min"], a["max"])
-
-        def quantize(v: float) -> int:
-            return lo if v == -np.inf else hi if v == np.inf else int(np.clip(np.rint(v / s) + z, lo, hi))
-        return {"output_min": max(lo, quantize(fmin)), "output_max": min(hi, quantize(fmax))}
+        dtype = self.g.types[q.outputs[0]].dtype
+        fmin, fmax = _bounds(self.ops[act])
+        return {"output_min": _quantize(fmin, s, z, dtype), "output_max": _quantize(fmax, s, z, dtype)}
 
     # -- patterns --
 
@@ -694,11 +684,10 @@ class _Fusion:
             qk[y] = after[0]
         attrs = dict(op.attrs)
         op_type = op.op_type
+        dtype = self.g.types[x.tensor].dtype
         if op_type in ACTIVATIONS:
-            lo, hi = _QRANGE[self.g.types[x.tensor].dtype]
-            fmin, fmax = (0.0, np.inf) if op_type == "Relu" else (attrs["min"], attrs["max"])
-            attrs = {"min": lo if fmin == -np.inf else int(np.clip(np.rint(fmin / qs) + qz, lo, hi)),
-                     "max": hi if fmax == np.inf else int(np.clip(np.rint(fmax / qs) + qz, lo, hi))}
+            fmin, fmax = _bounds(op)
+            attrs = {"min": _quantize(fmin, qs, qz, dtype), "max": _quantize(fmax, qs, qz, dtype)}
             op_type, inputs = "Clip", (x.tensor,)
         elif op_type == "Pad":  # the float pad value becomes its quantized integer
             if len(op.inputs) > 2 and op.inputs[2]:
@@ -706,8 +695,7 @@ class _Fusion:
                 if v is None:
                     return None
                 attrs["value"] = float(v.reshape(-1)[0])
-            lo, hi = _QRANGE[self.g.types[x.tensor].dtype]
-            attrs["value"] = int(np.clip(np.rint(float(attrs.get("value", 0.0)) / qs) + qz, lo, hi))
+            attrs["value"] = _quantize(float(attrs.get("value", 0.0)), qs, qz, dtype)
             ins = [x.tensor, *op.inputs[1:]]
             if len(ins) > 2:
                 ins[2] = ""
@@ -719,6 +707,21 @@ class _Fusion:
         outputs = tuple(self.ops[qk[y]].outputs[0] if y in qk else "" for y in op.outputs)
         fused = tuple(sorted(self.ops[i].node for i in qk.values()))
         return Op(op.node, op.name, op_type, op.domain, inputs, outputs, attrs, fused), set(qk.values())
+
+
+def _bounds(op: Op) -> tuple[float, float]:
+    """A Relu's or Clip's float output range."""
+    return (0.0, np.inf) if op.op_type == "Relu" else (op.attrs["min"], op.attrs["max"])
+
+
+def _quantize(v: float, scale: float, zp: int, dtype: str) -> int:
+    """v on the integer grid (scale, zp), saturated to dtype's range; an infinite v is its end."""
+    lo, hi = _QRANGE[dtype]
+    if v == -np.inf:
+        return lo
+    if v == np.inf:
+        return hi
+    return int(np.clip(np.rint(v / scale) + zp, lo, hi))
 
 
 # --- quantization parameters per tensor ------------------------------------------------------

@@ -232,7 +232,7 @@ class Folder:
 
 # onnxruntime's quantized contrib ops (com.microsoft), which onnx shape inference does not
 # know: op -> (float op, (tensor, scale, zero point) input positions, output (scale, zp)).
-_CONTRIB = {
+CONTRIB = {
     "QLinearAdd": ("Add", ((0, 1, 2), (3, 4, 5)), (6, 7)),
     "QLinearMul": ("Mul", ((0, 1, 2), (3, 4, 5)), (6, 7)),
     "QLinearAveragePool": ("AveragePool", ((0, 1, 2),), (3, 4)),
@@ -251,12 +251,12 @@ _STANDIN_ATTRS = {"AveragePool": ("auto_pad", "ceil_mode", "count_include_pad", 
 def _standin(node: onnx.NodeProto) -> list[onnx.NodeProto]:
     """The node itself, or for a quantized contrib op the DQ -> float op -> Q subgraph with
     the same output type, so onnx shape inference can type its output (NCHW only)."""
-    if node.domain != "com.microsoft" or node.op_type not in _CONTRIB:
+    if node.domain != "com.microsoft" or node.op_type not in CONTRIB:
         return [node]
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     if attrs.get("channels_last", 0):
         return [node]
-    op, triples, result = _CONTRIB[node.op_type]
+    op, triples, result = CONTRIB[node.op_type]
     ins = list(node.input) + [""] * 9
     if node.op_type == "QLinearConcat":
         triples = tuple((i, i + 1, i + 2) for i in range(2, len(node.input), 3))

@@ -30,7 +30,8 @@ import numpy as np
 
 from arena_tool.errors import EXIT_CHECK_FAILED, EXIT_OK, ArenaError
 
-_NP = {"float32": np.float32, "int8": np.int8, "uint8": np.uint8, "int32": np.int32, "int64": np.int64}
+# The element types the C runtime stores (codegen.DTYPES), as numpy types.
+NUMPY_TYPES = {"float32": np.float32, "int8": np.int8, "uint8": np.uint8, "int32": np.int32, "int64": np.int64}
 
 
 def input_pattern(shape: tuple[int, ...] | list[int], dtype: str, which: int = 0) -> np.ndarray:
@@ -42,8 +43,8 @@ def input_pattern(shape: tuple[int, ...] | list[int], dtype: str, which: int = 0
         out = v.astype(np.float32) / np.float32(125.0) - np.float32(1.0)
     elif dtype == "uint8":
         out = v.astype(np.uint8)
-    elif dtype in _NP:
-        out = (v - 125).astype(_NP[dtype])
+    elif dtype in NUMPY_TYPES:
+        out = (v - 125).astype(NUMPY_TYPES[dtype])
     else:
         raise ArenaError(f"no input pattern for dtype {dtype}", field="buffers.dtype")
     return out.reshape(shape)
@@ -126,14 +127,15 @@ def verify(model_path: str, plan_doc: dict[str, Any]) -> VerifyResult:
 
     def span(i: int) -> tuple[int, int]:
         b = buffers[i]
-        item = np.dtype(_NP[b["dtype"]]).itemsize if b["dtype"] in _NP else 1
+        item = np.dtype(NUMPY_TYPES[b["dtype"]]).itemsize if b["dtype"] in NUMPY_TYPES else 1
         nbytes = int(b["elements"]) * item if b["kind"] != "scratch" else int(b["size"])
         return int(offset[i]), int(offset[i]) + nbytes
 
     def ref_bytes(i: int) -> np.ndarray | None:
         v = ref.get(names[i])
         b = buffers[i]
-        if v is None or b["dtype"] not in _NP or v.dtype != np.dtype(_NP[b["dtype"]]) or v.size != b["elements"]:
+        want = NUMPY_TYPES.get(b["dtype"])
+        if v is None or want is None or v.dtype != np.dtype(want) or v.size != b["elements"]:
             return None
         return np.frombuffer(np.ascontiguousarray(v).tobytes(), dtype=np.uint8)
 
@@ -260,7 +262,7 @@ def parse_output(text: str) -> FirmwareRun:
             if dtype == "float32":
                 arr = np.array(vals, dtype=np.uint32).view(np.float32)
             else:
-                arr = np.array(vals, dtype=_NP.get(dtype, np.int64))
+                arr = np.array(vals, dtype=NUMPY_TYPES.get(dtype, np.int64))
             outputs[model][tensor] = arr
 
     for line in text.splitlines():

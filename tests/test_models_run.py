@@ -20,19 +20,10 @@ from conftest import require_tool
 import fwbuild
 import quantized as Q
 import zoo
-from arena_tool import lowering, verify
+from arena_tool import firmware, lowering, verify
 
 FORMS = ("float", "qdq", "qoperator")
 FLASH_FOR_WEIGHTS = 3 << 20  # of mps2_an500's 4 MiB: code and the C tables' overhead need the rest
-
-
-def _output_step(path: str, name: str) -> float | None:
-    """The scale of the DequantizeLinear that makes a graph output (None: a float output)."""
-    lw = lowering.load(path)
-    for op in lw.ops:
-        if op.op_type == "DequantizeLinear" and op.outputs[0] == name:
-            return float(np.max(lw.value(op.inputs[1])))
-    return None
 
 
 def _models(form: str, sources: list[Path], qcache: Path) -> list[tuple[str, str, dict]]:
@@ -44,19 +35,17 @@ def _models(form: str, sources: list[Path], qcache: Path) -> list[tuple[str, str
     return out
 
 
-def _reference(path: str, doc: dict) -> dict[str, np.ndarray]:
-    lw = lowering.load(path)
+def _reference(path: str, doc: dict, lw: lowering.Lowered) -> dict[str, np.ndarray]:
+    """onnxruntime's outputs on main.c's inputs: a lowered QDQ model run as lowered, and its float
+    Q/DQ simulation checked to stay within two steps of that."""
     if not lw.qdq_fused:
         return verify.reference(path, doc)
-    import onnxruntime as ort
-
     feeds = {name: verify.input_pattern(lw.types[name].shape, lw.types[name].dtype, k)
              for k, name in enumerate(lw.inputs)}
-    sess = ort.InferenceSession(lowering.to_onnx(lw).SerializeToString(), providers=["CPUExecutionProvider"])
+    lowered = firmware.reference(path, feeds, list(lw.outputs), lw)
     float_sim = verify.reference(path, doc, list(lw.outputs))
-    lowered = dict(zip(lw.outputs, sess.run(list(lw.outputs), feeds)))
-    for name in lw.outputs:  # the float simulation of the Q/DQ pairs stays within two steps
-        step = _output_step(path, name)
+    for name in lw.outputs:
+        step = firmware.quant_step(lw, doc, name)
         assert step is None or np.max(np.abs(lowered[name] - float_sim[name])) <= 2 * step + 1e-6
     return lowered
 
@@ -65,10 +54,11 @@ def _check(text: str, models: list[tuple[str, str, dict]]) -> None:
     run = verify.parse_output(text)
     for sym, path, doc in models:
         assert run.status.get(sym) == 0, (sym, text[-1500:])
-        ref = _reference(path, doc)
+        lw = lowering.load(path)
+        ref = _reference(path, doc, lw)
         for name, got in run.outputs[sym].items():
             want = ref[name].reshape(-1).astype(np.float32)
-            step = _output_step(path, name)
+            step = firmware.quant_step(lw, doc, name)
             if step is not None:
                 tol = step + 1e-6
             else:
