@@ -265,9 +265,11 @@ def model_sources(plan_doc: dict[str, Any], model: Lowered, symbol: str) -> tupl
                          hint="re-plan the model (the build does this when it sees the change)")
     sym = sanitize(symbol).lower()
     SYM = sym.upper()
-    if len(model.ops) != len(plan_doc["schedule"]) or any(
-            op.op_type != st["op_type"] or list(op.outputs) != st["outputs"]
-            for op, st in zip(model.ops, plan_doc["schedule"])):
+    by_node = {op.node: op for op in model.ops}
+    steps = [by_node.get(st["node"]) for st in plan_doc["schedule"]]  # the plan's order (scheduling)
+    if len(model.ops) != len(steps) or len({st["node"] for st in plan_doc["schedule"]}) != len(steps) or any(
+            op is None or op.op_type != st["op_type"] or list(op.outputs) != st["outputs"]
+            for op, st in zip(steps, plan_doc["schedule"])):
         raise ArenaError("the plan's schedule is not the model's lowered ops", file=model_path, field="schedule",
                          hint="re-plan the model with this version of arena")
     buffers = plan_doc["buffers"]
@@ -351,7 +353,7 @@ def model_sources(plan_doc: dict[str, Any], model: Lowered, symbol: str) -> tupl
         s.append(f"static const int16_t {sym}_op{i}_in[{max(1, len(ins))}] = {{{', '.join(ins) or '-1'}}};")
         s.append(f"static const int16_t {sym}_op{i}_out[{max(1, len(outs))}] = {{{', '.join(outs) or '-1'}}};")
         kind = OPS.get(op_type, ("ARENA_OP_UNSUPPORTED", None))[0]
-        attrs = _c_attrs(model.ops[i], model) if op_type in OPS else {}
+        attrs = _c_attrs(steps[i], model) if op_type in OPS else {}
         for key, c_type, fmt in (("ints", "int32_t", lambda v: c_int(v, 32)), ("floats", "float", c_float)):
             if attrs.get(key):
                 s.append(f"static const {c_type} {sym}_op{i}_{key}[{len(attrs[key])}] = "

@@ -116,6 +116,13 @@ def explain(doc: dict[str, Any], planner: str, params: planners.Params) -> dict[
         _saving("planner", f"{doc['planner']} arena vs greedy_size arena",
                 greedy.arena_size, arena, naive),
     ]
+    base = doc.get("baselines") or {}
+    if base.get("no_inplace_depthwise") is not None:  # before the planner row: they lower the bound
+        techniques.insert(2, _saving("inplace_depthwise", "lower bound vs depthwise Convs not in place",
+                                     base["no_inplace_depthwise"], peak_bytes, naive))
+    if base.get("graph_order") is not None:
+        techniques.insert(2, _saving("schedule", "lower bound vs the model's own op order",
+                                     base["graph_order"], peak_bytes, naive))
 
     act = [b for b in bufs if b["kind"] != "scratch"]
     by_dtype: dict[str, int] = {}
@@ -198,7 +205,8 @@ def render(r: dict[str, Any]) -> str:
         {1})]
     out += ["", f"what each technique saved (percent of the naive sum {fmt_bytes(s['naive'])}, every tensor "
                 f"its own bytes):"]
-    labels = {"reuse": "reuse", "inplace_views": "in-place/views", "planner": "planner"}
+    labels = {"reuse": "reuse", "inplace_views": "in-place/views", "schedule": "op schedule",
+              "inplace_depthwise": "in-place depthwise", "planner": "planner"}
     out += ["  " + x for x in _table(
         ["technique", "before B", "after B", "saved B", "%", "how"],
         [[labels[t["technique"]], f"{t['before']:,}", f"{t['after']:,}", f"{t['saved']:,}", f"{t['percent']:.1f}",

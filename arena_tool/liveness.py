@@ -31,18 +31,28 @@ tensor shares, never a chain; ModelProblem.problem() merges each group's ranges.
   costs bytes. A narrower output (QuantizeLinear float -> int8, a narrowing Cast)
   that took the wider slot would hold all of it for its whole life, because one
   buffer has one size; it is planned as a buffer of its own instead.
-* Never: Conv, Gemm/MatMul, pools and everything else not listed.
+* In-place depthwise (options.inplace_depthwise, TinyEngine's scheme): a depthwise Conv or
+  QLinearConv (group = input channels = output channels, NCHW, same element type, no more
+  output elements than input) writes over its input under (a)-(c); the runtime saves one
+  input channel in the op's workspace before writing the output channel over it (output
+  channel i only reaches input channels <= i). A stride-2 one leaves the output in the
+  input's larger slot, which the element-wise op after it may share; such an alias into a
+  larger slot is kept only where dropping it would not lower the bound (_best_aliasing).
+* Never: other Convs, Gemm/MatMul, pools and everything else not listed.
+
+Schedule (options.schedule): 'memory' plans the topological order scheduling.memory_order
+finds when its lower bound is strictly below the graph order's.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from typing import Mapping, Sequence
 
-from arena_tool import dtypes, lowering, schema
+from arena_tool import dtypes, lowering, scheduling, schema
 from arena_tool.errors import ArenaError, fail
 from arena_tool.lowering import Lowered, Op
-from arena_tool.problem import KINDS, ModelOptions, ModelProblem, Quant, Step, Tensor, align_up
+from arena_tool.problem import KINDS, SCHEDULES, ModelOptions, ModelProblem, Quant, Step, Tensor, align_up, lower_bound
 
 VIEWS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"})
 UNARY = frozenset({
@@ -58,18 +68,88 @@ INPLACE_Q = {"QLinearAdd": (0, 3), "QLinearMul": (0, 3), "QLinearSigmoid": (0,),
 SCRATCH_MODES = ("none", "row", "full")
 
 
-def model_problem(path: str, options: ModelOptions) -> ModelProblem:
+def model_problem(path: str, options: ModelOptions, order: Sequence[int] | None = None) -> ModelProblem:
     """Load the model at ``path`` (ONNX, or a TFLite flatbuffer: tflite_model) and reduce it to a
-    ModelProblem under ``options``."""
+    ModelProblem under ``options``.
+
+    order: the ops to run, by node index (ONNX: the lowered op's anchor node; TFLite: the
+    operator index), a topological permutation; None: the graph's order, or the memory
+    schedule under ``schedule: memory``.
+    """
     _check_options(options)
     from arena_tool import tflite_model
 
     if tflite_model.is_tflite(path):  # by content (TFL3 at bytes 4..8), or a .tflite name
-        return tflite_model.model_problem(path, options)
+        mp = tflite_model.model_problem(path, options, order=order)
+        if order is None and options.schedule == "memory":
+            sched = scheduling.memory_order(scheduling.graph_of(mp))
+            alt = tflite_model.model_problem(path, options, order=[mp.order[i] for i in sched.order])
+            mp = alt if _bound(alt) < _bound(mp) else mp
+        return mp
     try:
-        return _Builder(lowering.load(path, options.input_shapes), options).build()
+        lowered = lowering.load(path, options.input_shapes,
+                                allow_external_data_outside=options.allow_external_data_outside)
+        return build(lowered, options, order)
     except ArenaError as e:  # deep code may not know which file it is reading
         raise e.located(file=path)
+
+
+def build(lowered: Lowered, options: ModelOptions, order: Sequence[int] | None = None) -> ModelProblem:
+    """model_problem of an already lowered model."""
+    ops = _in_order(lowered, order) if order is not None else list(lowered.ops)
+    mp, builder = _best_aliasing(lowered, options, ops)
+    if order is None and options.schedule == "memory" and len(ops) > 1:
+        sched = scheduling.memory_order(builder.sched_graph(mp))
+        if list(sched.order) != list(range(len(ops))):
+            alt, _ = _best_aliasing(lowered, options, [ops[i] for i in sched.order])
+            if _bound(alt) < _bound(mp):  # never worse than the graph's order
+                mp = alt
+    return mp
+
+
+def _bound(mp: ModelProblem) -> int:
+    return lower_bound(mp.problem().buffers)
+
+
+def _best_aliasing(lowered: Lowered, options: ModelOptions, ops: list[Op]) -> tuple[ModelProblem, "_Builder"]:
+    """The problem with every alias that does not raise the lower bound.
+
+    Element-wise in-place and views never cost bytes (equal sizes); an in-place depthwise
+    Conv whose output is smaller than its input (stride 2) keeps the input's slot for the
+    output's whole life, which can raise the peak later: each such alias is dropped when
+    the bound without it is no higher."""
+    builder = _Builder(lowered, options, ops)
+    mp = builder.build()
+    dropped: set[int] = set()
+    for s in sorted(builder.shrinking):
+        trial = _Builder(lowered, options, ops, no_shrink=frozenset(dropped | {s}))
+        alt = trial.build()
+        if _bound(alt) <= _bound(mp):
+            dropped.add(s)
+            mp = alt
+    return mp, builder
+
+
+def _in_order(lowered: Lowered, order: Sequence[int]) -> list[Op]:
+    """The lowered ops in ``order`` (node indices), refused unless a topological permutation."""
+    by_node = {op.node: op for op in lowered.ops}
+    nodes = [int(k) for k in order]
+    if sorted(nodes) != sorted(by_node):
+        fail(f"schedule {nodes[:12]}{'...' if len(nodes) > 12 else ''} is not a permutation of the model's "
+             f"{len(by_node)} ops (node indices {sorted(by_node)[:12]}...)", field="schedule",
+             hint="list every op the model runs exactly once, by node index")
+    written = {y for op in lowered.ops for y in op.outputs if y}
+    ready = set(lowered.inputs)
+    ops = []
+    for k, node in enumerate(nodes):
+        op = by_node[node]
+        for x in op.inputs:
+            if x in written and x not in ready:
+                fail(f"schedule[{k}]: op {op.name or op.op_type} (node {node}) reads {x} before the op that "
+                     f"writes it runs", field=f"schedule[{k}]", hint="the order must be topological")
+        ready.update(y for y in op.outputs if y)
+        ops.append(op)
+    return ops
 
 
 def read_bitwidths(path: str) -> tuple[tuple[str, int], ...]:
@@ -88,6 +168,8 @@ def _check_options(options: ModelOptions) -> None:
     if not isinstance(options.alignment, int) or options.alignment < 1:
         fail(f"alignment must be a positive integer, not {options.alignment!r}", field="alignment",
              hint="use a power of two such as 4, 8 or 16")
+    if options.schedule not in SCHEDULES:
+        fail(f"unknown schedule {options.schedule!r}", field="schedule", hint=f"expected one of {', '.join(SCHEDULES)}")
     if options.scratch not in SCRATCH_MODES:
         fail(f"unknown scratch mode {options.scratch!r}", field="scratch",
              hint=f"expected one of {', '.join(SCRATCH_MODES)}")
@@ -102,11 +184,15 @@ def _check_options(options: ModelOptions) -> None:
 class _Builder:
     """One model_problem call's working state (never shared)."""
 
-    def __init__(self, lowered: Lowered, options: ModelOptions) -> None:
+    def __init__(self, lowered: Lowered, options: ModelOptions, ops: list[Op] | None = None,
+                 no_shrink: frozenset[int] = frozenset()) -> None:
         self.g = lowered
         self.opt = options
         self.bitwidths = dict(options.bitwidths)
-        self.steps = list(lowered.ops)
+        self.steps = list(lowered.ops) if ops is None else ops
+        self.no_shrink = no_shrink  # steps that must not alias into a larger slot
+        self.depthwise: set[int] = set()  # steps whose depthwise Conv works in place
+        self.shrinking: set[int] = set()  # steps whose output aliases a larger slot
         self.outputs = set(lowered.outputs)
         known = set(lowered.types) | set(lowered.graph.constant_shapes)
         for name in sorted(self.bitwidths):
@@ -205,12 +291,27 @@ class _Builder:
                 if x in self.g.types and self._same_bytes(x, y):
                     join(y, x)
                 continue
-            for x in self._inplace_candidates(node, y):
+            x = self._depthwise_input(s, node, y)
+            if x is not None:
                 group = members.get(root_of(x), [root_of(x)])
-                if (max(self.last_op[m] for m in group) == s
-                        and max(self._planned(m) for m in group) == self._planned(y)
+                slot = max(self._planned(m) for m in group)
+                if (max(self.last_op[m] for m in group) == s and self._planned(y) <= slot
                         and not any(m in self.outputs or m in inputs for m in group)):
                     join(y, x)
+                    self.depthwise.add(s)
+                    if self._planned(y) < slot:
+                        self.shrinking.add(s)
+                continue
+            for x in self._inplace_candidates(node, y):
+                group = members.get(root_of(x), [root_of(x)])
+                slot = max(self._planned(m) for m in group)
+                # equal sizes never cost; a slot a shrinking depthwise Conv left larger may
+                if (max(self.last_op[m] for m in group) == s and self._planned(x) == self._planned(y)
+                        and (slot == self._planned(y) or s not in self.no_shrink)
+                        and not any(m in self.outputs or m in inputs for m in group)):
+                    join(y, x)
+                    if slot > self._planned(y):
+                        self.shrinking.add(s)
                     break
         return root
 
@@ -239,6 +340,47 @@ class _Builder:
         return [x for x in xs if x in self.g.types and self.g.types[x].elements == ty.elements
                 and dtypes.bits(self.dtype[y]) <= dtypes.bits(self.dtype[x])]
 
+    def _depthwise_input(self, s: int, node: Op, y: str) -> str | None:
+        """The input a depthwise Conv may overwrite channel by channel (TinyEngine): one input
+        channel per output channel, NCHW, no more output elements than input, same element type."""
+        if (not self.opt.inplace_depthwise or s in self.no_shrink or not node.inputs
+                or node.op_type not in ("Conv", "QLinearConv")
+                or (node.op_type == "Conv" and node.domain not in ("", "ai.onnx"))):
+            return None
+        x = node.inputs[0]
+        if x not in self.g.types:
+            return None
+        tx, ty = self.g.types[x], self.g.types[y]
+        if len(tx.shape) != 4 or len(ty.shape) != 4:
+            return None
+        channels = tx.shape[1]
+        if (int(node.attrs.get("group", 1)) != channels or ty.shape[1] != channels or ty.shape[0] != tx.shape[0]
+                or ty.elements > tx.elements or self.dtype[x] != self.dtype[y]):
+            return None
+        return x
+
+    def sched_graph(self, mp: ModelProblem) -> scheduling.SchedGraph:
+        """What the scheduler needs of this model: mp (this builder's, graph order) with its
+        views and in-place candidates, by step."""
+        views: dict[int, str] = {}
+        inplace: dict[int, tuple[str, ...]] = {}
+        if self.opt.inplace:
+            for k, node in enumerate(self.steps):
+                ys = [y for y in node.outputs if y]
+                if len(ys) != 1 or ys[0] not in self.g.types:
+                    continue
+                y = ys[0]
+                if node.op_type in VIEWS and node.domain in ("", "ai.onnx"):
+                    if node.inputs[0] in self.g.types and self._same_bytes(node.inputs[0], y):
+                        views[k] = node.inputs[0]
+                    continue
+                x = self._depthwise_input(k, node, y)
+                if x is not None and self._planned(x) == self._planned(y):
+                    inplace[k] = (x,)  # its one-channel workspace is left out: small, and order-independent
+                else:
+                    inplace[k] = tuple(self._inplace_candidates(node, y))
+        return scheduling.graph_of(mp, views, inplace)
+
     def _shape(self, name: str) -> tuple[int, ...] | None:
         if name in self.g.types:
             return self.g.types[name].shape
@@ -248,11 +390,17 @@ class _Builder:
 
     def _workspace(self, s: int, node: Op) -> Tensor | None:
         """The op's declared im2col need (lowering.Workspace) under the scratch mode."""
+        if s in self.depthwise:  # in place: one input channel saved before it is overwritten
+            x = node.inputs[0]
+            elements = math.prod(self.g.types[x].shape[2:])
+            return self._scratch(node, elements, self.dtype[x], s)
         if self.opt.scratch == "none" or node.workspace is None:
             return None
         elements = node.workspace.full if self.opt.scratch == "full" else node.workspace.row
+        return self._scratch(node, elements, self.dtype[node.inputs[0]], s)
+
+    def _scratch(self, node: Op, elements: int, dtype: str, s: int) -> Tensor:
         name = f"{node.name}:workspace"  # unique: node names are, and a tensor of that name is unlikely
         while name in self.g.types:
             name += "_"
-        dtype = self.dtype[node.inputs[0]]
         return Tensor(name, "scratch", dtype, (elements,), elements, self._size(elements, dtype), s, s, None)

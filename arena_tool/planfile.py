@@ -29,8 +29,10 @@ def model_kind(mp: ModelProblem) -> str:
     return getattr(mp, "kind", "onnx")
 
 
-def build(mp: ModelProblem, plan: Plan, problem: Problem, k: int = 1) -> dict[str, Any]:
-    """The plan document for mp planned as ``problem`` (mp.problem()) by ``plan``."""
+def build(mp: ModelProblem, plan: Plan, problem: Problem, k: int = 1,
+          baselines: dict[str, int | None] | None = None) -> dict[str, Any]:
+    """The plan document for mp planned as ``problem`` (mp.problem()) by ``plan``; baselines:
+    the lower bounds without scheduling / in-place depthwise (planning._baselines)."""
     root_offset = {b.name: o for b, o in zip(problem.buffers, plan.offsets)}
     root_size = {b.name: b.size for b in problem.buffers}
     opts = mp.options
@@ -54,6 +56,7 @@ def build(mp: ModelProblem, plan: Plan, problem: Problem, k: int = 1) -> dict[st
         "optimal": plan.optimal,
         "status": plan.status,
         "weights_bytes": mp.weights_bytes,
+        "baselines": baselines or {"graph_order": None, "no_inplace_depthwise": None},
         "integer_ops": mp.integer_ops,
         "qdq_fused": mp.qdq_fused,
         "schedule": [
@@ -95,25 +98,14 @@ def quant_doc(q: Quant | None) -> dict[str, Any] | None:
 
 
 def options_doc(opts: ModelOptions) -> dict[str, Any]:
-    return {
-        "activation_dtype": opts.activation_dtype,
-        "bitwidths": dict(sorted(opts.bitwidths)),
-        "inplace": opts.inplace,
-        "scratch": opts.scratch,
-        "input_shapes": {name: list(shape) for name, shape in sorted(opts.input_shapes)},
-    }
+    """The plan's ``options``: every option but the alignment, which the plan states at top level."""
+    doc = opts.to_doc()
+    del doc["alignment"]
+    return doc
 
 
 def options_from_doc(doc: dict[str, Any]) -> ModelOptions:
-    o = doc["options"]
-    return ModelOptions(
-        alignment=doc["alignment"],
-        activation_dtype=o["activation_dtype"],
-        bitwidths=tuple(sorted(o["bitwidths"].items())),
-        inplace=o["inplace"],
-        scratch=o["scratch"],
-        input_shapes=tuple(sorted((k, tuple(v)) for k, v in o["input_shapes"].items())),
-    )
+    return ModelOptions.from_doc({**doc["options"], "alignment": doc["alignment"]})
 
 
 def lowered_model(model_path: str, doc: dict[str, Any]) -> "Lowered":
@@ -126,7 +118,8 @@ def lowered_model(model_path: str, doc: dict[str, Any]) -> "Lowered":
                          file=model_path, field="model_kind",
                          hint="a .tflite model runs in TFLite Micro: write its plan into the model with "
                               "'arena-tool plan MODEL.tflite -o PLANNED.tflite' (and use runtime: none)")
-    return lowering.load(model_path, options_from_doc(doc).input_shapes)
+    opts = options_from_doc(doc)
+    return lowering.load(model_path, opts.input_shapes, allow_external_data_outside=opts.allow_external_data_outside)
 
 
 def dumps(doc: dict[str, Any]) -> str:
@@ -158,10 +151,9 @@ def check(doc: dict[str, Any], mp: ModelProblem, plan_path: str) -> list[str]:
     kind = doc.get("model_kind", "onnx")
     if kind != model_kind(mp):
         return [f"the plan is for a{'n' if kind == 'onnx' else ''} {kind} model, the model is {model_kind(mp)}"]
-    if kind == "tflite":
-        mp, problem = _tflite_in_plan_order(doc, mp)
-        if problem:
-            return [problem]
+    mp, problem = _in_plan_order(doc, mp)
+    if problem:
+        return [problem]
     if doc["model_sha256"] != mp.model_sha256:
         problems.append(f"model bytes changed since planning (sha256 {doc['model_sha256'][:12]}… vs {mp.model_sha256[:12]}…)")
     align = doc["alignment"]
@@ -210,21 +202,26 @@ def check(doc: dict[str, Any], mp: ModelProblem, plan_path: str) -> list[str]:
     return problems
 
 
-def _tflite_in_plan_order(doc: dict[str, Any], mp: ModelProblem) -> tuple[ModelProblem, str | None]:
-    """A .tflite plan may run the operators in another topological order (schedule[k].node is the
+def _in_plan_order(doc: dict[str, Any], mp: ModelProblem) -> tuple[ModelProblem, str | None]:
+    """A plan may run the ops in another topological order (schedule[k].node: the node or
     operator index): the live ranges are those of that order, re-derived from the model."""
-    from arena_tool import tflite_model
+    from arena_tool import liveness
     from arena_tool.errors import ArenaError
 
     order = [s["node"] for s in doc["schedule"]]
-    if tuple(order) != tuple(getattr(mp, "order", ())):
+    if order != [s.node for s in mp.schedule]:
         try:
-            mp = tflite_model.model_problem(mp.model, mp.options, order=order)
+            mp = liveness.model_problem(mp.model, mp.options, order=order)
         except ArenaError as e:
             return mp, f"schedule: {e.msg}"
+    if len(doc["schedule"]) != len(mp.schedule):
+        return mp, f"schedule: {len(doc['schedule'])} steps, the model runs {len(mp.schedule)} ops"
     for k, (s, t) in enumerate(zip(doc["schedule"], mp.schedule)):
-        if s["op_type"] != t.op_type:
-            return mp, f"schedule[{k}]: op_type {s['op_type']}, the model's operator {t.node} is {t.op_type}"
+        for key in ("op_type", "domain", "inputs", "outputs", "workspace"):
+            want = getattr(t, key)
+            want = list(want) if isinstance(want, tuple) else want
+            if s[key] != want:
+                return mp, f"schedule[{k}]: {key} {s[key]!r}, the model's op {t.node} has {want!r}"
     return mp, None
 
 

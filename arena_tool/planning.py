@@ -74,5 +74,29 @@ def plan_model(path: str, options: ModelOptions, planner: str, params: planners.
             alt = run_planner(planner, flat_problem, params)
             if alt.arena_size < plan.arena_size:
                 mp, problem, plan = flat, flat_problem, alt
-    doc = planfile.build(mp, plan, problem, k=params.k)
+    doc = planfile.build(mp, plan, problem, k=params.k, baselines=_baselines(path, mp))
     return PlannedModel(mp, problem, plan, doc)
+
+
+def _baselines(path: str, mp: ModelProblem) -> dict[str, int | None]:
+    """The lower bounds without the options that change the peak itself, so explain can say
+    what each saved: the graph's own order (under schedule: memory) and no in-place depthwise
+    (where a depthwise Conv works in place). None where the option is off or changes nothing."""
+    from arena_tool import liveness
+
+    opts = mp.options
+    order = [s.node for s in mp.schedule]
+    graph = None
+    if opts.schedule == "memory":
+        graph = _bound(liveness.model_problem(path, dataclasses.replace(opts, schedule="graph")))
+    aliased = {t.name for t in mp.tensors if t.alias_of is not None}
+    depthwise = None
+    if getattr(mp, "kind", "onnx") == "onnx" and any(
+            s.op_type in ("Conv", "QLinearConv") and s.outputs[0] in aliased for s in mp.schedule):
+        plain = dataclasses.replace(opts, inplace_depthwise=False)
+        depthwise = _bound(liveness.model_problem(path, plain, order=order))
+    return {"graph_order": graph, "no_inplace_depthwise": depthwise}
+
+
+def _bound(mp: ModelProblem) -> int:
+    return lower_bound(mp.problem().buffers)

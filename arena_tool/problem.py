@@ -21,7 +21,7 @@ Worked example (the design notes' chain T0->T1->T2->T3, 4/6/6/2 KB, MatMuls)::
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 Bytes = int  # a size or an offset, in bytes
 OpIndex = int  # an index into the schedule (0-based, inclusive ranges)
@@ -139,6 +139,9 @@ def arena_size(buffers: Sequence[Buffer], offsets: Sequence[Bytes]) -> Bytes:
 KINDS = ("input", "activation", "output", "scratch")
 
 
+SCHEDULES = ("graph", "memory")
+
+
 @dataclasses.dataclass(frozen=True)
 class ModelOptions:
     """Everything that changes a model's planning problem.
@@ -150,16 +153,60 @@ class ModelOptions:
       wins over activation_dtype for the named tensors.
     inplace: element-wise ops may write over an input that dies there, and
       Reshape-like ops are zero-copy views.
+    inplace_depthwise: with inplace, a depthwise Conv may write over its input that
+      dies there, through a one-channel workspace (TinyEngine's scheme; arena's
+      runtime implements it, a runtime of your own must too).
     scratch: Conv im2col workspace model: 'none', 'row' or 'full'.
+    schedule: 'graph' runs the ops in the model's order; 'memory' in the topological
+      order with the smallest peak of live bytes (scheduling).
     input_shapes: graph input name -> static shape, pinning symbolic dims.
+    allow_external_data_outside: read external-data files outside the model's folder (a
+      model from elsewhere could otherwise pull any file into the firmware's flash).
+
+    The one definition of the options: ``to_doc``/``from_doc`` give the JSON form the
+    plan file, the manifest (same keys) and the build's specs share.
     """
 
     alignment: int = 16
     activation_dtype: str | None = None
     bitwidths: tuple[tuple[str, int], ...] = ()
     inplace: bool = True
+    inplace_depthwise: bool = True
     scratch: str = "none"
+    schedule: str = "graph"
     input_shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    allow_external_data_outside: bool = False
+
+    def to_doc(self) -> dict[str, Any]:
+        """Every option as JSON values, maps sorted by key."""
+        return {
+            "alignment": self.alignment,
+            "activation_dtype": self.activation_dtype,
+            "bitwidths": dict(sorted(self.bitwidths)),
+            "inplace": self.inplace,
+            "inplace_depthwise": self.inplace_depthwise,
+            "scratch": self.scratch,
+            "schedule": self.schedule,
+            "input_shapes": {name: list(shape) for name, shape in sorted(self.input_shapes)},
+            "allow_external_data_outside": self.allow_external_data_outside,
+        }
+
+    @classmethod
+    def from_doc(cls, doc: Mapping[str, Any]) -> "ModelOptions":
+        """The inverse of to_doc; a missing key takes its default (older plan files)."""
+        d = cls()
+        return cls(
+            alignment=int(doc.get("alignment", d.alignment)),
+            activation_dtype=doc.get("activation_dtype", d.activation_dtype),
+            bitwidths=tuple(sorted((str(k), int(v)) for k, v in (doc.get("bitwidths") or {}).items())),
+            inplace=doc.get("inplace", d.inplace),
+            inplace_depthwise=doc.get("inplace_depthwise", d.inplace_depthwise),
+            scratch=doc.get("scratch", d.scratch),
+            schedule=doc.get("schedule", d.schedule),
+            input_shapes=tuple(sorted((str(k), tuple(int(n) for n in v))
+                                      for k, v in (doc.get("input_shapes") or {}).items())),
+            allow_external_data_outside=doc.get("allow_external_data_outside", d.allow_external_data_outside),
+        )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -117,7 +117,7 @@ def test_keys_are_canonical(tmp_path: Path) -> None:
     one = manifest.load(path)
     two = manifest.load(path)
     assert one.models[0].key() == two.models[0].key()
-    assert '"input_shapes":[["x",[1]],["y",[2]]]' in one.models[0].key()
+    assert '"input_shapes":{"x":[1],"y":[2]}' in one.models[0].key()
     assert one.targets[0].key() == two.targets[0].key()
 
 

@@ -5,6 +5,8 @@
  *
  * Also the quantization helpers every quantized kernel shares (arena_q_*,
  * declared in kernels_qlinear.c): operand checks, loads, the requantize/store path. */
+#include <string.h>
+
 #include "arena_kernels.h"
 
 /* --- shared helpers ------------------------------------------------------ */
@@ -417,12 +419,96 @@ static int qconv_i8_im2col(const arena_ctx_t *c, const conv_dims_t *d, int32_t l
     return 1;
 }
 
+/* Depthwise in place (TinyEngine's scheme), as kernels_float.c's dw_in_place:
+ * a depthwise QLinearConv (group == C == M) may be planned with y at x's very
+ * address when x dies there; its workspace is then a one-channel temp. Channel
+ * i = n*C + ch is copied there, then output channel i is computed from the
+ * copy: its bytes [i*OH*OW, (i+1)*OH*OW) never reach past input channel i
+ * (OH*OW <= H*W, one byte per element both sides) and the channels below i are
+ * consumed. *temp: the workspace when in place, NULL when x and y are disjoint.
+ * ARENA_ERR_BOUNDS for any other overlap (x and y partly shared, or the temp
+ * over them); ARENA_ERR_SHAPE when in place but the output would outgrow its
+ * input or the temp is missing or smaller than one channel. */
+static int dw_in_place(const arena_ctx_t *c, const conv_dims_t *d, void **temp)
+{
+    uintptr_t xb = (uintptr_t)arena_in_data(c, 0), yb = (uintptr_t)arena_out_data(c, 0), tb;
+    size_t plane = (size_t)d->h * (size_t)d->w;
+    size_t x_bytes = (size_t)d->n * (size_t)d->c * plane;
+    size_t y_bytes = (size_t)d->n * (size_t)d->m * (size_t)d->oh * (size_t)d->ow;
+    const arena_tensor_t *wst;
+    *temp = NULL;
+    if (x_bytes == 0u || y_bytes == 0u) {
+        return ARENA_OK; /* nothing is read or written */
+    }
+    if (xb != yb) {
+        /* Disjoint is the ordinary case; a partial overlap reads outputs as inputs. */
+        return (xb < yb + y_bytes && yb < xb + x_bytes) ? ARENA_ERR_BOUNDS : ARENA_OK;
+    }
+    if (y_bytes > x_bytes || c->op->workspace < 0) {
+        return ARENA_ERR_SHAPE;
+    }
+    wst = &c->m->tensors[c->op->workspace];
+    if (wst->data != NULL || (size_t)wst->elements * arena_dtype_size(wst->dtype) < plane) {
+        return ARENA_ERR_SHAPE; /* a constant (flash), or a temp that cannot hold one channel */
+    }
+    tb = (uintptr_t)arena_tensor_data(c->m, c->base, c->op->workspace);
+    if (tb < xb + x_bytes && xb < tb + plane) {
+        return ARENA_ERR_BOUNDS; /* the copy would overwrite channels still to be read */
+    }
+    *temp = (void *)tb;
+    return ARENA_OK;
+}
+
+/* The in-place depthwise conv through the one-channel temp (see dw_in_place):
+ * the direct loop's integer arithmetic (exact, so the same codes), reading
+ * input channel i only from its copy. int8 x and w load directly, any other
+ * int8/uint8 mix through arena_q_load (the copy keeps x's element type). */
+static void qconv_dw_in_place(const arena_ctx_t *c, const conv_dims_t *d, void *temp, int32_t lo, int32_t hi)
+{
+    const arena_attrs_t *a = &c->op->attrs;
+    const arena_tensor_t *xt = arena_in(c, 0), *wt = arena_in(c, 3);
+    const uint8_t *x = (const uint8_t *)arena_in_data(c, 0);
+    const void *w = arena_in_data(c, 3);
+    const int8_t *t8 = (const int8_t *)temp, *w8 = (const int8_t *)w;
+    int fast = xt->dtype == ARENA_DT_INT8 && wt->dtype == ARENA_DT_INT8;
+    int32_t x_zp = arena_q_zp(c, 2, 0), taps = a->kernel[0] * a->kernel[1], oh, ow, ky, kx;
+    size_t plane = (size_t)d->h * (size_t)d->w, chans = (size_t)d->n * (size_t)d->c, i;
+    for (i = 0; i < chans; ++i) { /* increasing i: see dw_in_place */
+        int32_t m = (int32_t)(i % (size_t)d->c);
+        conv_chan_t ch = conv_chan(c, m, lo, hi);
+        memcpy(temp, x + i * plane, plane);
+        for (oh = 0; oh < d->oh; ++oh) {
+            for (ow = 0; ow < d->ow; ++ow) {
+                int32_t acc = 0;
+                for (ky = 0; ky < a->kernel[0]; ++ky) {
+                    int32_t ih = oh * a->strides[0] - a->pads[0] + ky * a->dilations[0];
+                    if (ih < 0 || ih >= d->h) {
+                        continue;
+                    }
+                    for (kx = 0; kx < a->kernel[1]; ++kx) {
+                        int32_t iw = ow * a->strides[1] - a->pads[1] + kx * a->dilations[1];
+                        uint32_t xi, wi;
+                        if (iw < 0 || iw >= d->w) {
+                            continue;
+                        }
+                        xi = (uint32_t)(ih * d->w + iw);
+                        wi = (uint32_t)(m * taps + ky * a->kernel[1] + kx);
+                        acc += fast ? ((int32_t)t8[xi] - x_zp) * ((int32_t)w8[wi] - ch.w_zp)
+                                    : (arena_q_load(xt, temp, xi) - x_zp) * (arena_q_load(wt, w, wi) - ch.w_zp);
+                    }
+                }
+                qconv_store(d, &ch, (int32_t)(i / (size_t)d->c), m, oh * d->ow + ow, acc);
+            }
+        }
+    }
+}
+
 int arena_k_qlinear_conv(const arena_ctx_t *c)
 {
     const arena_attrs_t *a = &c->op->attrs;
     conv_dims_t d;
     int32_t lo, hi, x_zp, n, m, oh, ow;
-    int fast, rc = conv_dims(c, &d);
+    int fast, dw, rc = conv_dims(c, &d);
     if (rc == ARENA_OK) {
         rc = arena_q_check(c, 0, 1u);
     }
@@ -436,7 +522,22 @@ int arena_k_qlinear_conv(const arena_ctx_t *c)
         return rc;
     }
     fast = arena_in(c, 0)->dtype == ARENA_DT_INT8 && arena_in(c, 3)->dtype == ARENA_DT_INT8;
-    if (fast && c->op->workspace >= 0 && qconv_i8_im2col(c, &d, lo, hi)) {
+    dw = d.groups == d.c && d.m == d.c;
+    if (dw) {
+        /* Depthwise (one input channel per output channel): in place through its temp. */
+        void *temp;
+        rc = dw_in_place(c, &d, &temp);
+        if (rc != ARENA_OK) {
+            return rc;
+        }
+        if (temp != NULL) {
+            qconv_dw_in_place(c, &d, temp, lo, hi);
+            return ARENA_OK;
+        }
+    }
+    /* A depthwise op's workspace (group > 1) is the in-place channel temp, never im2col
+     * columns: not in place, it runs direct. group == 1 (one channel) keeps im2col. */
+    if (fast && !(dw && d.groups > 1) && c->op->workspace >= 0 && qconv_i8_im2col(c, &d, lo, hi)) {
         return ARENA_OK;
     }
     x_zp = arena_q_zp(c, 2, 0);
