@@ -7,8 +7,9 @@ the given folders in order, so a project's own board folder (listed first)
 can add boards or shadow the shipped ones in the repo's ``boards/``.
 
 An object that exists is valid: a ``Board`` returned by ``load_board`` has
-unique region names, non-overlapping regions inside the 32-bit address space,
-and a ``default_region``/``data_region`` that exist. All sizes and addresses
+unique region names, non-overlapping regions inside the 32-bit address space
+with 4-byte aligned origins, an FPU its core can have (``FPUS``), and a
+``default_region``/``data_region`` that exist. All sizes and addresses
 are plain ints in bytes.
 """
 
@@ -28,8 +29,24 @@ from arena_tool.yamlio import parse_size
 __all__ = ["Board", "Cpu", "Region", "board_dirs", "default_board_dir", "list_boards",
            "load_board", "parse_size"]
 
-_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_]*$")
+_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_]*")  # always fullmatch: '$' would accept a trailing newline
 _ADDRESS_SPACE = 1 << 32
+_ORIGIN_ALIGN = 4  # bytes: a region starts on a word boundary (MPU, linker ALIGN and VTOR assume it)
+
+# The FPUs each core can have (GCC -mfpu names; "auto": derived from -mcpu). M0/M0+/M3/M23
+# have none; M4 has FPv4-SP as an option; M7 FPv5 single or double precision; M33 FPv5-SP
+# as an option; M55/M85 an optional FPv5 (with MVE), usually given as "auto".
+FPUS = {
+    "cortex-m0": ("none",),
+    "cortex-m0plus": ("none",),
+    "cortex-m3": ("none",),
+    "cortex-m23": ("none",),
+    "cortex-m4": ("none", "fpv4-sp-d16", "auto"),
+    "cortex-m7": ("none", "fpv5-sp-d16", "fpv5-d16", "auto"),
+    "cortex-m33": ("none", "fpv5-sp-d16", "auto"),
+    "cortex-m55": ("none", "fpv5-sp-d16", "fpv5-d16", "auto"),
+    "cortex-m85": ("none", "fpv5-sp-d16", "fpv5-d16", "auto"),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,14 +200,14 @@ def list_boards(search_dirs: list[str] | None = None) -> list[str]:
     for folder in dirs:
         path = Path(folder)
         if path.is_dir():
-            names.update(p.stem for p in path.glob("*.yaml") if _NAME_RE.match(p.stem))
+            names.update(p.stem for p in path.glob("*.yaml") if _NAME_RE.fullmatch(p.stem))
     return sorted(names)
 
 
 def find_board_file(name: str, search_dirs: list[str] | None = None) -> Path:
     """The first ``<name>.yaml`` along the search folders; ArenaError if none."""
     dirs = board_dirs() if search_dirs is None else search_dirs
-    if not isinstance(name, str) or not _NAME_RE.match(name):
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise ArenaError(f"invalid board name {name!r}",
                          hint="board names use lower-case letters, digits and '_' (like nucleo_f746)")
     for folder in dirs:
@@ -227,6 +244,12 @@ def load_board_file(path: str) -> Board:
         number = int(value.replace("_", ""), 16) if isinstance(value, str) else int(value)
         if number >= _ADDRESS_SPACE:
             raise doc.error(f"address {number:#x} is outside the 32-bit address space", where, at_value=True)
+        if number % _ORIGIN_ALIGN:
+            what = "flash" if where[0] == "flash" else f"region '{data['ram'][where[1]]['name']}'"
+            down = number - number % _ORIGIN_ALIGN
+            raise doc.error(f"{what} origin {number:#010x} is not {_ORIGIN_ALIGN}-byte aligned", where,
+                            at_value=True, hint=f"memory regions start on a {_ORIGIN_ALIGN}-byte boundary; "
+                                                f"check the memory map (did you mean {down:#010x}?)")
         return number
 
     c = data["cpu"]
@@ -235,6 +258,7 @@ def load_board_file(path: str) -> Board:
     if cpu.fpu == "none" and cpu.float_abi == "hard":
         raise doc.error("float_abi 'hard' needs an FPU, but fpu is 'none'", ("cpu", "float_abi"),
                         at_value=True, hint="use 'float_abi: soft'")
+    _check_fpu(doc, cpu)
     f = data["flash"]
     flash = Region(name=f.get("name", "FLASH"), origin=address(f["origin"], ("flash", "origin")),
                    length=size(f["length"], ("flash", "length")), zero_wait=False, cacheable=False,
@@ -262,6 +286,20 @@ def load_board_file(path: str) -> Board:
     return Board(name=data["name"], description=data["description"], source=data["source"], cpu=cpu,
                  flash=flash, ram=tuple(ram), default_region=data["default_region"],
                  data_region=data_region, qemu=data.get("qemu"), note=data.get("note", ""), file=path)
+
+
+def _check_fpu(doc: yamlio.Doc, cpu: Cpu) -> None:
+    """The core can have this FPU: a cortex-m0 with hard floats builds nothing that runs."""
+    allowed = FPUS.get(cpu.core)
+    if allowed is None or cpu.fpu in allowed:
+        return
+    if allowed == ("none",):
+        hint = "use 'fpu: none' and 'float_abi: soft'"
+        msg = f"core {cpu.core} has no FPU, but fpu is '{cpu.fpu}'"
+    else:
+        hint = "expected one of: " + ", ".join(allowed)
+        msg = f"core {cpu.core} cannot have FPU '{cpu.fpu}'"
+    raise doc.error(msg, ("cpu", "fpu"), at_value=True, hint=hint)
 
 
 def _check_regions(doc: yamlio.Doc, flash: Region, ram: list[Region]) -> None:

@@ -3,7 +3,9 @@
 Deep code raises ``ArenaError`` with whatever location it knows (often only
 ``field``); callers that know the file or line fill them in (``located``).
 It is rendered once, at the edge (``cli.main`` and the SCons actions), as
-``file:line:col: error: field: message (hint: ...)``.
+``file:line:col: error: field: message (hint: ...)``, always one line:
+control characters from the input (a name ending in a newline) are shown
+escaped (``'kws\\n'``).
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ class ArenaError(Exception):
         return self
 
     def render(self) -> str:
+        return _one_line(self._render())
+
+    def _render(self) -> str:
         where = ""
         if self.file:
             where = self.file
@@ -64,12 +69,53 @@ class ArenaError(Exception):
         return self.render()
 
 
+def _one_line(text: str) -> str:
+    """``text`` with control characters escaped (a newline becomes the two characters ``\\n``)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class CheckFailed(ArenaError):
     """A check failed or a budget is exceeded (exit status 1)."""
 
     def __init__(self, msg: str, **kw: object) -> None:
         kw.setdefault("exit_code", EXIT_CHECK_FAILED)
         super().__init__(msg, **kw)  # type: ignore[arg-type]
+
+
+class MachineError(ArenaError, OSError):
+    """A file could not be written or read for a reason of the machine (disk full, read-only, permissions).
+
+    Also an OSError, so a caller for whom the file is optional (a cache) keeps
+    working with ``except OSError``.
+    """
+
+
+_OS_HINTS = {
+    "ENOSPC": "the disk is full: free some space and run again",
+    "EDQUOT": "the disk quota is exceeded: free some space and run again",
+    "EROFS": "the file system is read-only: write the output somewhere else",
+    "EACCES": "check the permissions of the file and of its folder",
+    "EPERM": "check the permissions of the file and of its folder",
+    "EISDIR": "the path is a folder: name a file",
+    "ENOENT": "check that the folder exists",
+}
+
+
+def os_error(exc: OSError, doing: str, path: str | None = None) -> MachineError:
+    """One ArenaError (exit 2) for an OSError while ``doing`` ('write', 'read') ``path``.
+
+    Environment failures are the user's to fix, not arena bugs, so they get a
+    message naming the file and the errno text instead of a traceback.
+    """
+    import errno
+
+    name = errno.errorcode.get(exc.errno or -1, "")
+    where = path if path is not None else (exc.filename if isinstance(exc.filename, str) else None)
+    text = exc.strerror or str(exc) or type(exc).__name__
+    return MachineError(f"cannot {doing}: {text}", file=where,
+                      hint=_OS_HINTS.get(name, "check the disk and the file's permissions"))
 
 
 def did_you_mean(word: str, options: Sequence[str], cutoff: float = 0.6) -> str:

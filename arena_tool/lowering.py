@@ -169,9 +169,10 @@ class Lowered:
         return None if c is None else c.array()
 
 
-def load(path: str, input_shapes: Sequence[tuple[str, Sequence[int]]] = ()) -> Lowered:
+def load(path: str, input_shapes: Sequence[tuple[str, Sequence[int]]] = (), *,
+         allow_external_data_outside: bool = False) -> Lowered:
     """Load the ONNX model at ``path`` and lower it."""
-    return lower(onnx_graph.load(path, input_shapes))
+    return lower(onnx_graph.load(path, input_shapes, allow_external_data_outside=allow_external_data_outside))
 
 
 def lower(g: Graph) -> Lowered:

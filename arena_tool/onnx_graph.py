@@ -2,7 +2,9 @@
 
 Stages, each failing with one ArenaError (what, where, how to fix; exit 2):
 read the bytes (sha256 of exactly those) -> parse without external data (planning
-needs no weight values, so an absent external-data file is fine) -> reject
+needs no weight values, so an absent external-data file is fine) -> refuse
+external data whose location leaves the model's folder (``../``, an absolute
+path, a symlink out), unless the caller allows it -> reject
 subgraph ops (If/Loop/Scan) -> stable topological order -> onnx.checker -> pin
 symbolic input dims -> repeat {shape inference, constant folding} until nothing
 new folds -> every activation must have a static shape.
@@ -20,8 +22,9 @@ import dataclasses
 import hashlib
 import heapq
 import math
+import os
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import onnx
 from onnx import TensorProto, helper
@@ -116,10 +119,16 @@ def parse_input_shape(text: str) -> tuple[str, Shape]:
     return name, shape
 
 
-def load(path: str, input_shapes: Sequence[tuple[str, Sequence[int]]] = ()) -> Graph:
-    """Load, check, pin, infer, fold (see the module docstring)."""
+def load(path: str, input_shapes: Sequence[tuple[str, Sequence[int]]] = (), *,
+         allow_external_data_outside: bool = False) -> Graph:
+    """Load, check, pin, infer, fold (see the module docstring).
+
+    allow_external_data_outside: accept external-data files outside the model's folder
+    (the manifest option of the same name); by default such a model is refused.
+    """
     data = _read(path)
     model = _parse(data, path)
+    check_external_data(model, path, allow_outside=allow_external_data_outside)
     graph = model.graph
     _reject_subgraphs(graph, path)
     order = _topological(graph, path)
@@ -174,6 +183,58 @@ def _parse(data: bytes, path: str) -> onnx.ModelProto:
     if model.ir_version <= 0 or not model.HasField("graph") or not model.graph.output:
         fail("not an ONNX model (no IR version or no graph with outputs)", file=path, hint=hint)
     return model
+
+
+def _tensors(model: onnx.ModelProto) -> Iterator[TensorProto]:
+    """Every tensor that may keep its data in an external file: initializers (dense and
+    sparse) and tensor attributes of the graph's and the functions' nodes."""
+    graph = model.graph
+    yield from graph.initializer
+    sparse = list(graph.sparse_initializer)
+    for node in list(graph.node) + [n for f in model.functions for n in f.node]:
+        for attr in node.attribute:
+            if attr.HasField("t"):
+                yield attr.t
+            yield from attr.tensors
+            if attr.HasField("sparse_tensor"):
+                sparse.append(attr.sparse_tensor)
+            sparse.extend(attr.sparse_tensors)
+    for sp in sparse:
+        yield sp.values
+        yield sp.indices
+
+
+def _inside(folder: str, location: str) -> bool:
+    """``location`` (relative to ``folder``) names a file inside ``folder`` once symlinks are resolved."""
+    if os.path.isabs(location) or os.path.splitdrive(location)[0]:
+        return False
+    target = os.path.realpath(os.path.join(folder, location))
+    return os.path.commonpath([folder, target]) == folder and target != folder
+
+
+def check_external_data(model: onnx.ModelProto, path: str, *, allow_outside: bool = False) -> None:
+    """Refuse tensors whose external data lies outside the model's folder, before any is read.
+
+    A model names its data files itself, so without this check a downloaded model
+    could make arena (and onnx.load) read any file on the machine: '../../x', an
+    absolute path, or a symlink in the model's folder that points out of it.
+    ``allow_outside`` is the explicit opt-in for models one trusts.
+    """
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    for tensor in _tensors(model):
+        if tensor.data_location != TensorProto.EXTERNAL:
+            continue
+        location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+        if not location:
+            fail(f"tensor {tensor.name!r} has external data without a location", file=path,
+                 hint="re-save the model with onnx.save_model(..., save_as_external_data=True)")
+        if not allow_outside and not _inside(folder, location):
+            fail(f"tensor {tensor.name!r} keeps its data outside the model's folder (location {location!r})",
+                 file=path, hint=EXTERNAL_OUTSIDE_HINT)
+
+
+EXTERNAL_OUTSIDE_HINT = ("move the data file into the model's folder and re-save the model with a relative "
+                         "location; or, if you trust the model, allow it with allow_external_data_outside")
 
 
 def _reject_subgraphs(graph: onnx.GraphProto, path: str) -> None:

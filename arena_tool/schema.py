@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from arena_tool.errors import EXIT_BUG, ArenaError
+from arena_tool.errors import EXIT_BUG, ArenaError, os_error
 
 
 def schema_dir() -> Path:
@@ -44,16 +44,40 @@ def read_json(path: str, what: str, hint: str, schema: str | None = None) -> Any
     """
     try:
         with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
+            doc = json.load(f, parse_constant=_no_constant)
     except FileNotFoundError as e:
         raise ArenaError(f"{what} not found", file=path, hint=hint) from e
     except json.JSONDecodeError as e:
-        raise ArenaError(f"not JSON: {e.msg}", file=path, line=e.lineno, col=e.colno, hint=hint) from e
+        raise ArenaError(f"not JSON: {e.msg}", file=path, line=e.lineno, col=e.colno,
+                         hint=f"truncated or damaged? {hint}") from e
+    except ValueError as e:  # NaN/Infinity (json accepts them, JSON does not)
+        raise ArenaError(f"not JSON: {e}", file=path, hint=f"damaged? {hint}") from e
     except (OSError, UnicodeDecodeError) as e:
         raise ArenaError(f"cannot read {what}: {e}", file=path, hint=hint) from e
     if schema is not None:
         check_json(doc, schema, path)
     return doc
+
+
+def _no_constant(name: str) -> Any:
+    """json's parse_constant: NaN, Infinity and -Infinity are not JSON numbers."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
+@functools.lru_cache(maxsize=None)
+def validator_class() -> Any:
+    """Draft 2020-12, except that 16.0 is not an integer (jsonschema's default says it is).
+
+    Every integer arena reads ends up in ``&``, ``range`` or C, where a float is a crash.
+    """
+    import jsonschema
+
+    base = jsonschema.Draft202012Validator
+
+    def is_integer(_checker: Any, value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    return jsonschema.validators.extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", is_integer))
 
 
 def dotted(path: Any) -> str:
@@ -66,9 +90,7 @@ def dotted(path: Any) -> str:
 
 def check_json(obj: Any, name: str, file: str) -> None:
     """Validate obj against schemas/<name>.schema.json; the first error (by path) as ArenaError."""
-    import jsonschema
-
-    validator = jsonschema.Draft202012Validator(load_schema(name))
+    validator = validator_class()(load_schema(name))
     errors = sorted(validator.iter_errors(obj), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     if errors:
         e = errors[0]
@@ -83,8 +105,10 @@ def check_json(obj: Any, name: str, file: str) -> None:
 def write_atomic(path: str | os.PathLike[str], text: str | bytes) -> None:
     """Write text (or bytes) so that readers see the old file or the whole new one, never a part.
 
-    The one writer of every file arena makes (plans, reports, C, linker scripts, CSV, npz).
-    A file that cannot be written is a user error naming it, not a traceback.
+    The one writer of every file arena makes (plans, reports, C, linker scripts, CSV, npz):
+    a temporary file in the same folder, then ``os.replace``. A file that cannot be
+    written (no folder, read-only, disk full) is one ArenaError naming it (exit 2),
+    and no temporary or partial file is left behind.
     """
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
@@ -92,8 +116,7 @@ def write_atomic(path: str | os.PathLike[str], text: str | bytes) -> None:
         os.makedirs(directory, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.basename(path))
     except OSError as e:
-        raise ArenaError(f"cannot write: {e.strerror}", file=path,
-                         hint="check that the folder exists and is writable") from e
+        raise os_error(e, "write", path) from e
     try:
         if isinstance(text, bytes):
             with os.fdopen(fd, "wb") as fb:
@@ -103,9 +126,11 @@ def write_atomic(path: str | os.PathLike[str], text: str | bytes) -> None:
                 f.write(text)
         os.chmod(tmp, 0o644)  # mkstemp makes 0600; generated files are ordinary files
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError):
+            raise os_error(e, "write", path) from e
         raise

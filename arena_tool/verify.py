@@ -22,6 +22,7 @@ values of every tensor) and ``parse_output`` (the firmware's printout).
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import sys
 from typing import Any
@@ -55,16 +56,31 @@ def graph_inputs(model: Any) -> list[str]:
     return [i.name for i in model.graph.input if i.name not in inits]
 
 
+def _load(model_path: str, plan_doc: dict[str, Any]) -> Any:
+    """The model with its external data, after the same location check planning made."""
+    import onnx
+
+    from arena_tool import onnx_graph, planfile
+
+    try:
+        model = onnx.load(model_path, load_external_data=False)
+        onnx_graph.check_external_data(
+            model, model_path, allow_outside=planfile.options_from_doc(plan_doc).allow_external_data_outside)
+        onnx.load_external_data_for_model(model, os.path.dirname(os.path.abspath(model_path)) or ".")
+    except ArenaError:
+        raise
+    except Exception as e:  # onnx raises DecodeError, OSError ...
+        raise ArenaError(f"cannot load the model: {e}", file=model_path) from e
+    return model
+
+
 def reference(model_path: str, plan_doc: dict[str, Any], names: list[str] | None = None) -> dict[str, np.ndarray]:
     """ONNX Runtime's value of every named tensor (default: every planned non-scratch tensor),
     with the graph inputs filled by input_pattern; graph inputs are included."""
     import onnx
     import onnxruntime as ort
 
-    try:
-        model = onnx.load(model_path)
-    except Exception as e:  # onnx raises DecodeError, OSError ...
-        raise ArenaError(f"cannot load the model: {e}", file=model_path) from e
+    model = _load(model_path, plan_doc)
     buffers = {b["name"]: b for b in plan_doc["buffers"]}
     ins = graph_inputs(model)
     feeds = {}
@@ -180,7 +196,7 @@ def verify(model_path: str, plan_doc: dict[str, Any]) -> VerifyResult:
                    f"{wop_name} writing {wname} (offset {offset[w]}) at arena byte {at}")
         return VerifyResult(False, reads, names[i], reader, wname, wop_name if w >= 0 else None, msg)
 
-    model = onnx.load(model_path)
+    model = _load(model_path, plan_doc)
     for name in graph_inputs(model):
         write(tid[name], -1)
     for k, step in enumerate(schedule):

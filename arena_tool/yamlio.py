@@ -19,26 +19,34 @@ instead of describing the raw keyword.
 
 Invariants: duplicate keys are errors (PyYAML silently keeps the last one);
 keys are kept as YAML parsed them (``0x10`` is the int 16); merge keys (``<<``)
-are honoured, aliases are expanded.
+are honoured, aliases are expanded, but a document may nest at most
+``MAX_DEPTH`` levels and expand (through aliases) to at most ``MAX_NODES``
+values, so an alias bomb is one error, not minutes and a MemoryError; numbers
+are finite (``.nan`` and ``.inf`` are errors).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import jsonschema
 import yaml
+from yaml.events import AliasEvent, ScalarEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from arena_tool.errors import ArenaError, did_you_mean
-from arena_tool.schema import load_schema, schema_path  # noqa: F401  (schema_path re-exported)
+from arena_tool.schema import load_schema, schema_path, validator_class  # noqa: F401  (schema_path re-exported)
 
 KeyPath = tuple[Any, ...]
 Pos = tuple[int, int]  # (line, col), both 1-based
+
+MAX_DEPTH = 100  # nesting levels; real manifests and boards use fewer than 10
+MAX_NODES = 100_000  # values after alias expansion; a large manifest has a few thousand
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,7 +137,7 @@ class _Builder:
 
     def build(self, node: Node, path: KeyPath, depth: int = 0) -> Any:
         self.values.setdefault(path, _pos(node))
-        if depth > 200:
+        if depth > MAX_DEPTH:  # _check_size refuses this first; kept as a guard
             raise ArenaError("document nests too deeply (recursive alias?)", file=self.file,
                              line=_pos(node)[0], col=_pos(node)[1], field=field_name(path) or None)
         if isinstance(node, ScalarNode):
@@ -185,13 +193,102 @@ class _Builder:
 
     def _scalar(self, node: ScalarNode, path: KeyPath) -> Any:
         try:
-            return self.constructor.construct_object(node, deep=True)
+            value = self.constructor.construct_object(node, deep=True)
         except yaml.MarkedYAMLError as exc:
             raise _syntax_error(exc, self.file) from exc
         except ValueError as exc:  # e.g. a timestamp like 2024-13-45
             line, col = _pos(node)
             raise ArenaError(f"cannot read value {node.value!r}: {exc}", file=self.file,
                              line=line, col=col, field=field_name(path) or None) from exc
+        if isinstance(value, float) and not math.isfinite(value):  # a time limit or percentage of nan/inf
+            line, col = _pos(node)
+            raise ArenaError(f"invalid number {node.value!r}: numbers must be finite", file=self.file,
+                             line=line, col=col, field=field_name(path) or None,
+                             hint="write a finite number such as 10 or 2.5")
+        return value
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader whose composer stops at ``MAX_DEPTH`` levels (PyYAML's recursion would overflow)."""
+
+    def __init__(self, text: str, file: str) -> None:
+        super().__init__(text)
+        self.file = file
+        self.depth = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node:
+        if self.check_event(AliasEvent, ScalarEvent):
+            return super().compose_node(parent, index)
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise ArenaError(f"the document nests more than {MAX_DEPTH} levels deep", file=self.file,
+                                 line=mark.line + 1, col=mark.column + 1,
+                                 hint="a manifest or board file needs only a few levels; flatten the lists")
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+def _children(node: Node, path: KeyPath) -> list[tuple[KeyPath, Node]]:
+    """A node's children with their key paths (a mapping's keys count as values too)."""
+    if isinstance(node, SequenceNode):
+        return [(path + (i,), child) for i, child in enumerate(node.value)]
+    if isinstance(node, MappingNode):
+        out: list[tuple[KeyPath, Node]] = []
+        for key, value in node.value:
+            part = key.value if isinstance(key, ScalarNode) else "?"
+            out += [(path + (part,), key), (path + (part,), value)]
+        return out
+    return []
+
+
+def _check_size(root: Node, file: str) -> None:
+    """Refuse a document that expands to more than MAX_NODES values or MAX_DEPTH levels.
+
+    Aliases share nodes, so nine lines can stand for a billion values ("billion
+    laughs"). Sizes are counted per node once (memoized), before merge keys are
+    flattened or anything is built, so the check is linear in the text.
+    """
+    done: dict[int, tuple[int, int]] = {}  # node id -> (values, height)
+    active: set[int] = set()
+    aliased = False
+
+    def fail(node: Node, path: KeyPath, msg: str, hint: str) -> ArenaError:
+        line, col = _pos(node)
+        return ArenaError(msg, file=file, line=line, col=col, field=field_name(path[:4]) or None, hint=hint)
+
+    def walk(node: Node, path: KeyPath, depth: int) -> tuple[int, int]:
+        nonlocal aliased
+        if id(node) in active:
+            raise fail(node, path, "an alias refers to a value that contains it (a recursive alias)",
+                       "an alias (*name) may only refer to a value defined before and outside it")
+        known = done.get(id(node))
+        if known is None:
+            if depth > MAX_DEPTH:
+                raise fail(node, path, f"the document nests more than {MAX_DEPTH} levels deep (through aliases)",
+                           "write the values out instead of nesting aliases")
+            active.add(id(node))
+            count, height = 1, 0
+            for child_path, child in _children(node, path):
+                n, h = walk(child, child_path, depth + 1)
+                count, height = count + n, max(height, h + 1)
+                if count > MAX_NODES:
+                    what = "aliases expand this value to" if aliased else "the document has"
+                    raise fail(node, path, f"{what} more than {MAX_NODES:,} values",
+                               "an alias bomb? write the values out, or use fewer nested aliases (*name)"
+                               if aliased else "a manifest or board file needs far fewer values")
+            active.discard(id(node))
+            known = done[id(node)] = (count, height)
+        else:
+            aliased = True
+            if depth + known[1] > MAX_DEPTH:
+                raise fail(node, path, f"the document nests more than {MAX_DEPTH} levels deep (through aliases)",
+                           "write the values out instead of nesting aliases")
+        return known
+
+    walk(root, (), 0)
 
 
 def _syntax_error(exc: yaml.MarkedYAMLError, file: str) -> ArenaError:
@@ -207,12 +304,17 @@ def _syntax_error(exc: yaml.MarkedYAMLError, file: str) -> ArenaError:
 
 def loads(text: str, file: str = "<string>") -> Doc:
     """Parse YAML text (one document) into a Doc; ``file`` is used in messages."""
+    loader = _BoundedLoader(text, file)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
         raise _syntax_error(exc, file) from exc
     except yaml.YAMLError as exc:  # e.g. several documents in one file
         raise ArenaError(f"YAML error: {exc}", file=file) from exc
+    finally:
+        loader.dispose()
+    if node is not None:
+        _check_size(node, file)
     builder = _Builder(file)
     builder.keys[()] = (1, 1)
     data = None if node is None else builder.build(node, ())
@@ -269,7 +371,7 @@ _SIZE_EXPECTED = "expected a byte count like 65536, '64K', '64KiB', '1M' or '0x1
 def _validator(name: str) -> jsonschema.protocols.Validator:
     schema = load_schema(name)
     jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
+    return validator_class()(schema)  # 16.0 is no integer
 
 
 def validate(doc: Doc, schema_name: str, file: str | None = None) -> None:
