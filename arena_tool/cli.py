@@ -2,7 +2,8 @@
 
 This module only parses arguments and wires library calls (minimalloc's
 main.cc). Errors are rendered once, here: an ArenaError as one line with its
-exit status (1 check failed or over budget, 2 usage or input error); anything
+exit status (1 check failed or over budget, 2 usage or input error); an OSError
+(disk full, read-only folder) is the machine's, one line and exit status 2; anything
 else is an arena bug: traceback plus exit status 3.
 """
 
@@ -19,11 +20,13 @@ from arena_tool.errors import (
     EXIT_BUG,
     EXIT_CHECK_FAILED,
     EXIT_OK,
+    EXIT_USAGE,
     ArenaError,
     CheckFailed,
+    os_error,
 )
 from arena_tool.manifest import DEFAULT_PLANNER
-from arena_tool.problem import ModelOptions, ModelProblem, Plan, Problem, fmt_bytes, lower_bound
+from arena_tool.problem import SCHEDULES, ModelOptions, ModelProblem, Plan, Problem, fmt_bytes, lower_bound
 
 
 def _model_options(args: argparse.Namespace) -> ModelOptions:
@@ -36,8 +39,11 @@ def _model_options(args: argparse.Namespace) -> ModelOptions:
         activation_dtype=args.activation_dtype,
         bitwidths=bitwidths,
         inplace=not args.no_inplace,
+        inplace_depthwise=not args.no_inplace_depthwise,
         scratch=args.scratch,
+        schedule=args.schedule,
         input_shapes=shapes,
+        allow_external_data_outside=args.allow_external_data_outside,
     )
 
 
@@ -86,11 +92,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from arena_tool import planning
 
     params = _params(args)
+    _check_plot(args)
     if args.problem:
         from arena_tool import csvio
 
         if args.model:
             raise ArenaError("give either MODEL or --problem, not both", field="plan")
+        if args.plot:
+            raise ArenaError("--plot draws a model's plan, not a CSV problem's", field="--plot",
+                             hint="arena-tool plan MODEL --plot FILE.svg")
         problem = csvio.read_problem(args.problem, capacity=args.capacity)
         plan = planning.run_planner(args.planner, problem, params)
         print(_summary(args.problem, problem, plan,
@@ -141,6 +151,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     elif args.output:
         planfile.write(args.output, pm.doc)
         print(f"wrote {args.output}")
+    if args.plot:
+        _write_plot([(pm.plan.planner, pm.doc)], args.plot)
     if args.budget is not None and pm.plan.arena_size > args.budget:
         raise CheckFailed(f"arena {fmt_bytes(pm.plan.arena_size)} exceeds the budget {fmt_bytes(args.budget)} "
                           f"by {fmt_bytes(pm.plan.arena_size - args.budget)}", file=args.model,
@@ -154,6 +166,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     names = args.planners.split(",") if args.planners else planning.planner_names()
     for n in names:
         planning.check_planner_name(n, field="--planners")
+    _check_plot(args)
     mp = liveness.model_problem(args.model, _model_options(args))
     problem = mp.problem()
     params = _params(args)
@@ -162,11 +175,33 @@ def cmd_compare(args: argparse.Namespace) -> int:
     header = f"{'planner':<18}{'arena B':>14}{'gap %':>9}{'time s':>9}  optimal"
     print(header)
     print("-" * len(header))
+    docs = []
     for name in names:
         plan = planning.run_planner(name, problem, params)
         print(f"{name:<18}{plan.arena_size:>14,}{100 * plan.gap:>9.2f}{plan.seconds:>9.3f}  {_optimal_word(plan)}")
+        if args.plot:
+            from arena_tool import planfile
+
+            docs.append((name, planfile.build(mp, plan, problem, k=params.k)))
     print(f"{'lower bound':<18}{lower_bound(problem.buffers):>14,}")
+    if args.plot:
+        _write_plot(docs, args.plot)
     return EXIT_OK
+
+
+def _check_plot(args: argparse.Namespace) -> None:
+    """A bad --plot suffix fails before any planner time is spent."""
+    if args.plot:
+        from arena_tool import plot
+
+        plot.check_path(args.plot)
+
+
+def _write_plot(docs: list[tuple[str, dict]], path: str) -> None:
+    from arena_tool import plot
+
+    plot.write(docs, path)
+    print(f"wrote {path}")
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -235,7 +270,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if args.model.lower().endswith(".json"):
         given = [flag for flag, on in (("--input-shape", args.input_shape), ("--activation-dtype", args.activation_dtype),
                                        ("--bitwidths", args.bitwidths), ("--no-inplace", args.no_inplace),
-                                       ("--scratch", args.scratch != "none"), ("--alignment", args.alignment != 16))
+                                       ("--scratch", args.scratch != "none"), ("--alignment", args.alignment != 16),
+                                       ("--no-inplace-depthwise", args.no_inplace_depthwise),
+                                       ("--schedule", args.schedule != "graph"))
                  if on]
         if given:
             raise ArenaError(f"{given[0]} does not apply to a plan file: its options are fixed", file=args.model,
@@ -247,11 +284,35 @@ def cmd_explain(args: argparse.Namespace) -> int:
         doc = tflite_write.plan(args.model, _model_options(args), args.planner, params).doc
     else:
         doc = planning.plan_model(args.model, _model_options(args), args.planner, params).doc
-    report = explain.explain(doc, args.planner, params)
-    print(explain.render(report))
+    report = explain.explain(doc, args.planner, params)  # also checks the peak is the lower bound
+    if args.timeline:
+        from arena_tool import timeline
+
+        print(timeline.render(doc))
+    else:
+        print(explain.render(report))
     if args.json:
         explain.write(args.json, report)
         print(f"wrote {args.json}")
+    return EXIT_OK
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from arena_tool import schema
+    from arena_tool.errors import did_you_mean
+
+    names = sorted(f.name[:-len(".schema.json")] for f in schema.schema_dir().glob("*.schema.json"))
+    if args.name is None:
+        print("\n".join(names))
+        return EXIT_OK
+    if args.name not in names:
+        raise ArenaError(f"unknown schema '{args.name}'", field="schema",
+                         hint=f"{did_you_mean(args.name, names)}expected one of: {', '.join(names)}")
+    path = schema.schema_path(args.name)
+    if args.print_text:
+        print(path.read_text(encoding="utf-8"), end="")
+    else:
+        print(path)
     return EXIT_OK
 
 
@@ -262,6 +323,12 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--activation-dtype", metavar="DTYPE", help="plan every activation as this element type, e.g. int8")
     g.add_argument("--bitwidths", metavar="FILE.json", help="per-tensor bits per element: {\"tensor\": 4, ...}")
     g.add_argument("--no-inplace", action="store_true", help="no in-place ops and no zero-copy views")
+    g.add_argument("--no-inplace-depthwise", action="store_true",
+                   help="depthwise Convs never write over their input (for a runtime without that kernel)")
+    g.add_argument("--allow-external-data-outside", action="store_true",
+                   help="read external-data files outside the model's folder (refused by default)")
+    g.add_argument("--schedule", choices=SCHEDULES, default="graph",
+                   help="op order: graph (the model's, default) or memory (the smallest peak of live bytes)")
     g.add_argument("--scratch", choices=("none", "row", "full"), default="none",
                    help="Conv im2col workspace planned in the arena (default none)")
     g.add_argument("--alignment", type=_positive, default=16, help="offset and size alignment in bytes (default 16)")
@@ -315,6 +382,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--order", metavar="I,J,...",
                    help=".tflite: run the operators in this topological order (operator indices)")
     p.add_argument("--budget", type=_size, metavar="BYTES", help="exit 1 when the arena exceeds this (e.g. 64K)")
+    p.add_argument("--plot", metavar="FILE.svg|FILE.png",
+                   help="draw the plan: op on x, arena offset on y, a rectangle per buffer (SVG: hover for details)")
     p.add_argument("--problem", metavar="FILE.csv", help="plan a minimalloc CSV problem instead of a model")
     p.add_argument("--capacity", type=_size, metavar="BYTES", help="capacity of a CSV problem (default: from its file name)")
     _model_args(p)
@@ -325,6 +394,7 @@ def parser() -> argparse.ArgumentParser:
                        description="Run every planner on one model and print arena, gap and time side by side.")
     p.add_argument("model", help="the model (.onnx or .tflite)")
     p.add_argument("--planners", metavar="A,B,...", help="comma-separated planner names (default: all)")
+    p.add_argument("--plot", metavar="FILE.svg|FILE.png", help="draw every planner's plan side by side, one y scale")
     _model_args(p)
     _planner_args(p, with_planner=False)
     p.set_defaults(func=cmd_compare)
@@ -381,9 +451,18 @@ def parser() -> argparse.ArgumentParser:
                                    "per-op table of live, output and workspace bytes.")
     p.add_argument("model", metavar="MODEL|PLAN", help="the model (.onnx or .tflite), or a plan file (.json)")
     p.add_argument("--json", metavar="FILE", help="write the report (schemas/explain.schema.json)")
+    p.add_argument("--timeline", action="store_true",
+                   help="print a text timeline instead: per op the arena map and live bytes, the peak marked")
     _model_args(p)
     _planner_args(p)
     p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("schema", help="print the path of an installed JSON Schema (for editors), or list them",
+                       description="Print the installed path of schemas/NAME.schema.json (point an editor's YAML or "
+                                   "JSON support at it), or its text with --print; no NAME lists the schemas.")
+    p.add_argument("name", nargs="?", metavar="NAME", help="manifest, board, plan, report, ... (default: list them)")
+    p.add_argument("--print", dest="print_text", action="store_true", help="print the schema itself, not its path")
+    p.set_defaults(func=cmd_schema)
     return top
 
 
@@ -401,6 +480,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader (head, less) left: not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except OSError as e:  # the machine's (disk full, read-only, permissions), not an arena bug
+        print(f"arena-tool: {os_error(e, 'access the file').render()}", file=sys.stderr)
+        if os.environ.get("ARENA_BACKTRACE"):
+            traceback.print_exc()
+        return EXIT_USAGE
     except Exception:  # noqa: BLE001 - the one place a bug is turned into a report
         traceback.print_exc()
         print("arena-tool: this is an arena bug; please report it with the command and the model", file=sys.stderr)

@@ -9,7 +9,7 @@ is an ArenaError naming the file, line, column and field, with a fix.
 Invariants of a loaded Manifest:
 - every BoardTarget names an existing board, and its ``region`` is ``"auto"``
   or one of that board's regions; a byte budget fits a named region;
-- every ModelSpec's file exists; model names are unique C identifiers;
+- every ModelSpec's file exists; model names are C identifiers, unique even ignoring case;
 - per-board model overrides are already applied: ``target.models`` is final;
 - paths are as given, joined to the manifest's folder (relative stays relative),
   so plans and messages do not depend on where the checkout lives.
@@ -50,6 +50,9 @@ _FIELD_HINTS = {
     "name": "use letters, digits and '_', not starting with a digit",
     "path": "give the ONNX file's path relative to the manifest",
     "inplace": "write true or false",
+    "inplace_depthwise": "write true or false",
+    "allow_external_data_outside": "write true to read external data outside the model's folder",
+    "schedule": "write graph (the model's op order) or memory (the order with the smallest peak)",
     "models": "list the models as mappings with at least 'name:' and 'path:'",
     "boards": "list board names, or mappings with 'name:' and overrides",
     "region": "write a region name of the board, or auto",
@@ -89,13 +92,9 @@ class ModelSpec:
 
     def key(self) -> str:
         """A canonical JSON text of everything that changes this model's plan."""
-        o = self.options
         return json.dumps({
             "name": self.name, "path": self.path.replace(os.sep, "/"), "planner": self.planner,
-            "k": self.k, "time_limit": self.time_limit, "alignment": o.alignment,
-            "activation_dtype": o.activation_dtype, "bitwidths": [list(b) for b in o.bitwidths],
-            "inplace": o.inplace, "scratch": o.scratch,
-            "input_shapes": [[n, list(s)] for n, s in o.input_shapes],
+            "k": self.k, "time_limit": self.time_limit, "options": self.options.to_doc(),
         }, sort_keys=True, separators=(",", ":"))
 
 
@@ -297,15 +296,7 @@ class _Loader:
         return ModelSpec(
             name=name, path=path, planner=o.get("planner", DEFAULT_PLANNER), k=int(o.get("k", 1)),
             time_limit=float(o.get("time_limit", 10.0)),
-            options=ModelOptions(
-                alignment=int(o.get("alignment", 16)),
-                activation_dtype=o.get("activation_dtype"),
-                bitwidths=tuple(sorted((str(k), int(v)) for k, v in (o.get("bitwidths") or {}).items())),
-                inplace=bool(o.get("inplace", True)),
-                scratch=o.get("scratch", "none"),
-                input_shapes=tuple(sorted((str(k), tuple(int(d) for d in v))
-                                          for k, v in (o.get("input_shapes") or {}).items())),
-            ),
+            options=ModelOptions.from_doc({key: o[key] for key in ModelOptions().to_doc() if key in o}),
         )
 
     def models(self) -> tuple[list[ModelSpec], dict[str, dict[str, Any]]]:
@@ -319,6 +310,7 @@ class _Loader:
             if name in seen:
                 raise self.err(f"duplicate model name '{name}' (also models[{seen[name]}])", where + ("name",),
                                hint="give every model its own name")
+            self.check_case(name, seen, where + ("name",))
             seen[name] = i
             path = os.path.normpath(os.path.join(self.base, m["path"]))
             if not os.path.isfile(path):
@@ -329,6 +321,15 @@ class _Loader:
             raws[name] = merged
             specs.append(self.spec(name, path, merged))
         return specs, raws
+
+    def check_case(self, name: str, seen: dict[str, int], where: tuple[Any, ...]) -> None:
+        """Names equal but for case collide: model_kws.c vs model_KWS.c on a case-insensitive
+        file system, and the KWS_... macros of the generated C in every build."""
+        for other, j in seen.items():
+            if other.lower() == name.lower():
+                raise self.err(f"model names '{other}' (models[{j}]) and '{name}' differ only in case; their "
+                               f"generated C (model_{other}.c, model_{name}.c, {name.upper()}_* macros) "
+                               "would collide", where, hint="give the models names that differ in more than case")
 
     # -- boards
 
@@ -496,16 +497,12 @@ def from_doc(d: dict[str, Any]) -> Manifest:
 
 def _spec_doc(s: ModelSpec) -> dict[str, Any]:
     return {"name": s.name, "path": s.path, "key": s.key(), "planner": s.planner, "k": s.k,
-            "time_limit": s.time_limit, "options": dataclasses.asdict(s.options)}
+            "time_limit": s.time_limit, "options": s.options.to_doc()}
 
 
 def _spec_from(d: dict[str, Any]) -> ModelSpec:
-    o = d["options"]
     return ModelSpec(name=d["name"], path=d["path"], planner=d["planner"], k=d["k"], time_limit=d["time_limit"],
-                     options=ModelOptions(
-                         alignment=o["alignment"], activation_dtype=o["activation_dtype"],
-                         bitwidths=tuple((n, b) for n, b in o["bitwidths"]), inplace=o["inplace"],
-                         scratch=o["scratch"], input_shapes=tuple((n, tuple(v)) for n, v in o["input_shapes"])))
+                     options=ModelOptions.from_doc(d["options"]))
 
 
 def target_doc(t: BoardTarget) -> dict[str, Any]:

@@ -23,6 +23,9 @@ Then per board, under ``build/<board>/``::
     firmware.elf               the link (when arm-none-eabi-gcc is on PATH), then the ELF check
     arena_report.json          ArenaReport  <- arena_gate.json [, firmware.elf]: the gate's report,
                                with RAM and flash measured on the ELF when linked
+    arena_report.{html,md}     (ArenaReport, and every failure that writes the JSON: the same
+                               document for people, with the plans' peak, buffers and pictures;
+                               ``scons board=NAME report`` builds only the reports and what they need)
     run_report.json            the ``run`` alias: QEMU -icount run, sizes and instructions (runreport)
 
 ``runtime: tflm`` (``.tflite`` models; the firmware brings TFLite Micro): each plan
@@ -114,7 +117,7 @@ def _guarded(body):
     """
 
     def action(target, source, env) -> int:
-        from arena_tool.errors import EXIT_BUG, ArenaError
+        from arena_tool.errors import EXIT_BUG, EXIT_USAGE, ArenaError, os_error
 
         try:
             body(target, source, env)
@@ -125,6 +128,9 @@ def _guarded(body):
             else:
                 _report_error(err)
             raise SystemExit(err.exit_code) from None
+        except OSError as err:  # disk full, read-only build folder: the machine's, not an arena bug
+            _report_error(os_error(err, "access the file"))
+            raise SystemExit(EXIT_USAGE) from None
         except Exception:  # an arena bug: keep the traceback
             import traceback
 
@@ -162,7 +168,16 @@ def _write_failed(state, path: str, doc) -> None:
     from arena_tool import report
 
     report.write(path, doc)
+    _write_views(state, path, doc)
     state.written.add(path)
+
+
+def _write_views(state, json_path: str, doc, elf=None) -> None:
+    """arena_report.{html,md} beside arena_report.json, from the same document (htmlreport)."""
+    from arena_tool import htmlreport
+
+    t = next(t for t, _, path in state.gates.values() if os.path.normpath(path) == os.path.normpath(json_path))
+    htmlreport.write(json_path, doc, htmlreport.Memory.of_target(t), elf)
 
 
 # ---------------------------------------------------------------- actions
@@ -174,11 +189,7 @@ def _plan_action(target, source, env) -> None:
     from arena_tool.problem import ModelOptions
 
     spec = json.loads(source[1].read())
-    options = ModelOptions(
-        alignment=spec["alignment"], activation_dtype=spec["activation_dtype"],
-        bitwidths=tuple((n, b) for n, b in spec["bitwidths"]), inplace=spec["inplace"],
-        scratch=spec["scratch"], input_shapes=tuple((n, tuple(s)) for n, s in spec["input_shapes"]),
-    )
+    options = ModelOptions.from_doc(spec["options"])
     model = source[0].path.replace(os.sep, "/")
     params = planners.Params(k=spec["k"], time_limit=spec["time_limit"])
     planfile.write(target[0].path, planning.plan_model(model, options, spec["planner"], params).doc)
@@ -195,18 +206,20 @@ def _runtime_problems(state, board: str, spec, plan_path: str, plan_doc) -> list
     return report.runtime_problems(board, spec.name, plan_doc, lowered)
 
 
+_REBUILD = "delete it and run scons again: arena makes it anew"
+
+
 @_guarded
 def _gate_action(target, source, env) -> None:
     from arena_tool import boards, manifest, report
     from arena_tool.errors import ArenaError
+    from arena_tool.schema import read_json
 
     state = env["ARENA_STATE"]
     target_doc, outputs, report_path = state.gates[target[0].path]
     board_target = manifest.target_from_doc(target_doc)
-    plans = []
-    for spec, node in zip(board_target.models, source):
-        with open(node.abspath, encoding="utf-8") as f:
-            plans.append((spec.name, node.path, json.load(f)))
+    plans = [(spec.name, node.path, read_json(node.path, "plan file", _REBUILD, schema="plan"))
+             for spec, node in zip(board_target.models, source)]
 
     def fastest(min_size: int, reserve: int) -> str | None:
         board = boards.load_board_file(board_target.board_file)
@@ -219,7 +232,7 @@ def _gate_action(target, source, env) -> None:
     tflm = None
     if board_target.runtime == "tflm":  # then one tflm.json per model: TFLM's measured tail
         n = len(board_target.models)
-        tflm = {spec.name: json.loads(node.get_text_contents())
+        tflm = {spec.name: read_json(node.path, "TFLM allocation file", _REBUILD)
                 for spec, node in zip(board_target.models, source[n:2 * n])}
     elif board_target.runtime != "none":
         for spec, (_, path, doc) in zip(board_target.models, plans):
@@ -251,6 +264,7 @@ def _report_action(target, source, env) -> None:
         ram, flash = elfcheck.usage(source[1].path)
         doc = report.with_elf(doc, ram, flash, env["ARENA_STATE"].elves[source[1].path]["flash"][0])
     report.write(target[0].path, doc)
+    _write_views(env["ARENA_STATE"], target[0].path, doc, source[1].path if len(source) > 1 else None)
     failed = report.failure(doc)
     if failed is not None:
         raise failed
@@ -420,6 +434,12 @@ def _pair_emitter(target, source, env):
     return [target[0], env.File(base + ".h")], source
 
 
+def _report_emitter(target, source, env):
+    """arena_report.json -> [it, arena_report.html, arena_report.md] (htmlreport's views)."""
+    folder = os.path.dirname(str(target[0]))
+    return [target[0]] + [env.File(os.path.join(folder, n)) for n in ("arena_report.html", "arena_report.md")], source
+
+
 def _gate_emitter(target, source, env):
     """[gate, arena_board.c, x.ld] -> the same with arena_board.h after arena_board.c."""
     if len(target) > 1:
@@ -537,6 +557,7 @@ def _arena_firmware(env, manifest_path, sources=(), cpppath=(), board=None, link
         wiring.cross = cross
     result = {}
     reports = []
+    views: list = []
     qemu_elves = {}
     generated: list = []
     tops: list = []
@@ -544,12 +565,14 @@ def _arena_firmware(env, manifest_path, sources=(), cpppath=(), board=None, link
         nodes = wiring.board(t)
         result[t["name"]] = nodes
         reports += nodes["report"]
+        views += nodes["views"]
         aenv.Alias(t["name"], nodes["top"])
         generated += nodes["generated"]
         tops += nodes["top"]
         if "elf" in nodes and t["qemu"]:
             qemu_elves[nodes["elf"][0].path] = t
     aenv.Alias("arena", generated)
+    aenv.Alias("report", reports + views)  # the reports and what they need: plans, gate (and the ELF when linking)
     env.Default(aenv.Alias("boards", tops))
     if qemu_elves:
         run = env.Alias("run", [env.File(p) for p in sorted(qemu_elves)],
@@ -571,6 +594,12 @@ def _no_run_action(target, source, env) -> int:
     why = "none of them has a qemu machine in its board file" if have_gcc else "no cross gcc to build an ELF"
     sys.stderr.write(f"arena: run: cannot run board(s) {', '.join(names)}: {why}\n")
     return 2
+
+
+def scons_path(path: str) -> str:
+    """``path`` as SCons must be given it to mean exactly that file: SCons expands ``$`` in
+    strings, so ``$`` is written ``$$`` (a model called ``a$b.onnx`` stays ``a$b.onnx``)."""
+    return path.replace("$", "$$")
 
 
 def _digest(text: str) -> str:
@@ -607,16 +636,17 @@ class _Wiring:
         if entry is None:
             env = self.env
             name = f"{spec['name']}-{_digest(key)}"
-            plan = env.ArenaPlan(f"{self.build_dir}/plans/{name}.plan.json", [spec["path"], env.Value(key)])
+            model = env.File(scons_path(spec["path"]))  # a node: no src_suffix added, no $ expanded
+            plan = env.ArenaPlan(f"{self.build_dir}/plans/{name}.plan.json", [model, env.Value(key)])
             folder = f"{self.build_dir}/tables/{name}"
             if tflm:  # a .tflite (the manifest allows it on runtime: tflm boards only)
                 alloc = env.ArenaTflm([f"{folder}/{spec['name']}.tflm.json", f"{folder}/{spec['name']}.planned.tflite"],
-                                      [plan, env.File(spec["path"])])
+                                      [plan, model])
                 tables = env.ArenaTflmModel(f"{folder}/model_{spec['name']}.c", [alloc[1], alloc[0]])
                 env.Depends(alloc, self.deps)
                 self.allocs[key] = alloc[:1]
             else:
-                tables = env.ArenaTables(f"{folder}/model_{spec['name']}.c", [plan, env.File(spec["path"])])
+                tables = env.ArenaTables(f"{folder}/model_{spec['name']}.c", [plan, model])
             env.Depends(plan + tables, self.deps)
             entry = self.plans[key] = (plan, tables, name)
         return entry
@@ -627,7 +657,7 @@ class _Wiring:
         gen = f"{bdir}/gen"
         gate_path = f"{bdir}/arena_gate.json"
         report_path = f"{bdir}/arena_report.json"
-        board_file = env.File(t["board_file"])
+        board_file = env.File(scons_path(t["board_file"]))
         tflm = t.get("runtime") == "tflm"
         entries = [self.plan(spec, tflm) for spec in t["models"]]
         board_plans = [p for plan, _, _ in entries for p in plan]
@@ -652,11 +682,11 @@ class _Wiring:
             nodes["elf"] = elf
         else:
             final = env.ArenaReport(report_path, rep)
-        env.Depends(final, self.deps)
+        env.Depends(final, self.deps + board_plans)  # the HTML/Markdown views read the plans
         # Linked, the report depends on all the rest (short alias child lists); else the tables too.
         # ``generated`` (the "arena" alias) stops before compiling: the linked report is not in it.
         linked = "elf" in nodes
-        nodes.update(report=final, generated=generated + ([] if linked else final),
+        nodes.update(report=final[:1], views=final[1:], generated=generated + ([] if linked else final),
                      all=generated + final + nodes.get("elf", []), top=final if linked else final + tables)
         return nodes
 
@@ -801,6 +831,7 @@ def _help_text(m, arena_tool) -> str:
     lines = ["", "arena (manifest " + m["file"] + "):",
              "  scons board=NAME        build one board (also board=a,b and board=all; default all)",
              "  scons board=NAME run    run the firmware under QEMU (boards with a qemu machine)",
+             "  scons board=NAME report build/NAME/arena_report.{json,html,md} (and what they need)",
              "  scons -c board=NAME     remove that board's outputs under build/NAME",
              "  VERBOSE=1               show full command lines;  link=0  stop after generation",
              "  gcc_prefix=PREFIX       cross compiler prefix (default arm-none-eabi-)",
@@ -859,7 +890,7 @@ def generate(env, **kwargs) -> None:
         "ArenaGate": Builder(action=Action(_gate_action, "$ARENAGATECOMSTR"), suffix=".json",
                              src_suffix=".plan.json", emitter=_gate_emitter),
         "ArenaReport": Builder(action=Action(_report_action, "$ARENAREPORTCOMSTR"), suffix=".json",
-                               src_suffix=".json"),
+                               src_suffix=".json", emitter=_report_emitter),
         "ArenaTables": Builder(action=Action(_tables_action, "$ARENATABLESCOMSTR"), suffix=".c",
                                src_suffix=".plan.json", emitter=_pair_emitter),
         "ArenaTflm": Builder(action=Action(_tflm_action, "$ARENATFLMCOMSTR"), suffix=".tflm.json",
