@@ -20,11 +20,12 @@ this to lower and raise its canvas height without rebuilding.
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
-FOUND = "found"
-NONE = "none"
-TIMEOUT = "timeout"
+from arena_tool.planners.decision import Decision
+
+if TYPE_CHECKING:
+    from arena_tool.progress import Progress
 
 _CHECK_EVERY = 64  # search nodes between clock reads (a node can cost a millisecond)
 
@@ -93,11 +94,12 @@ class ExactCover:
             D[U[j]] = j
             S[C[j]] += 1
 
-    def solve(self, deadline: float) -> tuple[str, list[int]]:
-        """First exact cover found: (FOUND, row ids) / (NONE, []) / (TIMEOUT, []).
+    def solve(self, deadline: float, progress: "Progress | None" = None) -> tuple[Decision, list[int]]:
+        """First exact cover found: (FOUND, row ids) / (INFEASIBLE, []) / (ABORTED, []) past the deadline.
 
         Column choice: the primary column with the fewest rows (MRV), the
-        leftmost on ties. The matrix is restored on every return.
+        leftmost on ties. The matrix is restored on every return. ``progress``
+        is ticked at each clock read.
         """
         U, D, C, S, L, R, ROW, RS = self.U, self.D, self.C, self.S, self.L, self.R, self.ROW, self.RS
         npri = self.n_primary
@@ -143,7 +145,7 @@ class ExactCover:
                 self.search_nodes += nodes
                 found = [ROW[r] for r in stack_r]
                 self._unwind(stack_c, stack_r, cover, uncover)
-                return FOUND, found
+                return Decision.FOUND, found
             # choose: fewest rows, leftmost on ties
             c = R[0]
             s = S[c]
@@ -160,7 +162,7 @@ class ExactCover:
                     uncover(c)
                     if not stack_c:
                         self.search_nodes += nodes
-                        return NONE, []
+                        return Decision.INFEASIBLE, []
                     c = stack_c.pop()
                     r = stack_r.pop()
                     row = ROW[r]
@@ -173,12 +175,14 @@ class ExactCover:
                 countdown -= 1
                 if not countdown:
                     countdown = _CHECK_EVERY
+                    if progress is not None:
+                        progress.tick(_CHECK_EVERY)
                     if clock() > deadline:
                         self.search_nodes += nodes
                         stack_c.append(c)
                         stack_r.append(r)
                         self._unwind(stack_c, stack_r, cover, uncover, last_covered=False)
-                        return TIMEOUT, []
+                        return Decision.ABORTED, []
                 stack_c.append(c)
                 stack_r.append(r)
                 row = ROW[r]
@@ -187,8 +191,8 @@ class ExactCover:
                         cover(C[j])
                 break
 
-    def _unwind(self, stack_c: list[int], stack_r: list[int], cover, uncover,
-                last_covered: bool = True) -> None:
+    def _unwind(self, stack_c: list[int], stack_r: list[int], cover: Callable[[int], None],
+                uncover: Callable[[int], None], last_covered: bool = True) -> None:
         """Undo the covers of every level, innermost first, restoring the matrix.
 
         last_covered False: the innermost row was pushed but its other columns

@@ -45,8 +45,11 @@ import math
 import time
 from typing import Sequence
 
+import numpy as np
+
 from arena_tool.planners import Params, dlx, greedy_size
-from arena_tool.problem import Buffer, Plan, Problem, lower_bound
+from arena_tool.planners.decision import Decision
+from arena_tool.problem import Buffer, Plan, Problem, Status, lower_bound
 
 NODE_BUDGET = 3_000_000
 _BUILD_CHECK_ROWS = 256
@@ -103,7 +106,7 @@ class _Canvas:
     def positions(self, i: int, cap: int) -> range:
         """Positions (units) of buffer i whose byte end is <= cap."""
         b = self.buffers[i]
-        if self.fixed_pos[i] >= 0:
+        if b.fixed_offset is not None:
             p = self.fixed_pos[i]
             return range(p, p + 1) if b.fixed_offset + b.size <= cap else range(0)
         if cap < b.size:
@@ -139,7 +142,7 @@ class _Canvas:
                     cols.extend(range(base, base + npts))
                 ec.add_row(cols)
                 row_buf.append(i)
-                row_end.append(b.fixed_offset + b.size if self.fixed_pos[i] >= 0 else p * self.u + b.size)
+                row_end.append(b.fixed_offset + b.size if b.fixed_offset is not None else p * self.u + b.size)
                 countdown -= 1
                 if not countdown:
                     countdown = _BUILD_CHECK_ROWS
@@ -162,29 +165,36 @@ def _unit(buffers: Sequence[Buffer], k: int) -> tuple[int, bool]:
 def plan(problem: Problem, params: Params) -> Plan:
     t0 = time.perf_counter()
     deadline = t0 + params.time_limit
+    progress = params.progress
     bufs = problem.buffers
     lb = lower_bound(bufs)
-    greedy = greedy_size.plan(problem, params)
+    greedy = greedy_size.plan(problem, params)  # within the same limit, from (about) t0
     G = greedy.arena_size
     u, exact = _unit(bufs, params.k)
-    canvas = _Canvas(bufs, u)
-    floor = max(lb, canvas.fixed_top)  # no arena is below this
-    stats: dict[str, int] = {"unit": u, "points": len(canvas.points), "coarsened": int(not exact),
+    fixed_top = max((b.fixed_offset + b.size for b in bufs if b.fixed_offset is not None), default=0)
+    floor = max(lb, fixed_top)  # no arena is below this
+    stats: dict[str, int] = {"unit": u, "points": 0, "coarsened": int(not exact),
                              "rows": 0, "nodes": 0, "heights": 0, "search_nodes": 0}
 
-    def result(offsets: Sequence[int], arena: int, status: str, bound: int) -> Plan:
+    def result(offsets: Sequence[int], arena: int, status: Status, bound: int) -> Plan:
         if arena <= floor:
-            status = "proven"  # at a lower bound, whatever stopped the search
-        optimal = status == "proven"
+            status = Status.PROVEN  # at a lower bound, whatever stopped the search
+        optimal = status == Status.PROVEN
         best_bound = arena if optimal else bound
         if problem.capacity is not None and arena > problem.capacity and best_bound > problem.capacity:
-            status = "infeasible"
+            status = Status.INFEASIBLE
         return Plan(offsets=tuple(offsets), arena_size=arena, planner="exact_cover", optimal=optimal,
                     status=status, lower_bound=lb, best_bound=best_bound,
                     seconds=time.perf_counter() - t0, stats=tuple(stats.items()))
 
     if G <= floor or not bufs:
-        return result(greedy.offsets, G, "proven", G)
+        return result(greedy.offsets, G, Status.PROVEN, G)
+    if greedy.status == Status.TIME_LIMIT:
+        return result(greedy.offsets, G, Status.TIME_LIMIT, floor)
+    if progress is not None:
+        progress.report(best=G, bound=floor)
+    canvas = _Canvas(bufs, u)
+    stats["points"] = len(canvas.points)
 
     cap_max = G - 1  # only heights strictly below greedy are worth a search
     h0, h_max = -(-floor // u), -(-cap_max // u)
@@ -195,36 +205,53 @@ def plan(problem: Problem, params: Params) -> Plan:
 
     if not fits(h0):
         stats["rows"], stats["nodes"] = canvas.size_at(min(h0 * u, cap_max))
-        return result(greedy.offsets, G, "size_limit", floor)
+        return result(greedy.offsets, G, Status.SIZE_LIMIT, floor)
     lo, hi = h0, h_max  # largest height that fits, by bisection (size grows with height)
     while lo < hi:
+        if time.perf_counter() > deadline:
+            return result(greedy.offsets, G, Status.TIME_LIMIT, floor)
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
     cap_built = min(lo * u, cap_max)
     stats["rows"], stats["nodes"] = canvas.size_at(cap_built)
     built = canvas.build(cap_built, deadline)
     if built is None:
-        return result(greedy.offsets, G, "time_limit", floor)
+        return result(greedy.offsets, G, Status.TIME_LIMIT, floor)
     ec, row_buf, row_end = built
     stats["rows"], stats["nodes"] = ec.n_rows, ec.n_nodes
 
     # rows linked = a prefix of this order; lowering/raising the height moves the
     # boundary, last out first in, as dancing links require
-    by_end = sorted(range(ec.n_rows), key=lambda r: (row_end[r], r))
+    by_end = np.lexsort((np.arange(ec.n_rows), np.array(row_end, dtype=np.int64))).tolist()
     linked = ec.n_rows
 
-    def set_height(cap: int) -> None:
+    def set_height(cap: int) -> bool:
+        """Link exactly the rows ending at or below cap; False past the deadline
+        (the boundary then sits at some other height: no search may follow)."""
         nonlocal linked
+        countdown = _BUILD_CHECK_ROWS
         while linked < len(by_end) and row_end[by_end[linked]] <= cap:
             ec.relink_row(by_end[linked])
             linked += 1
+            countdown -= 1
+            if not countdown:
+                countdown = _BUILD_CHECK_ROWS
+                if time.perf_counter() > deadline:
+                    return False
         while linked and row_end[by_end[linked - 1]] > cap:
             linked -= 1
             ec.unlink_row(by_end[linked])
+            countdown -= 1
+            if not countdown:
+                countdown = _BUILD_CHECK_ROWS
+                if time.perf_counter() > deadline:
+                    return False
+        return True
 
-    def attempt(cap: int) -> tuple[str, list[int]]:
-        set_height(cap)
-        outcome, rows = ec.solve(deadline)
+    def attempt(cap: int) -> tuple[Decision, list[int]]:
+        if not set_height(cap):
+            return Decision.ABORTED, []
+        outcome, rows = ec.solve(deadline, progress)
         stats["heights"] += 1
         stats["search_nodes"] = ec.search_nodes
         return outcome, rows
@@ -239,50 +266,54 @@ def plan(problem: Problem, params: Params) -> Plan:
     proven_below = floor - 1  # every arena <= this is impossible
     searched_below = floor - 1  # every height <= this has no cover (at unit u)
     best: tuple[list[int], int] | None = None
-    status = "proven"
+    status = Status.PROVEN
     h = h0
     while best is None:
         cap = min(h * u, cap_max)
         if cap > cap_built:
-            status = "size_limit"
+            status = Status.SIZE_LIMIT
             break
         outcome, rows = attempt(cap)
-        if outcome == dlx.TIMEOUT:
-            status = "time_limit"
+        if outcome == Decision.ABORTED:
+            status = Status.TIME_LIMIT
             break
-        if outcome == dlx.FOUND:
+        if outcome == Decision.FOUND:
             best = decode(rows)
             break
         searched_below = cap
         if exact:
             proven_below = cap
+            if progress is not None:
+                progress.report(bound=proven_below + 1)
         if cap >= cap_max:
             break  # nothing below greedy: greedy is the minimum
         h += 1
     if best is not None:
+        if progress is not None:
+            progress.report(best=best[1])
         # the arena is some row's byte end: try each smaller one in the top unit
         below = sorted({row_end[r] for r in by_end[:linked] if searched_below < row_end[r] < best[1]})
         for cap in below:
             outcome, rows = attempt(cap)
-            if outcome == dlx.TIMEOUT:
-                status = "time_limit"
+            if outcome == Decision.ABORTED:
+                status = Status.TIME_LIMIT
                 break
-            if outcome == dlx.FOUND:
+            if outcome == Decision.FOUND:
                 best = decode(rows)
                 break
             if exact:
                 proven_below = cap
-    if status == "proven" and not exact:
-        status = "heuristic"  # exhausted, but only for the coarsened problem
+    if status == Status.PROVEN and not exact:
+        status = Status.HEURISTIC  # exhausted, but only for the coarsened problem
     bound = max(floor, proven_below + 1)
     if best is None or best[1] >= G:
         res = result(greedy.offsets, G, status, bound)
     else:
         res = result(best[0], best[1], status, bound)
-    return res if exact else _byte_check(problem, res, deadline, stats)
+    return res if exact else _byte_check(problem, res, deadline, stats, params)
 
 
-def _byte_check(problem: Problem, res: Plan, deadline: float, stats: dict[str, int]) -> Plan:
+def _byte_check(problem: Problem, res: Plan, deadline: float, stats: dict[str, int], params: Params) -> Plan:
     """A coarsened cover proves nothing in bytes: ask optimal's search (in the
     time left) whether a smaller byte-level arena exists. None: this plan is the
     minimum (optimal True). One found: the coarse plan stays, optimal False, and
@@ -293,7 +324,7 @@ def _byte_check(problem: Problem, res: Plan, deadline: float, stats: dict[str, i
         return res
     from arena_tool.planners import optimal  # late: optimal imports the planner registry
 
-    sub = optimal.prove(Problem(problem.buffers), res, Params(time_limit=left))
+    sub = optimal.prove(Problem(problem.buffers), res, dataclasses.replace(params, time_limit=left))
     stats["byte_search_nodes"] = dict(sub.stats)["nodes"]
     bound = max(res.best_bound or 0, sub.best_bound or 0, res.lower_bound)
     if sub.arena_size < res.arena_size:
@@ -303,6 +334,6 @@ def _byte_check(problem: Problem, res: Plan, deadline: float, stats: dict[str, i
     if not sub.optimal:
         return dataclasses.replace(res, best_bound=min(bound, res.arena_size),
                                    stats=tuple(stats.items()), seconds=res.seconds + sub.seconds)
-    status = res.status if res.status == "infeasible" else "proven"
+    status = res.status if res.status == Status.INFEASIBLE else Status.PROVEN
     return dataclasses.replace(res, optimal=True, status=status, best_bound=res.arena_size,
                                stats=tuple(stats.items()), seconds=res.seconds + sub.seconds)

@@ -21,8 +21,9 @@ from __future__ import annotations
 import time
 
 from arena_tool.planners import Params
-from arena_tool.planners.placement import conflicts, heuristic_plan
-from arena_tool.problem import Plan, Problem, align_up
+from arena_tool.planners.clock import Deadline
+from arena_tool.planners.placement import ON_TOP, conflicts, heuristic_plan, place
+from arena_tool.problem import Plan, Problem
 
 
 def order(problem: Problem, conf: list[list[int]]) -> list[int]:
@@ -34,22 +35,9 @@ def order(problem: Problem, conf: list[list[int]]) -> list[int]:
     return idx
 
 
-def stack(problem: Problem, order_: list[int], conf: list[list[int]]) -> list[int]:
-    bufs = problem.buffers
-    offsets: list[int | None] = [b.fixed_offset for b in bufs]
-    for i in order_:
-        b = bufs[i]
-        if b.fixed_offset is not None:
-            continue
-        o = 0
-        for j in conf[i]:
-            if offsets[j] is not None:
-                o = max(o, align_up(offsets[j] + bufs[j].size, bufs[j].alignment))
-        offsets[i] = align_up(o, b.alignment)
-    return [int(o) for o in offsets]  # type: ignore[arg-type]
-
-
 def plan(problem: Problem, params: Params) -> Plan:
     t0 = time.perf_counter()
-    conf = conflicts(problem.buffers)
-    return heuristic_plan(problem, stack(problem, order(problem, conf), conf), "greedy_conflicts", t0)
+    deadline = Deadline(t0 + params.time_limit)
+    conf = conflicts(problem.buffers, deadline)
+    offsets = place(problem.buffers, order(problem, conf), ON_TOP, conf, deadline)
+    return heuristic_plan(problem, offsets, "greedy_conflicts", t0, deadline=deadline)

@@ -9,7 +9,7 @@
 TFLM does no alignment (its sizes arrive rounded to 16); here the candidate is
 rounded up to the buffer's alignment, which changes nothing when sizes are
 multiples of it. TFLM's list walk is O(n^2); walking only the time-neighbours
-(first_fit.place_in_order) gives the same offsets in O(n * overlapping).
+(placement.place with FIRST_FIT) gives the same offsets in O(n * overlapping).
 Not optimal: the problem is NP-hard (exact_cover and optimal search for the
 minimum).
 
@@ -22,14 +22,15 @@ from __future__ import annotations
 import time
 
 from arena_tool.planners import Params
-from arena_tool.planners.first_fit import place_in_order
-from arena_tool.planners.placement import heuristic_plan
+from arena_tool.planners.clock import Deadline
+from arena_tool.planners.placement import FIRST_FIT, heuristic_plan, place
 from arena_tool.problem import Plan, Problem
 
 
 def plan(problem: Problem, params: Params) -> Plan:
     t0 = time.perf_counter()
+    deadline = Deadline(t0 + params.time_limit)
     bufs = problem.buffers
-    order = sorted((i for i, b in enumerate(bufs) if b.fixed_offset is None),
-                   key=lambda i: (-bufs[i].size, i))
-    return heuristic_plan(problem, place_in_order(bufs, order), "greedy_size", t0)
+    order = sorted(range(len(bufs)), key=lambda i: (-bufs[i].size, i))
+    return heuristic_plan(problem, place(bufs, order, FIRST_FIT, deadline=deadline), "greedy_size", t0,
+                          deadline=deadline)

@@ -11,7 +11,9 @@ described in research/planners.md sections b and g. Rules:
     buffer with a second-level one (75 %) or with another first-level one;
   * accept if the peak drops below the best, or with probability
     50 * (peak - best) / peak / attempt percent; otherwise undo the swap;
-  * stop early at the load bound. The best order seen is returned.
+  * stop early at the load bound, or at ``params.time_limit`` (the clock is read
+    every attempt; an attempt the limit cuts short is dropped). The best order
+    seen is returned.
 Randomness: ``random.Random(params.seed)`` (TVM uses rand_r with seed 0), so a
 seed reproduces a plan. Fixed offsets are placed first.
 
@@ -26,7 +28,8 @@ import random
 import time
 
 from arena_tool.planners import Params
-from arena_tool.planners.placement import conflicts, heuristic_plan, place
+from arena_tool.planners.clock import Deadline
+from arena_tool.planners.placement import FIRST_FIT, conflicts, heuristic_plan, place
 from arena_tool.problem import Plan, Problem, lower_bound
 
 MAX_ATTEMPTS = 500
@@ -42,22 +45,28 @@ def initial_order(problem: Problem, conf: list[list[int]]) -> list[int]:
 
 def plan(problem: Problem, params: Params) -> Plan:
     t0 = time.perf_counter()
+    deadline = Deadline(t0 + params.time_limit)
+    progress = params.progress
     bufs = problem.buffers
-    conf = conflicts(bufs)
-    rng = random.Random(params.seed)
     lb = lower_bound(bufs)
+    conf = conflicts(bufs, deadline)
+    rng = random.Random(params.seed)
     order = initial_order(problem, conf)
 
     def peak(offs: list[int]) -> int:
         return max((o + b.size for b, o in zip(bufs, offs)), default=0)
 
-    offs = place(bufs, order, "first", conf)
+    offs = place(bufs, order, FIRST_FIT, conf, deadline)
     best_offs, best = offs, peak(offs)
     cur = best
     attempts = 0
+    if progress is not None:
+        progress.report(best=best, bound=lb)
     for attempt in range(1, MAX_ATTEMPTS + 1):
-        if best <= lb or len(bufs) < 2:
+        if best <= lb or len(bufs) < 2 or deadline.passed():
             break
+        if progress is not None:
+            progress.tick(1)
         attempts = attempt
         pos = {b: k for k, b in enumerate(order)}
         tops = [i for i in range(len(bufs)) if offs[i] + bufs[i].size == cur and bufs[i].fixed_offset is None]
@@ -78,13 +87,18 @@ def plan(problem: Problem, params: Params) -> Plan:
             continue
         pa, pb = pos[a], pos[b]
         order[pa], order[pb] = order[pb], order[pa]
-        new_offs = place(bufs, order, "first", conf)
+        new_offs = place(bufs, order, FIRST_FIT, conf, deadline)
+        if deadline.hit:
+            break  # cut short: the rest was stacked, not placed
         total = peak(new_offs)
         if total < best:
             best_offs, best = new_offs, total
             offs, cur = new_offs, total
+            if progress is not None:
+                progress.report(best=best)
         elif rng.random() * 100 < 50.0 * (total - best) / total / attempt:
             offs, cur = new_offs, total
         else:
             order[pa], order[pb] = order[pb], order[pa]
-    return heuristic_plan(problem, best_offs, "hill_climb", t0, (("attempts", attempts),))
+    return heuristic_plan(problem, best_offs, "hill_climb", t0, (("attempts", attempts),), deadline=deadline,
+                          lb=lb)

@@ -1,6 +1,6 @@
 """Planner ``optimal``: the minimum arena with a proof, or the best found and a bound.
 
-Method (after minimalloc's ideas, our own code; see ``sections.py``):
+Method (after minimalloc's ideas, our own code; see ``search.py`` and ``sections.py``):
 1. Split the buffers into independent parts where the live set empties (a part's
    layout never constrains another's; the arena is the largest part's height).
 2. Per part, start from the best of several greedy layouts (first fit and best fit
@@ -19,7 +19,9 @@ The arena is proven ('proven', optimal True) when it equals the best proven lowe
 bound: the load bound, a fixed buffer's top, the alignment-padded stack of one
 section (``sections.stack_bound``), or a refuted capacity.
 At ``params.time_limit`` the answer is the best layout found, optimal False,
-status 'time_limit' and ``best_bound`` the best proven bound. With
+status 'time_limit' and ``best_bound`` the best proven bound. The limit covers
+the setup too: the greedy seeds (past it, only those done; the first one cut
+short is finished by stacking), the search instance and the stack bound. With
 ``problem.capacity`` set, an arena provably above it gives status 'infeasible'.
 
 Worked example (TFLite Micro's TestGreedyMedium, (size, first, last)):
@@ -32,13 +34,16 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import time
-from typing import Sequence
+from typing import Callable, Sequence
 
 
 from arena_tool.planners import Params
 from arena_tool.planners import placement
-from arena_tool.planners.sections import Rules, decide_restarts, instance, stack_bound
-from arena_tool.problem import Buffer, Plan, Problem, arena_size, lower_bound
+from arena_tool.planners.clock import Deadline
+from arena_tool.planners.decision import Decision
+from arena_tool.planners.search import Rules, decide_restarts
+from arena_tool.planners.sections import Instance, instance, stack_bound
+from arena_tool.problem import Buffer, Plan, Problem, Status, arena_size, lower_bound
 
 
 CAP_SHARE = 0.6  # share of the remaining time a probe at problem.capacity may take
@@ -60,7 +65,7 @@ def components(buffers: Sequence[Buffer]) -> list[list[int]]:
     return [sorted(p) for p in parts]
 
 
-_ORDERS = {
+_ORDERS: dict[str, Callable[[Buffer, int], tuple[int, int, int]]] = {
     "size": lambda b, i: (-b.size, -(b.end - b.start), i),
     "width": lambda b, i: (-(b.end - b.start), -b.size, i),
     "area": lambda b, i: (-b.size * (b.end - b.start + 1), -b.size, i),
@@ -68,44 +73,109 @@ _ORDERS = {
 }
 
 
-def greedy_layouts(buffers: Sequence[Buffer]) -> list[tuple[str, list[int]]]:
-    """A handful of one-pass layouts (first and best fit under several orders)."""
-    conf = placement.conflicts(buffers)
-    out = []
+def greedy_layouts(buffers: Sequence[Buffer], deadline: Deadline | None = None) -> list[tuple[str, list[int]]]:
+    """A handful of one-pass layouts (first and best fit under several orders).
+
+    Past ``deadline``: the ones done so far; always at least one, its tail
+    stacked without reuse if the deadline cut it (placement.place).
+    """
+    conf = placement.conflicts(buffers, deadline)
+    out: list[tuple[str, list[int]]] = []
     for name, key in _ORDERS.items():
         order = sorted(range(len(buffers)), key=lambda i: key(buffers[i], i))
-        for rule in ("first", "best"):
-            out.append((f"{rule}/{name}", placement.place(buffers, order, rule, conf)))
+        for rule, fit in (("first", placement.FIRST_FIT), ("best", placement.BEST_FIT)):
+            if out and deadline is not None and deadline.passed():
+                return out
+            out.append((f"{rule}/{name}", placement.place(buffers, order, fit, conf, deadline)))
     return out
 
 
-def _registered_greedies(problem: Problem, params: Params) -> list[list[int]]:
-    """Layouts of the first_fit / greedy_size planners, if another module provides them."""
+def _registered_greedies(problem: Problem, params: Params, deadline: Deadline) -> list[list[int]]:
+    """Layouts of the first_fit / greedy_size planners, if another module provides them,
+    in the time left."""
     out = []
     for mod in ("first_fit", "greedy_size"):
+        left = deadline.left()
+        if left <= 0:
+            break
         try:
             m = importlib.import_module(f"arena_tool.planners.{mod}")
         except ImportError:
             continue
-        p = m.plan(problem, params)
+        p = m.plan(problem, dataclasses.replace(params, time_limit=left, progress=None))
         out.append(list(p.offsets))
     return out
 
 
 @dataclasses.dataclass
 class _Part:
-    idx: list[int]
+    """One independent part of the problem and what is known about it."""
+
+    idx: list[int]  # its buffers' indices in the problem
     bufs: list[Buffer]
-    offsets: list[int]
+    offsets: list[int]  # bytes, the best layout found
     best: int  # bytes, height of offsets
     bound: int  # bytes, proven lower bound on this part's height
-    inst: object = None
-    low_aborted: bool = False
-    cap_tried: bool = False
+    inst: Instance | None = None  # built when the part is first searched
+    low_aborted: bool = False  # the probe at the bound ran out of its share: walk down instead
+    cap_tried: bool = False  # the probe at problem.capacity was asked
 
 
 def _height(bufs: Sequence[Buffer], offs: Sequence[int]) -> int:
     return max((o + b.size for b, o in zip(bufs, offs)), default=0)
+
+
+def _seeds(problem: Problem, params: Params, clock: Deadline, incumbents: Sequence[Sequence[int]],
+           greedy: bool) -> list[list[int]]:
+    """The layouts to start from: the incumbents, the greedy ones; at least one."""
+    layouts = [list(o) for o in incumbents]
+    if greedy:
+        layouts += [o for _, o in greedy_layouts(problem.buffers, clock)]
+        layouts += _registered_greedies(problem, params, clock)
+    if not layouts:
+        layouts = [greedy_layouts(problem.buffers, clock)[0][1]]
+    return layouts
+
+
+def _parts(bufs: Sequence[Buffer], layouts: list[list[int]], lb: int) -> list[_Part]:
+    """One _Part per component, with its best seed and its simple bounds (load, fixed
+    tops, largest buffer)."""
+    parts: list[_Part] = []
+    for idx in components(bufs):
+        pb = [bufs[i] for i in idx]
+        best_offs, best_h = [], -1
+        for lay in layouts:
+            offs = [lay[i] for i in idx]
+            h = _height(pb, offs)
+            if best_h < 0 or h < best_h:
+                best_offs, best_h = offs, h
+        fixed_top = max((b.fixed_offset + b.size for b in pb if b.fixed_offset is not None), default=0)
+        part_lb = lb if len(idx) == len(bufs) else lower_bound(pb)  # one part: the same sweep
+        parts.append(_Part(idx, pb, best_offs, best_h, max(part_lb, fixed_top, max(b.size for b in pb))))
+    return parts
+
+
+@dataclasses.dataclass(frozen=True)
+class _Probe:
+    """The next question for a part: a layout with height <= target, in ``share`` of the time left."""
+
+    target: int  # bytes
+    share: float
+    at_cap: bool  # asks problem.capacity
+    low: bool  # asks the bound (floor)
+
+
+def _probe(p: _Part, capacity: int | None, floor: int) -> _Probe:
+    """Tight capacities prune hardest: answer the problem's capacity first, then probe
+    the bound, each with a share of the time; then walk down from the best."""
+    at_cap = not p.cap_tried and capacity is not None and floor <= capacity < p.best
+    if at_cap:
+        assert capacity is not None
+        share = 1.0 if capacity <= floor else CAP_SHARE  # at the bound: the only question left
+        return _Probe(capacity, share, True, False)
+    if not p.low_aborted and floor < p.best - 1:
+        return _Probe(floor, LOW_SHARE, False, True)
+    return _Probe(p.best - 1, 1.0, False, False)
 
 
 def minimize(problem: Problem, params: Params, incumbents: Sequence[Sequence[int]] = (),
@@ -115,28 +185,19 @@ def minimize(problem: Problem, params: Params, incumbents: Sequence[Sequence[int
     incumbents: valid layouts (offsets by buffer index) to start from.
     """
     t0 = time.perf_counter()
-    deadline = t0 + params.time_limit
+    clock = Deadline(t0 + params.time_limit)
+    deadline = clock.at
+    progress = params.progress
     bufs = problem.buffers
     lb = lower_bound(bufs)
-    layouts = [list(o) for o in incumbents]
-    if greedy:
-        layouts += [o for _, o in greedy_layouts(bufs)]
-        layouts += _registered_greedies(problem, params)
-    if not layouts:
-        layouts = [[o for _, o in greedy_layouts(bufs)][0]]
-    parts: list[_Part] = []
-    for idx in components(bufs):
-        pb = [bufs[i] for i in idx]
-        best_offs, best_h = None, None
-        for lay in layouts:
-            offs = [lay[i] for i in idx]
-            h = _height(pb, offs)
-            if best_h is None or h < best_h:
-                best_offs, best_h = offs, h
-        fixed_top = max((b.fixed_offset + b.size for b in pb if b.fixed_offset is not None), default=0)
-        parts.append(_Part(idx, pb, best_offs, best_h, max(lower_bound(pb), fixed_top, max(b.size for b in pb))))
+    parts = _parts(bufs, _seeds(problem, params, clock, incumbents, greedy), lb)
     global_bound = max((p.bound for p in parts), default=0)
     nodes = decisions = 0
+
+    def report() -> None:
+        if progress is not None:
+            progress.report(best=max((q.best for q in parts), default=0), bound=max(global_bound, lb))
+    report()
     while True:
         open_parts = [p for p in parts if p.best > max(global_bound, p.bound)]
         if not open_parts:
@@ -147,58 +208,56 @@ def minimize(problem: Problem, params: Params, incumbents: Sequence[Sequence[int
             break
         p = max(open_parts, key=lambda q: (q.best, -q.idx[0]))
         if p.inst is None:
-            p.inst = instance(p.bufs)
+            p.inst = instance(p.bufs, deadline)
+            if p.inst is None:
+                break  # the time ran out building it
             # alignment padding: often closes the gap to the load bound at no search
-            pad = stack_bound(p.inst) * p.inst.unit
+            pad = stack_bound(p.inst, deadline) * p.inst.unit
             if pad > p.bound:
                 p.bound = min(pad, p.best)
                 global_bound = max(global_bound, p.bound)
+                report()
                 continue
         inst = p.inst
         floor = max(global_bound, p.bound)
-        # Tight capacities prune hardest: answer the problem's capacity first, then
-        # probe the bound, each with a share of the time; then walk down from the best.
-        at_cap = (not p.cap_tried and problem.capacity is not None
-                  and floor <= problem.capacity < p.best)
-        low = not at_cap and not p.low_aborted and floor < p.best - 1
-        if at_cap:
-            p.cap_tried = True
-            target = problem.capacity
-            share = 1.0 if target <= floor else CAP_SHARE  # at the bound: the only question left
-        elif low:
-            target, share = floor, LOW_SHARE
-        else:
-            target, share = p.best - 1, 1.0
-        cap = target // inst.unit  # scaled units
+        probe = _probe(p, problem.capacity, floor)
+        p.cap_tried = p.cap_tried or probe.at_cap
+        cap = probe.target // inst.unit  # scaled units
         now = time.perf_counter()
-        probe_deadline = now + share * (deadline - now)
-        res = decide_restarts(inst, cap, probe_deadline, rules)
+        res = decide_restarts(inst, cap, now + probe.share * (deadline - now), rules, progress=progress)
         nodes += res.nodes
         decisions += 1
-        if res.status == "found":
+        if res.status == Decision.FOUND:
+            assert res.offsets is not None
             offs = [int(o) * inst.unit for o in res.offsets]
             p.offsets, p.best = offs, _height(p.bufs, offs)
-        elif res.status == "infeasible":
+        elif res.status == Decision.INFEASIBLE:
             p.bound = max(p.bound, (cap + 1) * inst.unit)
             global_bound = max(global_bound, min(p.bound, p.best))
             p.bound = min(p.bound, p.best)
-        elif low or (at_cap and target <= floor):
+        elif probe.low or (probe.at_cap and probe.target <= floor):
             p.low_aborted = True  # (a capacity at the bound was that same probe)
-        elif not at_cap:
+        elif not probe.at_cap:
             break
+        report()
+    return _result(problem, parts, global_bound, lb, planner, t0,
+                   (("nodes", nodes), ("decisions", decisions), ("parts", len(parts))))
+
+
+def _result(problem: Problem, parts: list[_Part], global_bound: int, lb: int, planner: str, t0: float,
+            stats: tuple[tuple[str, int], ...]) -> Plan:
+    """The parts' layouts as one Plan, and what is proven about it."""
+    bufs = problem.buffers
     offsets = [0] * len(bufs)
     for p in parts:
         for i, o in zip(p.idx, p.offsets):
             offsets[i] = o
     arena = arena_size(bufs, offsets)
     proven = arena <= global_bound
-    if proven:
-        status = "proven"
-    else:
-        status = "time_limit"
+    status = Status.PROVEN if proven else Status.TIME_LIMIT
     if problem.capacity is not None and arena > problem.capacity:
         if proven or global_bound > problem.capacity:
-            status = "infeasible"
+            status = Status.INFEASIBLE
     return Plan(
         offsets=tuple(offsets),
         arena_size=arena,
@@ -208,7 +267,7 @@ def minimize(problem: Problem, params: Params, incumbents: Sequence[Sequence[int
         lower_bound=lb,
         best_bound=max(global_bound, lb) if not proven else arena,
         seconds=time.perf_counter() - t0,
-        stats=(("nodes", nodes), ("decisions", decisions), ("parts", len(parts))),
+        stats=stats,
     )
 
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 import time
 
 from arena_tool.planners import Params
-from arena_tool.planners.placement import heuristic_plan, place
+from arena_tool.planners.clock import Deadline
+from arena_tool.planners.placement import BEST_FIT, heuristic_plan, place
 from arena_tool.problem import Plan, Problem
 
 
@@ -30,7 +31,7 @@ def order(problem: Problem) -> list[int]:
     first = min(b.start for b in bufs)
     last = max(b.end for b in bufs)
 
-    def key(i: int) -> tuple:
+    def key(i: int) -> tuple[int, int, int, int]:
         b = bufs[i]
         whole = b.start == first and b.end == last
         return (0, i, 0, 0) if whole else (1, -b.size, b.start, i)
@@ -40,5 +41,6 @@ def order(problem: Problem) -> list[int]:
 
 def plan(problem: Problem, params: Params) -> Plan:
     t0 = time.perf_counter()
-    offsets = place(problem.buffers, order(problem), "best")
-    return heuristic_plan(problem, offsets, "tflite_cpu", t0)
+    deadline = Deadline(t0 + params.time_limit)
+    offsets = place(problem.buffers, order(problem), BEST_FIT, deadline=deadline)
+    return heuristic_plan(problem, offsets, "tflite_cpu", t0, deadline=deadline)

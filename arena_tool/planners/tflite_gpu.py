@@ -23,7 +23,8 @@ from __future__ import annotations
 import time
 
 from arena_tool.planners import Params
-from arena_tool.planners.placement import heuristic_plan, place
+from arena_tool.planners.clock import Deadline
+from arena_tool.planners.placement import BEST_FIT, heuristic_plan, place
 from arena_tool.problem import Plan, Problem
 
 
@@ -33,5 +34,6 @@ def order(problem: Problem) -> list[int]:
 
 def plan(problem: Problem, params: Params) -> Plan:
     t0 = time.perf_counter()
-    offsets = place(problem.buffers, order(problem), "best")
-    return heuristic_plan(problem, offsets, "tflite_gpu", t0)
+    deadline = Deadline(t0 + params.time_limit)
+    offsets = place(problem.buffers, order(problem), BEST_FIT, deadline=deadline)
+    return heuristic_plan(problem, offsets, "tflite_gpu", t0, deadline=deadline)

@@ -10,7 +10,8 @@ research/planners.md section g. Rules:
   * take the smallest free chunk that fits (best fit; the lowest among equals),
     else grow from the end of the highest overlapping chunk;
   * chunk ends are rounded up to the alignment (here: the buffer's own).
-Both orders run; the smaller heap wins (spatial on ties). Fixed offsets first.
+Both orders run (placement.place with HEAP_BEST_FIT); the smaller heap wins
+(spatial on ties). Fixed offsets first.
 
 Worked example (size, first, last): a (30,1,1) b (20,2,3) c (10,1,2) d (20,3,5).
 Spatial a, d, b, c: a@0, d@0, b@20, c@40 -> 50. Temporal d, b, c, a: d@0, b@20,
@@ -23,25 +24,9 @@ import time
 from typing import Sequence
 
 from arena_tool.planners import Params
-from arena_tool.planners.placement import conflicts, gaps, heuristic_plan
+from arena_tool.planners.clock import Deadline
+from arena_tool.planners.placement import HEAP_BEST_FIT, conflicts, heuristic_plan, place
 from arena_tool.problem import Buffer, Plan, Problem
-
-
-def _heap(buffers: Sequence[Buffer], order: Sequence[int], conf: list[list[int]]) -> list[int]:
-    offsets: list[int | None] = [b.fixed_offset for b in buffers]
-    heap = max((b.fixed_offset + b.size for b in buffers if b.fixed_offset is not None), default=0)
-    for i in order:
-        b = buffers[i]
-        if b.fixed_offset is not None:
-            continue
-        placed = [(offsets[j], offsets[j] + buffers[j].size) for j in conf[i] if offsets[j] is not None]
-        fit, top = gaps(placed, b.size, b.alignment)
-        if heap - top >= b.size:
-            fit.append((top, heap - top))
-        o = min(fit, key=lambda g: (g[1], g[0]))[0] if fit else top
-        offsets[i] = o
-        heap = max(heap, o + b.size)
-    return [int(o) for o in offsets]  # type: ignore[arg-type]
 
 
 def spatial(buffers: Sequence[Buffer]) -> list[int]:
@@ -54,13 +39,17 @@ def temporal(buffers: Sequence[Buffer]) -> list[int]:
 
 def plan(problem: Problem, params: Params) -> Plan:
     t0 = time.perf_counter()
+    deadline = Deadline(t0 + params.time_limit)
     bufs = problem.buffers
-    conf = conflicts(bufs)
+    conf = conflicts(bufs, deadline)
     best = None
     for name, order in (("spatial", spatial(bufs)), ("temporal", temporal(bufs))):
-        offs = _heap(bufs, order, conf)
+        if best is not None and deadline.hit:
+            break  # out of time: the spatial heap (stacked where cut) is the answer
+        offs = place(bufs, order, HEAP_BEST_FIT, conf, deadline)
         h = max((o + b.size for b, o in zip(bufs, offs)), default=0)
         if best is None or h < best[0]:
             best = (h, name, offs)
     assert best is not None
-    return heuristic_plan(problem, best[2], "xla_best_fit", t0, (("temporal", int(best[1] == "temporal")),))
+    return heuristic_plan(problem, best[2], "xla_best_fit", t0, (("temporal", int(best[1] == "temporal")),),
+                          deadline=deadline)

@@ -5,6 +5,7 @@ import time
 import pytest
 
 from arena_tool.planners import Params, dlx, exact_cover, run
+from arena_tool.planners.decision import Decision
 from arena_tool.planners.exact_cover import clique_points
 from arena_tool.problem import Buffer, Problem
 from arena_tool.validate import Reason, violations
@@ -106,7 +107,7 @@ def test_coarse_k_proven_by_the_byte_search():
 
 
 def test_coarse_k_without_time_left_claims_nothing():
-    r = plan(MEDIUM, k=8, time_limit=0.0)
+    r = plan(MEDIUM, k=8, time_limit=1e-9)  # no time left (0 is not a time limit)
     assert r.optimal is False and "byte_search_nodes" not in dict(r.stats)
 
 
@@ -189,10 +190,10 @@ def test_dlx_knuth_example_and_restore():
         ec.add_row(row)
     before = _snapshot(ec)
     outcome, rows = ec.solve(time.perf_counter() + 10)
-    assert (outcome, sorted(rows)) == (dlx.FOUND, [0, 3, 4])
+    assert (outcome, sorted(rows)) == (Decision.FOUND, [0, 3, 4])
     assert _snapshot(ec) == before
     ec.unlink_row(3)
-    assert ec.solve(time.perf_counter() + 10) == (dlx.NONE, [])
+    assert ec.solve(time.perf_counter() + 10) == (Decision.INFEASIBLE, [])
     ec.relink_row(3)
     assert _snapshot(ec) == before
 
@@ -202,7 +203,7 @@ def test_dlx_secondary_columns_are_optional():
     ec.add_row([0, 2])
     ec.add_row([1, 2])
     ec.add_row([1, 3])
-    assert ec.solve(time.perf_counter() + 10) == (dlx.FOUND, [0, 2])
+    assert ec.solve(time.perf_counter() + 10) == (Decision.FOUND, [0, 2])
 
 
 @pytest.mark.parametrize("deadline", [0.0, 0.05])
@@ -210,5 +211,5 @@ def test_dlx_timeout_restores_the_matrix(deadline):
     canvas = exact_cover._Canvas(HARD.buffers, 1)
     ec, _, _ = canvas.build(85, time.perf_counter() + 10)
     before = _snapshot(ec)
-    assert ec.solve(time.perf_counter() + deadline) == (dlx.TIMEOUT, [])
+    assert ec.solve(time.perf_counter() + deadline) == (Decision.ABORTED, [])
     assert _snapshot(ec) == before

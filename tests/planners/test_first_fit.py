@@ -3,8 +3,7 @@
 import random
 
 from arena_tool.planners import Params, run
-from arena_tool.planners.first_fit import lowest_fit
-from arena_tool.planners.placement import conflicts
+from arena_tool.planners.placement import conflicts, lowest_fit
 from arena_tool.problem import Buffer, Problem
 from arena_tool.validate import violations
 

@@ -13,25 +13,14 @@ from hypothesis import strategies as st
 
 from arena_tool import validate
 from arena_tool.planners import PLANNERS, Params, naive, optimal
-from arena_tool.planners.sections import Rules, decide, instance, preorder, stack_bound
+from arena_tool.planners.decision import Decision
+from arena_tool.planners.search import HEURISTICS, Rules, decide
+from arena_tool.planners.sections import instance, preorder, stack_bound
 from arena_tool.problem import Buffer, Plan, Problem, lower_bound
+from _peer_cases import mixed, tiny
 from bruteforce import brute_force_min
 
-RULES = ("canonical", "dominance", "sections", "floor", "hatless", "decompose", "cover")
-
-
-def tiny(seed: int, n: int, fixed: bool = False) -> Problem:
-    rng = random.Random(seed)
-    bufs = []
-    for i in range(n):
-        s = rng.randint(0, 5)
-        align = rng.choice([1, 1, 2, 4])
-        fo = None
-        if fixed and i == 0:
-            fo = rng.choice([0, 4, 8])
-            align = 4
-        bufs.append(Buffer(f"b{i}", rng.randint(1, 9), s, s + rng.randint(0, 3), align, fo))
-    return Problem(tuple(bufs))
+RULES = Rules.names()  # from the search itself: a new rule is toggled below without an edit here
 
 
 def search_only(problem: Problem, rules: Rules = Rules(), time_limit: float = 10.0) -> Plan:
@@ -87,7 +76,7 @@ def _exhaust_nodes(rules: Rules, problems: list[Problem]) -> int:
         inst = instance(p.buffers)
         cap = brute_force_min(p) // inst.unit - 1
         res = decide(inst, cap, preorder(inst, "WAT"), rules)
-        assert res.status == "infeasible"
+        assert res.status == Decision.INFEASIBLE
         total += res.nodes
     return total
 
@@ -95,21 +84,9 @@ def _exhaust_nodes(rules: Rules, problems: list[Problem]) -> int:
 @pytest.mark.parametrize("rule", RULES)
 def test_each_rule_reduces_nodes(rule: str) -> None:
     problems = [tiny(s, 6) for s in range(100, 112)]
-    base = {r: r == "canonical" and rule == "cover" for r in RULES}  # cover works on canonical order
-    alone = Rules(**{**base, rule: True})
-    without = Rules(**base)
+    needs = Rules.REQUIRES.get(rule, ())  # e.g. cover works on the canonical order
+    alone, without = Rules.only(rule, *needs), Rules.only(*needs)
     assert _exhaust_nodes(alone, problems) < _exhaust_nodes(without, problems)
-
-
-def mixed(seed: int, n: int) -> Problem:
-    rng = random.Random(seed)
-    bufs = []
-    for i in range(n):
-        s = rng.randint(0, 5)
-        fo = rng.choice([None, 3, 8]) if i == 0 and seed % 3 == 0 else None
-        bufs.append(Buffer(f"b{i}", rng.randint(1, 40), s, s + rng.randint(0, 3),
-                           rng.choice([1, 2, 4, 8, 3, 6]), fo))
-    return Problem(tuple(bufs))
 
 
 def test_stack_bound_is_a_lower_bound() -> None:
@@ -138,7 +115,7 @@ def test_mixed_alignments_prove_fast() -> None:
     inst = instance(p.buffers)
     rank = preorder(inst, "WAT")
     on, off = decide(inst, 324, rank), decide(inst, 324, rank, Rules(sections=False))
-    assert on.status == off.status == "infeasible" and on.nodes < off.nodes
+    assert on.status == off.status == Decision.INFEASIBLE and on.nodes < off.nodes
 
 
 def test_time_limit_reports_bound() -> None:
@@ -147,7 +124,7 @@ def test_time_limit_reports_bound() -> None:
     bufs = tuple(Buffer(f"b{i}", rng.randint(5, 60), s, s + rng.randint(0, 6), 1)
                  for i, s in enumerate(rng.randint(0, 10) for _ in range(40)))
     p = Problem(bufs)
-    plan = search_only(p, time_limit=0.0)
+    plan = search_only(p, time_limit=1e-9)  # no time left (0 is not a time limit)
     validate.check(p, plan.offsets, plan.arena_size)
     assert plan.best_bound is not None and plan.best_bound >= lower_bound(bufs)
     assert plan.optimal == (plan.status == "proven")
@@ -250,14 +227,13 @@ def test_every_preorder_finds_a_perfect_packing() -> None:
     # zero slack: a whole cut rectangle (drop 0), capacity = its height = the load bound;
     # every preorder searches the same complete space, so each must find a packing
     from bench.problems import tiled_problem
-    from arena_tool.planners.sections import HEURISTICS
     for seed in range(3):
         p = tiled_problem(14, seed, drop=0.0)
         cap = lower_bound(p.buffers)
         inst = instance(p.buffers)
         for h in HEURISTICS:
             res = decide(inst, cap // inst.unit, preorder(inst, h))
-            assert res.status == "found", (seed, h)
+            assert res.status == Decision.FOUND, (seed, h)
             validate.check(Problem(p.buffers, capacity=cap), [int(o) * inst.unit for o in res.offsets], cap)
 
 
