@@ -6,7 +6,11 @@ What the link must show, whatever the linker script says:
   at most that size rounded up to the alignment;
 - every allocated, writable section (.data, .bss, heap/stack reserve, .arena)
   inside one RAM region of the board; every allocated read-only section inside
-  the flash or an executable RAM region; the load image of ``.data`` in flash.
+  the flash or an executable RAM region; the load image of ``.data`` in flash;
+- with the report's ``regions`` (region_gate: a split arena, weights copied to RAM): each
+  region's arena section (``.arena_<region>``, or ``.arena``) as above inside that region at
+  its planned size, and each ``.weights_<region>`` inside its region, with contents (its load
+  image, in flash) and no larger than planned.
 
 ``problems`` returns every violation as a sentence; ``check`` raises one
 CheckFailed (exit status 1) listing them. Zero-size sections are ignored.
@@ -25,6 +29,7 @@ from arena_tool.problem import align_up
 
 SHF_WRITE = 0x1
 SHF_ALLOC = 0x2
+_CALL_TABLES = ("SHT_INIT_ARRAY", "SHT_FINI_ARRAY", "SHT_PREINIT_ARRAY")
 
 
 def _inside(addr: int, size: int, region: Any) -> bool:
@@ -47,29 +52,22 @@ def problems(elf_path: str, board: Any, report_doc: dict[str, Any]) -> list[str]
     except (OSError, ELFError) as e:
         raise ArenaError(f"cannot read the ELF: {e}", file=elf_path) from e
 
-    region_name = report_doc["region"]["name"]
-    region = board.region(region_name)
-    planned = report_doc["arena_size"]
     align = report_doc["alignment"]
-    arena = [s for s in sections if s[0] == ".arena"]
-    if not arena:
-        out.append("no .arena section (is the arena array placed in section .arena?)")
-    else:
-        _, addr, size, _, stype = arena[0]
-        if stype != "SHT_NOBITS":
-            out.append(f".arena is {stype}, expected NOBITS (NOLOAD): it would take flash")
-        if not _inside(addr, size, region):
-            out.append(f".arena [{addr:#010x}, +{size:,} B) is not inside region {region.name} "
-                       f"[{region.origin:#010x}, +{region.length:,} B)")
-        if addr % align:
-            out.append(f".arena at {addr:#010x} is not aligned to {align} bytes")
-        if not planned <= size <= align_up(max(planned, 1), align):
-            out.append(f".arena is {size:,} B, planned {planned:,} B")
+    held = [r for r in report_doc.get("regions") or () if r.get("arena_section")]
+    arenas = [(r["arena_section"], r["name"], r["arena"]) for r in held] or [
+        (".arena", report_doc["region"]["name"], report_doc["arena_size"])]
+    for name, region_name, planned in arenas:
+        out += _arena_problems(sections, name, board.region(region_name), planned, align)
+    for r in report_doc.get("regions") or ():
+        if r.get("weights_section"):
+            out += _weights_problems(sections, r["weights_section"], board.region(r["name"]), r["weights"])
 
     ram = list(board.ram)
-    for name, addr, size, flags, _ in sections:
+    for name, addr, size, flags, stype in sections:
         if not flags & SHF_ALLOC or size == 0:
             continue
+        if stype in _CALL_TABLES and _inside(addr, size, board.flash):
+            continue  # writable by ELF convention, read-only in flash on bare metal (the constructors)
         if flags & SHF_WRITE:
             if not any(_inside(addr, size, r) for r in ram):
                 out.append(f"RAM section {name} [{addr:#010x}, +{size:,} B) is not inside any RAM region "
@@ -79,6 +77,44 @@ def problems(elf_path: str, board: Any, report_doc: dict[str, Any]) -> list[str]
     for vaddr, paddr, filesz in segments:
         if filesz and vaddr != paddr and not _inside(paddr, filesz, board.flash):
             out.append(f"load image at {paddr:#010x} (+{filesz:,} B) of data at {vaddr:#010x} is not in flash")
+    return out
+
+
+def _arena_problems(sections: list[tuple[Any, ...]], name: str, region: Any, planned: int, align: int) -> list[str]:
+    """One arena section: NOBITS, inside its region, aligned, at its planned size (a split arena's
+    region with nothing planned has no section)."""
+    found = [s for s in sections if s[0] == name]
+    if not found:
+        return [] if planned == 0 and name != ".arena" else [
+            f"no {name} section (is the arena array placed in section {name}?)"]
+    _, addr, size, _, stype = found[0]
+    out = []
+    if stype != "SHT_NOBITS":
+        out.append(f"{name} is {stype}, expected NOBITS (NOLOAD): it would take flash")
+    if not _inside(addr, size, region):
+        out.append(f"{name} [{addr:#010x}, +{size:,} B) is not inside region {region.name} "
+                   f"[{region.origin:#010x}, +{region.length:,} B)")
+    if addr % align:
+        out.append(f"{name} at {addr:#010x} is not aligned to {align} bytes")
+    if not planned <= size <= align_up(max(planned, 1), align):
+        out.append(f"{name} is {size:,} B, planned {planned:,} B")
+    return out
+
+
+def _weights_problems(sections: list[tuple[Any, ...]], name: str, region: Any, planned: int) -> list[str]:
+    """Weights copied to RAM: their section in its region, with contents to copy, within the plan."""
+    found = [s for s in sections if s[0] == name]
+    if not found:
+        return [f"no {name} section (are the model's weights generated with weights: {region.name}?)"]
+    _, addr, size, _, stype = found[0]
+    out = []
+    if stype == "SHT_NOBITS":
+        out.append(f"{name} is NOBITS: the weights would not be in the firmware's image")
+    if not _inside(addr, size, region):
+        out.append(f"{name} [{addr:#010x}, +{size:,} B) is not inside region {region.name} "
+                   f"[{region.origin:#010x}, +{region.length:,} B)")
+    if size > planned:
+        out.append(f"{name} is {size:,} B, more than the {planned:,} B the gate counted")
     return out
 
 

@@ -120,6 +120,9 @@ def explain(doc: dict[str, Any], planner: str, params: planners.Params) -> dict[
     if base.get("no_inplace_depthwise") is not None:  # before the planner row: they lower the bound
         techniques.insert(2, _saving("inplace_depthwise", "lower bound vs depthwise Convs not in place",
                                      base["no_inplace_depthwise"], peak_bytes, naive))
+    if base.get("sequential") is not None:  # a cost: pipelining needs more than one op at a time
+        techniques.insert(2, _saving("pipelining", "lower bound vs sequential execution",
+                                     base["sequential"], peak_bytes, naive))
     if base.get("graph_order") is not None:
         techniques.insert(2, _saving("schedule", "lower bound vs the model's own op order",
                                      base["graph_order"], peak_bytes, naive))
@@ -206,7 +209,7 @@ def render(r: dict[str, Any]) -> str:
     out += ["", f"what each technique saved (percent of the naive sum {fmt_bytes(s['naive'])}, every tensor "
                 f"its own bytes):"]
     labels = {"reuse": "reuse", "inplace_views": "in-place/views", "schedule": "op schedule",
-              "inplace_depthwise": "in-place depthwise", "planner": "planner"}
+              "inplace_depthwise": "in-place depthwise", "pipelining": "pipelining (cost)", "planner": "planner"}
     out += ["  " + x for x in _table(
         ["technique", "before B", "after B", "saved B", "%", "how"],
         [[labels[t["technique"]], f"{t['before']:,}", f"{t['after']:,}", f"{t['saved']:,}", f"{t['percent']:.1f}",

@@ -9,9 +9,12 @@ the same inputs. Layout:
     data_region:  .data (AT> FLASH), .bss, then ._user_heap_stack (heap, then a
                   stack reserve); _estack = end of the data region
     arena region: .arena (NOLOAD), ALIGN(arena_align), KEEP(*(.arena))
+    split arena:  .arena_<region> (NOLOAD) in each region instead (``regions``)
+    weights:      .weights_<region> in that region AT> FLASH, after .bss (weights: <region>)
 
 Symbols for startup code: _sidata/_sdata/_edata, _sbss/_ebss (also
-__bss_start__/__bss_end__), __arena_start/__arena_end, __heap_start/__heap_end,
+__bss_start__/__bss_end__), __arena_start/__arena_end (split: __arena_<region>_start/_end),
+__weights_<region>_start/_end/_load (the copy arena_init does), __heap_start/__heap_end,
 end/_end/__end__ (newlib _sbrk), __stack_limit, _estack.
 
 Link-time guards (``ASSERT``; each message starts with ``arena:``, ``failed_asserts`` finds
@@ -24,8 +27,8 @@ whose arena (plus the reserve, when they share a region) cannot fit.
 from __future__ import annotations
 
 import os
-
 import re
+from typing import Any, Mapping, Sequence
 
 from arena_tool.boards import Board, Region
 from arena_tool.errors import EXIT_CHECK_FAILED, ArenaError
@@ -68,6 +71,7 @@ def render(
     heap_size: int,
     arena_align: int = 16,
     arena_input: str = ".arena",
+    regions: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     """The linker script for ``board`` with an arena of ``arena_size`` bytes in ``arena_region``.
 
@@ -76,11 +80,17 @@ def render(
     arena_input: the input sections the ``.arena`` output section collects (``.tensor_arena``
     for runtime: tflm, where TFLM's ``tensor_arena`` array is the arena; the output section
     keeps its name, which the ELF check looks for).
+    regions: the gate report's ``regions`` (region_gate.to_doc): a split arena's ``.arena_<region>``
+    sections replace ``.arena`` (then arena_region/arena_size only name the first region and the
+    total), and each ``.weights_<region>`` is a ``.data``-like section in its region, loaded
+    from flash (``_split_text``/``_weights_text``).
     The size guard allows max(arena_size, 1) bytes: C has no zero-length
     arrays, so an empty plan still defines a 1-byte arena.
     Raises ArenaError for an unknown region, bad numbers, or a planned arena
     (plus the reserve when it shares the data region) larger than its region.
     """
+    split = [r for r in regions if r.get("arena_section") not in (None, ".arena")]
+    copies = [r for r in regions if r.get("weights_section")]
     region = board.region(arena_region)
     for label, value in (("arena size", arena_size), ("stack size", stack_size), ("heap size", heap_size)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -90,7 +100,9 @@ def render(
     data = board.region(board.data_region)
     reserve = align_up(heap_size, 8) + align_up(stack_size, 8)
     need = align_up(arena_size, arena_align) + (reserve if region.name == data.name else 0)
-    if need > region.length:
+    if split or copies:
+        _check_regions(board, split, copies, reserve, arena_align, None if split else (region.name, arena_size))
+    elif need > region.length:
         extra = f" plus {reserve:,} B stack and heap" if region.name == data.name else ""
         raise ArenaError(
             f"{board.name}: arena of {arena_size:,} B{extra} does not fit in {region.name} "
@@ -113,6 +125,12 @@ def render(
          f" stack {stack_size} B and heap {heap_size} B in {data.name} */")
     if arena_input != ".arena":
         emit(f"/* .arena (NOLOAD) holds the input sections {arena_input}: TFLM's tensor_arena */")
+    if split:
+        emit("/* split arena: " + ", ".join(f"{r['arena_section']} {r['arena']} B in {r['name']}" for r in split)
+             + " */")
+    if copies:
+        emit("/* weights copied at start-up: " + ", ".join(
+            f"{r['weights_section']} {r['weights']} B in {r['name']}" for r in copies) + " */")
     emit("")
     emit("ENTRY(Reset_Handler)")
     emit("")
@@ -133,6 +151,14 @@ def render(
     emit("")
     emit("SECTIONS")
     emit("{")
+    one_arena = f"""  .arena (NOLOAD) : ALIGN({arena_align})
+  {{
+    __arena_start = .;
+    KEEP(*({arena_input} {arena_input}.*))
+    __arena_end = .;
+  }} > {region.name}
+  ASSERT(__arena_end - __arena_start <= {limit}, "arena: .arena is larger than the planned {arena_size} B: the plan and the firmware disagree, regenerate them")
+  ASSERT(__arena_end <= ORIGIN({region.name}) + LENGTH({region.name}), "arena: .arena overflows {region.name}")"""
     emit(f"""  .isr_vector :
   {{
     __vector_table = .;
@@ -212,14 +238,7 @@ def render(
     __bss_end__ = _ebss;
   }} > {data.name}
 
-  .arena (NOLOAD) : ALIGN({arena_align})
-  {{
-    __arena_start = .;
-    KEEP(*({arena_input} {arena_input}.*))
-    __arena_end = .;
-  }} > {region.name}
-  ASSERT(__arena_end - __arena_start <= {limit}, "arena: .arena is larger than the planned {arena_size} B: the plan and the firmware disagree, regenerate them")
-  ASSERT(__arena_end <= ORIGIN({region.name}) + LENGTH({region.name}), "arena: .arena overflows {region.name}")
+{_weights_text(copies, flash.name)}{_split_text(split, arena_align) if split else one_arena}
 
   ._user_heap_stack (NOLOAD) : ALIGN(8)
   {{
@@ -238,6 +257,69 @@ def render(
   .ARM.attributes 0 : {{ *(.ARM.attributes) }}
 }}""")
     return "\n".join(out) + "\n"
+
+
+def _check_regions(board: Board, split: Sequence[Mapping[str, Any]], copies: Sequence[Mapping[str, Any]],
+                   reserve: int, arena_align: int, one: tuple[str, int] | None) -> None:
+    """Every region's arena (a split arena's section, or the one arena) plus its copied weights
+    (plus the reserve in the data region) fits the region; ArenaError (exit 1) naming the first that does not."""
+    need: dict[str, list[int]] = {}
+    for r in split:
+        need.setdefault(r["name"], [0, 0])[0] += align_up(int(r["arena"]), arena_align)
+    if one is not None:
+        need.setdefault(one[0], [0, 0])[0] += align_up(one[1], arena_align)
+    for r in copies:
+        need.setdefault(r["name"], [0, 0])[1] += align_up(int(r["weights"]), 16)
+    for name in sorted(need, key=lambda n: board.region_names().index(n)):
+        region = board.region(name)
+        arena, weights = need[name]
+        extra = reserve if name == board.data_region else 0
+        if arena + weights + extra > region.length:
+            parts = [f"arena of {arena:,} B"] + ([f"{weights:,} B of weights"] if weights else []) + (
+                [f"{extra:,} B stack and heap"] if extra else [])
+            raise ArenaError(f"{board.name}: {' plus '.join(parts)} do not fit in {name} ({region.length:,} B, "
+                             f"over by {arena + weights + extra - region.length:,} B)", exit_code=EXIT_CHECK_FAILED,
+                             hint="choose larger regions, keep the weights in flash, or shrink the arena")
+
+
+def _split_text(split: Sequence[Mapping[str, Any]], align: int) -> str:
+    """A split arena: one NOLOAD section per region (symbols __arena_<region>_start/_end), each
+    guarded like .arena."""
+    out = []
+    for r in split:
+        name, region, size = r["arena_section"], r["name"], int(r["arena"])
+        sym = "__" + name.lstrip(".")
+        out.append(f"""  {name} (NOLOAD) : ALIGN({align})
+  {{
+    {sym}_start = .;
+    KEEP(*({name} {name}.*))
+    {sym}_end = .;
+  }} > {region}
+  ASSERT({sym}_end - {sym}_start <= {max(size, 1)}, "arena: {name} is larger than the planned {size} B: the plan and the firmware disagree, regenerate them")
+  ASSERT({sym}_end <= ORIGIN({region}) + LENGTH({region}), "arena: {name} overflows {region}")""")
+    return "\n\n".join(out)
+
+
+def _weights_text(copies: Sequence[Mapping[str, Any]], flash: str) -> str:
+    """Weights copied to RAM: per region a .data-like section, run address there, contents in
+    flash (AT>), symbols __weights_<region>_start/_end/_load for arena_init's copy; "" for none."""
+    out = []
+    for r in copies:
+        name, region, size = r["weights_section"], r["name"], int(r["weights"])
+        sym = "__" + name.lstrip(".")
+        out.append(f"""  {name} : ALIGN(16)
+  {{
+    {sym}_start = .;
+    KEEP(*({name} {name}.*))
+    . = ALIGN(4);
+    {sym}_end = .;
+  }} > {region} AT> {flash}
+  {sym}_load = LOADADDR({name});
+  ASSERT({sym}_end - {sym}_start <= {max(size, 1)}, "arena: {name} is larger than the planned {size} B of weights: the plan and the firmware disagree, regenerate them")
+  ASSERT({sym}_end <= ORIGIN({region}) + LENGTH({region}), "arena: {name} overflows {region}")
+
+""")
+    return "".join(out)
 
 
 _OVERFLOW = re.compile(r"region [`'\"]?([A-Za-z0-9_.]+)['\"]? overflowed by (\d+) bytes")

@@ -46,13 +46,14 @@ finds when its lower bound is strictly below the graph order's.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Mapping, Sequence
 
 from arena_tool import dtypes, lowering, scheduling, schema
 from arena_tool.errors import ArenaError, fail
 from arena_tool.lowering import Lowered, Op
-from arena_tool.problem import KINDS, SCHEDULES, ModelOptions, ModelProblem, Quant, Step, Tensor, align_up, lower_bound
+from arena_tool.problem import EXECUTIONS, KINDS, SCHEDULES, ModelOptions, ModelProblem, Quant, Step, Tensor, align_up, lower_bound
 
 VIEWS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"})
 UNARY = frozenset({
@@ -168,6 +169,13 @@ def _check_options(options: ModelOptions) -> None:
     if not isinstance(options.alignment, int) or options.alignment < 1:
         fail(f"alignment must be a positive integer, not {options.alignment!r}", field="alignment",
              hint="use a power of two such as 4, 8 or 16")
+    if options.execution not in EXECUTIONS:
+        fail(f"unknown execution {options.execution!r}", field="execution",
+             hint=f"expected one of {', '.join(EXECUTIONS)}")
+    io = options.io_alignment
+    if io is not None and (not isinstance(io, int) or io < 1 or io & (io - 1)):
+        fail(f"io_alignment must be a power of two, not {io!r}", field="io_alignment",
+             hint="use the DMA's or the cache line's alignment, e.g. 32 on a Cortex-M7")
     if options.schedule not in SCHEDULES:
         fail(f"unknown schedule {options.schedule!r}", field="schedule", hint=f"expected one of {', '.join(SCHEDULES)}")
     if options.scratch not in SCRATCH_MODES:
@@ -217,7 +225,7 @@ class _Builder:
                 last_op[name] = max(last, first_op[name])
         self.first_op, self.last_op = first_op, last_op
         self.dtype = {name: self._dtype(name) for name in first_op}
-        alias = self._aliases() if self.opt.inplace else {}
+        alias = self._aliases() if self.opt.inplace and self.opt.execution == "sequential" else {}
 
         tensors = [self._tensor(name, "input", alias) for name in g.inputs]
         steps = []
@@ -230,6 +238,9 @@ class _Builder:
                 tensors.append(ws)
             steps.append(Step(node.node, node.name, node.op_type, node.inputs, node.outputs,
                               ws.name if ws is not None else None, node.domain, node.fused))
+        if self.opt.execution == "pipelined":  # op k may overlap ops k-1 and k+1
+            tensors = [dataclasses.replace(t, first_op=max(0, t.first_op - 1), last_op=min(last, t.last_op + 1))
+                       for t in tensors]
         return ModelProblem(
             model=g.path, model_sha256=g.sha256, options=self.opt, schedule=tuple(steps),
             tensors=tuple(tensors), weights_bytes=self._weights_bytes(),
@@ -253,8 +264,12 @@ class _Builder:
         t = self.g.types[name]
         q = self.g.quant.get(name)
         quant = q if q is not None and self.dtype[name] == t.dtype else None
-        return Tensor(name, kind, self.dtype[name], t.shape, t.elements, self._size(t.elements, self.dtype[name]),
-                      self.first_op[name], self.last_op[name], alias.get(name), quant)
+        size, align = self._size(t.elements, self.dtype[name]), None
+        if kind in ("input", "output") and (self.opt.io_alignment or 0) > self.opt.alignment:
+            align = self.opt.io_alignment
+            size = align_up(size, align)  # whole cache lines: maintenance never touches a neighbour
+        return Tensor(name, kind, self.dtype[name], t.shape, t.elements, size,
+                      self.first_op[name], self.last_op[name], alias.get(name), quant, align)
 
     def _weights_bytes(self) -> int:
         total = 0
@@ -364,7 +379,7 @@ class _Builder:
         views and in-place candidates, by step."""
         views: dict[int, str] = {}
         inplace: dict[int, tuple[str, ...]] = {}
-        if self.opt.inplace:
+        if self.opt.inplace and self.opt.execution == "sequential":
             for k, node in enumerate(self.steps):
                 ys = [y for y in node.outputs if y]
                 if len(ys) != 1 or ys[0] not in self.g.types:

@@ -10,6 +10,9 @@ Invariants of a loaded Manifest:
 - every BoardTarget names an existing board, and its ``region`` is ``"auto"``
   or one of that board's regions; a byte budget fits a named region;
 - every ModelSpec's file exists; model names are C identifiers, unique even ignoring case;
+- a target with ``linker: fragment`` names a ``linker_script`` that exists and INCLUDEs
+  ``arena_fragment.ld`` inside SECTIONS (``linker_fragment.check_script``); ``linker_regions``
+  keys are the board's region (or flash) names;
 - per-board model overrides are already applied: ``target.models`` is final;
 - paths are as given, joined to the manifest's folder (relative stays relative),
   so plans and messages do not depend on where the checkout lives.
@@ -52,14 +55,22 @@ _FIELD_HINTS = {
     "inplace": "write true or false",
     "inplace_depthwise": "write true or false",
     "allow_external_data_outside": "write true to read external data outside the model's folder",
+    "execution": "write sequential (one op at a time) or pipelined (op N+1 may overlap op N)",
+    "io_alignment": "write a power of two in bytes, e.g. 32 (the Cortex-M7 cache line)",
     "schedule": "write graph (the model's op order) or memory (the order with the smallest peak)",
     "models": "list the models as mappings with at least 'name:' and 'path:'",
     "boards": "list board names, or mappings with 'name:' and overrides",
-    "region": "write a region name of the board, or auto",
+    "region": "write a region name of the board, auto, or a list of region names fastest first, e.g. [DTCM, SRAM1]",
+    "split": "write true (a split arena over the board's regions by speed) or false",
+    "weights": "write flash, or a RAM region name of the board the weights are copied to at start-up",
     "input_shapes": "give each input its static shape as positive integers, e.g. {input: [1, 1, 49, 10]}",
     "bitwidths": "map tensor names to bits per element, e.g. {conv1_out: 4}",
     "runtime": "write arena (compile arena's C runtime, the default), none (bring your own kernels) "
                "or tflm (.tflite models run by TFLite Micro, which your firmware brings)",
+    "linker": "write full (arena writes the whole linker script, the default) or fragment (your own linker "
+              "script INCLUDEs arena_fragment.ld)",
+    "linker_script": "give your linker script's path relative to the manifest",
+    "linker_regions": "map board region names to your script's MEMORY names, e.g. {AXI_SRAM: RAM_D1}",
 }
 
 
@@ -81,6 +92,8 @@ class ModelSpec:
     path: the ONNX file (manifest folder joined to what the manifest says).
     planner: planner registry name; k: bytes (exact_cover unit); time_limit: seconds.
     options: everything that changes the planning problem.
+    regions: a split arena (board ``region: [A, B]`` or ``split: true``): (region, capacity in
+      bytes) fastest first, the capacity as ``report.region_limit`` gives it; () for one arena.
     """
 
     name: str
@@ -89,13 +102,18 @@ class ModelSpec:
     k: int
     time_limit: float
     options: ModelOptions
+    regions: tuple[tuple[str, int], ...] = ()
 
     def key(self) -> str:
-        """A canonical JSON text of everything that changes this model's plan."""
-        return json.dumps({
+        """A canonical JSON text of everything that changes this model's plan (regions only
+        when split, so a one-arena model keeps the key it always had)."""
+        doc: dict[str, Any] = {
             "name": self.name, "path": self.path.replace(os.sep, "/"), "planner": self.planner,
             "k": self.k, "time_limit": self.time_limit, "options": self.options.to_doc(),
-        }, sort_keys=True, separators=(",", ":"))
+        }
+        if self.regions:
+            doc["regions"] = [list(r) for r in self.regions]
+        return json.dumps(doc, sort_keys=True, separators=(",", ":"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,7 +160,12 @@ class BoardTarget:
       "none" (plans, tables and linker script only: the project brings its own kernels) or
       "tflm" (.tflite models only: the planned model as a C array, TFLM's tensor_arena and the
       linker script; the project brings TFLite Micro);
-    models: the models with this board's overrides applied, in manifest order.
+    models: the models with this board's overrides applied, in manifest order;
+    linker: "full" (arena writes the board's whole linker script) or "fragment" (arena writes
+      arena_fragment.ld, which ``linker_script``, the project's own script, INCLUDEs);
+    linker_script: that script's path (manifest folder joined), with linker fragment only;
+    linker_regions: (board region, the script's MEMORY name) pairs where the names differ;
+    split: a split arena's regions, fastest first (``region`` is the first); () for one arena.
     """
 
     name: str
@@ -161,6 +184,10 @@ class BoardTarget:
     models: tuple[ModelSpec, ...]
     flash: RegionInfo = RegionInfo("FLASH", 0, 0)
     runtime: str = "arena"
+    linker: str = "full"
+    linker_script: str | None = None
+    linker_regions: tuple[tuple[str, str], ...] = ()
+    split: tuple[str, ...] = ()
 
     def region_info(self, name: str) -> RegionInfo:
         for r in self.regions:
@@ -169,15 +196,22 @@ class BoardTarget:
         raise KeyError(name)
 
     def key(self) -> str:
-        """Canonical JSON of the board-level settings (the gate's Value)."""
-        return json.dumps({
+        """Canonical JSON of the board-level settings (the gate's Value); the linker keys only
+        when not the default, so a board with linker: full keeps the key it always had."""
+        doc: dict[str, Any] = {
             "name": self.name, "region": self.region, "budget": self.budget.text,
             "reserve": [self.reserve_stack, self.reserve_heap], "warn_above": self.warn_above,
             "sharing": self.sharing, "models": [m.name for m in self.models],
             "regions": [[r.name, r.origin, r.length] for r in self.regions],
             "default_region": self.default_region, "data_region": self.data_region,
             "flash": [self.flash.name, self.flash.origin, self.flash.length], "runtime": self.runtime,
-        }, sort_keys=True, separators=(",", ":"))
+        }
+        if self.linker != "full":
+            doc.update(linker=self.linker, linker_script=(self.linker_script or "").replace(os.sep, "/"),
+                       linker_regions=[list(p) for p in self.linker_regions])
+        if self.split:
+            doc["split"] = list(self.split)
+        return json.dumps(doc, sort_keys=True, separators=(",", ":"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -277,8 +311,8 @@ class _Loader:
         for key, value in raw.items():
             if key in ("name", "path"):
                 continue
-            if key == "alignment" and value & (value - 1):
-                raise self.err(f"alignment {value} is not a power of two", where + (key,),
+            if key in ("alignment", "io_alignment") and value is not None and value & (value - 1):
+                raise self.err(f"{key} {value} is not a power of two", where + (key,),
                                hint="use 1, 2, 4, 8, 16, 32 ...")
             if key == "planner":
                 self.check_planner(value, where + (key,))
@@ -361,8 +395,8 @@ class _Loader:
         specs, raws = self.models()
         dirs = tuple(boards.board_dirs(list(self.board_dirs())))
         known = sorted(boards.list_boards(list(dirs)))
-        top = {k: self.data[k] for k in ("sharing", "region", "budget", "reserve", "warn_above", "runtime")
-               if k in self.data}
+        top = {k: self.data[k] for k in ("sharing", "region", "split", "budget", "reserve", "warn_above", "runtime",
+                                         "linker", "linker_script", "linker_regions") if k in self.data}
         targets: list[BoardTarget] = []
         seen: dict[str, int] = {}
         for i, item in enumerate(self.data["boards"]):
@@ -395,12 +429,12 @@ class _Loader:
 
         regions = tuple(RegionInfo(r.name, r.origin, r.length) for r in board.ram)
         region_names = [r.name for r in regions]
-        region = pick("region", board.default_region)
+        region, split = self.split_regions(board, pick, where_of)
         if region != "auto" and region not in region_names:
             raise self.err(f"board {board.name} has no region '{region}'", where_of("region"),
                            hint=_did_you_mean(region, region_names) + ", or auto")
         budget = self.budget(pick("budget", DEFAULT_BUDGET), where_of("budget"))
-        if region != "auto" and budget.size is not None:
+        if region != "auto" and budget.size is not None and not split:
             length = next(r.length for r in regions if r.name == region)
             if budget.size > length:
                 bigger = [r.name for r in regions if r.length >= budget.size]
@@ -433,14 +467,113 @@ class _Loader:
         self.check_runtime(board.name, runtime, where_of("runtime") if "runtime" in entry or "runtime" in top
                            else None, models, specs)
         warn = pick("warn_above", None)
-        return BoardTarget(
+        linker, script, memory_names = self.linker(board, pick, where_of, region)
+        target = BoardTarget(
             name=board.name, board_file=board.file, regions=regions, default_region=board.default_region,
             data_region=board.data_region, gcc_flags=tuple(board.cpu.gcc_flags()), qemu=board.qemu,
             region=region, budget=budget, reserve_stack=stack, reserve_heap=heap,
             warn_above=None if warn is None else float(warn), sharing=pick("sharing", "sequential"),
             models=tuple(models), flash=RegionInfo(board.flash.name, board.flash.origin, board.flash.length),
-            runtime=runtime,
+            runtime=runtime, linker=linker, linker_script=script, linker_regions=memory_names, split=split,
         )
+        return self.placed(target, where_of)
+
+    def split_regions(self, board: Any, pick: Any, where_of: Any) -> tuple[str, tuple[str, ...]]:
+        """(region, split): ``region: [A, B]`` lists a split arena's regions fastest first,
+        ``split: true`` takes the board's regions usable at reset by speed (unranked last, then
+        file order); one region is no split."""
+        names = [r.name for r in board.ram]
+        region = pick("region", board.default_region)
+        if isinstance(region, list):
+            for k, name in enumerate(region):
+                if name not in names:
+                    raise self.err(f"board {board.name} has no region '{name}'", where_of("region") + (k,),
+                                   hint=_did_you_mean(name, names))
+            chosen = tuple(region)
+        elif pick("split", False):
+            if region not in ("auto", board.default_region):
+                raise self.err(f"split: true takes every region of board {board.name} by speed, but region "
+                               f"is {region}", where_of("split"),
+                               hint="list the regions instead, fastest first: region: "
+                                    f"[{', '.join(r.name for r in board.ram if not r.needs_init)}]")
+            ranked = sorted((r.speed if r.speed is not None else 1 << 30, k, r.name)
+                            for k, r in enumerate(board.ram) if not r.needs_init)
+            chosen = tuple(name for _, _, name in ranked)
+        else:
+            return region, ()
+        return chosen[0], (chosen if len(chosen) > 1 else ())
+
+    def placed(self, t: BoardTarget, where_of: Any) -> BoardTarget:
+        """The target with its split capacities on every model (``ModelSpec.regions``), after
+        checking what a split arena and ``weights: <region>`` need."""
+        from arena_tool import report
+
+        for m in t.models:
+            w = m.options.weights
+            if w != "flash" and w not in [r.name for r in t.regions]:
+                raise self.err(f"model {m.name}: weights: {w} is not a RAM region of board {t.name}",
+                               self.option_where(t.name, m.name, "weights") or where_of("region"),
+                               hint=_did_you_mean(w, [r.name for r in t.regions]) + ", or flash")
+            if w != "flash" and t.runtime == "tflm":
+                raise self.err(f"model {m.name}: weights: {w} on board {t.name} with runtime: tflm, whose model "
+                               "array stays in flash", self.option_where(t.name, m.name, "weights") or
+                               where_of("runtime"), hint="use weights: flash with runtime: tflm")
+        if not t.split:
+            return t
+        if t.sharing != "sequential" or t.runtime == "tflm":
+            what = "sharing: concurrent" if t.sharing != "sequential" else "runtime: tflm (one tensor_arena)"
+            raise self.err(f"a split arena (region: [{', '.join(t.split)}]) on board {t.name} needs sharing: "
+                           f"sequential and runtime arena or none, not {what}",
+                           where_of("sharing" if t.sharing != "sequential" else "runtime"),
+                           hint="use one region, or run the models one at a time")
+        caps = tuple((name, report.region_limit(t, name)) for name in t.split)
+        return dataclasses.replace(t, models=tuple(dataclasses.replace(m, regions=caps) for m in t.models))
+
+    def linker(self, board: Any, pick: Any, where_of: Any,
+               region: str) -> tuple[str, str | None, tuple[tuple[str, str], ...]]:
+        """(linker, linker_script, linker_regions) of one board, checked: a fragment needs a script
+        that exists and INCLUDEs it; the mapped names are board regions (or its flash)."""
+        from arena_tool import linker_fragment
+
+        mode, script, names = pick("linker", "full"), pick("linker_script", None), pick("linker_regions", None)
+        if mode == "full":
+            for key, value in (("linker_script", script), ("linker_regions", names)):
+                if value is not None:
+                    raise self.err(f"{key}: is read only with linker: fragment (board {board.name} has linker: full)",
+                                   where_of(key), at_value=False,
+                                   hint="add 'linker: fragment' to link with your own linker script, which "
+                                        f"INCLUDEs {linker_fragment.FRAGMENT_NAME}; or remove it")
+            return mode, None, ()
+        if script is None:
+            raise self.err(f"board {board.name} has linker: fragment but no linker_script:", where_of("linker"),
+                           hint=f"add linker_script: path/to/your.ld (relative to the manifest); its SECTIONS "
+                                f"INCLUDEs {linker_fragment.FRAGMENT_NAME}, which arena writes")
+        pairs = self.linker_regions(board, names or {}, where_of("linker_regions"))
+        path = os.path.normpath(os.path.join(self.base, script))
+        if not os.path.isfile(path):
+            raise self.err(f"linker script not found: {path}", where_of("linker_script"),
+                           hint=f"the path is relative to the manifest's folder ({self.base or '.'})")
+        needed = {} if region == "auto" else linker_fragment.needed_names([region], dict(pairs))
+        origins = {r.name: r.origin for r in (*board.ram, board.flash)}
+        from arena_tool.yamlio import field_name
+
+        script_at = where_of("linker_script")  # linker_regions: belongs beside it when not written yet
+        regions_at = where_of("linker_regions") if names is not None else script_at[:-1] + ("linker_regions",)
+        linker_fragment.check_script(path, needed, field=field_name(script_at), origins=origins,
+                                     regions_field=field_name(regions_at))
+        self.inputs.append(path)
+        return mode, path, pairs
+
+    def linker_regions(self, board: Any, names: dict[str, str],
+                       where: tuple[Any, ...]) -> tuple[tuple[str, str], ...]:
+        """linker_regions as sorted pairs, each key a RAM region or the flash of the board."""
+        known = [r.name for r in board.ram] + [board.flash.name]
+        for key in names:
+            if key not in known:
+                raise self.err(f"board {board.name} has no region '{key}'", where + (key,), at_value=False,
+                               hint=_did_you_mean(key, known) + " (the keys are the board's region names, the "
+                                    "values your script's MEMORY names)")
+        return tuple(sorted((k, v) for k, v in names.items() if k != v))
 
     def option_where(self, board: str, model: str, key: str) -> tuple[Any, ...] | None:
         """Where the manifest sets ``key`` for ``model`` on ``board``: the board's override, the model, the defaults."""
@@ -497,12 +630,13 @@ def from_doc(d: dict[str, Any]) -> Manifest:
 
 def _spec_doc(s: ModelSpec) -> dict[str, Any]:
     return {"name": s.name, "path": s.path, "key": s.key(), "planner": s.planner, "k": s.k,
-            "time_limit": s.time_limit, "options": s.options.to_doc()}
+            "time_limit": s.time_limit, "options": s.options.to_doc(), "regions": [list(r) for r in s.regions]}
 
 
 def _spec_from(d: dict[str, Any]) -> ModelSpec:
     return ModelSpec(name=d["name"], path=d["path"], planner=d["planner"], k=d["k"], time_limit=d["time_limit"],
-                     options=ModelOptions.from_doc(d["options"]))
+                     options=ModelOptions.from_doc(d["options"]),
+                     regions=tuple((str(n), int(c)) for n, c in d.get("regions", [])))
 
 
 def target_doc(t: BoardTarget) -> dict[str, Any]:
@@ -513,7 +647,9 @@ def target_doc(t: BoardTarget) -> dict[str, Any]:
             "budget": {"text": t.budget.text, "size": t.budget.size, "percent": t.budget.percent},
             "reserve_stack": t.reserve_stack, "reserve_heap": t.reserve_heap, "warn_above": t.warn_above,
             "sharing": t.sharing, "models": [_spec_doc(s) for s in t.models],
-            "flash": [t.flash.name, t.flash.origin, t.flash.length], "runtime": t.runtime, "key": t.key()}
+            "flash": [t.flash.name, t.flash.origin, t.flash.length], "runtime": t.runtime,
+            "linker": t.linker, "linker_script": t.linker_script, "linker_regions": [list(p) for p in t.linker_regions],
+            "split": list(t.split), "key": t.key()}
 
 
 def target_from_doc(d: dict[str, Any]) -> BoardTarget:
@@ -522,7 +658,9 @@ def target_from_doc(d: dict[str, Any]) -> BoardTarget:
         default_region=d["default_region"], data_region=d["data_region"], gcc_flags=tuple(d["gcc_flags"]),
         qemu=d["qemu"], region=d["region"], budget=Budget(**d["budget"]), reserve_stack=d["reserve_stack"],
         reserve_heap=d["reserve_heap"], warn_above=d["warn_above"], sharing=d["sharing"],
-        models=tuple(_spec_from(s) for s in d["models"]), flash=RegionInfo(*d["flash"]), runtime=d["runtime"])
+        models=tuple(_spec_from(s) for s in d["models"]), flash=RegionInfo(*d["flash"]), runtime=d["runtime"],
+        linker=d.get("linker", "full"), linker_script=d.get("linker_script"),
+        linker_regions=tuple((a, b) for a, b in d.get("linker_regions", [])), split=tuple(d.get("split", ())))
 
 
 def cached_load(path: str, board_dirs: Iterable[str], cache_file: str) -> Manifest:

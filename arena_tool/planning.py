@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
+from typing import Any, Sequence
 
 from arena_tool import planners, validate
 from arena_tool.errors import EXIT_BUG, ArenaError, did_you_mean
@@ -57,9 +57,16 @@ def run_planner(name: str, problem: Problem, params: planners.Params) -> Plan:
     return dataclasses.replace(plan, seconds=seconds)
 
 
-def plan_model(path: str, options: ModelOptions, planner: str, params: planners.Params) -> PlannedModel:
+def plan_model(path: str, options: ModelOptions, planner: str, params: planners.Params,
+               regions: Sequence[tuple[str, int]] = ()) -> PlannedModel:
+    """regions: (name, capacity in bytes) fastest first, for a split arena (regions.plan_split);
+    empty: one arena."""
     from arena_tool import liveness, planfile
 
+    if regions:
+        from arena_tool import regions as split
+
+        return split.plan_split(path, options, planner, params, [split.RegionCap(n, int(c)) for n, c in regions])
     check_planner_name(planner)
     mp = liveness.model_problem(path, options)
     problem = mp.problem()
@@ -81,7 +88,8 @@ def plan_model(path: str, options: ModelOptions, planner: str, params: planners.
 def _baselines(path: str, mp: ModelProblem) -> dict[str, int | None]:
     """The lower bounds without the options that change the peak itself, so explain can say
     what each saved: the graph's own order (under schedule: memory) and no in-place depthwise
-    (where a depthwise Conv works in place). None where the option is off or changes nothing."""
+    (where a depthwise Conv works in place), and sequential execution (under pipelined: what
+    pipelining costs). None where the option is off or changes nothing."""
     from arena_tool import liveness
 
     opts = mp.options
@@ -95,7 +103,11 @@ def _baselines(path: str, mp: ModelProblem) -> dict[str, int | None]:
             s.op_type in ("Conv", "QLinearConv") and s.outputs[0] in aliased for s in mp.schedule):
         plain = dataclasses.replace(opts, inplace_depthwise=False)
         depthwise = _bound(liveness.model_problem(path, plain, order=order))
-    return {"graph_order": graph, "no_inplace_depthwise": depthwise}
+    sequential = None
+    if opts.execution == "pipelined":  # what double buffering costs
+        sequential = _bound(liveness.model_problem(path, dataclasses.replace(opts, execution="sequential"),
+                                                   order=order))
+    return {"graph_order": graph, "no_inplace_depthwise": depthwise, "sequential": sequential}
 
 
 def _bound(mp: ModelProblem) -> int:

@@ -21,6 +21,7 @@ Worked example (the design notes' chain T0->T1->T2->T3, 4/6/6/2 KB, MatMuls)::
 from __future__ import annotations
 
 import dataclasses
+import enum
 from typing import Any, Mapping, Sequence
 
 Bytes = int  # a size or an offset, in bytes
@@ -71,6 +72,19 @@ class Problem:
         return sum(b.size for b in self.buffers)
 
 
+class Status(enum.StrEnum):
+    """Why a planner stopped: the one vocabulary of every planner, ``Plan`` and the plan
+    file (schemas/plan.schema.json's ``status`` enum is tested against it). Str-valued,
+    so JSON and comparisons with the plain strings are unchanged.
+    """
+
+    HEURISTIC = "heuristic"  # a one-pass planner, or a search exhausted only for a coarsened problem
+    PROVEN = "proven"  # search exhausted, or the result equals a proven lower bound
+    TIME_LIMIT = "time_limit"  # stopped at Params.time_limit: the best layout found so far
+    SIZE_LIMIT = "size_limit"  # the search would not fit its memory budget (exact_cover's matrix)
+    INFEASIBLE = "infeasible"  # provably nothing fits the problem's capacity
+
+
 @dataclasses.dataclass(frozen=True)
 class Plan:
     """A planner's answer.
@@ -80,9 +94,8 @@ class Plan:
     planner: registry name of the planner that produced it.
     optimal: True when proven minimal, False when known not proven, None when
       the planner makes no claim (heuristics).
-    status: why the planner stopped: 'heuristic', 'proven' (search exhausted or
-      result equals the lower bound), 'time_limit', 'size_limit', 'infeasible'
-      (no placement under the problem's capacity).
+    status: why the planner stopped (``Status``; a plain string is converted, an unknown
+      one is a ValueError).
     lower_bound: bytes, the largest sum of live sizes at any op.
     best_bound: bytes, the best proven lower bound on the minimum (>= lower_bound).
     stats: planner-specific counters (search nodes, rows ...), for reports only.
@@ -92,11 +105,14 @@ class Plan:
     arena_size: Bytes
     planner: str
     optimal: bool | None
-    status: str
+    status: Status
     lower_bound: Bytes
     best_bound: Bytes | None = None
     seconds: float = 0.0
     stats: tuple[tuple[str, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", Status(self.status))
 
     @property
     def gap(self) -> float:
@@ -140,6 +156,7 @@ KINDS = ("input", "activation", "output", "scratch")
 
 
 SCHEDULES = ("graph", "memory")
+EXECUTIONS = ("sequential", "pipelined")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,6 +177,14 @@ class ModelOptions:
     schedule: 'graph' runs the ops in the model's order; 'memory' in the topological
       order with the smallest peak of live bytes (scheduling).
     input_shapes: graph input name -> static shape, pinning symbolic dims.
+    execution: 'sequential' runs one op at a time; 'pipelined' lets op N+1 run while op N
+      still runs (dual core, CPU + NPU): no aliases, and every live range extended by one op
+      each way, so nothing an op touches is reused by its neighbours (double buffering).
+    io_alignment: bytes, for the graph's inputs and outputs (the buffers a DMA or cache
+      maintenance touches, e.g. 32 for the Cortex-M7 cache line): their offsets and sizes are
+      multiples of it; None: the alignment.
+    weights: 'flash' (read in place), or a RAM region of the board: linked into flash and
+      copied there once at start-up (a .data-like section), counted against that region's budget.
     allow_external_data_outside: read external-data files outside the model's folder (a
       model from elsewhere could otherwise pull any file into the firmware's flash).
 
@@ -175,6 +200,9 @@ class ModelOptions:
     scratch: str = "none"
     schedule: str = "graph"
     input_shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    execution: str = "sequential"
+    io_alignment: int | None = None
+    weights: str = "flash"
     allow_external_data_outside: bool = False
 
     def to_doc(self) -> dict[str, Any]:
@@ -188,6 +216,9 @@ class ModelOptions:
             "scratch": self.scratch,
             "schedule": self.schedule,
             "input_shapes": {name: list(shape) for name, shape in sorted(self.input_shapes)},
+            "execution": self.execution,
+            "io_alignment": self.io_alignment,
+            "weights": self.weights,
             "allow_external_data_outside": self.allow_external_data_outside,
         }
 
@@ -205,6 +236,9 @@ class ModelOptions:
             schedule=doc.get("schedule", d.schedule),
             input_shapes=tuple(sorted((str(k), tuple(int(n) for n in v))
                                       for k, v in (doc.get("input_shapes") or {}).items())),
+            execution=doc.get("execution", d.execution),
+            io_alignment=None if doc.get("io_alignment") is None else int(doc["io_alignment"]),
+            weights=str(doc.get("weights", d.weights)),
             allow_external_data_outside=doc.get("allow_external_data_outside", d.allow_external_data_outside),
         )
 
@@ -255,6 +289,7 @@ class Tensor:
     alias_of: None, or the name of the root tensor whose bytes this one shares
       (views and in-place outputs; always a root, never a chain).
     quant: the quantization of an integer tensor, where the model states it.
+    alignment: bytes its offset must be a multiple of, where above the model's (io_alignment).
     """
 
     name: str
@@ -267,6 +302,7 @@ class Tensor:
     last_op: int
     alias_of: str | None = None
     quant: Quant | None = None
+    alignment: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -315,6 +351,6 @@ class ModelProblem:
                 size=max(m.size for m in g),
                 start=min(m.first_op for m in g),
                 end=max(m.last_op for m in g),
-                alignment=self.options.alignment,
+                alignment=max(m.alignment or self.options.alignment for m in g),
             ))
         return Problem(tuple(buffers), capacity)

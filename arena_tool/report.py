@@ -33,6 +33,11 @@ search that stopped on it; for a float model, how to quantize it (an
 onnxruntime ``quantize_static`` command line): ``activation_dtype`` is a what-if
 that re-sizes the plan, not the model, so it is never the advice.
 
+A split arena (``target.split``) and weights copied to RAM (``weights: <region>``) add
+``regions`` (``region_gate``): per RAM region its arena and weights against its limit
+(``region_limit``: the budget, no more than the room beside the reserve); then the top-level
+arena is the regions' sum and each region over its limit is one problem.
+
 The report is written at two stages (``stage``): ``planned`` by the gate
 (RAM = arena + stack/heap reserve; flash = the weights), then ``linked`` from
 the ELF (``with_elf``: RAM and flash as the sections take them). ``usage_lines``
@@ -60,8 +65,9 @@ import dataclasses
 import json
 from typing import Any, Callable, Mapping, Sequence
 
-from arena_tool import __version__
+from arena_tool import __version__, region_gate
 from arena_tool.errors import CheckFailed
+from arena_tool.manifest_cache import project_path
 from arena_tool.problem import align_up, fmt_bytes
 
 FORMAT_VERSION = 2
@@ -94,6 +100,9 @@ class ModelUse:
     integer_ops: int = 0
     head: int | None = None  # runtime tflm: arena's plan, TFLM's non-persistent head (bytes)
     tail: int | None = None  # runtime tflm: TFLM's persistent tail measured on the host (bytes)
+    regions: tuple[tuple[str, int], ...] = ()  # a split plan: (region, arena bytes there), fastest first
+    weights_region: str = "flash"  # where the weights run from (weights: <region> copies them there)
+    weights_ram: int = 0  # bytes they take in that region (regions.weights_ram_bytes), 0 in flash
 
     @property
     def float_model(self) -> bool:
@@ -174,6 +183,7 @@ class Report:
     ram: Usage = Usage(0, 0, "plan")
     flash: Usage = Usage(0, 0, "plan")
     problems: tuple[Problem, ...] = ()
+    regions: tuple[Any, ...] = ()  # region_gate.RegionUse: a split arena's regions, regions with copied weights
 
     @property
     def headroom(self) -> int:
@@ -193,12 +203,19 @@ class Report:
 
 
 def model_use(name: str, plan_path: str, doc: dict[str, Any]) -> ModelUse:
+    from arena_tool import regions
+
     acts = [b for b in doc["buffers"] if b["kind"] != "scratch"]
+    weights_region = str(doc.get("options", {}).get("weights") or "flash")
     return ModelUse(
+        regions=tuple((r["name"], int(r["arena_size"])) for r in doc.get("regions") or ()),
+        weights_region=weights_region,
+        weights_ram=0 if weights_region == "flash" else regions.weights_ram_bytes_doc(doc),
         name=name, planner=doc["planner"], arena_size=doc["arena_size"], lower_bound=doc["lower_bound"],
-        optimal=doc.get("optimal"), status=doc.get("status", ""), base=0, plan=plan_path.replace("\\", "/"),
-        model=str(doc["model"]).replace("\\", "/"), model_sha256=doc["model_sha256"],
-        weights_bytes=doc.get("weights_bytes", 0), alignment=doc.get("alignment", 16),
+        optimal=doc.get("optimal"), status=doc.get("status", ""), base=0, plan=project_path(plan_path),
+        model=project_path(str(doc["model"])), model_sha256=doc["model_sha256"],
+        weights_bytes=doc.get("weights_bytes", 0),
+        alignment=max([doc.get("alignment", 16)] + [b.get("alignment", 1) for b in doc["buffers"]]),
         float_activations=any(b["dtype"] in _FLOAT for b in acts), integer_ops=int(doc.get("integer_ops") or 0),
     )
 
@@ -245,6 +262,18 @@ def tflm_measure(model_path: str, plan_doc: dict[str, Any], plan_path: str) -> t
     return data, {"model": str(plan_doc["model"]).replace("\\", "/"), "model_sha256": plan_doc["model_sha256"],
                   "planned_sha256": hashlib.sha256(data).hexdigest(), "planned_bytes": len(data), "head": head,
                   "tail": tail, "tensor_arena_size": tflm_arena_size(head, tail), "note": TFLM_NOTE}
+
+
+def region_room(target: Any, name: str) -> int:
+    """Bytes of region ``name`` beside the stack and heap reserve (taken in the data region)."""
+    r = target.region_info(name)
+    return r.length - (target.reserve_stack + target.reserve_heap if name == target.data_region else 0)
+
+
+def region_limit(target: Any, name: str) -> int:
+    """What the arena may take in region ``name``: the budget (bytes, or a percentage of the
+    region), but no more than its room; the gate's limit, and a split arena's capacity per region."""
+    return min(target.budget.resolve(target.region_info(name).length), region_room(target, name))
 
 
 def _layout(sharing: str, uses: list[ModelUse]) -> tuple[list[ModelUse], int, int, int]:
@@ -301,8 +330,7 @@ def gate(target: Any, plans: Sequence[tuple[str, str, dict[str, Any]]],
     problems: list[Problem] = []
 
     def room(region_name: str) -> int:
-        r = target.region_info(region_name)
-        return r.length - (reserve if region_name == target.data_region else 0)
+        return region_room(target, region_name)
 
     region = target.region
     if auto:
@@ -321,7 +349,12 @@ def gate(target: Any, plans: Sequence[tuple[str, str, dict[str, Any]]],
     budget = target.budget.resolve(info.length)
     usable = room(region)
     limit = min(budget, usable)
-    if need > limit and not problems:
+    split = bool(getattr(target, "split", ()))
+    placed = region_gate.uses(target, uses, region, need)
+    if split:  # the arena is the regions' together; each region is checked on its own below
+        need = sum(r.arena for r in placed)
+        limit = sum(r.limit for r in placed if r.arena_section is not None)
+    if need > limit and not problems and not split:
         over = need - limit
         offending = [u for u in uses if target.sharing == "concurrent" or u.arena_size > limit]
         alt = _better_region(target, need, region, room) if (
@@ -334,6 +367,7 @@ def gate(target: Any, plans: Sequence[tuple[str, str, dict[str, Any]]],
             "ram", f"arena: {target.name}: {_who(offending)} {fmt_bytes(need)} in {region}, {why} "
             f"(over by {fmt_bytes(over)}, lower bound {fmt_bytes(lb)})" + (f"; try {tries}" if tries else ""),
             region=region, need=need, limit=limit))
+    problems += region_gate.problems(target, placed, uses, arena_over=bool(problems))
     weights = sum(u.weights_bytes for u in uses)
     flash = getattr(target, "flash", None)
     if flash is not None and flash.length and weights > flash.length:
@@ -352,8 +386,9 @@ def gate(target: Any, plans: Sequence[tuple[str, str, dict[str, Any]]],
         budget=budget, budget_spec=target.budget.text, limit=limit, reserve_stack=target.reserve_stack,
         reserve_heap=target.reserve_heap, warn_above=target.warn_above, models=tuple(uses),
         status=status_of(problems, warned), warning=warning, runtime=getattr(target, "runtime", "arena"),
-        ram=Usage(need + reserve, ram_total, "plan"),
+        ram=Usage(need + reserve + sum(u.weights_ram for u in uses), ram_total, "plan"),
         flash=Usage(weights, flash.length if flash is not None else 0, "plan"), problems=tuple(problems),
+        regions=placed,
     )
 
 
@@ -530,10 +565,14 @@ def to_doc(r: Report) -> dict[str, Any]:
             dict({"name": m.name, "planner": m.planner, "arena_size": m.arena_size, "lower_bound": m.lower_bound,
                   "optimal": m.optimal, "status": m.status, "base": m.base, "plan": m.plan, "model": m.model,
                   "model_sha256": m.model_sha256, "weights_bytes": m.weights_bytes},
-                 **({"head": m.head, "tail": m.tail} if m.head is not None else {}))
+                 **({"head": m.head, "tail": m.tail} if m.head is not None else {}),
+                 **({"regions": dict(m.regions)} if m.regions else {}),
+                 **({"weights_region": m.weights_region, "weights_ram": m.weights_ram}
+                    if m.weights_region != "flash" else {}))
             for m in r.models
         ],
         **({"tflm_note": TFLM_NOTE} if r.runtime == "tflm" else {}),
+        **({"regions": [region_gate.to_doc(u) for u in r.regions]} if r.regions else {}),
     }
 
 
@@ -639,8 +678,11 @@ def summary(docs: Sequence[dict[str, Any]]) -> str:
     lines: list[str] = []
     for d in docs:
         region = d["region"]["name"] + (" (auto)" if d["region"]["auto"] else "")
-        lines.append(f"arena: {d['board']}: {d['sharing']} in {region}, budget {fmt_bytes(d['budget'])}"
-                     f" ({d['budget_spec']})"
+        split = [r["name"] for r in d.get("regions") or () if (r["arena_section"] or ".arena") != ".arena"]
+        if split:
+            region = "a split arena over " + "+".join(split)
+        budget = f"{d['budget_spec']} of each region" if split else f"{fmt_bytes(d['budget'])} ({d['budget_spec']})"
+        lines.append(f"arena: {d['board']}: {d['sharing']} in {region}, budget {budget}"
                      + ("" if d.get("runtime", "arena") == "arena" else f", runtime {d['runtime']}"))
         rows = [("model", "planner", "arena", "lower bound", "base")]
         for m in d["models"]:
@@ -651,8 +693,9 @@ def summary(docs: Sequence[dict[str, Any]]) -> str:
             lines.append("  " + "  ".join(cells))
         room = "headroom" if d["headroom"] >= 0 else "over by"
         lines.append(f"  arena {fmt_bytes(d['arena_size'])}, lower bound {fmt_bytes(d['lower_bound'])}, "
-                     f"{room} {fmt_bytes(abs(d['headroom']))}  {d['region']['name']} {bar(d['percent'])} "
+                     f"{room} {fmt_bytes(abs(d['headroom']))}  {'+'.join(split) or d['region']['name']} {bar(d['percent'])} "
                      f"{d['percent']:.1f}%" + ("  WARNING" if d["status"] == "warn" else ""))
+        lines += region_gate.summary_lines(d)
         if "ram" in d:
             lines += ["  " + ln for ln in usage_lines(d)]
         if d.get("runtime") == "tflm":

@@ -129,7 +129,12 @@ def verify(model_path: str, plan_doc: dict[str, Any]) -> VerifyResult:
     names = [b["name"] for b in buffers]
     tid = {n: i for i, n in enumerate(names)}
     group = [tid[b["alias_of"]] if b.get("alias_of") in tid else i for i, b in enumerate(buffers)]
-    offset = [int(b["offset"]) if b.get("offset") is not None else None for b in buffers]
+    # A split plan's offsets are per region: its regions are laid end to end in one replay.
+    base, top = {}, 0
+    for r in plan_doc.get("regions") or ():
+        base[r["name"]], top = top, top + int(r["arena_size"])
+    offset = [int(b["offset"]) + base.get(b.get("region"), 0) if b.get("offset") is not None else None
+              for b in buffers]
     for i, b in enumerate(buffers):
         if offset[i] is None:
             offset[i] = offset[group[i]]

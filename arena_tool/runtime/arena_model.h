@@ -28,6 +28,13 @@
  *                                      (sequential sharing: every base is 0)
  *   const arena_model_t <name>_model;  each model's tables (name: the manifest's model name)
  *
+ * A split arena (manifest region: [A, B], or split: true) has one array per region,
+ * uint8_t arena_A[] in section .arena_A (NOLOAD) and so on, fastest first; arena is the
+ * first of them (an alias) and arena_size its size. A split model's m->regions[r] gives the
+ * base and size of its slice in region r; every other line below holds as it stands.
+ * Weights in RAM (weights: <region>) are linked in section .weights_<region> with their
+ * load image in flash, and copied by arena_init() (see below) before main.
+ *
  * To run model e:
  *
  *   const arena_model_t *m = arena_entries[e].model;
@@ -146,6 +153,8 @@ typedef enum {
     ARENA_OP_COUNT
 } arena_op_type_t;
 
+/* Field types: the generated tables assert (_Static_assert) that every count, index and
+ * size fits its field, and arena_tool.codegen.FIELD_TYPES names these types. */
 typedef struct {
     const char *name;   /* as in the ONNX model */
     const void *data;   /* constant data in flash, or NULL for arena tensors */
@@ -156,6 +165,14 @@ typedef struct {
     uint8_t rank;
     int32_t shape[ARENA_MAX_RANK];
 } arena_tensor_t;
+
+/* One region of a split arena (a model planned over several RAM regions, fastest first):
+ * the model's tensors of region r live at regions[r].base + offset. */
+typedef struct {
+    const char *name;   /* the board's RAM region (linker MEMORY name) */
+    uint8_t *base;      /* the model's slice there: arena_<name> (section .arena_<name>) */
+    uint32_t size;      /* bytes the model needs there */
+} arena_region_t;
 
 /* Kernel attributes; the generator fills only what an op uses (others 0). */
 typedef struct {
@@ -181,11 +198,11 @@ typedef struct {
 
 typedef struct {
     uint8_t type;          /* arena_op_type_t */
-    uint8_t n_inputs;
-    uint8_t n_outputs;
-    int16_t workspace;     /* tensor index of the planned scratch, or -1 */
-    const int16_t *inputs;
-    const int16_t *outputs;
+    uint16_t n_inputs;     /* (a Concat may have hundreds) */
+    uint16_t n_outputs;
+    int32_t workspace;     /* tensor index of the planned scratch, or -1 */
+    const int32_t *inputs; /* tensor indices, -1 = absent */
+    const int32_t *outputs;
     const char *name;      /* node name (or its first output) */
     const char *op_type;   /* ONNX op_type, for messages */
     arena_attrs_t attrs;
@@ -194,14 +211,18 @@ typedef struct {
 typedef struct {
     const char *name;
     uint32_t arena_size;   /* bytes this model needs from its base */
-    uint16_t n_tensors;
-    uint16_t n_ops;
-    uint8_t n_inputs;
-    uint8_t n_outputs;
+    uint32_t n_tensors;
+    uint32_t n_ops;
+    uint16_t n_inputs;
+    uint16_t n_outputs;
     const arena_tensor_t *tensors;
     const arena_op_t *ops;
-    const int16_t *inputs;
-    const int16_t *outputs;
+    const int32_t *inputs;
+    const int32_t *outputs;
+    uint32_t n_regions;    /* 0: one arena; > 1: a split arena, arena tensor i in
+                              regions[tensor_regions[i]], arena_size the first region's (arena_run's base) */
+    const arena_region_t *regions;
+    const uint8_t *tensor_regions; /* per tensor, its region index (split arenas; else NULL) */
 } arena_model_t;
 
 /* One model of a board's firmware and where its slice of the arena starts. */
@@ -224,8 +245,15 @@ typedef enum {
 } arena_status_t;
 
 /* Run every op of `m` over the arena slice starting at `base`. On error,
- * *failed_op (when not NULL) is the index of the op that failed. */
+ * *failed_op (when not NULL) is the index of the op that failed. A split model
+ * (n_regions > 1) reads its regions from m->regions; base must be regions[0].base. */
 int arena_run(const arena_model_t *m, uint8_t *base, int *failed_op);
+
+/* Boards with weights in RAM (weights: <region>) define it in their generated arena
+ * source: it copies the weights from their load image in flash. It is a constructor,
+ * so a startup that runs the init array (__libc_init_array, the example's startup.c)
+ * calls it before main; a startup that does not must call it once before arena_run. */
+void arena_init(void);
 
 /* Address of tensor `index` (arena or constant). */
 void *arena_tensor_data(const arena_model_t *m, uint8_t *base, int index);

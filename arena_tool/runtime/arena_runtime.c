@@ -22,7 +22,14 @@ void *arena_tensor_data(const arena_model_t *m, uint8_t *base, int index)
         return NULL;
     }
     t = &m->tensors[index];
-    return t->data != NULL ? (void *)(uintptr_t)t->data : (void *)(base + t->offset);
+    if (t->data != NULL) {
+        return (void *)(uintptr_t)t->data;
+    }
+    if (m->n_regions > 1u) {  /* a split arena: the tensor's own region (check_bounds checked it) */
+        uint8_t r = m->tensor_regions[index];
+        return r < m->n_regions ? (void *)(m->regions[r].base + t->offset) : NULL;
+    }
+    return (void *)(base + t->offset);
 }
 
 const arena_tensor_t *arena_in(const arena_ctx_t *c, int i)
@@ -77,14 +84,29 @@ uint32_t arena_dims_product(const arena_tensor_t *t, int from, int to)
     return p;
 }
 
-/* Every arena tensor must lie inside the model's slice of the arena. */
-static int check_bounds(const arena_model_t *m)
+/* Every arena tensor must lie inside the model's slice of the arena (of its region, split:
+ * whose first region must be the slice base points at). */
+static int check_bounds(const arena_model_t *m, const uint8_t *base)
 {
     uint32_t i;
+    int split = m->n_regions > 1u;
+    if (split && (m->regions == NULL || m->tensor_regions == NULL || m->regions[0].base != base)) {
+        return ARENA_ERR_BOUNDS;
+    }
     for (i = 0; i < m->n_tensors; ++i) {
         const arena_tensor_t *t = &m->tensors[i];
         uint32_t bytes = t->elements * (uint32_t)arena_dtype_size(t->dtype);
-        if (t->data == NULL && (t->offset > m->arena_size || bytes > m->arena_size - t->offset)) {
+        uint32_t size = m->arena_size;
+        if (t->data != NULL) {
+            continue;
+        }
+        if (split) {
+            if (m->tensor_regions[i] >= m->n_regions) {
+                return ARENA_ERR_BOUNDS;
+            }
+            size = m->regions[m->tensor_regions[i]].size;
+        }
+        if (t->offset > size || bytes > size - t->offset) {
             return ARENA_ERR_BOUNDS;
         }
     }
@@ -153,7 +175,7 @@ static int dispatch(const arena_ctx_t *c)
 int arena_run(const arena_model_t *m, uint8_t *base, int *failed_op)
 {
     uint32_t i;
-    int rc = check_bounds(m);
+    int rc = check_bounds(m, base);
     if (failed_op != NULL) {
         *failed_op = -1;
     }

@@ -1,7 +1,7 @@
 /* Example firmware: runs every model of the generated tables.
  *
  * For each entry of arena_entries (codegen.arena_sources): poison the model's
- * arena slice with 0xFF bytes (NaN for float32, so a kernel that reads memory
+ * arena slice (each of its slices, split over regions) with 0xFF bytes (NaN for float32, so a kernel that reads memory
  * nobody wrote shows up in the output), fill each input with a deterministic
  * pattern (the same one arena_tool.verify.input_pattern makes), run the model
  * through the tables, and print each output, one value per line, as the
@@ -307,6 +307,9 @@ int main(void)
         put_s(m->name);
         flush();
         memset(base, 0xFF, m->arena_size);
+        for (k = 1; k < m->n_regions; ++k) { /* a split arena: the model's slices in its other regions */
+            memset(m->regions[k].base, 0xFF, m->regions[k].size);
+        }
         for (k = 0; k < m->n_inputs; ++k) {
             const arena_input_t *given = given_input(m, k);
             void *data = arena_tensor_data(m, base, m->inputs[k]);

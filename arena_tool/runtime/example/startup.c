@@ -5,7 +5,9 @@
  * _sbss/_ebss (.bss), _estack (initial stack pointer). The vector table goes
  * in section ".isr_vector", which the script keeps at the start of flash.
  * Reset_Handler copies .data, zeroes .bss, enables the FPU when the build
- * uses one, runs main() and ends the program with semihosting
+ * uses one, runs the init array (constructors: the generated arena_init that
+ * copies weights placed in RAM, weights: <region>), runs main() and ends the
+ * program with semihosting
  * SYS_EXIT_EXTENDED, so QEMU's exit status is main's return value.
  * The .arena section is NOLOAD and left uninitialised on purpose: the
  * runtime must never rely on its contents.
@@ -17,6 +19,10 @@
 
 extern uint32_t _sidata[], _sdata[], _edata[], _sbss[], _ebss[];
 extern uint32_t _estack[];
+/* Weak: a linker script without an init array links too (both are then 0: nothing runs). */
+typedef void (*init_fn_t)(void);
+extern init_fn_t __init_array_start[] __attribute__((weak));
+extern init_fn_t __init_array_end[] __attribute__((weak));
 
 int main(void);
 void Reset_Handler(void);
@@ -42,6 +48,9 @@ void Reset_Handler(void)
     *(volatile uint32_t *)0xE000ED88u |= 0xFu << 20;
     __asm__ volatile("dsb\n\tisb" ::: "memory");
 #endif
+    for (init_fn_t *fn = __init_array_start; fn < __init_array_end; ++fn) {
+        (*fn)();
+    }
     sh_exit(main());
 }
 
