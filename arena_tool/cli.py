@@ -26,7 +26,8 @@ from arena_tool.errors import (
     os_error,
 )
 from arena_tool.manifest import DEFAULT_PLANNER
-from arena_tool.problem import SCHEDULES, ModelOptions, ModelProblem, Plan, Problem, fmt_bytes, lower_bound
+from arena_tool.problem import EXECUTIONS, SCHEDULES, ModelOptions, ModelProblem, Plan, Problem, Status, fmt_bytes, \
+    lower_bound
 
 
 def _model_options(args: argparse.Namespace) -> ModelOptions:
@@ -44,11 +45,19 @@ def _model_options(args: argparse.Namespace) -> ModelOptions:
         schedule=args.schedule,
         input_shapes=shapes,
         allow_external_data_outside=args.allow_external_data_outside,
+        execution=args.execution,
+        io_alignment=args.io_alignment,
+        weights=args.weights,
     )
 
 
 def _params(args: argparse.Namespace) -> planners.Params:
-    return planners.Params(k=args.k, time_limit=args.time_limit, seed=args.seed)
+    """Planner options; --progress shows a status line on stderr (auto: a terminal, not CI)."""
+    from arena_tool import progress
+
+    planners.check_time_limit(args.time_limit, field="--time-limit")
+    return planners.Params(k=args.k, time_limit=args.time_limit, seed=args.seed,
+                           progress=progress.for_stream(sys.stderr, args.progress))
 
 
 def _optimal_word(plan: Plan) -> str:
@@ -59,6 +68,8 @@ def _optimal_word(plan: Plan) -> str:
     if plan.optimal is False:
         bound = f", best bound {fmt_bytes(plan.best_bound)}" if plan.best_bound else ""
         return f"no ({plan.status.replace('_', ' ')}{bound})"
+    if plan.status == Status.TIME_LIMIT:
+        return "not claimed (heuristic, stopped at the time limit)"
     return "not claimed (heuristic)"
 
 
@@ -75,7 +86,7 @@ def _summary(title: str, problem: Problem, plan: Plan, extra: list[tuple[str, st
             ("optimal", _optimal_word(plan)),
             ("time", _seconds(plan.seconds))]
     stats = dict(plan.stats)
-    if plan.status == "size_limit" and "rows" in stats:
+    if plan.status == Status.SIZE_LIMIT and "rows" in stats:
         rows.append(("search", f"stopped before building: the cover matrix needs {stats['rows']:,} rows "
                                f"and {stats.get('nodes', 0):,} nodes at a {stats.get('unit', 1)}-byte unit; "
                                f"raise --k or use --planner optimal"))
@@ -325,6 +336,12 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-inplace", action="store_true", help="no in-place ops and no zero-copy views")
     g.add_argument("--no-inplace-depthwise", action="store_true",
                    help="depthwise Convs never write over their input (for a runtime without that kernel)")
+    g.add_argument("--execution", choices=EXECUTIONS, default="sequential",
+                   help="pipelined: op N+1 may run while op N does (no in-place, double-buffered ranges)")
+    g.add_argument("--io-alignment", type=_positive, metavar="BYTES",
+                   help="offset/size alignment of the graph inputs and outputs (DMA, cache lines), e.g. 32")
+    g.add_argument("--weights", default="flash", metavar="REGION",
+                   help="flash (default), or a RAM region of the board the weights are copied to at start-up")
     g.add_argument("--allow-external-data-outside", action="store_true",
                    help="read external-data files outside the model's folder (refused by default)")
     g.add_argument("--schedule", choices=SCHEDULES, default="graph",
@@ -340,8 +357,11 @@ def _planner_args(p: argparse.ArgumentParser, with_planner: bool = True) -> None
         g.add_argument("--planner", default=DEFAULT_PLANNER,
                        help=f"one of: {', '.join(sorted(planners.PLANNERS))} (default {DEFAULT_PLANNER})")
     g.add_argument("--k", type=_positive, default=1, help="exact_cover coarsening unit in bytes (default 1)")
-    g.add_argument("--time-limit", type=float, default=10.0, metavar="S", help="search time limit in seconds (default 10)")
+    g.add_argument("--time-limit", type=float, default=10.0, metavar="S",
+                   help="time limit of every planner in seconds, > 0 (default 10)")
     g.add_argument("--seed", type=int, default=0, help="seed of randomized planners (default 0)")
+    g.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="a status line on stderr during long searches (default: on a terminal, off under CI)")
 
 
 def _positive(text: str) -> int:

@@ -11,14 +11,26 @@ no timestamps, no dict/set iteration order reaches the output):
   ``const arena_model_t <sym>_model``.
 * ``arena_sources(board, arena_size, bases)``: one board's arena, a 16-byte
   aligned ``uint8_t arena[N]`` in section ``.arena``, each model's base offset
-  as a macro, and the ``arena_entries`` table main.c walks.
+  as a macro, and the ``arena_entries`` table main.c walks. With the report's
+  ``regions``: a split arena's ``arena_<region>`` arrays (sections ``.arena_<region>``),
+  and ``arena_init``, the constructor that copies weights placed in RAM.
+
+A split plan's tables carry ``<sym>_regions`` (each region's base and size) and a region index
+per tensor; ``weights: <region>`` puts the constants, writable, in section ``.weights_<region>``.
 
 Tensor-table order (= the enum): the plan's buffers in plan order, then the
 constants in order of first use. Identifiers come from tensor names with
-non-identifier characters replaced by ``_``; a collision gets ``_2``, ``_3``
-... in table order. An op or dtype the runtime lacks still gets a table row
+non-identifier characters replaced by ``_``; a collision (ignoring case, or
+with a generated name such as ``<SYM>_T__COUNT``) gets ``_2``, ``_3`` ... in
+table order. An op or dtype the runtime lacks still gets a table row
 (``ARENA_OP_UNSUPPORTED`` / ``ARENA_DT_OTHER``) so a build can plan and link
 any model; only running it fails.
+
+Hostile models: model text reaches the C only through ``c_string`` (literals,
+``?`` escaped so no trigraph forms) and ``c_comment`` (``*``, ``?``, ``\\`` and
+non-ASCII as ``\\xNN``); every integer written into a table field is asserted
+(``ARENA_TABLE_FITS``) to fit that field's type (``FIELD_TYPES``), so a model too
+large for the tables fails the compile instead of wrapping.
 """
 
 from __future__ import annotations
@@ -107,6 +119,73 @@ COORDINATE_MODES = {"half_pixel": 0, "asymmetric": 1, "align_corners": 2, "pytor
                     "tf_half_pixel_for_nn": 4, "half_pixel_symmetric": 5}
 NEAREST_MODES = {"round_prefer_floor": 0, "round_prefer_ceil": 1, "floor": 2, "ceil": 3, "simple": 4}
 SPATIAL = {"Conv", "QLinearConv", "MaxPool", "AveragePool", "QLinearAveragePool"}  # kernels reading kernel/strides/pads
+COUNT_ID = "_COUNT"  # the enum's last constant is <SYM>_T__COUNT: no tensor may take this id
+
+# The C type of every integer table field codegen fills (arena_model.h; tests/test_codegen_hardening.py
+# reads the header and checks they agree). The generated C asserts that each value fits its field.
+_INT32 = ("kernel", "strides", "pads", "dilations", "group", "axis", "trans_a", "trans_b", "count_include_pad",
+          "legacy_axis", "out_min", "out_max", "ints")
+FIELD_TYPES: dict[str, str] = {
+    "arena_tensor_t.offset": "uint32_t", "arena_tensor_t.size": "uint32_t", "arena_tensor_t.elements": "uint32_t",
+    "arena_tensor_t.rank": "uint8_t", "arena_tensor_t.shape": "int32_t",
+    "arena_op_t.n_inputs": "uint16_t", "arena_op_t.n_outputs": "uint16_t", "arena_op_t.workspace": "int32_t",
+    "arena_op_t.inputs": "int32_t", "arena_op_t.outputs": "int32_t",
+    **{f"arena_attrs_t.{f}": "int32_t" for f in _INT32},
+    "arena_attrs_t.n_ints": "uint16_t", "arena_attrs_t.n_floats": "uint16_t",
+    "arena_model_t.arena_size": "uint32_t", "arena_model_t.n_tensors": "uint32_t", "arena_model_t.n_ops": "uint32_t",
+    "arena_model_t.n_inputs": "uint16_t", "arena_model_t.n_outputs": "uint16_t",
+    "arena_model_t.inputs": "int32_t", "arena_model_t.outputs": "int32_t",
+    "arena_entry_t.base": "uint32_t", "arena_size": "uint32_t",
+}
+_LIMITS = {"uint8_t": ("0", "UINT8_MAX"), "uint16_t": ("0", "UINT16_MAX"), "uint32_t": ("0", "UINT32_MAX"),
+           "int16_t": ("INT16_MIN", "INT16_MAX"), "int32_t": ("INT32_MIN", "INT32_MAX")}
+FITS_MACRO = [
+    "/* ARENA_TABLE_FITS: a compile-time check that a value fits its table field (C11 _Static_assert,",
+    "   GNU C's in C99 mode, else a negative array size). */",
+    "#ifndef ARENA_TABLE_FITS",
+    "#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L",
+    "#define ARENA_TABLE_FITS(name, cond, msg) _Static_assert(cond, msg)",
+    "#elif defined(__GNUC__)",
+    "#define ARENA_TABLE_FITS(name, cond, msg) __extension__ _Static_assert(cond, msg)",
+    "#else",
+    "#define ARENA_TABLE_FITS(name, cond, msg) typedef char name[(cond) ? 1 : -1]",
+    "#endif",
+    "#endif",
+]
+
+
+class Fits:
+    """The extreme value written into each table field (FIELD_TYPES), and where, so the
+    generated C can assert that it fits: a model too large for a field fails the compile
+    instead of wrapping silently (a 300-input Concat in a uint8_t count was 44)."""
+
+    def __init__(self) -> None:
+        self.hi: dict[str, tuple[int, str]] = {}
+        self.lo: dict[str, tuple[int, str]] = {}
+
+    def add(self, field: str, value: int, where: str) -> int:
+        v = int(value)
+        if field not in self.hi or v > self.hi[field][0]:
+            self.hi[field] = (v, where)
+        if field not in self.lo or v < self.lo[field][0]:
+            self.lo[field] = (v, where)
+        return v
+
+    def all(self, field: str, values: Iterable[int], where: str) -> list[int]:
+        return [self.add(field, v, where) for v in values]
+
+    def asserts(self, prefix: str) -> list[str]:
+        """One ARENA_TABLE_FITS per field and bound (prefix names the fallback typedefs)."""
+        out = ["", "/* Every count, index and size above fits its field. */", *FITS_MACRO]
+        for field in sorted(self.hi):
+            c_type = FIELD_TYPES[field]
+            lo_name, hi_name = _LIMITS[c_type]
+            # long long on both sides: no unsigned comparison for -Wtype-limits to flag
+            for (v, where), cond in ((self.hi[field], f"{self.hi[field][0]}LL <= (long long){hi_name}"),
+                                     (self.lo[field], f"{self.lo[field][0]}LL >= (long long){lo_name}")):
+                msg = c_string(f"{where}: {field} = {v} does not fit its type {c_type}")
+                out.append(f"ARENA_TABLE_FITS({prefix}_fits{len(out)}, {cond}, {msg});")
+        return out + [""]
 
 
 def sanitize(name: str) -> str:
@@ -117,10 +196,11 @@ def sanitize(name: str) -> str:
     return s
 
 
-def unique_ids(names: Iterable[str]) -> list[str]:
-    """Sanitized, collision-free identifiers, suffixes assigned in order."""
+def unique_ids(names: Iterable[str], reserved: Iterable[str] = ()) -> list[str]:
+    """Sanitized identifiers, unique ignoring case (the enum upper-cases them) and distinct from
+    ``reserved`` (ids the generated names already take); suffixes _2, _3 ... assigned in order."""
     out: list[str] = []
-    used: set[str] = set()
+    used: set[str] = {r.upper() for r in reserved}
     for n in names:
         base = sanitize(n)
         cand, k = base, 2
@@ -132,13 +212,13 @@ def unique_ids(names: Iterable[str]) -> list[str]:
 
 
 def c_string(text: str) -> str:
-    """A C string literal (ASCII; other bytes as octal escapes)."""
+    """A C string literal (printable ASCII; other bytes as octal escapes, ? as \\?)."""
     out = []
     for ch in text.encode("utf-8"):
         c = chr(ch)
-        if c in '"\\':
+        if c in '"\\?':  # \? : no trigraph (??/ is a backslash under -std=c99 / -trigraphs)
             out.append("\\" + c)
-        elif 32 <= ch < 127 and c != "?":
+        elif 32 <= ch < 127:
             out.append(c)
         else:
             out.append(f"\\{ch:03o}")
@@ -278,20 +358,22 @@ def model_sources(plan_doc: dict[str, Any], model: Lowered, symbol: str) -> tupl
 
     # Constants the kernels read, in order of first use.
     const_names: list[str] = []
+    seen: set[str] = set()  # const_names as a set: a 33,000-input Concat is not quadratic
     for step in plan_doc["schedule"]:
         used = OPS.get(step["op_type"], ("", None))[1]
         for pos, name in enumerate(step["inputs"]):
-            if not name or name in by_name or name in const_names:
+            if not name or name in by_name or name in seen:
                 continue
             if used is None or pos in used:
                 const_names.append(name)
+                seen.add(name)
     for name in const_names:
         if name not in model.constants:
             raise ArenaError(f"tensor {name!r} is neither planned nor constant", file=model_path, field="buffers",
                              hint="re-plan the model")
     values = {n: model.value(n) for n in const_names}
 
-    ids = unique_ids(arena_names + const_names)
+    ids = unique_ids(arena_names + const_names, reserved=(COUNT_ID,))
     index = {n: i for i, n in enumerate(arena_names + const_names)}
     enum_of = {n: f"{SYM}_T_{ids[i].upper()}" for n, i in index.items()}
 
@@ -307,13 +389,15 @@ def model_sources(plan_doc: dict[str, Any], model: Lowered, symbol: str) -> tupl
           "/* Tensor indices: arena tensors, then constants. */", f"enum {sym}_tensor {{"]
     for n in arena_names + const_names:
         h.append(f"    {enum_of[n]} = {index[n]},")
-    h += [f"    {SYM}_T__COUNT = {len(index)}", "};", "",
+    h += [f"    {SYM}_T_{COUNT_ID} = {len(index)}", "};", "",
           f"extern const arena_model_t {sym}_model;", "", f"#endif /* {guard} */", ""]
 
     # The source names no generated header, so build tools may name the files freely.
     s: list[str] = ["/* Generated by arena_tool.codegen. Do not edit. */", "#include <math.h>",
                     "", '#include "arena_model.h"', ""]
-    s.append("/* Constants (flash). */")
+    fits = Fits()
+    storage, where_const, section = _const_storage(plan_doc)
+    s.append(f"/* Constants ({where_const}). */")
     const_arrays: dict[str, str] = {}
     for n in const_names:
         v = values[n]
@@ -323,7 +407,7 @@ def model_sources(plan_doc: dict[str, Any], model: Lowered, symbol: str) -> tupl
         if dt not in C_TYPES:
             dt, v = "uint8", np.frombuffer(np.ascontiguousarray(v).tobytes(), dtype=np.uint8)
         per = 8 if dt == "float32" else 16
-        s.append(f"static const {C_TYPES[dt]} {ident}[{max(1, v.size)}] = {{ /* {c_comment(n)} */")
+        s.append(f"{storage}{C_TYPES[dt]} {ident}[{max(1, v.size)}]{section} = {{ /* {c_comment(n)} */")
         s.append(_wrap(_values(np.asarray(v).astype(dt), dt), per))
         s.append("};")
     s.append("")
@@ -333,12 +417,12 @@ def model_sources(plan_doc: dict[str, Any], model: Lowered, symbol: str) -> tupl
         root = by_name.get(b["alias_of"]) if b.get("alias_of") else None
         offset = b["offset"] if b.get("offset") is not None else (root or {}).get("offset", 0)
         s.append(_tensor_row(n, "NULL", int(offset), int(b["size"]), int(b["elements"]),
-                             DTYPES.get(b["dtype"], "ARENA_DT_OTHER"), list(b["shape"]), model_path))
+                             DTYPES.get(b["dtype"], "ARENA_DT_OTHER"), list(b["shape"]), model_path, fits))
     for n in const_names:
         v = values[n]
         dt = _np_dtype_name(v)
         s.append(_tensor_row(n, const_arrays[n], 0, int(v.nbytes), int(v.size),
-                             DTYPES.get(dt, "ARENA_DT_OTHER"), list(v.shape), model_path))
+                             DTYPES.get(dt, "ARENA_DT_OTHER"), list(v.shape), model_path, fits))
     if not index:
         s.append("    {0}")
     s += ["};", ""]
@@ -350,18 +434,23 @@ def model_sources(plan_doc: dict[str, Any], model: Lowered, symbol: str) -> tupl
         ins = [str(index[n]) if n and (used is None or p in used) and n in index else "-1"
                for p, n in enumerate(step["inputs"])]
         outs = [str(index[n]) if n in index else "-1" for n in step["outputs"]]
-        s.append(f"static const int16_t {sym}_op{i}_in[{max(1, len(ins))}] = {{{', '.join(ins) or '-1'}}};")
-        s.append(f"static const int16_t {sym}_op{i}_out[{max(1, len(outs))}] = {{{', '.join(outs) or '-1'}}};")
+        where = f"op {i} {step['name'] or step['outputs'][0]!r}"
+        s.append(_index_array(f"{sym}_op{i}_in", ins, fits, "arena_op_t.inputs", where))
+        s.append(_index_array(f"{sym}_op{i}_out", outs, fits, "arena_op_t.outputs", where))
         kind = OPS.get(op_type, ("ARENA_OP_UNSUPPORTED", None))[0]
         attrs = _c_attrs(steps[i], model) if op_type in OPS else {}
+        _note_attrs(fits, attrs, where)
         for key, c_type, fmt in (("ints", "int32_t", lambda v: c_int(v, 32)), ("floats", "float", c_float)):
             if attrs.get(key):
                 s.append(f"static const {c_type} {sym}_op{i}_{key}[{len(attrs[key])}] = "
                          f"{{{', '.join(fmt(v) for v in attrs[key])}}};")
-                attrs[f"n_{key}"], attrs[key] = len(attrs[key]), f"{sym}_op{i}_{key}"
+                attrs[f"n_{key}"] = fits.add(f"arena_attrs_t.n_{key}", len(attrs[key]), where)
+                attrs[key] = f"{sym}_op{i}_{key}"
             else:
                 attrs.pop(key, None)
-        ws = str(index[step["workspace"]]) if step.get("workspace") else "-1"
+        ws = fits.add("arena_op_t.workspace", index[step["workspace"]] if step.get("workspace") else -1, where)
+        fits.add("arena_op_t.n_inputs", len(ins), where)
+        fits.add("arena_op_t.n_outputs", len(outs), where)
         ops.append(f"    {{{kind}, {len(ins)}, {len(outs)}, {ws}, {sym}_op{i}_in, {sym}_op{i}_out,\n"
                    f"     {c_string(step['name'] or step['outputs'][0])}, {c_string(op_type)},\n"
                    f"     {_attrs_init(attrs)}}},")
@@ -375,33 +464,144 @@ def model_sources(plan_doc: dict[str, Any], model: Lowered, symbol: str) -> tupl
             if n not in by_name:
                 raise ArenaError(f"graph {kind[:-1]} {n!r} has no buffer in the plan", file=model_path,
                                  field="buffers", hint="re-plan the model")
-        s.append(f"static const int16_t {sym}_{kind}[{max(1, len(names))}] = "
-                 f"{{{', '.join(str(index[n]) for n in names) or '-1'}}};")
-    s += ["", f"const arena_model_t {sym}_model = {{",
-          f"    {c_string(symbol)}, {int(plan_doc['arena_size'])}u, {len(index)}u, {len(plan_doc['schedule'])}u,"
+        s.append(_index_array(f"{sym}_{kind}", [str(index[n]) for n in names], fits, f"arena_model_t.{kind}",
+                              f"graph {kind}"))
+    for field, count in (("arena_size", int(plan_doc["arena_size"])), ("n_tensors", len(index)),
+                         ("n_ops", len(plan_doc["schedule"])), ("n_inputs", len(g_in)), ("n_outputs", len(g_out))):
+        fits.add(f"arena_model_t.{field}", count, f"model {symbol!r}")
+    regions_c, first_size, regions_tail = _split_parts(plan_doc, sym, len(index))
+    s += regions_c + ["", f"const arena_model_t {sym}_model = {{",
+          f"    {c_string(symbol)}, {first_size}u, {len(index)}u, {len(plan_doc['schedule'])}u,"
           f" {len(g_in)}, {len(g_out)},",
-          f"    {sym}_tensors, {sym}_ops, {sym}_inputs, {sym}_outputs", "};", ""]
-    return "\n".join(h), "\n".join(s)
+          f"    {sym}_tensors, {sym}_ops, {sym}_inputs, {sym}_outputs{regions_tail}", "};"]
+    return "\n".join(h), "\n".join(s + fits.asserts(sym))
+
+
+def _index_array(ident: str, items: list[str], fits: Fits, field: str, where: str) -> str:
+    """A static array of tensor indices (-1: absent) in the field's element type."""
+    fits.all(field, (int(v) for v in items), where)
+    return f"static const {FIELD_TYPES[field]} {ident}[{max(1, len(items))}] = {{{', '.join(items) or '-1'}}};"
+
+
+def _note_attrs(fits: Fits, attrs: dict[str, Any], where: str) -> None:
+    """Record the integer attributes _attrs_init writes (before ints become an array's name)."""
+    for key in _INT32:
+        v = attrs.get(key)
+        if isinstance(v, (list, tuple)):
+            fits.all(f"arena_attrs_t.{key}", (int(x) for x in v), where)
+        elif v is not None:
+            fits.add(f"arena_attrs_t.{key}", int(v), where)
 
 
 def c_comment(text: str) -> str:
-    return text.replace("*/", "* /").replace("/*", "/ *").encode("ascii", "replace").decode()
+    """Model text for inside a /* */ comment: printable ASCII but ``*``, ``?`` and ``\\``; those
+    and every other byte (UTF-8) as ``\\xNN``. No comment end, nested start, trigraph or line
+    splice can form, so a name cannot close the comment and inject C."""
+    return "".join(c if " " <= c <= "~" and c not in "*?\\" else "".join(f"\\x{b:02x}" for b in c.encode())
+                   for c in text)
 
 
 def _tensor_row(name: str, data: str, offset: int, size: int, elements: int, dtype: str,
-                shape: list[int], model_path: str) -> str:
+                shape: list[int], model_path: str, fits: Fits) -> str:
     if len(shape) > MAX_RANK:
         raise ArenaError(f"tensor {name!r} has rank {len(shape)}, the runtime supports up to {MAX_RANK}",
                          file=model_path, field="buffers")
+    where = f"tensor {name!r}"
+    for field, v in (("offset", offset), ("size", size), ("elements", elements), ("rank", len(shape))):
+        fits.add(f"arena_tensor_t.{field}", v, where)
+    fits.all("arena_tensor_t.shape", shape, where)
     dims = ", ".join(str(int(d)) for d in shape) or "0"
     return (f"    {{{c_string(name)}, {data}, {offset}u, {size}u, {elements}u, {dtype}, {len(shape)},"
             f" {{{dims}}}}},")
 
 
+# --- split arenas and weights in RAM (regions.py, region_gate.py) -----------
+
+def region_symbol(region: str) -> str:
+    """The C array of a split arena's region: arena_<region> (section .arena_<region>)."""
+    return f"arena_{sanitize(region)}"
+
+
+def _const_storage(plan_doc: dict[str, Any]) -> tuple[str, str, str]:
+    """(storage words, comment, section attribute) of the constants: ``static const`` in flash, or
+    (``weights: <region>``) writable arrays in section .weights_<region>, whose load image the
+    linker script keeps in flash and arena_init copies."""
+    region = (plan_doc.get("options") or {}).get("weights") or "flash"
+    if region == "flash":
+        return "static const ", "flash", ""
+    return ("static ", f"flash, copied to {c_comment(region)} at start-up: section .weights_{c_comment(region)}",
+            f' __attribute__((section(".weights_{sanitize(region)}")))')
+
+
+def _split_parts(plan_doc: dict[str, Any], sym: str, n_tensors: int) -> tuple[list[str], int, str]:
+    """(lines before the model struct, its arena_size, what follows its outputs) for a split
+    plan: the regions table (arena_<region> + 0 each: sequential sharing) and each tensor's
+    region index (plan order, then the constants at 0), the first region's size, and
+    "n_regions, regions, tensor_regions"; for a one-arena plan ([], arena_size, "0u, NULL, NULL")."""
+    regions = plan_doc.get("regions") or ()
+    if not regions:
+        return [], int(plan_doc["arena_size"]), ",\n    0u, NULL, NULL"
+    names = [r["name"] for r in regions]
+    index = [names.index(b["region"]) for b in plan_doc["buffers"]]
+    index += [0] * (n_tensors - len(index))
+    out = ["", "/* A split arena: the model's slice in each region, fastest first (the board's arena source",
+           "   defines the arrays), and each tensor's region. */"]
+    out += [f"extern uint8_t {region_symbol(r['name'])}[];" for r in regions]
+    out.append(f"static const arena_region_t {sym}_regions[{len(regions)}] = {{")
+    out += [f"    {{{c_string(r['name'])}, {region_symbol(r['name'])}, {int(r['arena_size'])}u}},"
+            for r in regions]
+    out.append("};")
+    out.append(f"static const uint8_t {sym}_tensor_regions[{max(1, len(index))}] = {{")
+    out.append(_wrap([str(i) for i in index], 32))
+    out.append("};")
+    return out, int(regions[0]["arena_size"]), f",\n    {len(regions)}u, {sym}_regions, {sym}_tensor_regions"
+
+
+def _split_arena_lines(regions: Sequence[dict[str, Any]], alignment: int) -> tuple[list[str], list[str], int]:
+    """(header lines, source lines, first region's bytes) of a split arena: one array per region
+    in its NOLOAD section, and ``arena`` an alias of the first."""
+    h, s = [], ["/* A split arena: one array per RAM region, fastest first (linker sections .arena_<region>,",
+                "   NOLOAD); arena is the first. */"]
+    for r in regions:
+        n, ident = int(r["arena"]), region_symbol(r["name"])
+        h.append(f"extern uint8_t {ident}[{max(1, n)}];")
+        s.append(f'__attribute__((section("{r["arena_section"]}"), aligned({max(16, int(alignment))}))) '
+                 f"uint8_t {ident}[{n}];" if n > 0 else
+                 f"uint8_t {ident}[1]; /* nothing planned here: kept out of {r['arena_section']} */")
+    first = int(regions[0]["arena"])
+    s.append(f'extern uint8_t arena[{max(1, first)}] __attribute__((alias("{region_symbol(regions[0]["name"])}")));')
+    return h, s, first
+
+
+def _weights_init(regions: Sequence[dict[str, Any]]) -> list[str]:
+    """arena_init: copy each .weights_<region> from its load image in flash (linker.py's symbols)."""
+    names = [sanitize(r["name"]) for r in regions if r.get("weights_section")]
+    if not names:
+        return []
+    s = ["", "/* Weights in RAM (weights: <region>): copied from their load image in flash. A constructor:",
+         "   startup code that runs the init array calls it before main (else call it first). */"]
+    for n in names:
+        s.append(f"extern uint8_t __weights_{n}_start[], __weights_{n}_end[], __weights_{n}_load[];")
+    s += ["__attribute__((constructor)) void arena_init(void)", "{"]
+    for n in names:
+        s += [f"    {{", f"        const uint8_t *src = __weights_{n}_load;",
+              f"        uint8_t *dst = __weights_{n}_start;",
+              f"        while (dst < __weights_{n}_end) {{", "            *dst++ = *src++;", "        }", "    }"]
+    return s + ["}"]
+
+
 # --- the board's arena ------------------------------------------------------
 
-def arena_sources(board: str, arena_size: int, bases: list[tuple[str, int]]) -> tuple[str, str]:
-    """(header, source) defining the board's arena and where each model starts in it."""
+def arena_sources(board: str, arena_size: int, bases: list[tuple[str, int]], alignment: int = 16,
+                  regions: Sequence[dict[str, Any]] = ()) -> tuple[str, str]:
+    """(header, source) defining the board's arena and where each model starts in it; the
+    array is aligned to the largest buffer alignment of the plans (at least 16).
+
+    regions: the report's ``regions`` (region_gate.to_doc): a split arena gets one array per
+    region (``arena`` the first, ``arena_size`` its bytes); copied weights get ``arena_init``."""
+    split = [r for r in regions if r.get("arena_section") not in (None, ".arena")]
+    if split:
+        split_h, split_s, arena_size = _split_arena_lines(split, alignment)
     B = sanitize(board).upper()
     syms = [sanitize(sym).lower() for sym, _ in bases]
     h = [f"/* Generated by arena_tool.codegen for board {c_comment(board)}. Do not edit. */",
@@ -409,20 +609,29 @@ def arena_sources(board: str, arena_size: int, bases: list[tuple[str, int]]) -> 
          f"#define ARENA_SIZE {int(arena_size)}u", f"#define ARENA_MODEL_COUNT {len(bases)}u"]
     for sym, (_, base) in zip(syms, bases):
         h.append(f"#define ARENA_BASE_{sym.upper()} {int(base)}u")
-    h += ["", f"extern uint8_t arena[{max(1, int(arena_size))}];", "", f"#endif /* ARENA_BOARD_{B}_H */", ""]
+    h += ["", *(split_h if split else []), f"extern uint8_t arena[{max(1, int(arena_size))}];", "",
+          f"#endif /* ARENA_BOARD_{B}_H */", ""]
     s = [f"/* Generated by arena_tool.codegen for board {c_comment(board)}. Do not edit. */",
-         '#include "arena_model.h"', "",
-         "/* The one activation arena (linker section .arena, NOLOAD). */",
-         f'__attribute__((section(".arena"), aligned(16))) uint8_t arena[{int(arena_size)}];' if arena_size > 0
-         else "uint8_t arena[1]; /* no activations: kept out of .arena, whose planned size is 0 */",
-         f"const uint32_t arena_size = {int(arena_size)}u;", ""]
+         '#include "arena_model.h"', ""]
+    if split:
+        s += split_s
+    else:
+        s += ["/* The one activation arena (linker section .arena, NOLOAD). */",
+              f'__attribute__((section(".arena"), aligned({max(16, int(alignment))}))) uint8_t arena[{int(arena_size)}];'
+              if arena_size > 0
+              else "uint8_t arena[1]; /* no activations: kept out of .arena, whose planned size is 0 */"]
+    s += [f"const uint32_t arena_size = {int(arena_size)}u;", ""]
     for sym in syms:
         s.append(f"extern const arena_model_t {sym}_model;")
     entries = [f"    {{&{sym}_model, {int(base)}u}}," for sym, (_, base) in zip(syms, bases)]
     s += ["", f"const arena_entry_t arena_entries[{max(1, len(bases))}] = {{"]
     s += entries or ["    {0, 0u}"]
-    s += ["};", f"const uint32_t arena_entry_count = {len(bases)}u;", ""]
-    return "\n".join(h), "\n".join(s)
+    s += ["};", f"const uint32_t arena_entry_count = {len(bases)}u;"]
+    s += _weights_init(regions)
+    fits = Fits()
+    fits.add("arena_size", arena_size, f"board {board!r}")
+    fits.all("arena_entry_t.base", [base for _, base in bases] or [0], f"board {board!r}")
+    return "\n".join(h), "\n".join(s + fits.asserts("arena_board"))
 
 
 # --- runtime: tflm ------------------------------------------------------------

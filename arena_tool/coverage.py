@@ -128,30 +128,113 @@ def _per_tensor(*scales: int) -> Rule:
     return rule
 
 
+def _every_output_named(op: Op, m: Lowered) -> str | None:
+    """Split writes every output: an unnamed one has no table row to write to."""
+    k = next((k for k, y in enumerate(op.outputs) if not y), None)
+    return None if k is None else f"output {k} is unnamed; the kernel writes every output (name it, or drop it)"
+
+
+def _read(m: Lowered) -> set[str]:
+    """Tensors some op reads, and the graph outputs."""
+    return {x for op in m.ops for x in op.inputs if x} | set(m.outputs)
+
+
+def _first_output_only(what: str) -> Rule:
+    """Kernels computing output 0 only: a later output that is read would be garbage."""
+    def rule(op: Op, m: Lowered) -> str | None:
+        named = [y for y in op.outputs[1:] if y]
+        used = [y for y in named if y in _read(m)] if named else []
+        return f"its output {used[0]!r} ({what}) is read, the kernel computes output 0 only" if used else None
+    return rule
+
+
+def _inference_mode(op: Op, m: Lowered) -> str | None:
+    """The kernels compute inference: BatchNormalization from the running statistics, Dropout
+    as the identity."""
+    if op.op_type == "BatchNormalization" and op.attrs.get("training_mode", 0):
+        return "training_mode=1 (batch statistics); the kernel normalizes with the running mean and variance"
+    flag = op.inputs[2] if op.op_type == "Dropout" and len(op.inputs) > 2 else ""
+    if flag:
+        value = m.graph.consts.get(flag)
+        arr = value.array() if value is not None else None
+        if arr is None or bool(np.asarray(arr).reshape(-1)[0]):
+            return f"training_mode {flag!r} is not a constant false; the kernel is the inference identity"
+    return None
+
+
+def _resize_exact(op: Op, m: Lowered) -> str | None:
+    """Resize-18 attributes that change the result and that lowering does not carry."""
+    a = m.graph.nodes[op.node].attrs
+    if a.get("antialias", 0):
+        return "antialias=1; the runtime resizes without an antialiasing filter"
+    policy = a.get("keep_aspect_ratio_policy", b"stretch")
+    policy = policy.decode() if isinstance(policy, bytes) else str(policy)
+    return None if policy == "stretch" else f"keep_aspect_ratio_policy {policy!r}; the runtime stretches"
+
+
+def _per_axis_only(op: Op, m: Lowered) -> str | None:
+    """Blocked quantization (opset 21's block_size) has several scales per axis index."""
+    b = op.attrs.get("block_size", 0)
+    return f"block_size {b} (blocked quantization); the kernel takes per-tensor or per-axis scales" if b else None
+
+
+def _shape(m: Lowered, name: str) -> tuple[int, ...] | None:
+    """An activation's or a constant's shape (None: unknown)."""
+    t = m.types.get(name)
+    if t is not None:
+        return tuple(t.shape)
+    c = m.constants.get(name)
+    return tuple(c.shape) if c is not None and c.shape is not None else None
+
+
+def _matrices(op: Op, m: Lowered) -> str | None:
+    """QLinearMatMul multiplies matrices (or stacks of them), never a 1-D operand."""
+    for x in (op.inputs[0], op.inputs[3] if len(op.inputs) > 3 else ""):
+        shape = _shape(m, x) if x else None
+        if shape is not None and len(shape) < 2:
+            return f"{x!r} has rank {len(shape)}; the kernel takes rank 2 or more"
+    return None
+
+
+ACC_LIMIT = (2 ** 31 - 1) // (255 * 255)  # products one int32 accumulator holds (the kernels' check)
+
+
+def _accumulates(op: Op, m: Lowered) -> str | None:
+    """Products per output: QLinearConv's C/group x kH x kW (from W), QLinearMatMul's K."""
+    w = _shape(m, op.inputs[3]) if len(op.inputs) > 3 and op.inputs[3] else None
+    if w is None or len(w) < 2:
+        return None
+    k = int(np.prod(w[1:])) if op.op_type == "QLinearConv" else int(w[-2])
+    return f"{k} products per output; the int32 accumulator takes up to {ACC_LIMIT}" if k > ACC_LIMIT else None
+
+
 MOVE = _dtypes(ANY)
 RULES: dict[str, tuple[Rule, ...]] = {
-    **{op: (MOVE,) for op in ("Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Dropout", "Transpose",
-                              "Split", "Concat")},
-    **{op: (_dtypes(FLOAT),) for op in ("Gemm", "MatMul", "Softmax", "BatchNormalization", "GlobalAveragePool",
+    **{op: (MOVE,) for op in ("Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat")},
+    "Dropout": (MOVE, _inference_mode),  # a mask output (bool) fails the dtype rule
+    "Split": (MOVE, _every_output_named),
+    "BatchNormalization": (_dtypes(FLOAT), _first_output_only("a training statistic"), _inference_mode),
+    **{op: (_dtypes(FLOAT),) for op in ("Gemm", "MatMul", "Softmax", "GlobalAveragePool",
                                         "Sigmoid", "LeakyRelu", "HardSigmoid", "HardSwish", "Tanh", "Exp", "Neg",
                                         "Abs", "Sqrt", "Erf", "Elu", "Sub", "Div", "PRelu", "LRN")},
     **{op: (_dtypes(FLOAT), _inputs_at_most(8)) for op in ("Add", "Mul", "Max", "Min", "Sum")},
     **{op: (_dtypes(FLOAT | INT8),) for op in ("Relu", "Clip", "GlobalMaxPool")},
     "Conv": (_dtypes(FLOAT), _spatial),
-    "MaxPool": (_dtypes(FLOAT | INT8), _spatial),
+    "MaxPool": (_dtypes(FLOAT | INT8), _spatial),  # an Indices output (int64) fails the dtype rule
     "AveragePool": (_dtypes(FLOAT), _spatial, _avg_dilations),
     "Pad": (MOVE, _needs("pads"), _pad_mode),
     "Slice": (MOVE, _needs("starts")),
-    "Resize": (MOVE, _needs("scales"), _resize),
+    "Resize": (MOVE, _needs("scales"), _resize, _resize_exact),
     "Upsample": (MOVE, _needs("scales"), _resize),
     "ReduceMean": (_dtypes(FLOAT), _needs("axes")),
-    "QuantizeLinear": (_quantize(FLOAT, INT8),),
-    "DequantizeLinear": (_quantize(INT8 | {"int32"}, FLOAT),),
-    "QLinearConv": (_dtypes(INT8), _spatial),
+    "QuantizeLinear": (_quantize(FLOAT, INT8), _per_axis_only),
+    "DequantizeLinear": (_quantize(INT8 | {"int32"}, FLOAT), _per_axis_only),
+    "QLinearConv": (_dtypes(INT8), _spatial, _accumulates),
     "QLinearAveragePool": (_dtypes(INT8), _spatial, _channels_first, _avg_dilations, _floor_mode),
     "QLinearGlobalAveragePool": (_dtypes(INT8), _channels_first),
     **{op: (_dtypes(INT8), _per_tensor(1, 4, 6)) for op in ("QLinearAdd", "QLinearMul")},
-    **{op: (_dtypes(INT8),) for op in ("QLinearMatMul", "QLinearConcat", "QLinearSoftmax", "QLinearSigmoid",
+    "QLinearMatMul": (_dtypes(INT8), _matrices, _accumulates),
+    **{op: (_dtypes(INT8),) for op in ("QLinearConcat", "QLinearSoftmax", "QLinearSigmoid",
                                        "QLinearLeakyRelu", "QLinearHardSwish")},
     "QGemm": (_quantize(INT8, INT8 | FLOAT),),
 }

@@ -55,8 +55,12 @@ HOST = "host"
 RUNTIME = Path(arena_tool.runtime_dir())
 APP = RUNTIME / "example"  # main.c, startup.c, semihost.h
 STACK = 4096  # the SCons tool's default stack reserve
-HOST_CFLAGS = ("-O2", "-g", "-std=c99", "-Wall", "-Wextra")
-TARGET_CFLAGS = ("-Os", "-g", "-std=c99", "-Wall", "-Wextra", "-ffunction-sections", "-fdata-sections")
+# -Werror=overflow: a table value that does not fit its field fails the compile (codegen also asserts it);
+# -Werror=trigraphs: so does a trigraph that changes the C (in a string, or splicing a comment line).
+STRICT_CFLAGS = ("-Werror=overflow", "-Wtrigraphs", "-Werror=trigraphs")
+HOST_CFLAGS = ("-O2", "-g", "-std=c99", "-Wall", "-Wextra", *STRICT_CFLAGS)
+TARGET_CFLAGS = ("-Os", "-g", "-std=c99", "-Wall", "-Wextra", *STRICT_CFLAGS, "-ffunction-sections",
+                 "-fdata-sections")
 TARGET_LDFLAGS = ("-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs", "-Wl,--gc-sections")
 TARGET_LIBS = ("-lm",)
 RTOL = 1e-4
@@ -150,10 +154,33 @@ def generate(out: Path, models: Sequence[tuple[str, str, dict[str, Any]]], board
         codegen.write(str(out / f"{stem}.c"), c)
         sources.append(out / f"{stem}.c")
     size = max((d["arena_size"] for _, _, d in models), default=0)
-    h, c = codegen.arena_sources(board, size, [(sym, 0) for sym, _, _ in models])
+    align = max([16] + [b.get("alignment", d["alignment"]) for _, _, d in models for b in d["buffers"]])
+    placed = board_regions([d for _, _, d in models], copies=board != HOST)
+    h, c = codegen.arena_sources(board, size, [(sym, 0) for sym, _, _ in models], align, placed)
     codegen.write(str(out / "arena_board.h"), h)
     codegen.write(str(out / "arena_board.c"), c)
     return sources + [out / "arena_board.c"]
+
+
+def board_regions(docs: Sequence[dict[str, Any]], copies: bool = True) -> list[dict[str, Any]]:
+    """The gate report's ``regions`` entries (region_gate.to_doc: what codegen and the linker
+    read) for plans run one after another: a split plan's regions (each the largest of the
+    models' arenas there), then the regions their weights are copied to (``weights: <region>``;
+    copies False: none, as on the host, where the weights stay initialized data in their section)."""
+    from arena_tool import regions
+
+    arena: dict[str, int] = {}
+    weights: dict[str, int] = {}
+    for d in docs:
+        for r in d.get("regions") or ():
+            arena[r["name"]] = max(arena.get(r["name"], 0), int(r["arena_size"]))
+        w = (d.get("options") or {}).get("weights") or "flash"
+        if copies and w != "flash":
+            weights[w] = weights.get(w, 0) + regions.weights_ram_bytes_doc(d)
+    names = list(arena) + sorted(n for n in weights if n not in arena)
+    return [{"name": n, "origin": 0, "length": 1, "arena": arena.get(n, 0), "weights": weights.get(n, 0),
+             "reserve": 0, "limit": 0, "headroom": 0, "arena_section": f".arena_{n}" if n in arena else None,
+             "weights_section": f".weights_{n}" if n in weights else None} for n in names]
 
 
 def input_source(models: Sequence[tuple[str, Sequence[tuple[str, np.ndarray]]]]) -> str:
@@ -227,7 +254,8 @@ def elf_command(out: Path, generated: Sequence[Path], board: Any, script: Path, 
 
 def build_elf(out: Path, generated: Sequence[Path], board: Any, arena_size: int, *, stack: int = STACK,
               cflags: Sequence[str] = TARGET_CFLAGS, ldflags: Sequence[str] = TARGET_LDFLAGS,
-              libs: Sequence[str] = TARGET_LIBS, elf_name: str = "firmware.elf", arena_align: int = 16) -> Path:
+              libs: Sequence[str] = TARGET_LIBS, elf_name: str = "firmware.elf", arena_align: int = 16,
+              regions: Sequence[dict[str, Any]] = ()) -> Path:
     """Link the firmware for ``board`` (a Board or its name) with the linker script for an arena of
     ``arena_size`` bytes in its default region and ``stack`` bytes of stack reserve.
     ArenaError when the arena cannot fit; CalledProcessError when the compiler fails."""
@@ -238,8 +266,10 @@ def build_elf(out: Path, generated: Sequence[Path], board: Any, arena_size: int,
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     script = out / f"{board.name}.ld"
+    for r in regions:  # an unknown region is the user's: ArenaError with a did-you-mean
+        board.region(r["name"])
     linker.write(str(script), linker.render(board, board.default_region, arena_size, stack, 0,
-                                            arena_align=arena_align))
+                                            arena_align=arena_align, regions=regions))
     elf = out / elf_name
     _compile(elf_command(out, generated, board, script, elf, cflags, ldflags, libs))
     return elf
@@ -490,7 +520,7 @@ def build_and_run(out: Path, symbol: str, model_path: str, doc: dict[str, Any], 
             exe = build_host(out, gen, cflags)
         else:
             cflags = [*board.cpu.gcc_flags(), *TARGET_CFLAGS]
-            exe = build_elf(out, gen, board, int(doc["arena_size"]))
+            exe = build_elf(out, gen, board, int(doc["arena_size"]), regions=board_regions([doc]))
     except subprocess.CalledProcessError as e:
         first = next((ln for ln in (e.stderr or "").splitlines() if "error" in ln), (e.stderr or "").strip()[:300])
         raise ArenaError(f"the firmware does not compile: {first}", field="run", exit_code=EXIT_BUG,
@@ -560,12 +590,13 @@ def report_doc(*, model: str, doc: dict[str, Any], board: str, machine: str | No
                input_kind: str, input_file: str | None, seed: int | None, inputs: Sequence[TensorSpec],
                gaps: Sequence[Any] = (), fw: Firmware | None = None,
                comparisons: Sequence[Comparison] = (), error: str | None = None) -> dict[str, Any]:
-    """The --json document (schemas/run.schema.json)."""
+    """The --json document (schemas/run.schema.json); paths relative to the current folder when inside it."""
     from arena_tool import planfile
+    from arena_tool.manifest_cache import project_path
 
     return {
         "format_version": FORMAT_VERSION,
-        "model": model.replace("\\", "/"),
+        "model": project_path(model),
         "model_sha256": doc["model_sha256"],
         "board": board,
         "machine": machine,
@@ -573,7 +604,7 @@ def report_doc(*, model: str, doc: dict[str, Any], board: str, machine: str | No
         "planner": doc["planner"],
         "alignment": doc["alignment"],
         "options": planfile.options_doc(planfile.options_from_doc(doc)),
-        "input": {"kind": input_kind, "file": input_file, "seed": seed},
+        "input": {"kind": input_kind, "file": input_file and project_path(input_file), "seed": seed},
         "inputs": [{"name": s.name, "dtype": s.dtype, "shape": list(s.shape)} for s in inputs],
         "arena_size": int(doc["arena_size"]),
         "lower_bound": int(doc["lower_bound"]),
@@ -643,6 +674,11 @@ def run(model: str, board_name: str, options: Any, planner: str, params: Any, *,
     out = out or sys.stdout
     err = err or sys.stderr
     board = resolve_board(board_name)
+    if board is not None and options.weights != "flash":
+        try:
+            board.region(options.weights)
+        except ArenaError as e:
+            raise e.located(field="--weights") from None
     pm = planning.plan_model(model, options, planner, params)
     doc = pm.doc
     lowered = planfile.lowered_model(model, doc)

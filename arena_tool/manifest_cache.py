@@ -3,9 +3,11 @@ reused while no input changed.
 
 ``cached(path, board_dirs, cache_file)`` returns ``manifest.to_doc(load(...))``
 and stores it, keyed by the (path, mtime, size) of the manifest, every board
-and model file it read, every board folder (a new board file changes the
-folder's mtime) and the loader's own sources. On a hit nothing but ``json``
-and ``os`` is imported: no PyYAML, no jsonschema, not even the dataclasses of
+and model file it read and every board folder (a new board file changes the
+folder's mtime), and by ``package_digest()``: the bytes of every ``.py`` and
+``.json`` of the package and of its schemas, so no hand-kept list of the
+loader's sources can miss one. On a hit nothing but ``json``, ``os`` and
+``hashlib`` is imported: no PyYAML, no jsonschema, not even the dataclasses of
 ``manifest`` (building those types costs milliseconds a no-op build need not
 spend). On a miss it loads the manifest for real; errors are ArenaErrors as
 from ``manifest.load``.
@@ -13,6 +15,7 @@ from ``manifest.load``.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any, Iterable
@@ -31,28 +34,57 @@ def _stamp(paths: Iterable[str]) -> list[list[Any]]:
     return out
 
 
-def _sources() -> list[str]:
-    """The files whose change can change what ``manifest.load`` returns."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    names = ["manifest.py", "manifest_cache.py", "boards.py", "yamlio.py", "problem.py", "errors.py",
-             os.path.join("planners", "__init__.py")]
-    schemas = os.path.join(os.path.dirname(here), "schemas")
-    return [os.path.join(here, n) for n in names] + [
-        os.path.join(schemas, n) for n in ("manifest.schema.json", "board.schema.json")]
+def package_files(package: str | None = None, schemas: str | None = None) -> list[str]:
+    """Every ``.py`` and ``.json`` under the package folder (default: this package) and in its
+    schemas folder (default: ``schema.schema_dir()``), sorted: what arena's loaders and
+    generators are made of, found by walking rather than listed by hand."""
+    package = package or os.path.dirname(os.path.abspath(__file__))
+    if schemas is None:
+        from arena_tool.schema import schema_dir
+
+        schemas = str(schema_dir())
+    files = []
+    for folder, dirs, names in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        files += [os.path.join(folder, n) for n in sorted(names) if n.endswith((".py", ".json"))]
+    if os.path.isdir(schemas):
+        files += [os.path.join(schemas, n) for n in sorted(os.listdir(schemas)) if n.endswith(".json")]
+    return files
+
+
+@functools.lru_cache(maxsize=None)
+def package_digest() -> str:
+    """``files_digest(package_files())``: one value that changes with any edit to arena itself
+    and is the same for every clone; computed once per process (about a millisecond)."""
+    return files_digest(package_files())
+
+
+def files_digest(files: Iterable[str]) -> str:
+    """sha256 over each file's last two path parts (``arena_tool/schema.py``) and its bytes."""
+    import hashlib
+
+    total = hashlib.sha256()
+    for path in files:
+        name = os.path.basename(os.path.dirname(path)) + "/" + os.path.basename(path)
+        total.update(name.encode() + b"\0")
+        with open(path, "rb") as f:
+            total.update(hashlib.sha256(f.read()).digest())
+    return total.hexdigest()
 
 
 def _watched(doc: dict[str, Any]) -> list[str]:
-    return list(doc["inputs"]) + list(doc["board_dirs"]) + _sources()
+    return list(doc["inputs"]) + list(doc["board_dirs"])
 
 
 def cached(path: str, board_dirs: tuple[str, ...], cache_file: str) -> dict[str, Any]:
     """``manifest.to_doc(manifest.load(path, board_dirs))``, from the cache when still valid."""
-    key = [FORMAT, path, list(board_dirs)]
+    key = [FORMAT, path, list(board_dirs), package_digest()]
     try:
         with open(cache_file, encoding="utf-8") as f:
             entry = json.load(f)
         if entry["key"] == key and entry["stamps"] == _stamp(_watched(entry["manifest"])):
-            return entry["manifest"]
+            hit: dict[str, Any] = entry["manifest"]
+            return hit
     except (OSError, ValueError, KeyError, TypeError):
         pass
     from arena_tool import manifest
@@ -68,12 +100,11 @@ def cached(path: str, board_dirs: tuple[str, ...], cache_file: str) -> dict[str,
 def summary(report_paths: list[str], cache_file: str) -> str:
     """``report.summary`` of these reports, kept in ``cache_file`` with their stamps.
 
-    Keyed by the (path, mtime, size) of every report and of ``report.py``: a
-    no-op build prints the end-of-build table without importing
-    ``arena_tool.report`` (a few milliseconds of dataclass set-up).
+    Keyed by the (path, mtime, size) of every report and by ``package_digest()``
+    (the code that renders them): a no-op build prints the end-of-build table
+    without importing ``arena_tool.report`` (a few milliseconds of dataclass set-up).
     """
-    here = os.path.dirname(os.path.abspath(__file__))
-    stamps = _stamp(list(report_paths) + [os.path.join(here, "report.py")])
+    stamps = [package_digest(), *_stamp(report_paths)]
     try:
         with open(cache_file, encoding="utf-8") as f:
             entry = json.load(f)
@@ -94,6 +125,16 @@ def summary(report_paths: list[str], cache_file: str) -> str:
     except OSError:
         pass  # only an optimisation
     return text
+
+
+def project_path(path: str, root: str | None = None) -> str:
+    """``path`` as outputs record it: relative to ``root`` (the project; default the current
+    folder, where SCons runs every action) when it lies inside, so two clones at different
+    places write the same bytes; else as given. Forward slashes either way."""
+    base = os.path.abspath(root or os.curdir)
+    rel = os.path.relpath(os.path.abspath(path), base)
+    inside = rel != os.pardir and not rel.startswith(os.pardir + os.sep) and not os.path.isabs(rel)
+    return (rel if inside else path).replace(os.sep, "/")
 
 
 def select_names(names: list[str], spec: str | None, file: str) -> list[str]:

@@ -7,7 +7,8 @@ external data whose location leaves the model's folder (``../``, an absolute
 path, a symlink out), unless the caller allows it -> reject
 subgraph ops (If/Loop/Scan) -> stable topological order -> onnx.checker -> pin
 symbolic input dims -> repeat {shape inference, constant folding} until nothing
-new folds -> every activation must have a static shape.
+new folds -> every stated type (value_info, graph outputs) must be what the ops
+compute -> every activation must have a static shape.
 
 Constant folding (onnx_fold): ops whose inputs are all constant, and Shape/Size of
 statically shaped tensors, are folded: they never run and cost no arena.
@@ -139,6 +140,7 @@ def load(path: str, input_shapes: Sequence[tuple[str, Sequence[int]]] = (), *,
     nodes = _nodes(graph)
     folder = Folder(model, nodes, order, pinned, path)
     folder.run()
+    check_stated_shapes(folder, model, nodes, path)
     schedule = tuple(i for i in order if i not in folder.folded)
     outputs = tuple(v.name for v in graph.output)
     opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=1)
@@ -401,6 +403,67 @@ def _stable_names(graph: onnx.GraphProto) -> list[str]:
 
 
 # --- the static-shape contract ---------------------------------------------------------------
+
+def check_stated_shapes(folder: Folder, model: onnx.ModelProto, nodes: Sequence[Node], path: str) -> None:
+    """Every type the model states (value_info, graph outputs) is what its ops compute.
+
+    onnx shape inference keeps a stated shape where it disagrees (outside strict mode), so
+    a wrong value_info would be planned as stated and the firmware would overrun or
+    under-fill that buffer. Inference is rerun with every stated type removed; wherever it
+    then finds a type, the stated one must agree: same element type, same rank, equal
+    dims where both are numbers. Tensors only a stated type describes (outputs of custom
+    ops) are not compared.
+    """
+    stated = {vi.name: ("graph output", vi) for vi in model.graph.output}
+    stated.update({vi.name: ("value_info", vi) for vi in model.graph.value_info if vi.name not in stated})
+    if not stated:
+        return
+    computed = _computed_types(folder._inference_model())
+    producer = {o: n for n in nodes for o in n.outputs if o}
+    for name in sorted(stated):
+        kind, vi = stated[name]
+        said, got = type_of(vi), computed.get(name)
+        if said is None or got is None or not _contradicts(said, got):
+            continue
+        node = producer.get(name)
+        by = f"node {node.name!r} ({node.op_type}) computes" if node is not None else "its ops compute"
+        fix = (f"remove or correct the value_info of {name!r} (onnx.shape_inference.infer_shapes recomputes it)"
+               if kind == "value_info" else f"give graph output {name!r} the type {_shown(got)} or no shape")
+        fail(f"{kind} {name!r} states {_shown(said)} but {by} {_shown(got)}", file=path,
+             field=f"graph.{'output' if kind == 'graph output' else 'value_info'}.{name}", hint=fix)
+
+
+def _computed_types(m: onnx.ModelProto) -> dict[str, tuple[int, Any]]:
+    """Types onnx infers for ``m`` with its value_info and graph-output shapes removed."""
+    del m.graph.value_info[:]
+    for vi in m.graph.output:
+        vi.type.tensor_type.ClearField("shape")
+    try:
+        inferred = onnx.shape_inference.infer_shapes(m, check_type=False, strict_mode=False, data_prop=True)
+    except Exception:  # noqa: BLE001 - the folder's own inference already reported real failures
+        return {}
+    types: dict[str, tuple[int, Any]] = {}
+    for info in [*inferred.graph.value_info, *inferred.graph.output]:
+        t = type_of(info)
+        if t is not None and t[1] is not None:
+            types[info.name] = t
+    return types
+
+
+def _contradicts(said: tuple[int, Any], got: tuple[int, Any]) -> bool:
+    if said[0] and got[0] and said[0] != got[0]:
+        return True
+    if said[1] is None or got[1] is None:
+        return False
+    return len(said[1]) != len(got[1]) or any(
+        isinstance(a, int) and isinstance(b, int) and a != b for a, b in zip(said[1], got[1]))
+
+
+def _shown(t: tuple[int, Any]) -> str:
+    elem = TensorProto.DataType.Name(t[0]).lower() if t[0] else "?"
+    dims = "(unknown rank)" if t[1] is None else "[" + ", ".join("?" if d is None else str(d) for d in t[1]) + "]"
+    return f"{elem} {dims}"
+
 
 def _static_types(folder: Folder, nodes: Sequence[Node], schedule: Sequence[int], inputs: Sequence[str],
                   pinned: Mapping[str, onnx.ValueInfoProto], path: str, opset: int) -> dict[str, TensorType]:

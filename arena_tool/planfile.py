@@ -15,7 +15,8 @@ import numpy as np
 
 from arena_tool import __version__
 from arena_tool.errors import CheckFailed
-from arena_tool.problem import ModelOptions, ModelProblem, Plan, Problem, Quant, lower_bound
+from arena_tool.manifest_cache import project_path
+from arena_tool.problem import ModelOptions, ModelProblem, Plan, Problem, Quant, Tensor, lower_bound
 from arena_tool.schema import check_json, read_json, write_atomic
 
 if TYPE_CHECKING:
@@ -32,7 +33,8 @@ def model_kind(mp: ModelProblem) -> str:
 def build(mp: ModelProblem, plan: Plan, problem: Problem, k: int = 1,
           baselines: dict[str, int | None] | None = None) -> dict[str, Any]:
     """The plan document for mp planned as ``problem`` (mp.problem()) by ``plan``; baselines:
-    the lower bounds without scheduling / in-place depthwise (planning._baselines)."""
+    the lower bounds without scheduling / in-place depthwise (planning._baselines). The model
+    is named relative to the current folder when inside it (manifest_cache.project_path)."""
     root_offset = {b.name: o for b, o in zip(problem.buffers, plan.offsets)}
     root_size = {b.name: b.size for b in problem.buffers}
     opts = mp.options
@@ -42,7 +44,7 @@ def build(mp: ModelProblem, plan: Plan, problem: Problem, k: int = 1,
     return {
         "format_version": FORMAT_VERSION,
         "arena_tool_version": __version__,
-        "model": mp.model,
+        "model": project_path(mp.model),
         "model_kind": model_kind(mp),
         **extra,
         "model_sha256": mp.model_sha256,
@@ -56,7 +58,7 @@ def build(mp: ModelProblem, plan: Plan, problem: Problem, k: int = 1,
         "optimal": plan.optimal,
         "status": plan.status,
         "weights_bytes": mp.weights_bytes,
-        "baselines": baselines or {"graph_order": None, "no_inplace_depthwise": None},
+        "baselines": baselines or {"graph_order": None, "no_inplace_depthwise": None, "sequential": None},
         "integer_ops": mp.integer_ops,
         "qdq_fused": mp.qdq_fused,
         "schedule": [
@@ -85,6 +87,7 @@ def build(mp: ModelProblem, plan: Plan, problem: Problem, k: int = 1,
                 "last_op": t.last_op,
                 "alias_of": t.alias_of,
                 "quant": quant_doc(t.quant),
+                **({"alignment": t.alignment} if t.alignment else {}),
             }
             for t in mp.tensors
         ],
@@ -132,7 +135,8 @@ def write(path: str, doc: dict[str, Any]) -> None:
 
 
 def read(path: str) -> dict[str, Any]:
-    return read_json(path, "plan file", "make one with 'arena-tool plan MODEL -o PLAN'", schema="plan")
+    doc: dict[str, Any] = read_json(path, "plan file", "make one with 'arena-tool plan MODEL -o PLAN'", schema="plan")
+    return doc
 
 
 def offsets(doc: dict[str, Any]) -> dict[str, int]:
@@ -143,9 +147,13 @@ def offsets(doc: dict[str, Any]) -> dict[str, int]:
 def check(doc: dict[str, Any], mp: ModelProblem, plan_path: str) -> list[str]:
     """Every way the plan disagrees with the model it claims to plan; [] when it holds.
 
-    mp is the model re-derived with the plan's own options. Pairs are checked
-    naively (O(n^2)) with each tensor's own live range; two tensors of one
-    alias group share bytes by design and are not compared.
+    mp is the model re-derived with the plan's own options. Everything codegen and
+    the gate take from the plan is compared with it: the schedule (order, names,
+    op types, inputs, outputs, workspaces), each buffer's kind, shape, elements,
+    dtype, quant, size, live range and alias (an alias at its root's offset), the
+    offsets (aligned, inside arena_size), lower_bound and the model-wide totals.
+    Pairs are checked naively (O(n^2)) with each tensor's own live range; two
+    tensors of one alias group share bytes by design and are not compared.
     """
     problems: list[str] = []
     kind = doc.get("model_kind", "onnx")
@@ -156,9 +164,11 @@ def check(doc: dict[str, Any], mp: ModelProblem, plan_path: str) -> list[str]:
         return [problem]
     if doc["model_sha256"] != mp.model_sha256:
         problems.append(f"model bytes changed since planning (sha256 {doc['model_sha256'][:12]}… vs {mp.model_sha256[:12]}…)")
+    problems += _totals(doc, mp)
     align = doc["alignment"]
     arena = doc["arena_size"]
     planned = {b["name"]: b for b in doc["buffers"]}
+    problems += _duplicates(doc["buffers"])
     for name in sorted(set(planned) - {t.name for t in mp.tensors}):
         problems.append(f"buffer {name} is not an arena tensor of the model")
     for t in mp.tensors:
@@ -175,17 +185,22 @@ def check(doc: dict[str, Any], mp: ModelProblem, plan_path: str) -> list[str]:
             problems.append(f"{t.name}: alias_of {b['alias_of']!r}, the model allows {t.alias_of!r}")
         if b["dtype"] != t.dtype:
             problems.append(f"{t.name}: dtype {b['dtype']}, the model runs it as {t.dtype}")
-        if b["offset"] % align:
-            problems.append(f"{t.name}: offset {b['offset']} is not a multiple of the alignment {align}")
+        problems += _described(t, b)
+        need = max(align, t.alignment or 1)
+        if b["offset"] % need:
+            problems.append(f"{t.name}: offset {b['offset']} is not a multiple of the alignment {need}")
         if b["offset"] + b["size"] > arena:
             problems.append(f"{t.name}: ends at {b['offset'] + b['size']} B, past arena_size {arena} B")
     bufs = doc["buffers"]
+    problems += _alias_offsets(bufs)
     group = [b["alias_of"] or b["name"] for b in bufs]
     col = {k: np.array([b[k] for b in bufs], dtype=np.int64) for k in ("first_op", "last_op", "offset", "size")}
     first, last, off, size = col["first_op"], col["last_op"], col["offset"], col["size"]
+    names = sorted({str(b.get("region", "")) for b in bufs})  # a split plan: pairs meet only in one region
+    reg = np.array([names.index(str(b.get("region", ""))) for b in bufs], dtype=np.int64)
     for i, a in enumerate(bufs):  # every pair, naively; numpy runs one row of the pair matrix
         rest = slice(i + 1, None)
-        hit = (first[i] <= last[rest]) & (first[rest] <= last[i]) & \
+        hit = (first[i] <= last[rest]) & (first[rest] <= last[i]) & (reg[i] == reg[rest]) & \
             (off[i] < off[rest] + size[rest]) & (off[rest] < off[i] + size[i])
         for j in (i + 1 + np.flatnonzero(hit)).tolist():
             b = bufs[j]
@@ -199,7 +214,51 @@ def check(doc: dict[str, Any], mp: ModelProblem, plan_path: str) -> list[str]:
     bound = lower_bound(planned_as.problem().buffers)
     if arena < bound:
         problems.append(f"arena_size {arena} B is below the lower bound {bound} B")
+    if doc["lower_bound"] != bound:
+        problems.append(f"lower_bound {doc['lower_bound']} B, the model's is {bound} B")
+    if doc.get("regions"):
+        from arena_tool import regions
+
+        problems += regions.check(doc)
     return problems
+
+
+def _totals(doc: dict[str, Any], mp: ModelProblem) -> list[str]:
+    """The plan's model-wide numbers: the gate checks the flash with weights_bytes."""
+    out = []
+    for key in ("weights_bytes", "integer_ops", "qdq_fused"):  # the last two optional in the schema
+        if key in doc and doc[key] != getattr(mp, key):
+            out.append(f"{key} {doc[key]}, the model's is {getattr(mp, key)}")
+    return out
+
+
+def _duplicates(bufs: list[dict[str, Any]]) -> list[str]:
+    """Buffer names listed twice: codegen would give one tensor two rows."""
+    counts: dict[str, int] = {}
+    for b in bufs:
+        counts[b["name"]] = counts.get(b["name"], 0) + 1
+    return [f"buffer {name} is listed {n} times" for name, n in sorted(counts.items()) if n > 1]
+
+
+def _described(t: Tensor, b: dict[str, Any]) -> list[str]:
+    """What codegen copies into the tables as it stands: kind, shape, elements (and quant, where
+    the plan states it)."""
+    want = {"kind": t.kind, "shape": list(t.shape), "elements": t.elements, "quant": quant_doc(t.quant)}
+    return [f"{t.name}: {key} {b[key]!r}, the model's is {value!r}"
+            for key, value in want.items() if key in b and b[key] != value]
+
+
+def _alias_offsets(bufs: list[dict[str, Any]]) -> list[str]:
+    """An alias shares its root's bytes: at another offset the pair check (which skips a
+    group) would not see the two overlap."""
+    offset = {b["name"]: b["offset"] for b in bufs if b["alias_of"] is None}
+    out = []
+    for b in bufs:
+        root = b["alias_of"]
+        if root is not None and offset.get(root) != b["offset"]:
+            where = "is not a root buffer of the plan" if root not in offset else f"is at offset {offset[root]}"
+            out.append(f"{b['name']}: offset {b['offset']}, but its alias_of {root} {where}")
+    return out
 
 
 def _in_plan_order(doc: dict[str, Any], mp: ModelProblem) -> tuple[ModelProblem, str | None]:
@@ -217,12 +276,45 @@ def _in_plan_order(doc: dict[str, Any], mp: ModelProblem) -> tuple[ModelProblem,
     if len(doc["schedule"]) != len(mp.schedule):
         return mp, f"schedule: {len(doc['schedule'])} steps, the model runs {len(mp.schedule)} ops"
     for k, (s, t) in enumerate(zip(doc["schedule"], mp.schedule)):
-        for key in ("op_type", "domain", "inputs", "outputs", "workspace"):
+        for key in ("name", "op_type", "domain", "fused", "inputs", "outputs", "workspace"):
             want = getattr(t, key)
             want = list(want) if isinstance(want, tuple) else want
-            if s[key] != want:
-                return mp, f"schedule[{k}]: {key} {s[key]!r}, the model's op {t.node} has {want!r}"
+            got = s.get(key, [] if key == "fused" else "")  # domain and fused are optional
+            if got != want:
+                return mp, f"schedule[{k}]: {key} {got!r}, the model's op {t.node} has {want!r}"
     return mp, None
+
+
+REPLAN_HINT = "delete the plan file and build again (arena re-plans the model), or re-plan it with 'arena-tool plan'"
+
+
+def verified(plan_path: str, model_path: str) -> tuple[dict[str, Any], "Lowered"]:
+    """The plan at ``plan_path`` and the lowered model it plans, once ``check`` finds nothing wrong.
+
+    What the build makes tables from: a plan edited by hand, damaged, or left by an
+    interrupted build is one CheckFailed (exit 1) naming the plan file, never C tables.
+    """
+    doc = read(plan_path)
+    lowered = lowered_model(model_path, doc)
+    problems = check(doc, _derived(lowered, doc), plan_path)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise CheckFailed(f"the plan does not match {model_path}: {problems[0]}{more}", file=plan_path,
+                          hint=REPLAN_HINT)
+    return doc, lowered
+
+
+def _derived(lowered: "Lowered", doc: dict[str, Any]) -> ModelProblem:
+    """The model's problem under the plan's options, in the plan's op order where that is one
+    (else in the model's: ``check`` then says what is wrong with the order)."""
+    from arena_tool import liveness
+    from arena_tool.errors import ArenaError
+
+    opts = options_from_doc(doc)
+    try:
+        return liveness.build(lowered, opts, order=[s["node"] for s in doc["schedule"]])
+    except ArenaError:
+        return liveness.build(lowered, opts)
 
 
 def require_valid(doc: dict[str, Any], mp: ModelProblem, plan_path: str) -> None:

@@ -161,7 +161,7 @@ def test_generated_c_compiles_warning_free(tmp_path, example_docs, compiler):
 def test_identifiers_are_sanitized_and_collisions_resolved_in_order():
     assert codegen.unique_ids(["a.b", "a_b", "A:B", "1x", "", "a_b_2"]) == \
         ["a_b", "a_b_2", "A_B_3", "t_1x", "t_", "a_b_2_2"]
-    assert codegen.c_string('a"b\\c\n?') == '"a\\"b\\\\c\\012\\077"'
+    assert codegen.c_string('a"b\\c\n?') == '"a\\"b\\\\c\\012\\?"'
 
 
 def test_float_literals_are_exact():

@@ -554,11 +554,16 @@ def test_same_named_sources_and_user_ccflags(tmp_path: Path) -> None:
     compiles = [ln for ln in p.stdout.splitlines() if " -c " in ln]
     assert compiles and all("-DAPP_FLAG=7" in ln and "-Iinc" in ln for ln in compiles), compiles
     assert (proj / "build" / "mps2_an500" / "firmware.elf").is_file()
-    # The ELF check disagreeing with the gate (here: a tampered gate report) fails the ELF and says so
-    # in the report (status error), deleting the ELF.
+    # The ELF check disagreeing with the gate (here: a tampered gate report, at the size and timestamp
+    # SCons recorded, so that it is taken for the gate's own output) fails the ELF and says so in the
+    # report (status error), deleting the ELF.
     gate = proj / "build" / "mps2_an500" / "arena_gate.json"
-    doc = json.loads(gate.read_text())
-    gate.write_text(json.dumps(dict(doc, arena_size=doc["arena_size"] + 4096), indent=1) + "\n")
+    text, st = gate.read_text(), gate.stat()
+    doc = json.loads(text)
+    tampered = report.dumps(dict(doc, arena_size=doc["arena_size"] + 4096))
+    assert len(tampered) == len(text)
+    gate.write_text(tampered)
+    os.utime(gate, ns=(st.st_atime_ns, st.st_mtime_ns))
     (proj / "build" / "mps2_an500" / "firmware.elf").unlink()
     q = scons(proj, "board=mps2_an500")
     assert q.returncode == 1, q.stdout + q.stderr

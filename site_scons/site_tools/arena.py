@@ -20,6 +20,9 @@ Then per board, under ``build/<board>/``::
                                every op against what arena's runtime executes
     gen/arena_board.{c,h}      (ArenaGate, once it passes: the arena and the model entries)
     <board>.ld                 (ArenaGate: what ArenaLinkerScript writes from report and board file)
+    arena_fragment.ld          instead, with ``linker: fragment``: arena's sections and ASSERTs for the
+                               project's own ``linker_script`` to INCLUDE (linker_fragment; the gate
+                               also checks that script); the link is ``-T <linker_script> -L build/<board>``
     firmware.elf               the link (when arm-none-eabi-gcc is on PATH), then the ELF check
     arena_report.json          ArenaReport  <- arena_gate.json [, firmware.elf]: the gate's report,
                                with RAM and flash measured on the ELF when linked
@@ -50,9 +53,11 @@ compiles once per flag set, not once per board. Every compile sees the user's
 ``arena_model.h``), and the environment's own ``CCFLAGS``/``CFLAGS``/
 ``CPPDEFINES``/``LINKFLAGS``/``LIBS`` after arena's (so a user's flag wins).
 Build variables: ``board=``, ``VERBOSE=1``, ``link=0`` (stop after generation),
-``gcc_prefix=`` (default ``arm-none-eabi-``).
+``gcc_prefix=`` (default ``arm-none-eabi-``). ``ARENA_PROGRESS=1`` in the
+environment shows the planner's status line during long searches (off by
+default: it would garble the build's output).
 
-Every arena output also depends on ``arena_tool/**/*.py`` and
+Every arena output also depends on ``arena_tool/**/*.{py,json}`` and
 ``schemas/*.json``: editing the generator rebuilds what it generates. The gate
 runs before anything is compiled (every object requires the gates of the
 boards that share it); when a board fails it (status over or unsupported) it
@@ -63,6 +68,15 @@ overflowed). ``scons -h`` lists the boards; ``VERBOSE=1`` shows full command
 lines; ``scons board=NAME run`` runs the ELF under QEMU for boards with a QEMU
 machine; the end of every build prints a per-board summary with PlatformIO-style
 RAM and Flash lines.
+
+Integrity: C tables are made only from a plan ``planfile.check`` finds true to
+its model (else one error naming the plan, exit 1). Every target of arena's
+environments is reused only while its file is the one the signature database
+recorded (``_verify_targets``): a build killed before SCons wrote .sconsign
+leaves no output a later build accepts. Paths in outputs are relative to the
+project (the SConstruct's folder) and objects are compiled with
+``-ffile-prefix-map=<project>=.``, so clones at different paths build the same
+bytes.
 
 This module only wires: all work happens in ``arena_tool`` calls, imported
 inside the actions so reading the SConstruct stays cheap. Per-build values
@@ -180,19 +194,63 @@ def _write_views(state, json_path: str, doc, elf=None) -> None:
     htmlreport.write(json_path, doc, htmlreport.Memory.of_target(t), elf)
 
 
+# ---------------------------------------------------------------- reuse only what was recorded
+
+
+def _verify_targets(env) -> None:
+    """Make ``env``'s Decider also rebuild a target whose file is not the one SCons recorded.
+
+    SCons writes its signature database (.sconsign) at the end of a build, so a build killed
+    after writing new outputs leaves files that the old records do not describe; once the edit
+    is reverted, every input matches those records again and the stale files would be reused
+    for ever. Each target's recorded content hash (sconsign's csig, which sits beside the hashes
+    of the inputs it was built from) is compared with its file before reuse: by timestamp and
+    size first (as max_drift trusts a stored checksum; SCons keeps whole seconds, so a file
+    rewritten within the recorded second at the same size passes), by content when those differ.
+    """
+    inner_source, inner_target = env.decide_source, env.decide_target
+    verdicts: dict = {}
+
+    def decide(dependency, target, prev_ni, repo_node=None) -> bool:
+        inner = inner_target if dependency.has_builder() else inner_source
+        changed = inner(dependency, target, prev_ni, repo_node)
+        return changed or not _as_recorded(target, verdicts)
+
+    env.Decider(decide)
+
+
+def _as_recorded(target, verdicts: dict) -> bool:
+    """Whether ``target``'s file is the one its stored signature describes (True when nothing is
+    recorded or the file is missing: SCons rebuilds those anyway)."""
+    ninfo = getattr(target.get_stored_info(), "ninfo", None)
+    csig = getattr(ninfo, "csig", None)
+    if not csig or not hasattr(target, "get_content_hash") or not target.exists():
+        return True
+    stamp = (target.get_timestamp(), target.get_size())
+    if stamp == (getattr(ninfo, "timestamp", None), getattr(ninfo, "size", None)):
+        return True
+    key = (target.get_abspath(), stamp)
+    if key not in verdicts:
+        verdicts[key] = target.get_content_hash() == csig
+    return verdicts[key]
+
+
 # ---------------------------------------------------------------- actions
 
 
 @_guarded
 def _plan_action(target, source, env) -> None:
-    from arena_tool import planfile, planning, planners
+    from arena_tool import planfile, planning, planners, progress
     from arena_tool.problem import ModelOptions
 
     spec = json.loads(source[1].read())
     options = ModelOptions.from_doc(spec["options"])
     model = source[0].path.replace(os.sep, "/")
-    params = planners.Params(k=spec["k"], time_limit=spec["time_limit"])
-    planfile.write(target[0].path, planning.plan_model(model, options, spec["planner"], params).doc)
+    # a status line only when asked: it would garble the build's normal (and -j) output
+    shown = progress.for_stream(sys.stderr, True) if os.environ.get("ARENA_PROGRESS") == "1" else None
+    params = planners.Params(k=spec["k"], time_limit=spec["time_limit"], progress=shown)
+    regions = [tuple(r) for r in spec.get("regions", ())]  # a split arena: (region, capacity) fastest first
+    planfile.write(target[0].path, planning.plan_model(model, options, spec["planner"], params, regions).doc)
 
 
 def _runtime_problems(state, board: str, spec, plan_path: str, plan_doc) -> list:
@@ -251,7 +309,10 @@ def _gate_action(target, source, env) -> None:
         sys.stdout.write(rep.warning + "\n")
     if len(target) > 1:  # [gate, arena_board.c (tflm_arena.c), its .h, <board>.ld]
         _write_arena(doc, target[1].path, target[2].path)
-        _write_ld(doc, board_target.board_file, target[3].path)
+        if board_target.linker == "fragment":
+            _write_fragment(doc, board_target, target[3].path)
+        else:
+            _write_ld(doc, board_target.board_file, target[3].path)
 
 
 @_guarded
@@ -298,11 +359,12 @@ def _tflm_model_action(target, source, env) -> None:
 
 @_guarded
 def _tables_action(target, source, env) -> None:
+    """model_<symbol>.{c,h} <- [plan, model]: only from a plan planfile.check finds true to the model."""
     from arena_tool import codegen, planfile
 
-    doc = planfile.read(source[0].path)
+    doc, lowered = planfile.verified(source[0].path, source[1].path.replace(os.sep, "/"))
     symbol = os.path.basename(target[0].path)[len("model_"):-len(".c")]  # model_<symbol>.c
-    header, body = codegen.model_sources(doc, planfile.lowered_model(source[1].path, doc), symbol)
+    header, body = codegen.model_sources(doc, lowered, symbol)
     codegen.write(target[1].path, header)
     codegen.write(target[0].path, body)
 
@@ -312,8 +374,11 @@ def _write_arena(doc, c_path, h_path) -> None:
     from arena_tool import codegen
 
     bases = [(m["name"], m["base"]) for m in doc["models"]]
-    sources = codegen.tflm_arena_sources if doc.get("runtime") == "tflm" else codegen.arena_sources
-    header, body = sources(doc["board"], doc["arena_size"], bases)
+    if doc.get("runtime") == "tflm":
+        header, body = codegen.tflm_arena_sources(doc["board"], doc["arena_size"], bases)
+    else:
+        header, body = codegen.arena_sources(doc["board"], doc["arena_size"], bases, doc.get("alignment", 16),
+                                             doc.get("regions", ()))
     codegen.write(h_path, header)
     codegen.write(c_path, body)
 
@@ -324,8 +389,22 @@ def _write_ld(doc, board_file, path) -> None:
     board = boards.load_board_file(board_file)
     text = linker.render(board, doc["region"]["name"], doc["arena_size"], doc["reserve"]["stack"],
                          doc["reserve"]["heap"], arena_align=doc["alignment"],
-                         arena_input=".tensor_arena" if doc.get("runtime") == "tflm" else ".arena")
+                         arena_input=".tensor_arena" if doc.get("runtime") == "tflm" else ".arena",
+                         regions=doc.get("regions", ()))
     linker.write(path, text)
+
+
+def _write_fragment(doc, board_target, path) -> None:
+    """arena_fragment.ld for the board's own linker script, after checking that script for the
+    resolved region (region: auto is known only now)."""
+    from arena_tool import boards, linker_fragment
+
+    board = boards.load_board_file(board_target.board_file)
+    names = dict(board_target.linker_regions)
+    needed = linker_fragment.needed_names(linker_fragment.regions_of(board, doc), names)
+    origins = {r.name: r.origin for r in (*board.ram, board.flash)}
+    linker_fragment.check_script(board_target.linker_script, needed, field="linker_script", origins=origins)
+    linker_fragment.write(path, linker_fragment.render_for_report(board, doc, names))
 
 
 @_guarded
@@ -367,12 +446,23 @@ def _link_action(target, source, env) -> None:
     t = state.elves[elf]
     bdir = os.path.dirname(elf)
     doc = report.read(os.path.join(bdir, "arena_gate.json"))
-    doc = report.link_failure(doc, p.stdout, t["flash"][0], {r[0]: r[2] for r in t["regions"]})
+    doc = report.link_failure(doc, p.stdout, t["flash"][0], _region_lengths(t))
     _write_failed(state, os.path.join(bdir, "arena_report.json"), doc)
     failed = report.failure(doc)
     if doc["status"] == "error":
         failed.exit_code = EXIT_USAGE  # not a budget: a source or a flag the linker refused
     raise failed
+
+
+def _region_lengths(t) -> dict:
+    """Region name -> bytes for a failed link's messages: the board's, and with linker: fragment
+    the MEMORY regions of the user's script (whose names ld reports)."""
+    lengths = {r[0]: r[2] for r in t["regions"]}
+    if t.get("linker") == "fragment":
+        from arena_tool import linker_fragment
+
+        lengths.update(linker_fragment.memory_lengths(t["linker_script"]))
+    return lengths
 
 
 @_guarded
@@ -449,37 +539,17 @@ def _gate_emitter(target, source, env):
 
 
 def _generator_deps(env):
-    """One Value node: a digest of the bytes of arena_tool/**/*.py and schemas/*.json.
+    """One Value node: manifest_cache.package_digest(), the bytes of arena_tool/**/*.{py,json}
+    and schemas/*.json (the same digest keys the manifest cache, computed once).
 
     Every arena output depends on it (convention 13), so editing the generator
-    rebuilds what it generates. One digest node instead of ~40 file edges per
+    rebuilds what it generates. One digest node instead of ~60 file edges per
     target keeps the no-op build's dependency walk short; hashing the files
     costs about a millisecond.
     """
-    import hashlib
+    from arena_tool import manifest_cache
 
-    digest = hashlib.sha256()
-    for path in _generator_files():
-        digest.update(os.path.basename(path).encode() + b"\0")
-        with open(path, "rb") as f:
-            digest.update(hashlib.sha256(f.read()).digest())
-    return [env.Value("arena_tool sources " + digest.hexdigest())]
-
-
-def _generator_files():
-    """arena_tool/**/*.py and schemas/*.json, sorted."""
-    arena_tool = _import_arena_tool()
-    pkg = os.path.dirname(os.path.abspath(arena_tool.__file__))
-    files = []
-    for folder, dirs, names in os.walk(pkg):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        files += [os.path.join(folder, n) for n in sorted(names) if n.endswith(".py")]
-    from arena_tool.schema import schema_dir
-
-    schemas = str(schema_dir())
-    if os.path.isdir(schemas):
-        files += [os.path.join(schemas, n) for n in sorted(os.listdir(schemas)) if n.endswith(".json")]
-    return files
+    return [env.Value("arena_tool sources " + manifest_cache.package_digest())]
 
 
 # ---------------------------------------------------------------- wiring
@@ -524,7 +594,8 @@ def _arena_firmware(env, manifest_path, sources=(), cpppath=(), board=None, link
     build_dir = build_dir or env.subst("$ARENA_BUILD_DIR")
     board = board if board is not None else ARGUMENTS.get("board")
     try:
-        m = manifest_cache.cached(str(manifest_path), tuple(board_dirs) + tuple(env["ARENA_BOARD_DIRS"]),
+        manifest_path = manifest_cache.project_path(str(manifest_path), env.Dir("#").abspath)  # no clone's path in outputs
+        m = manifest_cache.cached(manifest_path, tuple(board_dirs) + tuple(env["ARENA_BOARD_DIRS"]),
                                   os.path.join(build_dir, ".arena_manifest.json"))
         by_name = {t["name"]: t for t in m["targets"]}
         targets = [by_name[n] for n in manifest_cache.select_names(list(by_name), board, m["file"])]
@@ -547,6 +618,7 @@ def _arena_firmware(env, manifest_path, sources=(), cpppath=(), board=None, link
     state = _State()
     user = _user_vars(env)
     aenv = env.Clone(SCANNERS=[], ARENA_STATE=state)
+    _verify_targets(aenv)
     wiring = _Wiring(aenv, build_dir, _generator_deps(aenv), sources, cpppath, user)
     if gcc:
         prefix = env.subst("$ARENA_GCC_PREFIX")
@@ -554,6 +626,7 @@ def _arena_firmware(env, manifest_path, sources=(), cpppath=(), board=None, link
         cross.Replace(CC=prefix + "gcc", LINK=prefix + "gcc", AS=prefix + "gcc", OBJSUFFIX=".o",
                       ARENA_STATE=state, ARENA_LINKCOM="$LINK -o $TARGET $LINKFLAGS $SOURCES $_LIBDIRFLAGS $_LIBFLAGS")
         cross.PrependENVPath("PATH", os.path.dirname(gcc))
+        _verify_targets(cross)
         wiring.cross = cross
     result = {}
     reports = []
@@ -666,8 +739,11 @@ class _Wiring:
         env["ARENA_STATE"].gates[gate_path] = (t, _board_outputs(bdir, gen, t), report_path)
         # Once it passes, the gate also writes what follows from its report (as ArenaArena and
         # ArenaLinkerScript would): one node for all keeps a no-op build's walk short.
+        fragment = t.get("linker") == "fragment"  # the user's script INCLUDEs arena_fragment.ld
+        script = [env.File(scons_path(t["linker_script"]))] if fragment else []  # checked by the gate
         gate = env.ArenaGate([gate_path, f"{gen}/{'tflm_arena' if tflm else 'arena_board'}.c",
-                              f"{bdir}/{t['name']}.ld"], board_plans + allocs + [gate_key, board_file])
+                              f"{bdir}/{'arena_fragment' if fragment else t['name']}.ld"],
+                             board_plans + allocs + [gate_key, board_file] + script)
         rep, arena, ld = gate[:1], gate[1:3], gate[3:]
         tables = []
         for _, tab, _ in entries:
@@ -721,7 +797,13 @@ class _Wiring:
             cmdstr = "$LINKCOMSTR" if self.cross.get("LINKCOMSTR") else "$ARENA_LINKCOM"
             self.link = Action(_link_action, cmdstr, varlist=["ARENA_LINKCOM"])
         fenv = fe.env
-        elf = fenv.Command(f"{bdir}/firmware.elf", objs, self.link)
+        if t.get("linker") == "fragment":
+            script = fenv.File(scons_path(t["linker_script"]))
+            elf = fenv.Command(f"{bdir}/firmware.elf", objs, self.link,
+                               LINKFLAGS=_fragment_linkflags(fenv["LINKFLAGS"], script.path))
+            fenv.Depends(elf, script)
+        else:
+            elf = fenv.Command(f"{bdir}/firmware.elf", objs, self.link)
         fenv["ARENA_STATE"].elves[elf[0].path] = t
         fenv.Depends(elf, ld)  # the script holds everything the ELF check reads of the gate's report
         fenv.Clean(elf, [f"{bdir}/firmware.map", f"{bdir}/run_report.json"])
@@ -741,8 +823,8 @@ class _FlagEnv:
         self.key = key
         self.root = f"{wiring.build_dir}/common/{key}"
         user = wiring.user
-        ccflags = flags + ["-Os", "-g", "-std=c99", "-Wall", "-Wextra", "-ffunction-sections",
-                           "-fdata-sections"] + list(wiring.cross.get("ARENA_EXTRA_CCFLAGS", [])) + user.get("CCFLAGS", [])
+        ccflags = flags + ["-Os", "-g", "-std=c99", "-Wall", "-Wextra", "-Werror=overflow", "-Wtrigraphs",
+                           "-Werror=trigraphs", "-ffunction-sections", "-fdata-sections", _prefix_map(wiring.env)] + list(wiring.cross.get("ARENA_EXTRA_CCFLAGS", [])) + user.get("CCFLAGS", [])
         linkflags = flags + ["-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs", "-Wl,--gc-sections",
                              "-Wl,-Map,${TARGET.dir}/firmware.map",
                              "-T", "${TARGET.dir}/${TARGET.dir.name}.ld"] + user.get("LINKFLAGS", [])
@@ -785,6 +867,12 @@ class _FlagEnv:
         return obj
 
 
+def _prefix_map(env) -> str:
+    """-ffile-prefix-map=<project>=.: debug info and __FILE__ name project files relative to
+    it, so two clones at different paths build byte-identical objects and ELFs."""
+    return "-ffile-prefix-map=" + scons_path(env.Dir("#").abspath) + "=."
+
+
 def _object_name(path, top, runtime_dir):
     """A source's object path below build/common/<flags>/, without suffix: its path in the
     project; under arena's runtime folder arena_runtime/<path there>; elsewhere outside the
@@ -817,10 +905,20 @@ def _freeze_helpers(env) -> None:
             env[var] = env.subst("$" + var, raw=1)
 
 
+def _fragment_linkflags(flags, script):
+    """arena's link flags with ``-T <the user's script> -L <its folder> -L <the board folder>``
+    instead of ``-T`` arena's script: ld finds INCLUDEd files through -L."""
+    out = list(flags)
+    i = out.index("-T")
+    folder = os.path.dirname(script) or "."
+    out[i:i + 2] = ["-T", scons_path(script), "-L", scons_path(folder), "-L", "${TARGET.dir}"]
+    return out
+
+
 def _board_outputs(bdir, gen, t):
     """Files deleted when the gate fails, so no stale board file, script or ELF survives."""
     return [f"{gen}/arena_board.c", f"{gen}/arena_board.h", f"{gen}/tflm_arena.c", f"{gen}/tflm_arena.h",
-            f"{bdir}/{t['name']}.ld",
+            f"{bdir}/{t['name']}.ld", f"{bdir}/arena_fragment.ld",
             f"{bdir}/firmware.elf", f"{bdir}/firmware.map", f"{bdir}/run_report.json"]
 
 
@@ -839,6 +937,7 @@ def _help_text(m, arena_tool) -> str:
     for t in m["targets"]:
         qemu = f", qemu {t['qemu']}" if t["qemu"] else ""
         runtime = f", runtime {t['runtime']}" if t.get("runtime", "arena") != "arena" else ""
+        runtime += f", linker fragment for {t['linker_script']}" if t.get("linker") == "fragment" else ""
         lines.append(f"    {t['name']:<18} region {t['region']}, budget {t['budget']['text']}{qemu}{runtime}")
     lines.append("  all known boards: " + ", ".join(shipped))
     return "\n".join(lines) + "\n"
