@@ -18,6 +18,10 @@ void *arena_in_data(const arena_ctx_t *c, int i);
 void *arena_out_data(const arena_ctx_t *c, int i);
 uint32_t arena_dims_product(const arena_tensor_t *t, int from, int to);
 int arena_shape_ok(const arena_tensor_t *t); /* the shape agrees with the element count, no dim < 0 */
+/* A depthwise conv's in-place check (TinyEngine's scheme; arena_runtime.c): *temp is the
+ * one-channel workspace when y is at x's address, NULL when they are disjoint. */
+int arena_dw_in_place(const arena_ctx_t *c, const void *x, size_t x_bytes, const void *y, size_t y_bytes,
+                      size_t plane_bytes, size_t es, void **temp);
 
 /* Math without libm (the firmware links none). */
 float arena_expf(float x);

@@ -314,3 +314,47 @@ float arena_rintf(float x)
     }
     return x < 0.0f ? -t : t;
 }
+
+/* Depthwise in place (TinyEngine's scheme). A depthwise conv (group == C == M)
+ * may be planned with y at x's very address when x dies there; its workspace
+ * is then a one-channel temp. Channel i = n*C + ch is copied there first and
+ * output channel i is computed from the copy: channel i's output bytes
+ * [i*OH*OW, (i+1)*OH*OW) never reach past input channel i (OH*OW <= H*W, same
+ * element width), and the input channels below i are already consumed.
+ *
+ * Sets *temp to the workspace when the op runs in place, NULL when x and y are
+ * disjoint. ARENA_ERR_BOUNDS for any other overlap (x and y partly shared, or
+ * the temp over them: tables and kernel disagree); ARENA_ERR_SHAPE when in
+ * place but the output would outgrow its input or the temp is missing, too
+ * small for plane_bytes or misaligned for the element type. */
+int arena_dw_in_place(const arena_ctx_t *c, const void *x, size_t x_bytes, const void *y, size_t y_bytes,
+                       size_t plane_bytes, size_t es, void **temp)
+{
+    uintptr_t xb = (uintptr_t)x, yb = (uintptr_t)y, tb;
+    const arena_tensor_t *wst;
+    size_t ws_bytes;
+    *temp = NULL;
+    if (x_bytes == 0u || y_bytes == 0u) {
+        return ARENA_OK; /* nothing is read or written */
+    }
+    if (xb != yb) {
+        /* Disjoint is the ordinary case; a partial overlap reads outputs as inputs. */
+        return (xb < yb + y_bytes && yb < xb + x_bytes) ? ARENA_ERR_BOUNDS : ARENA_OK;
+    }
+    if (y_bytes > x_bytes || c->op->workspace < 0) {
+        return ARENA_ERR_SHAPE;
+    }
+    wst = &c->m->tensors[c->op->workspace];
+    ws_bytes = (size_t)wst->elements * arena_dtype_size(wst->dtype);
+    *temp = arena_tensor_data(c->m, c->base, c->op->workspace);
+    tb = (uintptr_t)*temp;
+    if (wst->data != NULL || ws_bytes < plane_bytes || plane_bytes == 0u || tb % es != 0u) {
+        *temp = NULL; /* a constant (flash) or a temp that cannot hold one channel */
+        return ARENA_ERR_SHAPE;
+    }
+    if (tb < xb + x_bytes && xb < tb + plane_bytes) {
+        *temp = NULL; /* the copy would overwrite channels still to be read */
+        return ARENA_ERR_BOUNDS;
+    }
+    return ARENA_OK;
+}

@@ -187,50 +187,6 @@ static int spatial_ok(const arena_attrs_t *a)
     return 1;
 }
 
-/* Depthwise in place (TinyEngine's scheme). A depthwise conv (group == C == M)
- * may be planned with y at x's very address when x dies there; its workspace
- * is then a one-channel temp. Channel i = n*C + ch is copied there first and
- * output channel i is computed from the copy: channel i's output bytes
- * [i*OH*OW, (i+1)*OH*OW) never reach past input channel i (OH*OW <= H*W, same
- * element width), and the input channels below i are already consumed.
- *
- * Sets *temp to the workspace when the op runs in place, NULL when x and y are
- * disjoint. ARENA_ERR_BOUNDS for any other overlap (x and y partly shared, or
- * the temp over them: tables and kernel disagree); ARENA_ERR_SHAPE when in
- * place but the output would outgrow its input or the temp is missing, too
- * small for plane_bytes or misaligned for the element type. */
-static int dw_in_place(const arena_ctx_t *c, const void *x, size_t x_bytes, const void *y, size_t y_bytes,
-                       size_t plane_bytes, size_t es, void **temp)
-{
-    uintptr_t xb = (uintptr_t)x, yb = (uintptr_t)y, tb;
-    const arena_tensor_t *wst;
-    size_t ws_bytes;
-    *temp = NULL;
-    if (x_bytes == 0u || y_bytes == 0u) {
-        return ARENA_OK; /* nothing is read or written */
-    }
-    if (xb != yb) {
-        /* Disjoint is the ordinary case; a partial overlap reads outputs as inputs. */
-        return (xb < yb + y_bytes && yb < xb + x_bytes) ? ARENA_ERR_BOUNDS : ARENA_OK;
-    }
-    if (y_bytes > x_bytes || c->op->workspace < 0) {
-        return ARENA_ERR_SHAPE;
-    }
-    wst = &c->m->tensors[c->op->workspace];
-    ws_bytes = (size_t)wst->elements * arena_dtype_size(wst->dtype);
-    *temp = arena_tensor_data(c->m, c->base, c->op->workspace);
-    tb = (uintptr_t)*temp;
-    if (wst->data != NULL || ws_bytes < plane_bytes || plane_bytes == 0u || tb % es != 0u) {
-        *temp = NULL; /* a constant (flash) or a temp that cannot hold one channel */
-        return ARENA_ERR_SHAPE;
-    }
-    if (tb < xb + x_bytes && xb < tb + plane_bytes) {
-        *temp = NULL; /* the copy would overwrite channels still to be read */
-        return ARENA_ERR_BOUNDS;
-    }
-    return ARENA_OK;
-}
-
 /* One depthwise output channel from its input channel xc (H x W): the
  * arithmetic, and so the float rounding, of the direct loop in arena_k_conv
  * (bias first, then taps row by row), so in place gives the same bits. */
@@ -297,13 +253,13 @@ int arena_k_conv(const arena_ctx_t *c)
         size_t plane = (size_t)xd[2] * (size_t)xd[3], yplane = (size_t)yd[2] * (size_t)yd[3];
         size_t chans = (size_t)xd[0] * (size_t)xd[1], i;
         void *temp;
-        int rc = dw_in_place(c, x, chans * plane * sizeof(float), y, chans * yplane * sizeof(float),
+        int rc = arena_dw_in_place(c, x, chans * plane * sizeof(float), y, chans * yplane * sizeof(float),
                              plane * sizeof(float), sizeof(float), &temp);
         if (rc != ARENA_OK) {
             return rc;
         }
         if (temp != NULL) {
-            for (i = 0; i < chans; ++i) { /* increasing i: see dw_in_place */
+            for (i = 0; i < chans; ++i) { /* increasing i: see arena_dw_in_place */
                 m = (int32_t)(i % (size_t)xd[1]);
                 memcpy(temp, x + i * plane, plane * sizeof(float));
                 dw_channel((const float *)temp, w + (size_t)m * (size_t)kk, bias != NULL ? bias[m] : 0.0f,

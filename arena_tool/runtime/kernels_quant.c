@@ -419,44 +419,13 @@ static int qconv_i8_im2col(const arena_ctx_t *c, const conv_dims_t *d, int32_t l
     return 1;
 }
 
-/* Depthwise in place (TinyEngine's scheme), as kernels_float.c's dw_in_place:
- * a depthwise QLinearConv (group == C == M) may be planned with y at x's very
- * address when x dies there; its workspace is then a one-channel temp. Channel
- * i = n*C + ch is copied there, then output channel i is computed from the
- * copy: its bytes [i*OH*OW, (i+1)*OH*OW) never reach past input channel i
- * (OH*OW <= H*W, one byte per element both sides) and the channels below i are
- * consumed. *temp: the workspace when in place, NULL when x and y are disjoint.
- * ARENA_ERR_BOUNDS for any other overlap (x and y partly shared, or the temp
- * over them); ARENA_ERR_SHAPE when in place but the output would outgrow its
- * input or the temp is missing or smaller than one channel. */
+/* Depthwise in place (arena_dw_in_place, TinyEngine's scheme) for a QLinearConv:
+ * one byte per element on both sides. */
 static int dw_in_place(const arena_ctx_t *c, const conv_dims_t *d, void **temp)
 {
-    uintptr_t xb = (uintptr_t)arena_in_data(c, 0), yb = (uintptr_t)arena_out_data(c, 0), tb;
     size_t plane = (size_t)d->h * (size_t)d->w;
-    size_t x_bytes = (size_t)d->n * (size_t)d->c * plane;
-    size_t y_bytes = (size_t)d->n * (size_t)d->m * (size_t)d->oh * (size_t)d->ow;
-    const arena_tensor_t *wst;
-    *temp = NULL;
-    if (x_bytes == 0u || y_bytes == 0u) {
-        return ARENA_OK; /* nothing is read or written */
-    }
-    if (xb != yb) {
-        /* Disjoint is the ordinary case; a partial overlap reads outputs as inputs. */
-        return (xb < yb + y_bytes && yb < xb + x_bytes) ? ARENA_ERR_BOUNDS : ARENA_OK;
-    }
-    if (y_bytes > x_bytes || c->op->workspace < 0) {
-        return ARENA_ERR_SHAPE;
-    }
-    wst = &c->m->tensors[c->op->workspace];
-    if (wst->data != NULL || (size_t)wst->elements * arena_dtype_size(wst->dtype) < plane) {
-        return ARENA_ERR_SHAPE; /* a constant (flash), or a temp that cannot hold one channel */
-    }
-    tb = (uintptr_t)arena_tensor_data(c->m, c->base, c->op->workspace);
-    if (tb < xb + x_bytes && xb < tb + plane) {
-        return ARENA_ERR_BOUNDS; /* the copy would overwrite channels still to be read */
-    }
-    *temp = (void *)tb;
-    return ARENA_OK;
+    return arena_dw_in_place(c, arena_in_data(c, 0), (size_t)d->n * (size_t)d->c * plane, arena_out_data(c, 0),
+                             (size_t)d->n * (size_t)d->m * (size_t)d->oh * (size_t)d->ow, plane, 1u, temp);
 }
 
 /* The in-place depthwise conv through the one-channel temp (see dw_in_place):
