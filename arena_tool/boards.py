@@ -196,7 +196,7 @@ def board_dirs(project_dirs: list[str] | tuple[str, ...] = ()) -> list[str]:
 def list_boards(search_dirs: list[str] | None = None) -> list[str]:
     """Sorted names of every ``<name>.yaml`` in the search folders."""
     dirs = board_dirs() if search_dirs is None else search_dirs
-    names = set()
+    names: set[str] = set()
     for folder in dirs:
         path = Path(folder)
         if path.is_dir():

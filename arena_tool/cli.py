@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 import traceback
-from typing import Sequence
+from typing import Any, Sequence
 
 from arena_tool import planners
 from arena_tool.errors import (
@@ -208,7 +208,7 @@ def _check_plot(args: argparse.Namespace) -> None:
         plot.check_path(args.plot)
 
 
-def _write_plot(docs: list[tuple[str, dict]], path: str) -> None:
+def _write_plot(docs: list[tuple[str, dict[str, Any]]], path: str) -> None:
     from arena_tool import plot
 
     plot.write(docs, path)
@@ -489,7 +489,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        return args.func(args)
+        code: int = args.func(args)
+        return code
     except ArenaError as e:
         print(f"arena-tool: {e.render()}", file=sys.stderr)
         if os.environ.get("ARENA_BACKTRACE"):

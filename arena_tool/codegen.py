@@ -225,7 +225,7 @@ def c_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def c_float(v: float) -> str:
+def c_float(v: float | np.floating[Any]) -> str:
     """An exact C float literal for a float32 value."""
     v = float(np.float32(v))
     if math.isnan(v):
@@ -346,12 +346,13 @@ def model_sources(plan_doc: dict[str, Any], model: Lowered, symbol: str) -> tupl
     sym = sanitize(symbol).lower()
     SYM = sym.upper()
     by_node = {op.node: op for op in model.ops}
-    steps = [by_node.get(st["node"]) for st in plan_doc["schedule"]]  # the plan's order (scheduling)
-    if len(model.ops) != len(steps) or len({st["node"] for st in plan_doc["schedule"]}) != len(steps) or any(
+    found = [by_node.get(st["node"]) for st in plan_doc["schedule"]]  # the plan's order (scheduling)
+    if len(model.ops) != len(found) or len({st["node"] for st in plan_doc["schedule"]}) != len(found) or any(
             op is None or op.op_type != st["op_type"] or list(op.outputs) != st["outputs"]
-            for op, st in zip(steps, plan_doc["schedule"])):
+            for op, st in zip(found, plan_doc["schedule"])):
         raise ArenaError("the plan's schedule is not the model's lowered ops", file=model_path, field="schedule",
                          hint="re-plan the model with this version of arena")
+    steps = [op for op in found if op is not None]  # every one (checked above)
     buffers = plan_doc["buffers"]
     by_name = {b["name"]: b for b in buffers}
     arena_names = [b["name"] for b in buffers]

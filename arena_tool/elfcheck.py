@@ -22,21 +22,24 @@ reserve), flash = every allocated section with contents (vectors, .text,
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from arena_tool.errors import ArenaError, CheckFailed
 from arena_tool.problem import align_up
+
+if TYPE_CHECKING:
+    from arena_tool.boards import Board, Region
 
 SHF_WRITE = 0x1
 SHF_ALLOC = 0x2
 _CALL_TABLES = ("SHT_INIT_ARRAY", "SHT_FINI_ARRAY", "SHT_PREINIT_ARRAY")
 
 
-def _inside(addr: int, size: int, region: Any) -> bool:
+def _inside(addr: int, size: int, region: Region) -> bool:
     return region.origin <= addr and addr + size <= region.origin + region.length
 
 
-def problems(elf_path: str, board: Any, report_doc: dict[str, Any]) -> list[str]:
+def problems(elf_path: str, board: Board, report_doc: dict[str, Any]) -> list[str]:
     """Every way the ELF disagrees with the board and the report (empty = fine)."""
     from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
@@ -80,7 +83,7 @@ def problems(elf_path: str, board: Any, report_doc: dict[str, Any]) -> list[str]
     return out
 
 
-def _arena_problems(sections: list[tuple[Any, ...]], name: str, region: Any, planned: int, align: int) -> list[str]:
+def _arena_problems(sections: list[tuple[Any, ...]], name: str, region: Region, planned: int, align: int) -> list[str]:
     """One arena section: NOBITS, inside its region, aligned, at its planned size (a split arena's
     region with nothing planned has no section)."""
     found = [s for s in sections if s[0] == name]
@@ -101,7 +104,7 @@ def _arena_problems(sections: list[tuple[Any, ...]], name: str, region: Any, pla
     return out
 
 
-def _weights_problems(sections: list[tuple[Any, ...]], name: str, region: Any, planned: int) -> list[str]:
+def _weights_problems(sections: list[tuple[Any, ...]], name: str, region: Region, planned: int) -> list[str]:
     """Weights copied to RAM: their section in its region, with contents to copy, within the plan."""
     found = [s for s in sections if s[0] == name]
     if not found:
@@ -118,7 +121,7 @@ def _weights_problems(sections: list[tuple[Any, ...]], name: str, region: Any, p
     return out
 
 
-def check(elf_path: str, board: Any, report_doc: dict[str, Any]) -> None:
+def check(elf_path: str, board: Board, report_doc: dict[str, Any]) -> None:
     """Raise CheckFailed naming every problem ``problems`` finds."""
     found = problems(elf_path, board, report_doc)
     if found:

@@ -10,7 +10,7 @@ escaped (``'kws\\n'``).
 
 from __future__ import annotations
 
-from typing import NoReturn, Sequence
+from typing import Any, NoReturn, Sequence
 
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1  # a check failed or a budget is exceeded
@@ -79,9 +79,9 @@ def _one_line(text: str) -> str:
 class CheckFailed(ArenaError):
     """A check failed or a budget is exceeded (exit status 1)."""
 
-    def __init__(self, msg: str, **kw: object) -> None:
+    def __init__(self, msg: str, **kw: Any) -> None:
         kw.setdefault("exit_code", EXIT_CHECK_FAILED)
-        super().__init__(msg, **kw)  # type: ignore[arg-type]
+        super().__init__(msg, **kw)
 
 
 class MachineError(ArenaError, OSError):
@@ -126,6 +126,6 @@ def did_you_mean(word: str, options: Sequence[str], cutoff: float = 0.6) -> str:
     return f"did you mean '{close[0]}'? " if close else ""
 
 
-def fail(msg: str, **kw: object) -> NoReturn:
+def fail(msg: str, **kw: Any) -> NoReturn:
     """Raise ArenaError; a NoReturn helper so type checkers follow control flow."""
-    raise ArenaError(msg, **kw)  # type: ignore[arg-type]
+    raise ArenaError(msg, **kw)

@@ -11,7 +11,7 @@ peak of that sweep must equal the plan's lower bound; anything else is an arena 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from arena_tool import __version__, dtypes, planners
 from arena_tool.problem import Buffer, Problem, align_up, fmt_bytes, lower_bound
@@ -53,10 +53,10 @@ def _saving(technique: str, what: str, before: int, after: int, naive: int) -> d
             "saved": before - after, "percent": _pct(before - after, naive)}
 
 
-def _int8_size(doc: dict[str, Any]) -> Any:
+def _int8_size(doc: dict[str, Any]) -> Callable[[dict[str, Any]], int]:
     """A buffer's size were every activation int8 (as --activation-dtype int8 plans it):
     bitwidth-overridden tensors and scratch keep theirs."""
-    a = doc["alignment"]
+    a: int = doc["alignment"]
     pinned = set(doc["options"]["bitwidths"])
 
     def size(b: dict[str, Any]) -> int:
@@ -187,7 +187,8 @@ def _table(header: list[str], rows: list[list[str]], right: set[int]) -> list[st
 
 def _name(row: dict[str, Any]) -> str:
     more = row["members"]
-    return row["name"] + (f" (+{len(more)} alias{'es' if len(more) > 1 else ''}: {', '.join(more)})" if more else "")
+    name: str = row["name"]
+    return name + (f" (+{len(more)} alias{'es' if len(more) > 1 else ''}: {', '.join(more)})" if more else "")
 
 
 def render(r: dict[str, Any]) -> str:

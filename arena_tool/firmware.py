@@ -32,6 +32,7 @@ bench/firmware.py and tests/fwbuild.py build with; compiler failures propagate a
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import io
@@ -42,7 +43,7 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence, TextIO
 
 import numpy as np
 
@@ -50,6 +51,10 @@ import arena_tool
 from arena_tool.errors import EXIT_BUG, EXIT_CHECK_FAILED, EXIT_OK, ArenaError, did_you_mean
 from arena_tool.schema import write_atomic
 from arena_tool.verify import NUMPY_TYPES
+
+if TYPE_CHECKING:
+    from arena_tool import planners
+    from arena_tool.problem import ModelOptions
 
 HOST = "host"
 RUNTIME = Path(arena_tool.runtime_dir())
@@ -303,7 +308,7 @@ def random_inputs(specs: Sequence[TensorSpec], seed: int = 0) -> list[np.ndarray
     """Seeded inputs: float32 uniform in [-1, 1), int8/uint8 over their whole range, int32/int64
     in [-128, 127]."""
     rng = np.random.default_rng(seed)
-    out = []
+    out: list[np.ndarray] = []
     for s in specs:
         if s.dtype == "float32":
             out.append(rng.uniform(-1.0, 1.0, s.shape).astype(np.float32))
@@ -664,9 +669,10 @@ def summary(model: str, doc: dict[str, Any], board: Any, fw: Firmware, input_wor
     return lines
 
 
-def run(model: str, board_name: str, options: Any, planner: str, params: Any, *, input_path: str | None = None,
-        seed: int = 0, output: str | None = None, json_path: str | None = None, build_dir: str | None = None,
-        timeout: float = TIMEOUT, out=None, err=None) -> int:
+def run(model: str, board_name: str, options: ModelOptions, planner: str, params: planners.Params, *,
+        input_path: str | None = None, seed: int = 0, output: str | None = None, json_path: str | None = None,
+        build_dir: str | None = None, timeout: float = TIMEOUT, out: TextIO | None = None,
+        err: TextIO | None = None) -> int:
     """``arena-tool run``: plan, generate, build, run, compare; prints the summary, returns the exit
     status (0 match, 1 mismatch or an op the runtime lacks); ArenaError for the rest."""
     from arena_tool import codegen, coverage, planfile, planning
@@ -684,8 +690,9 @@ def run(model: str, board_name: str, options: Any, planner: str, params: Any, *,
     lowered = planfile.lowered_model(model, doc)
     in_specs = graph_specs(doc, list(lowered.inputs))
     input_kind, input_file = ("file", input_path) if input_path else ("random", None)
-    base = dict(model=model, doc=doc, board=board_name, machine=None if board is None else board.qemu,
-                input_kind=input_kind, input_file=input_file, seed=None if input_path else seed, inputs=in_specs)
+    report_of = functools.partial(report_doc, model=model, doc=doc, board=board_name,
+                                  machine=None if board is None else board.qemu, input_kind=input_kind,
+                                  input_file=input_file, seed=None if input_path else seed, inputs=in_specs)
 
     gaps = coverage.gaps(lowered)
     if gaps:
@@ -694,8 +701,8 @@ def run(model: str, board_name: str, options: Any, planner: str, params: Any, *,
         print(f"arena-tool: {model}: nothing built: the runtime cannot execute "
               f"{len(gaps)} op{'s' if len(gaps) != 1 else ''} of the model", file=err)
         if json_path:
-            write_report(json_path, report_doc(**base, result="unsupported", gaps=gaps,
-                                               error=f"{len(gaps)} op(s) the runtime cannot execute"))
+            write_report(json_path, report_of(result="unsupported", gaps=gaps,
+                                              error=f"{len(gaps)} op(s) the runtime cannot execute"))
         return EXIT_CHECK_FAILED
     by_name = {b["name"]: b for b in doc["buffers"]}
     for name, t in lowered.types.items():
@@ -726,7 +733,7 @@ def run(model: str, board_name: str, options: Any, planner: str, params: Any, *,
         tail = "\n".join(fw.text.splitlines()[-20:])
         print(f"arena-tool: {model}: the firmware's last lines:\n{tail}", file=err)
         if json_path:
-            write_report(json_path, report_doc(**base, result="firmware_error", fw=fw, error=why))
+            write_report(json_path, report_of(result="firmware_error", fw=fw, error=why))
         raise ArenaError(why, file=model, field="run", exit_code=EXIT_BUG,
                          hint=BUG_HINT + (f"; the build is kept in {build_dir}" if build_dir else
                                           "; --build-dir DIR keeps the build"))
@@ -739,8 +746,8 @@ def run(model: str, board_name: str, options: Any, planner: str, params: Any, *,
         _write_npz(output, {n: fw.outputs[n] for n in lowered.outputs})
         print(f"wrote {output}", file=out)
     if json_path:
-        write_report(json_path, report_doc(**base, result="match" if ok else "mismatch", fw=fw,
-                                           comparisons=comparisons))
+        write_report(json_path, report_of(result="match" if ok else "mismatch", fw=fw,
+                                          comparisons=comparisons))
         print(f"wrote {json_path}", file=out)
     if ok:
         print("match: every output equals onnxruntime's within its tolerance", file=out)

@@ -36,7 +36,7 @@ HTML_NAME = "arena_report.html"
 MD_NAME = "arena_report.md"
 BAR_WIDTH = 640  # px, one region's bar in the memory picture
 
-Picture = Callable[[Sequence[tuple[str, dict]]], str]
+Picture = Callable[[Sequence[tuple[str, dict[str, Any]]]], str]
 
 
 # ---------------------------------------------------------------- the view
@@ -66,8 +66,9 @@ class Memory:
     @classmethod
     def of_target(cls, t: Mapping[str, Any]) -> "Memory":
         """From the SCons tool's target document (``manifest.target_doc``)."""
+        fn, fo, fl = t["flash"]
         return cls(tuple(Region(n, o, ln, "ram") for n, o, ln in t["regions"]),
-                   Region(*t["flash"], "flash"), t["data_region"])
+                   Region(fn, fo, fl, "flash"), t["data_region"])
 
     @classmethod
     def of_board(cls, board: Any) -> "Memory":

@@ -265,9 +265,10 @@ class _Builder:
         q = self.g.quant.get(name)
         quant = q if q is not None and self.dtype[name] == t.dtype else None
         size, align = self._size(t.elements, self.dtype[name]), None
-        if kind in ("input", "output") and (self.opt.io_alignment or 0) > self.opt.alignment:
-            align = self.opt.io_alignment
-            size = align_up(size, align)  # whole cache lines: maintenance never touches a neighbour
+        io_align = self.opt.io_alignment or 0
+        if kind in ("input", "output") and io_align > self.opt.alignment:
+            align = io_align
+            size = align_up(size, io_align)  # whole cache lines: maintenance never touches a neighbour
         return Tensor(name, kind, self.dtype[name], t.shape, t.elements, size,
                       self.first_op[name], self.last_op[name], alias.get(name), quant, align)
 
@@ -306,13 +307,13 @@ class _Builder:
                 if x in self.g.types and self._same_bytes(x, y):
                     join(y, x)
                 continue
-            x = self._depthwise_input(s, node, y)
-            if x is not None:
-                group = members.get(root_of(x), [root_of(x)])
+            dw = self._depthwise_input(s, node, y)
+            if dw is not None:
+                group = members.get(root_of(dw), [root_of(dw)])
                 slot = max(self._planned(m) for m in group)
                 if (max(self.last_op[m] for m in group) == s and self._planned(y) <= slot
                         and not any(m in self.outputs or m in inputs for m in group)):
-                    join(y, x)
+                    join(y, dw)
                     self.depthwise.add(s)
                     if self._planned(y) < slot:
                         self.shrinking.add(s)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -42,6 +42,9 @@ from arena_tool.errors import fail
 from arena_tool.onnx_fold import CONTRIB
 from arena_tool.onnx_graph import Graph, Node, Shape, TensorType
 from arena_tool.problem import Quant
+
+if TYPE_CHECKING:
+    import onnx
 
 INTEGER = ("int8", "uint8", "int16", "uint16")  # element types a quantized tensor runs in
 _QRANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "uint16": (0, 65535)}
@@ -362,11 +365,12 @@ def _slice(g: Graph, node: Node, a: dict[str, Any]) -> dict[str, Any]:
         starts, ends = list(a.get("starts", [])), list(a.get("ends", []))
         axes, steps = list(a.get("axes", range(len(starts)))), [1] * len(starts)
     else:
-        starts, ends, axes, steps = (_const_ints(g, node, i) for i in (1, 2, 3, 4))
-        if starts is None or ends is None or axes is None or steps is None:
+        c_starts, c_ends, c_axes, c_steps = (_const_ints(g, node, i) for i in (1, 2, 3, 4))
+        if c_starts is None or c_ends is None or c_axes is None or c_steps is None:
             return {}
-        axes = axes or list(range(len(starts)))
-        steps = steps or [1] * len(starts)
+        starts, ends = c_starts, c_ends
+        axes = c_axes or list(range(len(starts)))
+        steps = c_steps or [1] * len(starts)
     first, step = [0] * rank, [1] * rank
     for ax, s0, e0, st in zip(axes, starts, ends, steps):
         ax %= rank
@@ -417,7 +421,7 @@ def _resize(g: Graph, node: Node, a: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _shape_fn(g: Graph):  # type: ignore[no-untyped-def]
+def _shape_fn(g: Graph) -> Callable[[str], Shape | None]:
     def shape(name: str) -> Shape | None:
         if name in g.types:
             return g.types[name].shape
@@ -615,14 +619,18 @@ class _Fusion:
         qop, domain, positions = FUSED[op.op_type]
         present = [i for i, x in enumerate(op.inputs) if x]
         need = present if op.op_type == "Concat" else list(positions)
-        operands = {i: self._operand(op.inputs[i]) for i in need if i < len(op.inputs)}
-        if len(operands) != len(need) or any(v is None for v in operands.values()):
+        found = {i: self._operand(op.inputs[i]) for i in need if i < len(op.inputs)}
+        operands = {i: v for i, v in found.items() if v is not None}
+        if len(operands) != len(need):
             return None
         qs, qz = q.inputs[1], q.inputs[2] if len(q.inputs) > 2 else ""
-        triple = lambda o: [o.tensor, o.scale, o.zero_point]  # noqa: E731
+
+        def triple(o: _Q) -> list[str]:
+            return [o.tensor, o.scale, o.zero_point]
+
         bias = ""
         if op.op_type in ("Conv", "Gemm") and len(op.inputs) > 2 and op.inputs[2]:
-            bias = self._bias(op.inputs[2], operands[0], operands[1])  # type: ignore[arg-type]
+            bias = self._bias(op.inputs[2], operands[0], operands[1])
             if not bias:
                 return None
         if op.op_type == "Gemm" and (op.attrs.get("beta", 1.0) != 1.0 and bias):
@@ -632,9 +640,9 @@ class _Fusion:
         elif op.op_type == "Gemm":
             inputs = [*triple(operands[0]), *triple(operands[1]), bias, qs, qz]
         elif op.op_type == "Concat":
-            inputs = [qs, qz] + [x for i in present for x in triple(operands[i])]  # type: ignore[arg-type]
+            inputs = [qs, qz] + [x for i in present for x in triple(operands[i])]
         else:
-            rest = [x for i in sorted(operands) for x in triple(operands[i])]  # type: ignore[arg-type]
+            rest = [x for i in sorted(operands) for x in triple(operands[i])]
             inputs = rest + [qs, qz]
         while inputs and not inputs[-1]:
             inputs.pop()
@@ -669,7 +677,7 @@ class _Fusion:
         if x is None or x.dq is None:
             return None
         xs, xz = self._const(x.scale), self._const(x.zero_point) if x.zero_point else np.zeros(1)
-        if xs is None or xs.size != 1:
+        if xs is None or xz is None or xs.size != 1:
             return None
         qk: dict[str, int] = {}  # every output (Split has several) goes through its own Q
         for y in ys:
@@ -686,6 +694,7 @@ class _Fusion:
         attrs = dict(op.attrs)
         op_type = op.op_type
         dtype = self.g.types[x.tensor].dtype
+        inputs: tuple[str, ...]
         if op_type in ACTIVATIONS:
             fmin, fmax = _bounds(op)
             attrs = {"min": _quantize(fmin, qs, qz, dtype), "max": _quantize(fmax, qs, qz, dtype)}

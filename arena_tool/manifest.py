@@ -27,10 +27,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from arena_tool.errors import ArenaError, did_you_mean
 from arena_tool.problem import ModelOptions, fmt_bytes
+
+if TYPE_CHECKING:
+    from arena_tool.yamlio import Doc
 
 DEFAULT_PLANNER = "optimal"
 DEFAULT_BUDGET = "100%"
@@ -284,7 +287,7 @@ def load(path: str, board_dirs: Iterable[str] = ()) -> Manifest:
 class _Loader:
     """Semantic checks after the schema, with positions from the Doc."""
 
-    def __init__(self, doc: Any, path: str, extra_dirs: tuple[str, ...]) -> None:
+    def __init__(self, doc: Doc, path: str, extra_dirs: tuple[str, ...]) -> None:
         self.doc = doc
         self.data: dict[str, Any] = doc.data
         self.path = path
@@ -395,8 +398,9 @@ class _Loader:
         specs, raws = self.models()
         dirs = tuple(boards.board_dirs(list(self.board_dirs())))
         known = sorted(boards.list_boards(list(dirs)))
-        top = {k: self.data[k] for k in ("sharing", "region", "split", "budget", "reserve", "warn_above", "runtime",
-                                         "linker", "linker_script", "linker_regions") if k in self.data}
+        top: dict[str, Any] = {k: self.data[k] for k in (
+            "sharing", "region", "split", "budget", "reserve", "warn_above", "runtime", "linker", "linker_script",
+            "linker_regions") if k in self.data}
         targets: list[BoardTarget] = []
         seen: dict[str, int] = {}
         for i, item in enumerate(self.data["boards"]):

@@ -93,9 +93,7 @@ class Folder:
         if name in self.consts:
             return self.consts[name].shape
         _, dims = self.types.get(name, (0, None))
-        if dims is None or not all(isinstance(d, int) for d in dims):
-            return None
-        return tuple(int(d) for d in dims)  # type: ignore[arg-type]
+        return static_dims(dims)
 
     def _foldable(self, node: Node) -> bool:
         if node.op_type in _RANDOM:
@@ -126,8 +124,7 @@ class Folder:
                 self.consts[out] = Const(sp.values.data_type, tuple(sp.dims))
                 continue
             elem, dims = self.types.get(out, (0, None))
-            shape = None if dims is None or not all(isinstance(d, int) for d in dims) else tuple(dims)
-            self.consts[out] = Const(elem, shape)  # type: ignore[arg-type]
+            self.consts[out] = Const(elem, static_dims(dims))
 
     def _evaluate(self, node: Node) -> list[np.ndarray] | None:
         """Output values, or None when too big, unknown or not evaluable."""
@@ -163,18 +160,21 @@ class Folder:
             sizes.append(math.prod(shape))
         else:
             return max(sizes, default=0) <= EVAL_LIMIT
-        vals = [args.get(x) for x in node.inputs]
+        arity = {"ConstantOfShape": 1, "Expand": 2, "Tile": 2, "Range": 3}.get(node.op_type)
+        if arity is None:
+            return True
+        vals = [args[x] for x in node.inputs[:arity] if x]
+        if len(vals) < arity:  # a required input is absent: not evaluable, fold by shape only
+            return False
         if node.op_type == "ConstantOfShape":
-            return math.prod(int(d) for d in vals[0].reshape(-1)) <= EVAL_LIMIT  # type: ignore[union-attr]
+            return math.prod([int(d) for d in vals[0].reshape(-1)]) <= EVAL_LIMIT
         if node.op_type == "Expand":
-            target = [int(d) for d in vals[1].reshape(-1)]  # type: ignore[union-attr]
-            return math.prod(max(a, b) for a, b in _aligned(list(vals[0].shape), target)) <= EVAL_LIMIT  # type: ignore
+            target = [int(d) for d in vals[1].reshape(-1)]
+            return math.prod([max(a, b) for a, b in _aligned(list(vals[0].shape), target)]) <= EVAL_LIMIT
         if node.op_type == "Tile":
-            return vals[0].size * math.prod(int(r) for r in vals[1].reshape(-1)) <= EVAL_LIMIT  # type: ignore
-        if node.op_type == "Range":
-            start, limit, delta = (float(v) for v in vals)  # type: ignore[arg-type]
-            return delta != 0 and max(math.ceil((limit - start) / delta), 0) <= EVAL_LIMIT
-        return True
+            return vals[0].size * math.prod([int(r) for r in vals[1].reshape(-1)]) <= EVAL_LIMIT
+        start, limit, delta = (float(v) for v in vals)  # Range
+        return delta != 0 and max(math.ceil((limit - start) / delta), 0) <= EVAL_LIMIT
 
     def _infer(self) -> dict[str, tuple[int, Dims | None]]:
         m = self._inference_model()
@@ -294,6 +294,12 @@ def _run_node(model: onnx.ModelProto, node: Node, args: Mapping[str, np.ndarray]
     for o in node.outputs:
         full.append(next(it) if o else np.zeros(0))
     return full
+
+
+def static_dims(dims: Dims | None) -> Shape | None:
+    """The shape when every dim is a known int, else None."""
+    ints = [d for d in dims if isinstance(d, int)] if dims is not None else []
+    return tuple(ints) if dims is not None and len(ints) == len(dims) else None
 
 
 def _aligned(a: list[int], b: list[int]) -> list[tuple[int, int]]:

@@ -32,7 +32,7 @@ from onnx import TensorProto, helper
 
 from arena_tool import dtypes
 from arena_tool.errors import ArenaError, fail
-from arena_tool.onnx_fold import Const, Folder, type_of
+from arena_tool.onnx_fold import Const, Folder, static_dims, type_of
 
 _SUBGRAPH_ATTRS = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 
@@ -470,13 +470,14 @@ def _static_types(folder: Folder, nodes: Sequence[Node], schedule: Sequence[int]
     types: dict[str, TensorType] = {}
     for name in inputs:
         t = type_of(pinned[name])
-        if t is None or t[1] is None or not all(isinstance(d, int) for d in t[1]):
+        shape = static_dims(t[1]) if t is not None else None
+        if t is None or shape is None:
             dims = pinned[name].type.tensor_type.shape.dim if t is not None and t[1] is not None else None
             example = ",".join(str(d.dim_value) if d.HasField("dim_value") else "1" for d in dims) if dims else "1,3,224,224"
             shown = _render(dims) if dims is not None else "(unknown)"
             fail(f"graph input {name!r} has a dynamic shape {shown}", file=path, field=f"graph.input.{name}",
                  hint=f"pin it with --input-shape {name}={example}" + (" (put the real sizes for the symbolic dims)" if dims else ""))
-        types[name] = TensorType(dtypes.from_onnx(t[0], what=f"graph input {name!r}"), tuple(t[1]))  # type: ignore[arg-type]
+        types[name] = TensorType(dtypes.from_onnx(t[0], what=f"graph input {name!r}"), shape)
     for i in schedule:
         node = nodes[i]
         for out in node.outputs:
@@ -492,13 +493,14 @@ def _static_types(folder: Folder, nodes: Sequence[Node], schedule: Sequence[int]
             if not elem:
                 fail(f"{where} has no element type after shape inference", file=path, field=f"graph.node[{i}]",
                      hint="add value_info for it (ops from custom domains are not inferred) or re-export the model")
-            if dims is None or not all(isinstance(d, int) for d in dims):
+            out_shape = static_dims(dims)
+            if dims is None or out_shape is None:
                 shown = "(unknown rank)" if dims is None else "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
                 fail(f"{where} has a dynamic shape {shown} after shape inference", file=path,
                      field=f"graph.node[{i}]",
                      hint="its shape depends on runtime values; export the model with static shapes, "
                           "simplify it (e.g. onnxsim) or add value_info with static dims")
-            types[out] = TensorType(dtypes.from_onnx(elem, what=where), tuple(dims))  # type: ignore[arg-type]
+            types[out] = TensorType(dtypes.from_onnx(elem, what=where), out_shape)
     return types
 
 

@@ -20,7 +20,7 @@ import dataclasses
 import io
 import os
 import re
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 from xml.sax.saxutils import escape
 
 import matplotlib
@@ -36,12 +36,15 @@ from arena_tool.problem import fmt_bytes
 from arena_tool.schema import write_atomic
 from arena_tool.timeline import Layout, Rect, layout
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 FORMATS = (".svg", ".png")
 COLOURS = {"io": "#8fb8de", "activation": "#f2b880", "scratch": "#bdbdbd", "alias": "#9ccc9c"}
 LEGEND = {"io": "input / output", "activation": "activation", "scratch": "workspace / scratch",
           "alias": "alias (view, in-place)"}
 LABEL_PT = 7.0
-RC = {
+RC: dict[RcKeyType, Any] = {
     "svg.hashsalt": "arena",  # clip-path and hatch ids from a fixed salt, not a random uuid
     "svg.fonttype": "none",  # text stays <text>: small, searchable, no glyph cache ids
     "path.snap": False,  # rectangles at their exact data coordinates, not pixel-snapped
@@ -118,7 +121,7 @@ def _label_fits(ax: Any, r: Rect, renderer: Any, font: FontProperties) -> bool:
     if abs(y1 - y0) < 8 or abs(x1 - x0) < 8:
         return False
     w, h, _ = renderer.get_text_width_height_descent(r.name, font, ismath=False)
-    return w + 4 <= abs(x1 - x0) and h + 2 <= abs(y1 - y0)
+    return bool(w + 4 <= abs(x1 - x0) and h + 2 <= abs(y1 - y0))
 
 
 def _draw_buffers(ax: Any, panel: int, lay: Layout, renderer: Any) -> None:
@@ -176,7 +179,7 @@ def _figure(panels: Sequence[tuple[str, Layout]]) -> Figure:
     g = _geometry(lays)
     width = g.width(len(panels))
     fig = Figure(figsize=(width, g.height))
-    renderer = FigureCanvasAgg(fig).get_renderer()
+    renderer = FigureCanvasAgg(fig).get_renderer()  # type: ignore[no-untyped-call]  # unannotated in matplotlib
     top = max(max(lay.arena_size, lay.lower_bound, max(lay.live, default=0)) for lay in lays)
     bottom, h = g.bottom / g.height, (g.height - g.bottom - g.top) / g.height
     first = None

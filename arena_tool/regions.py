@@ -58,11 +58,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from arena_tool import planners
 from arena_tool.errors import ArenaError
 from arena_tool.problem import Buffer, ModelProblem, Plan, Problem, Status, align_up, lower_bound
+
+if TYPE_CHECKING:
+    from arena_tool.planning import PlannedModel  # planning imports this module
 
 WINDOWED = frozenset({"Conv", "QLinearConv", "MaxPool", "AveragePool", "QLinearAveragePool"})
 EXACT_MAX = 64  # buffers: the assignment search runs (exact when it finishes in time) up to this many
@@ -359,7 +362,7 @@ def weights_ram_bytes_doc(doc: dict[str, Any]) -> int:
 
 
 def plan_split(path: str, options: Any, planner: str, params: planners.Params,
-               caps: Sequence[RegionCap]) -> Any:
+               caps: Sequence[RegionCap]) -> PlannedModel:
     """``planning.plan_model`` for a split arena: a PlannedModel whose plan document carries a
     region per buffer (module docstring). Over capacity even after repair is an answer: the plan
     says status 'infeasible' and the gate reports the region."""

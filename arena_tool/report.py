@@ -63,12 +63,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from arena_tool import __version__, region_gate
 from arena_tool.errors import CheckFailed
 from arena_tool.manifest_cache import project_path
 from arena_tool.problem import align_up, fmt_bytes
+
+if TYPE_CHECKING:
+    from arena_tool.manifest import BoardTarget
 
 FORMAT_VERSION = 2
 STATUSES = ("ok", "warn", "over", "unsupported", "error")
@@ -264,13 +267,13 @@ def tflm_measure(model_path: str, plan_doc: dict[str, Any], plan_path: str) -> t
                   "tail": tail, "tensor_arena_size": tflm_arena_size(head, tail), "note": TFLM_NOTE}
 
 
-def region_room(target: Any, name: str) -> int:
+def region_room(target: BoardTarget, name: str) -> int:
     """Bytes of region ``name`` beside the stack and heap reserve (taken in the data region)."""
     r = target.region_info(name)
     return r.length - (target.reserve_stack + target.reserve_heap if name == target.data_region else 0)
 
 
-def region_limit(target: Any, name: str) -> int:
+def region_limit(target: BoardTarget, name: str) -> int:
     """What the arena may take in region ``name``: the budget (bytes, or a percentage of the
     region), but no more than its room; the gate's limit, and a split arena's capacity per region."""
     return min(target.budget.resolve(target.region_info(name).length), region_room(target, name))
@@ -305,7 +308,7 @@ def status_of(problems: Sequence[Problem], warned: bool) -> str:
     return "warn" if warned else "ok"
 
 
-def gate(target: Any, plans: Sequence[tuple[str, str, dict[str, Any]]],
+def gate(target: BoardTarget, plans: Sequence[tuple[str, str, dict[str, Any]]],
          fastest: Callable[[int, int], str | None] | None = None,
          runtime_problems: Sequence[Problem] = (),
          tflm: Mapping[str, Mapping[str, Any]] | None = None) -> Report:
@@ -399,7 +402,7 @@ def failure(rep: Report | dict[str, Any]) -> CheckFailed | None:
     return CheckFailed("\n".join(lines)) if lines else None
 
 
-def _flash_problem(target: Any, uses: Sequence[ModelUse], weights: int) -> Problem:
+def _flash_problem(target: BoardTarget, uses: Sequence[ModelUse], weights: int) -> Problem:
     """Weights above the flash: name the model whose weights do not fit."""
     flash = target.flash
     alone = [u for u in uses if u.weights_bytes > flash.length]
@@ -437,14 +440,14 @@ def _who(uses: Sequence[ModelUse]) -> str:
     return f"model {names} needs" if len(uses) == 1 else f"models {names} need"
 
 
-def _better_region(target: Any, need: int, current: str, room: Callable[[str], int]) -> str | None:
+def _better_region(target: BoardTarget, need: int, current: str, room: Callable[[str], int]) -> str | None:
     """The smallest other region with room for ``need`` (ties: board order)."""
     fits = [(room(r.name), i, r.name) for i, r in enumerate(target.regions)
             if r.name != current and room(r.name) >= need]
     return min(fits)[2] if fits else None
 
 
-def _tries(target: Any, uses: Sequence[ModelUse], need: int, lb: int, *, region: str | None,
+def _tries(target: BoardTarget, uses: Sequence[ModelUse], need: int, lb: int, *, region: str | None,
            limit: int | None = None) -> str:
     """'region X, planner optimal for a, or quantizing b to int8: <command>': only what could help."""
     out: list[str] = []
@@ -468,7 +471,7 @@ def _tries(target: Any, uses: Sequence[ModelUse], need: int, lb: int, *, region:
     return out[0] if out else ""
 
 
-def _quantize_hint(target: Any, floats: Sequence[ModelUse], why: str) -> str:
+def _quantize_hint(target: BoardTarget, floats: Sequence[ModelUse], why: str) -> str:
     """How to quantize the float models (the command for the first): activation_dtype int8 is a
     what-if that re-sizes the plan, so it is not the advice."""
     specs = {m.name: m for m in target.models}
@@ -648,7 +651,9 @@ def read(path: str, check: bool = False) -> dict[str, Any]:
     """The report document; ``check`` validates it against the schema (slower: jsonschema)."""
     from arena_tool.schema import read_json
 
-    return read_json(path, "report", "build the board first (scons board=NAME)", schema="report" if check else None)
+    doc: dict[str, Any] = read_json(path, "report", "build the board first (scons board=NAME)",
+                                    schema="report" if check else None)
+    return doc
 
 
 def bar(percent: float, width: int = 10) -> str:

@@ -180,7 +180,7 @@ def write(path: str, doc: dict[str, Any]) -> None:
 def read(path: str) -> dict[str, Any]:
     try:
         with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
+            doc: dict[str, Any] = json.load(f)
     except (OSError, ValueError) as e:
         raise ArenaError(f"cannot read the run report: {e}", file=path) from e
     check_json(doc, "run_report", path)
@@ -197,7 +197,10 @@ def table(doc: dict[str, Any]) -> str:
     rows = [(m["name"], "-" if m["status"] is None else str(m["status"]), _n(m["arena_size"]),
              _n(m["lower_bound"]), _n(m["tables_flash"]), _n(m["instructions"])) for m in doc["models"]]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+
+    def fmt(r: tuple[str, ...]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+
     title = (f"arena: run {doc['board']} (qemu -M {doc['machine']} -icount shift={doc['icount_shift']}): "
              f"ELF flash {doc['flash']:,} B, RAM {doc['ram']:,} B, exit status {doc['exit_status']}")
     lines = [title, "  " + fmt(head)]

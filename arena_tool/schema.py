@@ -34,7 +34,8 @@ def schema_path(name: str) -> Path:
 
 @functools.lru_cache(maxsize=None)
 def load_schema(name: str) -> dict[str, Any]:
-    return json.loads(schema_path(name).read_text(encoding="utf-8"))
+    doc: dict[str, Any] = json.loads(schema_path(name).read_text(encoding="utf-8"))
+    return doc
 
 
 def read_json(path: str, what: str, hint: str, schema: str | None = None) -> Any:
@@ -77,7 +78,9 @@ def validator_class() -> Any:
     def is_integer(_checker: Any, value: Any) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
 
-    return jsonschema.validators.extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", is_integer))
+    # types-jsonschema leaves validators.extend unannotated
+    return jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+        base, type_checker=base.TYPE_CHECKER.redefine("integer", is_integer))
 
 
 def dotted(path: Any) -> str:

@@ -39,7 +39,7 @@ import dataclasses
 import hashlib
 import math
 import os
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 from arena_tool import dtypes
 from arena_tool.errors import ArenaError
@@ -55,6 +55,8 @@ HYBRID_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRAN
                         "SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM", "LSTM", "UNIDIRECTIONAL_SEQUENCE_RNN", "RNN",
                         "BIDIRECTIONAL_SEQUENCE_LSTM", "BIDIRECTIONAL_SEQUENCE_RNN"})
 INT_WEIGHTS = frozenset({"int8", "uint8", "int4", "int2"})
+# Per tensor index: arena dtype name, bytes per element (None: packed int4/int2), shape, element count.
+TensorInfo = tuple[str, int | None, tuple[int, ...], int]
 
 # TensorType name (schema) -> arena's element type name (dtypes) and bytes per element in TFLM's
 # arena (TfLiteTypeSizeOf); int4/int2 exist only as packed weights.
@@ -231,7 +233,7 @@ class _Builder:
         self.opt = options
         self.types = type_names()
 
-    def fail(self, msg: str, hint: str, field: str | None = None) -> None:
+    def fail(self, msg: str, hint: str, field: str | None = None) -> NoReturn:
         raise ArenaError(msg, file=self.path, hint=hint, field=field)
 
     # --- checks of the whole model ---
@@ -304,7 +306,7 @@ class _Builder:
         variable = [bool(t.isVariable) for t in tensors]
         op_type = {k: builtin_name(m, ops[k]) for k in range(n_ops)}
 
-        info: dict[int, tuple[str, int | None, tuple[int, ...], int]] = {}
+        info: dict[int, TensorInfo] = {}
         for i, t in enumerate(tensors):
             what = f"{i} ({names[i]})"
             dtype, esize = self._dtype(i, t, what)
@@ -381,6 +383,7 @@ class _Builder:
                 run_dtype = dtypes.with_bits(dtype, bitwidths[names[i]])
             elif self.opt.activation_dtype:
                 run_dtype = self.opt.activation_dtype
+            assert esize is not None  # build() failed above on a sized non-weight tensor without an element size
             nbytes = elements * esize if run_dtype == dtype else dtypes.nbytes(elements, dtypes.bits(run_dtype))
             size = max(align_up(nbytes, a), a)
             kind = "input" if i in inputs else "output" if i in outputs else "activation"
@@ -392,14 +395,14 @@ class _Builder:
         floatish = ("float", "bfloat", "complex")
         for k in order:
             op = ops[k]
-            ins = tuple(names[x] if x >= 0 else "" for x in (op.inputs if op.inputs is not None else []))
-            outs = tuple(names[x] for x in (op.outputs if op.outputs is not None else []))
+            step_ins = tuple(names[x] if x >= 0 else "" for x in (op.inputs if op.inputs is not None else []))
+            step_outs = tuple(names[x] for x in (op.outputs if op.outputs is not None else []))
             acts = [int(x) for x in list(op.inputs if op.inputs is not None else []) +
                     list(op.outputs if op.outputs is not None else []) if x >= 0 and not weight[x]]
             if acts and not any(info[x][0].startswith(floatish) for x in acts):
                 integer_ops += 1
-            steps.append(Step(node=k, name=outs[0] if outs else f"operator{k}", op_type=op_type[k],
-                              inputs=ins, outputs=outs, domain=DOMAIN))
+            steps.append(Step(node=k, name=step_outs[0] if step_outs else f"operator{k}", op_type=op_type[k],
+                              inputs=step_ins, outputs=step_outs, domain=DOMAIN))
 
         weight_buffers = {t.buffer for i, t in enumerate(tensors) if weight[i]}
         weights_bytes = sum(buffer_bytes(m, b) for b in weight_buffers)
@@ -414,7 +417,7 @@ class _Builder:
         )
 
     def _check_hybrid(self, ops: Sequence[Any], op_type: dict[int, str], tensors: Sequence[Any],
-                      weight: list[bool], info: dict, names: list[str]) -> None:
+                      weight: list[bool], info: dict[int, TensorInfo], names: list[str]) -> None:
         for k, op in enumerate(ops):
             if op_type[k] not in HYBRID_OPS:
                 continue

@@ -91,11 +91,11 @@ def layout(doc: dict[str, Any]) -> Layout:
     rects = tuple(Rect(i, b["name"], b["kind"], b["dtype"], tuple(b["shape"]), b["size"], b["offset"],
                        b["first_op"], b["last_op"], b["alias_of"]) for i, b in enumerate(bufs))
     members = _groups(bufs)
-    groups = []
-    for g in _group_buffers(bufs, doc["alignment"]):
-        root = by_name[g.name]
-        groups.append(Group(tuple(m["name"] for m in members[g.name]), root["kind"], root["dtype"], g.size,
-                            root["offset"], g.start, g.end))
+    groups: list[Group] = []
+    for buf in _group_buffers(bufs, doc["alignment"]):
+        root = by_name[buf.name]
+        groups.append(Group(tuple(m["name"] for m in members[buf.name]), root["kind"], root["dtype"], buf.size,
+                            root["offset"], buf.start, buf.end))
     horizon = max([len(doc["schedule"])] + [g.last_op + 1 for g in groups])
     live = [0] * horizon
     for g in groups:

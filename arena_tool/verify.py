@@ -138,6 +138,10 @@ def verify(model_path: str, plan_doc: dict[str, Any]) -> VerifyResult:
     for i, b in enumerate(buffers):
         if offset[i] is None:
             offset[i] = offset[group[i]]
+    starts = [int(o) for o in offset if o is not None]
+    if len(starts) != len(buffers):  # the plan schema requires every offset; an unchecked doc may lack one
+        missing = next(names[i] for i, o in enumerate(offset) if o is None)
+        raise ArenaError(f"buffer {missing} has no offset", field="buffers", exit_code=EXIT_CHECK_FAILED)
     group_arr = np.array(group, dtype=np.int64)
     ref = reference(model_path, plan_doc)
     size = int(plan_doc["arena_size"])
@@ -150,7 +154,7 @@ def verify(model_path: str, plan_doc: dict[str, Any]) -> VerifyResult:
         b = buffers[i]
         item = np.dtype(NUMPY_TYPES[b["dtype"]]).itemsize if b["dtype"] in NUMPY_TYPES else 1
         nbytes = int(b["elements"]) * item if b["kind"] != "scratch" else int(b["size"])
-        return int(offset[i]), int(offset[i]) + nbytes
+        return starts[i], starts[i] + nbytes
 
     def ref_bytes(i: int) -> np.ndarray | None:
         v = ref.get(names[i])
@@ -169,8 +173,8 @@ def verify(model_path: str, plan_doc: dict[str, Any]) -> VerifyResult:
                              field="buffers", exit_code=EXIT_CHECK_FAILED)
         if scribble:
             arena[lo:hi] = 0xCD
-        elif refb[i] is not None:
-            arena[lo:hi] = refb[i]
+        elif (ref_b := refb[i]) is not None:
+            arena[lo:hi] = ref_b
         else:
             arena[lo:hi] = (i * 37 + 11) & 0xFF
         owner[lo:hi] = i
@@ -180,8 +184,8 @@ def verify(model_path: str, plan_doc: dict[str, Any]) -> VerifyResult:
         lo, hi = span(i)
         own = owner[lo:hi]
         bad = np.where(own >= 0, group_arr[np.maximum(own, 0)], -1) != group[i]
-        if refb[i] is not None:
-            bad |= arena[lo:hi] != refb[i]
+        if (ref_b := refb[i]) is not None:
+            bad |= arena[lo:hi] != ref_b
         idx = np.flatnonzero(bad)
         return lo + int(idx[0]) if idx.size else None
 

@@ -216,13 +216,13 @@ class _BoundedLoader(yaml.SafeLoader):
         self.file = file
         self.depth = 0
 
-    def compose_node(self, parent: Node | None, index: Any) -> Node:
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         if self.check_event(AliasEvent, ScalarEvent):
             return super().compose_node(parent, index)
         self.depth += 1
         try:
             if self.depth > MAX_DEPTH:
-                mark = self.peek_event().start_mark
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]  # unannotated in types-PyYAML
                 raise ArenaError(f"the document nests more than {MAX_DEPTH} levels deep", file=self.file,
                                  line=mark.line + 1, col=mark.column + 1,
                                  hint="a manifest or board file needs only a few levels; flatten the lists")
@@ -371,7 +371,8 @@ _SIZE_EXPECTED = "expected a byte count like 65536, '64K', '64KiB', '1M' or '0x1
 def _validator(name: str) -> jsonschema.protocols.Validator:
     schema = load_schema(name)
     jsonschema.Draft202012Validator.check_schema(schema)
-    return validator_class()(schema)  # 16.0 is no integer
+    validator: jsonschema.protocols.Validator = validator_class()(schema)  # 16.0 is no integer
+    return validator
 
 
 def validate(doc: Doc, schema_name: str, file: str | None = None) -> None:
@@ -455,7 +456,9 @@ def _translate(doc: Doc, err: jsonschema.ValidationError) -> tuple[Pos, Any, int
     path = tuple(err.absolute_path)
     kw = err.validator
     schema = err.schema if isinstance(err.schema, dict) else {}
-    value = err.instance
+    # the stubs say "Any | Unset"; an error from iter_errors always carries both
+    value: Any = err.instance
+    wanted: Any = err.validator_value
     rank = 0
     hint: str | None = None
     at_value = True
@@ -473,8 +476,8 @@ def _translate(doc: Doc, err: jsonschema.ValidationError) -> tuple[Pos, Any, int
         tail = "expected one of: " + ", ".join(allowed) if allowed else ""
         hint = (did_you_mean(str(extra), allowed) + tail).strip() or "remove it"
     elif kw == "required":
-        missing = [k for k in err.validator_value if isinstance(value, dict) and k not in value]
-        key = missing[0] if missing else err.validator_value[0]
+        missing = [k for k in wanted if isinstance(value, dict) and k not in value]
+        key = missing[0] if missing else wanted[0]
         msg = f"missing required key '{key}'"
         at_value = False
         hint = f"add '{key}: ...'"
@@ -490,7 +493,7 @@ def _translate(doc: Doc, err: jsonschema.ValidationError) -> tuple[Pos, Any, int
         msg = f"wrong type: expected {want}, got {_describe(value)}"
     elif kw in ("anyOf", "oneOf"):
         union = _union_types(err)
-        branch_types = [t for b in err.validator_value if isinstance(b, dict) for t in _expected_types(b)]
+        branch_types = [t for b in wanted if isinstance(b, dict) for t in _expected_types(b)]
         if expected and branch_types and not any(_is_type(value, t) for t in branch_types):
             msg = f"wrong type: expected {expected}, got {_describe(value)}"
         elif expected:
@@ -506,35 +509,35 @@ def _translate(doc: Doc, err: jsonschema.ValidationError) -> tuple[Pos, Any, int
             msg = f"invalid value {_describe(value)}"
         rank = 2
     elif kw == "enum":
-        options = [str(o) for o in err.validator_value]
+        options = [str(o) for o in wanted]
         msg = f"invalid value {_describe(value)}"
         hint = did_you_mean(str(value), options) + "expected one of: " + ", ".join(options)
     elif kw == "const":
-        msg = f"invalid value {_describe(value)}: must be {_describe(err.validator_value)}"
+        msg = f"invalid value {_describe(value)}: must be {_describe(wanted)}"
     elif kw in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         op = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}[kw]
-        msg = f"invalid value {_describe(value)}: must be {op} {err.validator_value}"
+        msg = f"invalid value {_describe(value)}: must be {op} {wanted}"
     elif kw in ("pattern", "format", "minLength", "maxLength", "multipleOf") and expected:
         msg = f"invalid value {_describe(value)}: expected {expected}"
     elif kw == "pattern":
-        msg = f"invalid value {_describe(value)}: must match the pattern {err.validator_value}"
+        msg = f"invalid value {_describe(value)}: must match the pattern {wanted}"
     elif kw == "minLength":
-        msg = f"invalid value {_describe(value)}: must be at least {err.validator_value} characters"
+        msg = f"invalid value {_describe(value)}: must be at least {wanted} characters"
     elif kw == "maxLength":
-        msg = f"invalid value {_describe(value)}: must be at most {err.validator_value} characters"
+        msg = f"invalid value {_describe(value)}: must be at most {wanted} characters"
     elif kw == "multipleOf":
-        msg = f"invalid value {_describe(value)}: must be a multiple of {err.validator_value}"
+        msg = f"invalid value {_describe(value)}: must be a multiple of {wanted}"
     elif kw == "minItems":
-        msg = f"needs at least {err.validator_value} item(s), got {len(value)}"
+        msg = f"needs at least {wanted} item(s), got {len(value)}"
     elif kw == "maxItems":
-        msg = f"allows at most {err.validator_value} item(s), got {len(value)}"
+        msg = f"allows at most {wanted} item(s), got {len(value)}"
     elif kw == "uniqueItems":
         msg = "items must be unique"
     elif kw == "minProperties":
-        msg = f"needs at least {err.validator_value} key(s)"
+        msg = f"needs at least {wanted} key(s)"
     elif kw == "propertyNames" and err.context:
         sub = err.context[0]
-        bad = sub.instance
+        bad: Any = sub.instance
         path = path + (bad,)
         at_value = False
         msg = f"invalid name '{bad}'"
