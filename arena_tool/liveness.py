@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from arena_tool import dtypes, lowering, scheduling, schema
 from arena_tool.errors import ArenaError, fail
@@ -297,15 +297,9 @@ class _Builder:
             root[y] = r
             members.setdefault(r, [r]).append(y)
 
-        for s, node in enumerate(self.steps):
-            ys = [y for y in node.outputs if y]
-            if len(ys) != 1 or ys[0] not in self.g.types:
-                continue
-            y = ys[0]
-            if node.op_type in VIEWS and node.domain in ("", "ai.onnx"):
-                x = node.inputs[0]
-                if x in self.g.types and self._same_bytes(x, y):
-                    join(y, x)
+        for s, node, y, view in self._alias_sites():
+            if view is not None:
+                join(y, view)
                 continue
             dw = self._depthwise_input(s, node, y)
             if dw is not None:
@@ -330,6 +324,20 @@ class _Builder:
                         self.shrinking.add(s)
                     break
         return root
+
+    def _alias_sites(self) -> Iterator[tuple[int, Op, str, str | None]]:
+        """(step, op, its one output, the input it is a view of) for each step that may alias:
+        one typed output; a view op only where the bytes are identical (then never in place)."""
+        for s, node in enumerate(self.steps):
+            ys = [y for y in node.outputs if y]
+            if len(ys) != 1 or ys[0] not in self.g.types:
+                continue
+            if node.op_type in VIEWS and node.domain in ("", "ai.onnx"):
+                x = node.inputs[0]
+                if x in self.g.types and self._same_bytes(x, ys[0]):
+                    yield s, node, ys[0], x
+                continue
+            yield s, node, ys[0], None
 
     def _planned(self, name: str) -> int:
         return self._size(self.g.types[name].elements, self.dtype[name])
@@ -381,14 +389,9 @@ class _Builder:
         views: dict[int, str] = {}
         inplace: dict[int, tuple[str, ...]] = {}
         if self.opt.inplace and self.opt.execution == "sequential":
-            for k, node in enumerate(self.steps):
-                ys = [y for y in node.outputs if y]
-                if len(ys) != 1 or ys[0] not in self.g.types:
-                    continue
-                y = ys[0]
-                if node.op_type in VIEWS and node.domain in ("", "ai.onnx"):
-                    if node.inputs[0] in self.g.types and self._same_bytes(node.inputs[0], y):
-                        views[k] = node.inputs[0]
+            for k, node, y, view in self._alias_sites():
+                if view is not None:
+                    views[k] = view
                     continue
                 x = self._depthwise_input(k, node, y)
                 if x is not None and self._planned(x) == self._planned(y):
