@@ -390,3 +390,12 @@ def test_mobilenet_v2_runs_in_place_on_qemu(zoo_dir, qcache, tmp_path):
     run = verify.parse_output(text)
     for sym, path, doc in models:
         assert_like_onnxruntime(run, sym, path, doc)
+
+
+def test_mobilenet_v2_float_arena_is_at_least_five_percent_smaller(zoo_dir: Path) -> None:
+    """The floor: against the graph order with element-wise in-place and views on, in-place
+    depthwise saves >= 5 % on MobileNetV2 (96x96, float); measured 552,960 -> 516,096 B."""
+    path = str(zoo_dir / "mobilenet_v2.onnx")
+    on, off = plan(path), plan(path, inplace_depthwise=False)
+    assert on["arena_size"] <= 0.95 * off["arena_size"], (on["arena_size"], off["arena_size"])
+    assert verify.verify(path, on).ok

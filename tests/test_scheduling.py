@@ -191,3 +191,21 @@ def test_rescheduled_model_runs_on_the_host(tmp_path: Path, capsys: pytest.Captu
     rc = firmware.run(path, "host", MEMORY, "optimal", planners.Params(), build_dir=str(tmp_path / "b"))
     out = capsys.readouterr().out
     assert rc == 0, out
+
+
+MLPERF = Path(__file__).resolve().parent.parent.parent / "shared" / "models" / "mlperf_tiny"
+
+
+@pytest.mark.skipif(not (MLPERF / "image_classification__pretrainedResnet_quant.tflite").is_file(),
+                    reason="the MLPerf Tiny ResNet .tflite is absent on this machine")
+def test_a_tflite_model_is_written_in_the_memory_order_and_verifies(tmp_path: Path) -> None:
+    """A .tflite under schedule: memory: never worse than its own order, and the planned model
+    (operators written in the plan's order) runs bit-identically in TFLite Micro."""
+    from arena_tool.cli import main
+
+    src = str(MLPERF / "image_classification__pretrainedResnet_quant.tflite")
+    out = str(tmp_path / "planned.tflite")
+    mem = liveness.model_problem(src, MEMORY)
+    assert _bound(mem) <= _bound(liveness.model_problem(src, ModelOptions()))
+    assert main(["plan", src, "--schedule", "memory", "--planner", "greedy_size", "-o", out]) == 0
+    assert main(["verify", src, out]) == 0
