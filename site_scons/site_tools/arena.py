@@ -9,77 +9,60 @@ Use it from any SConstruct::
 ``ArenaFirmware`` reads the manifest (``arena_tool.manifest``; a JSON cache
 under ``build/`` skips YAML and JSON Schema work while no input changed),
 selects the boards from ``board=`` (one name, ``a,b`` or ``all``; all by
-default) and wires, for each distinct (model, resolved options), one plan
-``build/plans/<model>-<options digest>.plan.json`` (ArenaPlan <- model.onnx,
-Value(options)) and its C tables ``build/tables/<model>-<digest>/model_<model>.{c,h}``
-(ArenaTables <- plan, model.onnx): boards with the same options share both.
-Then per board, under ``build/<board>/``::
+default) and asks ``arena_tool.build_graph.plan`` for the build: every file to
+make, what it is made from, the compile and link flags, the aliases. The file
+names, which inputs each step reads, what boards share and the flags are that
+module's (its docstring lists the nodes); this one makes one Builder call per
+node, in the graph's order, with these actions (thin calls into ``arena_tool``):
 
-    arena_gate.json            ArenaGate    <- every plan, Value(board settings), board file:
-                               RAM budget, weights against the flash, and (runtime arena)
-                               every op against what arena's runtime executes
-    gen/arena_board.{c,h}      (ArenaGate, once it passes: the arena and the model entries)
-    <board>.ld                 (ArenaGate: what ArenaLinkerScript writes from report and board file)
-    arena_fragment.ld          instead, with ``linker: fragment``: arena's sections and ASSERTs for the
-                               project's own ``linker_script`` to INCLUDE (linker_fragment; the gate
-                               also checks that script); the link is ``-T <linker_script> -L build/<board>``
-    firmware.elf               the link (when arm-none-eabi-gcc is on PATH), then the ELF check
-    arena_report.json          ArenaReport  <- arena_gate.json [, firmware.elf]: the gate's report,
-                               with RAM and flash measured on the ELF when linked
-    arena_report.{html,md}     (ArenaReport, and every failure that writes the JSON: the same
-                               document for people, with the plans' peak, buffers and pictures;
-                               ``scons board=NAME report`` builds only the reports and what they need)
-    run_report.json            the ``run`` alias: QEMU -icount run, sizes and instructions (runreport)
+    plan         ArenaPlan: planning.plan_model (a split arena over its regions)
+    tables       ArenaTables: codegen.model_sources, only from a plan planfile.check
+                 finds true to its model (else one error naming the plan, exit 1)
+    tflm,        runtime: tflm: the planned .tflite and TFLM's measured head and tail
+    tflm_tables  (report.tflm_measure), then the model as a const array (codegen)
+    gate         ArenaGate: report.gate (RAM budget, weights against the flash, every op
+                 against arena's runtime); once it passes, arena_board.{c,h} (tflm_arena.{c,h})
+                 and the linker script (linker.render) or, with ``linker: fragment``,
+                 arena_fragment.ld for the project's own script (which the gate checks)
+    object       the cross environment's Object (the C scanner on)
+    elf          the link (``$ARENA_LINKCOM``, output captured), then the ELF check (elfcheck)
+    report       ArenaReport: the gate's report with RAM and flash measured on the ELF when
+                 linked, and arena_report.{html,md} beside it (htmlreport)
 
-``runtime: tflm`` (``.tflite`` models; the firmware brings TFLite Micro): each plan
-also gives ``build/tables/<model>-<digest>/<model>.tflm.json`` and ``<model>.planned.tflite``
-(ArenaTflm <- plan, model.tflite: the planned model, arena's plan as TFLM's
-OfflineMemoryAllocation, and TFLM's head and persistent tail as its host interpreter
-measures them), which the gate reads (the budget counts head + tail), and
-``model_<model>.{c,h}`` (ArenaTflmModel <- planned model, tflm.json: the model as a
-16-byte aligned const array, ``<MODEL>_HEAD_SIZE``, ``<MODEL>_TENSOR_ARENA_SIZE``);
-the board gets ``gen/tflm_arena.{c,h}`` (``uint8_t tensor_arena[N]`` in section
-``.tensor_arena``) instead of ``arena_board.{c,h}``, a linker script whose ``.arena``
-(NOLOAD) output section holds ``.tensor_arena``, and neither arena's runtime nor a
-coverage check.
-
-Objects are shared by every board with the same compile flags, under
-``build/common/<flags>/``: the firmware's own sources (``<their path>.o``, so two
-``main.c`` in different folders do not collide), arena's C runtime
-(``arena_tool.runtime_dir()``, ``arena_runtime/*.o``; not with ``runtime: none``)
-and each plan's tables (``tables/<model>-<digest>.o``): a big weight table
-compiles once per flag set, not once per board. Every compile sees the user's
-``CPPPATH`` and ``cpppath`` first, then the runtime folder (for
-``arena_model.h``), and the environment's own ``CCFLAGS``/``CFLAGS``/
+and the ``run`` alias (QEMU -icount run, ``run_report.json``, runreport).
+``scons -h`` lists the boards; ``scons board=NAME report`` builds only the
+reports and what they need. ``runtime: tflm`` (``.tflite`` models; the firmware
+brings TFLite Micro): the planned model carries arena's plan as TFLM's
+OfflineMemoryAllocation, the gate's budget counts TFLM's head and persistent
+tail as its host interpreter measures them, ``model_<model>.{c,h}`` hold the
+model as a 16-byte aligned const array with ``<MODEL>_HEAD_SIZE`` and
+``<MODEL>_TENSOR_ARENA_SIZE``, ``gen/tflm_arena.{c,h}`` the ``uint8_t
+tensor_arena[N]`` (section ``.tensor_arena``, inside the script's NOLOAD
+``.arena``); no arena runtime, no coverage check.
+Without ``arm-none-eabi-gcc`` on PATH (or with ``link=0``) the graph stops after
+the plans, tables, gates and reports. Build variables: ``board=``,
+``VERBOSE=1``, ``link=0``, ``gcc_prefix=`` (default ``arm-none-eabi-``).
+``ARENA_PROGRESS=1`` in the environment shows the planner's status line during
+long searches (off by default: it would garble the build's output). The user's
+``CPPPATH`` comes first on every compile and its ``CCFLAGS``/``CFLAGS``/
 ``CPPDEFINES``/``LINKFLAGS``/``LIBS`` after arena's (so a user's flag wins).
-Build variables: ``board=``, ``VERBOSE=1``, ``link=0`` (stop after generation),
-``gcc_prefix=`` (default ``arm-none-eabi-``). ``ARENA_PROGRESS=1`` in the
-environment shows the planner's status line during long searches (off by
-default: it would garble the build's output).
 
-Every arena output also depends on ``arena_tool/**/*.{py,json}`` and
-``schemas/*.json``: editing the generator rebuilds what it generates. The gate
-runs before anything is compiled (every object requires the gates of the
-boards that share it); when a board fails it (status over or unsupported) it
-prints one ``arena: <board>: ...`` line per problem, writes ``arena_report.json``
-saying why, deletes that board's generated files and fails with exit status 1.
-A failed link writes the report too (status over when ld says a region
-overflowed). ``scons -h`` lists the boards; ``VERBOSE=1`` shows full command
-lines; ``scons board=NAME run`` runs the ELF under QEMU for boards with a QEMU
-machine; the end of every build prints a per-board summary with PlatformIO-style
-RAM and Flash lines.
+When a board fails its gate (status over or unsupported) it prints one
+``arena: <board>: ...`` line per problem, writes ``arena_report.json`` (and its
+views) saying why, deletes that board's generated files and fails with exit
+status 1. A failed link or ELF check writes the report too (status over when ld
+says a region overflowed). The end of every build prints a per-board summary
+with PlatformIO-style RAM and Flash lines.
 
-Integrity: C tables are made only from a plan ``planfile.check`` finds true to
-its model (else one error naming the plan, exit 1). Every target of arena's
-environments is reused only while its file is the one the signature database
-recorded (``_verify_targets``): a build killed before SCons wrote .sconsign
-leaves no output a later build accepts. Paths in outputs are relative to the
-project (the SConstruct's folder) and objects are compiled with
-``-ffile-prefix-map=<project>=.``, so clones at different paths build the same
-bytes.
+Integrity: every target of arena's environments is reused only while its file
+is the one the signature database recorded (``_verify_targets``): a build killed
+before SCons wrote .sconsign leaves no output a later build accepts. Paths in
+outputs are relative to the project (the SConstruct's folder) and objects are
+compiled with ``-ffile-prefix-map=<project>=.``, so clones at different paths
+build the same bytes.
 
-This module only wires: all work happens in ``arena_tool`` calls, imported
-inside the actions so reading the SConstruct stays cheap. Per-build values
+All work happens in ``arena_tool`` calls, imported inside the actions so
+reading the SConstruct stays cheap. Per-build values
 (a board's settings) live in one ``_State`` held by ``env`` (shared by its
 clones) and keyed by target path, never in module globals. A no-op
 ``scons board=all`` should stay within 1.5x of an empty SConstruct's
@@ -166,9 +149,9 @@ class _State:
     One object referenced from ``env["ARENA_STATE"]``: SCons's Clone copies dicts
     held in an environment but shares other objects, so every clone sees this one.
     gates: gate path -> (target doc, files deleted when the gate fails, report path);
-    elves: ELF path -> target doc; lowered: (plan path, model sha) -> the lowered model the
-    coverage check reads (a model shared by boards is lowered once per build);
-    written: reports a failure path wrote during this build (for the summary).
+    elves: ELF path -> (target doc, its gate's path, its report's path); lowered: (plan path,
+    model sha) -> the lowered model the coverage check reads (a model shared by boards is
+    lowered once per build); written: reports a failure path wrote during this build (for the summary).
     """
 
     def __init__(self) -> None:
@@ -207,14 +190,22 @@ def _verify_targets(env) -> None:
     of the inputs it was built from) is compared with its file before reuse: by timestamp and
     size first (as max_drift trusts a stored checksum; SCons keeps whole seconds, so a file
     rewritten within the recorded second at the same size passes), by content when those differ.
+    The Decider runs once per (input, target) pair; the answer for a target is kept with the
+    record it was checked against (SCons makes a new one when it builds the target).
     """
     inner_source, inner_target = env.decide_source, env.decide_target
     verdicts: dict = {}
+    checked: dict = {}  # target node -> (its stored info, whether its file is the one recorded)
 
     def decide(dependency, target, prev_ni, repo_node=None) -> bool:
         inner = inner_target if dependency.has_builder() else inner_source
-        changed = inner(dependency, target, prev_ni, repo_node)
-        return changed or not _as_recorded(target, verdicts)
+        if inner(dependency, target, prev_ni, repo_node):
+            return True
+        info = target.get_stored_info()
+        seen = checked.get(target)
+        if seen is None or seen[0] is not info:
+            seen = checked[target] = (info, _as_recorded(target, verdicts))
+        return not seen[1]
 
     env.Decider(decide)
 
@@ -323,7 +314,7 @@ def _report_action(target, source, env) -> None:
     doc = report.read(source[0].path)
     if len(source) > 1:
         ram, flash = elfcheck.usage(source[1].path)
-        doc = report.with_elf(doc, ram, flash, env["ARENA_STATE"].elves[source[1].path]["flash"][0])
+        doc = report.with_elf(doc, ram, flash, env["ARENA_STATE"].elves[source[1].path][0]["flash"][0])
     report.write(target[0].path, doc)
     _write_views(env["ARENA_STATE"], target[0].path, doc, source[1].path if len(source) > 1 else None)
     failed = report.failure(doc)
@@ -442,12 +433,9 @@ def _link_action(target, source, env) -> None:
     if p.returncode == 0:
         return
     state = env["ARENA_STATE"]
-    elf = target[0].path
-    t = state.elves[elf]
-    bdir = os.path.dirname(elf)
-    doc = report.read(os.path.join(bdir, "arena_gate.json"))
-    doc = report.link_failure(doc, p.stdout, t["flash"][0], _region_lengths(t))
-    _write_failed(state, os.path.join(bdir, "arena_report.json"), doc)
+    t, gate, report_path = state.elves[target[0].path]
+    doc = report.link_failure(report.read(gate), p.stdout, t["flash"][0], _region_lengths(t))
+    _write_failed(state, report_path, doc)
     failed = report.failure(doc)
     if doc["status"] == "error":
         failed.exit_code = EXIT_USAGE  # not a budget: a source or a flag the linker refused
@@ -472,17 +460,17 @@ def _elfcheck_action(target, source, env) -> None:
 
     state = env["ARENA_STATE"]
     elf = target[0].path
-    bdir = os.path.dirname(elf)
-    doc = report.read(os.path.join(bdir, "arena_gate.json"))
+    t, gate, report_path = state.elves[elf]
+    doc = report.read(gate)
     try:
-        board = boards.load_board_file(state.elves[elf]["board_file"])
+        board = boards.load_board_file(t["board_file"])
         elfcheck.check(elf, board, doc)
     except ArenaError as err:
         if os.path.exists(elf):
             os.unlink(elf)
         msg = err.msg if err.msg.startswith(doc["board"] + ": ") else f"{doc['board']}: {err.msg}"
         failed = report.with_problem(doc, report.Problem("elf", f"arena: {msg}"))
-        _write_failed(state, os.path.join(bdir, "arena_report.json"), failed)
+        _write_failed(state, report_path, failed)
         raise
 
 
@@ -495,16 +483,15 @@ def _run_action(target, source, env) -> None:
     tables = []
     failed = None
     for node in source:
-        t = env["ARENA_QEMU"][node.path]
+        t, rep_path, run_path = env["ARENA_QEMU"][node.path]
         machine = t["qemu"]
         rc, output = qemu.run(node.path, machine, env.get("ARENA_QEMU_TIMEOUT", 60), icount=True)
         sys.stdout.write(output if output.endswith("\n") or not output else output + "\n")
         sys.stdout.flush()
         board = boards.load_board_file(t["board_file"])
-        rep_path = os.path.join(os.path.dirname(node.path), "arena_report.json")
         arena_doc = report.read(rep_path) if os.path.exists(rep_path) else None
         doc = runreport.build(t["name"], machine, node.path, rc, output, board.cpu.clock_hz, arena_doc)
-        runreport.write(os.path.join(os.path.dirname(node.path), "run_report.json"), doc)
+        runreport.write(run_path, doc)
         tables.append(runreport.table(doc))
         if rc != 0 and failed is None:
             failed = CheckFailed(f"firmware exited with status {rc} under qemu -M {machine}", file=node.path)
@@ -518,38 +505,31 @@ def _run_action(target, source, env) -> None:
 # ---------------------------------------------------------------- emitters
 
 
+# The build graph names every target; these add the ones a direct call leaves out.
+
+
 def _pair_emitter(target, source, env):
     """x.c -> [x.c, x.h]: both outputs are declared, so SCons scans and cleans both."""
+    if len(target) > 1:
+        return target, source
     base, _ = os.path.splitext(str(target[0]))
     return [target[0], env.File(base + ".h")], source
 
 
 def _report_emitter(target, source, env):
     """arena_report.json -> [it, arena_report.html, arena_report.md] (htmlreport's views)."""
+    if len(target) > 1:
+        return target, source
     folder = os.path.dirname(str(target[0]))
     return [target[0]] + [env.File(os.path.join(folder, n)) for n in ("arena_report.html", "arena_report.md")], source
 
 
 def _gate_emitter(target, source, env):
     """[gate, arena_board.c, x.ld] -> the same with arena_board.h after arena_board.c."""
-    if len(target) > 1:
+    if len(target) == 3:
         base, _ = os.path.splitext(str(target[1]))
         target = [target[0], target[1], env.File(base + ".h")] + list(target[2:])
     return target, source
-
-
-def _generator_deps(env):
-    """One Value node: manifest_cache.package_digest(), the bytes of arena_tool/**/*.{py,json}
-    and schemas/*.json (the same digest keys the manifest cache, computed once).
-
-    Every arena output depends on it (convention 13), so editing the generator
-    rebuilds what it generates. One digest node instead of ~60 file edges per
-    target keeps the no-op build's dependency walk short; hashing the files
-    costs about a millisecond.
-    """
-    from arena_tool import manifest_cache
-
-    return [env.Value("arena_tool sources " + manifest_cache.package_digest())]
 
 
 # ---------------------------------------------------------------- wiring
@@ -559,18 +539,20 @@ def _truthy(value) -> bool:
     return str(value).strip().lower() in ("1", "yes", "true", "on")
 
 
-def _user_vars(env) -> dict:
-    """What the user's environment brings to every compile and link (after arena's own flags):
+def _user_flags(env):
+    """build_graph.UserFlags of what the user's environment brings to every compile and link:
     CCFLAGS, LINKFLAGS, CPPPATH, LIBS as lists; CFLAGS, CPPDEFINES, LIBPATH as they are."""
+    from arena_tool.build_graph import UserFlags
+
     out = {}
     for var in ("CCFLAGS", "LINKFLAGS", "CPPPATH", "LIBS"):
         value = env.get(var)
         if isinstance(value, str):
             value = value.split() if var in ("CCFLAGS", "LINKFLAGS") else [value]
-        out[var] = list(value) if value else []
+        out[var.lower()] = tuple(value) if value else ()
     for var in ("CFLAGS", "CPPDEFINES", "LIBPATH"):
-        out[var] = env.get(var) or []
-    return out
+        out[var.lower()] = env.get(var) or []
+    return UserFlags(**out)
 
 
 def _arena_firmware(env, manifest_path, sources=(), cpppath=(), board=None, link=None, build_dir=None,
@@ -588,38 +570,41 @@ def _arena_firmware(env, manifest_path, sources=(), cpppath=(), board=None, link
     from SCons.Script import ARGUMENTS, Exit, GetOption
 
     arena_tool = _import_arena_tool()
-    from arena_tool import manifest_cache
+    from arena_tool import build_graph, manifest_cache
     from arena_tool.errors import ArenaError
 
     build_dir = build_dir or env.subst("$ARENA_BUILD_DIR")
     board = board if board is not None else ARGUMENTS.get("board")
-    try:
-        manifest_path = manifest_cache.project_path(str(manifest_path), env.Dir("#").abspath)  # no clone's path in outputs
-        m = manifest_cache.cached(manifest_path, tuple(board_dirs) + tuple(env["ARENA_BOARD_DIRS"]),
-                                  os.path.join(build_dir, ".arena_manifest.json"))
-        by_name = {t["name"]: t for t in m["targets"]}
-        targets = [by_name[n] for n in manifest_cache.select_names(list(by_name), board, m["file"])]
-    except ArenaError as err:
-        _report_error(err)
-        Exit(err.exit_code)
-    if GetOption("help"):
-        env.Help(_help_text(m, arena_tool), append=True)
-
     if link is None:
         link = _truthy(ARGUMENTS.get("link", "1"))
     if "gcc_prefix" in ARGUMENTS:
         env["ARENA_GCC_PREFIX"] = ARGUMENTS["gcc_prefix"]
     gcc = env.WhereIs(env.subst("${ARENA_GCC_PREFIX}gcc"), os.environ.get("PATH", "")) if link else None
+    top = env.Dir("#").abspath
+    app = [src if hasattr(src, "abspath") else env.File(str(src)) for src in sources]
+    toolchain = build_graph.Toolchain(
+        link=bool(gcc), sources=tuple(n.abspath for n in app), cpppath=tuple(cpppath), root=top,
+        runtime_dir=arena_tool.runtime_dir(), extra_ccflags=tuple(env.get("ARENA_EXTRA_CCFLAGS", ())),
+        user=_user_flags(env))
+    try:
+        manifest_path = manifest_cache.project_path(str(manifest_path), top)  # no clone's path in outputs
+        m = manifest_cache.cached(manifest_path, tuple(board_dirs) + tuple(env["ARENA_BOARD_DIRS"]),
+                                  os.path.join(build_dir, ".arena_manifest.json"))
+        graph = build_graph.plan(m, build_dir, toolchain, board)
+    except ArenaError as err:
+        _report_error(err)
+        Exit(err.exit_code)
+    if GetOption("help"):
+        env.Help(build_graph.help_text(m), append=True)
     if link and not gcc and not GetOption("help") and not GetOption("clean"):
         print(f"arena: {env.subst('${ARENA_GCC_PREFIX}gcc')} not found on PATH: stopping after plans, "
               "C tables and linker scripts (install gcc-arm-none-eabi to link and check the ELF)")
     # The arena builders' environment: board settings are looked up by target path (no
     # override environment per call); no scanners, so an alias never re-reads generated C.
     state = _State()
-    user = _user_vars(env)
     aenv = env.Clone(SCANNERS=[], ARENA_STATE=state)
     _verify_targets(aenv)
-    wiring = _Wiring(aenv, build_dir, _generator_deps(aenv), sources, cpppath, user)
+    cross = None
     if gcc:
         prefix = env.subst("$ARENA_GCC_PREFIX")
         cross = env.Clone(tools=["cc", "link"])  # not "gcc": it runs "gcc --version" on every read
@@ -627,39 +612,118 @@ def _arena_firmware(env, manifest_path, sources=(), cpppath=(), board=None, link
                       ARENA_STATE=state, ARENA_LINKCOM="$LINK -o $TARGET $LINKFLAGS $SOURCES $_LIBDIRFLAGS $_LIBFLAGS")
         cross.PrependENVPath("PATH", os.path.dirname(gcc))
         _verify_targets(cross)
-        wiring.cross = cross
+    by_name = {t["name"]: t for t in m["targets"]}
+    node = _wire(graph, aenv, cross, by_name, state, app)
     result = {}
-    reports = []
-    views: list = []
-    qemu_elves = {}
-    generated: list = []
-    tops: list = []
-    for t in targets:
-        nodes = wiring.board(t)
-        result[t["name"]] = nodes
-        reports += nodes["report"]
-        views += nodes["views"]
-        aenv.Alias(t["name"], nodes["top"])
-        generated += nodes["generated"]
-        tops += nodes["top"]
-        if "elf" in nodes and t["qemu"]:
-            qemu_elves[nodes["elf"][0].path] = t
-    aenv.Alias("arena", generated)
-    aenv.Alias("report", reports + views)  # the reports and what they need: plans, gate (and the ELF when linking)
-    env.Default(aenv.Alias("boards", tops))
-    if qemu_elves:
-        run = env.Alias("run", [env.File(p) for p in sorted(qemu_elves)],
-                        Action(_run_action, "$ARENARUNCOMSTR"), ARENA_QEMU=qemu_elves)
-        env.Depends(run, [r for r in reports if os.path.dirname(r.path) + "/firmware.elf" in qemu_elves])
-    else:
-        run = env.Alias("run", [], Action(_no_run_action, None), ARENA_NO_RUN=(
-            [t["name"] for t in targets], bool(gcc)))
-    env.AlwaysBuild(run)
+    for b in graph.boards:
+        groups = {"plans": b.plans, "gate": [b.gate], "tables": b.tables, "arena": b.arena, "ld": [b.ld],
+                  "report": [b.report], "views": b.views, "generated": b.generated, "all": b.all, "top": b.top}
+        if b.elf:
+            groups["elf"] = [b.elf]
+        result[b.name] = {k: [node(p) for p in paths] for k, paths in groups.items()}
+    boards = {b.elf: b for b in graph.boards}
+    for a in graph.aliases:
+        if a.name.startswith("arena-gates-"):
+            continue  # wired with the objects that require them
+        if a.action == "run":  # each ELF with its board, its report and the run report it writes
+            elves = {node(e).path: (by_name[boards[e].name], boards[e].report, boards[e].run_report)
+                     for e in a.targets}
+            made = env.Alias(a.name, [node(e) for e in a.targets], Action(_run_action, "$ARENARUNCOMSTR"),
+                             ARENA_QEMU=elves)
+        elif a.action == "no_run":
+            made = env.Alias(a.name, [], Action(_no_run_action, None),
+                             ARENA_NO_RUN=([b.name for b in graph.boards], bool(gcc)))
+        else:
+            made = aenv.Alias(a.name, [node(p) for p in a.targets])
+        if a.depends:
+            env.Depends(made, [node(d) for d in a.depends])
+        if a.always:
+            env.AlwaysBuild(made)
+    for name in graph.default:
+        env.Default(aenv.Alias(name))
     if not (GetOption("help") or GetOption("clean") or GetOption("no_exec")):
         import atexit
 
-        atexit.register(_print_summary, reports, state, os.path.join(build_dir, ".arena_summary.json"))
+        atexit.register(_print_summary, [node(b.report) for b in graph.boards], state,
+                        os.path.join(build_dir, ".arena_summary.json"))
     return result
+
+
+def _wire(graph, aenv, cross, by_name, state, app):
+    """One Builder call per node of ``graph`` (arena_tool.build_graph), in its order; returns the
+    function that maps a graph path to its SCons node.
+
+    Arena's nodes go to ``aenv`` (no scanners), objects and ELFs to one clone of ``cross`` per
+    compile environment (shared by every board with those core flags; the C scanner on).
+    """
+    from SCons.Action import Action
+
+    from arena_tool.build_graph import Value
+
+    fs = aenv.fs
+    files = {n.abspath: n for n in app}  # the firmware's sources as the SConstruct gave them
+    values = {}
+
+    def node(p):
+        if isinstance(p, Value):
+            v = values.get(p.text)
+            if v is None:
+                v = values[p.text] = aenv.Value(p.text)
+            return v
+        n = files.get(p)
+        if n is None:
+            n = files[p] = fs.File(p)  # no $ expansion: the path exactly as written
+        return n
+
+    aliases = {a.name: aenv.Alias(a.name, [node(t) for t in a.targets])
+               for a in graph.aliases if a.name.startswith("arena-gates-")}
+
+    def required(name):
+        return aliases[name] if name in aliases else [node(name)]
+
+    fenvs = {}
+    for e in graph.envs:
+        fe = fenvs[e.key] = cross.Clone(CPPPATH=list(e.cpppath), CCFLAGS=list(e.ccflags), CFLAGS=e.cflags,
+                                        CPPDEFINES=e.cppdefines, LINKFLAGS=list(e.linkflags), LIBS=list(e.libs),
+                                        LIBPATH=e.libpath)
+        _freeze_helpers(fe)
+    boards = {b.name: b for b in graph.boards}
+    builders = {"plan": aenv.ArenaPlan, "tflm": aenv.ArenaTflm, "tables": aenv.ArenaTables,
+                "tflm_tables": aenv.ArenaTflmModel, "gate": aenv.ArenaGate, "report": aenv.ArenaReport}
+    link = elfcheck = None
+    depends, requires = {}, {}
+    for n in graph.nodes:
+        targets = [node(t) for t in n.targets]
+        sources = [node(s) for s in n.sources]
+        env = fenvs[n.env] if n.env else aenv
+        if n.kind == "object":
+            made = env.Object(targets, sources)
+        elif n.kind == "elf":
+            if link is None:
+                elfcheck = Action(_elfcheck_action, "$ARENAELFCHECKCOMSTR")
+                cmdstr = "$LINKCOMSTR" if cross.get("LINKCOMSTR") else "$ARENA_LINKCOM"
+                link = Action(_link_action, cmdstr, varlist=["ARENA_LINKCOM"])
+            extra = {} if n.linkflags is None else {"LINKFLAGS": list(n.linkflags)}
+            made = env.Command(targets, sources, link, **extra)
+            b = boards[n.board]
+            state.elves[made[0].path] = (by_name[n.board], node(b.gate).path, node(b.report).path)
+            env.Clean(made, [node(c) for c in n.clean])
+            env.AddPostAction(made, elfcheck)
+        else:
+            made = builders[n.kind](targets, sources)
+            if n.kind == "gate":
+                b = boards[n.board]
+                state.gates[made[0].path] = (by_name[n.board], list(b.deleted), b.report)
+        if n.depends:
+            depends.setdefault(n.depends, []).extend(made)
+        if n.requires:
+            requires.setdefault(n.requires, []).extend(made)
+    # one call per set of dependencies (most nodes share the generator's, or one alias of gates)
+    for deps, made in depends.items():
+        aenv.Depends(made, [node(d) for d in deps])
+    for names, made in requires.items():  # order only
+        aenv.Requires(made, [r for name in names for r in required(name)])
+    return node
 
 
 def _no_run_action(target, source, env) -> int:
@@ -670,219 +734,10 @@ def _no_run_action(target, source, env) -> int:
 
 
 def scons_path(path: str) -> str:
-    """``path`` as SCons must be given it to mean exactly that file: SCons expands ``$`` in
-    strings, so ``$`` is written ``$$`` (a model called ``a$b.onnx`` stays ``a$b.onnx``)."""
-    return path.replace("$", "$$")
+    """``path`` as SCons must be given it in a string (``$`` written ``$$``): build_graph.scons_path."""
+    from arena_tool.build_graph import scons_path as escaped
 
-
-def _digest(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(text.encode()).hexdigest()[:10]
-
-
-class _Wiring:
-    """The nodes of one ArenaFirmware call; shares plans, tables and objects between boards."""
-
-    def __init__(self, env, build_dir, deps, sources, cpppath, user):
-        self.env = env
-        self.build_dir = build_dir
-        self.deps = deps  # the generator digest: every arena output depends on it
-        self.sources = list(sources)
-        self.cpppath = list(cpppath)
-        self.user = user  # the user's compile and link variables (_user_vars)
-        self.cross = None  # the cross-compiling environment, when linking
-        self.plans: dict = {}  # ModelSpec.key() -> (plan node, tables .c node, tables base name)
-        self.allocs: dict = {}  # ModelSpec.key() -> [tflm.json node] (runtime tflm)
-        self.flag_envs: dict = {}  # compile flags -> _FlagEnv
-        self.runtime_dir = _import_arena_tool().runtime_dir()
-        self.elfcheck = None
-        self.top = None
-
-    def plan(self, spec, tflm=False):
-        """The plan of one model under one set of options and its C tables, shared by every board
-        that uses them: build/plans/<model>-<digest>.plan.json and
-        build/tables/<model>-<digest>/model_<model>.{c,h} (digest: first 10 hex digits of
-        sha256(options))."""
-        key = spec["key"]
-        entry = self.plans.get(key)
-        if entry is None:
-            env = self.env
-            name = f"{spec['name']}-{_digest(key)}"
-            model = env.File(scons_path(spec["path"]))  # a node: no src_suffix added, no $ expanded
-            plan = env.ArenaPlan(f"{self.build_dir}/plans/{name}.plan.json", [model, env.Value(key)])
-            folder = f"{self.build_dir}/tables/{name}"
-            if tflm:  # a .tflite (the manifest allows it on runtime: tflm boards only)
-                alloc = env.ArenaTflm([f"{folder}/{spec['name']}.tflm.json", f"{folder}/{spec['name']}.planned.tflite"],
-                                      [plan, model])
-                tables = env.ArenaTflmModel(f"{folder}/model_{spec['name']}.c", [alloc[1], alloc[0]])
-                env.Depends(alloc, self.deps)
-                self.allocs[key] = alloc[:1]
-            else:
-                tables = env.ArenaTables(f"{folder}/model_{spec['name']}.c", [plan, model])
-            env.Depends(plan + tables, self.deps)
-            entry = self.plans[key] = (plan, tables, name)
-        return entry
-
-    def board(self, t):
-        env = self.env
-        bdir = f"{self.build_dir}/{t['name']}"
-        gen = f"{bdir}/gen"
-        gate_path = f"{bdir}/arena_gate.json"
-        report_path = f"{bdir}/arena_report.json"
-        board_file = env.File(scons_path(t["board_file"]))
-        tflm = t.get("runtime") == "tflm"
-        entries = [self.plan(spec, tflm) for spec in t["models"]]
-        board_plans = [p for plan, _, _ in entries for p in plan]
-        allocs = [a for spec in t["models"] for a in self.allocs[spec["key"]]] if tflm else []
-        gate_key = env.Value(t["key"] + "|" + "|".join(s["key"] for s in t["models"]))
-        env["ARENA_STATE"].gates[gate_path] = (t, _board_outputs(bdir, gen, t), report_path)
-        # Once it passes, the gate also writes what follows from its report (as ArenaArena and
-        # ArenaLinkerScript would): one node for all keeps a no-op build's walk short.
-        fragment = t.get("linker") == "fragment"  # the user's script INCLUDEs arena_fragment.ld
-        script = [env.File(scons_path(t["linker_script"]))] if fragment else []  # checked by the gate
-        gate = env.ArenaGate([gate_path, f"{gen}/{'tflm_arena' if tflm else 'arena_board'}.c",
-                              f"{bdir}/{'arena_fragment' if fragment else t['name']}.ld"],
-                             board_plans + allocs + [gate_key, board_file] + script)
-        rep, arena, ld = gate[:1], gate[1:3], gate[3:]
-        tables = []
-        for _, tab, _ in entries:
-            env.Requires(tab, rep)  # order only: the gates pass before a table is generated
-            tables += tab
-        generated = board_plans + allocs + gate + tables
-        env.Depends(gate, self.deps)
-        nodes = {"plans": board_plans, "gate": rep, "tables": tables, "arena": arena, "ld": ld}
-        if self.cross is not None:
-            elf = self.elf(t, bdir, arena[0], ld, rep, entries)
-            final = env.ArenaReport(report_path, rep + elf)
-            nodes["elf"] = elf
-        else:
-            final = env.ArenaReport(report_path, rep)
-        env.Depends(final, self.deps + board_plans)  # the HTML/Markdown views read the plans
-        # Linked, the report depends on all the rest (short alias child lists); else the tables too.
-        # ``generated`` (the "arena" alias) stops before compiling: the linked report is not in it.
-        linked = "elf" in nodes
-        nodes.update(report=final[:1], views=final[1:], generated=generated + ([] if linked else final),
-                     all=generated + final + nodes.get("elf", []), top=final if linked else final + tables)
-        return nodes
-
-    def flag_env(self, t):
-        """The compile environment and shared objects of one set of core flags (created once)."""
-        flags = list(t["gcc_flags"])
-        key = "_".join(f.split("=", 1)[-1] for f in flags if not f.startswith("-mthumb"))
-        fe = self.flag_envs.get(key)
-        if fe is None:
-            fe = self.flag_envs[key] = _FlagEnv(self, key, flags)
-        return fe
-
-    def elf(self, t, bdir, arena_c, ld, rep, entries):
-        """Compile and link one board's firmware; the ELF check runs right after the link.
-
-        Boards with the same compile flags share one environment and every object but
-        their own arena_board.o (build/<board>/obj/); the linker flags reach the board's
-        script and map through $TARGET (build/<board>/firmware.elf).
-        """
-        from SCons.Action import Action
-
-        fe = self.flag_env(t)
-        self.env.Alias(fe.alias, rep)  # the objects this board shares wait for its gate too
-        stem = os.path.splitext(os.path.basename(arena_c.path))[0]  # arena_board, or tflm_arena
-        objs = fe.env.Object(f"{bdir}/obj/{stem}.o", arena_c) + fe.app_objects()
-        if t.get("runtime", "arena") not in ("none", "tflm"):
-            objs += fe.runtime_objects()
-        for plan, tables, name in entries:
-            objs += fe.tables_object(name, tables[0])
-        if self.elfcheck is None:
-            self.elfcheck = Action(_elfcheck_action, "$ARENAELFCHECKCOMSTR")
-            cmdstr = "$LINKCOMSTR" if self.cross.get("LINKCOMSTR") else "$ARENA_LINKCOM"
-            self.link = Action(_link_action, cmdstr, varlist=["ARENA_LINKCOM"])
-        fenv = fe.env
-        if t.get("linker") == "fragment":
-            script = fenv.File(scons_path(t["linker_script"]))
-            elf = fenv.Command(f"{bdir}/firmware.elf", objs, self.link,
-                               LINKFLAGS=_fragment_linkflags(fenv["LINKFLAGS"], script.path))
-            fenv.Depends(elf, script)
-        else:
-            elf = fenv.Command(f"{bdir}/firmware.elf", objs, self.link)
-        fenv["ARENA_STATE"].elves[elf[0].path] = t
-        fenv.Depends(elf, ld)  # the script holds everything the ELF check reads of the gate's report
-        fenv.Clean(elf, [f"{bdir}/firmware.map", f"{bdir}/run_report.json"])
-        fenv.AddPostAction(elf, self.elfcheck)
-        return elf
-
-
-class _FlagEnv:
-    """One compile environment (core flags + arena's + the user's) and the objects its boards share.
-
-    Objects under build/common/<key>/: the firmware's sources at their own path (see
-    ``_object_name``), the runtime under arena_runtime/, each plan's tables under tables/. Every object requires the gates of the boards that link it (one Alias).
-    """
-
-    def __init__(self, wiring, key, flags):
-        self.wiring = wiring
-        self.key = key
-        self.root = f"{wiring.build_dir}/common/{key}"
-        user = wiring.user
-        ccflags = flags + ["-Os", "-g", "-std=c99", "-Wall", "-Wextra", "-Werror=overflow", "-Wtrigraphs",
-                           "-Werror=trigraphs", "-ffunction-sections", "-fdata-sections", _prefix_map(wiring.env)] + list(wiring.cross.get("ARENA_EXTRA_CCFLAGS", [])) + user.get("CCFLAGS", [])
-        linkflags = flags + ["-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs", "-Wl,--gc-sections",
-                             "-Wl,-Map,${TARGET.dir}/firmware.map",
-                             "-T", "${TARGET.dir}/${TARGET.dir.name}.ld"] + user.get("LINKFLAGS", [])
-        cpppath = user.get("CPPPATH", []) + wiring.cpppath + [wiring.runtime_dir]
-        self.env = wiring.cross.Clone(CPPPATH=cpppath, CCFLAGS=ccflags, CFLAGS=user.get("CFLAGS", []),
-                                      CPPDEFINES=user.get("CPPDEFINES", []), LINKFLAGS=linkflags,
-                                      LIBS=user.get("LIBS", []) + ["m"], LIBPATH=user.get("LIBPATH", []))
-        _freeze_helpers(self.env)
-        self.alias = wiring.env.Alias(f"arena-gates-{key}")  # the gates of the boards using this environment
-        self._app = None
-        self._runtime = None
-        self._tables: dict = {}
-
-    def _object(self, path, src):
-        objs = self.env.Object(path, src)
-        self.env.Requires(objs, self.alias)  # order only: nothing compiles before its boards' gates
-        return objs
-
-    def app_objects(self):
-        if self._app is None:
-            self._app = []
-            for src in self.wiring.sources:
-                node = self.env.File(str(src)) if not hasattr(src, "abspath") else src
-                self._app += self._object(f"{self.root}/{_object_name(node.abspath, self.env.Dir('#').abspath, self.wiring.runtime_dir)}.o", node)
-        return self._app
-
-    def runtime_objects(self):
-        if self._runtime is None:
-            folder = self.wiring.runtime_dir
-            names = sorted(n for n in os.listdir(folder) if n.endswith(".c"))
-            self._runtime = []
-            for n in names:
-                self._runtime += self._object(f"{self.root}/arena_runtime/{n[:-2]}.o", os.path.join(folder, n))
-        return self._runtime
-
-    def tables_object(self, name, tables_c):
-        obj = self._tables.get(name)
-        if obj is None:
-            obj = self._tables[name] = self._object(f"{self.root}/tables/{name}.o", tables_c)
-        return obj
-
-
-def _prefix_map(env) -> str:
-    """-ffile-prefix-map=<project>=.: debug info and __FILE__ name project files relative to
-    it, so two clones at different paths build byte-identical objects and ELFs."""
-    return "-ffile-prefix-map=" + scons_path(env.Dir("#").abspath) + "=."
-
-
-def _object_name(path, top, runtime_dir):
-    """A source's object path below build/common/<flags>/, without suffix: its path in the
-    project; under arena's runtime folder arena_runtime/<path there>; elsewhere outside the
-    project _ext/<digest of its folder>/<name>. Same-named files in two folders never collide."""
-    stem = os.path.splitext(path)[0]
-    for base, prefix in ((runtime_dir, "arena_runtime/"), (top, "")):
-        rel = os.path.relpath(stem, base)
-        if not rel.startswith(".." + os.sep) and rel != ".." and not os.path.isabs(rel):
-            return prefix + rel.replace(os.sep, "/")
-    return f"_ext/{_digest(os.path.dirname(path))[:8]}/{os.path.basename(stem)}"
+    return escaped(path)
 
 
 # SCons's compile and link lines call generic helpers (_concat over RDirs,
@@ -903,44 +758,6 @@ def _freeze_helpers(env) -> None:
     for var, inputs in _FROZEN.items():
         if var in env and not any(w in repr(env.get(k, "")) for k in inputs for w in ("TARGET", "SOURCE")):
             env[var] = env.subst("$" + var, raw=1)
-
-
-def _fragment_linkflags(flags, script):
-    """arena's link flags with ``-T <the user's script> -L <its folder> -L <the board folder>``
-    instead of ``-T`` arena's script: ld finds INCLUDEd files through -L."""
-    out = list(flags)
-    i = out.index("-T")
-    folder = os.path.dirname(script) or "."
-    out[i:i + 2] = ["-T", scons_path(script), "-L", scons_path(folder), "-L", "${TARGET.dir}"]
-    return out
-
-
-def _board_outputs(bdir, gen, t):
-    """Files deleted when the gate fails, so no stale board file, script or ELF survives."""
-    return [f"{gen}/arena_board.c", f"{gen}/arena_board.h", f"{gen}/tflm_arena.c", f"{gen}/tflm_arena.h",
-            f"{bdir}/{t['name']}.ld", f"{bdir}/arena_fragment.ld",
-            f"{bdir}/firmware.elf", f"{bdir}/firmware.map", f"{bdir}/run_report.json"]
-
-
-def _help_text(m, arena_tool) -> str:
-    from arena_tool import boards
-
-    shipped = boards.list_boards(list(m["board_dirs"]))
-    lines = ["", "arena (manifest " + m["file"] + "):",
-             "  scons board=NAME        build one board (also board=a,b and board=all; default all)",
-             "  scons board=NAME run    run the firmware under QEMU (boards with a qemu machine)",
-             "  scons board=NAME report build/NAME/arena_report.{json,html,md} (and what they need)",
-             "  scons -c board=NAME     remove that board's outputs under build/NAME",
-             "  VERBOSE=1               show full command lines;  link=0  stop after generation",
-             "  gcc_prefix=PREFIX       cross compiler prefix (default arm-none-eabi-)",
-             "", "  boards in the manifest:"]
-    for t in m["targets"]:
-        qemu = f", qemu {t['qemu']}" if t["qemu"] else ""
-        runtime = f", runtime {t['runtime']}" if t.get("runtime", "arena") != "arena" else ""
-        runtime += f", linker fragment for {t['linker_script']}" if t.get("linker") == "fragment" else ""
-        lines.append(f"    {t['name']:<18} region {t['region']}, budget {t['budget']['text']}{qemu}{runtime}")
-    lines.append("  all known boards: " + ", ".join(shipped))
-    return "\n".join(lines) + "\n"
 
 
 def _print_summary(report_nodes, state, cache_file) -> None:
