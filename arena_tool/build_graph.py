@@ -562,4 +562,5 @@ def help_text(manifest: Mapping[str, Any]) -> str:
         runtime += f", linker fragment for {t['linker_script']}" if t.get("linker") == "fragment" else ""
         lines.append(f"    {t['name']:<18} region {t['region']}, budget {t['budget']['text']}{qemu}{runtime}")
     lines.append("  all known boards: " + ", ".join(shipped))
+    lines += ["", "scons -H lists SCons's own options."]
     return "\n".join(lines) + "\n"

@@ -141,6 +141,8 @@ def test_summary_and_help(built: Path) -> None:
     assert h.returncode == 0
     for name in ("nucleo_f746", "nucleo_h743", "rpi_pico", "mps2_an500", "teensy41"):
         assert name in h.stdout
+    assert h.stdout.index("arena (manifest") < h.stdout.index("scons -H")  # arena's options first
+    assert "--directory" not in h.stdout  # SCons's own are behind -H
 
 
 def test_noop_build_runs_no_action(built: Path) -> None:
@@ -267,9 +269,8 @@ def test_clean_removes_the_outputs(tmp_path: Path) -> None:
     proj = copy_example(tmp_path / "p")
     assert scons(proj, "board=mps2_an500", "link=0").returncode == 0
     assert scons(proj, "board=mps2_an500", "link=0", "-c").returncode == 0
-    left = [p for p in (proj / "build").rglob("*") if p.is_file() and ".sconsign" not in p.name
-            and not p.name.startswith(".arena_")]  # the tool's caches (manifest, summary) stay
-    assert left == []
+    left = [p for p in (proj / "build").rglob("*") if p.is_file() and ".sconsign" not in p.name]
+    assert left == []  # the tool's own dot-files (manifest cache, summary) too; SCons keeps its db
 
 
 def test_board_all_and_byte_identical_under_two_hash_seeds(tmp_path: Path) -> None:

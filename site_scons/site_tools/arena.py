@@ -595,7 +595,7 @@ def _arena_firmware(env, manifest_path, sources=(), cpppath=(), board=None, link
         _report_error(err)
         Exit(err.exit_code)
     if GetOption("help"):
-        env.Help(build_graph.help_text(m), append=True)
+        env.Help(build_graph.help_text(m))  # arena's options first; scons -H gives SCons's own
     if link and not gcc and not GetOption("help") and not GetOption("clean"):
         print(f"arena: {env.subst('${ARENA_GCC_PREFIX}gcc')} not found on PATH: stopping after plans, "
               "C tables and linker scripts (install gcc-arm-none-eabi to link and check the ELF)")
@@ -641,6 +641,8 @@ def _arena_firmware(env, manifest_path, sources=(), cpppath=(), board=None, link
             env.AlwaysBuild(made)
     for name in graph.default:
         env.Default(aenv.Alias(name))
+        # scons -c removes what the tool itself keeps beside the outputs, dot-files included
+        env.Clean(aenv.Alias(name), [os.path.join(build_dir, f) for f in (".arena_manifest.json", ".arena_summary.json")])
     if not (GetOption("help") or GetOption("clean") or GetOption("no_exec")):
         import atexit
 
