@@ -295,11 +295,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
         doc = tflite_write.plan(args.model, _model_options(args), args.planner, params).doc
     else:
         doc = planning.plan_model(args.model, _model_options(args), args.planner, params).doc
-    report = explain.explain(doc, args.planner, params)  # also checks the peak is the lower bound
+    plan = planfile.PlanFile.from_json(doc, args.model)
+    report = explain.explain(plan, args.planner, params)  # also checks the peak is the lower bound
     if args.timeline:
         from arena_tool import timeline
 
-        print(timeline.render(doc))
+        print(timeline.render(plan))
     else:
         print(explain.render(report))
     if args.json:

@@ -1,7 +1,7 @@
 """Why a model needs the arena it needs: the peak op, what is live there, and what each
 technique saved (``arena-tool explain``; schemas/explain.schema.json).
 
-Everything is computed from a plan document (planfile.build / planfile.read), so a plan
+Everything is computed from a plan file (planfile.PlanFile: planfile.load), so a plan
 file and the model it was made from explain identically. An alias group (a root and the
 views / in-place outputs that share its bytes) is counted once: its root's planned size
 over the union of its members' live ranges, exactly the Buffer the planner placed. The
@@ -11,36 +11,39 @@ peak of that sweep must equal the plan's lower bound; anything else is an arena 
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from arena_tool import __version__, dtypes, planners
 from arena_tool.problem import Buffer, Problem, align_up, fmt_bytes, lower_bound
 from arena_tool.schema import check_json, write_atomic
+
+if TYPE_CHECKING:
+    from arena_tool.planfile import PlanBuffer, PlanFile
 
 FORMAT_VERSION = 1
 TOP = 10
 WHAT_IF_DTYPE = "int8"
 
 
-def _groups(buffers: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def _groups(buffers: Sequence[PlanBuffer]) -> dict[str, list[PlanBuffer]]:
     """Root name -> its members (root first), in plan order."""
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[PlanBuffer]] = {}
     for b in buffers:
-        if b["alias_of"] is None:
-            groups.setdefault(b["name"], []).insert(0, b)
+        if b.alias_of is None:
+            groups.setdefault(b.name, []).insert(0, b)
         else:
-            groups.setdefault(b["alias_of"], []).append(b)
+            groups.setdefault(b.alias_of, []).append(b)
     return groups
 
 
-def _group_buffers(buffers: list[dict[str, Any]], alignment: int,
-                   size_of: Any = None) -> list[Buffer]:
+def _group_buffers(buffers: Sequence[PlanBuffer], alignment: int,
+                   size_of: Callable[[PlanBuffer], int] | None = None) -> list[Buffer]:
     """One Buffer per alias group: the root's planned size (or the largest re-sized member),
     over the union of the members' live ranges (as ModelProblem.problem)."""
     out = []
     for root, g in _groups(buffers).items():
-        size = max(size_of(m) for m in g) if size_of else g[0]["size"]
-        out.append(Buffer(root, size, min(m["first_op"] for m in g), max(m["last_op"] for m in g), alignment))
+        size = max(size_of(m) for m in g) if size_of else g[0].size
+        out.append(Buffer(root, size, min(m.first_op for m in g), max(m.last_op for m in g), alignment))
     return out
 
 
@@ -53,31 +56,32 @@ def _saving(technique: str, what: str, before: int, after: int, naive: int) -> d
             "saved": before - after, "percent": _pct(before - after, naive)}
 
 
-def _int8_size(doc: dict[str, Any]) -> Callable[[dict[str, Any]], int]:
+def _int8_size(plan: PlanFile) -> Callable[[PlanBuffer], int]:
     """A buffer's size were every activation int8 (as --activation-dtype int8 plans it):
     bitwidth-overridden tensors and scratch keep theirs."""
-    a: int = doc["alignment"]
-    pinned = set(doc["options"]["bitwidths"])
+    a = plan.alignment
+    pinned = {name for name, _ in plan.options.bitwidths}
 
-    def size(b: dict[str, Any]) -> int:
-        if b["kind"] == "scratch" or b["name"] in pinned:
-            return int(b["size"])
-        return max(align_up(dtypes.nbytes(b["elements"], dtypes.bits(WHAT_IF_DTYPE)), a), a)
+    def size(b: PlanBuffer) -> int:
+        if b.kind == "scratch" or b.name in pinned:
+            return b.size
+        return max(align_up(dtypes.nbytes(b.elements, dtypes.bits(WHAT_IF_DTYPE)), a), a)
     return size
 
 
-def explain(doc: dict[str, Any], planner: str, params: planners.Params) -> dict[str, Any]:
-    """The explain report (schemas/explain.schema.json) of one plan document.
+def explain(plan: PlanFile, planner: str, params: planners.Params) -> dict[str, Any]:
+    """The explain report (schemas/explain.schema.json) of one plan file (planfile.load, or
+    planfile.PlanFile.from_json of a plan document).
 
     planner/params plan the comparisons (greedy_size always; the int8 what-if with ``planner``).
     Raises planning.ArenaBug when the live-bytes peak is not the plan's lower bound.
     """
     from arena_tool import planning
 
-    bufs = doc["buffers"]
-    schedule = doc["schedule"]
-    align = doc["alignment"]
-    by_name = {b["name"]: b for b in bufs}
+    bufs = plan.buffers
+    schedule = plan.schedule
+    align = plan.alignment
+    by_name = {b.name: b for b in bufs}
     groups = _groups(bufs)
     gbufs = _group_buffers(bufs, align)
     horizon = max([len(schedule)] + [b.end + 1 for b in gbufs])
@@ -88,54 +92,56 @@ def explain(doc: dict[str, Any], planner: str, params: planners.Params) -> dict[
             live[i] += g.size
     peak_bytes = max(live, default=0)
     peak_op = live.index(peak_bytes) if live else 0
-    if peak_bytes != doc["lower_bound"]:
+    if peak_bytes != plan.lower_bound:
         raise planning.ArenaBug(f"explain: the live bytes peak {fmt_bytes(peak_bytes)} is not the plan's "
-                                f"lower bound {fmt_bytes(doc['lower_bound'])}")
+                                f"lower bound {fmt_bytes(plan.lower_bound)}")
 
     def group_row(g: Buffer) -> dict[str, Any]:
         root = groups[g.name][0]
-        return {"name": g.name, "size": g.size, "kind": root["kind"], "dtype": root["dtype"],
+        return {"name": g.name, "size": g.size, "kind": root.kind, "dtype": root.dtype,
                 "first_op": g.start, "last_op": g.end,
-                "members": [m["name"] for m in groups[g.name][1:]]}
+                "members": [m.name for m in groups[g.name][1:]]}
 
     at_peak = sorted((g for g in gbufs if g.start <= peak_op <= g.end), key=lambda g: (-g.size, g.name))
     live_at_peak = [{**group_row(g), "share": _pct(g.size, peak_bytes)} for g in at_peak]
     largest = [group_row(g) for g in sorted(gbufs, key=lambda g: (-g.size, g.name))[:TOP]]
 
     # --- savings, each against the naive sum (every tensor its own bytes, nothing reused) ---
-    flat = [Buffer(b["name"], b["size"], b["first_op"], b["last_op"], align) for b in bufs]
+    flat = [Buffer(b.name, b.size, b.first_op, b.last_op, align) for b in bufs]
     naive = sum(b.size for b in flat)
     no_alias_lb = lower_bound(flat)
     problem = Problem(tuple(gbufs))
     greedy = planning.run_planner("greedy_size", problem, params)
-    arena = doc["arena_size"]
+    arena = plan.arena_size
     techniques = [
         _saving("reuse", "no-alias lower bound vs naive sum",
                 naive, no_alias_lb, naive),
         _saving("inplace_views", "lower bound vs no-alias lower bound", no_alias_lb, peak_bytes, naive),
-        _saving("planner", f"{doc['planner']} arena vs greedy_size arena",
+        _saving("planner", f"{plan.planner} arena vs greedy_size arena",
                 greedy.arena_size, arena, naive),
     ]
-    base = doc.get("baselines") or {}
-    if base.get("no_inplace_depthwise") is not None:  # before the planner row: they lower the bound
-        techniques.insert(2, _saving("inplace_depthwise", "lower bound vs depthwise Convs not in place",
-                                     base["no_inplace_depthwise"], peak_bytes, naive))
-    if base.get("sequential") is not None:  # a cost: pipelining needs more than one op at a time
-        techniques.insert(2, _saving("pipelining", "lower bound vs sequential execution",
-                                     base["sequential"], peak_bytes, naive))
-    if base.get("graph_order") is not None:
-        techniques.insert(2, _saving("schedule", "lower bound vs the model's own op order",
-                                     base["graph_order"], peak_bytes, naive))
+    from arena_tool.planfile import PlanBaselines
 
-    act = [b for b in bufs if b["kind"] != "scratch"]
+    base = plan.baselines or PlanBaselines()
+    if base.no_inplace_depthwise is not None:  # before the planner row: they lower the bound
+        techniques.insert(2, _saving("inplace_depthwise", "lower bound vs depthwise Convs not in place",
+                                     base.no_inplace_depthwise, peak_bytes, naive))
+    if base.sequential is not None:  # a cost: pipelining needs more than one op at a time
+        techniques.insert(2, _saving("pipelining", "lower bound vs sequential execution",
+                                     base.sequential, peak_bytes, naive))
+    if base.graph_order is not None:
+        techniques.insert(2, _saving("schedule", "lower bound vs the model's own op order",
+                                     base.graph_order, peak_bytes, naive))
+
+    act = [b for b in bufs if b.kind != "scratch"]
     by_dtype: dict[str, int] = {}
     for b in act:
-        by_dtype[b["dtype"]] = by_dtype.get(b["dtype"], 0) + b["size"]
-    resized = _group_buffers(bufs, align, _int8_size(doc))
+        by_dtype[b.dtype] = by_dtype.get(b.dtype, 0) + b.size
+    resized = _group_buffers(bufs, align, _int8_size(plan))
     what_if = planning.run_planner(planner, Problem(tuple(resized)), params)
     dtype_doc = {
         "activation_dtypes": [{"dtype": k, "bytes": v} for k, v in sorted(by_dtype.items(), key=lambda kv: -kv[1])],
-        "integer_ops": doc["integer_ops"],
+        "integer_ops": plan.integer_ops,
         "ops": len(schedule),
         "what_if": {
             "activation_dtype": WHAT_IF_DTYPE,
@@ -149,24 +155,24 @@ def explain(doc: dict[str, Any], planner: str, params: planners.Params) -> dict[
 
     ops = []
     for i, s in enumerate(schedule):
-        outs = [by_name[o] for o in s["outputs"] if o in by_name]
-        ws = by_name.get(s["workspace"]) if s["workspace"] else None
-        ops.append({"index": i, "name": s["name"], "op_type": s["op_type"], "live_bytes": live[i],
-                    "output_bytes": sum(b["size"] for b in outs),
-                    "aliased_output_bytes": sum(b["size"] for b in outs if b["alias_of"] is not None),
-                    "workspace_bytes": ws["size"] if ws else 0})
+        outs = [by_name[o] for o in s.outputs if o in by_name]
+        ws = by_name.get(s.workspace) if s.workspace else None
+        ops.append({"index": i, "name": s.name, "op_type": s.op_type, "live_bytes": live[i],
+                    "output_bytes": sum(b.size for b in outs),
+                    "aliased_output_bytes": sum(b.size for b in outs if b.alias_of is not None),
+                    "workspace_bytes": ws.size if ws else 0})
 
-    peak_step = schedule[peak_op] if peak_op < len(schedule) else {"name": "", "op_type": ""}
+    peak_name, peak_type = (schedule[peak_op].name, schedule[peak_op].op_type) if peak_op < len(schedule) else ("", "")
     return {
         "format_version": FORMAT_VERSION,
         "arena_tool_version": __version__,
-        "model": doc["model"],
-        "planner": doc["planner"],
+        "model": plan.model,
+        "planner": plan.planner,
         "arena_size": arena,
-        "lower_bound": doc["lower_bound"],
+        "lower_bound": plan.lower_bound,
         "peak_op": peak_op,
-        "peak_name": peak_step["name"],
-        "peak_op_type": peak_step["op_type"],
+        "peak_name": peak_name,
+        "peak_op_type": peak_type,
         "peak_bytes": peak_bytes,
         "live_at_peak": live_at_peak,
         "largest": largest,

@@ -153,7 +153,7 @@ def generate(out: Path, models: Sequence[tuple[str, str, dict[str, Any]]], board
     sources = []
     for sym, path, doc in models:
         low = (lowered or {}).get(sym) or planfile.lowered_model(str(path), doc)
-        h, c = codegen.model_sources(doc, low, sym)
+        h, c = codegen.model_sources(planfile.PlanFile.from_json(doc, str(path)), low, sym)  # dict boundary
         stem = name.format(sym=sym)
         codegen.write(str(out / f"{stem}.h"), h)
         codegen.write(str(out / f"{stem}.c"), c)

@@ -202,9 +202,9 @@ def _rows(rows: Iterable[Mapping[str, Any]]) -> tuple[BufferRow, ...]:
 def peak_of(plan: Mapping[str, Any]) -> Peak:
     """explain's peak, live set and largest buffers of a plan (greedy_size for its comparisons:
     this report does not show them, so the cheapest planner)."""
-    from arena_tool import explain, planners
+    from arena_tool import explain, planfile, planners
 
-    r = explain.explain(dict(plan), "greedy_size", planners.Params())
+    r = explain.explain(planfile.PlanFile.from_json(plan), "greedy_size", planners.Params())  # dict boundary
     return Peak(r["peak_op"], r["peak_name"], r["peak_op_type"], r["peak_bytes"], _rows(r["live_at_peak"]),
                 _rows(r["largest"]))
 

@@ -4,11 +4,18 @@ Written and read only through this module, validated both ways. Every arena
 tensor is listed with its own inclusive live range; an alias (view or in-place
 output) carries its root's offset and names the root in ``alias_of``.
 ``check`` re-derives everything from the model and trusts nothing in the file.
+
+``PlanFile`` (with ``PlanStep``, ``PlanBuffer``, ``PlanRegion`` ...) is the same file as frozen
+values: ``load`` / ``PlanFile.from_json`` (schema-checked) and ``to_json`` (the document ``build``
+writes, byte for byte). codegen.model_sources, report.model_use / gate, explain and timeline take
+it; ``check`` and the writers still work on the document.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -16,7 +23,7 @@ import numpy as np
 from arena_tool import __version__
 from arena_tool.errors import CheckFailed
 from arena_tool.manifest_cache import project_path
-from arena_tool.problem import ModelOptions, ModelProblem, Plan, Problem, Quant, Tensor, lower_bound
+from arena_tool.problem import ModelOptions, ModelProblem, Plan, Problem, Quant, Status, Tensor, lower_bound
 from arena_tool.schema import check_json, read_json, write_atomic
 
 if TYPE_CHECKING:
@@ -134,9 +141,260 @@ def write(path: str, doc: dict[str, Any]) -> None:
     write_atomic(path, dumps(doc))
 
 
-def read(path: str) -> dict[str, Any]:
-    doc: dict[str, Any] = read_json(path, "plan file", "make one with 'arena-tool plan MODEL -o PLAN'", schema="plan")
+READ_HINT = "make one with 'arena-tool plan MODEL -o PLAN'"
+
+
+def read(path: str, hint: str | None = None) -> dict[str, Any]:
+    doc: dict[str, Any] = read_json(path, "plan file", hint or READ_HINT, schema="plan")
     return doc
+
+
+# --- the plan file as typed values (issue 14 item 3) ------------------------
+#
+# ``PlanFile.from_json`` (schema-checked) and ``to_json`` are the one conversion between the
+# file and the values codegen and the gate read. ``to_json`` gives back the document ``build``
+# writes, key order included, so a plan read and written again is byte-identical. A field the
+# schema makes optional is None where the file leaves it out, with two exceptions ``build``
+# always writes: ``best_bound`` and a buffer's ``quant`` (null and absent read alike).
+
+
+def _opt(**fields: Any) -> dict[str, Any]:
+    """The fields that are not None (the schema's optional keys, where present)."""
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanStep:
+    """One ``schedule`` entry: the op the plan runs at this index."""
+
+    node: int
+    name: str
+    op_type: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    workspace: str | None
+    domain: str | None = None  # absent: ai.onnx
+    fused: tuple[int, ...] | None = None
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "PlanStep":
+        fused = doc.get("fused")
+        return cls(node=int(doc["node"]), name=str(doc["name"]), op_type=str(doc["op_type"]),
+                   inputs=tuple(doc["inputs"]), outputs=tuple(doc["outputs"]), workspace=doc["workspace"],
+                   domain=doc.get("domain"), fused=None if fused is None else tuple(int(i) for i in fused))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node": self.node, "name": self.name, "op_type": self.op_type,
+                **_opt(domain=self.domain, fused=None if self.fused is None else list(self.fused)),
+                "inputs": list(self.inputs), "outputs": list(self.outputs), "workspace": self.workspace}
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanBuffer:
+    """One ``buffers`` entry: an arena tensor (or workspace), its bytes and live range."""
+
+    name: str
+    kind: str
+    dtype: str
+    shape: tuple[int, ...]
+    elements: int
+    size: int
+    offset: int
+    first_op: int
+    last_op: int
+    alias_of: str | None
+    quant: Quant | None = None
+    alignment: int | None = None  # above the plan's (io_alignment)
+    region: str | None = None  # split plans
+
+    @property
+    def root(self) -> str:
+        """The alias group: the root buffer's name."""
+        return self.alias_of or self.name
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "PlanBuffer":
+        q = doc.get("quant")
+        quant = None if q is None else Quant(tuple(q["scale"]), tuple(q["zero_point"]), q["axis"])
+        return cls(name=str(doc["name"]), kind=str(doc["kind"]), dtype=str(doc["dtype"]),
+                   shape=tuple(int(d) for d in doc["shape"]), elements=int(doc["elements"]), size=int(doc["size"]),
+                   offset=int(doc["offset"]), first_op=int(doc["first_op"]), last_op=int(doc["last_op"]),
+                   alias_of=doc["alias_of"], quant=quant, alignment=doc.get("alignment"), region=doc.get("region"))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "dtype": self.dtype, "shape": list(self.shape),
+                "elements": self.elements, "size": self.size, "offset": self.offset, "first_op": self.first_op,
+                "last_op": self.last_op, "alias_of": self.alias_of, "quant": quant_doc(self.quant),
+                **_opt(alignment=self.alignment, region=self.region)}
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanBaselines:
+    """``baselines``: the lower bounds without the options that lower the peak (None: off)."""
+
+    graph_order: int | None = None
+    no_inplace_depthwise: int | None = None
+    sequential: int | None = None
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "PlanBaselines":
+        return cls(doc.get("graph_order"), doc.get("no_inplace_depthwise"), doc.get("sequential"))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"graph_order": self.graph_order, "no_inplace_depthwise": self.no_inplace_depthwise,
+                "sequential": self.sequential}
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanRegion:
+    """One ``regions`` entry of a split plan (regions.py)."""
+
+    name: str
+    capacity: int
+    arena_size: int
+    lower_bound: int
+    accessed_bytes: int
+    buffers: int
+    planner: str
+    status: Status
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "PlanRegion":
+        return cls(name=str(doc["name"]), capacity=int(doc["capacity"]), arena_size=int(doc["arena_size"]),
+                   lower_bound=int(doc["lower_bound"]), accessed_bytes=int(doc["accessed_bytes"]),
+                   buffers=int(doc["buffers"]), planner=str(doc["planner"]), status=Status(doc["status"]))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "capacity": self.capacity, "arena_size": self.arena_size,
+                "lower_bound": self.lower_bound, "accessed_bytes": self.accessed_bytes, "buffers": self.buffers,
+                "planner": self.planner, "status": str(self.status)}
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanSplit:
+    """``split``: how a split plan assigned its buffers to regions."""
+
+    method: str
+    status: Status
+    seed: str
+    cost: int
+    cost_model: str
+    accessed_bytes: int
+    small_first_accessed: tuple[int, ...] | None
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "PlanSplit":
+        sfa = doc["small_first_accessed"]
+        return cls(method=str(doc["method"]), status=Status(doc["status"]), seed=str(doc["seed"]),
+                   cost=int(doc["cost"]), cost_model=str(doc["cost_model"]), accessed_bytes=int(doc["accessed_bytes"]),
+                   small_first_accessed=None if sfa is None else tuple(int(v) for v in sfa))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"method": self.method, "status": str(self.status), "seed": self.seed, "cost": self.cost,
+                "cost_model": self.cost_model, "accessed_bytes": self.accessed_bytes,
+                "small_first_accessed": None if self.small_first_accessed is None else list(self.small_first_accessed)}
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanFile:
+    """A plan file (schemas/plan.schema.json), every top-level field; ``options`` carries the
+    plan's ``alignment`` too (``options.alignment``), as ModelOptions does."""
+
+    format_version: int
+    model: str
+    model_sha256: str
+    planner: str
+    k: int
+    options: ModelOptions
+    arena_size: int
+    lower_bound: int
+    best_bound: int | None
+    optimal: bool | None
+    status: Status
+    weights_bytes: int
+    schedule: tuple[PlanStep, ...]
+    buffers: tuple[PlanBuffer, ...]
+    arena_tool_version: str | None = None
+    model_kind: str | None = None  # absent: onnx
+    persistent: tuple[str, ...] | None = None  # tflite
+    baselines: PlanBaselines | None = None
+    integer_ops: int | None = None
+    qdq_fused: int | None = None
+    regions: tuple[PlanRegion, ...] | None = None  # split plans
+    split: PlanSplit | None = None
+    seconds: float | None = None
+
+    @property
+    def alignment(self) -> int:
+        return self.options.alignment
+
+    @property
+    def kind(self) -> str:
+        """'onnx' or 'tflite' (``model_kind``, absent: onnx)."""
+        return self.model_kind or "onnx"
+
+    def offsets(self) -> dict[str, int]:
+        """Tensor name -> byte offset in the model's arena."""
+        return {b.name: b.offset for b in self.buffers}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any], path: str = "<plan>") -> "PlanFile":
+        """The plan in ``doc``, once it is valid against the schema (else ArenaError naming ``path``)."""
+        check_json(dict(doc), "plan", path)
+        return cls._parse(doc)
+
+    @classmethod
+    def _parse(cls, doc: Mapping[str, Any]) -> "PlanFile":
+        """from_json of a document already checked against the schema."""
+        persistent, baselines = doc.get("persistent"), doc.get("baselines")
+        regions, split = doc.get("regions"), doc.get("split")
+        return cls(
+            format_version=int(doc["format_version"]), model=str(doc["model"]),
+            model_sha256=str(doc["model_sha256"]), planner=str(doc["planner"]), k=int(doc["k"]),
+            options=options_from_doc(dict(doc)), arena_size=int(doc["arena_size"]),
+            lower_bound=int(doc["lower_bound"]), best_bound=doc.get("best_bound"), optimal=doc["optimal"],
+            status=Status(doc["status"]), weights_bytes=int(doc["weights_bytes"]),
+            schedule=tuple(PlanStep.from_json(s) for s in doc["schedule"]),
+            buffers=tuple(PlanBuffer.from_json(b) for b in doc["buffers"]),
+            arena_tool_version=doc.get("arena_tool_version"), model_kind=doc.get("model_kind"),
+            persistent=None if persistent is None else tuple(persistent),
+            baselines=None if baselines is None else PlanBaselines.from_json(baselines),
+            integer_ops=doc.get("integer_ops"), qdq_fused=doc.get("qdq_fused"),
+            regions=None if regions is None else tuple(PlanRegion.from_json(r) for r in regions),
+            split=None if split is None else PlanSplit.from_json(split), seconds=doc.get("seconds"))
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan document, as ``build`` (and regions.plan_split) write it, key order included."""
+        return {
+            "format_version": self.format_version,
+            **_opt(arena_tool_version=self.arena_tool_version),
+            "model": self.model,
+            **_opt(model_kind=self.model_kind,
+                   persistent=None if self.persistent is None else list(self.persistent)),
+            "model_sha256": self.model_sha256,
+            "planner": self.planner,
+            "k": self.k,
+            "alignment": self.options.alignment,
+            "options": options_doc(self.options),
+            "arena_size": self.arena_size,
+            "lower_bound": self.lower_bound,
+            "best_bound": self.best_bound,
+            "optimal": self.optimal,
+            "status": str(self.status),
+            "weights_bytes": self.weights_bytes,
+            **_opt(baselines=None if self.baselines is None else self.baselines.to_json(),
+                   integer_ops=self.integer_ops, qdq_fused=self.qdq_fused),
+            "schedule": [s.to_json() for s in self.schedule],
+            "buffers": [b.to_json() for b in self.buffers],
+            **_opt(regions=None if self.regions is None else [r.to_json() for r in self.regions],
+                   split=None if self.split is None else self.split.to_json(), seconds=self.seconds),
+        }
+
+
+def load(path: str, hint: str | None = None) -> PlanFile:
+    """The plan file at ``path`` (``read``, schema-checked) as a PlanFile; hint: how to make a
+    good one, for the messages (``read``'s by default)."""
+    return PlanFile._parse(read(path, hint))
 
 
 def offsets(doc: dict[str, Any]) -> dict[str, int]:
@@ -288,7 +546,7 @@ def _in_plan_order(doc: dict[str, Any], mp: ModelProblem) -> tuple[ModelProblem,
 REPLAN_HINT = "delete the plan file and build again (arena re-plans the model), or re-plan it with 'arena-tool plan'"
 
 
-def verified(plan_path: str, model_path: str) -> tuple[dict[str, Any], "Lowered"]:
+def verified(plan_path: str, model_path: str) -> tuple["PlanFile", "Lowered"]:
     """The plan at ``plan_path`` and the lowered model it plans, once ``check`` finds nothing wrong.
 
     What the build makes tables from: a plan edited by hand, damaged, or left by an
@@ -301,7 +559,7 @@ def verified(plan_path: str, model_path: str) -> tuple[dict[str, Any], "Lowered"
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise CheckFailed(f"the plan does not match {model_path}: {problems[0]}{more}", file=plan_path,
                           hint=REPLAN_HINT)
-    return doc, lowered
+    return PlanFile._parse(doc), lowered  # read checked it against the schema
 
 
 def _derived(lowered: "Lowered", doc: dict[str, Any]) -> ModelProblem:

@@ -65,6 +65,7 @@ from arena_tool.errors import ArenaError
 from arena_tool.problem import Buffer, ModelProblem, Plan, Problem, Status, align_up, lower_bound
 
 if TYPE_CHECKING:
+    from arena_tool.planfile import PlanFile
     from arena_tool.planning import PlannedModel  # planning imports this module
 
 WINDOWED = frozenset({"Conv", "QLinearConv", "MaxPool", "AveragePool", "QLinearAveragePool"})
@@ -352,6 +353,13 @@ def weights_ram_bytes(mp: ModelProblem) -> int:
     names = {t.name for t in mp.tensors}
     consts = {n for s in mp.schedule for n in s.inputs if n and n not in names}
     return align_up(int(mp.weights_bytes) + CONST_SLACK * len(consts), 16)
+
+
+def weights_ram_bytes_plan(plan: "PlanFile") -> int:
+    """``weights_ram_bytes`` of a plan file (planfile.load); weights_ram_bytes_doc of its document."""
+    names = {b.name for b in plan.buffers}
+    consts = {n for s in plan.schedule for n in s.inputs if n and n not in names}
+    return align_up(plan.weights_bytes + CONST_SLACK * len(consts), 16)
 
 
 def weights_ram_bytes_doc(doc: dict[str, Any]) -> int:

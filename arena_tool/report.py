@@ -72,6 +72,7 @@ from arena_tool.problem import align_up, fmt_bytes
 
 if TYPE_CHECKING:
     from arena_tool.manifest import BoardTarget
+    from arena_tool.planfile import PlanFile
 
 FORMAT_VERSION = 2
 STATUSES = ("ok", "warn", "over", "unsupported", "error")
@@ -205,21 +206,20 @@ class Report:
         return self.status in ("ok", "warn")
 
 
-def model_use(name: str, plan_path: str, doc: dict[str, Any]) -> ModelUse:
+def model_use(name: str, plan_path: str, plan: PlanFile) -> ModelUse:
     from arena_tool import regions
 
-    acts = [b for b in doc["buffers"] if b["kind"] != "scratch"]
-    weights_region = str(doc.get("options", {}).get("weights") or "flash")
+    acts = [b for b in plan.buffers if b.kind != "scratch"]
+    weights_region = plan.options.weights or "flash"
     return ModelUse(
-        regions=tuple((r["name"], int(r["arena_size"])) for r in doc.get("regions") or ()),
+        regions=tuple((r.name, r.arena_size) for r in plan.regions or ()),
         weights_region=weights_region,
-        weights_ram=0 if weights_region == "flash" else regions.weights_ram_bytes_doc(doc),
-        name=name, planner=doc["planner"], arena_size=doc["arena_size"], lower_bound=doc["lower_bound"],
-        optimal=doc.get("optimal"), status=doc.get("status", ""), base=0, plan=project_path(plan_path),
-        model=project_path(str(doc["model"])), model_sha256=doc["model_sha256"],
-        weights_bytes=doc.get("weights_bytes", 0),
-        alignment=max([doc.get("alignment", 16)] + [b.get("alignment", 1) for b in doc["buffers"]]),
-        float_activations=any(b["dtype"] in _FLOAT for b in acts), integer_ops=int(doc.get("integer_ops") or 0),
+        weights_ram=0 if weights_region == "flash" else regions.weights_ram_bytes_plan(plan),
+        name=name, planner=plan.planner, arena_size=plan.arena_size, lower_bound=plan.lower_bound,
+        optimal=plan.optimal, status=str(plan.status), base=0, plan=project_path(plan_path),
+        model=project_path(plan.model), model_sha256=plan.model_sha256, weights_bytes=plan.weights_bytes,
+        alignment=max([plan.alignment] + [b.alignment or 1 for b in plan.buffers]),
+        float_activations=any(b.dtype in _FLOAT for b in acts), integer_ops=int(plan.integer_ops or 0),
     )
 
 
@@ -308,13 +308,13 @@ def status_of(problems: Sequence[Problem], warned: bool) -> str:
     return "warn" if warned else "ok"
 
 
-def gate(target: BoardTarget, plans: Sequence[tuple[str, str, dict[str, Any]]],
+def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
          fastest: Callable[[int, int], str | None] | None = None,
          runtime_problems: Sequence[Problem] = (),
          tflm: Mapping[str, Mapping[str, Any]] | None = None) -> Report:
     """Check one board (a manifest.BoardTarget): RAM budget, flash for the weights, runtime coverage.
 
-    plans: (model name, plan path, plan document), in manifest order.
+    plans: (model name, plan path, plan file: planfile.load), in manifest order.
     fastest: (min_size, reserve) -> name of the fastest region with that much
     room (reserve counted in the data region), or None; only for ``region: auto``.
     runtime_problems: what the runtime cannot run (``runtime_problems`` per model).

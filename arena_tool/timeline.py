@@ -19,6 +19,7 @@ import dataclasses
 from typing import Any
 
 from arena_tool.explain import _group_buffers, _groups
+from arena_tool.planfile import PlanFile
 from arena_tool.problem import Bytes, OpIndex, fmt_bytes
 
 WIDTH = 100  # the widest line render() writes
@@ -84,25 +85,27 @@ class Layout:
         return len(self.live)
 
 
-def layout(doc: dict[str, Any]) -> Layout:
-    """The Layout of a plan document (planfile.build / planfile.read)."""
-    bufs = doc["buffers"]
-    by_name = {b["name"]: b for b in bufs}
-    rects = tuple(Rect(i, b["name"], b["kind"], b["dtype"], tuple(b["shape"]), b["size"], b["offset"],
-                       b["first_op"], b["last_op"], b["alias_of"]) for i, b in enumerate(bufs))
+def layout(doc: dict[str, Any] | PlanFile) -> Layout:
+    """The Layout of a plan file (planfile.load), or of a plan document (planfile.build /
+    planfile.read: checked against the schema here)."""
+    plan = doc if isinstance(doc, PlanFile) else PlanFile.from_json(doc)
+    bufs = plan.buffers
+    by_name = {b.name: b for b in bufs}
+    rects = tuple(Rect(i, b.name, b.kind, b.dtype, b.shape, b.size, b.offset, b.first_op, b.last_op, b.alias_of)
+                  for i, b in enumerate(bufs))
     members = _groups(bufs)
     groups: list[Group] = []
-    for buf in _group_buffers(bufs, doc["alignment"]):
+    for buf in _group_buffers(bufs, plan.alignment):
         root = by_name[buf.name]
-        groups.append(Group(tuple(m["name"] for m in members[buf.name]), root["kind"], root["dtype"], buf.size,
-                            root["offset"], buf.start, buf.end))
-    horizon = max([len(doc["schedule"])] + [g.last_op + 1 for g in groups])
+        groups.append(Group(tuple(m.name for m in members[buf.name]), root.kind, root.dtype, buf.size,
+                            root.offset, buf.start, buf.end))
+    horizon = max([len(plan.schedule)] + [g.last_op + 1 for g in groups])
     live = [0] * horizon
     for g in groups:
         for i in range(g.first_op, g.last_op + 1):
             live[i] += g.size
-    return Layout(doc["model"], doc["planner"], doc["arena_size"], doc["lower_bound"],
-                  tuple(s["name"] for s in doc["schedule"]), rects, tuple(groups), tuple(live))
+    return Layout(plan.model, plan.planner, plan.arena_size, plan.lower_bound,
+                  tuple(s.name for s in plan.schedule), rects, tuple(groups), tuple(live))
 
 
 def _cut(text: str, width: int) -> str:
@@ -155,8 +158,8 @@ def _group_rows(lay: Layout) -> list[str]:
     return rows
 
 
-def render(doc: dict[str, Any]) -> str:
-    """The text timeline of a plan document: at most WIDTH columns, the same text every run."""
+def render(doc: dict[str, Any] | PlanFile) -> str:
+    """The text timeline of a plan (file or document): at most WIDTH columns, the same text every run."""
     lay = layout(doc)
     peak, op = max(lay.live, default=0), lay.peak_op
     name = lay.op_names[op] if op < len(lay.op_names) else ""

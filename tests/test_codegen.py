@@ -123,7 +123,7 @@ def test_tables_equal_the_plan_and_the_initializers(tmp_path, example_docs):
 
 def test_header_macros_and_enum(example_docs):
     sym, path, doc = example_docs[0]
-    h, c = codegen.model_sources(doc, planfile.lowered_model(path, doc), sym)
+    h, c = codegen.model_sources(planfile.PlanFile.from_json(doc), planfile.lowered_model(path, doc), sym)
     assert f"#define KWS_ARENA_SIZE {doc['arena_size']}u" in h
     assert f"#define KWS_LOWER_BOUND {doc['lower_bound']}u" in h
     assert "KWS_T_INPUT = 0," in h
@@ -135,7 +135,7 @@ def test_header_macros_and_enum(example_docs):
 def _gen_script(seed: str) -> str:
     code = ("import sys; sys.path.insert(0, 'tests'); import fwbuild, hashlib; from arena_tool import codegen, planfile;"
             "p = str(fwbuild.MODELS / 'resnet8.onnx'); d = fwbuild.plan_doc(p, 'naive');"
-            "h, c = codegen.model_sources(d, planfile.lowered_model(p, d), 'resnet8'); ah, ac = codegen.arena_sources('b', 9, [('resnet8', 0)]);"
+            "h, c = codegen.model_sources(planfile.PlanFile.from_json(d), planfile.lowered_model(p, d), 'resnet8'); ah, ac = codegen.arena_sources('b', 9, [('resnet8', 0)]);"
             "print(hashlib.sha256((h + c + ah + ac).encode()).hexdigest())")
     env = dict(os.environ, PYTHONHASHSEED=seed)
     return subprocess.run([sys.executable, "-c", code], cwd=fwbuild.REPO, env=env, check=True,
@@ -216,6 +216,6 @@ def test_unsupported_op_gets_a_row_not_an_error(tmp_path):
     path = tmp_path / "t.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
     doc = fwbuild.plan_doc(str(path), "naive")
-    _, c = codegen.model_sources(doc, planfile.lowered_model(str(path), doc), "t")
+    _, c = codegen.model_sources(planfile.PlanFile.from_json(doc), planfile.lowered_model(str(path), doc), "t")
     assert "ARENA_OP_UNSUPPORTED" in c and '"Sin"' in c
     assert hashlib  # imported for the subprocess script's parity

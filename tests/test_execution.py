@@ -71,7 +71,8 @@ def test_pipelining_cost_is_stated(mobilenet: str) -> None:
     pm = planning.plan_model(mobilenet, PIPELINED, "greedy_size", PARAMS)
     seq = lower_bound(liveness.model_problem(mobilenet, ModelOptions()).problem().buffers)
     assert pm.doc["baselines"]["sequential"] == seq < pm.plan.lower_bound
-    rows = {t["technique"]: t for t in explain.explain(pm.doc, "greedy_size", PARAMS)["savings"]["techniques"]}
+    ex = explain.explain(planfile.PlanFile.from_json(pm.doc), "greedy_size", PARAMS)
+    rows = {t["technique"]: t for t in ex["savings"]["techniques"]}
     assert rows["pipelining"]["saved"] == seq - pm.plan.lower_bound < 0
 
 

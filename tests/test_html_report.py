@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool import boards, explain, htmlreport, planners, report
+from arena_tool import boards, explain, htmlreport, planfile, planners, report
 from conftest import ROOT, require_tool
 from test_scons import copy_example, copy_package, scons, set_budget
 
@@ -160,7 +160,7 @@ def test_html_numbers_are_the_reports_and_the_plans(ok: Path) -> None:
         assert page.number(f"models.{name}.headroom") == doc["limit"] - m["arena_size"]  # sequential
         assert page.keyed[f"models.{name}.planner"][0] == plan["planner"]
         assert page.keyed[f"models.{name}.region"][0] == doc["region"]["name"]
-        ex = explain.explain(plan, "greedy_size", planners.Params())
+        ex = explain.explain(planfile.PlanFile.from_json(plan), "greedy_size", planners.Params())
         peak = page.keyed[f"model.{name}.peak"][1]
         assert int(peak["data-op"]) == ex["peak_op"] and int(peak["data-value"]) == plan["lower_bound"]
         live = [(page.keyed[k][0], page.number(k[:-4] + "size")) for k in page.keyed

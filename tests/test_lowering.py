@@ -183,7 +183,7 @@ def test_code_generation_needs_no_onnxruntime(tmp_path):
     code = ("import sys; sys.modules['onnxruntime'] = None; sys.path.insert(0, 'tests'); import fwbuild;"
             "from arena_tool import codegen, planfile;"
             f"p = {path!r}; d = fwbuild.plan_doc(p, 'optimal');"
-            "h, c = codegen.model_sources(d, planfile.lowered_model(p, d), 't');"
+            "h, c = codegen.model_sources(planfile.PlanFile.from_json(d), planfile.lowered_model(p, d), 't');"
             "import onnxruntime")  # proves the hiding works: this last import must fail
     r = subprocess.run([sys.executable, "-c", code], cwd=str(M.Path(__file__).parent.parent),
                        capture_output=True, text=True)

@@ -80,3 +80,56 @@ def test_plan_file_is_stable_text(planned, tmp_path):
     text = planfile.dumps(pm.doc)
     assert text == planfile.dumps(json.loads(text))
     assert text.endswith("\n")
+
+
+# --- the typed plan (PlanFile): from_json / to_json give back the same bytes -----------------
+
+EXAMPLES = __import__("pathlib").Path(__file__).resolve().parent.parent / "example_firmware" / "models"
+TYPED_CASES = [
+    ("kws.onnx", ModelOptions(), ()),
+    ("kws.onnx", ModelOptions(), (("FAST", 20_000), ("SLOW", 100_000))),  # a split plan: regions, split
+    ("kws_int8.onnx", ModelOptions(scratch="row", io_alignment=32), ()),  # quant, buffer alignment
+    ("resnet8.onnx", ModelOptions(schedule="memory", weights="SRAM"), ()),  # baselines, weights in RAM
+    ("autoencoder.onnx", ModelOptions(execution="pipelined", activation_dtype="int8"), ()),
+]
+
+
+@pytest.mark.parametrize("model, opts, regions", TYPED_CASES)
+def test_typed_plan_round_trips_byte_identical(model, opts, regions, tmp_path):
+    pm = planning.plan_model(str(EXAMPLES / model), opts, "greedy_size", planners.Params(time_limit=5), regions)
+    out = str(tmp_path / "p.json")
+    planfile.write(out, pm.doc)
+    typed = planfile.load(out)
+    assert planfile.dumps(typed.to_json()) == planfile.dumps(pm.doc) == open(out).read()
+    assert planfile.PlanFile.from_json(typed.to_json(), out) == typed
+    assert typed.options == opts and typed.alignment == opts.alignment
+    assert typed.offsets() == planfile.offsets(pm.doc)
+    assert (typed.regions is not None) == bool(regions) and (typed.split is not None) == bool(regions)
+
+
+def test_typed_plan_round_trips_the_other_tests_plans(planned):
+    _, pm = planned
+    typed = planfile.PlanFile.from_json(pm.doc)
+    assert planfile.dumps(typed.to_json()) == planfile.dumps(pm.doc)
+    assert typed.status == pm.doc["status"] and isinstance(typed.status, planfile.Status)
+
+
+def test_typed_plan_is_schema_checked(planned):
+    _, pm = planned
+    bad = copy.deepcopy(pm.doc)
+    bad["buffers"][0]["offset"] = -16
+    with pytest.raises(ArenaError) as e:
+        planfile.PlanFile.from_json(bad, "p.json")
+    assert e.value.field == "buffers[0].offset"
+
+
+def test_typed_plan_keeps_what_a_file_leaves_out(planned):
+    """Schema-optional keys absent from a file stay absent (domain, fused, integer_ops ...)."""
+    _, pm = planned
+    doc = copy.deepcopy(pm.doc)
+    for key in ("arena_tool_version", "model_kind", "baselines", "integer_ops", "qdq_fused"):
+        del doc[key]
+    for s in doc["schedule"]:
+        del s["domain"], s["fused"]
+    assert planfile.PlanFile.from_json(doc).to_json() == doc
+    assert planfile.PlanFile.from_json(doc).kind == "onnx"

@@ -241,7 +241,7 @@ def test_write_refuses_an_unknown_format(tmp_path):
 
 
 def synthetic(n: int = 600, ops: int = 300, seed: int = 1) -> dict:
-    """A plan-shaped document of n buffers (offsets need not be valid: only drawn)."""
+    """A schema-valid plan document of n buffers (offsets need not be valid: only drawn)."""
     rnd = random.Random(seed)
     bufs = []
     for i in range(n):
@@ -251,9 +251,13 @@ def synthetic(n: int = 600, ops: int = 300, seed: int = 1) -> dict:
                      "size": size, "offset": 16 * rnd.randrange(2000), "first_op": first,
                      "last_op": min(ops - 1, first + rnd.randrange(6)), "alias_of": None, "quant": None})
     live = [sum(b["size"] for b in bufs if b["first_op"] <= i <= b["last_op"]) for i in range(ops)]
-    return {"model": "synthetic", "planner": "none", "alignment": 16, "lower_bound": max(live),
-            "arena_size": max(b["offset"] + b["size"] for b in bufs),
-            "schedule": [{"name": f"op{i}"} for i in range(ops)], "buffers": bufs}
+    options = {"activation_dtype": None, "bitwidths": {}, "inplace": True, "scratch": "none", "input_shapes": {}}
+    return {"format_version": 1, "model": "synthetic", "model_sha256": "0" * 64, "planner": "none", "k": 1,
+            "alignment": 16, "options": options, "lower_bound": max(live),
+            "arena_size": max(b["offset"] + b["size"] for b in bufs), "optimal": None, "status": "heuristic",
+            "weights_bytes": 0,
+            "schedule": [{"node": i, "name": f"op{i}", "op_type": "Relu", "inputs": [], "outputs": [],
+                          "workspace": None} for i in range(ops)], "buffers": bufs}
 
 
 def test_hundreds_of_buffers_render_in_seconds():

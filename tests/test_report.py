@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from arena_tool import boards, manifest, report
+from arena_tool import boards, manifest, planfile, report
 from arena_tool.errors import EXIT_CHECK_FAILED, CheckFailed
 from arena_tool.schema import check_json
 
@@ -30,8 +30,17 @@ def target(tmp_path: Path, board_yaml: str, models: str = "a,b", **extra: str) -
     return manifest.load(str(tmp_path / "arena.yaml")).targets[0]
 
 
-def plans(t: manifest.BoardTarget, *docs: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
-    return [(s.name, f"build/plans/{s.name}.plan.json", d) for s, d in zip(t.models, docs)]
+def typed(doc: dict[str, Any]) -> planfile.PlanFile:
+    """plan_doc's few fields completed to a schema-valid plan file (empty schedule, 1-element buffers)."""
+    options = {"activation_dtype": None, "bitwidths": {}, "inplace": True, "scratch": "none", "input_shapes": {}}
+    buffer = {"shape": [1], "elements": 1, "size": 0, "offset": 0, "first_op": 0, "last_op": 0, "alias_of": None}
+    full = {"format_version": 1, "k": 1, "options": options, "best_bound": None, "schedule": [], **doc,
+            "buffers": [{**buffer, **b} for b in doc["buffers"]]}
+    return planfile.PlanFile.from_json(full, "p.json")
+
+
+def plans(t: manifest.BoardTarget, *docs: dict[str, Any]) -> list[tuple[str, str, planfile.PlanFile]]:
+    return [(s.name, f"build/plans/{s.name}.plan.json", typed(d)) for s, d in zip(t.models, docs)]
 
 
 def test_sequential_takes_the_largest(tmp_path: Path) -> None:
@@ -190,8 +199,6 @@ def test_runtime_problems_name_model_op_node_and_why(tmp_path: Path) -> None:
     import onnx
     from onnx import TensorProto, helper
 
-    from arena_tool import planfile
-
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])
     graph = helper.make_graph([helper.make_node("Relu", ["x"], ["r"], name="relu0"),
@@ -209,7 +216,7 @@ def test_runtime_problems_name_model_op_node_and_why(tmp_path: Path) -> None:
     assert p.message == ("arena: mps2_an500: model trig: op 1 'cos0' (Cos) cannot run on arena's runtime: "
                          "the runtime has no kernel for this op")
     t = target(tmp_path, "mps2_an500", models="trig")
-    r = report.gate(t, [("trig", "build/plans/trig.plan.json", doc)], runtime_problems=[p])
+    r = report.gate(t, [("trig", "build/plans/trig.plan.json", planfile.PlanFile.from_json(doc))], runtime_problems=[p])
     assert r.status == "unsupported" and report.failure(r).msg == p.message
     check_json(report.to_doc(r), "report", "arena_report.json")
     # activation_dtype is a what-if: the plan sizes int8 buffers for a model that computes float32.

@@ -156,6 +156,9 @@ def test_names_made_unique_and_variables_persistent(tmp_path):
     assert mp.variables == ("state",) and "state" not in {t.name for t in mp.tensors}
     pm = planning.plan_model(str(tmp_path / "v.tflite"), ModelOptions(), "optimal", planners.Params())
     assert pm.doc["model_kind"] == "tflite" and pm.doc["persistent"] == ["state"]
+    typed = planfile.PlanFile.from_json(pm.doc)  # the typed plan keeps persistent, and the bytes
+    assert typed.kind == "tflite" and typed.persistent == ("state",)
+    assert planfile.dumps(typed.to_json()) == planfile.dumps(pm.doc)
 
 
 # --- bad inputs: one clear message, exit 2 -----------------------------------------------

@@ -244,11 +244,13 @@ def _plan_action(target, source, env) -> None:
     planfile.write(target[0].path, planning.plan_model(model, options, spec["planner"], params, regions).doc)
 
 
-def _runtime_problems(state, board: str, spec, plan_path: str, plan_doc) -> list:
-    """report.runtime_problems of one model; a model shared by boards is lowered once per build."""
+def _runtime_problems(state, board: str, spec, plan_path: str, plan) -> list:
+    """report.runtime_problems of one model (a planfile.PlanFile); a model shared by boards is
+    lowered once per build."""
     from arena_tool import planfile, report
 
-    key = (plan_path, plan_doc["model_sha256"])
+    plan_doc = plan.to_json()  # runtime_problems and lowered_model still read the document
+    key = (plan_path, plan.model_sha256)
     lowered = state.lowered.get(key)
     if lowered is None:
         lowered = state.lowered[key] = planfile.lowered_model(spec.path, plan_doc)
@@ -260,14 +262,14 @@ _REBUILD = "delete it and run scons again: arena makes it anew"
 
 @_guarded
 def _gate_action(target, source, env) -> None:
-    from arena_tool import boards, manifest, report
+    from arena_tool import boards, manifest, planfile, report
     from arena_tool.errors import ArenaError
     from arena_tool.schema import read_json
 
     state = env["ARENA_STATE"]
     target_doc, outputs, report_path = state.gates[target[0].path]
     board_target = manifest.target_from_doc(target_doc)
-    plans = [(spec.name, node.path, read_json(node.path, "plan file", _REBUILD, schema="plan"))
+    plans = [(spec.name, node.path, planfile.load(node.path, _REBUILD))
              for spec, node in zip(board_target.models, source)]
 
     def fastest(min_size: int, reserve: int) -> str | None:
@@ -284,8 +286,8 @@ def _gate_action(target, source, env) -> None:
         tflm = {spec.name: read_json(node.path, "TFLM allocation file", _REBUILD)
                 for spec, node in zip(board_target.models, source[n:2 * n])}
     elif board_target.runtime != "none":
-        for spec, (_, path, doc) in zip(board_target.models, plans):
-            problems += _runtime_problems(state, board_target.name, spec, path, doc)
+        for spec, (_, path, plan) in zip(board_target.models, plans):
+            problems += _runtime_problems(state, board_target.name, spec, path, plan)
     rep = report.gate(board_target, plans, fastest, problems, tflm=tflm)
     doc = report.to_doc(rep)
     report.write(target[0].path, doc)
@@ -353,9 +355,9 @@ def _tables_action(target, source, env) -> None:
     """model_<symbol>.{c,h} <- [plan, model]: only from a plan planfile.check finds true to the model."""
     from arena_tool import codegen, planfile
 
-    doc, lowered = planfile.verified(source[0].path, source[1].path.replace(os.sep, "/"))
+    plan, lowered = planfile.verified(source[0].path, source[1].path.replace(os.sep, "/"))
     symbol = os.path.basename(target[0].path)[len("model_"):-len(".c")]  # model_<symbol>.c
-    header, body = codegen.model_sources(doc, lowered, symbol)
+    header, body = codegen.model_sources(plan, lowered, symbol)
     codegen.write(target[1].path, header)
     codegen.write(target[0].path, body)
 
