@@ -9,9 +9,11 @@ CI can never go green by skipping the firmware tests.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,3 +57,227 @@ def zoo_dir(tmp_path_factory):
     for name in zoo.NAMES:
         onnx.save(zoo.build(name), str(d / f"{name}.onnx"))
     return d
+
+
+# --- the `slow` marker: the fast inner loop is `python3 -m pytest -q -m "not slow"` ---------------
+#
+# A test is slow because it builds firmware or runs it (a compiler, a linker, QEMU, SCons, headless
+# chromium, pip/venv in a subprocess), because it quantizes and plans the big light models, or
+# because it runs a planner on a big or hard problem to its time limit on purpose; never to hide
+# anything: .ci/run runs every test. The marks are given here, centrally, by the rules below (plus
+# the few `@pytest.mark.slow` in the test files). The rules are kept honest at run time: a test
+# that is not marked slow and starts one of those tools (in its body or in a fixture it sets up)
+# fails, naming the tool; tests/test_markers.py checks that guard and the rules.
+
+# Modules whose tests run subprocess builds or QEMU (a test added there is slow too).
+SLOW_MODULES = {
+    "test_bench_firmware.py",  # the bench firmware under QEMU
+    "test_models_run.py",  # whole networks, host sanitizer builds and QEMU
+    "test_runtime.py",  # the example firmware: host sanitizer builds and QEMU
+    "test_scons.py",  # scons end to end in a copy of the example
+    "test_scons_tflm.py",  # scons with the TFLM runtime
+    "test_site_tool.py",  # scons from an outside project
+    "test_wheel.py",  # pip wheel, a venv and scons from the installed wheel
+}
+# ...but these, in process and fast, stay in the fast loop.
+FAST_TESTS = {
+    "test_scons.py::test_builders_are_configured_as_documented",  # SCons's Environment with the tool, nothing built
+}
+
+# Module-local fixtures (module::fixture) that build firmware or run scons: every test using one is slow.
+SLOW_FIXTURES = {
+    "test_build_integrity.py::generated",  # scons generation of the one-model project
+    "test_html_report.py::ok",  # scons report of the example
+    "test_html_report.py::failed",  # scons report of a failing build
+    "test_inplace_depthwise.py::small",  # one host sanitizer firmware of the small models
+    "test_runreport.py::fw",  # kws_int8 built for and run on QEMU
+    "test_runtime_layout.py::op_run",  # one host sanitizer firmware of every layout op model
+    "test_runtime_layout.py::whole_run",  # one host sanitizer firmware of the whole float models
+    "test_runtime_qlinear.py::fw",  # one host sanitizer firmware of every qlinear model
+    "test_split_arena.py::built",  # scons board=split_an500 run (QEMU)
+}
+
+# Test functions (module::function, every parametrization) that compile, link, run scons, QEMU
+# or chromium in their body.
+SLOW_TESTS = {
+    "test_build_graph.py::test_scons_tool_wires_the_graph",  # scons -n in a subprocess
+    "test_codegen.py::test_folded_and_constant_node_values_become_tables",  # gcc: the table dumper
+    "test_codegen.py::test_generated_c_compiles_warning_free",  # gcc, arm-none-eabi-gcc
+    "test_codegen.py::test_tables_equal_the_plan_and_the_initializers",  # gcc: the table dumper
+    "test_codegen_hardening.py::test_33000_tensors_run_and_match_onnxruntime",
+    "test_codegen_hardening.py::test_a_300_input_concat_runs_and_matches_onnxruntime",
+    "test_codegen_hardening.py::test_a_count_too_large_for_its_field_fails_the_compile",
+    "test_codegen_hardening.py::test_hostile_names_compile_inject_nothing_and_run",
+    "test_codegen_hardening.py::test_more_than_32767_tensors_in_an_int16_index_fails_the_compile",
+    "test_codegen_hardening.py::test_split_with_a_named_unread_output_still_runs",
+    "test_codegen_hardening.py::test_tensors_x_X_and__COUNT_give_distinct_c_names",
+    "test_execution.py::test_io_aligned_pipelined_model_runs_on_the_host",
+    "test_hardening.py::test_scons_uses_model_paths_exactly_as_written",
+    "test_html_report.py::test_failing_build_writes_views_that_say_so",
+    "test_html_report.py::test_html_numbers_are_the_reports_and_the_plans",
+    "test_html_report.py::test_opens_in_chromium_without_console_messages",
+    "test_html_report.py::test_views_are_the_json_document_rendered_and_rebuilt_only_when_it_changes",
+    "test_inplace_depthwise.py::test_mobilenet_v2_runs_in_place_on_qemu",
+    "test_inplace_depthwise.py::test_zoo_depthwise_networks_run_in_place_on_the_host",
+    "test_linker.py::test_arena_larger_than_planned_fails_the_link",  # test_linker: arm-none-eabi-gcc links
+    "test_linker.py::test_arena_may_fill_its_region_exactly",
+    "test_linker.py::test_arena_overflowing_its_region_fails_the_link",
+    "test_linker.py::test_empty_plan_links_with_a_one_byte_arena",
+    "test_linker.py::test_links_with_arena_in_region",
+    "test_linker.py::test_stack_reserve_overflow_fails_the_link",
+    "test_linker_fragment.py::test_arena_after_the_stack_reserve_fails_the_link",  # arm-none-eabi-gcc links
+    "test_linker_fragment.py::test_arena_larger_than_planned_fails_the_link",
+    "test_linker_fragment.py::test_arena_too_big_for_the_region_fails_the_link",
+    "test_linker_fragment.py::test_fragment_links_into_the_vendor_script",
+    "test_linker_fragment.py::test_memory_name_mapped_to_the_wrong_ram_fails_the_link",
+    "test_linker_fragment.py::test_scons_links_the_firmware_against_the_vendor_script",
+    "test_linker_fragment.py::test_scons_vendor_script_errors",
+    "test_linker_fragment.py::test_script_without_a_known_stack_symbol_links",
+    "test_linker_fragment.py::test_split_arena_and_copied_weights_link",
+    "test_lowering.py::test_lowered_qdq_runs_on_the_host_runtime_like_onnxruntime",
+    "test_run_cli.py::test_firmware_that_fails_is_an_arena_bug",  # test_run_cli: host builds, QEMU
+    "test_run_cli.py::test_host_run_of_each_example_matches",
+    "test_run_cli.py::test_input_npz_round_trip",
+    "test_run_cli.py::test_json_report_validates_against_its_schema",
+    "test_run_cli.py::test_mismatch_exits_1",
+    "test_run_cli.py::test_qemu_mps2_an500_counts_instructions_and_matches",
+    "test_run_cli.py::test_same_input_prints_the_same_numbers",
+    "test_runreport.py::test_elf_sizes_agree_with_size_A",
+    "test_runtime_layout.py::test_kernels_refuse_tables_that_disagree_with_the_tensors",
+    "test_runtime_qlinear.py::test_qemu_mps2_an500_prints_what_the_host_build_prints",
+    "test_scheduling.py::test_rescheduled_model_runs_on_the_host",
+    "test_split_arena.py::test_gate_names_the_region_over",  # scons
+    "test_split_arena.py::test_split_firmware_builds_checks_and_matches_onnxruntime",  # scons, QEMU
+    "test_split_arena.py::test_split_outputs_are_byte_identical",  # scons
+    "test_verify.py::test_corrupted_plan_is_named_by_verify_and_gives_wrong_firmware_output",
+    # Big problems run to their time limit on purpose (the rest of these modules stays fast):
+    "test_time_limits.py::test_dense_problem_within_the_limit",  # 20,000 buffers, ~5 M overlapping pairs: 9 x 0.6 s
+    "test_progress.py::test_status_line_on_a_terminal",  # the CLI in a subprocess, 3 s of search
+    "test_progress.py::test_quiet_on_a_pipe_and_under_ci",  # two CLI subprocesses, 1.5 s each
+    "test_progress.py::test_forced_on_a_pipe",  # the CLI in a subprocess, 1.5 s
+}
+
+# Big models: in these modules, a test whose parameters name one of these light models (the onnx
+# package's ImageNet networks of 5 M weights or more; squeezenet and shufflenet stay) quantizes it
+# (the first use of each int8 twin makes it) and plans it with every planner. Measured on two cores
+# over the module's tests: vgg19 26 s, densenet121 19 s, resnet50 12 s, zfnet512 10 s, bvlc_alexnet
+# 7 s, inception_v2 7 s, inception_v1 4 s.
+SLOW_MODELS = {
+    "test_quantized_models.py": {"vgg19", "densenet121", "resnet50", "zfnet512", "bvlc_alexnet",
+                                 "inception_v1", "inception_v2"},
+}
+
+
+def _param_models(item: pytest.Item) -> set[str]:
+    """The model names (file stems without ``light_``) among the item's parameters."""
+    names: set[str] = set()
+    todo = list(getattr(getattr(item, "callspec", None), "params", {}).values())
+    while todo:
+        v = todo.pop()
+        if isinstance(v, (tuple, list)):
+            todo.extend(v)
+        elif isinstance(v, Path):
+            names.add(v.stem.removeprefix("light_"))
+        elif isinstance(v, str):
+            names.add(Path(v).stem.removeprefix("light_"))
+    return names
+
+
+def slow_reason(item: pytest.Item) -> str | None:
+    """Why the conftest rules mark `item` slow, or None."""
+    module = item.path.name
+    function = getattr(item, "originalname", item.name)
+    if f"{module}::{function}" in FAST_TESTS:
+        return None
+    if module in SLOW_MODULES:
+        return f"module {module}"
+    if f"{module}::{function}" in SLOW_TESTS:
+        return f"test {module}::{function}"
+    fixtures = sorted(f for f in getattr(item, "fixturenames", ()) if f"{module}::{f}" in SLOW_FIXTURES)
+    if fixtures:
+        return f"fixture {module}::{fixtures[0]}"
+    big = sorted(_param_models(item) & SLOW_MODELS.get(module, set()))
+    if big:
+        return f"big model {big[0]}"
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("slow") is None and slow_reason(item) is not None:
+            item.add_marker(pytest.mark.slow)
+
+
+# The guard: which subprocesses make a test slow. The executable's name, or python -m <module>.
+_BUILD_EXE = re.compile(r"(gcc|cc|c\+\+|g\+\+|clang|clang\+\+|ld|arm-none-eabi-[\w+-]+|qemu-system-\w+|qemu-arm"
+                        r"|scons|chromium|chromium-browser|google-chrome|headless_shell)(\.exe)?")
+_BUILD_PY_MODULES = {"SCons", "pip", "venv"}
+_PYTHON = re.compile(r"python[\d.]*(\.exe)?")
+
+
+def build_tool(argv: object) -> str | None:
+    """The build tool (compiler, linker, QEMU, SCons, chromium, pip) the command line `argv`
+    starts, or None. A shell command is judged by its first word."""
+    if isinstance(argv, (str, bytes, os.PathLike)):
+        argv = [argv]
+    try:
+        args = [os.fsdecode(a) for a in argv]  # type: ignore[union-attr]
+    except TypeError:
+        return None
+    if len(args) >= 3 and os.path.basename(args[0]) in ("sh", "bash", "dash") and args[1] == "-c":
+        args = args[2].split()
+    if len(args) == 1 and " " in args[0]:
+        args = args[0].split()
+    if not args:
+        return None
+    exe = os.path.basename(args[0])
+    if _BUILD_EXE.fullmatch(exe):
+        return exe
+    if _PYTHON.fullmatch(exe) and "-m" in args[1:-1]:
+        module = args[args.index("-m", 1) + 1]
+        if module.split(".")[0] in _BUILD_PY_MODULES:
+            return f"python -m {module}"
+    return None
+
+
+_guard: dict[str, Any] = {"item": None, "spawned": []}
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    """sys.addaudithook's hook: record the build tools the current test starts."""
+    if _guard["item"] is None or event not in ("subprocess.Popen", "os.system", "os.posix_spawn"):
+        return
+    try:  # an exception here would be raised by the subprocess call itself
+        tool = build_tool(args[0] if event == "os.system" else args[1])
+    except Exception:
+        return
+    if tool is not None:
+        _guard["spawned"].append(tool)
+
+
+sys.addaudithook(_audit)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    _guard["item"], _guard["spawned"] = item, []
+    try:
+        return (yield)
+    finally:
+        _guard["item"] = None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> pytest.TestReport:
+    report: pytest.TestReport = yield
+    spawned, _guard["spawned"] = _guard["spawned"], []
+    if spawned and item.get_closest_marker("slow") is None:
+        message = (f"{item.nodeid} ran {', '.join(sorted(set(spawned)))} (in its {call.when}) but is not "
+                   "marked slow: add it to SLOW_TESTS (or its fixture to SLOW_FIXTURES) in tests/conftest.py")
+        if report.passed:
+            report.outcome = "failed"
+            report.longrepr = message
+        else:
+            report.sections.append(("slow marker", message))
+    return report
