@@ -187,30 +187,37 @@ static int spatial_ok(const arena_attrs_t *a)
     return 1;
 }
 
-/* One depthwise output channel from its input channel xc (H x W): the
- * arithmetic, and so the float rounding, of the direct loop in arena_k_conv
- * (bias first, then taps row by row), so in place gives the same bits. */
+/* acc plus one output pixel's taps over one input channel xc (H x W) and its
+ * kernel wc, row by row: the one loop the direct conv and the in-place
+ * depthwise conv share, so both round alike (in place gives the same bits). */
+static float conv_taps(float acc, const float *xc, const float *wc, const arena_attrs_t *a, const int32_t xd[4],
+                       int32_t oh, int32_t ow)
+{
+    int32_t ky, kx;
+    for (ky = 0; ky < a->kernel[0]; ++ky) {
+        int32_t ih = oh * a->strides[0] - a->pads[0] + ky * a->dilations[0];
+        if (ih < 0 || ih >= xd[2]) {
+            continue;
+        }
+        for (kx = 0; kx < a->kernel[1]; ++kx) {
+            int32_t iw = ow * a->strides[1] - a->pads[1] + kx * a->dilations[1];
+            if (iw < 0 || iw >= xd[3]) {
+                continue;
+            }
+            acc += wc[ky * a->kernel[1] + kx] * xc[(size_t)ih * (size_t)xd[3] + (size_t)iw];
+        }
+    }
+    return acc;
+}
+
+/* One depthwise output channel from its input channel xc: bias first, then the taps. */
 static void dw_channel(const float *xc, const float *wm, float b, float *yc, const arena_attrs_t *a,
                        const int32_t xd[4], const int32_t yd[4])
 {
-    int32_t oh, ow, ky, kx;
+    int32_t oh, ow;
     for (oh = 0; oh < yd[2]; ++oh) {
         for (ow = 0; ow < yd[3]; ++ow) {
-            float acc = b;
-            for (ky = 0; ky < a->kernel[0]; ++ky) {
-                int32_t ih = oh * a->strides[0] - a->pads[0] + ky * a->dilations[0];
-                if (ih < 0 || ih >= xd[2]) {
-                    continue;
-                }
-                for (kx = 0; kx < a->kernel[1]; ++kx) {
-                    int32_t iw = ow * a->strides[1] - a->pads[1] + kx * a->dilations[1];
-                    if (iw < 0 || iw >= xd[3]) {
-                        continue;
-                    }
-                    acc += wm[ky * a->kernel[1] + kx] * xc[(size_t)ih * (size_t)xd[3] + (size_t)iw];
-                }
-            }
-            yc[(size_t)oh * (size_t)yd[3] + (size_t)ow] = acc;
+            yc[(size_t)oh * (size_t)yd[3] + (size_t)ow] = conv_taps(b, xc, wm, a, xd, oh, ow);
         }
     }
 }
@@ -320,19 +327,7 @@ int arena_k_conv(const arena_ctx_t *c)
                         for (ci = 0; ci < cg; ++ci) {
                             const float *xc = xn + (size_t)(g * cg + ci) * (size_t)xd[2] * (size_t)xd[3];
                             const float *wc = wm + (size_t)ci * (size_t)a->kernel[0] * (size_t)a->kernel[1];
-                            for (ky = 0; ky < a->kernel[0]; ++ky) {
-                                int32_t ih = oh * a->strides[0] - a->pads[0] + ky * a->dilations[0];
-                                if (ih < 0 || ih >= xd[2]) {
-                                    continue;
-                                }
-                                for (kx = 0; kx < a->kernel[1]; ++kx) {
-                                    int32_t iw = ow * a->strides[1] - a->pads[1] + kx * a->dilations[1];
-                                    if (iw < 0 || iw >= xd[3]) {
-                                        continue;
-                                    }
-                                    acc += wc[ky * a->kernel[1] + kx] * xc[(size_t)ih * (size_t)xd[3] + (size_t)iw];
-                                }
-                            }
+                            acc = conv_taps(acc, xc, wc, a, xd, oh, ow);
                         }
                         yn[((size_t)m * (size_t)yd[2] + (size_t)oh) * (size_t)yd[3] + (size_t)ow] = acc;
                     }

@@ -281,32 +281,46 @@ static conv_chan_t conv_chan(const arena_ctx_t *c, int32_t m, int32_t lo, int32_
     return ch;
 }
 
+/* One output pixel's taps over one input plane (x from element x_base, H x W) and
+ * one kernel (w from w_base): any int8/uint8 mix through arena_q_load, int8 x and w
+ * (fast) loaded directly; the loop the reference pixel and the in-place depthwise
+ * conv share (integer, so every path gives the same codes). */
+static int32_t qconv_taps(const arena_tensor_t *xt, const void *x, uint32_t x_base, const arena_tensor_t *wt,
+                          const void *w, uint32_t w_base, int fast, const conv_dims_t *d, const arena_attrs_t *a,
+                          int32_t oh, int32_t ow, int32_t x_zp, int32_t w_zp)
+{
+    int32_t acc = 0, ky, kx;
+    for (ky = 0; ky < a->kernel[0]; ++ky) {
+        int32_t ih = oh * a->strides[0] - a->pads[0] + ky * a->dilations[0];
+        if (ih < 0 || ih >= d->h) {
+            continue;
+        }
+        for (kx = 0; kx < a->kernel[1]; ++kx) {
+            int32_t iw = ow * a->strides[1] - a->pads[1] + kx * a->dilations[1];
+            uint32_t xi, wi;
+            if (iw < 0 || iw >= d->w) {
+                continue;
+            }
+            xi = x_base + (uint32_t)(ih * d->w + iw);
+            wi = w_base + (uint32_t)(ky * a->kernel[1] + kx);
+            acc += fast ? ((int32_t)((const int8_t *)x)[xi] - x_zp) * ((int32_t)((const int8_t *)w)[wi] - w_zp)
+                        : (arena_q_load(xt, x, xi) - x_zp) * (arena_q_load(wt, w, wi) - w_zp);
+        }
+    }
+    return acc;
+}
+
 /* One output pixel's accumulator, any int8/uint8 mix: the reference loop. */
 static int32_t qconv_pixel(const arena_ctx_t *c, const conv_dims_t *d, int32_t n, int32_t m, int32_t oh, int32_t ow,
                            int32_t x_zp, int32_t w_zp)
 {
     const arena_attrs_t *a = &c->op->attrs;
-    const arena_tensor_t *xt = arena_in(c, 0), *wt = arena_in(c, 3);
-    const void *x = arena_in_data(c, 0), *w = arena_in_data(c, 3);
-    int32_t g = m / d->mg, acc = 0, ci, ky, kx;
+    uint32_t taps = (uint32_t)(a->kernel[0] * a->kernel[1]), plane = (uint32_t)(d->h * d->w);
+    int32_t g = m / d->mg, acc = 0, ci;
     for (ci = 0; ci < d->cg; ++ci) {
-        int32_t xc = g * d->cg + ci;
-        for (ky = 0; ky < a->kernel[0]; ++ky) {
-            int32_t ih = oh * a->strides[0] - a->pads[0] + ky * a->dilations[0];
-            if (ih < 0 || ih >= d->h) {
-                continue;
-            }
-            for (kx = 0; kx < a->kernel[1]; ++kx) {
-                int32_t iw = ow * a->strides[1] - a->pads[1] + kx * a->dilations[1];
-                uint32_t xi, wi;
-                if (iw < 0 || iw >= d->w) {
-                    continue;
-                }
-                xi = (uint32_t)(((n * d->c + xc) * d->h + ih) * d->w + iw);
-                wi = (uint32_t)(((m * d->cg + ci) * a->kernel[0] + ky) * a->kernel[1] + kx);
-                acc += (arena_q_load(xt, x, xi) - x_zp) * (arena_q_load(wt, w, wi) - w_zp);
-            }
-        }
+        uint32_t x_base = (uint32_t)(n * d->c + g * d->cg + ci) * plane;
+        acc += qconv_taps(arena_in(c, 0), arena_in_data(c, 0), x_base, arena_in(c, 3), arena_in_data(c, 3),
+                          (uint32_t)(m * d->cg + ci) * taps, 0, d, a, oh, ow, x_zp, w_zp);
     }
     return acc;
 }
@@ -437,10 +451,8 @@ static void qconv_dw_in_place(const arena_ctx_t *c, const conv_dims_t *d, void *
     const arena_attrs_t *a = &c->op->attrs;
     const arena_tensor_t *xt = arena_in(c, 0), *wt = arena_in(c, 3);
     const uint8_t *x = (const uint8_t *)arena_in_data(c, 0);
-    const void *w = arena_in_data(c, 3);
-    const int8_t *t8 = (const int8_t *)temp, *w8 = (const int8_t *)w;
     int fast = xt->dtype == ARENA_DT_INT8 && wt->dtype == ARENA_DT_INT8;
-    int32_t x_zp = arena_q_zp(c, 2, 0), taps = a->kernel[0] * a->kernel[1], oh, ow, ky, kx;
+    int32_t x_zp = arena_q_zp(c, 2, 0), taps = a->kernel[0] * a->kernel[1], oh, ow;
     size_t plane = (size_t)d->h * (size_t)d->w, chans = (size_t)d->n * (size_t)d->c, i;
     for (i = 0; i < chans; ++i) { /* increasing i: see dw_in_place */
         int32_t m = (int32_t)(i % (size_t)d->c);
@@ -448,24 +460,8 @@ static void qconv_dw_in_place(const arena_ctx_t *c, const conv_dims_t *d, void *
         memcpy(temp, x + i * plane, plane);
         for (oh = 0; oh < d->oh; ++oh) {
             for (ow = 0; ow < d->ow; ++ow) {
-                int32_t acc = 0;
-                for (ky = 0; ky < a->kernel[0]; ++ky) {
-                    int32_t ih = oh * a->strides[0] - a->pads[0] + ky * a->dilations[0];
-                    if (ih < 0 || ih >= d->h) {
-                        continue;
-                    }
-                    for (kx = 0; kx < a->kernel[1]; ++kx) {
-                        int32_t iw = ow * a->strides[1] - a->pads[1] + kx * a->dilations[1];
-                        uint32_t xi, wi;
-                        if (iw < 0 || iw >= d->w) {
-                            continue;
-                        }
-                        xi = (uint32_t)(ih * d->w + iw);
-                        wi = (uint32_t)(m * taps + ky * a->kernel[1] + kx);
-                        acc += fast ? ((int32_t)t8[xi] - x_zp) * ((int32_t)w8[wi] - ch.w_zp)
-                                    : (arena_q_load(xt, temp, xi) - x_zp) * (arena_q_load(wt, w, wi) - ch.w_zp);
-                    }
-                }
+                int32_t acc = qconv_taps(xt, temp, 0u, wt, arena_in_data(c, 3), (uint32_t)(m * taps), fast, d, a,
+                                         oh, ow, x_zp, ch.w_zp);
                 qconv_store(d, &ch, (int32_t)(i / (size_t)d->c), m, oh * d->ow + ow, acc);
             }
         }
