@@ -69,13 +69,16 @@ INPLACE_Q = {"QLinearAdd": (0, 3), "QLinearMul": (0, 3), "QLinearSigmoid": (0,),
 SCRATCH_MODES = ("none", "row", "full")
 
 
-def model_problem(path: str, options: ModelOptions, order: Sequence[int] | None = None) -> ModelProblem:
+def model_problem(path: str, options: ModelOptions, order: Sequence[int] | None = None,
+                  lowered: Lowered | None = None) -> ModelProblem:
     """Load the model at ``path`` (ONNX, or a TFLite flatbuffer: tflite_model) and reduce it to a
     ModelProblem under ``options``.
 
     order: the ops to run, by node index (ONNX: the lowered op's anchor node; TFLite: the
     operator index), a topological permutation; None: the graph's order, or the memory
     schedule under ``schedule: memory``.
+    lowered: the ONNX model already lowered (``lower``) with the same input shapes, so a
+    caller deriving it under several options loads it once.
     """
     _check_options(options)
     from arena_tool import tflite_model
@@ -88,10 +91,17 @@ def model_problem(path: str, options: ModelOptions, order: Sequence[int] | None 
             mp = alt if _bound(alt) < _bound(mp) else mp
         return mp
     try:
-        lowered = lowering.load(path, options.input_shapes,
-                                allow_external_data_outside=options.allow_external_data_outside)
-        return build(lowered, options, order)
+        return build(lowered or lower(path, options), options, order)
     except ArenaError as e:  # deep code may not know which file it is reading
+        raise e.located(file=path)
+
+
+def lower(path: str, options: ModelOptions) -> Lowered:
+    """The ONNX model at ``path`` lowered under the options that change what is loaded."""
+    try:
+        return lowering.load(path, options.input_shapes,
+                             allow_external_data_outside=options.allow_external_data_outside)
+    except ArenaError as e:
         raise e.located(file=path)
 
 

@@ -120,7 +120,6 @@ def options_from_doc(doc: dict[str, Any]) -> ModelOptions:
 
 def lowered_model(model_path: str, doc: dict[str, Any]) -> "Lowered":
     """The lowered model a plan was made from (same input shapes), for codegen."""
-    from arena_tool import lowering
     from arena_tool.errors import ArenaError
 
     if doc.get("model_kind", "onnx") != "onnx":
@@ -128,8 +127,9 @@ def lowered_model(model_path: str, doc: dict[str, Any]) -> "Lowered":
                          file=model_path, field="model_kind",
                          hint="a .tflite model runs in TFLite Micro: write its plan into the model with "
                               "'arena-tool plan MODEL.tflite -o PLANNED.tflite' (and use runtime: none)")
-    opts = options_from_doc(doc)
-    return lowering.load(model_path, opts.input_shapes, allow_external_data_outside=opts.allow_external_data_outside)
+    from arena_tool import liveness
+
+    return liveness.lower(model_path, options_from_doc(doc))
 
 
 def dumps(doc: dict[str, Any]) -> str:

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from arena_tool import planners, validate
 from arena_tool.errors import EXIT_BUG, ArenaError, did_you_mean
 from arena_tool.problem import ModelOptions, ModelProblem, Plan, Problem, lower_bound
+
+if TYPE_CHECKING:
+    from arena_tool.lowering import Lowered
 
 
 class ArenaBug(ArenaError):
@@ -68,7 +71,10 @@ def plan_model(path: str, options: ModelOptions, planner: str, params: planners.
 
         return split.plan_split(path, options, planner, params, [split.RegionCap(n, int(c)) for n, c in regions])
     check_planner_name(planner)
-    mp = liveness.model_problem(path, options)
+    from arena_tool import tflite_model
+
+    lowered = None if tflite_model.is_tflite(path) else liveness.lower(path, options)  # loaded once
+    mp = liveness.model_problem(path, options, lowered=lowered)
     problem = mp.problem()
     plan = run_planner(planner, problem, params)
     if any(t.alias_of for t in mp.tensors):
@@ -81,11 +87,11 @@ def plan_model(path: str, options: ModelOptions, planner: str, params: planners.
             alt = run_planner(planner, flat_problem, params)
             if alt.arena_size < plan.arena_size:
                 mp, problem, plan = flat, flat_problem, alt
-    doc = planfile.build(mp, plan, problem, k=params.k, baselines=_baselines(path, mp))
+    doc = planfile.build(mp, plan, problem, k=params.k, baselines=_baselines(path, mp, lowered))
     return PlannedModel(mp, problem, plan, doc)
 
 
-def _baselines(path: str, mp: ModelProblem) -> dict[str, int | None]:
+def _baselines(path: str, mp: ModelProblem, lowered: Lowered | None) -> dict[str, int | None]:
     """The lower bounds without the options that change the peak itself, so explain can say
     what each saved: the graph's own order (under schedule: memory) and no in-place depthwise
     (where a depthwise Conv works in place), and sequential execution (under pipelined: what
@@ -96,17 +102,17 @@ def _baselines(path: str, mp: ModelProblem) -> dict[str, int | None]:
     order = [s.node for s in mp.schedule]
     graph = None
     if opts.schedule == "memory":
-        graph = _bound(liveness.model_problem(path, dataclasses.replace(opts, schedule="graph")))
+        graph = _bound(liveness.model_problem(path, dataclasses.replace(opts, schedule="graph"), lowered=lowered))
     aliased = {t.name for t in mp.tensors if t.alias_of is not None}
     depthwise = None
     if getattr(mp, "kind", "onnx") == "onnx" and any(
             s.op_type in ("Conv", "QLinearConv") and s.outputs[0] in aliased for s in mp.schedule):
         plain = dataclasses.replace(opts, inplace_depthwise=False)
-        depthwise = _bound(liveness.model_problem(path, plain, order=order))
+        depthwise = _bound(liveness.model_problem(path, plain, order=order, lowered=lowered))
     sequential = None
     if opts.execution == "pipelined":  # what double buffering costs
         sequential = _bound(liveness.model_problem(path, dataclasses.replace(opts, execution="sequential"),
-                                                   order=order))
+                                                   order=order, lowered=lowered))
     return {"graph_order": graph, "no_inplace_depthwise": depthwise, "sequential": sequential}
 
 

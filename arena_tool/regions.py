@@ -374,17 +374,13 @@ def plan_split(path: str, options: Any, planner: str, params: planners.Params,
     """``planning.plan_model`` for a split arena: a PlannedModel whose plan document carries a
     region per buffer (module docstring). Over capacity even after repair is an answer: the plan
     says status 'infeasible' and the gate reports the region."""
-    from arena_tool import liveness, lowering, planfile, planning, validate
+    from arena_tool import liveness, planfile, planning, validate
 
     planning.check_planner_name(planner)
     if not caps:
         raise ArenaError("a split arena needs at least one region", field="region")
-    try:
-        lowered = lowering.load(path, options.input_shapes,
-                                allow_external_data_outside=options.allow_external_data_outside)
-        mp = liveness.build(lowered, options)
-    except ArenaError as e:
-        raise e.located(file=path)
+    lowered = liveness.lower(path, options)
+    mp = liveness.model_problem(path, options, lowered=lowered)
     if getattr(options, "weights", "flash") != "flash":
         cut = weights_ram_bytes(mp)
         caps = [RegionCap(c.name, max(0, c.capacity - cut)) if c.name == options.weights else c for c in caps]
@@ -425,7 +421,7 @@ def plan_split(path: str, options: Any, planner: str, params: planners.Params,
     total = sum(d["arena_size"] for d in region_docs)
     combined = Plan(offsets=tuple(offsets), arena_size=total, planner=planner, optimal=all_optimal,
                     status=Status(a.status), lower_bound=lower_bound(bufs), seconds=time.perf_counter() - t0)
-    doc = planfile.build(mp, combined, problem, k=params.k, baselines=planning._baselines(path, mp))
+    doc = planfile.build(mp, combined, problem, k=params.k, baselines=planning._baselines(path, mp, lowered))
     base, base_ok = small_first(bufs, caps, access)
     root_region = {b.name: caps[a.regions[i]].name for i, b in enumerate(bufs)}
     for b in doc["buffers"]:
