@@ -26,29 +26,48 @@ from arena_tool.errors import (
     os_error,
 )
 from arena_tool.manifest import DEFAULT_PLANNER
-from arena_tool.problem import EXECUTIONS, SCHEDULES, ModelOptions, ModelProblem, Plan, Problem, Status, fmt_bytes, \
-    lower_bound
-
+from arena_tool.problem import ModelOptions, ModelProblem, Option, Plan, Problem, Status, fmt_bytes, lower_bound, \
+    option_fields
 
 def _model_options(args: argparse.Namespace) -> ModelOptions:
-    from arena_tool import liveness, onnx_graph
+    """The options the model flags give; every flag is its ModelOptions field's Option."""
+    return ModelOptions(**{f.name: _flag_value(o, getattr(args, o.dest), f.default)
+                           for f, o in option_fields(ModelOptions)})
 
-    shapes = tuple(sorted(onnx_graph.parse_input_shape(s) for s in args.input_shape))
-    bitwidths = liveness.read_bitwidths(args.bitwidths) if args.bitwidths else ()
-    return ModelOptions(
-        alignment=args.alignment,
-        activation_dtype=args.activation_dtype,
-        bitwidths=bitwidths,
-        inplace=not args.no_inplace,
-        inplace_depthwise=not args.no_inplace_depthwise,
-        scratch=args.scratch,
-        schedule=args.schedule,
-        input_shapes=shapes,
-        allow_external_data_outside=args.allow_external_data_outside,
-        execution=args.execution,
-        io_alignment=args.io_alignment,
-        weights=args.weights,
-    )
+
+def _model_flags() -> list[tuple[Any, Option]]:
+    """(field, Option) of every model option, in --help order."""
+    return sorted(option_fields(ModelOptions), key=lambda fo: fo[1].cli_rank)
+
+
+def _flag_default(o: Option, default: Any) -> Any:
+    """What argparse holds when the flag is not given."""
+    return {"switch": False, "input_shape": [], "bitwidths_file": None}.get(o.cli, default)
+
+
+def _flag_keywords(o: Option, default: Any) -> dict[str, Any]:
+    """add_argument's keywords for one option's flag (Option.cli says which)."""
+    if o.cli == "switch":
+        return {"action": "store_true", "help": o.help}
+    kw: dict[str, Any] = {"default": _flag_default(o, default), "metavar": o.metavar, "help": o.help}
+    if o.cli == "input_shape":
+        return {**kw, "action": "append"}
+    return {**kw, "choices": o.choices, "type": _positive if o.cli == "positive" else None}
+
+
+def _flag_value(o: Option, given: Any, default: Any) -> Any:
+    """The field's value from what argparse parsed for its flag."""
+    if o.cli == "switch":
+        return (not default) if given else default
+    if o.cli == "input_shape":
+        from arena_tool import onnx_graph
+
+        return tuple(sorted(onnx_graph.parse_input_shape(s) for s in given))
+    if o.cli == "bitwidths_file":
+        from arena_tool import liveness
+
+        return liveness.read_bitwidths(given) if given else ()
+    return given  # text, positive: as argparse converted it
 
 
 def _params(args: argparse.Namespace) -> planners.Params:
@@ -279,12 +298,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     params = _params(args)
     planning.check_planner_name(args.planner, field="--planner")
     if args.model.lower().endswith(".json"):
-        given = [flag for flag, on in (("--input-shape", args.input_shape), ("--activation-dtype", args.activation_dtype),
-                                       ("--bitwidths", args.bitwidths), ("--no-inplace", args.no_inplace),
-                                       ("--scratch", args.scratch != "none"), ("--alignment", args.alignment != 16),
-                                       ("--no-inplace-depthwise", args.no_inplace_depthwise),
-                                       ("--schedule", args.schedule != "graph"))
-                 if on]
+        given = [o.flag for f, o in _model_flags() if getattr(args, o.dest) != _flag_default(o, f.default)]
         if given:
             raise ArenaError(f"{given[0]} does not apply to a plan file: its options are fixed", file=args.model,
                              field=given[0], hint="explain the model instead (arena-tool explain MODEL ...)")
@@ -330,26 +344,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 def _model_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model options")
-    g.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
-                   help="pin a graph input's shape (repeatable), e.g. data=1,3,224,224")
-    g.add_argument("--activation-dtype", metavar="DTYPE", help="plan every activation as this element type, e.g. int8")
-    g.add_argument("--bitwidths", metavar="FILE.json", help="per-tensor bits per element: {\"tensor\": 4, ...}")
-    g.add_argument("--no-inplace", action="store_true", help="no in-place ops and no zero-copy views")
-    g.add_argument("--no-inplace-depthwise", action="store_true",
-                   help="depthwise Convs never write over their input (for a runtime without that kernel)")
-    g.add_argument("--execution", choices=EXECUTIONS, default="sequential",
-                   help="pipelined: op N+1 may run while op N does (no in-place, double-buffered ranges)")
-    g.add_argument("--io-alignment", type=_positive, metavar="BYTES",
-                   help="offset/size alignment of the graph inputs and outputs (DMA, cache lines), e.g. 32")
-    g.add_argument("--weights", default="flash", metavar="REGION",
-                   help="flash (default), or a RAM region of the board the weights are copied to at start-up")
-    g.add_argument("--allow-external-data-outside", action="store_true",
-                   help="read external-data files outside the model's folder (refused by default)")
-    g.add_argument("--schedule", choices=SCHEDULES, default="graph",
-                   help="op order: graph (the model's, default) or memory (the smallest peak of live bytes)")
-    g.add_argument("--scratch", choices=("none", "row", "full"), default="none",
-                   help="Conv im2col workspace planned in the arena (default none)")
-    g.add_argument("--alignment", type=_positive, default=16, help="offset and size alignment in bytes (default 16)")
+    for f, o in _model_flags():
+        g.add_argument(o.flag, **_flag_keywords(o, f.default))
 
 
 def _planner_args(p: argparse.ArgumentParser, with_planner: bool = True) -> None:

@@ -30,7 +30,7 @@ import os
 from typing import TYPE_CHECKING, Any, Iterable
 
 from arena_tool.errors import ArenaError, did_you_mean
-from arena_tool.problem import ModelOptions, fmt_bytes
+from arena_tool.problem import ModelOptions, fmt_bytes, option_fields
 
 if TYPE_CHECKING:
     from arena_tool.yamlio import Doc
@@ -44,10 +44,10 @@ RUNTIMES = ("arena", "none", "tflm")  # arena: compile arena's C runtime and che
 # tflm: .tflite models run by TFLite Micro, which the firmware brings (arena writes the planned model and its arena)
 TFLM_ALIGNMENT = 16  # tflite::MicroArenaBufferAlignment()
 
-# A hint for schema failures that come without one, by the failing field's last key.
+# A hint for schema failures that come without one, by the failing field's last key; the model
+# options' own hints are their Option's (problem.ModelOptions), added by _field_hint.
 _FIELD_HINTS = {
     "k": "k is the exact_cover size unit in bytes; use 1 to plan exact sizes",
-    "alignment": "alignment is in bytes, a power of two such as 4, 8 or 16",
     "time_limit": "time_limit is in seconds, e.g. 10",
     "warn_above": "warn_above is a percentage of the budget, e.g. 90",
     "budget": "write a byte count like 65536, '64K', '64KiB', or a percentage like '80%'",
@@ -55,19 +55,10 @@ _FIELD_HINTS = {
     "heap": "write a byte count like 0 or '8K'",
     "name": "use letters, digits and '_', not starting with a digit",
     "path": "give the ONNX file's path relative to the manifest",
-    "inplace": "write true or false",
-    "inplace_depthwise": "write true or false",
-    "allow_external_data_outside": "write true to read external data outside the model's folder",
-    "execution": "write sequential (one op at a time) or pipelined (op N+1 may overlap op N)",
-    "io_alignment": "write a power of two in bytes, e.g. 32 (the Cortex-M7 cache line)",
-    "schedule": "write graph (the model's op order) or memory (the order with the smallest peak)",
     "models": "list the models as mappings with at least 'name:' and 'path:'",
     "boards": "list board names, or mappings with 'name:' and overrides",
     "region": "write a region name of the board, auto, or a list of region names fastest first, e.g. [DTCM, SRAM1]",
     "split": "write true (a split arena over the board's regions by speed) or false",
-    "weights": "write flash, or a RAM region name of the board the weights are copied to at start-up",
-    "input_shapes": "give each input its static shape as positive integers, e.g. {input: [1, 1, 49, 10]}",
-    "bitwidths": "map tensor names to bits per element, e.g. {conv1_out: 4}",
     "runtime": "write arena (compile arena's C runtime, the default), none (bring your own kernels) "
                "or tflm (.tflite models run by TFLite Micro, which your firmware brings)",
     "linker": "write full (arena writes the whole linker script, the default) or fragment (your own linker "
@@ -81,9 +72,10 @@ def _field_hint(field: str) -> str | None:
     """The hint of the innermost part of a dotted field that has one."""
     import re
 
+    hints = {**_FIELD_HINTS, **{f.name: o.hint for f, o in option_fields(ModelOptions) if o.hint}}
     for part in reversed([p for p in re.split(r"[.\[\]]", field) if p and not p.isdigit()]):
-        if part in _FIELD_HINTS:
-            return _FIELD_HINTS[part]
+        if part in hints:
+            return hints[part]
     return None
 
 
@@ -311,10 +303,11 @@ class _Loader:
     def options(self, raw: dict[str, Any], base: dict[str, Any], where: tuple[Any, ...]) -> dict[str, Any]:
         """Merge ``raw`` model options over ``base`` after checking the ones schemas cannot."""
         out = dict(base)
+        powers_of_two = {f.name for f, o in option_fields(ModelOptions) if o.power_of_two}
         for key, value in raw.items():
             if key in ("name", "path"):
                 continue
-            if key in ("alignment", "io_alignment") and value is not None and value & (value - 1):
+            if key in powers_of_two and value is not None and value & (value - 1):
                 raise self.err(f"{key} {value} is not a power of two", where + (key,),
                                hint="use 1, 2, 4, 8, 16, 32 ...")
             if key == "planner":

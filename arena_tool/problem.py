@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 Bytes = int  # a size or an offset, in bytes
 OpIndex = int  # an index into the schedule (0-based, inclusive ranges)
@@ -157,6 +157,88 @@ KINDS = ("input", "activation", "output", "scratch")
 
 SCHEDULES = ("graph", "memory")
 EXECUTIONS = ("sequential", "pipelined")
+SCRATCHES = ("none", "row", "full")  # liveness.SCRATCH_MODES
+CLI_KINDS = ("text", "positive", "switch", "input_shape", "bitwidths_file")  # Option.cli
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    """How one ModelOptions field is spelled outside Python: the one definition the CLI
+    flags, the manifest's hints and checks, the JSON schemas and to_doc/from_doc derive from.
+
+    flag: the command-line flag; a boolean option's flag flips its default ('--no-inplace').
+    help: its --help text (argparse's, so '%(default)s' is the default); metavar, choices: argparse's.
+    cli: how the flag's text becomes the value (cli.py turns each into argparse keywords):
+      'text' (as written, or one of choices), 'positive' (an integer > 0), 'switch' (a
+      boolean flag), 'input_shape' (repeatable NAME=D0,D1,...), 'bitwidths_file' (a JSON file).
+    cli_rank: where the flag stands in --help (the order the flags were added in; ties: field order).
+    hint: the manifest's fix when its schema refuses a value; None where the schema's own
+      message says it (an enum lists its values).
+    power_of_two: the manifest refuses a value that is not one.
+    schema: the JSON Schema of the value in a manifest (schemas/manifest.schema.json,
+      ``$defs.model_option_fields``); plan_schema: in a plan file's ``options``
+      (schemas/plan.schema.json), looser where the CLI takes more (any dtype, any io_alignment).
+    plan_required: every plan file carries it (the others came later: a plan without them
+      takes the defaults).
+    encode, decode: the field's value to its JSON value and back (default: as is).
+    """
+
+    flag: str
+    help: str
+    cli: str = "text"
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    cli_rank: int = 100
+    hint: str | None = None
+    power_of_two: bool = False
+    schema: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    plan_schema: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    plan_required: bool = False
+    encode: Callable[[Any], Any] = _same
+    decode: Callable[[Any], Any] = _same
+
+    def __post_init__(self) -> None:
+        if self.cli not in CLI_KINDS:
+            raise ValueError(f"option {self.flag}: cli {self.cli!r} is not one of {', '.join(CLI_KINDS)}")
+
+    @property
+    def dest(self) -> str:
+        """argparse's attribute for the flag ('--no-inplace' -> 'no_inplace')."""
+        return self.flag[2:].replace("-", "_")
+
+
+def option(default: Any, **spec: Any) -> Any:
+    """A ModelOptions field: its default and its Option (keywords as Option's)."""
+    return dataclasses.field(default=default, metadata={"option": Option(**spec)})
+
+
+def option_fields(cls: type[Any]) -> tuple[tuple[dataclasses.Field[Any], Option], ...]:
+    """(field, Option) of every option of ``cls`` (ModelOptions or a subclass), in field order."""
+    return tuple((f, f.metadata["option"]) for f in dataclasses.fields(cls))
+
+
+def _bitwidths_doc(pairs: tuple[tuple[str, int], ...]) -> dict[str, int]:
+    return dict(sorted(pairs))
+
+
+def _shapes_doc(pairs: tuple[tuple[str, tuple[int, ...]], ...]) -> dict[str, list[int]]:
+    return {name: list(shape) for name, shape in sorted(pairs)}
+
+
+def _bitwidths_from(doc: Mapping[str, Any] | None) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted((str(k), int(v)) for k, v in (doc or {}).items()))
+
+
+def _shapes_from(doc: Mapping[str, Any] | None) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    return tuple(sorted((str(k), tuple(int(n) for n in v)) for k, v in (doc or {}).items()))
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,59 +270,111 @@ class ModelOptions:
     allow_external_data_outside: read external-data files outside the model's folder (a
       model from elsewhere could otherwise pull any file into the firmware's flash).
 
-    The one definition of the options: ``to_doc``/``from_doc`` give the JSON form the
-    plan file, the manifest (same keys) and the build's specs share.
+    The one definition of the options: each field carries its Option (flag, hints, schemas),
+    and ``to_doc``/``from_doc`` give the JSON form the plan file, the manifest (same keys)
+    and the build's specs share. The field order is the JSON's (plan files keep their bytes).
+    An option added here reaches the CLI, the manifest and the plan file; the two schemas are
+    static files that tests/test_options.py (``python3 -m arena_tool.option_schemas``) keeps equal.
     """
 
-    alignment: int = 16
-    activation_dtype: str | None = None
-    bitwidths: tuple[tuple[str, int], ...] = ()
-    inplace: bool = True
-    inplace_depthwise: bool = True
-    scratch: str = "none"
-    schedule: str = "graph"
-    input_shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
-    execution: str = "sequential"
-    io_alignment: int | None = None
-    weights: str = "flash"
-    allow_external_data_outside: bool = False
+    alignment: int = option(
+        16, flag="--alignment", cli="positive", cli_rank=11, power_of_two=True,
+        help="offset and size alignment in bytes (default %(default)s)",
+        hint="alignment is in bytes, a power of two such as 4, 8 or 16",
+        schema={"type": "integer", "minimum": 1, "maximum": 1048576,
+                "description": "bytes, a power of two; every tensor offset is a multiple of it"},
+        plan_schema={"type": "integer", "minimum": 1}, plan_required=True, decode=int)
+    activation_dtype: str | None = option(
+        None, flag="--activation-dtype", metavar="DTYPE", cli_rank=1,
+        help="plan every activation as this element type, e.g. int8",
+        schema={"description": "element type of every activation; null keeps the model's",
+                "enum": [None, "float32", "float16", "bfloat16", "int8", "uint8", "int16", "uint16", "int32"]},
+        plan_schema={"type": ["string", "null"]}, plan_required=True)
+    bitwidths: tuple[tuple[str, int], ...] = option(
+        (), flag="--bitwidths", cli="bitwidths_file", metavar="FILE.json", cli_rank=2,
+        help="per-tensor bits per element: {\"tensor\": 4, ...}",
+        hint="map tensor names to bits per element, e.g. {conv1_out: 4}",
+        schema={"description": "tensor name -> bits per element, overriding activation_dtype for those tensors",
+                "type": "object", "additionalProperties": {"type": "integer", "minimum": 1, "maximum": 64}},
+        plan_schema={"type": "object", "additionalProperties": {"type": "integer", "minimum": 1, "maximum": 64}},
+        plan_required=True, encode=_bitwidths_doc, decode=_bitwidths_from)
+    inplace: bool = option(
+        True, flag="--no-inplace", cli="switch", cli_rank=3, help="no in-place ops and no zero-copy views",
+        hint="write true or false",
+        schema={"type": "boolean", "description": "element-wise ops may overwrite an input that dies there"},
+        plan_schema={"type": "boolean"}, plan_required=True)
+    inplace_depthwise: bool = option(
+        True, flag="--no-inplace-depthwise", cli="switch", cli_rank=4,
+        help="depthwise Convs never write over their input (for a runtime without that kernel)",
+        hint="write true or false",
+        schema={"type": "boolean", "description": "with inplace, a depthwise Conv may overwrite its input that dies "
+                "there (one-channel workspace; arena's runtime supports it)"},
+        plan_schema={"type": "boolean"})
+    scratch: str = option(
+        "none", flag="--scratch", choices=SCRATCHES, cli_rank=10,
+        help="Conv im2col workspace planned in the arena (default %(default)s)",
+        schema={"enum": list(SCRATCHES), "description": "Conv im2col workspace: none, row or full"},
+        plan_schema={"enum": list(SCRATCHES)}, plan_required=True)
+    schedule: str = option(
+        "graph", flag="--schedule", choices=SCHEDULES, cli_rank=9,
+        help="op order: graph (the model's, default) or memory (the smallest peak of live bytes)",
+        hint="write graph (the model's op order) or memory (the order with the smallest peak)",
+        schema={"enum": list(SCHEDULES),
+                "description": "op order: the model's (graph) or the one with the smallest peak of live bytes (memory)"},
+        plan_schema={"enum": list(SCHEDULES)})
+    input_shapes: tuple[tuple[str, tuple[int, ...]], ...] = option(
+        (), flag="--input-shape", cli="input_shape", metavar="NAME=D0,D1,...", cli_rank=0,
+        help="pin a graph input's shape (repeatable), e.g. data=1,3,224,224",
+        hint="give each input its static shape as positive integers, e.g. {input: [1, 1, 49, 10]}",
+        schema={"description": "graph input name -> static shape", "type": "object",
+                "additionalProperties": {"type": "array", "minItems": 1,
+                                         "items": {"type": "integer", "minimum": 1, "maximum": 2147483647},
+                                         "x-expected": "a list of positive dimensions like [1, 1, 49, 10]"}},
+        plan_schema={"type": "object",
+                     "additionalProperties": {"type": "array", "items": {"type": "integer", "minimum": 1}}},
+        plan_required=True, encode=_shapes_doc, decode=_shapes_from)
+    execution: str = option(
+        "sequential", flag="--execution", choices=EXECUTIONS, cli_rank=5,
+        help="pipelined: op N+1 may run while op N does (no in-place, double-buffered ranges)",
+        hint="write sequential (one op at a time) or pipelined (op N+1 may overlap op N)",
+        schema={"enum": list(EXECUTIONS), "description": "sequential: one op at a time; pipelined: op N+1 may run "
+                "while op N still runs (no in-place, live ranges widened by one op each way)"},
+        plan_schema={"enum": list(EXECUTIONS)})
+    io_alignment: int | None = option(
+        None, flag="--io-alignment", cli="positive", metavar="BYTES", cli_rank=6, power_of_two=True,
+        help="offset/size alignment of the graph inputs and outputs (DMA, cache lines), e.g. 32",
+        hint="write a power of two in bytes, e.g. 32 (the Cortex-M7 cache line)",
+        schema={"type": ["integer", "null"], "minimum": 1, "maximum": 4096,
+                "description": "bytes, a power of two: offset and size alignment of the graph inputs and outputs "
+                "(DMA, cache lines; 32 on a Cortex-M7)"},
+        plan_schema={"type": ["integer", "null"], "minimum": 1}, decode=_int_or_none)
+    weights: str = option(
+        "flash", flag="--weights", metavar="REGION", cli_rank=7,
+        help="flash (default), or a RAM region of the board the weights are copied to at start-up",
+        hint="write flash, or a RAM region name of the board the weights are copied to at start-up",
+        schema={"type": "string", "minLength": 1,
+                "description": "flash (the weights are read in place), or a RAM region of the board: linked into "
+                "flash and copied there once at start-up, counted against that region's budget next to the arena",
+                "x-expected": "flash, or a RAM region name of the board"},
+        plan_schema={"type": "string", "minLength": 1,
+                     "description": "flash, or the RAM region the weights are copied to at start-up"},
+        decode=str)
+    allow_external_data_outside: bool = option(
+        False, flag="--allow-external-data-outside", cli="switch", cli_rank=8,
+        help="read external-data files outside the model's folder (refused by default)",
+        hint="write true to read external data outside the model's folder",
+        schema={"type": "boolean",
+                "description": "read external-data files outside the model's folder (off: such a model is refused)"},
+        plan_schema={"type": "boolean"})
 
     def to_doc(self) -> dict[str, Any]:
         """Every option as JSON values, maps sorted by key."""
-        return {
-            "alignment": self.alignment,
-            "activation_dtype": self.activation_dtype,
-            "bitwidths": dict(sorted(self.bitwidths)),
-            "inplace": self.inplace,
-            "inplace_depthwise": self.inplace_depthwise,
-            "scratch": self.scratch,
-            "schedule": self.schedule,
-            "input_shapes": {name: list(shape) for name, shape in sorted(self.input_shapes)},
-            "execution": self.execution,
-            "io_alignment": self.io_alignment,
-            "weights": self.weights,
-            "allow_external_data_outside": self.allow_external_data_outside,
-        }
+        return {f.name: o.encode(getattr(self, f.name)) for f, o in option_fields(type(self))}
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> "ModelOptions":
         """The inverse of to_doc; a missing key takes its default (older plan files)."""
-        d = cls()
-        return cls(
-            alignment=int(doc.get("alignment", d.alignment)),
-            activation_dtype=doc.get("activation_dtype", d.activation_dtype),
-            bitwidths=tuple(sorted((str(k), int(v)) for k, v in (doc.get("bitwidths") or {}).items())),
-            inplace=doc.get("inplace", d.inplace),
-            inplace_depthwise=doc.get("inplace_depthwise", d.inplace_depthwise),
-            scratch=doc.get("scratch", d.scratch),
-            schedule=doc.get("schedule", d.schedule),
-            input_shapes=tuple(sorted((str(k), tuple(int(n) for n in v))
-                                      for k, v in (doc.get("input_shapes") or {}).items())),
-            execution=doc.get("execution", d.execution),
-            io_alignment=None if doc.get("io_alignment") is None else int(doc["io_alignment"]),
-            weights=str(doc.get("weights", d.weights)),
-            allow_external_data_outside=doc.get("allow_external_data_outside", d.allow_external_data_outside),
-        )
+        return cls(**{f.name: o.decode(doc[f.name]) for f, o in option_fields(cls) if f.name in doc})
 
 
 @dataclasses.dataclass(frozen=True)
