@@ -20,6 +20,7 @@ import dataclasses
 import io
 import os
 import re
+import threading
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 from xml.sax.saxutils import escape
 
@@ -52,6 +53,7 @@ RC: dict[RcKeyType, Any] = {
     "hatch.linewidth": 0.5,
 }
 PNG_DPI = 150
+_RC_LOCK = threading.RLock()  # see _style
 PNG_MAX_PX = 6000  # a ten-planner compare stays an image viewers open
 
 
@@ -76,8 +78,11 @@ class Geometry:
 
 @contextlib.contextmanager
 def _style() -> Iterator[None]:
-    """matplotlib's own defaults plus RC, whatever the user's matplotlibrc says; restored after."""
-    with matplotlib.rc_context():
+    """matplotlib's own defaults plus RC, whatever the user's matplotlibrc says; restored after.
+
+    rcParams are process-wide and SCons runs actions in threads (-j): without the lock a second
+    picture's rc_context restores the defaults under the first one (svg.hashsalt None: random ids)."""
+    with _RC_LOCK, matplotlib.rc_context():
         matplotlib.rcdefaults()
         matplotlib.rcParams.update(RC)
         yield

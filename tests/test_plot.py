@@ -222,6 +222,24 @@ def test_svg_is_byte_identical(capsys, tmp_path):
     assert b"<dc:date>" not in outs[0]
 
 
+def test_svg_is_byte_identical_from_threads(tmp_path):
+    """SCons -j draws the boards' reports in threads: each picture keeps its own rc settings
+    (a second rc_context used to restore the defaults under the first: random clip-path ids)."""
+    import threading
+
+    path = models.save(conv_relu_conv(), tmp_path / "m.onnx")
+    plan = planning.plan_model(path, ModelOptions(), "optimal", planners.Params()).doc
+    alone = plot.svg([("a", plan)])
+    outs: list[str] = []
+    threads = [threading.Thread(target=lambda: outs.extend(plot.svg([("a", plan)]) for _ in range(3)))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(outs) == 12 and all(o == alone for o in outs)
+
+
 @pytest.mark.parametrize("command", ["plan", "compare"])
 @pytest.mark.parametrize("name", ["m.pdf", "m"])
 def test_bad_plot_suffix_exits_2_with_one_line(capsys, tmp_path, command, name):
