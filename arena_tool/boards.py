@@ -10,7 +10,9 @@ An object that exists is valid: a ``Board`` returned by ``load_board`` has
 unique region names, non-overlapping regions inside the 32-bit address space
 with 4-byte aligned origins, an FPU its core can have (``FPUS``), and a
 ``default_region``/``data_region`` that exist. All sizes and addresses
-are plain ints in bytes.
+are plain ints in bytes. ``Board.to_json``/``from_json`` give the same board as
+a resolved board file (schema-checked, byte-identical round trips): how the
+manifest cache carries each target's board to the SCons tool's actions.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import difflib
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from arena_tool import yamlio
 from arena_tool.errors import ArenaError, did_you_mean
@@ -79,6 +81,33 @@ class Region:
         """One past the last byte."""
         return self.origin + self.length
 
+    def to_json(self) -> dict[str, Any]:
+        """A RAM region as a board file writes it (``ram[i]`` of schemas/board.schema.json); the
+        optional keys only when set."""
+        doc: dict[str, Any] = {"name": self.name, "origin": self.origin, "length": self.length,
+                               "zero_wait": self.zero_wait, "cacheable": self.cacheable, "dma": self.dma,
+                               "executable": self.executable}
+        if self.speed is not None:
+            doc["speed"] = self.speed
+        if self.needs_init is not None:
+            doc["needs_init"] = self.needs_init
+        if self.note:
+            doc["note"] = self.note
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "Region":
+        """``to_json``'s inverse (origin and length as ints)."""
+        return cls(name=doc["name"], origin=doc["origin"], length=doc["length"], zero_wait=doc["zero_wait"],
+                   cacheable=doc["cacheable"], dma=doc["dma"], executable=doc["executable"],
+                   speed=doc.get("speed"), needs_init=doc.get("needs_init"), note=doc.get("note", ""))
+
+
+def _flash(name: str, origin: int, length: int, note: str = "") -> Region:
+    """The flash region: read-only to the arena, reachable by DMA, code runs from it."""
+    return Region(name=name, origin=origin, length=length, zero_wait=False, cacheable=False, dma=True,
+                  executable=True, note=note)
+
 
 @dataclasses.dataclass(frozen=True)
 class Cpu:
@@ -97,6 +126,20 @@ class Cpu:
             flags.append(f"-mfpu={self.fpu}")
         flags.append(f"-mfloat-abi={'soft' if self.fpu == 'none' else self.float_abi}")
         return tuple(flags)
+
+    def to_json(self) -> dict[str, Any]:
+        """``cpu`` of schemas/board.schema.json; clock_hz and irqs only when known."""
+        doc: dict[str, Any] = {"core": self.core, "fpu": self.fpu, "float_abi": self.float_abi}
+        if self.clock_hz is not None:
+            doc["clock_hz"] = self.clock_hz
+        if self.irqs is not None:
+            doc["irqs"] = self.irqs
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "Cpu":
+        return cls(core=doc["core"], fpu=doc["fpu"], float_abi=doc["float_abi"], clock_hz=doc.get("clock_hz"),
+                   irqs=doc.get("irqs"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,6 +162,39 @@ class Board:
     qemu: str | None = None
     note: str = ""
     file: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The board as a board file with every value resolved (ints for sizes and addresses,
+        ``data_region`` always written): valid against schemas/board.schema.json, so
+        ``from_json(b.to_json(), b.file) == b`` for every loaded board and the text round-trips
+        byte for byte. ``file`` is not part of it (the schema has no such key)."""
+        flash: dict[str, Any] = {"name": self.flash.name, "origin": self.flash.origin, "length": self.flash.length}
+        if self.flash.note:
+            flash["note"] = self.flash.note
+        doc: dict[str, Any] = {"name": self.name, "description": self.description, "source": self.source,
+                               "cpu": self.cpu.to_json(), "flash": flash, "ram": [r.to_json() for r in self.ram],
+                               "default_region": self.default_region, "data_region": self.data_region}
+        if self.qemu is not None:
+            doc["qemu"] = self.qemu
+        if self.note:
+            doc["note"] = self.note
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any], file: str = "") -> "Board":
+        """``to_json``'s inverse, schema-checked (a damaged cache is an ArenaError naming ``file``);
+        the flash gets the loader's attributes. Not ``load_board_file``'s cross-checks: the
+        document comes from a Board that passed them."""
+        from arena_tool.schema import check_json
+
+        check_json(doc, "board", file or "(board document)")
+        f = doc["flash"]
+        return cls(name=doc["name"], description=doc["description"], source=doc["source"],
+                   cpu=Cpu.from_json(doc["cpu"]), flash=_flash(f.get("name", "FLASH"), f["origin"], f["length"],
+                                                               f.get("note", "")),
+                   ram=tuple(Region.from_json(r) for r in doc["ram"]), default_region=doc["default_region"],
+                   data_region=doc.get("data_region", doc["default_region"]), qemu=doc.get("qemu"),
+                   note=doc.get("note", ""), file=file)
 
     def region_names(self) -> list[str]:
         """RAM region names in file order."""
@@ -260,9 +336,8 @@ def load_board_file(path: str) -> Board:
                         at_value=True, hint="use 'float_abi: soft'")
     _check_fpu(doc, cpu)
     f = data["flash"]
-    flash = Region(name=f.get("name", "FLASH"), origin=address(f["origin"], ("flash", "origin")),
-                   length=size(f["length"], ("flash", "length")), zero_wait=False, cacheable=False,
-                   dma=True, executable=True, note=f.get("note", ""))
+    flash = _flash(f.get("name", "FLASH"), address(f["origin"], ("flash", "origin")),
+                   size(f["length"], ("flash", "length")), f.get("note", ""))
     ram = []
     for i, r in enumerate(data["ram"]):
         ram.append(Region(

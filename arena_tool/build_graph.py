@@ -20,8 +20,8 @@ so boards with the same options share a plan and its tables; ``<b>``: the board'
     gate         <b>/arena_gate.json, <b>/gen/arena_board.{c,h} (tflm_arena.{c,h}),
                  <b>/<board>.ld (linker: fragment: <b>/arena_fragment.ld)
                                                       <- every plan [, every tflm.json],
-                                                         Value(board key), board file
-                                                         [, the project's linker script]
+                                                         Value(board key), the manifest
+                                                         (scanned: ``manifest_names``)
     object       one .o                               <- one .c (env: its CompileEnv)
     elf          <b>/firmware.elf (link, ELF check)    <- the objects, in link order
     report       <b>/arena_report.{json,html,md}      <- gate [, ELF when linked]
@@ -97,7 +97,10 @@ class Node(_Fields):
     depends: also rebuild when these change (not handed to the action); requires: build these
     first (targets or alias names), never a reason to rebuild; board: the board whose settings
     the action looks up (gate, elf, report); env: the key of the CompileEnv (object, elf); linkflags:
-    the ELF's instead of its env's (``linker: fragment``); clean: also removed by ``scons -c``.
+    the ELF's instead of its env's (``linker: fragment``); clean: also removed by ``scons -c``;
+    manifest: the manifest file when it is the last source (gate), there for the tool's scanner:
+    the files it names for ``board`` (``BoardNodes.named``) are the node's implicit dependencies,
+    while its own bytes are no reason to rebuild (the board's settings reach the gate as its Value).
     """
 
     kind: str
@@ -109,6 +112,7 @@ class Node(_Fields):
     env: str = ""
     linkflags: tuple[Any, ...] | None = None
     clean: tuple[str, ...] = ()
+    manifest: str = ""
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -179,7 +183,8 @@ class BoardNodes(_Fields):
     """One board's files, by role (paths; ``elf`` empty when not linking). deleted: what a
     failing gate deletes, so no stale board file, script or ELF survives. generated: what the
     ``arena`` alias builds of this board (up to the linker script; the reports too when not
-    linking); top: what ``scons <board>`` builds."""
+    linking); top: what ``scons <board>`` builds; named: what the manifest names for this board
+    (``manifest_names``), the scanner's answer for its gate."""
 
     name: str
     gate: str
@@ -195,6 +200,7 @@ class BoardNodes(_Fields):
     generated: tuple[str, ...]
     all: tuple[str, ...]
     top: tuple[str, ...]
+    named: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -350,6 +356,15 @@ def _unique(items: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
+def manifest_names(t: Mapping[str, Any]) -> tuple[str, ...]:
+    """The files the manifest names for one board (a target of ``manifest.to_doc``): its board
+    file, its models in manifest order, with ``linker: fragment`` the project's linker script.
+    What the SCons tool's manifest scanner returns for the board's gate, so an edit to any of
+    them re-runs that gate and no other board's."""
+    script = [t["linker_script"]] if t.get("linker") == "fragment" else []
+    return _unique([t["board_file"], *(s["path"] for s in t["models"]), *script])
+
+
 # ---------------------------------------------------------------- the graph
 
 
@@ -376,7 +391,8 @@ def plan(manifest: Mapping[str, Any] | Manifest, build_dir: str = "build", toolc
     names = manifest_cache.select_names(list(by_name), spec, doc["file"])
     if generator is None:
         generator = manifest_cache.package_digest()
-    g = _Graph(build_dir.rstrip("/") or build_dir, toolchain or Toolchain(), Value("arena_tool sources " + generator))
+    g = _Graph(build_dir.rstrip("/") or build_dir, toolchain or Toolchain(), Value("arena_tool sources " + generator),
+               doc["file"])
     for name in names:
         g.board(by_name[name])
     return g.finish()
@@ -386,8 +402,9 @@ class _Graph:
     """plan()'s accumulator: nodes by first target, shared between boards (plans, tables and
     objects), made into frozen Nodes once every board has added its requirements."""
 
-    def __init__(self, build_dir: str, toolchain: Toolchain, generator: Value) -> None:
+    def __init__(self, build_dir: str, toolchain: Toolchain, generator: Value, manifest: str) -> None:
         self.build_dir = build_dir
+        self.manifest = manifest
         self.toolchain = toolchain
         self.generator = generator
         self.nodes: dict[str, dict[str, Any]] = {}  # first target -> Node fields (requires a list)
@@ -445,13 +462,12 @@ class _Graph:
         # Once it passes, the gate also writes what follows from its report: the arena's C file
         # and the linker script (one node for all keeps a no-op build's walk short).
         fragment = t.get("linker") == "fragment"  # the project's script INCLUDEs arena_fragment.ld
-        script = [t["linker_script"]] if fragment else []  # checked by the gate
         stem = "tflm_arena" if tflm else "arena_board"
         arena = (f"{gen}/{stem}.c", f"{gen}/{stem}.h")
         ld = f"{bdir}/{'arena_fragment' if fragment else name}.ld"
         gate = (gate_path, *arena, ld)
-        self.add("gate", gate, [*plans, *allocs, gate_key, t["board_file"], *script],
-                 depends=(self.generator,), board=name)
+        self.add("gate", gate, [*plans, *allocs, gate_key, self.manifest],  # the manifest: scanned
+                 depends=(self.generator,), board=name, manifest=self.manifest)
         for e in entries:
             self.nodes[e[1]]["requires"].append(gate_path)  # the gates pass before a table is made
         generated = [*plans, *allocs, *gate, *tables]
@@ -460,14 +476,14 @@ class _Graph:
         elf = self.elf(t, bdir, arena[0], ld, gate_path, entries) if self.toolchain.link else ""
         self.add("report", final, [gate_path, elf] if elf else [gate_path],
                  depends=(self.generator, *plans), board=name)
-        if elf and t.get("qemu"):
+        if elf and t["board"].get("qemu"):
             self.qemu.append((elf, report_path))
         self.boards.append(BoardNodes(
             name=name, gate=gate_path, report=report_path, views=views, plans=tuple(plans),
             tables=tuple(tables), arena=arena, ld=ld, elf=elf, run_report=f"{bdir}/run_report.json",
             deleted=board_outputs(bdir, name), generated=_unique(generated + ([] if elf else list(final))),
             all=_unique([*generated, *final, *([elf] if elf else [])]),
-            top=final if elf else _unique([*final, *tables])))
+            top=final if elf else _unique([*final, *tables]), named=manifest_names(t)))
 
     def compile_env(self, gcc_flags: Sequence[str]) -> CompileEnv:
         key = flags_key(gcc_flags)
@@ -557,7 +573,7 @@ def help_text(manifest: Mapping[str, Any]) -> str:
              "  gcc_prefix=PREFIX       cross compiler prefix (default arm-none-eabi-)",
              "", "  boards in the manifest:"]
     for t in manifest["targets"]:
-        qemu = f", qemu {t['qemu']}" if t["qemu"] else ""
+        qemu = f", qemu {t['board']['qemu']}" if t["board"].get("qemu") else ""
         runtime = f", runtime {t['runtime']}" if t.get("runtime", "arena") != "arena" else ""
         runtime += f", linker fragment for {t['linker_script']}" if t.get("linker") == "fragment" else ""
         lines.append(f"    {t['name']:<18} region {t['region']}, budget {t['budget']['text']}{qemu}{runtime}")

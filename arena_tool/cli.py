@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 import traceback
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from arena_tool import planners
 from arena_tool.errors import (
@@ -28,6 +28,10 @@ from arena_tool.errors import (
 from arena_tool.manifest import DEFAULT_PLANNER
 from arena_tool.problem import ModelOptions, ModelProblem, Option, Plan, Problem, Status, fmt_bytes, lower_bound, \
     option_fields
+
+if TYPE_CHECKING:
+    from arena_tool.planfile import PlanFile
+
 
 def _model_options(args: argparse.Namespace) -> ModelOptions:
     """The options the model flags give; every flag is its ModelOptions field's Option."""
@@ -165,8 +169,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
                 f"({sum(1 for t in mp.tensors if t.alias_of)} aliased)"),
         ("integer", _integer_line(mp)),
         ("weights", f"{fmt_bytes(mp.weights_bytes)} (flash)"),
-        *([("persistent", f"{len(mp.variables)} variable tensors (TFLM's tail, outside the arena)")]
-          if getattr(mp, "variables", ()) else []),
+        *([("persistent", f"{len(variables)} variable tensors (TFLM's tail, outside the arena)")]
+          if (variables := getattr(mp, "variables", ())) else []),
         ("options", f"k={args.k}, alignment {args.alignment}, in-place {'off' if args.no_inplace else 'on'}, "
                     f"scratch {args.scratch}"),
     ]))
@@ -174,15 +178,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
         from arena_tool import schema, tflite_model, tflite_write
 
         plan_json = tflite_model.planned_path_for(planned_model)
-        schema.check_json(pm.doc, "plan", plan_json)
-        tflite_write.write_planned(args.model, pm.doc, planned_model, plan_json)  # checks the plan first
-        planfile.write(plan_json, pm.doc)
+        schema.check_json(pm.plan_file.to_json(), "plan", plan_json)
+        tflite_write.write_planned(args.model, pm.plan_file, planned_model, plan_json)  # checks the plan first
+        planfile.write(plan_json, pm.plan_file)
         print(f"wrote {planned_model} (OfflineMemoryAllocation: {fmt_bytes(pm.plan.arena_size)} head) and {plan_json}")
     elif args.output:
-        planfile.write(args.output, pm.doc)
+        planfile.write(args.output, pm.plan_file)
         print(f"wrote {args.output}")
     if args.plot:
-        _write_plot([(pm.plan.planner, pm.doc)], args.plot)
+        _write_plot([(pm.plan.planner, pm.plan_file)], args.plot)
     if args.budget is not None and pm.plan.arena_size > args.budget:
         raise CheckFailed(f"arena {fmt_bytes(pm.plan.arena_size)} exceeds the budget {fmt_bytes(args.budget)} "
                           f"by {fmt_bytes(pm.plan.arena_size - args.budget)}", file=args.model,
@@ -205,17 +209,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     header = f"{'planner':<18}{'arena B':>14}{'gap %':>9}{'time s':>9}  optimal"
     print(header)
     print("-" * len(header))
-    docs = []
+    plans: list[tuple[str, PlanFile]] = []
     for name in names:
         plan = planning.run_planner(name, problem, params)
         print(f"{name:<18}{plan.arena_size:>14,}{100 * plan.gap:>9.2f}{plan.seconds:>9.3f}  {_optimal_word(plan)}")
         if args.plot:
             from arena_tool import planfile
 
-            docs.append((name, planfile.build(mp, plan, problem, k=params.k)))
+            plans.append((name, planfile.build(mp, plan, problem, k=params.k)))
     print(f"{'lower bound':<18}{lower_bound(problem.buffers):>14,}")
     if args.plot:
-        _write_plot(docs, args.plot)
+        _write_plot(plans, args.plot)
     return EXIT_OK
 
 
@@ -227,24 +231,24 @@ def _check_plot(args: argparse.Namespace) -> None:
         plot.check_path(args.plot)
 
 
-def _write_plot(docs: list[tuple[str, dict[str, Any]]], path: str) -> None:
+def _write_plot(plans: list[tuple[str, PlanFile]], path: str) -> None:
     from arena_tool import plot
 
-    plot.write(docs, path)
+    plot.write(plans, path)
     print(f"wrote {path}")
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     from arena_tool import liveness, planfile
 
-    doc = planfile.read(args.plan)
-    mp = liveness.model_problem(args.model, planfile.options_from_doc(doc))
-    problems = planfile.check(doc, mp, args.plan)
+    plan = planfile.load(args.plan)
+    mp = liveness.model_problem(args.model, plan.options)
+    problems = planfile.check(plan, mp, args.plan)
     for p in problems:
         print(f"{args.plan}: error: {p}", file=sys.stderr)
     if problems:
         return EXIT_CHECK_FAILED
-    print(f"{args.plan}: ok: {len(doc['buffers'])} buffers in {fmt_bytes(doc['arena_size'])}, "
+    print(f"{args.plan}: ok: {len(plan.buffers)} buffers in {fmt_bytes(plan.arena_size)}, "
           f"lower bound {fmt_bytes(lower_bound(mp.problem().buffers))}, no overlaps")
     return EXIT_OK
 
@@ -302,14 +306,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
         if given:
             raise ArenaError(f"{given[0]} does not apply to a plan file: its options are fixed", file=args.model,
                              field=given[0], hint="explain the model instead (arena-tool explain MODEL ...)")
-        doc = planfile.read(args.model)
+        plan = planfile.load(args.model)
     elif _is_tflite(args.model):
         from arena_tool import tflite_write
 
-        doc = tflite_write.plan(args.model, _model_options(args), args.planner, params).doc
+        plan = tflite_write.plan(args.model, _model_options(args), args.planner, params).plan_file
     else:
-        doc = planning.plan_model(args.model, _model_options(args), args.planner, params).doc
-    plan = planfile.PlanFile.from_json(doc, args.model)
+        plan = planning.plan_model(args.model, _model_options(args), args.planner, params).plan_file
     report = explain.explain(plan, args.planner, params)  # also checks the peak is the lower bound
     if args.timeline:
         from arena_tool import timeline

@@ -47,6 +47,7 @@ from arena_tool.schema import write_atomic
 
 if TYPE_CHECKING:
     from arena_tool.planfile import PlanFile
+    from arena_tool.region_gate import RegionUse
 
 MAX_RANK = 6
 
@@ -558,25 +559,25 @@ def _split_parts(plan: PlanFile, sym: str, n_tensors: int) -> tuple[list[str], i
     return out, regions[0].arena_size, f",\n    {len(regions)}u, {sym}_regions, {sym}_tensor_regions"
 
 
-def _split_arena_lines(regions: Sequence[dict[str, Any]], alignment: int) -> tuple[list[str], list[str], int]:
+def _split_arena_lines(regions: Sequence[RegionUse], alignment: int) -> tuple[list[str], list[str], int]:
     """(header lines, source lines, first region's bytes) of a split arena: one array per region
     in its NOLOAD section, and ``arena`` an alias of the first."""
     h, s = [], ["/* A split arena: one array per RAM region, fastest first (linker sections .arena_<region>,",
                 "   NOLOAD); arena is the first. */"]
     for r in regions:
-        n, ident = int(r["arena"]), region_symbol(r["name"])
+        n, ident = r.arena, region_symbol(r.name)
         h.append(f"extern uint8_t {ident}[{max(1, n)}];")
-        s.append(f'__attribute__((section("{r["arena_section"]}"), aligned({max(16, int(alignment))}))) '
+        s.append(f'__attribute__((section("{r.arena_section}"), aligned({max(16, int(alignment))}))) '
                  f"uint8_t {ident}[{n}];" if n > 0 else
-                 f"uint8_t {ident}[1]; /* nothing planned here: kept out of {r['arena_section']} */")
-    first = int(regions[0]["arena"])
-    s.append(f'extern uint8_t arena[{max(1, first)}] __attribute__((alias("{region_symbol(regions[0]["name"])}")));')
+                 f"uint8_t {ident}[1]; /* nothing planned here: kept out of {r.arena_section} */")
+    first = regions[0].arena
+    s.append(f'extern uint8_t arena[{max(1, first)}] __attribute__((alias("{region_symbol(regions[0].name)}")));')
     return h, s, first
 
 
-def _weights_init(regions: Sequence[dict[str, Any]]) -> list[str]:
+def _weights_init(regions: Sequence[RegionUse]) -> list[str]:
     """arena_init: copy each .weights_<region> from its load image in flash (linker.py's symbols)."""
-    names = [sanitize(r["name"]) for r in regions if r.get("weights_section")]
+    names = [sanitize(r.name) for r in regions if r.weights_section]
     if not names:
         return []
     s = ["", "/* Weights in RAM (weights: <region>): copied from their load image in flash. A constructor:",
@@ -594,13 +595,13 @@ def _weights_init(regions: Sequence[dict[str, Any]]) -> list[str]:
 # --- the board's arena ------------------------------------------------------
 
 def arena_sources(board: str, arena_size: int, bases: list[tuple[str, int]], alignment: int = 16,
-                  regions: Sequence[dict[str, Any]] = ()) -> tuple[str, str]:
+                  regions: Sequence[RegionUse] = ()) -> tuple[str, str]:
     """(header, source) defining the board's arena and where each model starts in it; the
     array is aligned to the largest buffer alignment of the plans (at least 16).
 
-    regions: the report's ``regions`` (region_gate.to_doc): a split arena gets one array per
+    regions: the report's ``regions`` (region_gate.RegionUse): a split arena gets one array per
     region (``arena`` the first, ``arena_size`` its bytes); copied weights get ``arena_init``."""
-    split = [r for r in regions if r.get("arena_section") not in (None, ".arena")]
+    split = [r for r in regions if r.arena_section not in (None, ".arena")]
     if split:
         split_h, split_s, arena_size = _split_arena_lines(split, alignment)
     B = sanitize(board).upper()

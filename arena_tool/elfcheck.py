@@ -29,6 +29,7 @@ from arena_tool.problem import align_up
 
 if TYPE_CHECKING:
     from arena_tool.boards import Board, Region
+    from arena_tool.report import Report
 
 SHF_WRITE = 0x1
 SHF_ALLOC = 0x2
@@ -39,7 +40,7 @@ def _inside(addr: int, size: int, region: Region) -> bool:
     return region.origin <= addr and addr + size <= region.origin + region.length
 
 
-def problems(elf_path: str, board: Board, report_doc: dict[str, Any]) -> list[str]:
+def problems(elf_path: str, board: Board, rep: Report) -> list[str]:
     """Every way the ELF disagrees with the board and the report (empty = fine)."""
     from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
@@ -55,15 +56,14 @@ def problems(elf_path: str, board: Board, report_doc: dict[str, Any]) -> list[st
     except (OSError, ELFError) as e:
         raise ArenaError(f"cannot read the ELF: {e}", file=elf_path) from e
 
-    align = report_doc["alignment"]
-    held = [r for r in report_doc.get("regions") or () if r.get("arena_section")]
-    arenas = [(r["arena_section"], r["name"], r["arena"]) for r in held] or [
-        (".arena", report_doc["region"]["name"], report_doc["arena_size"])]
+    align = rep.alignment
+    arenas = [(r.arena_section, r.name, r.arena) for r in rep.regions if r.arena_section] or [
+        (".arena", rep.region, rep.arena_size)]
     for name, region_name, planned in arenas:
         out += _arena_problems(sections, name, board.region(region_name), planned, align)
-    for r in report_doc.get("regions") or ():
-        if r.get("weights_section"):
-            out += _weights_problems(sections, r["weights_section"], board.region(r["name"]), r["weights"])
+    for r in rep.regions:
+        if r.weights_section:
+            out += _weights_problems(sections, r.weights_section, board.region(r.name), r.weights)
 
     ram = list(board.ram)
     for name, addr, size, flags, stype in sections:
@@ -121,9 +121,9 @@ def _weights_problems(sections: list[tuple[Any, ...]], name: str, region: Region
     return out
 
 
-def check(elf_path: str, board: Board, report_doc: dict[str, Any]) -> None:
+def check(elf_path: str, board: Board, rep: Report) -> None:
     """Raise CheckFailed naming every problem ``problems`` finds."""
-    found = problems(elf_path, board, report_doc)
+    found = problems(elf_path, board, rep)
     if found:
         raise CheckFailed(f"{board.name}: ELF check failed: " + "; ".join(found), file=elf_path,
                           hint="the linker script and the arena report disagree; rebuild from clean")

@@ -70,8 +70,8 @@ def _int8_size(plan: PlanFile) -> Callable[[PlanBuffer], int]:
 
 
 def explain(plan: PlanFile, planner: str, params: planners.Params) -> dict[str, Any]:
-    """The explain report (schemas/explain.schema.json) of one plan file (planfile.load, or
-    planfile.PlanFile.from_json of a plan document).
+    """The explain report (schemas/explain.schema.json) of one plan file (planfile.load or
+    planfile.build).
 
     planner/params plan the comparisons (greedy_size always; the int8 what-if with ``planner``).
     Raises planning.ArenaBug when the live-bytes peak is not the plan's lower bound.

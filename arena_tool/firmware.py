@@ -43,7 +43,7 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, TextIO
 
 import numpy as np
 
@@ -54,7 +54,12 @@ from arena_tool.verify import NUMPY_TYPES
 
 if TYPE_CHECKING:
     from arena_tool import planners
+    from arena_tool.boards import Board
+    from arena_tool.coverage import Gap
+    from arena_tool.lowering import Lowered
+    from arena_tool.planfile import PlanFile
     from arena_tool.problem import ModelOptions
+    from arena_tool.region_gate import RegionUse
 
 HOST = "host"
 RUNTIME = Path(arena_tool.runtime_dir())
@@ -97,7 +102,7 @@ def _runnable_hint() -> str:
     return f"boards that run: {', '.join([HOST, *emulated_boards()])}"
 
 
-def resolve_board(name: str) -> Any:
+def resolve_board(name: str) -> Board | None:
     """The Board to run on, or None for ``host``; ArenaError (exit 2) for an unknown board or
     one QEMU cannot emulate."""
     from arena_tool import boards
@@ -117,7 +122,7 @@ def resolve_board(name: str) -> Any:
     return board
 
 
-def require_tools(board: Any) -> None:
+def require_tools(board: Board | None) -> None:
     """ArenaError (exit 2) naming the missing compiler or emulator."""
     if board is None:
         if shutil.which("gcc") is None:
@@ -140,9 +145,9 @@ def runtime_sources() -> list[Path]:
     return sorted(RUNTIME.glob("*.c")) + [APP / "main.c"]
 
 
-def generate(out: Path, models: Sequence[tuple[str, str, dict[str, Any]]], board: str = HOST, *,
-             name: str = "model_{sym}", lowered: dict[str, Any] | None = None) -> list[Path]:
-    """Write the tables of ``models`` (symbol, model path, plan doc), run one after another in a
+def generate(out: Path, models: Sequence[tuple[str, str, PlanFile]], board: str = HOST, *,
+             name: str = "model_{sym}", lowered: Mapping[str, Lowered] | None = None) -> list[Path]:
+    """Write the tables of ``models`` (symbol, model path, plan file), run one after another in a
     shared arena, and the board's arena source; returns the generated .c files.
 
     name: file name stem of each model's tables; lowered: symbol -> its lowered model (else loaded)."""
@@ -151,28 +156,29 @@ def generate(out: Path, models: Sequence[tuple[str, str, dict[str, Any]]], board
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     sources = []
-    for sym, path, doc in models:
-        low = (lowered or {}).get(sym) or planfile.lowered_model(str(path), doc)
-        h, c = codegen.model_sources(planfile.PlanFile.from_json(doc, str(path)), low, sym)  # dict boundary
+    for sym, path, plan in models:
+        low = (lowered or {}).get(sym) or planfile.lowered_model(str(path), plan)
+        h, c = codegen.model_sources(plan, low, sym)
         stem = name.format(sym=sym)
         codegen.write(str(out / f"{stem}.h"), h)
         codegen.write(str(out / f"{stem}.c"), c)
         sources.append(out / f"{stem}.c")
-    size = max((d["arena_size"] for _, _, d in models), default=0)
-    align = max([16] + [b.get("alignment", d["alignment"]) for _, _, d in models for b in d["buffers"]])
-    placed = board_regions([d for _, _, d in models], copies=board != HOST)
+    size = max((p.arena_size for _, _, p in models), default=0)
+    align = max([16] + [b.alignment or p.alignment for _, _, p in models for b in p.buffers])
+    placed = board_regions([p.to_json() for _, _, p in models], copies=board != HOST)  # board_regions reads documents
     h, c = codegen.arena_sources(board, size, [(sym, 0) for sym, _, _ in models], align, placed)
     codegen.write(str(out / "arena_board.h"), h)
     codegen.write(str(out / "arena_board.c"), c)
     return sources + [out / "arena_board.c"]
 
 
-def board_regions(docs: Sequence[dict[str, Any]], copies: bool = True) -> list[dict[str, Any]]:
-    """The gate report's ``regions`` entries (region_gate.to_doc: what codegen and the linker
-    read) for plans run one after another: a split plan's regions (each the largest of the
+def board_regions(docs: Sequence[dict[str, Any]], copies: bool = True) -> tuple[RegionUse, ...]:
+    """The gate report's ``regions`` (region_gate.RegionUse: what codegen and the linker
+    read; origin, length and limit are not known here) for plans run one after another: a split plan's regions (each the largest of the
     models' arenas there), then the regions their weights are copied to (``weights: <region>``;
     copies False: none, as on the host, where the weights stay initialized data in their section)."""
     from arena_tool import regions
+    from arena_tool.region_gate import RegionUse
 
     arena: dict[str, int] = {}
     weights: dict[str, int] = {}
@@ -183,9 +189,9 @@ def board_regions(docs: Sequence[dict[str, Any]], copies: bool = True) -> list[d
         if copies and w != "flash":
             weights[w] = weights.get(w, 0) + regions.weights_ram_bytes_doc(d)
     names = list(arena) + sorted(n for n in weights if n not in arena)
-    return [{"name": n, "origin": 0, "length": 1, "arena": arena.get(n, 0), "weights": weights.get(n, 0),
-             "reserve": 0, "limit": 0, "headroom": 0, "arena_section": f".arena_{n}" if n in arena else None,
-             "weights_section": f".weights_{n}" if n in weights else None} for n in names]
+    return tuple(RegionUse(name=n, origin=0, length=1, arena=arena.get(n, 0), weights=weights.get(n, 0), reserve=0,
+                           limit=0, arena_section=f".arena_{n}" if n in arena else None,
+                           weights_section=f".weights_{n}" if n in weights else None) for n in names)
 
 
 def input_source(models: Sequence[tuple[str, Sequence[tuple[str, np.ndarray]]]]) -> str:
@@ -249,7 +255,7 @@ def run_host(exe: Path, timeout: float = TIMEOUT) -> tuple[int, str]:
     return p.returncode, p.stdout + p.stderr
 
 
-def elf_command(out: Path, generated: Sequence[Path], board: Any, script: Path, elf: Path,
+def elf_command(out: Path, generated: Sequence[Path], board: Board, script: Path, elf: Path,
                 cflags: Sequence[str] = TARGET_CFLAGS, ldflags: Sequence[str] = TARGET_LDFLAGS,
                 libs: Sequence[str] = TARGET_LIBS) -> list[str]:
     return ["arm-none-eabi-gcc", *board.cpu.gcc_flags(), *cflags, f"-I{RUNTIME}", f"-I{APP}", f"-I{out}",
@@ -257,10 +263,10 @@ def elf_command(out: Path, generated: Sequence[Path], board: Any, script: Path, 
             *ldflags, f"-Wl,-T,{script}", *libs, "-o", str(elf)]
 
 
-def build_elf(out: Path, generated: Sequence[Path], board: Any, arena_size: int, *, stack: int = STACK,
+def build_elf(out: Path, generated: Sequence[Path], board: Board | str, arena_size: int, *, stack: int = STACK,
               cflags: Sequence[str] = TARGET_CFLAGS, ldflags: Sequence[str] = TARGET_LDFLAGS,
               libs: Sequence[str] = TARGET_LIBS, elf_name: str = "firmware.elf", arena_align: int = 16,
-              regions: Sequence[dict[str, Any]] = ()) -> Path:
+              regions: Sequence[RegionUse] = ()) -> Path:
     """Link the firmware for ``board`` (a Board or its name) with the linker script for an arena of
     ``arena_size`` bytes in its default region and ``stack`` bytes of stack reserve.
     ArenaError when the arena cannot fit; CalledProcessError when the compiler fails."""
@@ -272,7 +278,7 @@ def build_elf(out: Path, generated: Sequence[Path], board: Any, arena_size: int,
     out.mkdir(parents=True, exist_ok=True)
     script = out / f"{board.name}.ld"
     for r in regions:  # an unknown region is the user's: ArenaError with a did-you-mean
-        board.region(r["name"])
+        board.region(r.name)
     linker.write(str(script), linker.render(board, board.default_region, arena_size, stack, 0,
                                             arena_align=arena_align, regions=regions))
     elf = out / elf_name
@@ -280,10 +286,11 @@ def build_elf(out: Path, generated: Sequence[Path], board: Any, arena_size: int,
     return elf
 
 
-def run_qemu(elf: Path, board: Any, timeout: float = TIMEOUT) -> tuple[int, str]:
+def run_qemu(elf: Path, board: Board, timeout: float = TIMEOUT) -> tuple[int, str]:
     """(exit status, output) of the ELF under qemu-system-arm -icount shift=0 on the board's machine."""
     from arena_tool import qemu
 
+    assert board.qemu is not None, "resolve_board only returns boards QEMU emulates"
     return qemu.run(str(elf), board.qemu, timeout=timeout, icount=True)
 
 
@@ -299,9 +306,9 @@ class TensorSpec:
         return f"{self.name} {self.dtype} {list(self.shape)}"
 
 
-def graph_specs(doc: dict[str, Any], names: Sequence[str]) -> list[TensorSpec]:
-    by_name = {b["name"]: b for b in doc["buffers"]}
-    return [TensorSpec(n, by_name[n]["dtype"], tuple(int(d) for d in by_name[n]["shape"])) for n in names]
+def graph_specs(plan: PlanFile, names: Sequence[str]) -> list[TensorSpec]:
+    by_name = plan.by_name
+    return [TensorSpec(n, by_name[n].dtype, by_name[n].shape) for n in names]
 
 
 def random_inputs(specs: Sequence[TensorSpec], seed: int = 0) -> list[np.ndarray]:
@@ -381,7 +388,7 @@ def load_inputs(path: str, specs: Sequence[TensorSpec]) -> list[np.ndarray]:
 
 
 def reference(model_path: str, feeds: dict[str, np.ndarray], names: Sequence[str],
-              lowered: Any = None) -> dict[str, np.ndarray]:
+              lowered: Lowered | None = None) -> dict[str, np.ndarray]:
     """onnxruntime's values of the graph outputs ``names`` for ``feeds``, optimizations off.
 
     A QDQ model arena lowered to integer ops (``lowered`` with qdq_fused > 0) is run as
@@ -438,14 +445,14 @@ def _e(v: float) -> str:
     return "inf" if math.isinf(v) else f"{v:.3e}"
 
 
-def quant_step(lowered: Any, doc: dict[str, Any], name: str) -> float | None:
+def quant_step(lowered: Lowered, plan: PlanFile, name: str) -> float | None:
     """The quantization step of a float graph output a DequantizeLinear makes (None otherwise)."""
-    buffers = {b["name"]: b for b in doc["buffers"]}
+    buffers = plan.by_name
     for op in lowered.ops:
         if op.op_type == "DequantizeLinear" and name in op.outputs:
-            q = (buffers.get(op.inputs[0]) or {}).get("quant")
-            if q and q.get("scale"):
-                return float(max(q["scale"]))
+            b = buffers.get(op.inputs[0])
+            if b is not None and b.quant is not None and b.quant.scale:
+                return float(max(b.quant.scale))
             if len(op.inputs) > 1 and op.inputs[1]:
                 v = lowered.small_value(op.inputs[1])
                 if v is None and op.inputs[1] in lowered.constants:
@@ -508,7 +515,7 @@ class Firmware:
     calibration: tuple[int, int] | None = None
 
 
-def build_and_run(out: Path, symbol: str, model_path: str, doc: dict[str, Any], lowered: Any, board: Any,
+def build_and_run(out: Path, symbol: str, model_path: str, plan: PlanFile, lowered: Lowered, board: Board | None,
                   inputs: Sequence[tuple[str, np.ndarray]], timeout: float = TIMEOUT) -> Firmware:
     """Generate, build and run one model's firmware in ``out`` with ``inputs`` (name, array) in the
     model's input order; ArenaError (exit 3) when it does not compile. The caller judges the run."""
@@ -516,7 +523,7 @@ def build_and_run(out: Path, symbol: str, model_path: str, doc: dict[str, Any], 
 
     out = Path(out)
     board_name = HOST if board is None else board.name
-    gen = generate(out, [(symbol, model_path, doc)], board_name, lowered={symbol: lowered})
+    gen = generate(out, [(symbol, model_path, plan)], board_name, lowered={symbol: lowered})
     codegen.write(str(out / "arena_inputs.c"), input_source([(symbol, inputs)]))
     gen.append(out / "arena_inputs.c")
     try:
@@ -525,7 +532,7 @@ def build_and_run(out: Path, symbol: str, model_path: str, doc: dict[str, Any], 
             exe = build_host(out, gen, cflags)
         else:
             cflags = [*board.cpu.gcc_flags(), *TARGET_CFLAGS]
-            exe = build_elf(out, gen, board, int(doc["arena_size"]), regions=board_regions([doc]))
+            exe = build_elf(out, gen, board, plan.arena_size, regions=board_regions([plan.to_json()]))
     except subprocess.CalledProcessError as e:
         first = next((ln for ln in (e.stderr or "").splitlines() if "error" in ln), (e.stderr or "").strip()[:300])
         raise ArenaError(f"the firmware does not compile: {first}", field="run", exit_code=EXIT_BUG,
@@ -536,7 +543,7 @@ def build_and_run(out: Path, symbol: str, model_path: str, doc: dict[str, Any], 
         rc, text = 124, f"stopped after {timeout} s\n"
     (out / "firmware.out").write_text(text, encoding="utf-8")
     parsed = verify.parse_output(text)
-    specs = graph_specs(doc, list(lowered.outputs))
+    specs = graph_specs(plan, list(lowered.outputs))
     outputs = {}
     for s in specs:
         v = parsed.outputs.get(symbol, {}).get(s.name)
@@ -591,9 +598,9 @@ def _num(v: float | None) -> float | None:
     return None if v is None or not math.isfinite(v) else float(v)
 
 
-def report_doc(*, model: str, doc: dict[str, Any], board: str, machine: str | None, result: str,
+def report_doc(*, model: str, plan: PlanFile, board: str, machine: str | None, result: str,
                input_kind: str, input_file: str | None, seed: int | None, inputs: Sequence[TensorSpec],
-               gaps: Sequence[Any] = (), fw: Firmware | None = None,
+               gaps: Sequence[Gap] = (), fw: Firmware | None = None,
                comparisons: Sequence[Comparison] = (), error: str | None = None) -> dict[str, Any]:
     """The --json document (schemas/run.schema.json); paths relative to the current folder when inside it."""
     from arena_tool import planfile
@@ -602,17 +609,17 @@ def report_doc(*, model: str, doc: dict[str, Any], board: str, machine: str | No
     return {
         "format_version": FORMAT_VERSION,
         "model": project_path(model),
-        "model_sha256": doc["model_sha256"],
+        "model_sha256": plan.model_sha256,
         "board": board,
         "machine": machine,
         "icount_shift": 0 if machine else None,
-        "planner": doc["planner"],
-        "alignment": doc["alignment"],
-        "options": planfile.options_doc(planfile.options_from_doc(doc)),
+        "planner": plan.planner,
+        "alignment": plan.alignment,
+        "options": planfile.options_doc(plan.options),
         "input": {"kind": input_kind, "file": input_file and project_path(input_file), "seed": seed},
         "inputs": [{"name": s.name, "dtype": s.dtype, "shape": list(s.shape)} for s in inputs],
-        "arena_size": int(doc["arena_size"]),
-        "lower_bound": int(doc["lower_bound"]),
+        "arena_size": plan.arena_size,
+        "lower_bound": plan.lower_bound,
         "cflags": list(fw.cflags) if fw else [],
         "exit_status": fw.exit_status if fw else None,
         "flash": fw.flash if fw else None,
@@ -643,15 +650,15 @@ def _fmt(n: int | None) -> str:
     return "n/a" if n is None else f"{n:,} B"
 
 
-def summary(model: str, doc: dict[str, Any], board: Any, fw: Firmware, input_words: str,
+def summary(model: str, plan: PlanFile, board: Board | None, fw: Firmware, input_words: str,
             comparisons: Sequence[Comparison]) -> list[str]:
     """The lines ``arena-tool run`` prints (no times, no temporary paths: deterministic)."""
     where = ("host (native gcc " + " ".join(HOST_CFLAGS[:1]) + ")" if board is None
              else f"{board.name} (qemu-system-arm -M {board.qemu} -icount shift=0)")
-    lines = [f"run {model} on {where}, planner {doc['planner']}, input {input_words}"]
+    lines = [f"run {model} on {where}, planner {plan.planner}, input {input_words}"]
     lines += [c.line() for c in comparisons]
     w = 12
-    lines.append(f"{'arena':<{w}} {_fmt(int(doc['arena_size']))} (lower bound {_fmt(int(doc['lower_bound']))})")
+    lines.append(f"{'arena':<{w}} {_fmt(plan.arena_size)} (lower bound {_fmt(plan.lower_bound)})")
     if board is None:
         lines.append(f"{'flash':<{w}} n/a (host build)")
         lines.append(f"{'RAM':<{w}} n/a (host build)")
@@ -659,7 +666,7 @@ def summary(model: str, doc: dict[str, Any], board: Any, fw: Firmware, input_wor
                      f"counts them under QEMU)")
     else:
         lines.append(f"{'flash':<{w}} {_fmt(fw.flash)} (ELF; the model's tables {_fmt(fw.tables_flash)})")
-        lines.append(f"{'RAM':<{w}} {_fmt(fw.ram)} (ELF; arena {_fmt(int(doc['arena_size']))}, "
+        lines.append(f"{'RAM':<{w}} {_fmt(fw.ram)} (ELF; arena {_fmt(plan.arena_size)}, "
                      f"stack reserve {_fmt(STACK)})")
         if fw.instructions is not None:
             lines.append(f"{'instructions':<{w}} {fw.instructions:,} per inference (SysTick {fw.ticks:,} ticks x "
@@ -685,12 +692,11 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
             board.region(options.weights)
         except ArenaError as e:
             raise e.located(field="--weights") from None
-    pm = planning.plan_model(model, options, planner, params)
-    doc = pm.doc
-    lowered = planfile.lowered_model(model, doc)
-    in_specs = graph_specs(doc, list(lowered.inputs))
+    plan = planning.plan_model(model, options, planner, params).plan_file
+    lowered = planfile.lowered_model(model, plan)
+    in_specs = graph_specs(plan, list(lowered.inputs))
     input_kind, input_file = ("file", input_path) if input_path else ("random", None)
-    report_of = functools.partial(report_doc, model=model, doc=doc, board=board_name,
+    report_of = functools.partial(report_doc, model=model, plan=plan, board=board_name,
                                   machine=None if board is None else board.qemu, input_kind=input_kind,
                                   input_file=input_file, seed=None if input_path else seed, inputs=in_specs)
 
@@ -704,12 +710,12 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
             write_report(json_path, report_of(result="unsupported", gaps=gaps,
                                               error=f"{len(gaps)} op(s) the runtime cannot execute"))
         return EXIT_CHECK_FAILED
-    by_name = {b["name"]: b for b in doc["buffers"]}
+    by_name = plan.by_name
     for name, t in lowered.types.items():
         b = by_name.get(name)
-        if b is not None and b["kind"] != "scratch" and b["dtype"] != t.dtype:
+        if b is not None and b.kind != "scratch" and b.dtype != t.dtype:
             flag = "--bitwidths" if name in dict(options.bitwidths) else "--activation-dtype"
-            raise ArenaError(f"plans sizes only: tensor {name!r} would be stored as {b['dtype']}, but the "
+            raise ArenaError(f"plans sizes only: tensor {name!r} would be stored as {b.dtype}, but the "
                              f"model computes it as {t.dtype}, so the firmware cannot run it", field=flag, file=model,
                              hint=f"drop {flag} to run the model as it is, or quantize the model (QDQ int8)")
     inputs = load_inputs(input_path, in_specs) if input_path else random_inputs(in_specs, seed)
@@ -720,7 +726,7 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
     symbol = codegen.sanitize(Path(model).stem).lower()
     work = Path(build_dir) if build_dir else Path(tempfile.mkdtemp(prefix="arena-run-"))
     try:
-        fw = build_and_run(work, symbol, model, doc, lowered, board, [(s.name, a) for s, a in zip(in_specs, inputs)],
+        fw = build_and_run(work, symbol, model, plan, lowered, board, [(s.name, a) for s, a in zip(in_specs, inputs)],
                            timeout)
     finally:
         if not build_dir:
@@ -737,10 +743,10 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
         raise ArenaError(why, file=model, field="run", exit_code=EXIT_BUG,
                          hint=BUG_HINT + (f"; the build is kept in {build_dir}" if build_dir else
                                           "; --build-dir DIR keeps the build"))
-    comparisons = [compare(n, fw.outputs[n], want[n], quant_step(lowered, doc, n)) for n in lowered.outputs]
+    comparisons = [compare(n, fw.outputs[n], want[n], quant_step(lowered, plan, n)) for n in lowered.outputs]
     words = f"{input_path}" if input_path else f"seeded random (seed {seed})"
     ok = all(c.ok for c in comparisons)
-    for line in summary(model, doc, board, fw, words, comparisons):
+    for line in summary(model, plan, board, fw, words, comparisons):
         print(line, file=out)
     if output:
         _write_npz(output, {n: fw.outputs[n] for n in lowered.outputs})

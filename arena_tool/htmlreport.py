@@ -1,6 +1,6 @@
 """The build report for people: ``build/<board>/arena_report.html`` and ``arena_report.md``.
 
-Both are views of the one report document ``arena_report.json`` holds (``report.to_doc``,
+Both are views of the one report ``arena_report.json`` holds (``report.Report``: the gate's,
 ``with_elf``, ``with_problem``), so every number in them is that document's, or the plan
 file's it names: per model the planner, arena size, lower bound, gap, region, budget,
 headroom, the peak op and what is live there (``explain``: an alias group counted once),
@@ -30,13 +30,15 @@ import re
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 if TYPE_CHECKING:
+    from arena_tool.planfile import PlanFile
+    from arena_tool.report import ModelUse, Report, Usage
     from arena_tool.runreport import Section
 
 HTML_NAME = "arena_report.html"
 MD_NAME = "arena_report.md"
 BAR_WIDTH = 640  # px, one region's bar in the memory picture
 
-Picture = Callable[[Sequence[tuple[str, dict[str, Any]]]], str]
+Picture = Callable[[Sequence[tuple[str, "PlanFile"]]], str]
 
 
 # ---------------------------------------------------------------- the view
@@ -64,15 +66,8 @@ class Memory:
     data_region: str
 
     @classmethod
-    def of_target(cls, t: Mapping[str, Any]) -> "Memory":
-        """From the SCons tool's target document (``manifest.target_doc``)."""
-        fn, fo, fl = t["flash"]
-        return cls(tuple(Region(n, o, ln, "ram") for n, o, ln in t["regions"]),
-                   Region(fn, fo, fl, "flash"), t["data_region"])
-
-    @classmethod
     def of_board(cls, board: Any) -> "Memory":
-        """From a loaded board (``boards.Board``)."""
+        """From a loaded board (``boards.Board``; a manifest.BoardTarget's ``board``)."""
         return cls(tuple(Region(r.name, r.origin, r.length, "ram") for r in board.ram),
                    Region(board.flash.name, board.flash.origin, board.flash.length, "flash"), board.data_region)
 
@@ -126,33 +121,23 @@ class Peak:
 
 @dataclasses.dataclass(frozen=True)
 class ModelView:
-    """One model of the board. Bytes throughout; gap = arena_size - lower_bound.
+    """One model of the board: its report entry (``use``) and what the plan adds. Bytes
+    throughout; gap = arena_size - lower_bound.
 
     headroom: limit - arena_size for sequential models (each alone in the arena); the board's
     headroom for concurrent ones (their slices share the budget). peak/picture: None with a
     note saying why (no plan file, or explain refused it).
     """
 
-    name: str
-    planner: str
-    arena_size: int
-    lower_bound: int
-    optimal: bool | None
-    status: str
-    base: int
-    weights_bytes: int
-    plan: str
-    model: str
+    use: ModelUse
     headroom: int
-    head: int | None
-    tail: int | None
     peak: Peak | None
     picture: str | None
     notes: tuple[str, ...]
 
     @property
     def gap(self) -> int:
-        return self.arena_size - self.lower_bound
+        return self.use.arena_size - self.use.lower_bound
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,8 +161,9 @@ class BoardView:
     percent: float
     reserve_stack: int
     reserve_heap: int
-    ram: Mapping[str, Any]
-    flash: Mapping[str, Any]
+    ram: Usage
+    flash: Usage
+    weights: int
     problems: tuple[tuple[str, str], ...]  # (kind, message)
     warning: str | None
     note: str | None
@@ -199,41 +185,39 @@ def _rows(rows: Iterable[Mapping[str, Any]]) -> tuple[BufferRow, ...]:
                            tuple(r["members"]), r.get("share")) for r in rows)
 
 
-def peak_of(plan: Mapping[str, Any]) -> Peak:
+def peak_of(plan: PlanFile) -> Peak:
     """explain's peak, live set and largest buffers of a plan (greedy_size for its comparisons:
     this report does not show them, so the cheapest planner)."""
-    from arena_tool import explain, planfile, planners
+    from arena_tool import explain, planners
 
-    r = explain.explain(planfile.PlanFile.from_json(plan), "greedy_size", planners.Params())  # dict boundary
+    r = explain.explain(plan, "greedy_size", planners.Params())  # explain's document: the dict boundary
     return Peak(r["peak_op"], r["peak_name"], r["peak_op_type"], r["peak_bytes"], _rows(r["live_at_peak"]),
                 _rows(r["largest"]))
 
 
-def _model(m: Mapping[str, Any], doc: Mapping[str, Any], plan: Mapping[str, Any] | None,
-           picture: Picture | None) -> ModelView:
+def _model(m: ModelUse, rep: Report, plan: PlanFile | str, picture: Picture | None) -> ModelView:
+    """plan: the model's plan file, or why there is none."""
     from arena_tool.errors import ArenaError
 
     notes: list[str] = []
     peak = svg = None
-    if plan is None:
-        notes.append(f"plan file {m['plan']} not found: no peak, buffers or picture")
+    if isinstance(plan, str):
+        notes.append(f"plan file {m.plan} {plan}: no peak, buffers or picture")
     else:
-        if "head" not in m and plan.get("arena_size") != m["arena_size"]:
-            notes.append(f"plan file {m['plan']} says arena_size {plan.get('arena_size')}, not the report's "
-                         f"{m['arena_size']:,} B: it changed after this report (rebuild)")
+        if m.head is None and plan.arena_size != m.arena_size:
+            notes.append(f"plan file {m.plan} says arena_size {plan.arena_size}, not the report's "
+                         f"{m.arena_size:,} B: it changed after this report (rebuild)")
         try:
             peak = peak_of(plan)
         except ArenaError as e:  # explain refuses a plan whose peak is not its lower bound
             notes.append(f"explain: {e.msg}")
         if picture is not None:
-            svg = inline_svg(picture([(m["name"], dict(plan))]), f"m-{m['name']}-")
-    if "head" in m:
-        notes.append(f"the plan is TFLM's head ({m['head']:,} B); arena_size adds TFLM's persistent "
-                     f"tail ({m['tail']:,} B), rounded up to 16")
-    headroom = doc["limit"] - m["arena_size"] if doc["sharing"] == "sequential" else doc["headroom"]
-    return ModelView(m["name"], m["planner"], m["arena_size"], m["lower_bound"], m["optimal"], m["status"],
-                     m["base"], m["weights_bytes"], m["plan"], m["model"], headroom, m.get("head"), m.get("tail"),
-                     peak, svg, tuple(notes))
+            svg = inline_svg(picture([(m.name, plan)]), f"m-{m.name}-")
+    if m.head is not None:
+        notes.append(f"the plan is TFLM's head ({m.head:,} B); arena_size adds TFLM's persistent "
+                     f"tail ({m.tail or 0:,} B), rounded up to 16")
+    headroom = rep.limit - m.arena_size if rep.sharing == "sequential" else rep.headroom
+    return ModelView(m, headroom, peak, svg, tuple(notes))
 
 
 def inline_svg(svg: str, prefix: str) -> str:
@@ -280,43 +264,44 @@ def _elf_uses(memory: Memory, sections: Sequence["Section"], models: str) -> tup
     return tuple(out) + (RegionUse(memory.flash, tuple(flash)),)
 
 
-def _plan_uses(memory: Memory, doc: Mapping[str, Any], models: str) -> tuple[RegionUse, ...]:
+def _plan_uses(memory: Memory, rep: Report, models: str) -> tuple[RegionUse, ...]:
     """Before linking: the arena in its region, the stack/heap reserve in the data region, the weights."""
     out = []
     for r in memory.ram:
         occ = []
-        if r.name == doc["region"]["name"]:
-            occ.append(Occupant("arena", doc["arena_size"], "arena", f"the arena ({models})"))
+        if r.name == rep.region:
+            occ.append(Occupant("arena", rep.arena_size, "arena", f"the arena ({models})"))
         if r.name == memory.data_region:
-            res = doc["reserve"]
-            occ.append(Occupant("stack + heap reserve", res["stack"] + res["heap"], "reserve",
-                                f"stack {res['stack']:,} B, heap {res['heap']:,} B"))
-        out.append(RegionUse(r, tuple(occ), r.name == doc["region"]["name"]))
-    weights = tuple(Occupant(f"weights: {m['name']}", m["weights_bytes"], "const",
-                             "the planned .tflite (C array)" if "head" in m else "the model's weights")
-                    for m in doc["models"])
+            occ.append(Occupant("stack + heap reserve", rep.reserve_stack + rep.reserve_heap, "reserve",
+                                f"stack {rep.reserve_stack:,} B, heap {rep.reserve_heap:,} B"))
+        out.append(RegionUse(r, tuple(occ), r.name == rep.region))
+    weights = tuple(Occupant(f"weights: {m.name}", m.weights_bytes, "const",
+                             "the planned .tflite (C array)" if m.head is not None else "the model's weights")
+                    for m in rep.models)
     return tuple(out) + (RegionUse(memory.flash, weights),)
 
 
-def build(doc: Mapping[str, Any], plans: Mapping[str, Mapping[str, Any] | None], memory: Memory,
+def build(rep: Report, plans: Mapping[str, PlanFile | str], memory: Memory,
           sections: Sequence["Section"] | None = None, picture: Picture | None = None) -> BoardView:
-    """The view of one report document. plans: model name -> its plan document (None: missing);
-    sections: the linked ELF's allocated sections (runreport.Section), for a ``linked`` document;
+    """The view of one report. plans: model name -> its plan file, or why there is none (missing: not found);
+    sections: the linked ELF's allocated sections (runreport.Section), for a ``linked`` report;
     picture: plot.svg, or None."""
-    who = "+".join(m["name"] for m in doc["models"])
-    models = f"{'shared by' if doc['sharing'] == 'sequential' else 'slices of'} {who}"
-    linked = sections is not None and doc.get("stage") == "linked"
-    regions = _elf_uses(memory, sections or (), models) if linked else _plan_uses(memory, doc, models)
+    from arena_tool.report import TFLM_NOTE
+
+    who = "+".join(m.name for m in rep.models)
+    models = f"{'shared by' if rep.sharing == 'sequential' else 'slices of'} {who}"
+    linked = sections is not None and rep.stage == "linked"
+    regions = _elf_uses(memory, sections or (), models) if linked else _plan_uses(memory, rep, models)
     return BoardView(
-        board=doc["board"], status=doc["status"], stage=doc["stage"], runtime=doc["runtime"],
-        version=doc["arena_tool_version"], sharing=doc["sharing"], region=doc["region"]["name"],
-        region_auto=doc["region"]["auto"], budget=doc["budget"], budget_spec=doc["budget_spec"], limit=doc["limit"],
-        arena_size=doc["arena_size"], lower_bound=doc["lower_bound"], headroom=doc["headroom"],
-        percent=doc["percent"], reserve_stack=doc["reserve"]["stack"], reserve_heap=doc["reserve"]["heap"],
-        ram=dict(doc["ram"]), flash=dict(doc["flash"]),
-        problems=tuple((p["kind"], p["message"]) for p in doc["problems"]), warning=doc["warning"],
-        note=doc.get("tflm_note"),
-        models=tuple(_model(m, doc, plans.get(m["name"]), picture) for m in doc["models"]),
+        board=rep.board, status=rep.status, stage=rep.stage, runtime=rep.runtime,
+        version=rep.arena_tool_version, sharing=rep.sharing, region=rep.region,
+        region_auto=rep.region_auto, budget=rep.budget, budget_spec=rep.budget_spec, limit=rep.limit,
+        arena_size=rep.arena_size, lower_bound=rep.lower_bound, headroom=rep.headroom,
+        percent=rep.percent, reserve_stack=rep.reserve_stack, reserve_heap=rep.reserve_heap,
+        ram=rep.ram, flash=rep.flash, weights=rep.weights,
+        problems=tuple((p.kind, p.message) for p in rep.problems), warning=rep.warning,
+        note=TFLM_NOTE if rep.runtime == "tflm" else None,
+        models=tuple(_model(m, rep, plans.get(m.name, "not found"), picture) for m in rep.models),
         regions=regions, measured=linked,
         picture_note=None if picture else "no layout pictures: arena_tool.plot (matplotlib) is not available",
     )
@@ -355,11 +340,11 @@ def _board_rows(v: BoardView) -> list[tuple[str, str, str]]:
         ("headroom", "headroom", _room(v.headroom)),
         ("of the limit", "percent", f"{v.percent:.2f} %"),
         ("stack + heap reserve", "reserve", f"{_num(v.reserve_stack)} B + {_num(v.reserve_heap)} B"),
-        ("RAM used", "ram.used", f"{_num(v.ram['used'])} B of {_num(v.ram['total'])} B ({v.ram['percent']:.2f} %, "
-                                 f"{_source(v.ram['source'], 'ram')})"),
-        ("flash used", "flash.used", f"{_num(v.flash['used'])} B of {_num(v.flash['total'])} B "
-                                     f"({v.flash['percent']:.2f} %, {_source(v.flash['source'], 'flash')})"),
-        ("weights", "flash.weights", f"{_num(v.flash['weights'])} B"),
+        ("RAM used", "ram.used", f"{_num(v.ram.used)} B of {_num(v.ram.total)} B ({v.ram.percent:.2f} %, "
+                                 f"{_source(v.ram.source, 'ram')})"),
+        ("flash used", "flash.used", f"{_num(v.flash.used)} B of {_num(v.flash.total)} B "
+                                     f"({v.flash.percent:.2f} %, {_source(v.flash.source, 'flash')})"),
+        ("weights", "flash.weights", f"{_num(v.weights)} B"),
         ("runtime", "runtime", v.runtime),
         ("stage", "stage", v.stage),
     ]
@@ -378,8 +363,9 @@ _MODEL_KEYS = ("name", "planner", "arena_size", "lower_bound", "gap", "base", "r
 
 
 def _model_cells(v: BoardView, m: ModelView) -> list[str]:
-    status = m.status or ("optimal" if m.optimal else "")
-    return [m.name, m.planner, _num(m.arena_size), _num(m.lower_bound), _num(m.gap), _num(m.base), v.region,
+    u = m.use
+    status = u.status or ("optimal" if u.optimal else "")
+    return [u.name, u.planner, _num(u.arena_size), _num(u.lower_bound), _num(m.gap), _num(u.base), v.region,
             _num(v.budget), _num(m.headroom), status]
 
 
@@ -501,21 +487,22 @@ def _memory_html(v: BoardView) -> list[str]:
 
 
 def _model_html(v: BoardView, m: ModelView) -> list[str]:
-    k = f"model.{m.name}."
-    rows = [("planner", "planner", m.planner + (" (proven optimal)" if m.optimal else "")),
-            ("arena size", "arena_size", f"{_num(m.arena_size)} B"),
-            ("lower bound", "lower_bound", f"{_num(m.lower_bound)} B"),
-            ("gap", "gap", f"{_num(m.gap)} B" + (f" ({100.0 * m.gap / m.lower_bound:.2f} % above the lower bound)"
-                                               if m.lower_bound else "")),
-            ("base in the board arena", "base", _num(m.base)),
+    u = m.use
+    k = f"model.{u.name}."
+    rows = [("planner", "planner", u.planner + (" (proven optimal)" if u.optimal else "")),
+            ("arena size", "arena_size", f"{_num(u.arena_size)} B"),
+            ("lower bound", "lower_bound", f"{_num(u.lower_bound)} B"),
+            ("gap", "gap", f"{_num(m.gap)} B" + (f" ({100.0 * m.gap / u.lower_bound:.2f} % above the lower bound)"
+                                               if u.lower_bound else "")),
+            ("base in the board arena", "base", _num(u.base)),
             ("region", "region", v.region), ("budget", "budget", f"{_num(v.budget)} B"),
             ("headroom", "headroom", _room(m.headroom)),
-            ("weights", "weights_bytes", f"{_num(m.weights_bytes)} B"),
-            ("model", "model", m.model), ("plan", "plan", m.plan)]
-    if m.head is not None:
-        rows[2:2] = [("TFLM head (the plan)", "head", f"{_num(m.head)} B"),
-                     ("TFLM persistent tail", "tail", f"{_num(m.tail or 0)} B")]
-    out = [f'<section class="model" id="model-{_e(m.name)}"><h3>Model {_e(m.name)}</h3>',
+            ("weights", "weights_bytes", f"{_num(u.weights_bytes)} B"),
+            ("model", "model", u.model), ("plan", "plan", u.plan)]
+    if u.head is not None:
+        rows[2:2] = [("TFLM head (the plan)", "head", f"{_num(u.head)} B"),
+                     ("TFLM persistent tail", "tail", f"{_num(u.tail or 0)} B")]
+    out = [f'<section class="model" id="model-{_e(u.name)}"><h3>Model {_e(u.name)}</h3>',
            '<table class="kv"><tbody>' + "".join(
                f'<tr><th>{_e(label)}</th><td data-key="{_e(k + key)}">{_e(value)}</td></tr>'
                for label, key, value in rows) + "</tbody></table>"]
@@ -561,7 +548,7 @@ def render_html(v: BoardView) -> str:
     out += _memory_html(v)
     out.append("<h2>Models</h2>")
     out.append(_table(_MODEL_COLUMNS, [_model_cells(v, m) for m in v.models], {2, 3, 4, 5, 7, 8},
-                      [[f"models.{m.name}.{c}" for c in _MODEL_KEYS] for m in v.models]))
+                      [[f"models.{m.use.name}.{c}" for c in _MODEL_KEYS] for m in v.models]))
     if v.picture_note:
         out.append(f'<p class="note">{_e(v.picture_note)}</p>')
     for m in v.models:
@@ -622,9 +609,10 @@ def render_markdown(v: BoardView) -> str:
     out += ["", "## Models", ""] + _md_table(_MODEL_COLUMNS, [_model_cells(v, m) for m in v.models],
                                              {2, 3, 4, 5, 7, 8})
     for m in v.models:
-        out += ["", f"### Model {md_escape(m.name)}", ""]
+        out += ["", f"### Model {md_escape(m.use.name)}", ""]
         out += [f"- {md_escape(n)}" for n in m.notes]
-        out.append(f"- model {md_escape(m.model)}, plan {md_escape(m.plan)}, weights {_num(m.weights_bytes)} B")
+        out.append(f"- model {md_escape(m.use.model)}, plan {md_escape(m.use.plan)}, "
+                   f"weights {_num(m.use.weights_bytes)} B")
         if m.peak is not None:
             out += [f"- {md_escape(_peak_line(m.peak))}", "", "Live at the peak:", ""]
             out += _md_table(_BUFFER_COLUMNS, [_buffer_cells(b, True) for b in m.peak.live], {2, 3})
@@ -644,15 +632,21 @@ def _picture() -> Picture | None:
     return getattr(plot, "svg", None)
 
 
-def _plans(doc: Mapping[str, Any], root: str) -> dict[str, dict[str, Any] | None]:
-    """Each model's plan document, read from the path the report names (None when it is gone)."""
-    out: dict[str, dict[str, Any] | None] = {}
-    for m in doc["models"]:
+def _plans(rep: Report, root: str) -> dict[str, PlanFile | str]:
+    """Each model's plan file, read from the path the report names, or why there is none."""
+    from arena_tool.errors import ArenaError
+    from arena_tool.planfile import PlanFile
+
+    out: dict[str, PlanFile | str] = {}
+    for m in rep.models:
+        path = os.path.join(root, m.plan)
         try:
-            with open(os.path.join(root, m["plan"]), encoding="utf-8") as f:
-                out[m["name"]] = json.load(f)
+            with open(path, encoding="utf-8") as f:
+                out[m.name] = PlanFile.from_json(json.load(f), path)
         except (OSError, ValueError):
-            out[m["name"]] = None
+            out[m.name] = "not found"
+        except ArenaError as e:
+            out[m.name] = f"is not a plan file ({e.msg})"
     return out
 
 
@@ -670,13 +664,13 @@ def paths(json_path: str) -> tuple[str, str]:
     return os.path.join(folder, HTML_NAME), os.path.join(folder, MD_NAME)
 
 
-def write(json_path: str, doc: Mapping[str, Any], memory: Memory, elf_path: str | None = None,
+def write(json_path: str, rep: Report, memory: Memory, elf_path: str | None = None,
           root: str = "") -> BoardView:
-    """Write both views of ``doc`` beside ``json_path``, atomically. root: the folder the report's
+    """Write both views of ``rep`` beside ``json_path``, atomically. root: the folder the report's
     plan paths are relative to (the SCons top directory). Returns the view it rendered."""
     from arena_tool.schema import write_atomic
 
-    view = build(doc, _plans(doc, root), memory, _sections(elf_path), _picture())
+    view = build(rep, _plans(rep, root), memory, _sections(elf_path), _picture())
     html_path, md_path = paths(json_path)
     write_atomic(html_path, render_html(view))
     write_atomic(md_path, render_markdown(view))

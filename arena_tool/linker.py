@@ -28,12 +28,15 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from arena_tool.boards import Board, Region
 from arena_tool.errors import EXIT_CHECK_FAILED, ArenaError
 from arena_tool.problem import align_up
 from arena_tool.schema import write_atomic
+
+if TYPE_CHECKING:
+    from arena_tool.region_gate import RegionUse
 
 _ALIGN_OK = tuple(1 << i for i in range(13))  # 1 .. 4096
 
@@ -71,7 +74,7 @@ def render(
     heap_size: int,
     arena_align: int = 16,
     arena_input: str = ".arena",
-    regions: Sequence[Mapping[str, Any]] = (),
+    regions: Sequence[RegionUse] = (),
 ) -> str:
     """The linker script for ``board`` with an arena of ``arena_size`` bytes in ``arena_region``.
 
@@ -80,7 +83,7 @@ def render(
     arena_input: the input sections the ``.arena`` output section collects (``.tensor_arena``
     for runtime: tflm, where TFLM's ``tensor_arena`` array is the arena; the output section
     keeps its name, which the ELF check looks for).
-    regions: the gate report's ``regions`` (region_gate.to_doc): a split arena's ``.arena_<region>``
+    regions: the gate report's ``regions`` (region_gate.RegionUse): a split arena's ``.arena_<region>``
     sections replace ``.arena`` (then arena_region/arena_size only name the first region and the
     total), and each ``.weights_<region>`` is a ``.data``-like section in its region, loaded
     from flash (``_split_text``/``_weights_text``).
@@ -89,8 +92,8 @@ def render(
     Raises ArenaError for an unknown region, bad numbers, or a planned arena
     (plus the reserve when it shares the data region) larger than its region.
     """
-    split = [r for r in regions if r.get("arena_section") not in (None, ".arena")]
-    copies = [r for r in regions if r.get("weights_section")]
+    split = [r for r in regions if r.arena_section not in (None, ".arena")]
+    copies = [r for r in regions if r.weights_section]
     region = board.region(arena_region)
     for label, value in (("arena size", arena_size), ("stack size", stack_size), ("heap size", heap_size)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -126,11 +129,10 @@ def render(
     if arena_input != ".arena":
         emit(f"/* .arena (NOLOAD) holds the input sections {arena_input}: TFLM's tensor_arena */")
     if split:
-        emit("/* split arena: " + ", ".join(f"{r['arena_section']} {r['arena']} B in {r['name']}" for r in split)
-             + " */")
+        emit("/* split arena: " + ", ".join(f"{r.arena_section} {r.arena} B in {r.name}" for r in split) + " */")
     if copies:
         emit("/* weights copied at start-up: " + ", ".join(
-            f"{r['weights_section']} {r['weights']} B in {r['name']}" for r in copies) + " */")
+            f"{r.weights_section} {r.weights} B in {r.name}" for r in copies) + " */")
     emit("")
     emit("ENTRY(Reset_Handler)")
     emit("")
@@ -259,17 +261,17 @@ def render(
     return "\n".join(out) + "\n"
 
 
-def _check_regions(board: Board, split: Sequence[Mapping[str, Any]], copies: Sequence[Mapping[str, Any]],
+def _check_regions(board: Board, split: Sequence[RegionUse], copies: Sequence[RegionUse],
                    reserve: int, arena_align: int, one: tuple[str, int] | None) -> None:
     """Every region's arena (a split arena's section, or the one arena) plus its copied weights
     (plus the reserve in the data region) fits the region; ArenaError (exit 1) naming the first that does not."""
     need: dict[str, list[int]] = {}
     for r in split:
-        need.setdefault(r["name"], [0, 0])[0] += align_up(int(r["arena"]), arena_align)
+        need.setdefault(r.name, [0, 0])[0] += align_up(r.arena, arena_align)
     if one is not None:
         need.setdefault(one[0], [0, 0])[0] += align_up(one[1], arena_align)
     for r in copies:
-        need.setdefault(r["name"], [0, 0])[1] += align_up(int(r["weights"]), 16)
+        need.setdefault(r.name, [0, 0])[1] += align_up(r.weights, 16)
     for name in sorted(need, key=lambda n: board.region_names().index(n)):
         region = board.region(name)
         arena, weights = need[name]
@@ -282,12 +284,12 @@ def _check_regions(board: Board, split: Sequence[Mapping[str, Any]], copies: Seq
                              hint="choose larger regions, keep the weights in flash, or shrink the arena")
 
 
-def _split_text(split: Sequence[Mapping[str, Any]], align: int) -> str:
+def _split_text(split: Sequence[RegionUse], align: int) -> str:
     """A split arena: one NOLOAD section per region (symbols __arena_<region>_start/_end), each
     guarded like .arena."""
     out = []
     for r in split:
-        name, region, size = r["arena_section"], r["name"], int(r["arena"])
+        name, region, size = str(r.arena_section), r.name, r.arena
         sym = "__" + name.lstrip(".")
         out.append(f"""  {name} (NOLOAD) : ALIGN({align})
   {{
@@ -300,12 +302,12 @@ def _split_text(split: Sequence[Mapping[str, Any]], align: int) -> str:
     return "\n\n".join(out)
 
 
-def _weights_text(copies: Sequence[Mapping[str, Any]], flash: str) -> str:
+def _weights_text(copies: Sequence[RegionUse], flash: str) -> str:
     """Weights copied to RAM: per region a .data-like section, run address there, contents in
     flash (AT>), symbols __weights_<region>_start/_end/_load for arena_init's copy; "" for none."""
     out = []
     for r in copies:
-        name, region, size = r["weights_section"], r["name"], int(r["weights"])
+        name, region, size = str(r.weights_section), r.name, r.weights
         sym = "__" + name.lstrip(".")
         out.append(f"""  {name} : ALIGN(16)
   {{

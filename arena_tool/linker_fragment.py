@@ -34,12 +34,15 @@ import dataclasses
 import difflib
 import os
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from arena_tool.boards import Board, Region
 from arena_tool.errors import EXIT_CHECK_FAILED, ArenaError
 from arena_tool.problem import align_up, fmt_bytes
 from arena_tool.schema import write_atomic
+
+if TYPE_CHECKING:
+    from arena_tool.report import Report
 
 FRAGMENT_NAME = "arena_fragment.ld"  # the name a user's script INCLUDEs; one per board folder
 STACK_TOPS = ("_estack", "__StackTop")  # STM32CubeMX; CMSIS gcc templates, nRF MDK, NXP
@@ -84,28 +87,27 @@ class CopiedSection:
         return "__" + self.name.lstrip(".")
 
 
-def sections_of(doc: Mapping[str, Any]) -> list[ArenaSection]:
+def sections_of(rep: Report) -> list[ArenaSection]:
     """The arena sections a gate report asks for: one ``.arena`` in its region, or, where the
-    report lists ``regions`` (region_gate.to_doc: a split arena), each region's arena section."""
-    inputs = ".tensor_arena" if doc.get("runtime") == "tflm" else ".arena"
-    held = [r for r in doc.get("regions") or () if r.get("arena_section")]
+    report lists ``regions`` (region_gate.RegionUse: a split arena), each region's arena section."""
+    inputs = ".tensor_arena" if rep.runtime == "tflm" else ".arena"
+    held = [(r, r.arena_section) for r in rep.regions if r.arena_section]
     if not held:
-        return [ArenaSection(".arena", doc["region"]["name"], doc["arena_size"], doc["alignment"], inputs)]
-    return [ArenaSection(r["arena_section"], r["name"], r["arena"], doc["alignment"],
-                         inputs if r["arena_section"] == ".arena" else r["arena_section"]) for r in held]
+        return [ArenaSection(".arena", rep.region, rep.arena_size, rep.alignment, inputs)]
+    return [ArenaSection(section, r.name, r.arena, rep.alignment, inputs if section == ".arena" else section)
+            for r, section in held]
 
 
-def copies_of(doc: Mapping[str, Any]) -> list[CopiedSection]:
+def copies_of(rep: Report) -> list[CopiedSection]:
     """The weights a gate report copies to RAM (``weights: <region>``): one section per region."""
-    return [CopiedSection(r["weights_section"], r["name"], r["weights"])
-            for r in doc.get("regions") or () if r.get("weights_section")]
+    return [CopiedSection(r.weights_section, r.name, r.weights) for r in rep.regions if r.weights_section]
 
 
-def regions_of(board: Board, doc: Mapping[str, Any]) -> list[str]:
+def regions_of(board: Board, rep: Report) -> list[str]:
     """The board regions a report's fragment names: its arena and weights regions, and the
     flash when weights are copied from it (their load address)."""
-    names = [s.region for s in sections_of(doc)] + [c.region for c in copies_of(doc)]
-    names += [board.flash.name] if copies_of(doc) else []
+    names = [s.region for s in sections_of(rep)] + [c.region for c in copies_of(rep)]
+    names += [board.flash.name] if copies_of(rep) else []
     return sorted(set(names))
 
 
@@ -220,9 +222,9 @@ def fragment(board: Board, sections: Sequence[ArenaSection], stack_size: int,
     return "\n".join(out[:-1]) + "\n"
 
 
-def render_for_report(board: Board, doc: Mapping[str, Any], names: Mapping[str, str] | None = None) -> str:
-    """The fragment a gate report (``report.to_doc``) asks for."""
-    return fragment(board, sections_of(doc), doc["reserve"]["stack"], names, copies_of(doc))
+def render_for_report(board: Board, rep: Report, names: Mapping[str, str] | None = None) -> str:
+    """The fragment a gate report asks for."""
+    return fragment(board, sections_of(rep), rep.reserve_stack, names, copies_of(rep))
 
 
 def write(path: str | os.PathLike[str], text: str) -> None:

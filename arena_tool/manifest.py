@@ -33,6 +33,7 @@ from arena_tool.errors import ArenaError, did_you_mean
 from arena_tool.problem import ModelOptions, fmt_bytes, option_fields
 
 if TYPE_CHECKING:
+    from arena_tool.boards import Board
     from arena_tool.yamlio import Doc
 
 DEFAULT_PLANNER = "optimal"
@@ -131,23 +132,13 @@ class Budget:
 
 
 @dataclasses.dataclass(frozen=True)
-class RegionInfo:
-    """A copy of one board memory region: name, origin and length in bytes."""
-
-    name: str
-    origin: int
-    length: int
-
-
-@dataclasses.dataclass(frozen=True)
 class BoardTarget:
     """One board of the manifest with every override applied.
 
-    board_file: the board's YAML file; regions: the board's RAM regions;
-    default_region: the board's default arena region; data_region: where .data,
-    .bss, stack and heap live (the reserve is taken there);
-    flash: the board's flash (its length is the budget for weights and code);
-    gcc_flags: -mcpu/-mthumb/-mfpu/-mfloat-abi for the core; qemu: QEMU machine or None;
+    board: the loaded board (``boards.Board``: its file, RAM regions, default and data
+      region (the stack and heap reserve is taken there), flash (the budget for weights and
+      code), core (``board.cpu.gcc_flags()``) and QEMU machine); the manifest overrides none
+      of its fields, so it is the board file's as ``boards.load_board`` returns it;
     region: the arena region name, or "auto" (the fastest region that fits, chosen
       after planning); budget: see Budget; reserve_stack/reserve_heap: bytes;
     warn_above: percent of the budget, or None; sharing: "sequential" | "concurrent";
@@ -164,12 +155,7 @@ class BoardTarget:
     """
 
     name: str
-    board_file: str
-    regions: tuple[RegionInfo, ...]
-    default_region: str
-    data_region: str
-    gcc_flags: tuple[str, ...]
-    qemu: str | None
+    board: Board
     region: str
     budget: Budget
     reserve_stack: int
@@ -177,29 +163,24 @@ class BoardTarget:
     warn_above: float | None
     sharing: str
     models: tuple[ModelSpec, ...]
-    flash: RegionInfo = RegionInfo("FLASH", 0, 0)
     runtime: str = "arena"
     linker: str = "full"
     linker_script: str | None = None
     linker_regions: tuple[tuple[str, str], ...] = ()
     split: tuple[str, ...] = ()
 
-    def region_info(self, name: str) -> RegionInfo:
-        for r in self.regions:
-            if r.name == name:
-                return r
-        raise KeyError(name)
-
     def key(self) -> str:
         """Canonical JSON of the board-level settings (the gate's Value); the linker keys only
-        when not the default, so a board with linker: full keeps the key it always had."""
+        when not the default, so a board with linker: full keeps the key it always had. The
+        rest of the board is the gate's through the board file, an input of the gate."""
+        b = self.board
         doc: dict[str, Any] = {
             "name": self.name, "region": self.region, "budget": self.budget.text,
             "reserve": [self.reserve_stack, self.reserve_heap], "warn_above": self.warn_above,
             "sharing": self.sharing, "models": [m.name for m in self.models],
-            "regions": [[r.name, r.origin, r.length] for r in self.regions],
-            "default_region": self.default_region, "data_region": self.data_region,
-            "flash": [self.flash.name, self.flash.origin, self.flash.length], "runtime": self.runtime,
+            "regions": [[r.name, r.origin, r.length] for r in b.ram],
+            "default_region": b.default_region, "data_region": b.data_region,
+            "flash": [b.flash.name, b.flash.origin, b.flash.length], "runtime": self.runtime,
         }
         if self.linker != "full":
             doc.update(linker=self.linker, linker_script=(self.linker_script or "").replace(os.sep, "/"),
@@ -416,7 +397,7 @@ class _Loader:
         return Manifest(file=self.path, board_dirs=dirs, models=tuple(specs), targets=tuple(targets),
                         inputs=tuple(self.inputs))
 
-    def target(self, board: Any, entry: dict[str, Any], i: int, top: dict[str, Any],
+    def target(self, board: Board, entry: dict[str, Any], i: int, top: dict[str, Any],
                specs: list[ModelSpec], raws: dict[str, dict[str, Any]]) -> BoardTarget:
         def where_of(key: str) -> tuple[Any, ...]:
             return ("boards", i, key) if key in entry else (key,)
@@ -424,7 +405,7 @@ class _Loader:
         def pick(key: str, default: Any) -> Any:
             return entry.get(key, top.get(key, default))
 
-        regions = tuple(RegionInfo(r.name, r.origin, r.length) for r in board.ram)
+        regions = board.ram
         region_names = [r.name for r in regions]
         region, split = self.split_regions(board, pick, where_of)
         if region != "auto" and region not in region_names:
@@ -466,12 +447,10 @@ class _Loader:
         warn = pick("warn_above", None)
         linker, script, memory_names = self.linker(board, pick, where_of, region)
         target = BoardTarget(
-            name=board.name, board_file=board.file, regions=regions, default_region=board.default_region,
-            data_region=board.data_region, gcc_flags=tuple(board.cpu.gcc_flags()), qemu=board.qemu,
-            region=region, budget=budget, reserve_stack=stack, reserve_heap=heap,
+            name=board.name, board=board, region=region, budget=budget, reserve_stack=stack, reserve_heap=heap,
             warn_above=None if warn is None else float(warn), sharing=pick("sharing", "sequential"),
-            models=tuple(models), flash=RegionInfo(board.flash.name, board.flash.origin, board.flash.length),
-            runtime=runtime, linker=linker, linker_script=script, linker_regions=memory_names, split=split,
+            models=tuple(models), runtime=runtime, linker=linker, linker_script=script,
+            linker_regions=memory_names, split=split,
         )
         return self.placed(target, where_of)
 
@@ -507,10 +486,10 @@ class _Loader:
 
         for m in t.models:
             w = m.options.weights
-            if w != "flash" and w not in [r.name for r in t.regions]:
+            if w != "flash" and w not in t.board.region_names():
                 raise self.err(f"model {m.name}: weights: {w} is not a RAM region of board {t.name}",
                                self.option_where(t.name, m.name, "weights") or where_of("region"),
-                               hint=_did_you_mean(w, [r.name for r in t.regions]) + ", or flash")
+                               hint=_did_you_mean(w, t.board.region_names()) + ", or flash")
             if w != "flash" and t.runtime == "tflm":
                 raise self.err(f"model {m.name}: weights: {w} on board {t.name} with runtime: tflm, whose model "
                                "array stays in flash", self.option_where(t.name, m.name, "weights") or
@@ -637,27 +616,27 @@ def _spec_from(d: dict[str, Any]) -> ModelSpec:
 
 
 def target_doc(t: BoardTarget) -> dict[str, Any]:
-    """One BoardTarget as plain data, plus its ``key`` (what the SCons tool wires from)."""
-    return {"name": t.name, "board_file": t.board_file, "regions": [[r.name, r.origin, r.length] for r in t.regions],
-            "default_region": t.default_region, "data_region": t.data_region, "gcc_flags": list(t.gcc_flags),
-            "qemu": t.qemu, "region": t.region,
+    """One BoardTarget as plain data: its board as ``Board.to_json`` and ``board_file``, plus
+    two derived values the SCons tool and build_graph wire from without building a Board:
+    ``key`` and the core's ``gcc_flags`` (``target_from_doc`` ignores them)."""
+    return {"name": t.name, "board": t.board.to_json(), "board_file": t.board.file, "region": t.region,
             "budget": {"text": t.budget.text, "size": t.budget.size, "percent": t.budget.percent},
             "reserve_stack": t.reserve_stack, "reserve_heap": t.reserve_heap, "warn_above": t.warn_above,
-            "sharing": t.sharing, "models": [_spec_doc(s) for s in t.models],
-            "flash": [t.flash.name, t.flash.origin, t.flash.length], "runtime": t.runtime,
+            "sharing": t.sharing, "models": [_spec_doc(s) for s in t.models], "runtime": t.runtime,
             "linker": t.linker, "linker_script": t.linker_script, "linker_regions": [list(p) for p in t.linker_regions],
-            "split": list(t.split), "key": t.key()}
+            "split": list(t.split), "key": t.key(), "gcc_flags": list(t.board.cpu.gcc_flags())}
 
 
 def target_from_doc(d: dict[str, Any]) -> BoardTarget:
+    """``target_doc``'s inverse (the board schema-checked by ``Board.from_json``)."""
+    from arena_tool.boards import Board
+
     return BoardTarget(
-        name=d["name"], board_file=d["board_file"], regions=tuple(RegionInfo(*r) for r in d["regions"]),
-        default_region=d["default_region"], data_region=d["data_region"], gcc_flags=tuple(d["gcc_flags"]),
-        qemu=d["qemu"], region=d["region"], budget=Budget(**d["budget"]), reserve_stack=d["reserve_stack"],
-        reserve_heap=d["reserve_heap"], warn_above=d["warn_above"], sharing=d["sharing"],
-        models=tuple(_spec_from(s) for s in d["models"]), flash=RegionInfo(*d["flash"]), runtime=d["runtime"],
-        linker=d.get("linker", "full"), linker_script=d.get("linker_script"),
-        linker_regions=tuple((a, b) for a, b in d.get("linker_regions", [])), split=tuple(d.get("split", ())))
+        name=d["name"], board=Board.from_json(d["board"], d["board_file"]), region=d["region"],
+        budget=Budget(**d["budget"]), reserve_stack=d["reserve_stack"], reserve_heap=d["reserve_heap"],
+        warn_above=d["warn_above"], sharing=d["sharing"], models=tuple(_spec_from(s) for s in d["models"]),
+        runtime=d["runtime"], linker=d["linker"], linker_script=d["linker_script"],
+        linker_regions=tuple((a, b) for a, b in d["linker_regions"]), split=tuple(d["split"]))
 
 
 def cached_load(path: str, board_dirs: Iterable[str], cache_file: str) -> Manifest:

@@ -20,7 +20,7 @@ import json
 import os
 from typing import Any, Iterable
 
-FORMAT = 2  # 2: targets carry flash and runtime
+FORMAT = 3  # 2: targets carry flash and runtime; 3: targets carry their whole board (Board.to_json)
 
 
 def _stamp(paths: Iterable[str]) -> list[list[Any]]:
@@ -115,11 +115,7 @@ def summary(report_paths: list[str], cache_file: str) -> str:
     from arena_tool import report
     from arena_tool.schema import write_atomic
 
-    docs = []
-    for path in report_paths:
-        with open(path, encoding="utf-8") as f:
-            docs.append(json.load(f))
-    text = report.summary(docs)
+    text = report.summary([report.read(path) for path in report_paths])
     try:
         write_atomic(cache_file, json.dumps({"format": FORMAT, "stamps": stamps, "text": text}))
     except OSError:

@@ -5,17 +5,18 @@ tensor is listed with its own inclusive live range; an alias (view or in-place
 output) carries its root's offset and names the root in ``alias_of``.
 ``check`` re-derives everything from the model and trusts nothing in the file.
 
-``PlanFile`` (with ``PlanStep``, ``PlanBuffer``, ``PlanRegion`` ...) is the same file as frozen
-values: ``load`` / ``PlanFile.from_json`` (schema-checked) and ``to_json`` (the document ``build``
-writes, byte for byte). codegen.model_sources, report.model_use / gate, explain and timeline take
-it; ``check`` and the writers still work on the document.
+``PlanFile`` (with ``PlanStep``, ``PlanBuffer``, ``PlanRegion`` ...) is the plan as frozen
+values, and the one thing passed around: ``build`` makes one, ``write`` / ``load`` and
+``PlanFile.to_json`` / ``from_json`` (schema-checked) are the only places the JSON document
+exists, and a plan written and loaded again is the same bytes. A schema-valid plan can still
+be wrong (overlaps, swapped steps, wrong sizes): it loads, and ``check`` refuses it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,67 +39,42 @@ def model_kind(mp: ModelProblem) -> str:
 
 
 def build(mp: ModelProblem, plan: Plan, problem: Problem, k: int = 1,
-          baselines: dict[str, int | None] | None = None) -> dict[str, Any]:
-    """The plan document for mp planned as ``problem`` (mp.problem()) by ``plan``; baselines:
-    the lower bounds without scheduling / in-place depthwise (planning._baselines). The model
-    is named relative to the current folder when inside it (manifest_cache.project_path)."""
+          baselines: PlanBaselines | None = None) -> PlanFile:
+    """The plan file of mp planned as ``problem`` (mp.problem()) by ``plan``; baselines: the
+    lower bounds without scheduling / in-place depthwise (planning._baselines). The model is
+    named relative to the current folder when inside it (manifest_cache.project_path)."""
     root_offset = {b.name: o for b, o in zip(problem.buffers, plan.offsets)}
     root_size = {b.name: b.size for b in problem.buffers}
-    opts = mp.options
-    extra: dict[str, Any] = {}
-    if model_kind(mp) == "tflite":  # variables: TFLM's tail, outside the arena
-        extra["persistent"] = list(getattr(mp, "variables", ()))
-    return {
-        "format_version": FORMAT_VERSION,
-        "arena_tool_version": __version__,
-        "model": project_path(mp.model),
-        "model_kind": model_kind(mp),
-        **extra,
-        "model_sha256": mp.model_sha256,
-        "planner": plan.planner,
-        "k": k,
-        "alignment": opts.alignment,
-        "options": options_doc(opts),
-        "arena_size": plan.arena_size,
-        "lower_bound": plan.lower_bound,
-        "best_bound": plan.best_bound,
-        "optimal": plan.optimal,
-        "status": plan.status,
-        "weights_bytes": mp.weights_bytes,
-        "baselines": baselines or {"graph_order": None, "no_inplace_depthwise": None, "sequential": None},
-        "integer_ops": mp.integer_ops,
-        "qdq_fused": mp.qdq_fused,
-        "schedule": [
-            {
-                "node": s.node,
-                "name": s.name,
-                "op_type": s.op_type,
-                "domain": s.domain,
-                "fused": list(s.fused),
-                "inputs": list(s.inputs),
-                "outputs": list(s.outputs),
-                "workspace": s.workspace,
-            }
-            for s in mp.schedule
-        ],
-        "buffers": [
-            {
-                "name": t.name,
-                "kind": t.kind,
-                "dtype": t.dtype,
-                "shape": list(t.shape),
-                "elements": t.elements,
-                "size": root_size[t.name] if t.alias_of is None else t.size,
-                "offset": root_offset[t.alias_of or t.name],
-                "first_op": t.first_op,
-                "last_op": t.last_op,
-                "alias_of": t.alias_of,
-                "quant": quant_doc(t.quant),
-                **({"alignment": t.alignment} if t.alignment else {}),
-            }
-            for t in mp.tensors
-        ],
-    }
+    kind = model_kind(mp)
+    return PlanFile(
+        format_version=FORMAT_VERSION,
+        arena_tool_version=__version__,
+        model=project_path(mp.model),
+        model_kind=kind,
+        persistent=tuple(getattr(mp, "variables", ())) if kind == "tflite" else None,  # TFLM's tail
+        model_sha256=mp.model_sha256,
+        planner=plan.planner,
+        k=k,
+        options=mp.options,
+        arena_size=plan.arena_size,
+        lower_bound=plan.lower_bound,
+        best_bound=plan.best_bound,
+        optimal=plan.optimal,
+        status=Status(plan.status),
+        weights_bytes=mp.weights_bytes,
+        baselines=baselines or PlanBaselines(),
+        integer_ops=mp.integer_ops,
+        qdq_fused=mp.qdq_fused,
+        schedule=tuple(PlanStep(node=s.node, name=s.name, op_type=s.op_type, domain=s.domain,
+                                fused=tuple(s.fused), inputs=tuple(s.inputs), outputs=tuple(s.outputs),
+                                workspace=s.workspace) for s in mp.schedule),
+        buffers=tuple(PlanBuffer(name=t.name, kind=t.kind, dtype=t.dtype, shape=tuple(t.shape),
+                                 elements=t.elements,
+                                 size=root_size[t.name] if t.alias_of is None else t.size,
+                                 offset=root_offset[t.alias_of or t.name], first_op=t.first_op,
+                                 last_op=t.last_op, alias_of=t.alias_of, quant=t.quant,
+                                 alignment=t.alignment or None) for t in mp.tensors),
+    )
 
 
 def quant_doc(q: Quant | None) -> dict[str, Any] | None:
@@ -114,29 +90,28 @@ def options_doc(opts: ModelOptions) -> dict[str, Any]:
     return doc
 
 
-def options_from_doc(doc: dict[str, Any]) -> ModelOptions:
-    return ModelOptions.from_doc({**doc["options"], "alignment": doc["alignment"]})
-
-
-def lowered_model(model_path: str, doc: dict[str, Any]) -> "Lowered":
+def lowered_model(model_path: str, plan: PlanFile) -> "Lowered":
     """The lowered model a plan was made from (same input shapes), for codegen."""
     from arena_tool.errors import ArenaError
 
-    if doc.get("model_kind", "onnx") != "onnx":
-        raise ArenaError(f"arena's C tables are made from ONNX models; this is a {doc['model_kind']} plan",
+    if plan.kind != "onnx":
+        raise ArenaError(f"arena's C tables are made from ONNX models; this is a {plan.kind} plan",
                          file=model_path, field="model_kind",
                          hint="a .tflite model runs in TFLite Micro: write its plan into the model with "
                               "'arena-tool plan MODEL.tflite -o PLANNED.tflite' (and use runtime: none)")
     from arena_tool import liveness
 
-    return liveness.lower(model_path, options_from_doc(doc))
+    return liveness.lower(model_path, plan.options)
 
 
-def dumps(doc: dict[str, Any]) -> str:
+def dumps(doc: Mapping[str, Any]) -> str:
+    """A plan document (``PlanFile.to_json``) as the file's text."""
     return json.dumps(doc, indent=1, sort_keys=False) + "\n"
 
 
-def write(path: str, doc: dict[str, Any]) -> None:
+def write(path: str, plan: PlanFile) -> None:
+    """The plan file at ``path``, atomically, once its document is valid against the schema."""
+    doc = plan.to_json()
     check_json(doc, "plan", path)
     write_atomic(path, dumps(doc))
 
@@ -144,15 +119,10 @@ def write(path: str, doc: dict[str, Any]) -> None:
 READ_HINT = "make one with 'arena-tool plan MODEL -o PLAN'"
 
 
-def read(path: str, hint: str | None = None) -> dict[str, Any]:
-    doc: dict[str, Any] = read_json(path, "plan file", hint or READ_HINT, schema="plan")
-    return doc
-
-
 # --- the plan file as typed values (issue 14 item 3) ------------------------
 #
 # ``PlanFile.from_json`` (schema-checked) and ``to_json`` are the one conversion between the
-# file and the values codegen and the gate read. ``to_json`` gives back the document ``build``
+# file and the values everything else reads. ``to_json`` gives back the document ``build``
 # writes, key order included, so a plan read and written again is byte-identical. A field the
 # schema makes optional is None where the file leaves it out, with two exceptions ``build``
 # always writes: ``best_bound`` and a buffer's ``quant`` (null and absent read alike).
@@ -333,6 +303,21 @@ class PlanFile:
         """'onnx' or 'tflite' (``model_kind``, absent: onnx)."""
         return self.model_kind or "onnx"
 
+    @property
+    def by_name(self) -> dict[str, PlanBuffer]:
+        """Buffer name -> its entry (a name listed twice: the last; ``check`` refuses that)."""
+        return {b.name: b for b in self.buffers}
+
+    @property
+    def order(self) -> list[int]:
+        """The node (or operator) index of each schedule step: the plan's op order."""
+        return [s.node for s in self.schedule]
+
+    @property
+    def is_split(self) -> bool:
+        """A split plan: a region per buffer (regions.py)."""
+        return bool(self.regions)
+
     def offsets(self) -> dict[str, int]:
         """Tensor name -> byte offset in the model's arena."""
         return {b.name: b.offset for b in self.buffers}
@@ -351,7 +336,8 @@ class PlanFile:
         return cls(
             format_version=int(doc["format_version"]), model=str(doc["model"]),
             model_sha256=str(doc["model_sha256"]), planner=str(doc["planner"]), k=int(doc["k"]),
-            options=options_from_doc(dict(doc)), arena_size=int(doc["arena_size"]),
+            options=ModelOptions.from_doc({**doc["options"], "alignment": doc["alignment"]}),
+            arena_size=int(doc["arena_size"]),
             lower_bound=int(doc["lower_bound"]), best_bound=doc.get("best_bound"), optimal=doc["optimal"],
             status=Status(doc["status"]), weights_bytes=int(doc["weights_bytes"]),
             schedule=tuple(PlanStep.from_json(s) for s in doc["schedule"]),
@@ -392,17 +378,13 @@ class PlanFile:
 
 
 def load(path: str, hint: str | None = None) -> PlanFile:
-    """The plan file at ``path`` (``read``, schema-checked) as a PlanFile; hint: how to make a
-    good one, for the messages (``read``'s by default)."""
-    return PlanFile._parse(read(path, hint))
+    """The plan file at ``path``, checked against the schema, as a PlanFile; hint: how to make a
+    good one, for the messages (READ_HINT by default)."""
+    doc = read_json(path, "plan file", hint or READ_HINT, schema="plan")
+    return PlanFile._parse(doc)
 
 
-def offsets(doc: dict[str, Any]) -> dict[str, int]:
-    """Tensor name -> byte offset in the model's arena."""
-    return {b["name"]: b["offset"] for b in doc["buffers"]}
-
-
-def check(doc: dict[str, Any], mp: ModelProblem, plan_path: str) -> list[str]:
+def check(plan: PlanFile, mp: ModelProblem, plan_path: str) -> list[str]:
     """Every way the plan disagrees with the model it claims to plan; [] when it holds.
 
     mp is the model re-derived with the plan's own options. Everything codegen and
@@ -414,19 +396,20 @@ def check(doc: dict[str, Any], mp: ModelProblem, plan_path: str) -> list[str]:
     tensors of one alias group share bytes by design and are not compared.
     """
     problems: list[str] = []
-    kind = doc.get("model_kind", "onnx")
+    kind = plan.kind
     if kind != model_kind(mp):
         return [f"the plan is for a{'n' if kind == 'onnx' else ''} {kind} model, the model is {model_kind(mp)}"]
-    mp, problem = _in_plan_order(doc, mp)
+    mp, problem = _in_plan_order(plan, mp)
     if problem:
         return [problem]
-    if doc["model_sha256"] != mp.model_sha256:
-        problems.append(f"model bytes changed since planning (sha256 {doc['model_sha256'][:12]}… vs {mp.model_sha256[:12]}…)")
-    problems += _totals(doc, mp)
-    align = doc["alignment"]
-    arena = doc["arena_size"]
-    planned = {b["name"]: b for b in doc["buffers"]}
-    problems += _duplicates(doc["buffers"])
+    if plan.model_sha256 != mp.model_sha256:
+        problems.append(f"model bytes changed since planning (sha256 {plan.model_sha256[:12]}… vs {mp.model_sha256[:12]}…)")
+    problems += _totals(plan, mp)
+    align = plan.alignment
+    arena = plan.arena_size
+    bufs = plan.buffers
+    planned = plan.by_name
+    problems += _duplicates(bufs)
     for name in sorted(set(planned) - {t.name for t in mp.tensors}):
         problems.append(f"buffer {name} is not an arena tensor of the model")
     for t in mp.tensors:
@@ -434,149 +417,149 @@ def check(doc: dict[str, Any], mp: ModelProblem, plan_path: str) -> list[str]:
         if b is None:
             problems.append(f"tensor {t.name} has no buffer in the plan")
             continue
-        if b["size"] < t.size:
-            problems.append(f"{t.name}: size {b['size']} B < {t.size} B the tensor needs")
-        if b["first_op"] > t.first_op or b["last_op"] < t.last_op:
-            problems.append(f"{t.name}: live range [{b['first_op']}, {b['last_op']}] is shorter than "
+        if b.size < t.size:
+            problems.append(f"{t.name}: size {b.size} B < {t.size} B the tensor needs")
+        if b.first_op > t.first_op or b.last_op < t.last_op:
+            problems.append(f"{t.name}: live range [{b.first_op}, {b.last_op}] is shorter than "
                             f"[{t.first_op}, {t.last_op}] the model implies")
-        if b["alias_of"] is not None and b["alias_of"] != t.alias_of:  # dropping an alias is always safe
-            problems.append(f"{t.name}: alias_of {b['alias_of']!r}, the model allows {t.alias_of!r}")
-        if b["dtype"] != t.dtype:
-            problems.append(f"{t.name}: dtype {b['dtype']}, the model runs it as {t.dtype}")
+        if b.alias_of is not None and b.alias_of != t.alias_of:  # dropping an alias is always safe
+            problems.append(f"{t.name}: alias_of {b.alias_of!r}, the model allows {t.alias_of!r}")
+        if b.dtype != t.dtype:
+            problems.append(f"{t.name}: dtype {b.dtype}, the model runs it as {t.dtype}")
         problems += _described(t, b)
         need = max(align, t.alignment or 1)
-        if b["offset"] % need:
-            problems.append(f"{t.name}: offset {b['offset']} is not a multiple of the alignment {need}")
-        if b["offset"] + b["size"] > arena:
-            problems.append(f"{t.name}: ends at {b['offset'] + b['size']} B, past arena_size {arena} B")
-    bufs = doc["buffers"]
+        if b.offset % need:
+            problems.append(f"{t.name}: offset {b.offset} is not a multiple of the alignment {need}")
+        if b.offset + b.size > arena:
+            problems.append(f"{t.name}: ends at {b.offset + b.size} B, past arena_size {arena} B")
     problems += _alias_offsets(bufs)
-    group = [b["alias_of"] or b["name"] for b in bufs]
-    col = {k: np.array([b[k] for b in bufs], dtype=np.int64) for k in ("first_op", "last_op", "offset", "size")}
-    first, last, off, size = col["first_op"], col["last_op"], col["offset"], col["size"]
-    names = sorted({str(b.get("region", "")) for b in bufs})  # a split plan: pairs meet only in one region
-    reg = np.array([names.index(str(b.get("region", ""))) for b in bufs], dtype=np.int64)
+    group = [b.root for b in bufs]
+    first, last, off, size = (np.array([getattr(b, k) for b in bufs], dtype=np.int64)
+                              for k in ("first_op", "last_op", "offset", "size"))
+    names = sorted({b.region or "" for b in bufs})  # a split plan: pairs meet only in one region
+    reg = np.array([names.index(b.region or "") for b in bufs], dtype=np.int64)
     for i, a in enumerate(bufs):  # every pair, naively; numpy runs one row of the pair matrix
         rest = slice(i + 1, None)
         hit = (first[i] <= last[rest]) & (first[rest] <= last[i]) & (reg[i] == reg[rest]) & \
             (off[i] < off[rest] + size[rest]) & (off[rest] < off[i] + size[i])
         for j in (i + 1 + np.flatnonzero(hit)).tolist():
-            b = bufs[j]
+            c = bufs[j]
             if group[j] == group[i]:
                 continue  # one alias group shares bytes by design
             problems.append(
-                f"{a['name']} [{a['offset']}, {a['offset'] + a['size']}) and {b['name']} "
-                f"[{b['offset']}, {b['offset'] + b['size']}) overlap while both are live "
-                f"(ops {max(a['first_op'], b['first_op'])}..{min(a['last_op'], b['last_op'])})")
-    planned_as = mp if any(b["alias_of"] for b in bufs) else mp.without_aliases()  # see planning.plan_model
+                f"{a.name} [{a.offset}, {a.offset + a.size}) and {c.name} "
+                f"[{c.offset}, {c.offset + c.size}) overlap while both are live "
+                f"(ops {max(a.first_op, c.first_op)}..{min(a.last_op, c.last_op)})")
+    planned_as = mp if any(b.alias_of for b in bufs) else mp.without_aliases()  # see planning.plan_model
     bound = lower_bound(planned_as.problem().buffers)
     if arena < bound:
         problems.append(f"arena_size {arena} B is below the lower bound {bound} B")
-    if doc["lower_bound"] != bound:
-        problems.append(f"lower_bound {doc['lower_bound']} B, the model's is {bound} B")
-    if doc.get("regions"):
+    if plan.lower_bound != bound:
+        problems.append(f"lower_bound {plan.lower_bound} B, the model's is {bound} B")
+    if plan.is_split:
         from arena_tool import regions
 
-        problems += regions.check(doc)
+        problems += regions.check(plan)
     return problems
 
 
-def _totals(doc: dict[str, Any], mp: ModelProblem) -> list[str]:
+def _totals(plan: PlanFile, mp: ModelProblem) -> list[str]:
     """The plan's model-wide numbers: the gate checks the flash with weights_bytes."""
     out = []
     for key in ("weights_bytes", "integer_ops", "qdq_fused"):  # the last two optional in the schema
-        if key in doc and doc[key] != getattr(mp, key):
-            out.append(f"{key} {doc[key]}, the model's is {getattr(mp, key)}")
+        value = getattr(plan, key)
+        if value is not None and value != getattr(mp, key):
+            out.append(f"{key} {value}, the model's is {getattr(mp, key)}")
     return out
 
 
-def _duplicates(bufs: list[dict[str, Any]]) -> list[str]:
+def _duplicates(bufs: Sequence[PlanBuffer]) -> list[str]:
     """Buffer names listed twice: codegen would give one tensor two rows."""
     counts: dict[str, int] = {}
     for b in bufs:
-        counts[b["name"]] = counts.get(b["name"], 0) + 1
+        counts[b.name] = counts.get(b.name, 0) + 1
     return [f"buffer {name} is listed {n} times" for name, n in sorted(counts.items()) if n > 1]
 
 
-def _described(t: Tensor, b: dict[str, Any]) -> list[str]:
-    """What codegen copies into the tables as it stands: kind, shape, elements (and quant, where
-    the plan states it)."""
-    want = {"kind": t.kind, "shape": list(t.shape), "elements": t.elements, "quant": quant_doc(t.quant)}
-    return [f"{t.name}: {key} {b[key]!r}, the model's is {value!r}"
-            for key, value in want.items() if key in b and b[key] != value]
+def _described(t: Tensor, b: PlanBuffer) -> list[str]:
+    """What codegen copies into the tables as it stands: kind, shape, elements and quant (as the
+    file spells them, for the message)."""
+    pairs = {"kind": (b.kind, t.kind), "shape": (list(b.shape), list(t.shape)),
+             "elements": (b.elements, t.elements), "quant": (quant_doc(b.quant), quant_doc(t.quant))}
+    return [f"{t.name}: {key} {got!r}, the model's is {want!r}" for key, (got, want) in pairs.items() if got != want]
 
 
-def _alias_offsets(bufs: list[dict[str, Any]]) -> list[str]:
+def _alias_offsets(bufs: Sequence[PlanBuffer]) -> list[str]:
     """An alias shares its root's bytes: at another offset the pair check (which skips a
     group) would not see the two overlap."""
-    offset = {b["name"]: b["offset"] for b in bufs if b["alias_of"] is None}
+    offset = {b.name: b.offset for b in bufs if b.alias_of is None}
     out = []
     for b in bufs:
-        root = b["alias_of"]
-        if root is not None and offset.get(root) != b["offset"]:
+        root = b.alias_of
+        if root is not None and offset.get(root) != b.offset:
             where = "is not a root buffer of the plan" if root not in offset else f"is at offset {offset[root]}"
-            out.append(f"{b['name']}: offset {b['offset']}, but its alias_of {root} {where}")
+            out.append(f"{b.name}: offset {b.offset}, but its alias_of {root} {where}")
     return out
 
 
-def _in_plan_order(doc: dict[str, Any], mp: ModelProblem) -> tuple[ModelProblem, str | None]:
+def _in_plan_order(plan: PlanFile, mp: ModelProblem) -> tuple[ModelProblem, str | None]:
     """A plan may run the ops in another topological order (schedule[k].node: the node or
     operator index): the live ranges are those of that order, re-derived from the model."""
     from arena_tool import liveness
     from arena_tool.errors import ArenaError
 
-    order = [s["node"] for s in doc["schedule"]]
+    order = plan.order
     if order != [s.node for s in mp.schedule]:
         try:
             mp = liveness.model_problem(mp.model, mp.options, order=order)
         except ArenaError as e:
             return mp, f"schedule: {e.msg}"
-    if len(doc["schedule"]) != len(mp.schedule):
-        return mp, f"schedule: {len(doc['schedule'])} steps, the model runs {len(mp.schedule)} ops"
-    for k, (s, t) in enumerate(zip(doc["schedule"], mp.schedule)):
+    if len(plan.schedule) != len(mp.schedule):
+        return mp, f"schedule: {len(plan.schedule)} steps, the model runs {len(mp.schedule)} ops"
+    for k, (s, t) in enumerate(zip(plan.schedule, mp.schedule)):
+        got_step = dataclasses.replace(s, domain=s.domain or "", fused=s.fused or ())  # both optional
         for key in ("name", "op_type", "domain", "fused", "inputs", "outputs", "workspace"):
-            want = getattr(t, key)
-            want = list(want) if isinstance(want, tuple) else want
-            got = s.get(key, [] if key == "fused" else "")  # domain and fused are optional
+            got, want = getattr(got_step, key), getattr(t, key)
             if got != want:
-                return mp, f"schedule[{k}]: {key} {got!r}, the model's op {t.node} has {want!r}"
+                show = list(got) if isinstance(got, tuple) else got  # as the file spells it
+                want = list(want) if isinstance(want, tuple) else want
+                return mp, f"schedule[{k}]: {key} {show!r}, the model's op {t.node} has {want!r}"
     return mp, None
 
 
 REPLAN_HINT = "delete the plan file and build again (arena re-plans the model), or re-plan it with 'arena-tool plan'"
 
 
-def verified(plan_path: str, model_path: str) -> tuple["PlanFile", "Lowered"]:
+def verified(plan_path: str, model_path: str) -> tuple[PlanFile, "Lowered"]:
     """The plan at ``plan_path`` and the lowered model it plans, once ``check`` finds nothing wrong.
 
     What the build makes tables from: a plan edited by hand, damaged, or left by an
     interrupted build is one CheckFailed (exit 1) naming the plan file, never C tables.
     """
-    doc = read(plan_path)
-    lowered = lowered_model(model_path, doc)
-    problems = check(doc, _derived(lowered, doc), plan_path)
+    plan = load(plan_path)
+    lowered = lowered_model(model_path, plan)
+    problems = check(plan, _derived(lowered, plan), plan_path)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise CheckFailed(f"the plan does not match {model_path}: {problems[0]}{more}", file=plan_path,
                           hint=REPLAN_HINT)
-    return PlanFile._parse(doc), lowered  # read checked it against the schema
+    return plan, lowered
 
 
-def _derived(lowered: "Lowered", doc: dict[str, Any]) -> ModelProblem:
+def _derived(lowered: "Lowered", plan: PlanFile) -> ModelProblem:
     """The model's problem under the plan's options, in the plan's op order where that is one
     (else in the model's: ``check`` then says what is wrong with the order)."""
     from arena_tool import liveness
     from arena_tool.errors import ArenaError
 
-    opts = options_from_doc(doc)
     try:
-        return liveness.build(lowered, opts, order=[s["node"] for s in doc["schedule"]])
+        return liveness.build(lowered, plan.options, order=plan.order)
     except ArenaError:
-        return liveness.build(lowered, opts)
+        return liveness.build(lowered, plan.options)
 
 
-def require_valid(doc: dict[str, Any], mp: ModelProblem, plan_path: str) -> None:
-    problems = check(doc, mp, plan_path)
+def require_valid(plan: PlanFile, mp: ModelProblem, plan_path: str) -> None:
+    problems = check(plan, mp, plan_path)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise CheckFailed(problems[0] + more, file=plan_path)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from arena_tool import planners, validate
 from arena_tool.errors import EXIT_BUG, ArenaError, did_you_mean
@@ -17,6 +17,7 @@ from arena_tool.problem import ModelOptions, ModelProblem, Plan, Problem, lower_
 
 if TYPE_CHECKING:
     from arena_tool.lowering import Lowered
+    from arena_tool.planfile import PlanBaselines, PlanFile
 
 
 class ArenaBug(ArenaError):
@@ -28,12 +29,13 @@ class ArenaBug(ArenaError):
 
 @dataclasses.dataclass(frozen=True)
 class PlannedModel:
-    """mp: the model's problem; problem: mp.problem(); plan: the validated plan; doc: the plan file."""
+    """mp: the model's problem; problem: mp.problem(); plan: the validated plan; plan_file: the
+    plan file (planfile.build; planfile.write writes it)."""
 
     mp: ModelProblem
     problem: Problem
     plan: Plan
-    doc: dict[str, Any]
+    plan_file: PlanFile
 
 
 def planner_names() -> list[str]:
@@ -87,16 +89,17 @@ def plan_model(path: str, options: ModelOptions, planner: str, params: planners.
             alt = run_planner(planner, flat_problem, params)
             if alt.arena_size < plan.arena_size:
                 mp, problem, plan = flat, flat_problem, alt
-    doc = planfile.build(mp, plan, problem, k=params.k, baselines=_baselines(path, mp, lowered))
-    return PlannedModel(mp, problem, plan, doc)
+    return PlannedModel(mp, problem, plan, planfile.build(mp, plan, problem, k=params.k,
+                                                          baselines=_baselines(path, mp, lowered)))
 
 
-def _baselines(path: str, mp: ModelProblem, lowered: Lowered | None) -> dict[str, int | None]:
+def _baselines(path: str, mp: ModelProblem, lowered: Lowered | None) -> PlanBaselines:
     """The lower bounds without the options that change the peak itself, so explain can say
     what each saved: the graph's own order (under schedule: memory) and no in-place depthwise
     (where a depthwise Conv works in place), and sequential execution (under pipelined: what
     pipelining costs). None where the option is off or changes nothing."""
     from arena_tool import liveness
+    from arena_tool.planfile import PlanBaselines
 
     opts = mp.options
     order = [s.node for s in mp.schedule]
@@ -113,7 +116,7 @@ def _baselines(path: str, mp: ModelProblem, lowered: Lowered | None) -> dict[str
     if opts.execution == "pipelined":  # what double buffering costs
         sequential = _bound(liveness.model_problem(path, dataclasses.replace(opts, execution="sequential"),
                                                    order=order, lowered=lowered))
-    return {"graph_order": graph, "no_inplace_depthwise": depthwise, "sequential": sequential}
+    return PlanBaselines(graph_order=graph, no_inplace_depthwise=depthwise, sequential=sequential)
 
 
 def _bound(mp: ModelProblem) -> int:

@@ -38,6 +38,7 @@ from arena_tool.schema import write_atomic
 from arena_tool.timeline import Layout, Rect, layout
 
 if TYPE_CHECKING:
+    from arena_tool.planfile import PlanFile
     from matplotlib.typing import RcKeyType
 
 FORMATS = (".svg", ".png")
@@ -171,12 +172,12 @@ def _draw_live(ax: Any, panel: int, lay: Layout) -> None:
     ax.xaxis.set_major_locator(MaxNLocator(3, integer=True))
 
 
-def layout_figure(docs: Sequence[tuple[str, dict[str, Any]]]) -> Figure:
-    """One panel per (title, plan document), side by side on one y scale, with an Agg canvas."""
-    if not docs:
+def layout_figure(plans: Sequence[tuple[str, PlanFile]]) -> Figure:
+    """One panel per (title, plan file), side by side on one y scale, with an Agg canvas."""
+    if not plans:
         raise ValueError("layout_figure needs at least one plan")
     with _style():
-        return _figure([(title, layout(doc)) for title, doc in docs])
+        return _figure([(title, layout(plan)) for title, plan in plans])
 
 
 def _figure(panels: Sequence[tuple[str, Layout]]) -> Figure:
@@ -224,9 +225,9 @@ def _main_axis(ax: Any, panel: int, title: str, lay: Layout, ymax: float) -> Non
 _GROUP = re.compile(r'<g id="(buf:\d+:\d+)">')
 
 
-def svg(docs: Sequence[tuple[str, dict[str, Any]]]) -> str:
+def svg(plans: Sequence[tuple[str, PlanFile]]) -> str:
     """The picture as SVG text, byte-identical for the same plans; hover titles on the buffers."""
-    panels = [(title, layout(doc)) for title, doc in docs]
+    panels = [(title, layout(plan)) for title, plan in plans]
     titles = {f"buf:{p}:{r.index}": hover(r) for p, (_, lay) in enumerate(panels) for r in lay.rects}
     with _style():
         buf = io.StringIO()
@@ -234,10 +235,10 @@ def svg(docs: Sequence[tuple[str, dict[str, Any]]]) -> str:
     return _GROUP.sub(lambda m: f'{m.group(0)}\n  <title>{escape(titles[m.group(1)])}</title>', buf.getvalue())
 
 
-def png(docs: Sequence[tuple[str, dict[str, Any]]]) -> bytes:
+def png(plans: Sequence[tuple[str, PlanFile]]) -> bytes:
     with _style():
         buf = io.BytesIO()
-        fig = _figure([(title, layout(doc)) for title, doc in docs])
+        fig = _figure([(title, layout(plan)) for title, plan in plans])
         dpi = min(PNG_DPI, PNG_MAX_PX / fig.get_figwidth())
         fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
     return buf.getvalue()
@@ -254,7 +255,7 @@ def check_path(path: str, field: str = "--plot") -> str:
     return suffix
 
 
-def write(docs: Sequence[tuple[str, dict[str, Any]]], path: str, field: str = "--plot") -> None:
+def write(plans: Sequence[tuple[str, PlanFile]], path: str, field: str = "--plot") -> None:
     """Draw the plans to path, the format from its suffix, atomically."""
     suffix = check_path(path, field)
-    write_atomic(path, svg(docs) if suffix == ".svg" else png(docs))
+    write_atomic(path, svg(plans) if suffix == ".svg" else png(plans))

@@ -21,9 +21,13 @@ A region whose arena + weights pass its limit is one Problem (kind ram) naming b
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from arena_tool.problem import fmt_bytes
+
+if TYPE_CHECKING:
+    from arena_tool.manifest import BoardTarget
+    from arena_tool.report import ModelUse, Problem, Report
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +52,19 @@ class RegionUse:
     def headroom(self) -> int:
         return self.limit - self.used
 
+    def to_json(self) -> dict[str, Any]:
+        """The report's ``regions`` entry (``headroom`` derived)."""
+        return {"name": self.name, "origin": self.origin, "length": self.length, "arena": self.arena,
+                "weights": self.weights, "reserve": self.reserve, "limit": self.limit, "headroom": self.headroom,
+                "arena_section": self.arena_section, "weights_section": self.weights_section}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "RegionUse":
+        """From a ``regions`` entry the report schema has checked."""
+        return cls(name=str(doc["name"]), origin=int(doc["origin"]), length=int(doc["length"]),
+                   arena=int(doc["arena"]), weights=int(doc["weights"]), reserve=int(doc["reserve"]),
+                   limit=int(doc["limit"]), arena_section=doc["arena_section"], weights_section=doc["weights_section"])
+
 
 def arena_section(region: str, split: bool) -> str:
     return f".arena_{region}" if split else ".arena"
@@ -57,7 +74,7 @@ def weights_section(region: str) -> str:
     return f".weights_{region}"
 
 
-def uses(target: Any, models: Sequence[Any], arena_region: str, arena_size: int) -> tuple[RegionUse, ...]:
+def uses(target: BoardTarget, models: Sequence[ModelUse], arena_region: str, arena_size: int) -> tuple[RegionUse, ...]:
     """The regions holding arena bytes or copied weights: a split arena's in its order, then
     weight-only regions in board order; () when one arena holds everything and no weights are copied.
 
@@ -82,22 +99,23 @@ def uses(target: Any, models: Sequence[Any], arena_region: str, arena_size: int)
     else:
         arena[arena_region] = arena_size
         order = [arena_region]
-    order += [r.name for r in target.regions if r.name in weights and r.name not in order]
+    order += [r.name for r in target.board.ram if r.name in weights and r.name not in order]
     reserve = target.reserve_stack + target.reserve_heap
     out = []
     for name in order:
-        info = target.region_info(name)
+        info = target.board.region(name)
         held = name in arena
         out.append(RegionUse(
             name=name, origin=info.origin, length=info.length, arena=arena.get(name, 0),
-            weights=weights.get(name, 0), reserve=reserve if name == target.data_region else 0,
+            weights=weights.get(name, 0), reserve=reserve if name == target.board.data_region else 0,
             limit=report.region_limit(target, name) if held else report.region_room(target, name),
             arena_section=arena_section(name, bool(split)) if held else None,
             weights_section=weights_section(name) if name in weights else None))
     return tuple(out)
 
 
-def problems(target: Any, regions: Sequence[RegionUse], models: Sequence[Any], arena_over: bool) -> list[Any]:
+def problems(target: BoardTarget, regions: Sequence[RegionUse], models: Sequence[ModelUse],
+             arena_over: bool) -> list[Problem]:
     """One Problem per region over its limit; arena_over: the gate already reported the one
     arena over (then only the weights' share is news)."""
     from arena_tool import report
@@ -128,20 +146,14 @@ def problems(target: Any, regions: Sequence[RegionUse], models: Sequence[Any], a
     return out
 
 
-def to_doc(r: RegionUse) -> dict[str, Any]:
-    return {"name": r.name, "origin": r.origin, "length": r.length, "arena": r.arena, "weights": r.weights,
-            "reserve": r.reserve, "limit": r.limit, "headroom": r.headroom, "arena_section": r.arena_section,
-            "weights_section": r.weights_section}
-
-
-def summary_lines(doc: dict[str, Any]) -> list[str]:
+def summary_lines(rep: Report) -> list[str]:
     """Per region: arena and weights against its limit, for report.summary."""
     from arena_tool.report import bar
 
     out = []
-    for r in doc.get("regions") or ():
-        pct = 100.0 * (r["arena"] + r["weights"]) / r["limit"] if r["limit"] else 100.0
-        what = ([f"arena {fmt_bytes(r['arena'])}"] if r["arena_section"] else []) + (
-            [f"weights {fmt_bytes(r['weights'])}"] if r["weights"] else [])
-        out.append(f"  {r['name']}: {' + '.join(what)} of {fmt_bytes(r['limit'])}  {bar(pct)} {pct:.1f}%")
+    for r in rep.regions:
+        pct = 100.0 * r.used / r.limit if r.limit else 100.0
+        what = ([f"arena {fmt_bytes(r.arena)}"] if r.arena_section else []) + (
+            [f"weights {fmt_bytes(r.weights)}"] if r.weights else [])
+        out.append(f"  {r.name}: {' + '.join(what)} of {fmt_bytes(r.limit)}  {bar(pct)} {pct:.1f}%")
     return out

@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from arena_tool import planners
 from arena_tool.errors import ArenaError
-from arena_tool.problem import Buffer, ModelProblem, Plan, Problem, Status, align_up, lower_bound
+from arena_tool.problem import Buffer, ModelOptions, ModelProblem, Plan, Problem, Status, align_up, lower_bound
 
 if TYPE_CHECKING:
     from arena_tool.planfile import PlanFile
@@ -349,39 +349,40 @@ def weights_ram_bytes(mp: ModelProblem) -> int:
     """What the model's weights take in a RAM region (``weights: <region>``): their bytes plus
     CONST_SLACK per weight array for alignment, rounded up to 16 (an upper bound of the
     ``.weights_<region>`` section the tables fill). The gate counts the same from the plan
-    (``weights_ram_bytes_doc``)."""
+    (``weights_ram_bytes_plan``)."""
     names = {t.name for t in mp.tensors}
     consts = {n for s in mp.schedule for n in s.inputs if n and n not in names}
     return align_up(int(mp.weights_bytes) + CONST_SLACK * len(consts), 16)
 
 
 def weights_ram_bytes_plan(plan: "PlanFile") -> int:
-    """``weights_ram_bytes`` of a plan file (planfile.load); weights_ram_bytes_doc of its document."""
+    """``weights_ram_bytes`` of a plan file (planfile.load)."""
     names = {b.name for b in plan.buffers}
     consts = {n for s in plan.schedule for n in s.inputs if n and n not in names}
     return align_up(plan.weights_bytes + CONST_SLACK * len(consts), 16)
 
 
 def weights_ram_bytes_doc(doc: dict[str, Any]) -> int:
-    """``weights_ram_bytes`` of a plan document."""
+    """``weights_ram_bytes_plan`` of a plan document (firmware.board_regions still reads documents)."""
     names = {b["name"] for b in doc["buffers"]}
     consts = {n for s in doc["schedule"] for n in s["inputs"] if n and n not in names}
     return align_up(int(doc.get("weights_bytes", 0)) + CONST_SLACK * len(consts), 16)
 
 
-def plan_split(path: str, options: Any, planner: str, params: planners.Params,
+def plan_split(path: str, options: ModelOptions, planner: str, params: planners.Params,
                caps: Sequence[RegionCap]) -> PlannedModel:
-    """``planning.plan_model`` for a split arena: a PlannedModel whose plan document carries a
+    """``planning.plan_model`` for a split arena: a PlannedModel whose plan file carries a
     region per buffer (module docstring). Over capacity even after repair is an answer: the plan
     says status 'infeasible' and the gate reports the region."""
     from arena_tool import liveness, planfile, planning, validate
+    from arena_tool.planfile import PlanRegion, PlanSplit
 
     planning.check_planner_name(planner)
     if not caps:
         raise ArenaError("a split arena needs at least one region", field="region")
     lowered = liveness.lower(path, options)
     mp = liveness.model_problem(path, options, lowered=lowered)
-    if getattr(options, "weights", "flash") != "flash":
+    if options.weights != "flash":
         cut = weights_ram_bytes(mp)
         caps = [RegionCap(c.name, max(0, c.capacity - cut)) if c.name == options.weights else c for c in caps]
     problem = mp.problem()
@@ -392,7 +393,7 @@ def plan_split(path: str, options: Any, planner: str, params: planners.Params,
     seconds = time.perf_counter() - t0
     packer = _Packer(bufs, caps)
     offsets = [0] * len(bufs)
-    region_docs: list[dict[str, Any]] = []
+    region_plans: list[PlanRegion] = []
     all_optimal = a.status == "proven"
     rest = max(0.05, (params.time_limit - seconds) / max(1, len(caps)))
     for r, cap in enumerate(caps):
@@ -412,70 +413,56 @@ def plan_split(path: str, options: Any, planner: str, params: planners.Params,
             offsets[i] = o
         size = max((o + bufs[i].size for i, o in zip(members, offs)), default=0)
         all_optimal = all_optimal and (plan is None or bool(plan.optimal)) and used == planner
-        region_docs.append({
-            "name": cap.name, "capacity": cap.capacity, "arena_size": size,
-            "lower_bound": lower_bound([bufs[i] for i in members]),
-            "accessed_bytes": sum(access[i] for i in members), "buffers": len(members),
-            "planner": used, "status": str(plan.status) if plan is not None else "proven",
-        })
-    total = sum(d["arena_size"] for d in region_docs)
+        region_plans.append(PlanRegion(
+            name=cap.name, capacity=cap.capacity, arena_size=size,
+            lower_bound=lower_bound([bufs[i] for i in members]),
+            accessed_bytes=sum(access[i] for i in members), buffers=len(members),
+            planner=used, status=Status(plan.status) if plan is not None else Status.PROVEN,
+        ))
+    total = sum(r.arena_size for r in region_plans)
     combined = Plan(offsets=tuple(offsets), arena_size=total, planner=planner, optimal=all_optimal,
                     status=Status(a.status), lower_bound=lower_bound(bufs), seconds=time.perf_counter() - t0)
-    doc = planfile.build(mp, combined, problem, k=params.k, baselines=planning._baselines(path, mp, lowered))
+    one = planfile.build(mp, combined, problem, k=params.k, baselines=planning._baselines(path, mp, lowered))
     base, base_ok = small_first(bufs, caps, access)
     root_region = {b.name: caps[a.regions[i]].name for i, b in enumerate(bufs)}
-    for b in doc["buffers"]:
-        b["region"] = root_region[b["alias_of"] or b["name"]]
-    doc["regions"] = region_docs
-    doc["split"] = {
-        "method": a.method, "status": a.status, "seed": a.seed, "cost": a.cost, "cost_model": COST_MODEL,
-        "accessed_bytes": sum(access),
-        "small_first_accessed": accessed_per_region(base, access, len(caps)) if base_ok else None,
-    }
-    return planning.PlannedModel(mp, problem, combined, doc)
+    split = PlanSplit(method=a.method, status=Status(a.status), seed=a.seed, cost=a.cost, cost_model=COST_MODEL,
+                      accessed_bytes=sum(access),
+                      small_first_accessed=tuple(accessed_per_region(base, access, len(caps))) if base_ok else None)
+    plan_file = dataclasses.replace(
+        one, buffers=tuple(dataclasses.replace(b, region=root_region[b.root]) for b in one.buffers),
+        regions=tuple(region_plans), split=split)
+    return planning.PlannedModel(mp, problem, combined, plan_file)
 
 
 # ---------------------------------------------------------------- reading split plans
 
 
-def is_split(doc: dict[str, Any]) -> bool:
-    """A plan document with a region per buffer."""
-    return bool(doc.get("regions"))
-
-
-def region_sizes(doc: dict[str, Any]) -> dict[str, int]:
-    """Region name -> the plan's arena bytes there (one entry, '', for a one-region plan)."""
-    if not is_split(doc):
-        return {"": int(doc["arena_size"])}
-    return {r["name"]: int(r["arena_size"]) for r in doc["regions"]}
-
-
-def check(doc: dict[str, Any]) -> list[str]:
-    """What a split plan document says that does not add up (planfile.check calls it; the pairs
-    are checked there, per region): every buffer in a listed region and inside its arena, each
+def check(plan: PlanFile) -> list[str]:
+    """What a split plan says that does not add up (planfile.check calls it; the pairs are
+    checked there, per region): every buffer in a listed region and inside its arena, each
     region's arena_size the top of its buffers, the total their sum."""
     problems: list[str] = []
-    regions = {r["name"]: r for r in doc["regions"]}
+    regions = {r.name: r for r in plan.regions or ()}
     tops = {name: 0 for name in regions}
-    region_of = {b["name"]: b.get("region") for b in doc["buffers"]}
-    for b in doc["buffers"]:
-        name = b.get("region")
-        if b["alias_of"] is not None and region_of.get(b["alias_of"]) != name:
-            problems.append(f"{b['name']}: region {name!r}, but its alias root {b['alias_of']} is in "
-                            f"{region_of.get(b['alias_of'])!r}")
+    region_of = {b.name: b.region for b in plan.buffers}
+    for b in plan.buffers:
+        name = b.region
+        if b.alias_of is not None and region_of.get(b.alias_of) != name:
+            problems.append(f"{b.name}: region {name!r}, but its alias root {b.alias_of} is in "
+                            f"{region_of.get(b.alias_of)!r}")
         if name not in regions:
-            problems.append(f"{b['name']}: region {name!r} is not one of the plan's regions "
+            problems.append(f"{b.name}: region {name!r} is not one of the plan's regions "
                             f"({', '.join(regions)})")
             continue
-        end = b["offset"] + b["size"]
+        end = b.offset + b.size
         tops[name] = max(tops[name], end)
-        if end > regions[name]["arena_size"]:
-            problems.append(f"{b['name']}: ends at {end} B, past region {name}'s arena_size "
-                            f"{regions[name]['arena_size']} B")
+        if end > regions[name].arena_size:
+            problems.append(f"{b.name}: ends at {end} B, past region {name}'s arena_size "
+                            f"{regions[name].arena_size} B")
     for name, r in regions.items():
-        if r["arena_size"] != tops[name]:
-            problems.append(f"region {name}: arena_size {r['arena_size']} B, its buffers end at {tops[name]} B")
-    total = sum(r["arena_size"] for r in regions.values())
-    if doc["arena_size"] != total:
-        problems.append(f"arena_size {doc['arena_size']} B is not the sum of the regions' {total} B")
+        if r.arena_size != tops[name]:
+            problems.append(f"region {name}: arena_size {r.arena_size} B, its buffers end at {tops[name]} B")
+    total = sum(r.arena_size for r in regions.values())
+    if plan.arena_size != total:
+        problems.append(f"arena_size {plan.arena_size} B is not the sum of the regions' {total} B")
     return problems

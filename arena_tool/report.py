@@ -53,6 +53,11 @@ TFLM's non-persistent section) plus ``tail`` (TFLM's persistent section, measure
 both, and ``TFLM_NOTE`` says that kernel-specific persistent data (CMSIS-NN's, say)
 can differ on the target.
 
+``Report`` is the report as a value (ModelUse, Problem, Usage and region_gate.RegionUse
+below it); ``Report.from_json`` (schema-checked) and ``to_json`` are the one conversion
+between it and the file, key order and optional keys included, so ``read`` then ``write``
+gives the same bytes. ``with_problem``, ``with_elf`` and ``link_failure`` return a new Report.
+
 The report document holds no times and no absolute paths, so two builds of the
 same inputs write the same bytes. The headroom, percentage and bar are against
 the effective limit: min(budget, region length - reserve when the stack and
@@ -63,7 +68,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, AbstractSet, Any, Callable, Mapping, Sequence
 
 from arena_tool import __version__, region_gate
 from arena_tool.errors import CheckFailed
@@ -71,6 +76,7 @@ from arena_tool.manifest_cache import project_path
 from arena_tool.problem import align_up, fmt_bytes
 
 if TYPE_CHECKING:
+    from arena_tool.lowering import Lowered
     from arena_tool.manifest import BoardTarget
     from arena_tool.planfile import PlanFile
 
@@ -99,9 +105,6 @@ class ModelUse:
     model: str
     model_sha256: str
     weights_bytes: int
-    alignment: int
-    float_activations: bool
-    integer_ops: int = 0
     head: int | None = None  # runtime tflm: arena's plan, TFLM's non-persistent head (bytes)
     tail: int | None = None  # runtime tflm: TFLM's persistent tail measured on the host (bytes)
     regions: tuple[tuple[str, int], ...] = ()  # a split plan: (region, arena bytes there), fastest first
@@ -109,14 +112,32 @@ class ModelUse:
     weights_ram: int = 0  # bytes they take in that region (regions.weights_ram_bytes), 0 in flash
 
     @property
-    def float_model(self) -> bool:
-        """A model that runs in float: quantizing it is what shrinks it (not a QDQ/QOperator model)."""
-        return self.float_activations and self.integer_ops == 0
-
-    @property
     def proven(self) -> bool:
         """Nothing smaller exists: the planner proved it, or it sits at the lower bound."""
         return bool(self.optimal) or self.status == "proven" or self.arena_size <= self.lower_bound
+
+    def to_json(self) -> dict[str, Any]:
+        """The report's ``models`` entry: head/tail only for runtime tflm, regions only for a split
+        plan, the weights' region only when they are copied to RAM."""
+        return {"name": self.name, "planner": self.planner, "arena_size": self.arena_size,
+                "lower_bound": self.lower_bound, "optimal": self.optimal, "status": self.status, "base": self.base,
+                "plan": self.plan, "model": self.model, "model_sha256": self.model_sha256,
+                "weights_bytes": self.weights_bytes,
+                **({"head": self.head, "tail": self.tail} if self.head is not None else {}),
+                **({"regions": dict(self.regions)} if self.regions else {}),
+                **({"weights_region": self.weights_region, "weights_ram": self.weights_ram}
+                   if self.weights_region != "flash" else {})}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> ModelUse:
+        """From a ``models`` entry the report schema has checked."""
+        return cls(name=str(doc["name"]), planner=str(doc["planner"]), arena_size=int(doc["arena_size"]),
+                   lower_bound=int(doc["lower_bound"]), optimal=doc["optimal"], status=str(doc["status"]),
+                   base=int(doc["base"]), plan=str(doc["plan"]), model=str(doc["model"]),
+                   model_sha256=str(doc["model_sha256"]), weights_bytes=int(doc["weights_bytes"]),
+                   head=doc.get("head"), tail=doc.get("tail"),
+                   regions=tuple((str(k), int(v)) for k, v in (doc.get("regions") or {}).items()),
+                   weights_region=str(doc.get("weights_region", "flash")), weights_ram=int(doc.get("weights_ram", 0)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,6 +163,18 @@ class Problem:
     def over_by(self) -> int | None:
         return None if self.need is None or self.limit is None else self.need - self.limit
 
+    def to_json(self) -> dict[str, Any]:
+        """The report's ``problems`` entry (every key, ``over_by`` derived)."""
+        return {"kind": self.kind, "message": self.message, "region": self.region, "need": self.need,
+                "limit": self.limit, "over_by": self.over_by, "model": self.model, "op_index": self.op_index,
+                "node": self.node, "op_type": self.op_type, "why": self.why}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Problem:
+        return cls(kind=str(doc["kind"]), message=str(doc["message"]), region=doc["region"], need=doc["need"],
+                   limit=doc["limit"], model=doc["model"], op_index=doc["op_index"], node=doc["node"],
+                   op_type=doc["op_type"], why=doc["why"])
+
 
 @dataclasses.dataclass(frozen=True)
 class Usage:
@@ -153,16 +186,28 @@ class Usage:
 
     @property
     def percent(self) -> float:
-        return 100.0 * self.used / self.total if self.total else 100.0
+        """100 * used / total as the report holds it (rounded to 2 decimals)."""
+        return round(100.0 * self.used / self.total, 2) if self.total else 100.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"used": self.used, "total": self.total, "percent": self.percent, "source": self.source}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Usage:
+        return cls(int(doc["used"]), int(doc["total"]), str(doc["source"]))
 
 
 @dataclasses.dataclass(frozen=True)
 class Report:
-    """One board after the gate. All sizes in bytes.
+    """One board's report (schemas/report.schema.json) after the gate, the link or the ELF
+    check. All sizes in bytes. ``region_*`` and ``reserve_*`` are the document's ``region`` and
+    ``reserve`` objects; ``headroom``, ``percent``, ``over_by``, each percent of ram/flash,
+    ``flash.weights`` and ``tflm_note`` are derived, not held.
 
     limit: min(budget, room beside the reserve); headroom = limit - arena_size;
-    percent: 100 * arena_size / limit; status: see the module docstring;
-    ram/flash: what the board uses before linking (arena + reserve; weights).
+    percent: 100 * arena_size / limit; status: see the module docstring; stage: planned
+    (the gate's numbers) or linked (``with_elf``); ram/flash: what the board uses (before
+    linking: arena + reserve, and the weights; linked: the ELF's sections).
     """
 
     board: str
@@ -187,7 +232,9 @@ class Report:
     ram: Usage = Usage(0, 0, "plan")
     flash: Usage = Usage(0, 0, "plan")
     problems: tuple[Problem, ...] = ()
-    regions: tuple[Any, ...] = ()  # region_gate.RegionUse: a split arena's regions, regions with copied weights
+    regions: tuple[region_gate.RegionUse, ...] = ()  # a split arena's regions, regions with copied weights
+    stage: str = "planned"
+    arena_tool_version: str = __version__
 
     @property
     def headroom(self) -> int:
@@ -195,7 +242,13 @@ class Report:
 
     @property
     def percent(self) -> float:
-        return 100.0 * self.arena_size / self.limit if self.limit else 100.0
+        """100 * arena_size / limit as the report holds it (rounded to 2 decimals)."""
+        return round(100.0 * self.arena_size / self.limit, 2) if self.limit else 100.0
+
+    @property
+    def weights(self) -> int:
+        """The models' weights (``flash.weights``)."""
+        return sum(m.weights_bytes for m in self.models)
 
     @property
     def bases(self) -> list[tuple[str, int]]:
@@ -205,11 +258,61 @@ class Report:
     def passed(self) -> bool:
         return self.status in ("ok", "warn")
 
+    def to_json(self) -> dict[str, Any]:
+        """The report document, key order included; optional keys (``tflm_note``, ``regions``)
+        present exactly when they apply."""
+        return {
+            "format_version": FORMAT_VERSION,
+            "arena_tool_version": self.arena_tool_version,
+            "board": self.board,
+            "status": self.status,
+            "stage": self.stage,
+            "runtime": self.runtime,
+            "problems": [p.to_json() for p in self.problems],
+            "region": {"name": self.region, "origin": self.region_origin, "length": self.region_length,
+                       "auto": self.region_auto},
+            "sharing": self.sharing,
+            "arena_size": self.arena_size,
+            "lower_bound": self.lower_bound,
+            "alignment": self.alignment,
+            "budget": self.budget,
+            "budget_spec": self.budget_spec,
+            "limit": self.limit,
+            "headroom": self.headroom,
+            "percent": self.percent,
+            "reserve": {"stack": self.reserve_stack, "heap": self.reserve_heap},
+            "warn_above": self.warn_above,
+            "warning": self.warning,
+            "ram": self.ram.to_json(),
+            "flash": dict(self.flash.to_json(), weights=self.weights),
+            "models": [m.to_json() for m in self.models],
+            **({"tflm_note": TFLM_NOTE} if self.runtime == "tflm" else {}),
+            **({"regions": [u.to_json() for u in self.regions]} if self.regions else {}),
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any], path: str = "<report>") -> Report:
+        """The report in ``doc``, once it is valid against the schema (else ArenaError naming ``path``)."""
+        from arena_tool.schema import check_json
+
+        check_json(doc, "report", path)
+        region, reserve = doc["region"], doc["reserve"]
+        return cls(
+            board=str(doc["board"]), region=str(region["name"]), region_origin=int(region["origin"]),
+            region_length=int(region["length"]), region_auto=bool(region["auto"]), sharing=str(doc["sharing"]),
+            arena_size=int(doc["arena_size"]), lower_bound=int(doc["lower_bound"]), alignment=int(doc["alignment"]),
+            budget=int(doc["budget"]), budget_spec=str(doc["budget_spec"]), limit=int(doc["limit"]),
+            reserve_stack=int(reserve["stack"]), reserve_heap=int(reserve["heap"]), warn_above=doc["warn_above"],
+            models=tuple(ModelUse.from_json(m) for m in doc["models"]), status=str(doc["status"]),
+            warning=doc["warning"], runtime=str(doc["runtime"]), ram=Usage.from_json(doc["ram"]),
+            flash=Usage.from_json(doc["flash"]), problems=tuple(Problem.from_json(p) for p in doc["problems"]),
+            regions=tuple(region_gate.RegionUse.from_json(r) for r in doc.get("regions") or ()),
+            stage=str(doc["stage"]), arena_tool_version=str(doc["arena_tool_version"]))
+
 
 def model_use(name: str, plan_path: str, plan: PlanFile) -> ModelUse:
     from arena_tool import regions
 
-    acts = [b for b in plan.buffers if b.kind != "scratch"]
     weights_region = plan.options.weights or "flash"
     return ModelUse(
         regions=tuple((r.name, r.arena_size) for r in plan.regions or ()),
@@ -218,9 +321,17 @@ def model_use(name: str, plan_path: str, plan: PlanFile) -> ModelUse:
         name=name, planner=plan.planner, arena_size=plan.arena_size, lower_bound=plan.lower_bound,
         optimal=plan.optimal, status=str(plan.status), base=0, plan=project_path(plan_path),
         model=project_path(plan.model), model_sha256=plan.model_sha256, weights_bytes=plan.weights_bytes,
-        alignment=max([plan.alignment] + [b.alignment or 1 for b in plan.buffers]),
-        float_activations=any(b.dtype in _FLOAT for b in acts), integer_ops=int(plan.integer_ops or 0),
     )
+
+
+def plan_alignment(plan: PlanFile) -> int:
+    """The alignment a model's slice needs: the plan's, or a buffer's above it."""
+    return max([plan.alignment] + [b.alignment or 1 for b in plan.buffers])
+
+
+def float_model(plan: PlanFile) -> bool:
+    """A model that runs in float: quantizing it is what shrinks it (not a QDQ/QOperator model)."""
+    return any(b.dtype in _FLOAT for b in plan.buffers if b.kind != "scratch") and not plan.integer_ops
 
 
 def tflm_arena_size(head: int, tail: int) -> int:
@@ -237,7 +348,7 @@ def tflm_use(u: ModelUse, alloc: Mapping[str, Any]) -> ModelUse:
                                weights_bytes=int(alloc["planned_bytes"]))
 
 
-def tflm_measure(model_path: str, plan_doc: dict[str, Any], plan_path: str) -> tuple[bytes, dict[str, Any]]:
+def tflm_measure(model_path: str, plan: PlanFile, plan_path: str) -> tuple[bytes, dict[str, Any]]:
     """(the planned .tflite, its allocation) for one plan of a .tflite model, for ``runtime: tflm``.
 
     The planned bytes are tflite_write's (the plan checked first, then written as TFLM's
@@ -251,41 +362,40 @@ def tflm_measure(model_path: str, plan_doc: dict[str, Any], plan_path: str) -> t
 
     from arena_tool import tflite_model, tflite_write, tflm
 
-    mp = tflite_write.check_plan(model_path, plan_doc, plan_path)
+    mp = tflite_write.check_plan(model_path, plan, plan_path)
     data = tflite_write.planned_bytes(tflite_model.read_bytes(model_path), model_path,
-                                      tflite_write.offsets_for(mp, plan_doc), mp.order)
+                                      tflite_write.offsets_for(mp, plan), mp.order)
     ins, _ = tflm.io_specs(tflite_model.parse(data, model_path))
     run = tflm.run_tflm(data, model_path, tflm.random_inputs(ins, 1, 0))
-    head = int(plan_doc["arena_size"])
+    head = plan.arena_size
     if run.allocation.head != head:
         raise CheckFailed(f"TFLM's head is {fmt_bytes(run.allocation.head)} for the planned model, arena's plan "
                           f"says {fmt_bytes(head)}", file=model_path,
                           hint="TFLM did not take the offline plan as written; check with arena-tool verify")
     tail = run.allocation.tail
-    return data, {"model": str(plan_doc["model"]).replace("\\", "/"), "model_sha256": plan_doc["model_sha256"],
+    return data, {"model": plan.model.replace("\\", "/"), "model_sha256": plan.model_sha256,
                   "planned_sha256": hashlib.sha256(data).hexdigest(), "planned_bytes": len(data), "head": head,
                   "tail": tail, "tensor_arena_size": tflm_arena_size(head, tail), "note": TFLM_NOTE}
 
 
 def region_room(target: BoardTarget, name: str) -> int:
     """Bytes of region ``name`` beside the stack and heap reserve (taken in the data region)."""
-    r = target.region_info(name)
-    return r.length - (target.reserve_stack + target.reserve_heap if name == target.data_region else 0)
+    r = target.board.region(name)
+    return r.length - (target.reserve_stack + target.reserve_heap if name == target.board.data_region else 0)
 
 
 def region_limit(target: BoardTarget, name: str) -> int:
     """What the arena may take in region ``name``: the budget (bytes, or a percentage of the
     region), but no more than its room; the gate's limit, and a split arena's capacity per region."""
-    return min(target.budget.resolve(target.region_info(name).length), region_room(target, name))
+    return min(target.budget.resolve(target.board.region(name).length), region_room(target, name))
 
 
-def _layout(sharing: str, uses: list[ModelUse]) -> tuple[list[ModelUse], int, int, int]:
-    """(uses with bases, arena size, lower bound, slice alignment) for the sharing mode."""
-    align = max((u.alignment for u in uses), default=16)
+def _layout(sharing: str, uses: list[ModelUse], align: int) -> tuple[list[ModelUse], int, int]:
+    """(uses with bases, arena size, lower bound) for the sharing mode; align: the slices' alignment."""
     if sharing == "sequential":
         size = max((u.arena_size for u in uses), default=0)
         lb = max((u.lower_bound for u in uses), default=0)
-        return uses, size, lb, align
+        return uses, size, lb
     placed: list[ModelUse] = []
     end = lb = 0
     for u in uses:
@@ -293,7 +403,7 @@ def _layout(sharing: str, uses: list[ModelUse]) -> tuple[list[ModelUse], int, in
         placed.append(dataclasses.replace(u, base=base))
         end = base + u.arena_size
         lb += align_up(u.lower_bound, align)
-    return placed, end, lb, align
+    return placed, end, lb
 
 
 def status_of(problems: Sequence[Problem], warned: bool) -> str:
@@ -326,7 +436,9 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
     uses0 = [model_use(n, p, d) for n, p, d in plans]
     if tflm is not None:
         uses0 = [tflm_use(u, tflm[u.name]) for u in uses0]
-    uses, need, lb, align = _layout(target.sharing, uses0)
+    align = max((plan_alignment(d) for _, _, d in plans), default=16)
+    floats = {n for n, _, d in plans if float_model(d)}
+    uses, need, lb = _layout(target.sharing, uses0, align)
     reserve = target.reserve_stack + target.reserve_heap
     auto = target.region == "auto"
     names = "+".join(u.name for u in uses)
@@ -339,8 +451,8 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
     if auto:
         chosen = fastest(need, reserve) if fastest else None
         if chosen is None or room(chosen) < need:
-            largest = max(target.regions, key=lambda r: (room(r.name), r.name))
-            tries = _tries(target, uses, need, lb, region=None)
+            largest = max(target.board.ram, key=lambda r: (room(r.name), r.name))
+            tries = _tries(target, uses, floats, need, lb, region=None)
             region = largest.name
             problems.append(Problem(
                 "ram", f"arena: {target.name}: {_who(uses)} {fmt_bytes(need)}, more than any region of the board "
@@ -348,7 +460,7 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
                 + (f"; try {tries}" if tries else ""), region=region, need=need, limit=room(largest.name)))
         else:
             region = chosen
-    info = target.region_info(region)
+    info = target.board.region(region)
     budget = target.budget.resolve(info.length)
     usable = room(region)
     limit = min(budget, usable)
@@ -362,7 +474,7 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
         offending = [u for u in uses if target.sharing == "concurrent" or u.arena_size > limit]
         alt = _better_region(target, need, region, room) if (
             target.budget.percent is not None or usable < budget) else None
-        tries = _tries(target, offending, need, lb, region=alt, limit=limit)
+        tries = _tries(target, offending, floats, need, lb, region=alt, limit=limit)
         why = f"budget {fmt_bytes(budget)}"
         if usable < budget:
             why = f"room {fmt_bytes(usable)} ({fmt_bytes(info.length)} less the {fmt_bytes(reserve)} stack+heap reserve)"
@@ -372,9 +484,9 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
             region=region, need=need, limit=limit))
     problems += region_gate.problems(target, placed, uses, arena_over=bool(problems))
     weights = sum(u.weights_bytes for u in uses)
-    flash = getattr(target, "flash", None)
-    if flash is not None and flash.length and weights > flash.length:
-        problems.append(_flash_problem(target, uses, weights))
+    flash = target.board.flash
+    if flash.length and weights > flash.length:
+        problems.append(_flash_problem(target, uses, floats, weights))
     problems += runtime_problems
     warning = None
     pct = 100.0 * need / limit if limit else 100.0
@@ -382,7 +494,7 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
     if warned:
         warning = (f"arena: {target.name}: warning: {names} use {pct:.1f}% of the {fmt_bytes(limit)} budget in "
                    f"{region} (warn_above {target.warn_above:g}%)")
-    ram_total = sum(r.length for r in target.regions)
+    ram_total = sum(r.length for r in target.board.ram)
     return Report(
         board=target.name, region=region, region_origin=info.origin, region_length=info.length,
         region_auto=auto, sharing=target.sharing, arena_size=need, lower_bound=lb, alignment=align,
@@ -395,16 +507,15 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
     )
 
 
-def failure(rep: Report | dict[str, Any]) -> CheckFailed | None:
+def failure(rep: Report) -> CheckFailed | None:
     """The CheckFailed of a board that did not pass (one line per problem), or None."""
-    problems = rep.problems if isinstance(rep, Report) else rep["problems"]
-    lines = [p.message if isinstance(p, Problem) else p["message"] for p in problems]
+    lines = [p.message for p in rep.problems]
     return CheckFailed("\n".join(lines)) if lines else None
 
 
-def _flash_problem(target: BoardTarget, uses: Sequence[ModelUse], weights: int) -> Problem:
+def _flash_problem(target: BoardTarget, uses: Sequence[ModelUse], floats: AbstractSet[str], weights: int) -> Problem:
     """Weights above the flash: name the model whose weights do not fit."""
-    flash = target.flash
+    flash = target.board.flash
     alone = [u for u in uses if u.weights_bytes > flash.length]
     if alone:
         who = max(alone, key=lambda u: (u.weights_bytes, u.name))
@@ -424,10 +535,10 @@ def _flash_problem(target: BoardTarget, uses: Sequence[ModelUse], weights: int) 
         what = (f"model {who.name}'s weights ({fmt_bytes(who.weights_bytes)}) do not fit beside the others: "
                 f"models {'+'.join(u.name for u in uses)} need {fmt_bytes(weights)} of weights")
         need = weights
-    floats = [u for u in sorted(uses, key=lambda u: (-u.weights_bytes, u.name)) if u.float_model]
+    by_weights = [u for u in sorted(uses, key=lambda u: (-u.weights_bytes, u.name)) if u.name in floats]
     tries = []
-    if floats:
-        tries.append(_quantize_hint(target, floats, "int8 weights take a quarter of float32's"))
+    if by_weights:
+        tries.append(_quantize_hint(target, by_weights, "int8 weights take a quarter of float32's"))
     tries.append("a board with more flash")
     return Problem(
         "flash", f"arena: {target.name}: {what}, {flash.name} has {fmt_bytes(flash.length)} "
@@ -442,14 +553,15 @@ def _who(uses: Sequence[ModelUse]) -> str:
 
 def _better_region(target: BoardTarget, need: int, current: str, room: Callable[[str], int]) -> str | None:
     """The smallest other region with room for ``need`` (ties: board order)."""
-    fits = [(room(r.name), i, r.name) for i, r in enumerate(target.regions)
+    fits = [(room(r.name), i, r.name) for i, r in enumerate(target.board.ram)
             if r.name != current and room(r.name) >= need]
     return min(fits)[2] if fits else None
 
 
-def _tries(target: BoardTarget, uses: Sequence[ModelUse], need: int, lb: int, *, region: str | None,
-           limit: int | None = None) -> str:
-    """'region X, planner optimal for a, or quantizing b to int8: <command>': only what could help."""
+def _tries(target: BoardTarget, uses: Sequence[ModelUse], floats: AbstractSet[str], need: int, lb: int, *,
+           region: str | None, limit: int | None = None) -> str:
+    """'region X, planner optimal for a, or quantizing b to int8: <command>': only what could help.
+    floats: the names of the float models (``float_model``)."""
     out: list[str] = []
     if region:
         out.append(f"region {region}")
@@ -462,10 +574,10 @@ def _tries(target: BoardTarget, uses: Sequence[ModelUse], need: int, lb: int, *,
     stopped = [u for u in open_ if u.planner == "optimal" and u.status == "time_limit" and u.name in specs]
     if reachable and stopped:
         out.append("a time_limit above " + ", ".join(f"{specs[u.name].time_limit:g} s for {u.name}" for u in stopped))
-    floats = [u for u in sorted(uses, key=lambda u: (-u.arena_size, u.name))
-              if u.float_model and u.name in specs]
-    if floats:
-        out.append(_quantize_hint(target, floats, "int8 activations take a quarter of float32's"))
+    by_arena = [u for u in sorted(uses, key=lambda u: (-u.arena_size, u.name))
+                if u.name in floats and u.name in specs]
+    if by_arena:
+        out.append(_quantize_hint(target, by_arena, "int8 activations take a quarter of float32's"))
     if len(out) > 1:
         return ", ".join(out[:-1]) + ", or " + out[-1]
     return out[0] if out else ""
@@ -498,162 +610,107 @@ def quantize_command(model: str, input_shapes: Mapping[str, Sequence[int]] | Non
             "quant_format=QuantFormat.QDQ)\" (calibrates on random inputs: use real samples)")
 
 
-def runtime_problems(board: str, model: str, plan_doc: dict[str, Any], lowered: Any) -> list[Problem]:
+def runtime_problems(board: str, model: str, plan: PlanFile, lowered: Lowered) -> list[Problem]:
     """What arena's runtime cannot run of one model: every coverage gap, and a plan that is a what-if.
 
     A plan whose activations are of another type than the lowered model's (``activation_dtype``,
     ``bitwidths``) sizes a model that does not exist: its tables would hold float kernels over
-    int8-sized buffers. lowered: ``planfile.lowered_model(path, plan_doc)``.
+    int8-sized buffers. lowered: ``planfile.lowered_model(path, plan)``.
     """
     from arena_tool import coverage
 
     out = [Problem("unsupported", f"arena: {board}: {g.message(model)}", model=model, op_index=g.index,
                    node=g.name, op_type=g.op_type, why=g.why) for g in coverage.gaps(lowered)]
-    types = getattr(lowered, "types", {})
-    for b in plan_doc.get("buffers", ()):
-        t = types.get(b["name"])
-        if b["kind"] != "scratch" and t is not None and b["dtype"] != t.dtype:
-            why = (f"the plan sizes {b['name']!r} as {b['dtype']} but the model computes it in {t.dtype} "
+    for b in plan.buffers:
+        t = lowered.types.get(b.name)
+        if b.kind != "scratch" and t is not None and b.dtype != t.dtype:
+            why = (f"the plan sizes {b.name!r} as {b.dtype} but the model computes it in {t.dtype} "
                    "(activation_dtype/bitwidths are a what-if that re-sizes the plan, not the model)")
             out.append(Problem(
                 "unsupported", f"arena: {board}: model {model}: {why}; quantize the model instead "
-                f"({quantize_command(str(plan_doc.get('model', model)), dict(planfile_shapes(plan_doc)))}), "
+                f"({quantize_command(plan.model, planfile_shapes(plan))}), "
                 "or drop the option to build it", model=model, why=why))
             break
     return out
 
 
-def planfile_shapes(plan_doc: dict[str, Any]) -> dict[str, list[int]]:
-    return {str(k): list(v) for k, v in (plan_doc.get("options", {}).get("input_shapes") or {}).items()}
+def planfile_shapes(plan: PlanFile) -> dict[str, list[int]]:
+    """The plan's pinned input shapes, as the quantize command spells them."""
+    return {name: list(shape) for name, shape in plan.options.input_shapes}
 
 
 # ---------------------------------------------------------------- documents
 
 
-def problem_doc(p: Problem) -> dict[str, Any]:
-    return {"kind": p.kind, "message": p.message, "region": p.region, "need": p.need, "limit": p.limit,
-            "over_by": p.over_by, "model": p.model, "op_index": p.op_index, "node": p.node,
-            "op_type": p.op_type, "why": p.why}
-
-
-def _usage_doc(u: Usage) -> dict[str, Any]:
-    return {"used": u.used, "total": u.total, "percent": round(u.percent, 2), "source": u.source}
-
-
-def to_doc(r: Report) -> dict[str, Any]:
-    return {
-        "format_version": FORMAT_VERSION,
-        "arena_tool_version": __version__,
-        "board": r.board,
-        "status": r.status,
-        "stage": "planned",
-        "runtime": r.runtime,
-        "problems": [problem_doc(p) for p in r.problems],
-        "region": {"name": r.region, "origin": r.region_origin, "length": r.region_length, "auto": r.region_auto},
-        "sharing": r.sharing,
-        "arena_size": r.arena_size,
-        "lower_bound": r.lower_bound,
-        "alignment": r.alignment,
-        "budget": r.budget,
-        "budget_spec": r.budget_spec,
-        "limit": r.limit,
-        "headroom": r.headroom,
-        "percent": round(r.percent, 2),
-        "reserve": {"stack": r.reserve_stack, "heap": r.reserve_heap},
-        "warn_above": r.warn_above,
-        "warning": r.warning,
-        "ram": _usage_doc(r.ram),
-        "flash": dict(_usage_doc(r.flash), weights=sum(m.weights_bytes for m in r.models)),
-        "models": [
-            dict({"name": m.name, "planner": m.planner, "arena_size": m.arena_size, "lower_bound": m.lower_bound,
-                  "optimal": m.optimal, "status": m.status, "base": m.base, "plan": m.plan, "model": m.model,
-                  "model_sha256": m.model_sha256, "weights_bytes": m.weights_bytes},
-                 **({"head": m.head, "tail": m.tail} if m.head is not None else {}),
-                 **({"regions": dict(m.regions)} if m.regions else {}),
-                 **({"weights_region": m.weights_region, "weights_ram": m.weights_ram}
-                    if m.weights_region != "flash" else {}))
-            for m in r.models
-        ],
-        **({"tflm_note": TFLM_NOTE} if r.runtime == "tflm" else {}),
-        **({"regions": [region_gate.to_doc(u) for u in r.regions]} if r.regions else {}),
-    }
-
-
-def with_problem(doc: dict[str, Any], problem: Problem) -> dict[str, Any]:
+def with_problem(rep: Report, problem: Problem) -> Report:
     """The report after a later stage failed (link, ELF check): the problem added, the status updated."""
-    problems = list(doc["problems"]) + [problem_doc(problem)]
-    kinds = [Problem(p["kind"], p["message"]) for p in problems]
-    return dict(doc, problems=problems, status=status_of(kinds, doc["status"] == "warn"), warning=None)
+    problems = rep.problems + (problem,)
+    return dataclasses.replace(rep, problems=problems, status=status_of(problems, rep.status == "warn"), warning=None)
 
 
-def with_elf(doc: dict[str, Any], ram_used: int, flash_used: int, flash_name: str = "FLASH") -> dict[str, Any]:
+def with_elf(rep: Report, ram_used: int, flash_used: int, flash_name: str = "FLASH") -> Report:
     """The linked report: RAM and flash as the ELF's sections take them; over the flash -> status over."""
-    ram = dict(doc["ram"], used=ram_used, source="elf")
-    ram["percent"] = round(100.0 * ram_used / ram["total"], 2) if ram["total"] else 100.0
-    flash = dict(doc["flash"], used=flash_used, source="elf")
-    flash["percent"] = round(100.0 * flash_used / flash["total"], 2) if flash["total"] else 100.0
-    out = dict(doc, stage="linked", ram=ram, flash=flash)
-    if flash["total"] and flash_used > flash["total"]:
+    total = rep.flash.total
+    out = dataclasses.replace(rep, stage="linked", ram=Usage(ram_used, rep.ram.total, "elf"),
+                              flash=Usage(flash_used, total, "elf"))
+    if total and flash_used > total:
         out = with_problem(out, Problem(
-            "flash", f"arena: {doc['board']}: the firmware takes {fmt_bytes(flash_used)} of flash, {flash_name} has "
-            f"{fmt_bytes(flash['total'])} (over by {fmt_bytes(flash_used - flash['total'])})",
-            region=flash_name, need=flash_used, limit=flash["total"]))
+            "flash", f"arena: {rep.board}: the firmware takes {fmt_bytes(flash_used)} of flash, {flash_name} has "
+            f"{fmt_bytes(total)} (over by {fmt_bytes(flash_used - total)})",
+            region=flash_name, need=flash_used, limit=total))
     return out
 
 
-def link_failure(doc: dict[str, Any], ld_output: str, flash_name: str,
-                 region_lengths: Mapping[str, int]) -> dict[str, Any]:
+def link_failure(rep: Report, ld_output: str, flash_name: str, region_lengths: Mapping[str, int]) -> Report:
     """The report after a failed link: each region ld says overflowed (flash: over; RAM: over),
     each failed ``arena:`` ASSERT of the script, else one 'link' problem."""
     from arena_tool import linker
 
-    board = doc["board"]
-    weights = doc["flash"].get("weights", 0)
+    board = rep.board
     for region, over in linker.overflows(ld_output):
         if region == flash_name:
-            total = doc["flash"]["total"]
-            doc = with_problem(doc, Problem(
+            total = rep.flash.total
+            rep = with_problem(rep, Problem(
                 "flash", f"arena: {board}: code, constants and weights overflow {region} by {fmt_bytes(over)} "
-                f"(flash {fmt_bytes(total)}, of which the weights take {fmt_bytes(weights)})",
+                f"(flash {fmt_bytes(total)}, of which the weights take {fmt_bytes(rep.weights)})",
                 region=region, need=total + over, limit=total))
         else:
             length = region_lengths.get(region, 0)
-            doc = with_problem(doc, Problem(
+            rep = with_problem(rep, Problem(
                 "ram", f"arena: {board}: the firmware's RAM sections overflow {region} by {fmt_bytes(over)} "
                 f"({fmt_bytes(length)}; .data, .bss, the arena and the stack/heap reserve)",
                 region=region, need=length + over, limit=length))
     for text in linker.failed_asserts(ld_output):
-        if not any(text in p["message"] for p in doc["problems"]):
+        if not any(text in p.message for p in rep.problems):
             kind = "ram" if "overflow" in text or "larger" in text else "link"
-            doc = with_problem(doc, Problem(kind, f"arena: {board}: the link refused the firmware: {text}"))
-    if doc["status"] in ("ok", "warn"):
+            rep = with_problem(rep, Problem(kind, f"arena: {board}: the link refused the firmware: {text}"))
+    if rep.passed:
         why = "the linker's messages above say why"
-        if doc.get("runtime") == "none" and "undefined reference to `arena_" in ld_output:
+        if rep.runtime == "none" and "undefined reference to `arena_" in ld_output:
             why += ("; with runtime: none the firmware defines arena_run, arena_tensor_data and what else it "
                     "calls itself: link your kernels, or use runtime: arena")
-        doc = with_problem(doc, Problem("link", f"arena: {board}: the link failed ({why})"))
-    return doc
+        rep = with_problem(rep, Problem("link", f"arena: {board}: the link failed ({why})"))
+    return rep
 
 
 def dumps(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=1) + "\n"
 
 
-def write(path: str, doc: dict[str, Any]) -> None:
+def write(path: str, rep: Report) -> None:
     """Schema-check, then write atomically."""
     from arena_tool.schema import check_json, write_atomic
 
+    doc = rep.to_json()
     check_json(doc, "report", path)
     write_atomic(path, dumps(doc))
 
 
-def read(path: str, check: bool = False) -> dict[str, Any]:
-    """The report document; ``check`` validates it against the schema (slower: jsonschema)."""
+def read(path: str) -> Report:
+    """The report at ``path``, checked against the schema (one ArenaError naming the file if not)."""
     from arena_tool.schema import read_json
 
-    doc: dict[str, Any] = read_json(path, "report", "build the board first (scons board=NAME)",
-                                    schema="report" if check else None)
-    return doc
+    return Report.from_json(read_json(path, "report", "build the board first (scons board=NAME)"), path)
 
 
 def bar(percent: float, width: int = 10) -> str:
@@ -668,46 +725,44 @@ def usage_line(label: str, used: int, total: int) -> str:
     return f"{label + ':':<6} {bar(pct)} {pct:5.1f}% (used {used:,} bytes from {total:,} bytes)"
 
 
-def usage_lines(doc: dict[str, Any]) -> list[str]:
+def usage_lines(rep: Report) -> list[str]:
     """The RAM and Flash lines of a report; before linking they say what they count."""
-    ram, flash = doc["ram"], doc["flash"]
-    lines = [usage_line("RAM", ram["used"], ram["total"]), usage_line("Flash", flash["used"], flash["total"])]
-    if doc.get("stage") != "linked":
+    lines = [usage_line("RAM", rep.ram.used, rep.ram.total), usage_line("Flash", rep.flash.used, rep.flash.total)]
+    if rep.stage != "linked":
         lines[0] += " [arena + stack/heap reserve, before linking]"
         lines[1] += " [weights only, before linking]"
     return lines
 
 
-def summary(docs: Sequence[dict[str, Any]]) -> str:
+def summary(reps: Sequence[Report]) -> str:
     """The end-of-build table: one block per board."""
     lines: list[str] = []
-    for d in docs:
-        region = d["region"]["name"] + (" (auto)" if d["region"]["auto"] else "")
-        split = [r["name"] for r in d.get("regions") or () if (r["arena_section"] or ".arena") != ".arena"]
+    for d in reps:
+        region = d.region + (" (auto)" if d.region_auto else "")
+        split = [r.name for r in d.regions if (r.arena_section or ".arena") != ".arena"]
         if split:
             region = "a split arena over " + "+".join(split)
-        budget = f"{d['budget_spec']} of each region" if split else f"{fmt_bytes(d['budget'])} ({d['budget_spec']})"
-        lines.append(f"arena: {d['board']}: {d['sharing']} in {region}, budget {budget}"
-                     + ("" if d.get("runtime", "arena") == "arena" else f", runtime {d['runtime']}"))
+        budget = f"{d.budget_spec} of each region" if split else f"{fmt_bytes(d.budget)} ({d.budget_spec})"
+        lines.append(f"arena: {d.board}: {d.sharing} in {region}, budget {budget}"
+                     + ("" if d.runtime == "arena" else f", runtime {d.runtime}"))
         rows = [("model", "planner", "arena", "lower bound", "base")]
-        for m in d["models"]:
-            rows.append((m["name"], m["planner"], fmt_bytes(m["arena_size"]), fmt_bytes(m["lower_bound"]), str(m["base"])))
+        for m in d.models:
+            rows.append((m.name, m.planner, fmt_bytes(m.arena_size), fmt_bytes(m.lower_bound), str(m.base)))
         widths = [max(len(r[c]) for r in rows) for c in range(5)]
         for j, r in enumerate(rows):
             cells = [r[0].ljust(widths[0]), r[1].ljust(widths[1])] + [r[c].rjust(widths[c]) for c in (2, 3, 4)]
             lines.append("  " + "  ".join(cells))
-        room = "headroom" if d["headroom"] >= 0 else "over by"
-        lines.append(f"  arena {fmt_bytes(d['arena_size'])}, lower bound {fmt_bytes(d['lower_bound'])}, "
-                     f"{room} {fmt_bytes(abs(d['headroom']))}  {'+'.join(split) or d['region']['name']} {bar(d['percent'])} "
-                     f"{d['percent']:.1f}%" + ("  WARNING" if d["status"] == "warn" else ""))
+        room = "headroom" if d.headroom >= 0 else "over by"
+        lines.append(f"  arena {fmt_bytes(d.arena_size)}, lower bound {fmt_bytes(d.lower_bound)}, "
+                     f"{room} {fmt_bytes(abs(d.headroom))}  {'+'.join(split) or d.region} {bar(d.percent)} "
+                     f"{d.percent:.1f}%" + ("  WARNING" if d.status == "warn" else ""))
         lines += region_gate.summary_lines(d)
-        if "ram" in d:
-            lines += ["  " + ln for ln in usage_lines(d)]
-        if d.get("runtime") == "tflm":
-            lines += [f"  tflm {m['name']}: tensor_arena {fmt_bytes(m['arena_size'])} = head {fmt_bytes(m['head'])}"
-                      f" + tail {fmt_bytes(m['tail'])}" for m in d["models"] if "head" in m]
+        lines += ["  " + ln for ln in usage_lines(d)]
+        if d.runtime == "tflm":
+            lines += [f"  tflm {m.name}: tensor_arena {fmt_bytes(m.arena_size)} = head {fmt_bytes(m.head)}"
+                      f" + tail {fmt_bytes(m.tail or 0)}" for m in d.models if m.head is not None]
             lines.append("  note: " + TFLM_NOTE)
-        if d["status"] not in ("ok", "warn"):
-            n = len(d.get("problems", ()))
-            lines.append(f"  FAILED: {d['status']} ({n} problem{'s' if n != 1 else ''}; arena_report.json lists them)")
+        if not d.passed:
+            n = len(d.problems)
+            lines.append(f"  FAILED: {d.status} ({n} problem{'s' if n != 1 else ''}; arena_report.json lists them)")
     return "\n".join(lines)

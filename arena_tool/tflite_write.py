@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -32,6 +32,11 @@ from arena_tool import tflite_model
 from arena_tool.errors import ArenaError, CheckFailed
 from arena_tool.problem import ModelOptions
 from arena_tool.schema import write_atomic
+
+if TYPE_CHECKING:
+    from arena_tool import planners
+    from arena_tool.planfile import PlanFile
+    from arena_tool.planning import PlannedModel
 
 METADATA_NAME = "OfflineMemoryAllocation"
 FORMAT_VERSION = 1
@@ -55,12 +60,12 @@ def offline_plan(model: Any) -> list[int] | None:
     return None
 
 
-def offsets_for(mp: tflite_model.TfliteProblem, doc: dict[str, Any]) -> list[int]:
-    """Flatbuffer tensor index -> offset (or -1) for the plan ``doc`` of ``mp``."""
+def offsets_for(mp: tflite_model.TfliteProblem, plan: PlanFile) -> list[int]:
+    """Flatbuffer tensor index -> offset (or -1) for the plan ``plan`` of ``mp``."""
     index = mp.index_of()
     offsets = [-1] * mp.subgraph_tensors
-    for b in doc["buffers"]:
-        offsets[index[b["name"]]] = int(b["offset"])
+    for b in plan.buffers:
+        offsets[index[b.name]] = b.offset
     for name in mp.unreferenced:  # TFLM allocates them with an empty lifetime: they overlap nothing
         offsets[index[name]] = 0
     return offsets
@@ -131,25 +136,24 @@ def realign(data: bytes) -> bytes:
     return out
 
 
-def check_plan(model_path: str, doc: dict[str, Any], plan_path: str) -> tflite_model.TfliteProblem:
+def check_plan(model_path: str, plan: PlanFile, plan_path: str) -> tflite_model.TfliteProblem:
     """The model re-derived in the plan's operator order, after every check TFLM does not do."""
     from arena_tool import planfile
 
-    if doc.get("model_kind", "onnx") != tflite_model.KIND:
+    if plan.kind != tflite_model.KIND:
         raise ArenaError("the plan is not a plan of a .tflite model", file=plan_path, field="model_kind",
                          hint="plan the .tflite model itself: arena-tool plan MODEL.tflite -o PLANNED.tflite")
-    opts = planfile.options_from_doc(doc)
+    opts = plan.options
     if opts.activation_dtype or opts.bitwidths:
         raise ArenaError("the plan re-sizes tensors (activation_dtype / bitwidths), a what-if TFLM does not run",
                          file=plan_path, field="options",
                          hint="plan without --activation-dtype and --bitwidths to write a model TFLM runs")
-    if doc["alignment"] != tflite_model.TFLM_ALIGNMENT:
-        raise ArenaError(f"alignment {doc['alignment']}: TFLM aligns every arena buffer to "
+    if plan.alignment != tflite_model.TFLM_ALIGNMENT:
+        raise ArenaError(f"alignment {plan.alignment}: TFLM aligns every arena buffer to "
                          f"{tflite_model.TFLM_ALIGNMENT} bytes", file=plan_path, field="alignment",
                          hint=f"plan with --alignment {tflite_model.TFLM_ALIGNMENT}")
-    order = [int(s["node"]) for s in doc["schedule"]]
-    mp = tflite_model.model_problem(model_path, opts, order=order)  # refuses a non-topological order
-    problems = planfile.check(doc, mp, plan_path)
+    mp = tflite_model.model_problem(model_path, opts, order=plan.order)  # refuses a non-topological order
+    problems = planfile.check(plan, mp, plan_path)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise CheckFailed(f"refusing to write a planned model: {problems[0]}{more}", file=plan_path,
@@ -157,8 +161,8 @@ def check_plan(model_path: str, doc: dict[str, Any], plan_path: str) -> tflite_m
     return mp
 
 
-def plan(model_path: str, options: ModelOptions, planner: str, params: Any,
-         order: Sequence[int] | None = None) -> Any:
+def plan(model_path: str, options: ModelOptions, planner: str, params: planners.Params,
+         order: Sequence[int] | None = None) -> PlannedModel:
     """planning.plan_model for a .tflite in a given operator order (None: the model's)."""
     from arena_tool import planfile, planning
 
@@ -171,10 +175,10 @@ def plan(model_path: str, options: ModelOptions, planner: str, params: Any,
     return planning.PlannedModel(mp, problem, result, planfile.build(mp, result, problem, k=params.k))
 
 
-def write_planned(model_path: str, doc: dict[str, Any], out_path: str, plan_path: str = "(plan)") -> bytes:
-    """Check ``doc`` against the model, then write the planned model to ``out_path`` atomically."""
-    mp = check_plan(model_path, doc, plan_path)
+def write_planned(model_path: str, plan: PlanFile, out_path: str, plan_path: str = "(plan)") -> bytes:
+    """Check ``plan`` against the model, then write the planned model to ``out_path`` atomically."""
+    mp = check_plan(model_path, plan, plan_path)
     data = tflite_model.read_bytes(model_path)
-    out = planned_bytes(data, model_path, offsets_for(mp, doc), mp.order)
+    out = planned_bytes(data, model_path, offsets_for(mp, plan), mp.order)
     write_atomic(out_path, out)
     return out

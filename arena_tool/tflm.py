@@ -243,9 +243,9 @@ def verify(model_path: str, planned_path: str, runs: int = 5, seed: int = 0) -> 
         pmodel = tflite_model.parse(planned, planned_path)
         label = planned_path
     else:  # a plan JSON: write its planned model in memory, with every check of the writer
-        doc = planfile.read(planned_path)
-        mp_plan = tflite_write.check_plan(model_path, doc, planned_path)
-        planned = tflite_write.planned_bytes(data, model_path, tflite_write.offsets_for(mp_plan, doc), mp_plan.order)
+        plan = planfile.load(planned_path)
+        mp_plan = tflite_write.check_plan(model_path, plan, planned_path)
+        planned = tflite_write.planned_bytes(data, model_path, tflite_write.offsets_for(mp_plan, plan), mp_plan.order)
         pmodel = tflite_model.parse(planned, planned_path)
         label = f"{planned_path} (written in memory)"
     offsets = tflite_write.offline_plan(pmodel)

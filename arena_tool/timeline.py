@@ -16,7 +16,6 @@ one row per alias group saying which letter is which buffer.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from arena_tool.explain import _group_buffers, _groups
 from arena_tool.planfile import PlanFile
@@ -85,10 +84,8 @@ class Layout:
         return len(self.live)
 
 
-def layout(doc: dict[str, Any] | PlanFile) -> Layout:
-    """The Layout of a plan file (planfile.load), or of a plan document (planfile.build /
-    planfile.read: checked against the schema here)."""
-    plan = doc if isinstance(doc, PlanFile) else PlanFile.from_json(doc)
+def layout(plan: PlanFile) -> Layout:
+    """The Layout of a plan file (planfile.load, planfile.build)."""
     bufs = plan.buffers
     by_name = {b.name: b for b in bufs}
     rects = tuple(Rect(i, b.name, b.kind, b.dtype, b.shape, b.size, b.offset, b.first_op, b.last_op, b.alias_of)
@@ -158,9 +155,9 @@ def _group_rows(lay: Layout) -> list[str]:
     return rows
 
 
-def render(doc: dict[str, Any] | PlanFile) -> str:
-    """The text timeline of a plan (file or document): at most WIDTH columns, the same text every run."""
-    lay = layout(doc)
+def render(plan: PlanFile) -> str:
+    """The text timeline of a plan file: at most WIDTH columns, the same text every run."""
+    lay = layout(plan)
     peak, op = max(lay.live, default=0), lay.peak_op
     name = lay.op_names[op] if op < len(lay.op_names) else ""
     cell = lay.arena_size / MAP

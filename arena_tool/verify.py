@@ -1,6 +1,6 @@
 """Run a plan in one bytearray and prove no tensor is overwritten while live.
 
-``verify(model_path, plan_doc)`` replays the plan's schedule over a single
+``verify(model_path, plan)`` replays the plan's schedule over a single
 arena-sized ``bytearray``. Values come from ONNX Runtime (every intermediate
 tensor is added as a graph output), so the replay needs no kernels: each op
 first has its inputs checked, then its workspace is scribbled on and its
@@ -25,11 +25,14 @@ import dataclasses
 import os
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from arena_tool.errors import EXIT_CHECK_FAILED, EXIT_OK, ArenaError
+
+if TYPE_CHECKING:
+    from arena_tool.planfile import PlanFile
 
 # The element types the C runtime stores (codegen.DTYPES), as numpy types.
 NUMPY_TYPES = {"float32": np.float32, "int8": np.int8, "uint8": np.uint8, "int32": np.int32, "int64": np.int64}
@@ -56,16 +59,15 @@ def graph_inputs(model: Any) -> list[str]:
     return [i.name for i in model.graph.input if i.name not in inits]
 
 
-def _load(model_path: str, plan_doc: dict[str, Any]) -> Any:
+def _load(model_path: str, plan: PlanFile) -> Any:
     """The model with its external data, after the same location check planning made."""
     import onnx
 
-    from arena_tool import onnx_graph, planfile
+    from arena_tool import onnx_graph
 
     try:
         model = onnx.load(model_path, load_external_data=False)
-        onnx_graph.check_external_data(
-            model, model_path, allow_outside=planfile.options_from_doc(plan_doc).allow_external_data_outside)
+        onnx_graph.check_external_data(model, model_path, allow_outside=plan.options.allow_external_data_outside)
         onnx.load_external_data_for_model(model, os.path.dirname(os.path.abspath(model_path)) or ".")
     except ArenaError:
         raise
@@ -74,23 +76,23 @@ def _load(model_path: str, plan_doc: dict[str, Any]) -> Any:
     return model
 
 
-def reference(model_path: str, plan_doc: dict[str, Any], names: list[str] | None = None) -> dict[str, np.ndarray]:
+def reference(model_path: str, plan: PlanFile, names: list[str] | None = None) -> dict[str, np.ndarray]:
     """ONNX Runtime's value of every named tensor (default: every planned non-scratch tensor),
     with the graph inputs filled by input_pattern; graph inputs are included."""
     import onnx
     import onnxruntime as ort
 
-    model = _load(model_path, plan_doc)
-    buffers = {b["name"]: b for b in plan_doc["buffers"]}
+    model = _load(model_path, plan)
+    buffers = plan.by_name
     ins = graph_inputs(model)
     feeds = {}
     for k, name in enumerate(ins):
         b = buffers.get(name)
         if b is None:
             raise ArenaError(f"graph input {name!r} is not in the plan", field="buffers", file=model_path)
-        feeds[name] = input_pattern(b["shape"], b["dtype"], k)
+        feeds[name] = input_pattern(b.shape, b.dtype, k)
     if names is None:
-        names = [b["name"] for b in plan_doc["buffers"] if b["kind"] != "scratch" and b["name"] not in feeds]
+        names = [b.name for b in plan.buffers if b.kind != "scratch" and b.name not in feeds]
     wanted = [n for n in names if n not in feeds]
     m = onnx.ModelProto()
     m.CopyFrom(model)
@@ -121,46 +123,38 @@ class VerifyResult:
     message: str = ""
 
 
-def verify(model_path: str, plan_doc: dict[str, Any]) -> VerifyResult:
+def verify(model_path: str, plan: PlanFile) -> VerifyResult:
     """Replay the plan in one bytearray; see the module docstring."""
     import onnx
 
-    buffers = plan_doc["buffers"]
-    names = [b["name"] for b in buffers]
+    buffers = plan.buffers
+    names = [b.name for b in buffers]
     tid = {n: i for i, n in enumerate(names)}
-    group = [tid[b["alias_of"]] if b.get("alias_of") in tid else i for i, b in enumerate(buffers)]
+    group = [tid[b.alias_of] if b.alias_of in tid else i for i, b in enumerate(buffers)]
     # A split plan's offsets are per region: its regions are laid end to end in one replay.
     base, top = {}, 0
-    for r in plan_doc.get("regions") or ():
-        base[r["name"]], top = top, top + int(r["arena_size"])
-    offset = [int(b["offset"]) + base.get(b.get("region"), 0) if b.get("offset") is not None else None
-              for b in buffers]
-    for i, b in enumerate(buffers):
-        if offset[i] is None:
-            offset[i] = offset[group[i]]
-    starts = [int(o) for o in offset if o is not None]
-    if len(starts) != len(buffers):  # the plan schema requires every offset; an unchecked doc may lack one
-        missing = next(names[i] for i, o in enumerate(offset) if o is None)
-        raise ArenaError(f"buffer {missing} has no offset", field="buffers", exit_code=EXIT_CHECK_FAILED)
+    for r in plan.regions or ():
+        base[r.name], top = top, top + r.arena_size
+    offset = [b.offset + base.get(b.region or "", 0) for b in buffers]
     group_arr = np.array(group, dtype=np.int64)
-    ref = reference(model_path, plan_doc)
-    size = int(plan_doc["arena_size"])
+    ref = reference(model_path, plan)
+    size = plan.arena_size
     arena = np.zeros(size, dtype=np.uint8)
     owner = np.full(size, -1, dtype=np.int64)  # tensor index of the last writer
     wop = np.full(size, -1, dtype=np.int64)  # op index of the last write (-1: graph input)
-    schedule = plan_doc["schedule"]
+    schedule = plan.schedule
 
     def span(i: int) -> tuple[int, int]:
         b = buffers[i]
-        item = np.dtype(NUMPY_TYPES[b["dtype"]]).itemsize if b["dtype"] in NUMPY_TYPES else 1
-        nbytes = int(b["elements"]) * item if b["kind"] != "scratch" else int(b["size"])
-        return starts[i], starts[i] + nbytes
+        item = np.dtype(NUMPY_TYPES[b.dtype]).itemsize if b.dtype in NUMPY_TYPES else 1
+        nbytes = b.elements * item if b.kind != "scratch" else b.size
+        return offset[i], offset[i] + nbytes
 
     def ref_bytes(i: int) -> np.ndarray | None:
         v = ref.get(names[i])
         b = buffers[i]
-        want = NUMPY_TYPES.get(b["dtype"])
-        if v is None or want is None or v.dtype != np.dtype(want) or v.size != b["elements"]:
+        want = NUMPY_TYPES.get(b.dtype)
+        if v is None or want is None or v.dtype != np.dtype(want) or v.size != b.elements:
             return None
         return np.frombuffer(np.ascontiguousarray(v).tobytes(), dtype=np.uint8)
 
@@ -197,7 +191,7 @@ def verify(model_path: str, plan_doc: dict[str, Any]) -> VerifyResult:
         w = int(owner[at])
         wname = names[w] if w >= 0 else "(nothing)"
         op = int(wop[at])
-        wop_name = (schedule[op]["name"] or schedule[op]["outputs"][0]) if op >= 0 else "(graph input)"
+        wop_name = (schedule[op].name or schedule[op].outputs[0]) if op >= 0 else "(graph input)"
         if w < 0:
             msg = (f"{names[i]} was never written at byte {at} before {reader} reads it")
         else:
@@ -205,19 +199,19 @@ def verify(model_path: str, plan_doc: dict[str, Any]) -> VerifyResult:
                    f"{wop_name} writing {wname} (offset {offset[w]}) at arena byte {at}")
         return VerifyResult(False, reads, names[i], reader, wname, wop_name if w >= 0 else None, msg)
 
-    model = _load(model_path, plan_doc)
+    model = _load(model_path, plan)
     for name in graph_inputs(model):
         write(tid[name], -1)
     for k, step in enumerate(schedule):
-        label = step["name"] or step["outputs"][0]
-        ins = [tid[n] for n in step["inputs"] if n in tid]
+        label = step.name or step.outputs[0]
+        ins = [tid[n] for n in step.inputs if n in tid]
         for i in ins:
             reads += 1
             if first_bad(i) is not None:
                 return clobber(i, f"op {label}")
-        if step.get("workspace") in tid:
-            write(tid[step["workspace"]], k, scribble=True)
-        outs = [tid[n] for n in step["outputs"] if n in tid]
+        if step.workspace is not None and step.workspace in tid:
+            write(tid[step.workspace], k, scribble=True)
+        outs = [tid[n] for n in step.outputs if n in tid]
         for o in outs:
             write(o, k)
         out_groups = {group[o] for o in outs}
@@ -238,8 +232,7 @@ def main_verify(model: str, plan_path: str) -> int:
     from arena_tool import planfile
 
     try:
-        doc = planfile.read(plan_path)
-        result = verify(model, doc)
+        result = verify(model, planfile.load(plan_path))
     except ArenaError as e:
         print(e.render(), file=sys.stderr)
         return e.exit_code

@@ -101,29 +101,27 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.models:
         path = str(FIRMWARE / "models" / f"{name}.onnx")
         pm = planning.plan_model(path, ModelOptions(), "optimal", planners.Params(time_limit=args.time_limit))
-        planned.append((name, path, pm.doc))
+        planned.append((name, path, pm.plan_file))
     builds = [(n, [m]) for n, m in zip(args.models, planned)] + [("all", planned)]
     rows, status, outputs = [], 0, {}
     for label, models in builds:
         out = top / label
         gen = generate(out, models, board.name)
-        arena = max(d["arena_size"] for *_, d in models)
+        arena = max(p.arena_size for *_, p in models)
         elf = build_elf(out, gen, board, arena)
         rc, text = qemu.run(elf, board.qemu, timeout=120, icount=True)
-        doc = runreport.build(board.name, board.qemu, elf, rc, text, board.cpu.clock_hz,
-                              {"arena_size": arena, "models": [
-                                  {"name": s, "arena_size": d["arena_size"], "lower_bound": d["lower_bound"],
-                                   "planner": d["planner"]} for s, _, d in models]})
+        run_report = runreport.build(board.name, board.qemu, elf, rc, text, board.cpu.clock_hz, None)
         run = verify.parse_output(text)
-        if rc != 0 or any(m["status"] != 0 for m in doc["models"]):
+        status_of = {m.name: m.status for m in run_report.models}  # a model that never finished: None
+        if rc != 0 or any(status_of.get(s) != 0 for s in [*(s for s, *_ in models), *status_of]):
             print(f"{label}: firmware failed (exit status {rc})\n{text[-2000:]}", file=sys.stderr)
             status = 1
         for s, _, _ in models:
             outputs.setdefault(s, []).append({k: v.tobytes() for k, v in run.outputs.get(s, {}).items()})
-        insns = sum(m["instructions"] or 0 for m in doc["models"])
+        insns = sum(m.instructions or 0 for m in run_report.models)
         host = None if args.no_callgrind else callgrind(out, gen)
-        lb = max(d["lower_bound"] for *_, d in models)
-        rows.append((label, arena, lb, doc["flash"], doc["ram"], insns, host))
+        lb = max(p.lower_bound for *_, p in models)
+        rows.append((label, arena, lb, run_report.flash, run_report.ram, insns, host))
     for s, outs in outputs.items():
         if any(o != outs[0] for o in outs[1:]):
             print(f"{s}: outputs differ between its own build and the all-models build", file=sys.stderr)

@@ -62,26 +62,27 @@ def bench_board(c: list[regions.RegionCap]) -> boards.Board:
     return dataclasses.replace(base, name="split_bench", ram=ram, default_region="FAST", data_region="DATA")
 
 
-def run(sym: str, path: Path, doc: dict, mode: str, c: list[regions.RegionCap]) -> str:
+def run(sym: str, path: Path, plan: planfile.PlanFile, mode: str, c: list[regions.RegionCap]) -> str:
     """'match', 'MISMATCH ...' or 'failed ...' for the split plan's firmware."""
     with tempfile.TemporaryDirectory(prefix="arena-split-") as tmp:
         out = Path(tmp)
-        low = planfile.lowered_model(str(path), doc)
+        low = planfile.lowered_model(str(path), plan)
         if mode == "host":
-            gen = firmware.generate(out, [(sym, str(path), doc)], firmware.HOST, lowered={sym: low})
+            gen = firmware.generate(out, [(sym, str(path), plan)], firmware.HOST, lowered={sym: low})
             rc, text = firmware.run_host(firmware.build_host(out, gen))
         else:
             board = bench_board(c)
-            gen = firmware.generate(out, [(sym, str(path), doc)], board.name, lowered={sym: low})
-            elf = firmware.build_elf(out, gen, board, int(doc["arena_size"]), regions=firmware.board_regions([doc]))
+            gen = firmware.generate(out, [(sym, str(path), plan)], board.name, lowered={sym: low})
+            elf = firmware.build_elf(out, gen, board, plan.arena_size,
+                                     regions=firmware.board_regions([plan.to_json()]))
             rc, text = firmware.run_qemu(elf, board, timeout=600)
     parsed = verify.parse_output(text)
     if rc != 0 or parsed.status.get(sym) != 0:
         return f"failed (exit {rc})"
-    ref = verify.reference(str(path), doc)
+    ref = verify.reference(str(path), plan)
     for name, got in parsed.outputs[sym].items():
         want = ref[name].reshape(-1).astype(np.float32)
-        step = firmware.quant_step(low, doc, name)
+        step = firmware.quant_step(low, plan, name)
         tol = step + 1e-6 if step is not None else 1e-4 * max(float(np.max(np.abs(want))), 1e-30)
         err = float(np.max(np.abs(got.astype(np.float32) - want)))
         if err > tol:
@@ -109,12 +110,13 @@ def main() -> int:
             t0 = time.perf_counter()
             pm = regions.plan_split(str(path), opts, "optimal", params, c)
             seconds = time.perf_counter() - t0
-            d, s = pm.doc, pm.doc["split"]
-            fits = s["status"] != "infeasible" and all(r["arena_size"] <= r["capacity"] for r in d["regions"])
-            proof = not fits and s["method"] == "exact"
-            fast = d["regions"][0]["accessed_bytes"]
-            base = s["small_first_accessed"][0] if s["small_first_accessed"] and fits else None
-            ran = "-" if args.run == "none" or not fits else run(sym, path, d, args.run, c)
+            s, split_regions = pm.plan_file.split, pm.plan_file.regions
+            assert s is not None and split_regions is not None, "plan_split writes both"
+            fits = s.status != "infeasible" and all(r.arena_size <= r.capacity for r in split_regions)
+            proof = not fits and s.method == "exact"
+            fast = split_regions[0].accessed_bytes
+            base = s.small_first_accessed[0] if s.small_first_accessed and fits else None
+            ran = "-" if args.run == "none" or not fits else run(sym, path, pm.plan_file, args.run, c)
             counts["boards"] += 1
             counts["fit"] += fits
             counts["proven infeasible"] += proof
@@ -124,10 +126,10 @@ def main() -> int:
             floor_ok &= (fits or proof) and (base is None or fast >= base) and ran in ("-", "match")
             cells = [f"{fast:,}", f"{base:,}" if base is not None else "does not fit",
                      f"{fast / base:.2f}" if base else "-",
-                     f"{100 * fast / s['accessed_bytes']:.1f} %" if s["accessed_bytes"] else "-"] if fits else \
+                     f"{100 * fast / s.accessed_bytes:.1f} %" if s.accessed_bytes else "-"] if fits else \
                 ["-", "-", "-", "-"]
             print(f"| {sym} ({scenario}) | {len(pm.problem.buffers)} | {one.plan.arena_size:,} | "
-                  f"{c[0].capacity:,} + {c[1].capacity:,} | {s['method']} | {s['status']} | {' | '.join(cells)} | "
+                  f"{c[0].capacity:,} + {c[1].capacity:,} | {s.method} | {s.status} | {' | '.join(cells)} | "
                   f"{seconds:.2f} | {ran if fits else 'no split exists' if proof else 'NOT FOUND'} |")
             sys.stdout.flush()
     print("\n" + ", ".join(f"{k} {v}" for k, v in counts.items()))

@@ -8,9 +8,10 @@ arena_tool/firmware.py (the library `arena-tool run` builds with) with these tes
 
 from __future__ import annotations
 
+import copy
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from arena_tool import firmware, liveness, planfile, planners
 from arena_tool.problem import ModelOptions
@@ -23,15 +24,22 @@ MODELS = FIRMWARE / "models"
 CFLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 
 
-def plan_doc(model_path: str, planner: str, options: ModelOptions = ModelOptions()) -> dict[str, Any]:
+def plan(model_path: str, planner: str, options: ModelOptions = ModelOptions()) -> planfile.PlanFile:
     mp = liveness.model_problem(str(model_path), options)
     problem = mp.problem()
-    plan = planners.run(planner, problem)
-    return planfile.build(mp, plan, problem)
+    return planfile.build(mp, planners.run(planner, problem), problem)
 
 
-def generate(out: Path, models: list[tuple[str, str, dict[str, Any]]], board: str = "host") -> list[Path]:
-    """Write the tables of `models` (symbol, model path, plan doc), run one after another
+def edited(plan: planfile.PlanFile, edit: Callable[[dict[str, Any]], Any]) -> planfile.PlanFile:
+    """``plan`` with ``edit`` applied to a copy of its document: a plan file changed by hand, still
+    schema-valid (PlanFile.from_json checks that) but possibly wrong."""
+    doc = copy.deepcopy(plan.to_json())
+    edit(doc)
+    return planfile.PlanFile.from_json(doc)
+
+
+def generate(out: Path, models: list[tuple[str, str, planfile.PlanFile]], board: str = "host") -> list[Path]:
+    """Write the tables of `models` (symbol, model path, plan file), run one after another
     in a shared arena; returns the generated .c files."""
     return firmware.generate(out, models, board, name="{sym}_model")
 
@@ -60,14 +68,12 @@ def build_elf(out: Path, generated: list[Path], board_name: str, arena_size: int
                               ldflags=["-Wl,--gc-sections"], libs=["-lgcc"], elf_name=f"{board_name}.elf")
 
 
-def corrupt(doc: dict[str, Any]) -> tuple[dict[str, Any], str, str, str]:
-    """A copy of `doc` where the first op's output group is moved onto one of its live
-    arena inputs (a planner bug: two live tensors overlap).
+def corrupt(plan: planfile.PlanFile) -> tuple[planfile.PlanFile, str, str, str]:
+    """`plan` with the first op's output group moved onto one of its live arena inputs (a
+    planner bug: two live tensors overlap).
 
-    Returns (bad doc, victim tensor, culprit tensor, op name)."""
-    import copy
-
-    bad = copy.deepcopy(doc)
+    Returns (bad plan, victim tensor, culprit tensor, op name)."""
+    bad = copy.deepcopy(plan.to_json())
     bufs = {b["name"]: b for b in bad["buffers"]}
     root = {n: (b["alias_of"] or n) for n, b in bufs.items()}
     for step in bad["schedule"]:
@@ -80,5 +86,5 @@ def corrupt(doc: dict[str, Any]) -> tuple[dict[str, Any], str, str, str]:
                         if root[b["name"]] == root[y]:
                             b["offset"] = bufs[x]["offset"]
                     bad["arena_size"] = max(bad["arena_size"], max(b["offset"] + b["size"] for b in bad["buffers"]))
-                    return bad, x, y, step["name"] or step["outputs"][0]
+                    return planfile.PlanFile.from_json(bad), x, y, step["name"] or step["outputs"][0]
     raise ValueError("no op with a separate input and output")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -142,6 +143,33 @@ def test_board_file_errors(tmp_path: Path) -> None:
     assert _load_error(tmp_path, gated + "data_region: TCM\n") == (
         "t.yaml:10:14: error: data_region: region 'TCM' needs startup code before use, so it cannot hold "
         ".data, .bss and the stack (hint: set data_region to a region usable at reset)")
+
+
+def test_json_round_trip_is_exact_and_schema_valid(tmp_path: Path) -> None:
+    """Board.to_json is a board file with every value resolved: valid against the board schema,
+    from_json gives the same Board back, and the text round-trips byte for byte (the manifest
+    cache carries boards this way)."""
+    from arena_tool.schema import check_json
+
+    for name in boards.list_boards():
+        b = boards.load_board(name)
+        doc = b.to_json()
+        check_json(doc, "board", b.file)
+        text = json.dumps(doc)
+        back = Board.from_json(json.loads(text), b.file)
+        assert back == b and json.dumps(back.to_json()) == text, name
+    b = boards.load_board("nucleo_f746")  # optional keys: written when set, absent when not
+    bkp = b.to_json()["ram"][-1]
+    assert bkp["needs_init"].startswith("enable backup-domain") and bkp["speed"] == 5 and "note" in bkp
+    assert "needs_init" not in b.to_json()["ram"][0] and "qemu" not in b.to_json()
+    assert b.to_json()["cpu"] == {"core": "cortex-m7", "fpu": "fpv5-sp-d16", "float_abi": "hard",
+                                  "clock_hz": 216000000, "irqs": 98}
+    assert boards.load_board("mps2_an500").to_json()["qemu"] == "mps2-an500"
+    # written without data_region, a board file's default; a damaged document is one error
+    assert Board.from_json({k: v for k, v in b.to_json().items() if k != "data_region"}).data_region == "DTCM"
+    with pytest.raises(ArenaError, match=r"\[0\] is not valid .*\(schema board.schema.json\)") as info:
+        Board.from_json(dict(b.to_json(), ram=[dict(b.to_json()["ram"][0], origin=[0])]), "c.json")
+    assert info.value.file == "c.json" and info.value.field == "ram[0].origin"
 
 
 def test_overlap_is_reported_on_the_later_region(tmp_path: Path) -> None:

@@ -47,13 +47,15 @@ def in_root(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def closure(g: BuildGraph, target: str) -> set[str]:
-    """Every file ``target`` is made from, directly or through other nodes (sources and depends)."""
+    """Every file ``target`` is made from, directly or through other nodes (sources, depends and
+    what the manifest names for a node that has it as a source, as the tool's scanner finds)."""
     made = {t: n for n in g.nodes for t in n.targets}
+    named = {b.name: b.named for b in g.boards}
     seen: set[str] = set()
     todo = [target]
     while todo:
         n = made.get(todo.pop())
-        for s in (*n.sources, *n.depends) if n else ():
+        for s in (*n.sources, *n.depends, *(named[n.board] if n.manifest else ())) if n else ():
             if isinstance(s, str) and s not in seen:
                 seen.add(s)
                 todo.append(s)
@@ -96,7 +98,9 @@ def test_example_graph(tmp_path: Path, in_root: None) -> None:
         assert gate.targets == (b.gate, f"build/{b.name}/gen/arena_board.c", f"build/{b.name}/gen/arena_board.h",
                                 f"build/{b.name}/{b.name}.ld")
         assert gate.sources == (*b.plans, Value(t["key"] + "|" + "|".join(s["key"] for s in t["models"])),
-                                t["board_file"])
+                                doc["file"]) and gate.manifest == doc["file"]
+        # the manifest scanner's answer: the board file and the models, nothing of another board
+        assert b.named == bg.manifest_names(t) == (t["board_file"], *(s["path"] for s in t["models"]))
         assert b.arena == gate.targets[1:3] and b.ld == gate.targets[3]
         # every ELF: its objects (in link order), its linker script, through the gate its board file
         elf = g.node(b.elf)
@@ -261,7 +265,10 @@ def test_boards_and_models_graph(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     script = next(t for t in doc["targets"] if t["name"] == "nucleo_h743")["linker_script"]
     assert script == "vendor/h743.ld"  # as the manifest has it, relative to the project
     gate = g.node(h743.gate)
-    assert h743.ld == gate.targets[3] == "build/nucleo_h743/arena_fragment.ld" and gate.sources[-1] == script
+    assert h743.ld == gate.targets[3] == "build/nucleo_h743/arena_fragment.ld" and gate.sources[-1] == "arena.yaml"
+    h743_file = next(t for t in doc["targets"] if t["name"] == "nucleo_h743")["board_file"]
+    assert h743.named == (h743_file, "models/kws.onnx", "models/autoencoder.onnx", script)  # the gate checks it
+    assert split.named == ("boards/split_an500.yaml", "models/kws.onnx", "models/autoencoder.onnx")
     elf = g.node(h743.elf)
     assert elf.depends == (script, h743.ld)
     flags = list(elf.linkflags or ())
@@ -337,6 +344,16 @@ while todo:
     if n.get_suffix() in (".o", ".elf"):
         var = "CCFLAGS" if n.get_suffix() == ".o" else "LINKFLAGS"
         nodes[name(n)]["flags"] = [str(f) for f in n.get_build_env()[var]]
+        # the -D/-I and -L/-l text the tool computes once, and the command line as SCons's helpers make it
+        be = n.get_build_env()
+        com, ours, theirs = (("CCCOM", "$ARENA_CCCOMCOM", "$_CCCOMCOM") if n.get_suffix() == ".o" else
+                             ("ARENA_LINKCOM", "$ARENA_LIBFLAGS", "$_LIBDIRFLAGS $_LIBFLAGS"))
+        line = lambda text: be.subst(text, 0, e.get_all_targets(), e.get_all_sources())
+        nodes[name(n)]["helpers"] = [ours in be[com], line("$" + com) == line(be[com].replace(ours, theirs))]
+    if n.name == "arena_gate.json":  # what SCons's own scan of its sources finds, what it ignores
+        n.scan()
+        nodes[name(n)]["implicit"] = [name(i) for i in n.implicit]
+        nodes[name(n)]["ignore"] = [name(i) for i in n.ignore]
     todo += n.sources + n.depends + list(n.prerequisites or [])
 default = [name(n) for n in SCons.Script.DEFAULT_TARGETS]
 with open(os.environ["DUMP"], "w") as f:
@@ -381,6 +398,9 @@ def test_scons_tool_wires_the_graph(tmp_path: Path, monkeypatch: pytest.MonkeyPa
             if n.kind in ("object", "elf"):
                 e = g.env(n.env)
                 want[name(t)]["flags"] = list(e.ccflags if n.kind == "object" else (n.linkflags or e.linkflags))
+                want[name(t)]["helpers"] = [True, True]
+            if n.kind == "gate" and t == n.targets[0]:  # the manifest scanner: what it names for that board
+                want[name(t)].update(implicit=[name(f) for f in g.board(n.board).named], ignore=[name(n.manifest)])
     assert got["nodes"].keys() == want.keys()
     assert len([p for p in want if p.endswith(".elf")]) == 4 and len([p for p in want if p.endswith(".o")]) == 24
     for path, node in want.items():

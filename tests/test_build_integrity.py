@@ -179,10 +179,10 @@ IDS = [c[0] for c in CORRUPTIONS]
 
 @pytest.fixture(scope="module")
 def plan_doc() -> dict[str, Any]:
-    """The plan the project's build makes (same model, options and planner)."""
-    doc = planning.plan_model(str(NET), OPTIONS, "greedy_size", planners.Params()).doc
-    assert planfile.check(doc, liveness.model_problem(str(NET), OPTIONS), "p.json") == []
-    return doc
+    """The plan the project's build makes (same model, options and planner), as its document."""
+    plan = planning.plan_model(str(NET), OPTIONS, "greedy_size", planners.Params()).plan_file
+    assert planfile.check(plan, liveness.model_problem(str(NET), OPTIONS), "p.json") == []
+    return plan.to_json()
 
 
 @pytest.mark.parametrize("case, edit, words", CORRUPTIONS, ids=IDS)
@@ -190,7 +190,8 @@ def test_check_refuses_each_corruption(plan_doc: dict[str, Any], tmp_path: Path,
                                        case: str, edit: Callable[[dict[str, Any]], None], words: str) -> None:
     doc = copy.deepcopy(plan_doc)
     edit(doc)
-    found = planfile.check(doc, liveness.model_problem(str(NET), planfile.options_from_doc(doc)), "p.json")
+    plan = planfile.PlanFile.from_json(doc, "p.json")  # schema-valid: it loads, and check refuses it
+    found = planfile.check(plan, liveness.model_problem(str(NET), plan.options), "p.json")
     assert any(words in p for p in found), found
     path = tmp_path / "p.json"
     path.write_text(json.dumps(doc))

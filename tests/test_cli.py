@@ -32,10 +32,10 @@ def test_plan_summary_and_file(chain_path, tmp_path, capsys):
     code, out, err = run(capsys, "plan", chain_path, "--planner", "greedy_size", "-o", out_path)
     assert code == 0, err
     assert "12,288 B" in out and "18,432 B" in out  # arena and no-reuse sum
-    doc = planfile.read(out_path)
-    assert doc["arena_size"] == 12 * KB and doc["lower_bound"] == 12 * KB
-    assert [b["name"] for b in doc["buffers"]] == ["T0", "T1", "T2", "T3"]
-    assert [b["kind"] for b in doc["buffers"]] == ["input", "activation", "activation", "output"]
+    plan = planfile.load(out_path)
+    assert plan.arena_size == 12 * KB and plan.lower_bound == 12 * KB
+    assert [b.name for b in plan.buffers] == ["T0", "T1", "T2", "T3"]
+    assert [b.kind for b in plan.buffers] == ["input", "activation", "activation", "output"]
     code, out, err = run(capsys, "check", chain_path, out_path)
     assert code == 0, err
     assert "no overlaps" in out

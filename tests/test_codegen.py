@@ -81,14 +81,15 @@ def dump(tmp_path, models) -> list[str]:
 
 @pytest.fixture(scope="module")
 def example_docs():
-    return [(m, str(fwbuild.MODELS / f"{m}.onnx"), fwbuild.plan_doc(str(fwbuild.MODELS / f"{m}.onnx"), PLANNER))
+    return [(m, str(fwbuild.MODELS / f"{m}.onnx"), fwbuild.plan(str(fwbuild.MODELS / f"{m}.onnx"), PLANNER))
             for m in EXAMPLES]
 
 
 def test_tables_equal_the_plan_and_the_initializers(tmp_path, example_docs):
     lines = dump(tmp_path, example_docs)
-    assert lines[0] == f"arena {max(d['arena_size'] for _, _, d in example_docs)} entries {len(example_docs)}"
-    for sym, path, doc in example_docs:
+    assert lines[0] == f"arena {max(p.arena_size for _, _, p in example_docs)} entries {len(example_docs)}"
+    for sym, path, plan in example_docs:
+        doc = plan.to_json()  # compared as the file states it
         model = onnx.load(path)
         inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
         start = lines.index(f"model {sym} {doc['arena_size']} 0")
@@ -122,10 +123,10 @@ def test_tables_equal_the_plan_and_the_initializers(tmp_path, example_docs):
 
 
 def test_header_macros_and_enum(example_docs):
-    sym, path, doc = example_docs[0]
-    h, c = codegen.model_sources(planfile.PlanFile.from_json(doc), planfile.lowered_model(path, doc), sym)
-    assert f"#define KWS_ARENA_SIZE {doc['arena_size']}u" in h
-    assert f"#define KWS_LOWER_BOUND {doc['lower_bound']}u" in h
+    sym, path, plan = example_docs[0]
+    h, c = codegen.model_sources(plan, planfile.lowered_model(path, plan), sym)
+    assert f"#define KWS_ARENA_SIZE {plan.arena_size}u" in h
+    assert f"#define KWS_LOWER_BOUND {plan.lower_bound}u" in h
     assert "KWS_T_INPUT = 0," in h
     assert "extern const arena_model_t kws_model;" in h
     assert "const arena_model_t kws_model = {" in c
@@ -134,8 +135,8 @@ def test_header_macros_and_enum(example_docs):
 
 def _gen_script(seed: str) -> str:
     code = ("import sys; sys.path.insert(0, 'tests'); import fwbuild, hashlib; from arena_tool import codegen, planfile;"
-            "p = str(fwbuild.MODELS / 'resnet8.onnx'); d = fwbuild.plan_doc(p, 'naive');"
-            "h, c = codegen.model_sources(planfile.PlanFile.from_json(d), planfile.lowered_model(p, d), 'resnet8'); ah, ac = codegen.arena_sources('b', 9, [('resnet8', 0)]);"
+            "p = str(fwbuild.MODELS / 'resnet8.onnx'); d = fwbuild.plan(p, 'naive');"
+            "h, c = codegen.model_sources(d, planfile.lowered_model(p, d), 'resnet8'); ah, ac = codegen.arena_sources('b', 9, [('resnet8', 0)]);"
             "print(hashlib.sha256((h + c + ah + ac).encode()).hexdigest())")
     env = dict(os.environ, PYTHONHASHSEED=seed)
     return subprocess.run([sys.executable, "-c", code], cwd=fwbuild.REPO, env=env, check=True,
@@ -193,9 +194,9 @@ def test_folded_and_constant_node_values_become_tables(tmp_path):
                               [numpy_helper.from_array(w0, "w0")])
     path = tmp_path / "fold.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
-    doc = fwbuild.plan_doc(str(path), "naive")
-    assert [s["op_type"] for s in doc["schedule"]] == ["MatMul", "Add"]
-    lines = dump(tmp_path, [("fold", str(path), doc)])
+    plan = fwbuild.plan(str(path), "naive")
+    assert [s.op_type for s in plan.schedule] == ["MatMul", "Add"]
+    lines = dump(tmp_path, [("fold", str(path), plan)])
     consts = {ln.split()[2]: ln.split() for ln in lines if ln.startswith("tensor ") and " const " in ln}
     assert bytes.fromhex(consts["wt"][-1]) == np.ascontiguousarray(w0.T).tobytes()
     assert bytes.fromhex(consts["k"][-1]) == np.full(3, 0.5, np.float32).tobytes()
@@ -215,7 +216,7 @@ def test_unsupported_op_gets_a_row_not_an_error(tmp_path):
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
     path = tmp_path / "t.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
-    doc = fwbuild.plan_doc(str(path), "naive")
-    _, c = codegen.model_sources(planfile.PlanFile.from_json(doc), planfile.lowered_model(str(path), doc), "t")
+    plan = fwbuild.plan(str(path), "naive")
+    _, c = codegen.model_sources(plan, planfile.lowered_model(str(path), plan), "t")
     assert "ARENA_OP_UNSUPPORTED" in c and '"Sin"' in c
     assert hashlib  # imported for the subprocess script's parity

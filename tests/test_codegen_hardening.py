@@ -26,6 +26,7 @@ import fwbuild
 import models as M
 from arena_tool import build_graph, codegen, coverage, firmware, lowering, onnx_graph, verify
 from arena_tool.errors import EXIT_USAGE, ArenaError
+from arena_tool.planfile import PlanFile
 
 HOSTILE = ["x */ int evil; /*", "a??/", "\u00e9", "new\nline #define evil 1", "ctl\x01\x1f\t\x7f",
            "??=??(??)??'??<??>??!??-", "*/", "/*", "back\\",
@@ -38,9 +39,9 @@ def save(tmp: Path, nodes: Sequence[onnx.NodeProto], inputs: Sequence[onnx.Value
     return M.save(M.model(nodes, inputs, outputs, inits, opset=opset, value_info=value_info), tmp / f"{name}.onnx")
 
 
-def host_run(tmp: Path, sym: str, path: str, cflags: Sequence[str] = ()) -> tuple[dict[str, Any], str, list[Path]]:
+def host_run(tmp: Path, sym: str, path: str, cflags: Sequence[str] = ()) -> tuple[PlanFile, str, list[Path]]:
     """(plan, firmware output, generated sources) of one model built natively with the sanitizers."""
-    doc = fwbuild.plan_doc(path, "naive")
+    doc = fwbuild.plan(path, "naive")
     gen = fwbuild.generate(tmp, [(sym, path, doc)])
     exe = firmware.build_host(tmp, gen, [*fwbuild.CFLAGS, *cflags, "-O1", "-g", "-fsanitize=address,undefined",
                                          "-fno-sanitize-recover=all"], "fw_host")
@@ -49,7 +50,7 @@ def host_run(tmp: Path, sym: str, path: str, cflags: Sequence[str] = ()) -> tupl
     return doc, text, gen
 
 
-def assert_matches_onnxruntime(text: str, sym: str, path: str, doc: dict[str, Any], outputs: Sequence[str]) -> None:
+def assert_matches_onnxruntime(text: str, sym: str, path: str, doc: PlanFile, outputs: Sequence[str]) -> None:
     run = verify.parse_output(text)
     assert run.status[sym] == 0, text[-2000:]
     ref = verify.reference(path, doc, list(outputs))
@@ -96,7 +97,7 @@ def test_a_count_too_large_for_its_field_fails_the_compile(tmp_path: Path, monke
     """The static assertion, not a warning: it fails even with every warning off (-w)."""
     path = concat_model(tmp_path, 300)
     monkeypatch.setitem(codegen.FIELD_TYPES, "arena_op_t.n_inputs", "uint8_t")
-    gen = fwbuild.generate(tmp_path, [("cat", path, fwbuild.plan_doc(path, "naive"))])
+    gen = fwbuild.generate(tmp_path, [("cat", path, fwbuild.plan(path, "naive"))])
     p = compile_only(gen[0], "-w")
     assert p.returncode != 0
     assert "op 300 'cat': arena_op_t.n_inputs = 300 does not fit its type uint8_t" in p.stderr, p.stderr

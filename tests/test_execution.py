@@ -28,22 +28,22 @@ def mobilenet(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(path)
 
 
-def _touched(step: dict) -> set[str]:
-    return {n for n in (*step["inputs"], *step["outputs"], step["workspace"]) if n}
+def _touched(step: planfile.PlanStep) -> set[str]:
+    return {n for n in (*step.inputs, *step.outputs, step.workspace) if n}
 
 
-def hazards(doc: dict) -> list[str]:
+def hazards(plan: planfile.PlanFile) -> list[str]:
     """Bytes two neighbouring ops both touch although they belong to different tensors: what a
     pipelined runtime would corrupt. Independent of liveness: from the schedule's own names."""
-    bufs = {b["name"]: b for b in doc["buffers"]}
+    bufs = plan.by_name
     out = []
-    steps = doc["schedule"]
+    steps = plan.schedule
     for k in range(len(steps) - 1):
         names = sorted(n for n in _touched(steps[k]) | _touched(steps[k + 1]) if n in bufs)
         for i, a in enumerate(names):
             for b in names[i + 1:]:
                 x, y = bufs[a], bufs[b]
-                if x["offset"] < y["offset"] + y["size"] and y["offset"] < x["offset"] + x["size"]:
+                if x.offset < y.offset + y.size and y.offset < x.offset + x.size:
                     out.append(f"ops {k},{k + 1}: {a} and {b} overlap")
     return out
 
@@ -51,18 +51,18 @@ def hazards(doc: dict) -> list[str]:
 def test_pipelined_plans_never_alias_and_have_no_hazards(mobilenet: str) -> None:
     for planner in ("greedy_size", "first_fit", "optimal"):
         pm = planning.plan_model(mobilenet, PIPELINED, planner, PARAMS)
-        assert not any(b["alias_of"] for b in pm.doc["buffers"])
-        assert hazards(pm.doc) == [], planner
+        assert not any(b.alias_of for b in pm.plan_file.buffers)
+        assert hazards(pm.plan_file) == [], planner
         mp = liveness.model_problem(mobilenet, PIPELINED)
-        assert planfile.check(pm.doc, mp, "p.json") == []
+        assert planfile.check(pm.plan_file, mp, "p.json") == []
 
 
 def test_a_sequential_in_place_plan_fails_the_pipelined_check(mobilenet: str) -> None:
     pipelined = liveness.model_problem(mobilenet, PIPELINED)
-    seq = planning.plan_model(mobilenet, ModelOptions(), "greedy_size", PARAMS).doc
-    assert any(b["alias_of"] for b in seq["buffers"]) and hazards(seq)  # in place: neighbours share bytes
+    seq = planning.plan_model(mobilenet, ModelOptions(), "greedy_size", PARAMS).plan_file
+    assert any(b.alias_of for b in seq.buffers) and hazards(seq)  # in place: neighbours share bytes
     assert any("workspace" in p for p in planfile.check(seq, pipelined, "p.json"))  # depthwise in place
-    seq = planning.plan_model(mobilenet, ModelOptions(inplace_depthwise=False), "greedy_size", PARAMS).doc
+    seq = planning.plan_model(mobilenet, ModelOptions(inplace_depthwise=False), "greedy_size", PARAMS).plan_file
     problems = planfile.check(seq, pipelined, "p.json")
     assert any("alias_of" in p for p in problems) and any("live range" in p for p in problems)
 
@@ -70,8 +70,9 @@ def test_a_sequential_in_place_plan_fails_the_pipelined_check(mobilenet: str) ->
 def test_pipelining_cost_is_stated(mobilenet: str) -> None:
     pm = planning.plan_model(mobilenet, PIPELINED, "greedy_size", PARAMS)
     seq = lower_bound(liveness.model_problem(mobilenet, ModelOptions()).problem().buffers)
-    assert pm.doc["baselines"]["sequential"] == seq < pm.plan.lower_bound
-    ex = explain.explain(planfile.PlanFile.from_json(pm.doc), "greedy_size", PARAMS)
+    assert pm.plan_file.baselines is not None
+    assert pm.plan_file.baselines.sequential == seq < pm.plan.lower_bound
+    ex = explain.explain(pm.plan_file, "greedy_size", PARAMS)
     rows = {t["technique"]: t for t in ex["savings"]["techniques"]}
     assert rows["pipelining"]["saved"] == seq - pm.plan.lower_bound < 0
 
@@ -93,15 +94,17 @@ def test_io_alignment_is_honoured_by_every_planner(tmp_path: Path, planner: str)
     path = M.save(M.conv(), tmp_path / "conv.onnx")
     opts = ModelOptions(alignment=4, io_alignment=64)
     pm = planning.plan_model(path, opts, planner, PARAMS)
-    io = [b for b in pm.doc["buffers"] if b["kind"] in ("input", "output")]
+    doc = pm.plan_file.to_json()  # the file: alignment stated only where it is above the plan's
+    io = [b for b in doc["buffers"] if b["kind"] in ("input", "output")]
     assert io and all(b["offset"] % 64 == 0 and b["size"] % 64 == 0 and b["alignment"] == 64 for b in io)
-    assert all("alignment" not in b for b in pm.doc["buffers"] if b["kind"] not in ("input", "output"))
+    assert all("alignment" not in b for b in doc["buffers"] if b["kind"] not in ("input", "output"))
     mp = liveness.model_problem(path, opts)
-    assert planfile.check(pm.doc, mp, "p.json") == []
-    bad = copy.deepcopy(pm.doc)
+    assert planfile.check(pm.plan_file, mp, "p.json") == []
+    bad = copy.deepcopy(doc)
     victim = next(b for b in bad["buffers"] if b["kind"] == "output")
     victim["offset"] += 4  # still a multiple of the plan's alignment, not of the buffer's
     bad["arena_size"] += 64
+    bad = planfile.PlanFile.from_json(bad)
     assert any("not a multiple of the alignment 64" in p for p in planfile.check(bad, mp, "p.json"))
 
 

@@ -67,13 +67,13 @@ def test_chain_peak_and_live_set(capsys, tmp_path):
 
 def test_alias_group_counted_once(capsys, tmp_path):
     path = models.save(relu_chain(), tmp_path / "relu.onnx")
-    doc = planfile.read(str(_plan(capsys, tmp_path, path)))
-    assert {b["name"]: b["alias_of"] for b in doc["buffers"]}["T2"] == "T1"
+    plan = planfile.load(str(_plan(capsys, tmp_path, path)))
+    assert plan.by_name["T2"].alias_of == "T1"
     r = explain_json(capsys, tmp_path, path)
     # a naive per-tensor sum says 12 KB at the Relu (T1 + T2); T2 shares T1's bytes
-    naive_live = [sum(b["size"] for b in doc["buffers"] if b["first_op"] <= i <= b["last_op"]) for i in range(3)]
+    naive_live = [sum(b.size for b in plan.buffers if b.first_op <= i <= b.last_op) for i in range(3)]
     assert max(naive_live) == 12 * KB and naive_live.index(12 * KB) == 1
-    assert r["peak_bytes"] == 10 * KB == doc["lower_bound"] and r["peak_op"] == 0
+    assert r["peak_bytes"] == 10 * KB == plan.lower_bound and r["peak_op"] == 0
     assert [(b["name"], b["size"], b["members"]) for b in r["live_at_peak"]] == [("T1", 6 * KB, ["T2"]), ("T0", 4 * KB, [])]
     assert [o["live_bytes"] for o in r["ops"]] == [10 * KB, 6 * KB, 8 * KB]
     assert r["ops"][1]["aliased_output_bytes"] == 6 * KB
@@ -120,8 +120,8 @@ def test_schema_rejects_a_bad_report(capsys, tmp_path):
 
 def test_kws_peak_is_the_lower_bound(capsys, tmp_path):
     r = explain_json(capsys, tmp_path, KWS)
-    plan = planfile.read(str(_plan(capsys, tmp_path, KWS)))
-    assert r["peak_bytes"] == plan["lower_bound"] == max(o["live_bytes"] for o in r["ops"])
+    plan = planfile.load(str(_plan(capsys, tmp_path, KWS)))
+    assert r["peak_bytes"] == plan.lower_bound == max(o["live_bytes"] for o in r["ops"])
     assert r["ops"][r["peak_op"]]["live_bytes"] == r["peak_bytes"]
     assert sum(b["size"] for b in r["live_at_peak"]) == r["peak_bytes"]
-    assert len(r["largest"]) == 10 and len(r["ops"]) == len(plan["schedule"])
+    assert len(r["largest"]) == 10 and len(r["ops"]) == len(plan.schedule)

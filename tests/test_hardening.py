@@ -441,9 +441,9 @@ def test_scons_gate_with_a_truncated_plan_is_exit_2(tmp_path: Path, capsys: pyte
     target = manifest.target_doc(manifest.load(str(tmp_path / "arena.yaml")).targets[0])
     plan = tmp_path / "kws.plan.json"
     plan.write_text('{"format_version": 1, "model": "m.on')
-    state = tool._State()
+    state = tool._State({target["name"]: target})
     gate = str(tmp_path / "arena_gate.json")
-    state.gates[gate] = (target, [], str(tmp_path / "arena_report.json"))
+    state.gates[gate] = (target["name"], [], str(tmp_path / "arena_report.json"))
     with pytest.raises(SystemExit) as info:
         tool._gate_action([_Node(gate)], [_Node(str(plan))], {"ARENA_STATE": state})
     err = capsys.readouterr().err

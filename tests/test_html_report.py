@@ -22,6 +22,7 @@ import pytest
 
 from arena_tool import boards, explain, htmlreport, planfile, planners, report
 from conftest import ROOT, require_tool
+from test_report import typed
 from test_scons import copy_example, copy_package, scons, set_budget
 
 BOARD = "nucleo_f746"
@@ -143,7 +144,7 @@ def _first_output(model: Path) -> str:
 
 def test_html_numbers_are_the_reports_and_the_plans(ok: Path) -> None:
     b = _board_dir(ok)
-    doc = report.read(str(b / "arena_report.json"), check=True)
+    doc = report.read(str(b / "arena_report.json")).to_json()  # the document the page shows
     page = Page((b / "arena_report.html").read_text(encoding="utf-8"))
     assert page.keyed["status"][1]["data-value"] == doc["status"] == "ok"
     for key in ("arena_size", "lower_bound", "limit", "headroom", "budget"):
@@ -180,7 +181,7 @@ def test_html_numbers_are_the_reports_and_the_plans(ok: Path) -> None:
 
 def test_markdown_has_the_same_numbers(ok: Path) -> None:
     b = _board_dir(ok)
-    doc = report.read(str(b / "arena_report.json"))
+    doc = report.read(str(b / "arena_report.json")).to_json()  # the document the page shows
     md = (b / "arena_report.md").read_text(encoding="utf-8")
     rows = {cells[0]: cells for cells in ([c.strip() for c in ln.strip().strip("|").split(" | ")]
                                           for ln in md.splitlines() if ln.startswith("| "))}
@@ -210,7 +211,7 @@ def test_views_are_the_json_document_rendered_and_rebuilt_only_when_it_changes(o
     """Rendered again from arena_report.json, the plans and the ELF (by the same package): the same
     bytes. A second ``scons report`` does nothing: the views are declared targets."""
     b = _board_dir(ok)
-    doc = report.read(str(b / "arena_report.json"))
+    doc = report.read(str(b / "arena_report.json")).to_json()  # the document the page shows
     elf = str(b / "firmware.elf") if doc["stage"] == "linked" else ""
     subprocess.run([sys.executable, "-c", RERENDER, str(b / "arena_report.json"), str(tmp_path / "arena_report.json"),
                     str(pkg / "boards" / f"{BOARD}.yaml"), elf, str(ok)],
@@ -242,7 +243,7 @@ def test_html_is_self_contained(ok: Path) -> None:
 
 def test_failing_build_writes_views_that_say_so(failed: Path) -> None:
     b = _board_dir(failed)
-    doc = report.read(str(b / "arena_report.json"), check=True)
+    doc = report.read(str(b / "arena_report.json")).to_json()  # the document the page shows
     assert doc["status"] == "over" and doc["headroom"] < 0
     page = Page((b / "arena_report.html").read_text(encoding="utf-8"))
     assert page.keyed["status"][1]["data-value"] == "over" and "FAILED: over" in page.keyed["status"][0]
@@ -258,7 +259,7 @@ def test_hostile_tensor_name_is_escaped(failed: Path) -> None:
     b = _board_dir(failed)
     html_text = (b / "arena_report.html").read_text(encoding="utf-8")
     md = (b / "arena_report.md").read_text(encoding="utf-8")
-    doc = report.read(str(b / "arena_report.json"))
+    doc = report.read(str(b / "arena_report.json")).to_json()  # the document the page shows
     plan = _plans(failed, doc)["kws"]
     assert HOSTILE in {x["name"] for x in plan["buffers"]}  # the plan really holds the name
     page = Page(html_text)
@@ -270,23 +271,21 @@ def test_hostile_tensor_name_is_escaped(failed: Path) -> None:
 def test_hostile_strings_from_every_source_are_escaped() -> None:
     """Board, region, op and problem strings too (built in memory: no schema stops them here)."""
     evil = '"><img src=x onerror=alert(1)>|*_`'
-    doc = {"format_version": 2, "arena_tool_version": "0", "board": evil, "status": "error", "stage": "planned",
-           "runtime": "arena", "problems": [{"kind": "link", "message": evil}], "region": {
-               "name": evil, "origin": 0, "length": 64, "auto": False}, "sharing": "sequential",
-           "arena_size": 16, "lower_bound": 16, "alignment": 16, "budget": 64, "budget_spec": evil, "limit": 64,
-           "headroom": 48, "percent": 25.0, "reserve": {"stack": 0, "heap": 0}, "warn_above": None,
-           "warning": evil, "ram": {"used": 16, "total": 64, "percent": 25.0, "source": "plan"},
-           "flash": {"used": 0, "total": 64, "percent": 0.0, "source": "plan", "weights": 0},
-           "models": [{"name": "m", "planner": evil, "arena_size": 16, "lower_bound": 16, "optimal": True,
-                       "status": evil, "base": 0, "plan": evil, "model": evil, "model_sha256": "0" * 64,
-                       "weights_bytes": 0}]}
-    plan = {"arena_size": 16, "lower_bound": 16, "alignment": 16, "planner": evil, "model": evil,
-            "integer_ops": 0, "options": {"bitwidths": {}},
-            "schedule": [{"name": evil, "op_type": evil, "outputs": [evil], "inputs": [], "workspace": None}],
-            "buffers": [{"name": evil, "kind": "output", "dtype": "int8", "size": 16, "elements": 16,
-                         "first_op": 0, "last_op": 0, "offset": 0, "alias_of": None}]}
+    rep = report.Report(
+        board=evil, region=evil, region_origin=0, region_length=64, region_auto=False, sharing="sequential",
+        arena_size=16, lower_bound=16, alignment=16, budget=64, budget_spec=evil, limit=64, reserve_stack=0,
+        reserve_heap=0, warn_above=None, status="error", warning=evil, arena_tool_version="0",
+        problems=(report.Problem("link", evil),), ram=report.Usage(16, 64, "plan"), flash=report.Usage(0, 64, "plan"),
+        models=(report.ModelUse(name="m", planner=evil, arena_size=16, lower_bound=16, optimal=True, status=evil,
+                                base=0, plan=evil, model=evil, model_sha256="0" * 64, weights_bytes=0),))
+    plan = typed({"arena_size": 16, "lower_bound": 16, "alignment": 16, "planner": evil, "model": evil,
+                  "model_sha256": "0" * 64, "optimal": None, "status": "heuristic", "weights_bytes": 0,
+                  "integer_ops": 0, "schedule": [{"node": 0, "name": evil, "op_type": evil, "outputs": [evil],
+                                                  "inputs": [], "workspace": None}],
+                  "buffers": [{"name": evil, "kind": "output", "dtype": "int8", "size": 16, "elements": 16,
+                               "first_op": 0, "last_op": 0, "offset": 0, "alias_of": None}]})
     memory = htmlreport.Memory((htmlreport.Region(evil, 0, 64, "ram"),), htmlreport.Region("F", 64, 64, "flash"), evil)
-    view = htmlreport.build(doc, {"m": plan}, memory,
+    view = htmlreport.build(rep, {"m": plan}, memory,
                             picture=lambda docs: '<svg xmlns="http://www.w3.org/2000/svg"></svg>')
     page_text = htmlreport.render_html(view)
     page = Page(page_text)

@@ -38,6 +38,7 @@ from onnx import TensorProto, helper, numpy_helper
 import fwbuild
 import quantized as Q
 from arena_tool import firmware, lowering, planfile, planners, verify
+from arena_tool.planfile import PlanFile
 from arena_tool.problem import ModelOptions
 
 PLANNER = "greedy_size" if "greedy_size" in planners.PLANNERS else "naive"
@@ -55,21 +56,20 @@ def _options(inplace_depthwise: bool) -> ModelOptions:
 
 # --- plans ------------------------------------------------------------------------------
 
-def depthwise_steps(path: str, doc: dict[str, Any]) -> list[int]:
+def depthwise_steps(path: str, plan: PlanFile) -> list[int]:
     """Schedule positions of the depthwise convs that may work in place: Conv or QLinearConv,
     2-D, group == C == M > 1, output elements <= input elements, input and output of one width."""
-    low = planfile.lowered_model(path, doc)
-    bufs = {b["name"]: b for b in doc["buffers"]}
+    low = planfile.lowered_model(path, plan)
+    bufs = plan.by_name
     out = []
-    for k, (step, op) in enumerate(zip(doc["schedule"], low.ops)):
-        if step["op_type"] not in ("Conv", "QLinearConv") or not step["inputs"]:
+    for k, (step, op) in enumerate(zip(plan.schedule, low.ops)):
+        if step.op_type not in ("Conv", "QLinearConv") or not step.inputs:
             continue
-        x, y = bufs.get(step["inputs"][0]), bufs.get(step["outputs"][0])
-        if x is None or y is None or len(x["shape"]) != 4 or len(y["shape"]) != 4:
+        x, y = bufs.get(step.inputs[0]), bufs.get(step.outputs[0])
+        if x is None or y is None or len(x.shape) != 4 or len(y.shape) != 4:
             continue
-        c, m = x["shape"][1], y["shape"][1]
-        if (int(op.attrs.get("group", 1)) == c == m > 1 and y["elements"] <= x["elements"]
-                and y["dtype"] == x["dtype"]):
+        c, m = x.shape[1], y.shape[1]
+        if int(op.attrs.get("group", 1)) == c == m > 1 and y.elements <= x.elements and y.dtype == x.dtype:
             out.append(k)
     return out
 
@@ -78,24 +78,22 @@ def _root(bufs: dict[str, dict[str, Any]], name: str) -> str:
     return bufs[name]["alias_of"] or name
 
 
-def in_place_steps(path: str, doc: dict[str, Any]) -> list[int]:
+def in_place_steps(path: str, plan: PlanFile) -> list[int]:
     """The depthwise steps the plan runs in place: output at the input's offset, a workspace."""
-    bufs = {b["name"]: b for b in doc["buffers"]}
-    off = {n: b["offset"] if b["offset"] is not None else bufs[_root(bufs, n)]["offset"] for n, b in bufs.items()}
-    return [k for k in depthwise_steps(path, doc)
-            if off[doc["schedule"][k]["inputs"][0]] == off[doc["schedule"][k]["outputs"][0]]
-            and doc["schedule"][k]["workspace"]]
+    off = plan.offsets()
+    return [k for k in depthwise_steps(path, plan)
+            if off[plan.schedule[k].inputs[0]] == off[plan.schedule[k].outputs[0]] and plan.schedule[k].workspace]
 
 
-def make_in_place(doc: dict[str, Any], steps: list[int], *, ws_elements: int | None = None, y_shift: int = 0,
-                  ws_over_input: bool = False, no_workspace: bool = False) -> dict[str, Any]:
-    """A copy of ``doc`` where each of ``steps`` (depthwise convs) writes its output over its
+def make_in_place(plan: PlanFile, steps: list[int], *, ws_elements: int | None = None, y_shift: int = 0,
+                  ws_over_input: bool = False, no_workspace: bool = False) -> PlanFile:
+    """``plan`` edited by hand (its document) so that each of ``steps`` (depthwise convs) writes its output over its
     input: both alias groups move to one fresh slot at the end of the arena (nothing else is
     ever there, so no other tensor is disturbed) and the step gets a scratch buffer of
     ``ws_elements`` (default H*W) of the input's type at the arena's end. The keywords break
     the plan on purpose: the output ``y_shift`` bytes past the input, the workspace at the
     input's offset, or no workspace."""
-    d = copy.deepcopy(doc)
+    d = copy.deepcopy(plan.to_json())
     bufs = {b["name"]: b for b in d["buffers"]}
     align = int(d.get("alignment") or 16)
     moved: dict[str, int] = {}  # alias root -> its new offset
@@ -135,16 +133,16 @@ def make_in_place(doc: dict[str, Any], steps: list[int], *, ws_elements: int | N
         d["buffers"].append(ws)
         bufs[name] = ws
         step["workspace"] = name
-    return d
+    return PlanFile.from_json(d)
 
 
-def plan(path: str, inplace_depthwise: bool = True) -> dict[str, Any]:
-    return fwbuild.plan_doc(path, PLANNER, _options(inplace_depthwise))
+def plan(path: str, inplace_depthwise: bool = True) -> PlanFile:
+    return fwbuild.plan(path, PLANNER, _options(inplace_depthwise))
 
 
 # --- references ---------------------------------------------------------------------------
 
-def reference(path: str, doc: dict[str, Any]) -> dict[str, np.ndarray]:
+def reference(path: str, doc: PlanFile) -> dict[str, np.ndarray]:
     """onnxruntime on main.c's inputs; a lowered QDQ model run as lowered (what the firmware
     computes, as test_models_run does)."""
     lw = lowering.load(path)
@@ -154,7 +152,7 @@ def reference(path: str, doc: dict[str, Any]) -> dict[str, np.ndarray]:
     return firmware.reference(path, feeds, list(lw.outputs), lw)
 
 
-def assert_like_onnxruntime(run: Any, sym: str, path: str, doc: dict[str, Any]) -> None:
+def assert_like_onnxruntime(run: Any, sym: str, path: str, doc: PlanFile) -> None:
     assert run.status.get(sym) == 0, (sym, run.status.get(sym))
     lw = lowering.load(path)
     ref = reference(path, doc)
@@ -170,7 +168,7 @@ def assert_like_onnxruntime(run: Any, sym: str, path: str, doc: dict[str, Any]) 
         assert err <= tol, (sym, name, err, tol)
 
 
-def run_host(out: Path, models: list[tuple[str, str, dict[str, Any]]]) -> tuple[int, str, Any]:
+def run_host(out: Path, models: list[tuple[str, str, PlanFile]]) -> tuple[int, str, Any]:
     rc, text = fwbuild.run_host(fwbuild.build_host(out, fwbuild.generate(out, models)))
     assert "runtime error" not in text and "AddressSanitizer" not in text, text[-3000:]
     return rc, text, verify.parse_output(text)
@@ -286,8 +284,8 @@ def small(tmp_path_factory, qcache) -> dict[str, Any]:
     for sym in ("f32", "qop_i8"):
         path, base = paths[sym], bases[sym]
         first = dws[sym][:1]
-        x = next(b for b in base["buffers"] if b["name"] == base["schedule"][first[0]]["inputs"][0])
-        plane = x["shape"][2] * x["shape"][3]
+        x = base.by_name[base.schedule[first[0]].inputs[0]]
+        plane = x.shape[2] * x.shape[3]
         for case, kw, code in (("no_ws", {"no_workspace": True}, ARENA_ERR_SHAPE),
                                ("small_ws", {"ws_elements": plane - 1}, ARENA_ERR_SHAPE),
                                ("shifted", {"y_shift": 16}, ARENA_ERR_BOUNDS),
@@ -305,9 +303,9 @@ def small(tmp_path_factory, qcache) -> dict[str, Any]:
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, C, 6, 6])], [w])
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(grow))
     base = plan(str(grow), inplace_depthwise=False)
-    k = next(i for i, s in enumerate(base["schedule"]) if s["op_type"] == "Conv")
+    k = next(i for i, s in enumerate(base.schedule) if s.op_type == "Conv")
     bad = make_in_place(base, [k])
-    offsets = {b["name"]: b["offset"] for b in bad["buffers"]}
+    offsets = bad.offsets()
     assert offsets["g"] == offsets["r"], offsets
     entries.append(("grows", str(grow), bad))
     broken["grows"] = ARENA_ERR_SHAPE
@@ -345,7 +343,7 @@ def test_broken_in_place_plans_stop_with_a_status(small):
 # --- zoo networks, planned with in-place depthwise on -------------------------------------
 
 def _zoo_entries(zoo_dir: Path, qcache: Path, names: tuple[str, ...],
-                 all_by_hand: bool = False) -> list[tuple[str, str, dict[str, Any]]]:
+                 all_by_hand: bool = False) -> list[tuple[str, str, PlanFile]]:
     """(symbol, path, doc) per model and form (float, QDQ int8 per-channel): the default plan,
     whose depthwise convs work in place (by the planner's aliases once its plan files carry
     inplace_depthwise; by hand before). all_by_hand adds, per form, the plan without the
@@ -358,7 +356,7 @@ def _zoo_entries(zoo_dir: Path, qcache: Path, names: tuple[str, ...],
             doc = plan(path)
             dws = depthwise_steps(path, doc)
             assert dws, (name, form)
-            if "inplace_depthwise" not in doc["options"]:  # a planner without the option
+            if "inplace_depthwise" not in planfile.options_doc(doc.options):  # a planner without the option
                 doc = make_in_place(plan(path, inplace_depthwise=False), dws)
             assert in_place_steps(path, doc), (name, form, "no depthwise conv planned in place")
             out.append((f"{name}_{form}", path, doc))
@@ -384,7 +382,7 @@ def test_mobilenet_v2_runs_in_place_on_qemu(zoo_dir, qcache, tmp_path):
 
     models = _zoo_entries(zoo_dir, qcache, ("mobilenet_v2",))
     gen = fwbuild.generate(tmp_path, models, board="mps2_an386")
-    elf = fwbuild.build_elf(tmp_path, gen, "mps2_an386", max(d["arena_size"] for _, _, d in models))
+    elf = fwbuild.build_elf(tmp_path, gen, "mps2_an386", max(d.arena_size for _, _, d in models))
     rc, text = qemu.run(str(elf), "mps2-an386", timeout=300)
     assert rc == 0, text[-2000:]
     run = verify.parse_output(text)
@@ -397,5 +395,5 @@ def test_mobilenet_v2_float_arena_is_at_least_five_percent_smaller(zoo_dir: Path
     depthwise saves >= 5 % on MobileNetV2 (96x96, float); measured 552,960 -> 516,096 B."""
     path = str(zoo_dir / "mobilenet_v2.onnx")
     on, off = plan(path), plan(path, inplace_depthwise=False)
-    assert on["arena_size"] <= 0.95 * off["arena_size"], (on["arena_size"], off["arena_size"])
+    assert on.arena_size <= 0.95 * off.arena_size, (on.arena_size, off.arena_size)
     assert verify.verify(path, on).ok

@@ -26,8 +26,8 @@ def test_every_planner_gives_a_valid_plan(path):
     arenas = {}
     for name in sorted(planners.PLANNERS):
         plan = planning.run_planner(name, problem, params)  # raises ArenaBug on an invalid plan
-        doc = planfile.build(mp, plan, problem)
-        assert planfile.check(doc, mp, os.fspath(path)) == [], name
+        built = planfile.build(mp, plan, problem)
+        assert planfile.check(built, mp, os.fspath(path)) == [], name
         assert plan.arena_size >= plan.lower_bound
         arenas[name] = plan.arena_size
     assert arenas["optimal"] == min(arenas.values())

@@ -8,6 +8,7 @@ region names, .isr_vector, .text, .data AT> FLASH, .bss, ._user_heap_stack, /DIS
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool import boards, elfcheck, linker, linker_fragment, manifest, report
+from arena_tool import boards, elfcheck, linker, linker_fragment, manifest, region_gate, report
 from arena_tool.errors import ArenaError
 from conftest import require_tool
 
@@ -225,9 +226,13 @@ def _arena_section(elf: Path) -> tuple[int, int, str]:
         return s["sh_addr"], s["sh_size"], s["sh_type"]
 
 
-def _doc(region: str, size: int, align: int = 16) -> dict:
-    """The parts of a gate report the ELF check reads."""
-    return {"region": {"name": region}, "arena_size": size, "alignment": align}
+def _doc(region: str, size: int, align: int = 16, **fields: object) -> report.Report:
+    """A gate report of one arena: what the ELF check and the fragment read, the rest placeholders."""
+    base = report.Report(board="b", region=region, region_origin=0, region_length=1, region_auto=False,
+                         sharing="sequential", arena_size=size, lower_bound=size, alignment=align, budget=1,
+                         budget_spec="100%", limit=size, reserve_stack=0, reserve_heap=0, warn_above=None, models=(),
+                         status="ok", warning=None)
+    return dataclasses.replace(base, **fields)
 
 
 # ---------------------------------------------------------------- the fragment's text
@@ -248,8 +253,7 @@ def test_fragment_contents() -> None:
     same = _fragment("nucleo_h743", "DTCM", 1000, {}, align=32)
     assert "  } > DTCM\n" in same and "ALIGN(32)" in same and "overflows DTCM\")" in same
     tflm = linker_fragment.render_for_report(boards.load_board("mps2_an500"),
-                                             {**_doc("SSRAM23", 100), "reserve": {"stack": 8, "heap": 0},
-                                              "runtime": "tflm"}, {"SSRAM23": "RAM"})
+                                             _doc("SSRAM23", 100, reserve_stack=8, runtime="tflm"), {"SSRAM23": "RAM"})
     assert "KEEP(*(.tensor_arena .tensor_arena.*))" in tflm and "  } > RAM\n" in tflm
     # The full script and the fragment say the same thing when the same guard fails.
     full = linker.render(boards.load_board("nucleo_h743"), "DTCM", 1000, 1024, 0)
@@ -267,11 +271,11 @@ def test_copied_section_extension_point() -> None:
     assert text.index(".weights_DTCM :") < text.index(".arena (NOLOAD)")
 
 
-SPLIT_DOC = {"region": {"name": "DTCM"}, "arena_size": 3000, "alignment": 16, "reserve": {"stack": 1024, "heap": 0},
-             "regions": [{"name": "DTCM", "arena": 1000, "weights": 0, "arena_section": ".arena_DTCM",
-                          "weights_section": None},
-                         {"name": "AXI_SRAM", "arena": 2000, "weights": 512, "arena_section": ".arena_AXI_SRAM",
-                          "weights_section": ".weights_AXI_SRAM"}]}
+SPLIT_DOC = _doc("DTCM", 3000, reserve_stack=1024, regions=(
+    region_gate.RegionUse("DTCM", 0, 1, arena=1000, weights=0, reserve=0, limit=0, arena_section=".arena_DTCM",
+                          weights_section=None),
+    region_gate.RegionUse("AXI_SRAM", 0, 1, arena=2000, weights=512, reserve=0, limit=0,
+                          arena_section=".arena_AXI_SRAM", weights_section=".weights_AXI_SRAM")))
 SPLIT_FIRMWARE = r"""
 #include <stdint.h>
 extern uint32_t _estack;
@@ -301,8 +305,8 @@ def test_split_arena_and_copied_weights_from_the_report() -> None:
     assert "  } > RAM_D1 AT> FLASH\n" in text and "__weights_AXI_SRAM_load = LOADADDR(.weights_AXI_SRAM);" in text
     assert "arena: .weights_AXI_SRAM overlaps the 1024 B stack below _estack" in text
     with pytest.raises(ArenaError, match="arena and copied weights of 532,992 B do not fit in AXI_SRAM"):
-        linker_fragment.render_for_report(board, {**SPLIT_DOC, "regions": [
-            {**SPLIT_DOC["regions"][1], "arena": 520 * 1024}]}, H743_NAMES)
+        linker_fragment.render_for_report(board, dataclasses.replace(SPLIT_DOC, regions=(
+            dataclasses.replace(SPLIT_DOC.regions[1], arena=520 * 1024),)), H743_NAMES)
 
 
 def test_split_arena_and_copied_weights_link(tmp_path: Path) -> None:
@@ -584,16 +588,16 @@ def test_scons_links_the_firmware_against_the_vendor_script(tmp_path: Path) -> N
         board = boards.load_board(name)
         frag = (b / "arena_fragment.ld").read_text()
         gate = report.read(str(b / "arena_gate.json"))
-        assert not (b / f"{name}.ld").exists() and gate["region"]["name"] == region
+        assert not (b / f"{name}.ld").exists() and gate.region == region
         assert frag == linker_fragment.render_for_report(board, gate, {region: memory})  # the same bytes anew
-        doc = report.read(str(b / "arena_report.json"), check=True)
-        assert doc["status"] == "ok" and doc["stage"] == "linked", doc["problems"]
+        doc = report.read(str(b / "arena_report.json"))
+        assert doc.status == "ok" and doc.stage == "linked", doc.problems
         elf = b / "firmware.elf"
         assert elfcheck.problems(str(elf), board, doc) == []
         addr, size, kind = _arena_section(elf)
         r = board.region(region)
         assert kind == "SHT_NOBITS" and r.origin <= addr and addr + size <= r.end
-        assert doc["arena_size"] <= size <= doc["arena_size"] + doc["alignment"] and addr % doc["alignment"] == 0
+        assert doc.arena_size <= size <= doc.arena_size + doc.alignment and addr % doc.alignment == 0
         mapfile = (b / "firmware.map").read_text()  # ld's memory configuration is the vendor's
         assert re.search(rf"^{memory} +0x0*{r.origin:x} ", mapfile, re.M | re.I), mapfile[:3000]
     assert not ACTION.search(scons(proj, both, "-n").stdout)  # a no-op build stays one
@@ -635,9 +639,9 @@ def test_scons_vendor_script_errors(tmp_path: Path) -> None:
     p = scons(proj, "board=nucleo_h743")
     assert p.returncode == 1, p.stdout + p.stderr
     assert "arena: .arena overflows RAM_D1 (board region AXI_SRAM)" in p.stderr
-    doc = report.read(str(proj / "build" / "nucleo_h743" / "arena_report.json"), check=True)
-    assert doc["status"] == "over" and not (proj / "build" / "nucleo_h743" / "firmware.elf").exists()
-    messages = [q["message"] for q in doc["problems"]]
+    doc = report.read(str(proj / "build" / "nucleo_h743" / "arena_report.json"))
+    assert doc.status == "over" and not (proj / "build" / "nucleo_h743" / "firmware.elf").exists()
+    messages = [q.message for q in doc.problems]
     assert any("overflow RAM_D1 by" in m and "(16,384 B;" in m for m in messages), messages
     assert any(m.endswith("the link refused the firmware: arena: .arena overflows RAM_D1 (board region AXI_SRAM)")
                for m in messages), messages

@@ -182,8 +182,8 @@ def test_code_generation_needs_no_onnxruntime(tmp_path):
     path = M.save(m, tmp_path / "m.onnx")
     code = ("import sys; sys.modules['onnxruntime'] = None; sys.path.insert(0, 'tests'); import fwbuild;"
             "from arena_tool import codegen, planfile;"
-            f"p = {path!r}; d = fwbuild.plan_doc(p, 'optimal');"
-            "h, c = codegen.model_sources(planfile.PlanFile.from_json(d), planfile.lowered_model(p, d), 't');"
+            f"p = {path!r}; d = fwbuild.plan(p, 'optimal');"
+            "h, c = codegen.model_sources(d, planfile.lowered_model(p, d), 't');"
             "import onnxruntime")  # proves the hiding works: this last import must fail
     r = subprocess.run([sys.executable, "-c", code], cwd=str(M.Path(__file__).parent.parent),
                        capture_output=True, text=True)
@@ -197,14 +197,14 @@ def test_plan_file_records_quantization_and_lowering(tmp_path):
 
     path = M.save(qdq_conv(), tmp_path / "m.onnx")
     pm = planning.plan_model(path, ModelOptions(), "optimal", planners.Params())
-    doc = pm.doc
+    doc = pm.plan_file.to_json()  # as the file states it
     assert doc["integer_ops"] == 1 and doc["qdq_fused"] == 1
     conv = doc["schedule"][1]
     assert conv["op_type"] == "QLinearConv" and conv["domain"] == "" and len(conv["fused"]) == 2
     yq = next(b for b in doc["buffers"] if b["name"] == "yq")
     assert yq["dtype"] == "int8" and yq["quant"] == {"scale": [pytest.approx(0.1)], "zero_point": [-5], "axis": None}
-    planfile.write(str(tmp_path / "p.json"), doc)  # schema-valid
-    assert planfile.check(planfile.read(str(tmp_path / "p.json")), pm.mp, "p.json") == []
+    planfile.write(str(tmp_path / "p.json"), pm.plan_file)  # schema-valid
+    assert planfile.check(planfile.load(str(tmp_path / "p.json")), pm.mp, "p.json") == []
 
 
 def test_lowered_qdq_runs_on_the_host_runtime_like_onnxruntime(tmp_path):
@@ -215,12 +215,12 @@ def test_lowered_qdq_runs_on_the_host_runtime_like_onnxruntime(tmp_path):
     from arena_tool import verify
 
     path = M.save(qdq_conv(), tmp_path / "qdq.onnx")
-    doc = fwbuild.plan_doc(path, "optimal")
-    assert [s["op_type"] for s in doc["schedule"]] == ["QuantizeLinear", "QLinearConv", "DequantizeLinear"]
-    rc, text = fwbuild.run_host(fwbuild.build_host(tmp_path, fwbuild.generate(tmp_path, [("qdq", path, doc)])))
+    plan = fwbuild.plan(path, "optimal")
+    assert [s.op_type for s in plan.schedule] == ["QuantizeLinear", "QLinearConv", "DequantizeLinear"]
+    rc, text = fwbuild.run_host(fwbuild.build_host(tmp_path, fwbuild.generate(tmp_path, [("qdq", path, plan)])))
     assert rc == 0, text[-2000:]
     got = verify.parse_output(text).outputs["qdq"]["out"]
-    ref = verify.reference(path, doc, ["out", "y"])
+    ref = verify.reference(path, plan, ["out", "y"])
     assert ref["y"].min() < 0 < ref["y"].max(), "the Relu must clip something for this test to mean anything"
     assert np.max(np.abs(got - ref["out"].reshape(-1))) <= 0.1 + 1e-6
     assert got.min() >= 0.0  # (q - zp) * s with q >= zp: the absorbed Relu held

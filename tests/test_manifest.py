@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool import manifest
+from arena_tool import boards, manifest
 from arena_tool.errors import ArenaError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,12 +61,13 @@ boards:
     assert (b.planner, b.options.inplace, b.options.scratch) == ("naive", False, "row")
     assert an500.sharing == "concurrent" and an500.budget.percent == 50.0
     assert an500.region == "SSRAM23"  # the board's default region
-    assert an500.reserve_stack == manifest.DEFAULT_STACK and an500.qemu == "mps2-an500"
+    assert an500.reserve_stack == manifest.DEFAULT_STACK and an500.board.qemu == "mps2-an500"
     assert f746.sharing == "sequential" and f746.budget.size == 65536 and f746.region == "SRAM1"
     assert (f746.reserve_stack, f746.reserve_heap, f746.warn_above) == (2048, 1024, 75.0)
     assert f746.models[0].planner == "optimal" and f746.models[0].k == 4  # override merges
     assert f746.models[1] == b
-    assert "-mcpu=cortex-m7" in f746.gcc_flags
+    assert "-mcpu=cortex-m7" in f746.board.cpu.gcc_flags()
+    assert f746.board == boards.load_board("nucleo_f746")  # the whole board, as its file says
 
 
 def test_model_paths_are_relative_to_the_manifest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -109,7 +110,7 @@ def test_project_board_folder_shadows_nothing_and_adds_a_board(tmp_path: Path) -
     (boards / "myboard.yaml").write_text(text)
     path = write(tmp_path, "board_dirs: [boards]\nmodels: [{name: a, path: m.onnx}]\nboards: [myboard]\n")
     m = manifest.load(path)
-    assert m.targets[0].board_file.endswith("myboard.yaml")
+    assert m.targets[0].board.file.endswith("myboard.yaml")
 
 
 def test_keys_are_canonical(tmp_path: Path) -> None:
@@ -140,6 +141,31 @@ def test_cached_load_skips_yaml_until_an_input_changes(tmp_path: Path, monkeypat
         manifest.cached_load(path, (), cache)
 
 
+def test_the_cache_document_carries_the_whole_board(tmp_path: Path) -> None:
+    """to_doc/from_doc: every target keeps its Board (Board.to_json), the round trip is exact and
+    its text byte-identical; a cache of the previous format is not reused."""
+    import json
+
+    from arena_tool import manifest_cache
+
+    m = manifest.load(str(ROOT / "example_firmware" / "arena.yaml"))
+    doc = manifest.to_doc(m)
+    text = json.dumps(doc)
+    back = manifest.from_doc(json.loads(text))
+    assert back == m and json.dumps(manifest.to_doc(back)) == text
+    for t, d in zip(m.targets, doc["targets"]):
+        assert d["board"] == t.board.to_json() and d["board_file"] == t.board.file
+        assert d["gcc_flags"] == list(t.board.cpu.gcc_flags()) and d["key"] == t.key()
+    path = write(tmp_path, "models: [{name: a, path: m.onnx}]\nboards: [rpi_pico]\n")
+    cache = tmp_path / "cache.json"
+    manifest_cache.cached(path, (), str(cache))
+    entry = json.loads(cache.read_text())
+    assert entry["key"][0] == manifest_cache.FORMAT == 3
+    board = entry["manifest"]["targets"][0].pop("board")  # format 2 had copies of some board fields
+    cache.write_text(json.dumps(dict(entry, key=[2, *entry["key"][1:]])))
+    assert manifest_cache.cached(path, (), str(cache))["targets"][0]["board"] == board
+
+
 def test_copying_the_example_keeps_it_valid(tmp_path: Path) -> None:
     dest = tmp_path / "fw"
     shutil.copytree(ROOT / "example_firmware", dest, ignore=shutil.ignore_patterns("build"))
@@ -158,7 +184,7 @@ boards:
     an500, an386 = manifest.load(path).targets
     assert (an500.runtime, an386.runtime) == ("none", "arena")
     assert an500.key() != manifest.load(path).targets[1].key()
-    assert an500.flash.name == "FLASH" and an500.flash.length == 4 << 20  # the board's flash, for the weights check
+    assert an500.board.flash.name == "FLASH" and an500.board.flash.length == 4 << 20  # for the weights check
     doc = manifest.target_doc(an500)
     assert manifest.target_from_doc(doc) == an500 and doc["runtime"] == "none"
     default = manifest.load(write(tmp_path, "models: [{name: a, path: m.onnx}]\nboards: [rpi_pico]\n")).targets[0]

@@ -21,21 +21,22 @@ import fwbuild
 import quantized as Q
 import zoo
 from arena_tool import firmware, lowering, verify
+from arena_tool.planfile import PlanFile
 
 FORMS = ("float", "qdq", "qoperator")
 FLASH_FOR_WEIGHTS = 3 << 20  # of mps2_an500's 4 MiB: code and the C tables' overhead need the rest
 
 
-def _models(form: str, sources: list[Path], qcache: Path) -> list[tuple[str, str, dict]]:
+def _models(form: str, sources: list[Path], qcache: Path) -> list[tuple[str, str, PlanFile]]:
     out = []
     for src in sources:
         path = src if form == "float" else Q.quantized(src, form, True, qcache)
         sym = f"{src.stem.split('__')[-1].removesuffix('_tflite2onnx')[:28]}_{form}"
-        out.append((sym, str(path), fwbuild.plan_doc(str(path), "optimal")))
+        out.append((sym, str(path), fwbuild.plan(str(path), "optimal")))
     return out
 
 
-def _reference(path: str, doc: dict, lw: lowering.Lowered) -> dict[str, np.ndarray]:
+def _reference(path: str, doc: PlanFile, lw: lowering.Lowered) -> dict[str, np.ndarray]:
     """onnxruntime's outputs on main.c's inputs: a lowered QDQ model run as lowered, and its float
     Q/DQ simulation checked to stay within two steps of that."""
     if not lw.qdq_fused:
@@ -50,7 +51,7 @@ def _reference(path: str, doc: dict, lw: lowering.Lowered) -> dict[str, np.ndarr
     return lowered
 
 
-def _check(text: str, models: list[tuple[str, str, dict]]) -> None:
+def _check(text: str, models: list[tuple[str, str, PlanFile]]) -> None:
     run = verify.parse_output(text)
     for sym, path, doc in models:
         assert run.status.get(sym) == 0, (sym, text[-1500:])
@@ -91,15 +92,15 @@ def test_networks_run_on_qemu_like_onnxruntime(qcache, zoo_dir, tmp_path, form):
 
     models = _models(form, _sources(zoo_dir)["zoo"] + Q.mlperf_float_models(), qcache)
     # Several firmwares, each model's weights within the 4 MiB flash beside the others'.
-    batches: list[list[tuple[str, str, dict]]] = [[]]
-    for m in sorted(models, key=lambda m: m[2]["weights_bytes"]):
-        assert m[2]["weights_bytes"] < FLASH_FOR_WEIGHTS, m[0]  # every one of these fits on its own
-        if sum(d["weights_bytes"] for _, _, d in batches[-1]) + m[2]["weights_bytes"] > FLASH_FOR_WEIGHTS:
+    batches: list[list[tuple[str, str, PlanFile]]] = [[]]
+    for m in sorted(models, key=lambda m: m[2].weights_bytes):
+        assert m[2].weights_bytes < FLASH_FOR_WEIGHTS, m[0]  # every one of these fits on its own
+        if sum(d.weights_bytes for _, _, d in batches[-1]) + m[2].weights_bytes > FLASH_FOR_WEIGHTS:
             batches.append([])
         batches[-1].append(m)
     for k, batch in enumerate(batches):
         out = tmp_path / f"fw{k}"
-        size = max(d["arena_size"] for _, _, d in batch)
+        size = max(d.arena_size for _, _, d in batch)
         elf = fwbuild.build_elf(out, fwbuild.generate(out, batch, board="mps2_an500"), "mps2_an500", size)
         rc, text = qemu.run(str(elf), "mps2-an500", timeout=600)
         assert rc == 0, text[-2000:]

@@ -4,10 +4,12 @@ checked against the model by planfile.check, which trusts nothing in the file.""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 
 import pytest
 
+import fwbuild
 import models
 from arena_tool import liveness, planfile, planning, planners
 from arena_tool.errors import ArenaError, CheckFailed
@@ -26,12 +28,12 @@ def planned(tmp_path):
 def test_round_trip_and_options(planned, tmp_path):
     path, pm = planned
     out = str(tmp_path / "p.json")
-    planfile.write(out, pm.doc)
-    doc = planfile.read(out)
-    assert doc == pm.doc
-    assert planfile.options_from_doc(doc) == OPTIONS
-    assert planfile.check(doc, liveness.model_problem(path, OPTIONS), out) == []
-    assert planfile.offsets(doc) == {b["name"]: b["offset"] for b in pm.doc["buffers"]}
+    planfile.write(out, pm.plan_file)
+    plan = planfile.load(out)
+    assert plan == pm.plan_file
+    assert plan.options == OPTIONS
+    assert planfile.check(plan, liveness.model_problem(path, OPTIONS), out) == []
+    assert plan.offsets() == {b["name"]: b["offset"] for b in json.load(open(out))["buffers"]}
 
 
 def test_aliases_carry_their_roots_offset(tmp_path):
@@ -41,16 +43,16 @@ def test_aliases_carry_their_roots_offset(tmp_path):
                      [models.weight("w", [8, 8]), models.const("s", [1, 32]), models.weight("w2", [32, 8])])
     path = models.save(m, tmp_path / "m.onnx")
     pm = planning.plan_model(path, ModelOptions(), "first_fit", planners.Params())
-    by = {b["name"]: b for b in pm.doc["buffers"]}
-    assert by["z"]["alias_of"] == "y" and by["r"]["alias_of"] == "y"
-    assert by["z"]["offset"] == by["r"]["offset"] == by["y"]["offset"]
-    assert planfile.check(pm.doc, pm.mp, "p.json") == []
+    by = pm.plan_file.by_name
+    assert by["z"].alias_of == "y" and by["r"].alias_of == "y"
+    assert by["z"].offset == by["r"].offset == by["y"].offset
+    assert planfile.check(pm.plan_file, pm.mp, "p.json") == []
 
 
 def test_write_refuses_a_schema_violation_and_leaves_no_file(planned, tmp_path):
     _, pm = planned
-    bad = copy.deepcopy(pm.doc)
-    bad["buffers"][0]["offset"] = -16
+    first, *rest = pm.plan_file.buffers
+    bad = dataclasses.replace(pm.plan_file, buffers=(dataclasses.replace(first, offset=-16), *rest))
     out = tmp_path / "p.json"
     with pytest.raises(ArenaError) as e:
         planfile.write(str(out), bad)
@@ -65,19 +67,21 @@ def test_write_refuses_a_schema_violation_and_leaves_no_file(planned, tmp_path):
     (lambda d: d.update(model_sha256="0" * 64), "model bytes changed since planning"),
     (lambda d: d["buffers"].pop(), "has no buffer in the plan"),
 ])
-def test_check_names_what_is_wrong(planned, edit, words):
+def test_check_names_what_is_wrong(planned, edit, words, tmp_path):
+    """A plan edited by hand is still a valid file: it loads, and check refuses it."""
     path, pm = planned
-    doc = copy.deepcopy(pm.doc)
-    edit(doc)
-    found = planfile.check(doc, liveness.model_problem(path, OPTIONS), "p.json")
+    bad = fwbuild.edited(pm.plan_file, edit)
+    out = str(tmp_path / "p.json")
+    planfile.write(out, bad)
+    found = planfile.check(planfile.load(out), liveness.model_problem(path, OPTIONS), "p.json")
     assert any(words in p for p in found), found
     with pytest.raises(CheckFailed):
-        planfile.require_valid(doc, pm.mp, "p.json")
+        planfile.require_valid(bad, pm.mp, "p.json")
 
 
 def test_plan_file_is_stable_text(planned, tmp_path):
     _, pm = planned
-    text = planfile.dumps(pm.doc)
+    text = planfile.dumps(pm.plan_file.to_json())
     assert text == planfile.dumps(json.loads(text))
     assert text.endswith("\n")
 
@@ -96,27 +100,31 @@ TYPED_CASES = [
 
 @pytest.mark.parametrize("model, opts, regions", TYPED_CASES)
 def test_typed_plan_round_trips_byte_identical(model, opts, regions, tmp_path):
+    """build -> write -> load -> to_json: the same bytes, and the same value."""
     pm = planning.plan_model(str(EXAMPLES / model), opts, "greedy_size", planners.Params(time_limit=5), regions)
     out = str(tmp_path / "p.json")
-    planfile.write(out, pm.doc)
+    planfile.write(out, pm.plan_file)
     typed = planfile.load(out)
-    assert planfile.dumps(typed.to_json()) == planfile.dumps(pm.doc) == open(out).read()
-    assert planfile.PlanFile.from_json(typed.to_json(), out) == typed
+    assert typed == pm.plan_file
+    assert planfile.dumps(typed.to_json()) == planfile.dumps(pm.plan_file.to_json()) == open(out).read()
+    assert planfile.PlanFile.from_json(json.load(open(out)), out) == typed
     assert typed.options == opts and typed.alignment == opts.alignment
-    assert typed.offsets() == planfile.offsets(pm.doc)
-    assert (typed.regions is not None) == bool(regions) and (typed.split is not None) == bool(regions)
+    assert typed.is_split == bool(regions) and (typed.split is not None) == bool(regions)
+    if model == "kws.onnx":  # in-place Clip/Relu and views: aliases at their roots' offsets
+        assert any(b.alias_of for b in typed.buffers)
 
 
 def test_typed_plan_round_trips_the_other_tests_plans(planned):
     _, pm = planned
-    typed = planfile.PlanFile.from_json(pm.doc)
-    assert planfile.dumps(typed.to_json()) == planfile.dumps(pm.doc)
-    assert typed.status == pm.doc["status"] and isinstance(typed.status, planfile.Status)
+    doc = pm.plan_file.to_json()
+    typed = planfile.PlanFile.from_json(doc)
+    assert typed == pm.plan_file and planfile.dumps(typed.to_json()) == planfile.dumps(doc)
+    assert typed.status == doc["status"] and isinstance(typed.status, planfile.Status)
 
 
 def test_typed_plan_is_schema_checked(planned):
     _, pm = planned
-    bad = copy.deepcopy(pm.doc)
+    bad = copy.deepcopy(pm.plan_file.to_json())
     bad["buffers"][0]["offset"] = -16
     with pytest.raises(ArenaError) as e:
         planfile.PlanFile.from_json(bad, "p.json")
@@ -126,10 +134,11 @@ def test_typed_plan_is_schema_checked(planned):
 def test_typed_plan_keeps_what_a_file_leaves_out(planned):
     """Schema-optional keys absent from a file stay absent (domain, fused, integer_ops ...)."""
     _, pm = planned
-    doc = copy.deepcopy(pm.doc)
+    doc = copy.deepcopy(pm.plan_file.to_json())
     for key in ("arena_tool_version", "model_kind", "baselines", "integer_ops", "qdq_fused"):
         del doc[key]
     for s in doc["schedule"]:
         del s["domain"], s["fused"]
     assert planfile.PlanFile.from_json(doc).to_json() == doc
     assert planfile.PlanFile.from_json(doc).kind == "onnx"
+    assert planfile.check(planfile.PlanFile.from_json(doc), pm.mp, "p.json") == []  # absent: the defaults

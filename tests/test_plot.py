@@ -137,7 +137,7 @@ def _plan(capsys, tmp_path, model: str, picture: str, *extra: str) -> tuple[dict
     code, stdout, err = run(capsys, "plan", model, "-o", str(out), "--plot", str(pic), *extra)
     assert code == 0, err
     assert f"wrote {pic}" in stdout
-    return planfile.read(str(out)), pic
+    return json.loads(out.read_text()), pic  # the file as written, drawn from its numbers
 
 
 def test_svg_one_rectangle_per_buffer_at_the_planned_coordinates(capsys, tmp_path):
@@ -178,7 +178,7 @@ def test_compare_panels_share_one_scale(capsys, tmp_path):
     text = pic.read_text()
     mp = liveness.model_problem(path, ModelOptions())
     problem = mp.problem()
-    docs = [planfile.build(mp, planning.run_planner(n, problem, planners.Params()), problem)
+    docs = [planfile.build(mp, planning.run_planner(n, problem, planners.Params()), problem).to_json()
             for n in ("naive", "greedy_size")]
     assert docs[0]["arena_size"] == 18 * KB and docs[1]["arena_size"] == 12 * KB
     scales = [check_panel(text, p, d) for p, d in enumerate(docs)]
@@ -206,9 +206,9 @@ def test_png_is_not_blank(capsys, tmp_path):
 
 def test_svg_is_byte_identical(capsys, tmp_path):
     path = models.save(conv_relu_conv(), tmp_path / "m.onnx")
-    doc = planning.plan_model(path, ModelOptions(), "optimal", planners.Params()).doc
+    plan = planning.plan_model(path, ModelOptions(), "optimal", planners.Params()).plan_file
     before = dict(matplotlib.rcParams)
-    assert plot.svg([("a", doc), ("b", doc)]) == plot.svg([("a", doc), ("b", doc)])
+    assert plot.svg([("a", plan), ("b", plan)]) == plot.svg([("a", plan), ("b", plan)])
     assert dict(matplotlib.rcParams) == before  # no rc state leaks out
     outs = []
     for seed in ("0", "4242"):
@@ -228,7 +228,7 @@ def test_svg_is_byte_identical_from_threads(tmp_path):
     import threading
 
     path = models.save(conv_relu_conv(), tmp_path / "m.onnx")
-    plan = planning.plan_model(path, ModelOptions(), "optimal", planners.Params()).doc
+    plan = planning.plan_model(path, ModelOptions(), "optimal", planners.Params()).plan_file
     alone = plot.svg([("a", plan)])
     outs: list[str] = []
     threads = [threading.Thread(target=lambda: outs.extend(plot.svg([("a", plan)]) for _ in range(3)))
@@ -254,12 +254,12 @@ def test_bad_plot_suffix_exits_2_with_one_line(capsys, tmp_path, command, name):
 
 def test_write_refuses_an_unknown_format(tmp_path):
     with pytest.raises(ArenaError) as e:
-        plot.write([("x", {})], str(tmp_path / "x.jpg"))
+        plot.write([("x", synthetic(2, 2))], str(tmp_path / "x.jpg"))
     assert e.value.field == "--plot" and "x.jpg" in e.value.render()
 
 
-def synthetic(n: int = 600, ops: int = 300, seed: int = 1) -> dict:
-    """A schema-valid plan document of n buffers (offsets need not be valid: only drawn)."""
+def synthetic(n: int = 600, ops: int = 300, seed: int = 1) -> planfile.PlanFile:
+    """A schema-valid plan of n buffers (offsets need not be valid: only drawn)."""
     rnd = random.Random(seed)
     bufs = []
     for i in range(n):
@@ -270,12 +270,13 @@ def synthetic(n: int = 600, ops: int = 300, seed: int = 1) -> dict:
                      "last_op": min(ops - 1, first + rnd.randrange(6)), "alias_of": None, "quant": None})
     live = [sum(b["size"] for b in bufs if b["first_op"] <= i <= b["last_op"]) for i in range(ops)]
     options = {"activation_dtype": None, "bitwidths": {}, "inplace": True, "scratch": "none", "input_shapes": {}}
-    return {"format_version": 1, "model": "synthetic", "model_sha256": "0" * 64, "planner": "none", "k": 1,
+    return planfile.PlanFile.from_json({
+            "format_version": 1, "model": "synthetic", "model_sha256": "0" * 64, "planner": "none", "k": 1,
             "alignment": 16, "options": options, "lower_bound": max(live),
             "arena_size": max(b["offset"] + b["size"] for b in bufs), "optimal": None, "status": "heuristic",
             "weights_bytes": 0,
             "schedule": [{"node": i, "name": f"op{i}", "op_type": "Relu", "inputs": [], "outputs": [],
-                          "workspace": None} for i in range(ops)], "buffers": bufs}
+                          "workspace": None} for i in range(ops)], "buffers": bufs})
 
 
 def test_hundreds_of_buffers_render_in_seconds():

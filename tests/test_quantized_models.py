@@ -74,9 +74,9 @@ def test_inplace_is_never_above_no_inplace(qcache, case):
 def test_verify_replays_lowered_qdq_plans(qcache, path):
     q = Q.quantized(path, "qdq", True, qcache)
     pm = _plan(q)
-    result = verify.verify(str(q), pm.doc)
+    result = verify.verify(str(q), pm.plan_file)
     assert result.ok, result.message
-    assert result.reads > len(pm.doc["schedule"])
+    assert result.reads > len(pm.plan_file.schedule)
 
 
 @pytest.mark.parametrize("name", zoo.NAMES)
@@ -91,4 +91,4 @@ def test_the_cnn_families_quantize_and_plan_like_their_twins(qcache, zoo_dir, na
         assert qdq.mp.weights_bytes < 0.4 * flt.mp.weights_bytes  # int8 weights, not float copies
         assert qdq.mp.integer_ops >= qop.mp.integer_ops
         for pm in (qdq, qop):
-            assert planfile.check(pm.doc, pm.mp, str(path)) == []
+            assert planfile.check(pm.plan_file, pm.mp, str(path)) == []

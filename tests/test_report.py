@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +113,7 @@ def test_reserve_in_the_same_region_binds(tmp_path: Path) -> None:
 
 def test_auto_region_uses_the_boards_ranking(tmp_path: Path) -> None:
     t = target(tmp_path, "{name: nucleo_f746, region: auto, budget: 90%}", models="a")
-    board = boards.load_board_file(t.board_file)
+    board = t.board
 
     def fastest(size: int, reserve: int) -> str:
         return board.fastest_region(size, reserve=reserve).name
@@ -124,7 +125,7 @@ def test_auto_region_uses_the_boards_ranking(tmp_path: Path) -> None:
     huge = report.gate(t, plans(t, plan_doc(10 << 20, 1 << 20)), lambda s, r: None)
     assert huge.status == "over" and "more than any region of the board" in huge.problems[0].message
     assert huge.region == "SRAM1" and huge.problems[0].region == "SRAM1"  # the largest, as the message says
-    check_json(report.to_doc(huge), "report", "arena_report.json")
+    check_json(huge.to_json(), "report", "arena_report.json")
 
 
 def test_warn_above(tmp_path: Path) -> None:
@@ -136,24 +137,26 @@ def test_warn_above(tmp_path: Path) -> None:
 
 def test_document_matches_the_schema_and_summarises(tmp_path: Path) -> None:
     t = target(tmp_path, "{name: nucleo_f746, region: DTCM, budget: 60K}")
-    doc = report.to_doc(report.gate(t, plans(t, plan_doc(30000, 28000), plan_doc(20000, 20000))))
+    rep = report.gate(t, plans(t, plan_doc(30000, 28000), plan_doc(20000, 20000)))
+    doc = rep.to_json()
     check_json(doc, "report", "arena_report.json")
     path = tmp_path / "r.json"
-    report.write(str(path), doc)
-    assert report.read(str(path), check=True) == doc
-    text = report.summary([doc])
+    report.write(str(path), rep)
+    assert report.read(str(path)) == rep and report.read(str(path)).to_json() == doc
+    text = report.summary([rep])
     assert "arena: nucleo_f746: sequential in DTCM, budget 61,440 B (60K)" in text
     assert "DTCM [=====     ] 48.8%" in text
     assert doc["status"] == "ok" and doc["stage"] == "planned" and doc["problems"] == []
-    assert sum(r.length for r in t.regions) == 348160  # every RAM region of the board
+    assert sum(r.length for r in t.board.ram) == 348160  # every RAM region of the board
     assert doc["ram"] == {"used": 30000 + 4096, "total": 348160, "percent": round(100 * 34096 / 348160, 2),
                           "source": "plan"}
     assert doc["flash"]["used"] == doc["flash"]["weights"] == 200 and doc["flash"]["total"] == 1 << 20
     assert "  RAM:   [=         ]   9.8% (used 34,096 bytes from 348,160 bytes) [arena + stack/heap reserve, " \
            "before linking]" in text
-    linked = report.with_elf(doc, ram_used=40000, flash_used=85123)
-    check_json(linked, "report", "arena_report.json")
-    assert linked["stage"] == "linked" and linked["status"] == "ok" and linked["flash"]["weights"] == 200
+    linked = report.with_elf(rep, ram_used=40000, flash_used=85123)
+    check_json(linked.to_json(), "report", "arena_report.json")
+    assert linked.stage == "linked" and linked.status == "ok" and linked.to_json()["flash"]["weights"] == 200
+    assert linked.ram == report.Usage(40000, 348160, "elf") and linked.to_json()["ram"]["percent"] == 11.49
     assert report.usage_lines(linked) == ["RAM:   [=         ]  11.5% (used 40,000 bytes from 348,160 bytes)",
                                           "Flash: [=         ]   8.1% (used 85,123 bytes from 1,048,576 bytes)"]
 
@@ -190,7 +193,7 @@ def test_weights_above_the_flash_name_the_model(tmp_path: Path) -> None:
     p = report.gate(t, plans(t, *alone)).problems[0]
     assert p.model == "c" and p.message.startswith(
         "arena: tiny: model c's weights need 80,000 B of flash (a's 70,000 B do not fit either), FLASH has 65,536 B")
-    doc = report.to_doc(report.gate(t, plans(t, *alone)))
+    doc = report.gate(t, plans(t, *alone)).to_json()
     check_json(doc, "report", "arena_report.json")
     assert doc["problems"][0]["over_by"] == 80000 - 65536
 
@@ -206,7 +209,7 @@ def test_runtime_problems_name_model_op_node_and_why(tmp_path: Path) -> None:
     (tmp_path / "m").mkdir()
     path = str(tmp_path / "m" / "trig.onnx")
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
-    from fwbuild import plan_doc as real_plan
+    from fwbuild import plan as real_plan
     from arena_tool.problem import ModelOptions
 
     doc = real_plan(path, "greedy_size")
@@ -216,9 +219,9 @@ def test_runtime_problems_name_model_op_node_and_why(tmp_path: Path) -> None:
     assert p.message == ("arena: mps2_an500: model trig: op 1 'cos0' (Cos) cannot run on arena's runtime: "
                          "the runtime has no kernel for this op")
     t = target(tmp_path, "mps2_an500", models="trig")
-    r = report.gate(t, [("trig", "build/plans/trig.plan.json", planfile.PlanFile.from_json(doc))], runtime_problems=[p])
+    r = report.gate(t, [("trig", "build/plans/trig.plan.json", doc)], runtime_problems=[p])
     assert r.status == "unsupported" and report.failure(r).msg == p.message
-    check_json(report.to_doc(r), "report", "arena_report.json")
+    check_json(r.to_json(), "report", "arena_report.json")
     # activation_dtype is a what-if: the plan sizes int8 buffers for a model that computes float32.
     whatif = real_plan(path, "greedy_size", ModelOptions(activation_dtype="int8"))
     problems = report.runtime_problems("mps2_an500", "trig", whatif, lowered)
@@ -231,21 +234,22 @@ def test_runtime_problems_name_model_op_node_and_why(tmp_path: Path) -> None:
 
 def test_a_failed_link_is_in_the_report(tmp_path: Path) -> None:
     t = target(tmp_path, "{name: nucleo_f746, region: DTCM, budget: 60K}")
-    doc = report.to_doc(report.gate(t, plans(t, plan_doc(30000, 28000), plan_doc(20000, 20000))))
+    rep = report.gate(t, plans(t, plan_doc(30000, 28000), plan_doc(20000, 20000)))
     ld = ("ld: build/x/firmware.elf section `.rodata' will not fit in region `FLASH'\n"
           "ld: region `FLASH' overflowed by 25360 bytes\ncollect2: error: ld returned 1 exit status\n")
-    over = report.link_failure(doc, ld, "FLASH", {"DTCM": 65536})
-    check_json(over, "report", "arena_report.json")
-    [p] = over["problems"]
-    assert over["status"] == "over" and (p["kind"], p["region"], p["over_by"]) == ("flash", "FLASH", 25360)
-    assert p["message"] == ("arena: nucleo_f746: code, constants and weights overflow FLASH by 25,360 B "
+    over = report.link_failure(rep, ld, "FLASH", {"DTCM": 65536})
+    check_json(over.to_json(), "report", "arena_report.json")
+    [p] = over.problems
+    assert over.status == "over" and (p.kind, p.region, p.over_by) == ("flash", "FLASH", 25360)
+    assert p.message == ("arena: nucleo_f746: code, constants and weights overflow FLASH by 25,360 B "
                             "(flash 1,048,576 B, of which the weights take 200 B)")
-    ram = report.link_failure(doc, "ld: region `DTCM' overflowed by 8 bytes\n", "FLASH", {"DTCM": 65536})
-    assert ram["status"] == "over" and ram["problems"][0]["kind"] == "ram" and ram["problems"][0]["need"] == 65544
-    other = report.link_failure(doc, "main.c:3: undefined reference to `arena_run'\n", "FLASH", {})
-    assert other["status"] == "error" and other["problems"][0]["kind"] == "link"
-    none = report.link_failure(dict(doc, runtime="none"), "undefined reference to `arena_run'", "FLASH", {})
-    assert "with runtime: none the firmware defines arena_run" in none["problems"][0]["message"]
+    ram = report.link_failure(rep, "ld: region `DTCM' overflowed by 8 bytes\n", "FLASH", {"DTCM": 65536})
+    assert ram.status == "over" and ram.problems[0].kind == "ram" and ram.problems[0].need == 65544
+    other = report.link_failure(rep, "main.c:3: undefined reference to `arena_run'\n", "FLASH", {})
+    assert other.status == "error" and other.problems[0].kind == "link"
+    none = report.link_failure(dataclasses.replace(rep, runtime="none"), "undefined reference to `arena_run'",
+                               "FLASH", {})
+    assert "with runtime: none the firmware defines arena_run" in none.problems[0].message
     text = report.summary([over])
     assert "  FAILED: over (1 problem; arena_report.json lists them)" in text
 
@@ -266,3 +270,73 @@ def test_the_quantize_hint_is_a_command_that_works(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     mp = liveness.model_problem(str(tmp_path / "kws.int8.onnx"), ModelOptions(input_shapes=(("input", (1, 1, 49, 10)),)))
     assert mp.integer_ops > 0
+
+
+SPLIT_REGIONS = [{"name": n, "capacity": c, "arena_size": a, "lower_bound": a, "accessed_bytes": 10, "buffers": 1,
+                  "planner": "greedy_size", "status": "heuristic"} for n, c, a in (("DTCM", 65536, 1000),
+                                                                                   ("AXI_SRAM", 500000, 2000))]
+
+
+def _reports(tmp_path: Path) -> dict[str, report.Report]:
+    """One report of every shape the build writes: planned (warn), linked, over the flash once linked,
+    a failed link, a failed ELF check, an over-budget gate, a split arena, weights copied to RAM, tflm."""
+    t = target(tmp_path, "{name: nucleo_f746, region: DTCM, budget: 60K, warn_above: 40}")
+    planned = report.gate(t, plans(t, plan_doc(30000, 28000), plan_doc(20000, 20000)))
+    linked = report.with_elf(planned, ram_used=40000, flash_used=85123)
+    (tmp_path / "split").mkdir()
+    split = target(tmp_path / "split", "{name: nucleo_h743, region: [DTCM, AXI_SRAM]}", models="a")
+    (tmp_path / "copied").mkdir()
+    copied = target(tmp_path / "copied", "{name: nucleo_h743, region: AXI_SRAM}", models="a")
+    weights = dict(plan_doc(3000, 3000), options={"activation_dtype": None, "bitwidths": {}, "inplace": True,
+                                                  "scratch": "none", "input_shapes": {}, "weights": "DTCM"})
+    (tmp_path / "tflm").mkdir()
+    (tmp_path / "tflm" / "a.tflite").write_bytes(b"")
+    (tmp_path / "tflm" / "arena.yaml").write_text("models: [{name: a, path: a.tflite}]\n"
+                                                  "boards: [{name: mps2_an500, runtime: tflm}]\n")
+    tflm = manifest.load(str(tmp_path / "tflm" / "arena.yaml")).targets[0]
+    return {
+        "planned": planned, "linked": linked,
+        "flash over when linked": report.with_elf(planned, ram_used=40000, flash_used=2 << 20),
+        "failed link": report.link_failure(planned, "ld: region `FLASH' overflowed by 8 bytes\n", "FLASH", {}),
+        "failed ELF check": report.with_problem(linked, report.Problem("elf", "arena: nucleo_f746: ELF check failed")),
+        "over": report.gate(t, plans(t, plan_doc(71680, 60000), plan_doc(1000, 1000))),
+        "split": report.gate(split, plans(split, dict(plan_doc(3000, 3000), regions=SPLIT_REGIONS))),
+        "weights copied": report.gate(copied, plans(copied, weights)),
+        "tflm": report.gate(tflm, plans(tflm, plan_doc(3000, 3000)), tflm={"a": {"tail": 1000, "planned_bytes": 5000}}),
+    }
+
+
+def test_every_report_round_trips_byte_identical(tmp_path: Path) -> None:
+    """write -> the file -> read gives the same value, and to_json the same bytes; the optional keys
+    appear exactly where they apply."""
+    reps = _reports(tmp_path)
+    assert [r.status for r in reps.values()] == ["warn", "warn", "over", "over", "error", "over", "ok", "ok", "ok"]
+    for name, rep in reps.items():
+        path = tmp_path / f"{name}.json"
+        report.write(str(path), rep)
+        back = report.read(str(path))
+        assert back == rep, name
+        assert report.dumps(back.to_json()) == path.read_text(), name
+        doc = back.to_json()
+        assert ("tflm_note" in doc) == (name == "tflm") and ("regions" in doc) == (name in ("split", "weights copied"))
+        assert [("head" in m, "regions" in m, "weights_region" in m) for m in doc["models"]] == [
+            (name == "tflm", name == "split", name == "weights copied")] * len(doc["models"])
+    assert reps["linked"].to_json()["stage"] == "linked" and reps["planned"].to_json()["stage"] == "planned"
+    assert [r.arena_section for r in reps["split"].regions] == [".arena_DTCM", ".arena_AXI_SRAM"]
+    assert [r.weights_section for r in reps["weights copied"].regions] == [None, ".weights_DTCM"]
+
+
+def test_a_report_file_against_its_schema_is_one_clear_error(tmp_path: Path) -> None:
+    from arena_tool.errors import EXIT_USAGE, ArenaError
+
+    linked = _reports(tmp_path)["linked"]
+    doc = linked.to_json()
+    path = tmp_path / "arena_report.json"
+    path.write_text(report.dumps(dict(doc, models=[dict(doc["models"][0], arena_size="30000")])))
+    with pytest.raises(ArenaError) as err:
+        report.read(str(path))
+    assert err.value.exit_code == EXIT_USAGE and err.value.file == str(path)
+    assert err.value.field == "models[0].arena_size" and "report.schema.json" in err.value.msg
+    with pytest.raises(ArenaError) as err:  # a report that does not hold to its schema is never written
+        report.write(str(tmp_path / "bad.json"), dataclasses.replace(linked, stage="built"))
+    assert err.value.field == "stage" and not (tmp_path / "bad.json").exists()

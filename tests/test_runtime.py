@@ -79,7 +79,7 @@ def example_build(request, tmp_path_factory):
     models = []
     for m in EXAMPLES:
         path = str(fwbuild.MODELS / f"{m}.onnx")
-        models.append((m, path, fwbuild.plan_doc(path, planner)))
+        models.append((m, path, fwbuild.plan(path, planner)))
     out = tmp_path_factory.mktemp(f"fw_{planner}")
     return planner, models, out, fwbuild.generate(out, models, "mps2_an500")
 
@@ -94,7 +94,7 @@ def test_host_sanitizer_build_matches_onnxruntime(example_build):
 def test_qemu_mps2_an500_matches_onnxruntime(example_build):
     require_arm()
     _, models, out, gen = example_build
-    arena = max(d["arena_size"] for _, _, d in models)
+    arena = max(d.arena_size for _, _, d in models)
     elf = fwbuild.build_elf(out, gen, "mps2_an500", arena)
     rc, text = qemu.run(str(elf), "mps2-an500", timeout=60)
     assert rc == 0, text[-3000:]
@@ -107,9 +107,9 @@ def test_qemu_mps2_an386_single_precision_fpu(tmp_path):
     models = []
     for name in ("kws", "kws_int8"):
         path = str(fwbuild.MODELS / f"{name}.onnx")
-        models.append((name, path, fwbuild.plan_doc(path, PLANNERS[-1])))
+        models.append((name, path, fwbuild.plan(path, PLANNERS[-1])))
     gen = fwbuild.generate(tmp_path, models, "mps2_an386")
-    elf = fwbuild.build_elf(tmp_path, gen, "mps2_an386", max(d["arena_size"] for _, _, d in models))
+    elf = fwbuild.build_elf(tmp_path, gen, "mps2_an386", max(d.arena_size for _, _, d in models))
     rc, text = qemu.run(str(elf), "mps2-an386", timeout=60)
     assert rc == 0, text[-3000:]
     assert_matches(text, models)
@@ -121,9 +121,9 @@ def test_im2col_workspace_from_the_plan(tmp_path, scratch):
     models = []
     for m in ("kws", "resnet8"):
         path = str(fwbuild.MODELS / f"{m}.onnx")
-        doc = fwbuild.plan_doc(path, "naive" if "greedy_size" not in PLANNERS else "greedy_size",
-                               ModelOptions(scratch=scratch))
-        assert any(s["workspace"] for s in doc["schedule"])
+        doc = fwbuild.plan(path, "naive" if "greedy_size" not in PLANNERS else "greedy_size",
+                           ModelOptions(scratch=scratch))
+        assert any(s.workspace for s in doc.schedule)
         models.append((m, path, doc))
     rc, text = fwbuild.run_host(fwbuild.build_host(tmp_path, fwbuild.generate(tmp_path, models)))
     assert rc == 0, text[-3000:]
@@ -242,7 +242,7 @@ def test_op_coverage_models_match_onnxruntime(op_models, tmp_path, planner):
     models = []
     for name in ("ops_float", "ops_legacy", "quant"):
         path = str(op_models / f"{name}.onnx")
-        models.append((name, path, fwbuild.plan_doc(path, planner, ModelOptions(scratch="row"))))
+        models.append((name, path, fwbuild.plan(path, planner, ModelOptions(scratch="row"))))
     rc, text = fwbuild.run_host(fwbuild.build_host(tmp_path, fwbuild.generate(tmp_path, models)))
     assert rc == 0, text[-3000:]
     run = verify.parse_output(text)
@@ -267,7 +267,7 @@ def test_unsupported_op_fails_at_run_time_with_its_name(tmp_path):
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
     path = tmp_path / "sin.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
-    models = [("sin", str(path), fwbuild.plan_doc(str(path), "naive"))]
+    models = [("sin", str(path), fwbuild.plan(str(path), "naive"))]
     rc, text = fwbuild.run_host(fwbuild.build_host(tmp_path, fwbuild.generate(tmp_path, models)))
     assert rc == 10, text
     assert "error sin op 0 Sin the_sin code 10" in text
@@ -276,8 +276,7 @@ def test_unsupported_op_fails_at_run_time_with_its_name(tmp_path):
 def test_host_build_catches_a_wrong_offset_with_the_sanitizer(tmp_path):
     """An arena tensor placed past the model's arena is refused by the bounds check (code 12)."""
     path = str(fwbuild.MODELS / "autoencoder.onnx")
-    doc = fwbuild.plan_doc(path, "naive")
-    doc["buffers"][-1]["offset"] = doc["arena_size"]
+    doc = fwbuild.edited(fwbuild.plan(path, "naive"), lambda d: d["buffers"][-1].update(offset=d["arena_size"]))
     rc, text = fwbuild.run_host(fwbuild.build_host(tmp_path, fwbuild.generate(tmp_path, [("ae", path, doc)])))
     assert rc == 12 and "status ae 12" in text, text
 
@@ -304,7 +303,7 @@ def test_lrn_matches_onnxruntime(tmp_path):
                                   [numpy_helper.from_array(np.array(scale, np.float32), "k")])
         path = tmp_path / f"lrn{i}.onnx"
         onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
-        models.append((f"lrn{i}", str(path), fwbuild.plan_doc(str(path), "greedy_size")))
+        models.append((f"lrn{i}", str(path), fwbuild.plan(str(path), "greedy_size")))
     rc, text = fwbuild.run_host(fwbuild.build_host(tmp_path, fwbuild.generate(tmp_path, models)))
     assert rc == 0, text[-2000:]
     run = verify.parse_output(text)

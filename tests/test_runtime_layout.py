@@ -459,7 +459,7 @@ def op_run(tmp_path_factory):
     for name, (build, _) in MODELS.items():
         path = d / f"{name}.onnx"
         onnx.save(build(), str(path))
-        planned.append((name, str(path), fwbuild.plan_doc(str(path), "greedy_size", ModelOptions(scratch="row"))))
+        planned.append((name, str(path), fwbuild.plan(str(path), "greedy_size", ModelOptions(scratch="row"))))
     rc, text = fwbuild.run_host(fwbuild.build_host(d, fwbuild.generate(d, planned)))
     assert "ERROR: AddressSanitizer" not in text and "runtime error" not in text, text[-3000:]
     run = verify.parse_output(text)
@@ -556,7 +556,7 @@ def whole_run(tmp_path_factory, qcache):
         onnx.save(zoo.build(name), str(paths[name]))
     for name in LIGHT:
         paths[f"light_{name}"] = quantized.materialized(quantized.LIGHT_DIR / f"light_{name}.onnx", qcache)
-    planned = [(codegen.sanitize(n), str(p), fwbuild.plan_doc(str(p), "greedy_size", ModelOptions(scratch="row")))
+    planned = [(codegen.sanitize(n), str(p), fwbuild.plan(str(p), "greedy_size", ModelOptions(scratch="row")))
                for n, p in paths.items()]
     rc, text = fwbuild.run_host(fwbuild.build_host(d, fwbuild.generate(d, planned)))
     run = verify.parse_output(text)
@@ -604,7 +604,7 @@ def test_kernels_refuse_tables_that_disagree_with_the_tensors(tmp_path):
     for name, (build, _, _) in BAD_TABLES.items():
         path = tmp_path / f"{name}.onnx"
         onnx.save(build(), str(path))
-        planned.append((name, str(path), fwbuild.plan_doc(str(path), "naive")))
+        planned.append((name, str(path), fwbuild.plan(str(path), "naive")))
     sources = fwbuild.generate(tmp_path, planned)
     for name, (_, old, new) in BAD_TABLES.items():
         src = tmp_path / f"{name}_model.c"

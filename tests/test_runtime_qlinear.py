@@ -11,7 +11,7 @@ exists. Graph inputs come from verify.input_pattern, the values main.c feeds: in
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 from typing import Any, Callable
 
 import numpy as np
@@ -22,6 +22,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import fwbuild
 from arena_tool import planfile, planners, qemu, verify
+from arena_tool.planfile import PlanFile
 from arena_tool.problem import ModelOptions
 
 MS = "com.microsoft"
@@ -374,15 +375,14 @@ CONV_SCRATCH = ("none", "row", "full")
 WS_OVER_INPUT = "qconv_i8_ws_over_input"
 
 
-def _workspace_over_input(path: str, doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _workspace_over_input(path: str, plan: PlanFile) -> tuple[str, PlanFile]:
     """A broken plan that proves the kernel writes its workspace: im2col then overwrites the
     input rows it has yet to read."""
-    bad = copy.deepcopy(doc)
-    bufs = {b["name"]: b for b in bad["buffers"]}
-    ws, x = bufs[bad["schedule"][0]["workspace"]], bufs["x"]
-    assert ws["size"] <= x["size"]
-    ws["offset"] = x["offset"]
-    return path, bad
+    bufs = plan.by_name
+    ws, x = bufs[plan.schedule[0].workspace or ""], bufs["x"]
+    assert ws.size <= x.size
+    moved = dataclasses.replace(ws, offset=x.offset)
+    return path, dataclasses.replace(plan, buffers=tuple(moved if b.name == ws.name else b for b in plan.buffers))
 
 
 @pytest.fixture(scope="module")
@@ -400,7 +400,7 @@ def fw(tmp_path_factory) -> dict[str, Any]:
         scratches = CONV_SCRATCH if name == "qconv_i8" else ("none",)
         for scratch in scratches:
             sym = name if scratch == "none" else f"{name}_{scratch}"
-            entries.append((sym, str(path), fwbuild.plan_doc(str(path), PLANNER, ModelOptions(scratch=scratch))))
+            entries.append((sym, str(path), fwbuild.plan(str(path), PLANNER, ModelOptions(scratch=scratch))))
     row = next(e for e in entries if e[0] == "qconv_i8_row")
     entries.append((WS_OVER_INPUT, *_workspace_over_input(row[1], row[2])))
     out = d / "fw"
@@ -449,7 +449,7 @@ def test_in_place_ops_alias_their_inputs(fw):
     """The default plan writes QLinearAdd's output over its dying input A, QLinearMul's over its
     dying input B and QLinearSigmoid's over its input, and the results still match."""
     _, doc = fw["models"]["in_place"]
-    alias = {b["name"]: b["alias_of"] for b in doc["buffers"]}
+    alias = {b.name: b.alias_of for b in doc.buffers}
     assert alias["s"] == alias["m"] == alias["y"] == "l", alias
     got, want = _outputs(fw, "in_place")
     _assert_within_one_step("in_place", got["y"], want["y"])
@@ -485,12 +485,12 @@ def test_int8_conv_im2col_workspace_gives_the_direct_results(fw):
     docs = {s: fw["models"][f"qconv_i8{'' if s == 'none' else '_' + s}"][1] for s in CONV_SCRATCH}
     sizes = {}
     for s, doc in docs.items():
-        ws = [step["workspace"] for step in doc["schedule"]]
+        ws = [step.workspace for step in doc.schedule]
         assert (ws[:2] == [None, None]) if s == "none" else (ws[0] and ws[1]), (s, ws)
-        bufs = {b["name"]: b for b in doc["buffers"]}
-        dw_in = bufs[doc["schedule"][2]["inputs"][0]]
-        assert ws[2] is None or bufs[ws[2]]["elements"] == dw_in["shape"][2] * dw_in["shape"][3], (s, ws)
-        sizes[s] = [bufs[w]["elements"] for w in ws[:2] if w]
+        bufs = doc.by_name
+        dw_in = bufs[doc.schedule[2].inputs[0]]
+        assert ws[2] is None or bufs[ws[2]].elements == dw_in.shape[2] * dw_in.shape[3], (s, ws)
+        sizes[s] = [bufs[w].elements for w in ws[:2] if w]
     # c1: Cin 4 * 3x3 per pixel, 9 pixels a row, 9 rows; c2: 6/2 * 3x3, 4 per row, 4 rows.
     assert sizes["row"] == [36 * 9, 27 * 4] and sizes["full"] == [36 * 81, 27 * 16], sizes
     outs = {s: fw["run"].outputs[f"qconv_i8{'' if s == 'none' else '_' + s}"]["y"] for s in CONV_SCRATCH}
@@ -525,7 +525,7 @@ def test_qemu_mps2_an500_prints_what_the_host_build_prints(fw, tmp_path):
     require_tool("qemu-system-arm")
     entries = [(sym, path, doc) for sym, (path, doc) in fw["models"].items()]
     gen = fwbuild.generate(tmp_path, entries, "mps2_an500")
-    elf = fwbuild.build_elf(tmp_path, gen, "mps2_an500", max(doc["arena_size"] for _, _, doc in entries))
+    elf = fwbuild.build_elf(tmp_path, gen, "mps2_an500", max(doc.arena_size for _, _, doc in entries))
     rc, text = qemu.run(str(elf), "mps2-an500", timeout=60)
     run = verify.parse_output(text)
     assert rc == fw["rc"] and run.status == fw["run"].status, text[-2000:]

@@ -155,18 +155,17 @@ def test_shufflenet_schedule_saves_and_checks(tmp_path: Path) -> None:
     graph = liveness.model_problem(path, ModelOptions())
     assert pm.plan.lower_bound < _bound(graph)  # 2,885,120 B vs 3,110,912 B measured
     mp = liveness.model_problem(path, MEMORY)
-    assert planfile.check(pm.doc, mp, "p.json") == []
+    assert planfile.check(pm.plan_file, mp, "p.json") == []
 
 
 def test_check_refuses_a_non_topological_schedule(tmp_path: Path) -> None:
     path = M.save(_two_branches(), tmp_path / "branches.onnx")
     pm = planning.plan_model(path, MEMORY, "greedy_size", planners.Params())
-    doc = dict(pm.doc)
-    steps = list(doc["schedule"])
-    cat = next(k for k, s in enumerate(steps) if s["op_type"] == "Concat")
+    steps = list(pm.plan_file.schedule)
+    cat = next(k for k, s in enumerate(steps) if s.op_type == "Concat")
     steps.insert(0, steps.pop(cat))  # the Concat first: it reads what nobody wrote yet
-    doc["schedule"] = steps
-    problems = planfile.check(doc, liveness.model_problem(path, MEMORY), "p.json")
+    bad = dataclasses.replace(pm.plan_file, schedule=tuple(steps))
+    problems = planfile.check(bad, liveness.model_problem(path, MEMORY), "p.json")
     assert problems and "before the op that writes it" in problems[0]
     with pytest.raises(ArenaError, match="not a permutation"):
         liveness.model_problem(path, ModelOptions(), order=[0, 1, 2])

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from arena_tool import report
 from test_tflite import MLPERF, chain_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,7 +104,9 @@ def test_tflm_board_builds_model_array_tensor_arena_and_script(tmp_path: Path) -
     assert "} > DTCM" in ld
 
     for board in ("nucleo_f746", "mps2_an500"):
-        rep = json.loads((b / board / "arena_report.json").read_text())
+        text = (b / board / "arena_report.json").read_text()
+        assert report.dumps(report.read(str(b / board / "arena_report.json")).to_json()) == text  # typed, same bytes
+        rep = json.loads(text)
         assert rep["runtime"] == "tflm" and "CMSIS-NN" in rep["tflm_note"]
         m = rep["models"][0]
         assert (m["head"], m["tail"], m["arena_size"]) == (head, tail, size) and rep["arena_size"] == size

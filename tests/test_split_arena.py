@@ -10,6 +10,7 @@ run under QEMU and compared with onnxruntime on main.c's input pattern.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -101,25 +102,26 @@ def test_kws_split_plan_fits_two_regions_not_one() -> None:
     opts = ModelOptions(input_shapes=KWS_SHAPES)
     caps = [regions.RegionCap("FAST", FAST), regions.RegionCap("SLOW", SLOW)]
     pm = regions.plan_split(KWS, opts, "optimal", planners.Params(time_limit=5), caps)
-    doc = pm.doc
-    assert doc["lower_bound"] == 32_000 > max(FAST, SLOW)  # fits neither region alone
-    assert [r["name"] for r in doc["regions"]] == ["FAST", "SLOW"]
-    assert all(r["arena_size"] <= r["capacity"] for r in doc["regions"])
-    assert doc["arena_size"] == sum(r["arena_size"] for r in doc["regions"])
-    assert doc["split"]["method"] == "exact" and doc["split"]["status"] == "proven"
-    assert regions.check(doc) == []
-    assert planfile.check(doc, liveness.model_problem(KWS, opts), "kws.plan.json") == []
+    plan = pm.plan_file
+    assert plan.regions is not None and plan.split is not None and plan.split.small_first_accessed is not None
+    assert plan.lower_bound == 32_000 > max(FAST, SLOW)  # fits neither region alone
+    assert [r.name for r in plan.regions] == ["FAST", "SLOW"]
+    assert all(r.arena_size <= r.capacity for r in plan.regions)
+    assert plan.arena_size == sum(r.arena_size for r in plan.regions)
+    assert plan.split.method == "exact" and plan.split.status == "proven"
+    assert regions.check(plan) == []
+    assert planfile.check(plan, liveness.model_problem(KWS, opts), "kws.plan.json") == []
     # At least the accessed bytes of small-buffers-first in the fast region; the hottest buffer there.
-    assert doc["regions"][0]["accessed_bytes"] >= doc["split"]["small_first_accessed"][0]
+    assert plan.regions[0].accessed_bytes >= plan.split.small_first_accessed[0]
     access = regions.access_bytes(pm.mp, lowering.load(KWS, KWS_SHAPES))
     density = {b.name: a / b.size for b, a in zip(pm.problem.buffers, access)}
-    region_of = {b["name"]: b["region"] for b in doc["buffers"]}
+    region_of = {b.name: b.region for b in plan.buffers}
     assert region_of[max(density, key=lambda n: (density[n], n))] == "FAST"
     # A buffer moved to the other region overlaps there: check names the pair.
-    bad = dict(doc, buffers=[dict(b, region="FAST") for b in doc["buffers"]])
+    bad = dataclasses.replace(plan, buffers=tuple(dataclasses.replace(b, region="FAST") for b in plan.buffers))
     assert any("overlap" in p for p in planfile.check(bad, liveness.model_problem(KWS, opts), "p"))
     # verify replays the regions end to end: the split plan holds, the moved one does not.
-    assert verify.verify(KWS, doc).ok
+    assert verify.verify(KWS, plan).ok
     assert not verify.verify(KWS, bad).ok
 
 
@@ -128,10 +130,11 @@ def test_a_planner_above_capacity_falls_back_to_the_packing_that_proved_it() -> 
     feasible is kept instead, and says so."""
     opts = ModelOptions(input_shapes=KWS_SHAPES)
     caps = [regions.RegionCap("FAST", FAST), regions.RegionCap("SLOW", SLOW)]
-    doc = regions.plan_split(KWS, opts, "naive", planners.Params(time_limit=5), caps).doc
-    assert [r["planner"] for r in doc["regions"]] == ["packing", "packing"] and doc["optimal"] is False
-    assert all(r["arena_size"] <= r["capacity"] for r in doc["regions"])
-    assert planfile.check(doc, liveness.model_problem(KWS, opts), "kws.plan.json") == []
+    plan = regions.plan_split(KWS, opts, "naive", planners.Params(time_limit=5), caps).plan_file
+    assert plan.regions is not None
+    assert [r.planner for r in plan.regions] == ["packing", "packing"] and plan.optimal is False
+    assert all(r.arena_size <= r.capacity for r in plan.regions)
+    assert planfile.check(plan, liveness.model_problem(KWS, opts), "kws.plan.json") == []
 
 
 # ---------------------------------------------------------------- the manifest and the gate
@@ -164,7 +167,7 @@ def test_gate_names_the_region_over(tmp_path: Path) -> None:
     board.write_text(BOARD.replace("length: 20K", "length: 12K"))
     p = scons(proj, "board=split_an500", "link=0")
     assert p.returncode == 1, p.stdout + p.stderr
-    doc = report.read(str(proj / "build" / "split_an500" / "arena_report.json"), check=True)
+    doc = report.read(str(proj / "build" / "split_an500" / "arena_report.json")).to_json()
     assert doc["status"] == "over" and [r["name"] for r in doc["regions"]] == ["FAST", "SLOW"]
     assert any(pr["region"] in ("FAST", "SLOW") and "of arena (kws)" in pr["message"] for pr in doc["problems"])
 
@@ -183,28 +186,30 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return proj, p.stdout + p.stderr
 
 
-def _matches(text: str, name: str, path: str, plan_doc: dict) -> None:
+def _matches(text: str, name: str, path: str, plan: planfile.PlanFile) -> None:
     run = verify.parse_output(text)
     assert run.status.get(name) == 0, text[-1500:]
-    ref = verify.reference(path, plan_doc)
-    lw = lowering.load(path, planfile.options_from_doc(plan_doc).input_shapes)
+    ref = verify.reference(path, plan)
+    lw = lowering.load(path, plan.options.input_shapes)
     for out, got in run.outputs[name].items():
         want = ref[out].reshape(-1).astype(np.float32)
-        step = firmware.quant_step(lw, plan_doc, out)
+        step = firmware.quant_step(lw, plan, out)
         tol = step + 1e-6 if step is not None else 1e-4 * max(float(np.max(np.abs(want))), 1e-30)
         assert float(np.max(np.abs(got.astype(np.float32) - want))) <= tol, (name, out)
 
 
-def _plan(proj: Path, name: str) -> tuple[str, dict]:
+def _plan(proj: Path, name: str) -> tuple[str, planfile.PlanFile]:
     doc = report.read(str(proj / "build" / "split_an500" / "arena_report.json"))
-    m = next(m for m in doc["models"] if m["name"] == name)
-    return str(proj / "example_firmware" / "models" / f"{name}.onnx"), planfile.read(str(proj / m["plan"]))
+    m = next(m for m in doc.models if m.name == name)
+    return str(proj / "example_firmware" / "models" / f"{name}.onnx"), planfile.load(str(proj / m.plan))
 
 
 def test_split_firmware_builds_checks_and_matches_onnxruntime(built: tuple[Path, str]) -> None:
     proj, text = built
     bdir = proj / "build" / "split_an500"
-    doc = report.read(str(bdir / "arena_report.json"), check=True)
+    for name in ("arena_gate.json", "arena_report.json"):  # a split arena's reports, typed: the same bytes
+        assert report.dumps(report.read(str(bdir / name)).to_json()) == (bdir / name).read_text(), name
+    doc = report.read(str(bdir / "arena_report.json")).to_json()
     assert doc["status"] == "ok" and doc["stage"] == "linked"
     by = {r["name"]: r for r in doc["regions"]}
     assert (by["FAST"]["arena_section"], by["SLOW"]["arena_section"]) == (".arena_FAST", ".arena_SLOW")
@@ -222,16 +227,16 @@ def test_split_firmware_builds_checks_and_matches_onnxruntime(built: tuple[Path,
         assert kind == "SHT_NOBITS" and r.origin <= addr and addr + size <= r.end and size == by[region]["arena"]
     assert ".arena" not in secs
     path, plan = _plan(proj, "kws")
-    assert plan["lower_bound"] > max(FAST, SLOW)  # kws fits neither region alone
-    assert {b["region"] for b in plan["buffers"]} == {"FAST", "SLOW"}
-    assert plan["regions"][0]["accessed_bytes"] > plan["regions"][1]["accessed_bytes"]  # the hot bytes are fast
+    assert plan.lower_bound > max(FAST, SLOW)  # kws fits neither region alone
+    assert {b.region for b in plan.buffers} == {"FAST", "SLOW"} and plan.regions is not None
+    assert plan.regions[0].accessed_bytes > plan.regions[1].accessed_bytes  # the hot bytes are fast
     _matches(text, "kws", path, plan)
 
 
 def test_weights_copied_to_ram_at_startup_and_outputs_match(built: tuple[Path, str]) -> None:
     proj, text = built
     bdir = proj / "build" / "split_an500"
-    doc = report.read(str(bdir / "arena_report.json"), check=True)
+    doc = report.read(str(bdir / "arena_report.json")).to_json()
     data = next(r for r in doc["regions"] if r["name"] == "DATA")
     assert data["weights_section"] == ".weights_DATA" and data["arena_section"] is None
     m = next(m for m in doc["models"] if m["name"] == "kws_int8")
@@ -249,7 +254,7 @@ def test_weights_copied_to_ram_at_startup_and_outputs_match(built: tuple[Path, s
     assert board.flash.origin <= load < board.flash.end  # linked into flash, run from DATA
     assert "arena_init" in syms
     path, plan = _plan(proj, "kws_int8")
-    assert plan["options"]["weights"] == "DATA"
+    assert plan.options.weights == "DATA"
     _matches(text, "kws_int8", path, plan)
 
 

@@ -8,7 +8,8 @@ tflite-micro wheel's flatbuffer object API; the MLPerf Tiny tests skip where
 
 from __future__ import annotations
 
-import copy
+import dataclasses
+import json
 from pathlib import Path
 
 import flatbuffers
@@ -155,10 +156,13 @@ def test_names_made_unique_and_variables_persistent(tmp_path):
     assert mp.names == ("t", "t#1", "tensor2", "state")
     assert mp.variables == ("state",) and "state" not in {t.name for t in mp.tensors}
     pm = planning.plan_model(str(tmp_path / "v.tflite"), ModelOptions(), "optimal", planners.Params())
-    assert pm.doc["model_kind"] == "tflite" and pm.doc["persistent"] == ["state"]
-    typed = planfile.PlanFile.from_json(pm.doc)  # the typed plan keeps persistent, and the bytes
-    assert typed.kind == "tflite" and typed.persistent == ("state",)
-    assert planfile.dumps(typed.to_json()) == planfile.dumps(pm.doc)
+    out = str(tmp_path / "v.plan.json")  # build -> write -> load: persistent kept, the same bytes
+    planfile.write(out, pm.plan_file)
+    doc = json.loads(Path(out).read_text())
+    assert doc["model_kind"] == "tflite" and doc["persistent"] == ["state"]
+    typed = planfile.load(out)
+    assert typed == pm.plan_file and typed.kind == "tflite" and typed.persistent == ("state",)
+    assert planfile.dumps(typed.to_json()) == Path(out).read_text()
 
 
 # --- bad inputs: one clear message, exit 2 -----------------------------------------------
@@ -233,8 +237,7 @@ def test_planned_model_metadata_replaced_not_duplicated(tmp_path, capsys):
     assert names.count("OfflineMemoryAllocation") == 1 and len(m2.buffers) == len(m1.buffers)
     md = next(md for md in m2.metadata if tflite_write._name(md) == "OfflineMemoryAllocation")
     words = np.frombuffer(np.asarray(m2.buffers[md.buffer].data, np.uint8).tobytes(), "<i4")
-    doc = planfile.read(str(tmp_path / "p2.plan.json"))
-    off = {b["name"]: b["offset"] for b in doc["buffers"]}
+    off = planfile.load(str(tmp_path / "p2.plan.json")).offsets()
     assert list(words[:3]) == [1, 1, 6]  # version, subgraphs, N tensors
     assert list(words[3:]) == [off["x"], -1, -1, off["a"], off["b"], off["y"]]  # weights -1
     data = out2.read_bytes()
@@ -244,18 +247,17 @@ def test_planned_model_metadata_replaced_not_duplicated(tmp_path, capsys):
             assert data.find(np.asarray(b.data, np.uint8).tobytes()) % 16 == 0
     # `-o x.json` still writes the plan JSON only
     assert run(capsys, "plan", src, "-o", tmp_path / "x.json")[0] == 0
-    assert planfile.read(str(tmp_path / "x.json"))["model_kind"] == "tflite"
+    assert planfile.load(str(tmp_path / "x.json")).model_kind == "tflite"
 
 
 def test_overlapped_plan_changes_tflm_output_and_writer_refuses_it(tmp_path, capsys):
     src = save(tmp_path, "chain.tflite", chain_model())
     data = Path(src).read_bytes()
     pm = planning.plan_model(src, ModelOptions(), "optimal", planners.Params())
-    good = tflite_write.planned_bytes(data, src, tflite_write.offsets_for(pm.mp, pm.doc))
-    bad_doc = copy.deepcopy(pm.doc)
-    for b in bad_doc["buffers"]:
-        b["offset"] = 0  # every tensor at 0: a and b overwrite x, which y still reads
-    bad = tflite_write.planned_bytes(data, src, tflite_write.offsets_for(pm.mp, bad_doc))  # the unchecked hook
+    good = tflite_write.planned_bytes(data, src, tflite_write.offsets_for(pm.mp, pm.plan_file))
+    bad_plan = dataclasses.replace(  # every tensor at 0: a and b overwrite x, which y still reads
+        pm.plan_file, buffers=tuple(dataclasses.replace(b, offset=0) for b in pm.plan_file.buffers))
+    bad = tflite_write.planned_bytes(data, src, tflite_write.offsets_for(pm.mp, bad_plan))  # the unchecked hook
     x = [[np.linspace(-2, 2, 16, dtype=np.float32).reshape(1, 16)]]
     ref, ok, broken = (tflm.run_tflm(d, src, x) for d in (data, good, bad))
     assert ok.outputs[0][0].tobytes() == ref.outputs[0][0].tobytes()
@@ -263,7 +265,7 @@ def test_overlapped_plan_changes_tflm_output_and_writer_refuses_it(tmp_path, cap
     assert broken.allocation.head == 64 and ok.allocation.head == pm.plan.arena_size
     out = tmp_path / "bad.tflite"
     with pytest.raises(CheckFailed, match="refusing to write a planned model: .* overlap"):
-        tflite_write.write_planned(src, bad_doc, str(out))
+        tflite_write.write_planned(src, bad_plan, str(out))
     assert not out.exists()
     bad_path = save(tmp_path, "bad_planned.tflite", bad)
     code, out_text, err = run(capsys, "verify", src, bad_path, "--runs", "2")
@@ -291,8 +293,7 @@ def test_operator_order_permutation(tmp_path, capsys):
     written = [tflite_model.builtin_name(m, op) for op in m.subgraphs[0].operators]
     assert written == ["MUL", "ADD", "ADD"]
     assert [int(op.outputs[0]) for op in m.subgraphs[0].operators] == [4, 3, 5]
-    doc = planfile.read(str(tmp_path / "p.plan.json"))
-    assert [s["node"] for s in doc["schedule"]] == [1, 0, 2]
+    assert planfile.load(str(tmp_path / "p.plan.json")).order == [1, 0, 2]
     code, out_text, err = run(capsys, "check", src, tmp_path / "p.plan.json")  # check re-derives in plan order
     assert code == 0, err
     code, out_text, err = run(capsys, "verify", src, out, "--runs", "3")
@@ -350,9 +351,9 @@ def test_mlperf_every_planner_and_greedy_is_tflm(name, tflm_heads):
     params = planners.Params(time_limit=2.0)
     for planner in planning.planner_names():
         plan = planning.run_planner(planner, problem, params)
-        doc = planfile.build(mp, plan, problem)
-        check_json(doc, "plan", "plan.json")
-        assert planfile.check(doc, mp, "plan.json") == [], planner
+        built = planfile.build(mp, plan, problem)
+        check_json(built.to_json(), "plan", "plan.json")
+        assert planfile.check(built, mp, "plan.json") == [], planner
         if planner == "greedy_size":  # TFLM's GreedyMemoryPlanner on arena's ranges: TFLM's own head, exactly
             assert plan.arena_size == tflm_heads[name].head
         if planner == "optimal":
@@ -368,10 +369,10 @@ def test_mlperf_planned_model_verifies_in_tflm(name, tmp_path, capsys, tflm_head
     out = tmp_path / "planned.tflite"
     code, text, err = run(capsys, "plan", src, "-o", out)
     assert code == 0, err
-    doc = planfile.read(str(tmp_path / "planned.plan.json"))
+    plan = planfile.load(str(tmp_path / "planned.plan.json"))
     report = tflm.verify(str(src), str(out), runs=5)
     assert report.failures == [], report.failures
-    assert report.tflm_planned.head == doc["arena_size"] == report.arena_head
+    assert report.tflm_planned.head == plan.arena_size == report.arena_head
     assert report.tflm_model.head == tflm_heads[name].head
     assert report.tflm_planned.head <= report.tflm_model.head
     if name in VWW:

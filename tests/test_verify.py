@@ -26,14 +26,14 @@ def model(name: str) -> str:
 @pytest.mark.parametrize("planner", PLANNERS)
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_valid_plans_verify(name, planner):
-    r = verify.verify(model(name), fwbuild.plan_doc(model(name), planner))
+    r = verify.verify(model(name), fwbuild.plan(model(name), planner))
     assert r.ok, r.message
     assert r.clobbered is None and r.reads > 0
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_corrupted_plan_names_the_clobbered_tensor_and_op(name):
-    bad, victim, culprit, op = fwbuild.corrupt(fwbuild.plan_doc(model(name), PLANNERS[-1]))
+    bad, victim, culprit, op = fwbuild.corrupt(fwbuild.plan(model(name), PLANNERS[-1]))
     r = verify.verify(model(name), bad)
     assert not r.ok
     assert (r.clobbered, r.writer, r.writer_op) == (victim, culprit, op), r.message
@@ -42,7 +42,7 @@ def test_corrupted_plan_names_the_clobbered_tensor_and_op(name):
 
 def test_clobber_by_an_earlier_op_is_found_when_read():
     """A tensor overwritten by a later op while still live (not by its own reader)."""
-    doc = fwbuild.plan_doc(model("resnet8"), "naive")
+    doc = fwbuild.plan(model("resnet8"), "naive").to_json()  # edited below as a file would be
     # resnet8 has a residual Add: its skip input is live across several ops.
     add = next(s for s in doc["schedule"] if s["op_type"] == "Add")
     bufs = {b["name"]: b for b in doc["buffers"]}
@@ -57,7 +57,7 @@ def test_clobber_by_an_earlier_op_is_found_when_read():
         if (b["alias_of"] or b["name"]) == root:
             b["offset"] = bufs[skip]["offset"]
     doc["arena_size"] = max(b["offset"] + b["size"] for b in doc["buffers"])
-    r = verify.verify(model("resnet8"), doc)
+    r = verify.verify(model("resnet8"), planfile.PlanFile.from_json(doc))
     assert not r.ok
     assert r.clobbered == skip
     assert r.writer_op == (step["name"] or out)
@@ -65,20 +65,20 @@ def test_clobber_by_an_earlier_op_is_found_when_read():
 
 
 def test_in_place_and_view_aliases_are_not_clobbers():
-    doc = fwbuild.plan_doc(model("kws"), "naive")
-    assert any(b["alias_of"] for b in doc["buffers"])  # kws has in-place Clip/Relu
-    assert verify.verify(model("kws"), doc).ok
+    plan = fwbuild.plan(model("kws"), "naive")
+    assert any(b.alias_of for b in plan.buffers)  # kws has in-place Clip/Relu
+    assert verify.verify(model("kws"), plan).ok
 
 
 def test_tensor_outside_the_arena_is_an_error():
-    doc = fwbuild.plan_doc(model("autoencoder"), "naive")
-    doc["buffers"][-1]["offset"] = doc["arena_size"]
+    bad = fwbuild.edited(fwbuild.plan(model("autoencoder"), "naive"),
+                         lambda d: d["buffers"][-1].update(offset=d["arena_size"]))
     with pytest.raises(verify.ArenaError, match="outside the arena"):
-        verify.verify(model("autoencoder"), doc)
+        verify.verify(model("autoencoder"), bad)
 
 
 def test_main_verify_exit_codes(tmp_path, capsys):
-    doc = fwbuild.plan_doc(model("kws"), PLANNERS[-1])
+    doc = fwbuild.plan(model("kws"), PLANNERS[-1])
     good, bad_path = tmp_path / "good.json", tmp_path / "bad.json"
     planfile.write(str(good), doc)
     bad, victim, _, op = fwbuild.corrupt(doc)
@@ -110,7 +110,7 @@ def test_corrupted_plan_is_named_by_verify_and_gives_wrong_firmware_output(tmp_p
         require_tool("arm-none-eabi-gcc")
         require_tool("qemu-system-arm")
     path = model("kws")
-    doc = fwbuild.plan_doc(path, PLANNERS[-1])
+    doc = fwbuild.plan(path, PLANNERS[-1])
     bad, victim, culprit, op = fwbuild.corrupt(doc)
     assert verify.verify(path, doc).ok
     r = verify.verify(path, bad)
@@ -123,7 +123,7 @@ def test_corrupted_plan_is_named_by_verify_and_gives_wrong_firmware_output(tmp_p
         if target == "host":
             rc, text = fwbuild.run_host(fwbuild.build_host(out, gen))
         else:
-            elf = fwbuild.build_elf(out, gen, "mps2_an500", d["arena_size"])
+            elf = fwbuild.build_elf(out, gen, "mps2_an500", d.arena_size)
             rc, text = qemu.run(str(elf), "mps2-an500", timeout=60)
         run = verify.parse_output(text)
         if label == "bad" and run.status.get("kws"):
