@@ -165,14 +165,14 @@ def generate(out: Path, models: Sequence[tuple[str, str, PlanFile]], board: str 
         sources.append(out / f"{stem}.c")
     size = max((p.arena_size for _, _, p in models), default=0)
     align = max([16] + [b.alignment or p.alignment for _, _, p in models for b in p.buffers])
-    placed = board_regions([p.to_json() for _, _, p in models], copies=board != HOST)  # board_regions reads documents
+    placed = board_regions([p for _, _, p in models], copies=board != HOST)
     h, c = codegen.arena_sources(board, size, [(sym, 0) for sym, _, _ in models], align, placed)
     codegen.write(str(out / "arena_board.h"), h)
     codegen.write(str(out / "arena_board.c"), c)
     return sources + [out / "arena_board.c"]
 
 
-def board_regions(docs: Sequence[dict[str, Any]], copies: bool = True) -> tuple[RegionUse, ...]:
+def board_regions(plans: Sequence[PlanFile], copies: bool = True) -> tuple[RegionUse, ...]:
     """The gate report's ``regions`` (region_gate.RegionUse: what codegen and the linker
     read; origin, length and limit are not known here) for plans run one after another: a split plan's regions (each the largest of the
     models' arenas there), then the regions their weights are copied to (``weights: <region>``;
@@ -182,12 +182,12 @@ def board_regions(docs: Sequence[dict[str, Any]], copies: bool = True) -> tuple[
 
     arena: dict[str, int] = {}
     weights: dict[str, int] = {}
-    for d in docs:
-        for r in d.get("regions") or ():
-            arena[r["name"]] = max(arena.get(r["name"], 0), int(r["arena_size"]))
-        w = (d.get("options") or {}).get("weights") or "flash"
+    for plan in plans:
+        for r in plan.regions or ():
+            arena[r.name] = max(arena.get(r.name, 0), r.arena_size)
+        w = plan.options.weights
         if copies and w != "flash":
-            weights[w] = weights.get(w, 0) + regions.weights_ram_bytes_doc(d)
+            weights[w] = weights.get(w, 0) + regions.weights_ram_bytes_plan(plan)
     names = list(arena) + sorted(n for n in weights if n not in arena)
     return tuple(RegionUse(name=n, origin=0, length=1, arena=arena.get(n, 0), weights=weights.get(n, 0), reserve=0,
                            limit=0, arena_section=f".arena_{n}" if n in arena else None,
@@ -532,7 +532,7 @@ def build_and_run(out: Path, symbol: str, model_path: str, plan: PlanFile, lower
             exe = build_host(out, gen, cflags)
         else:
             cflags = [*board.cpu.gcc_flags(), *TARGET_CFLAGS]
-            exe = build_elf(out, gen, board, plan.arena_size, regions=board_regions([plan.to_json()]))
+            exe = build_elf(out, gen, board, plan.arena_size, regions=board_regions([plan]))
     except subprocess.CalledProcessError as e:
         first = next((ln for ln in (e.stderr or "").splitlines() if "error" in ln), (e.stderr or "").strip()[:300])
         raise ArenaError(f"the firmware does not compile: {first}", field="run", exit_code=EXIT_BUG,

@@ -83,7 +83,7 @@ def uses(target: BoardTarget, models: Sequence[ModelUse], arena_region: str, are
     """
     from arena_tool import report
 
-    split = tuple(getattr(target, "split", ()) or ())
+    split = tuple(target.split)
     weights: dict[str, int] = {}
     for m in models:
         if m.weights_region != "flash":
@@ -120,7 +120,7 @@ def problems(target: BoardTarget, regions: Sequence[RegionUse], models: Sequence
     arena over (then only the weights' share is news)."""
     from arena_tool import report
 
-    split = bool(getattr(target, "split", ()))
+    split = bool(target.split)
     out = []
     for r in regions:
         if r.used <= r.limit or (arena_over and not split and r.arena_section is not None and r.arena > r.limit):

@@ -362,13 +362,6 @@ def weights_ram_bytes_plan(plan: "PlanFile") -> int:
     return align_up(plan.weights_bytes + CONST_SLACK * len(consts), 16)
 
 
-def weights_ram_bytes_doc(doc: dict[str, Any]) -> int:
-    """``weights_ram_bytes_plan`` of a plan document (firmware.board_regions still reads documents)."""
-    names = {b["name"] for b in doc["buffers"]}
-    consts = {n for s in doc["schedule"] for n in s["inputs"] if n and n not in names}
-    return align_up(int(doc.get("weights_bytes", 0)) + CONST_SLACK * len(consts), 16)
-
-
 def plan_split(path: str, options: ModelOptions, planner: str, params: planners.Params,
                caps: Sequence[RegionCap]) -> PlannedModel:
     """``planning.plan_model`` for a split arena: a PlannedModel whose plan file carries a

@@ -74,7 +74,7 @@ def run(sym: str, path: Path, plan: planfile.PlanFile, mode: str, c: list[region
             board = bench_board(c)
             gen = firmware.generate(out, [(sym, str(path), plan)], board.name, lowered={sym: low})
             elf = firmware.build_elf(out, gen, board, plan.arena_size,
-                                     regions=firmware.board_regions([plan.to_json()]))
+                                     regions=firmware.board_regions([plan]))
             rc, text = firmware.run_qemu(elf, board, timeout=600)
     parsed = verify.parse_output(text)
     if rc != 0 or parsed.status.get(sym) != 0:
