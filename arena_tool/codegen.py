@@ -215,6 +215,41 @@ def unique_ids(names: Iterable[str], reserved: Iterable[str] = ()) -> list[str]:
     return out
 
 
+def _table_names(plan: PlanFile) -> tuple[list[str], list[str]]:
+    """The tables' tensors: the plan's buffers, then the constants the kernels read in order of
+    first use."""
+    planned = {b.name for b in plan.buffers}
+    const_names: list[str] = []
+    seen: set[str] = set()  # const_names as a set: a 33,000-input Concat is not quadratic
+    for step in plan.schedule:
+        used = OPS.get(step.op_type, ("", None))[1]
+        for pos, name in enumerate(step.inputs):
+            if not name or name in planned or name in seen:
+                continue
+            if used is None or pos in used:
+                const_names.append(name)
+                seen.add(name)
+    return [b.name for b in plan.buffers], const_names
+
+
+def _tensor_ids(arena_names: list[str], const_names: list[str]) -> list[str]:
+    return unique_ids(arena_names + const_names, reserved=(COUNT_ID,))
+
+
+def header_ids(symbol: str, plan: PlanFile) -> list[str]:
+    """Every name model_sources' header defines (macros, enum constants and tag, the model).
+
+    Unique within a model, but a firmware includes every model's header: models ``a`` and
+    ``a_t`` would both define ``A_T_T_B`` (tensor ``T_B`` of one, ``B`` of the other), so the
+    gate compares these across a board's models (report.gate)."""
+    sym = sanitize(symbol).lower()
+    SYM = sym.upper()
+    ids = _tensor_ids(*_table_names(plan))
+    return [f"ARENA_MODEL_{SYM}_H", *(f"{SYM}_{m}" for m in ("ARENA_SIZE", "LOWER_BOUND", "WEIGHTS_BYTES",
+                                                             "N_TENSORS", "N_OPS")),
+            f"{sym}_tensor", *(f"{SYM}_T_{i.upper()}" for i in ids), f"{SYM}_T_{COUNT_ID}", f"{sym}_model"]
+
+
 def c_string(text: str) -> str:
     """A C string literal (printable ASCII; other bytes as octal escapes, ? as \\?)."""
     out = []
@@ -359,26 +394,14 @@ def model_sources(plan: PlanFile, model: Lowered, symbol: str) -> tuple[str, str
                          hint="re-plan the model with this version of arena")
     steps = [op for op in found if op is not None]  # every one (checked above)
     by_name = {b.name: b for b in plan.buffers}
-    arena_names = [b.name for b in plan.buffers]
-
-    # Constants the kernels read, in order of first use.
-    const_names: list[str] = []
-    seen: set[str] = set()  # const_names as a set: a 33,000-input Concat is not quadratic
-    for step in plan.schedule:
-        used = OPS.get(step.op_type, ("", None))[1]
-        for pos, name in enumerate(step.inputs):
-            if not name or name in by_name or name in seen:
-                continue
-            if used is None or pos in used:
-                const_names.append(name)
-                seen.add(name)
+    arena_names, const_names = _table_names(plan)
     for name in const_names:
         if name not in model.constants:
             raise ArenaError(f"tensor {name!r} is neither planned nor constant", file=model_path, field="buffers",
                              hint="re-plan the model")
     values = {n: model.value(n) for n in const_names}
 
-    ids = unique_ids(arena_names + const_names, reserved=(COUNT_ID,))
+    ids = _tensor_ids(arena_names, const_names)
     index = {n: i for i, n in enumerate(arena_names + const_names)}
     enum_of = {n: f"{SYM}_T_{ids[i].upper()}" for n, i in index.items()}
 

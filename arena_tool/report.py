@@ -82,7 +82,7 @@ if TYPE_CHECKING:
 
 FORMAT_VERSION = 2
 STATUSES = ("ok", "warn", "over", "unsupported", "error")
-KINDS = ("ram", "flash", "unsupported", "link", "elf")
+KINDS = ("ram", "flash", "unsupported", "names", "link", "elf")
 _FLOAT = ("float32", "float16", "bfloat16", "float64", "double", "float")
 TFLM_ALIGNMENT = 16  # tflite::MicroArenaBufferAlignment()
 TFLM_NOTE = ("tensor_arena = arena's plan (TFLM's head) + TFLM's persistent tail as measured on the host with "
@@ -145,7 +145,7 @@ class Problem:
     """Why a board does not build. ``message`` is the one line printed (``arena: <board>: ...``).
 
     kind: ram | flash (over: region, need, limit in bytes) | unsupported (model, op_index,
-    node, op_type, why) | link | elf. model: the model it is about, when one is.
+    node, op_type, why) | names (two models' generated C would define one name) | link | elf. model: the model it is about, when one is.
     """
 
     kind: str
@@ -418,6 +418,25 @@ def status_of(problems: Sequence[Problem], warned: bool) -> str:
     return "warn" if warned else "ok"
 
 
+def _name_clashes(board: str, plans: Sequence[tuple[str, str, PlanFile]]) -> list[Problem]:
+    """Models whose generated headers define the same name (codegen.header_ids): one firmware
+    includes them all, so it would not compile; said here, with the fix, before any C is made."""
+    from arena_tool import codegen
+
+    owner: dict[str, str] = {}
+    out: list[Problem] = []
+    for name, _, plan in plans:
+        for ident in codegen.header_ids(name, plan):
+            other = owner.setdefault(ident, name)
+            if other != name:
+                out.append(Problem(
+                    "names", f"arena: {board}: models '{other}' and '{name}' would both define {ident} in their "
+                    f"generated C headers (model_{other}.h, model_{name}.h); rename one of them in the manifest "
+                    f"(a name that does not start with '{other}_T')", model=name))
+                break
+    return out
+
+
 def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
          fastest: Callable[[int, int], str | None] | None = None,
          runtime_problems: Sequence[Problem] = (),
@@ -464,7 +483,7 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
     budget = target.budget.resolve(info.length)
     usable = room(region)
     limit = min(budget, usable)
-    split = bool(getattr(target, "split", ()))
+    split = bool(target.split)
     placed = region_gate.uses(target, uses, region, need)
     if split:  # the arena is the regions' together; each region is checked on its own below
         need = sum(r.arena for r in placed)
@@ -488,6 +507,8 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
     if flash.length and weights > flash.length:
         problems.append(_flash_problem(target, uses, floats, weights))
     problems += runtime_problems
+    if target.runtime != "tflm":
+        problems += _name_clashes(target.name, plans)
     warning = None
     pct = 100.0 * need / limit if limit else 100.0
     warned = not problems and target.warn_above is not None and pct > target.warn_above
@@ -500,7 +521,7 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
         region_auto=auto, sharing=target.sharing, arena_size=need, lower_bound=lb, alignment=align,
         budget=budget, budget_spec=target.budget.text, limit=limit, reserve_stack=target.reserve_stack,
         reserve_heap=target.reserve_heap, warn_above=target.warn_above, models=tuple(uses),
-        status=status_of(problems, warned), warning=warning, runtime=getattr(target, "runtime", "arena"),
+        status=status_of(problems, warned), warning=warning, runtime=target.runtime,
         ram=Usage(need + reserve + sum(u.weights_ram for u in uses), ram_total, "plan"),
         flash=Usage(weights, flash.length if flash is not None else 0, "plan"), problems=tuple(problems),
         regions=placed,

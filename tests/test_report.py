@@ -340,3 +340,48 @@ def test_a_report_file_against_its_schema_is_one_clear_error(tmp_path: Path) -> 
     with pytest.raises(ArenaError) as err:  # a report that does not hold to its schema is never written
         report.write(str(tmp_path / "bad.json"), dataclasses.replace(linked, stage="built"))
     assert err.value.field == "stage" and not (tmp_path / "bad.json").exists()
+
+
+def _relu_model(path: Path, tensor: str) -> str:
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], [tensor], name="r0"),
+                               helper.make_node("Relu", [tensor], ["y"], name="r1")], "g", [x], [y])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    return str(path)
+
+
+def test_header_ids_are_what_the_generated_header_defines() -> None:
+    """codegen.header_ids, compared with the names the real header text defines."""
+    import re
+
+    from arena_tool import codegen
+    from fwbuild import plan as real_plan
+
+    path = str(ROOT / "example_firmware" / "models" / "kws_int8.onnx")
+    plan = real_plan(path, "greedy_size")
+    header, _ = codegen.model_sources(plan, planfile.lowered_model(path, plan), "kws_int8")
+    defined = (re.findall(r"^#define (\w+)", header, re.M) + re.findall(r"^    (\w+) =", header, re.M)
+               + re.findall(r"^enum (\w+) \{", header, re.M) + re.findall(r"arena_model_t (\w+);", header))
+    assert len(defined) > 40 and sorted(codegen.header_ids("kws_int8", plan)) == sorted(defined)
+
+
+def test_two_models_whose_headers_define_one_name_are_refused(tmp_path: Path) -> None:
+    """Model a's tensor T_B and model a_t's tensor B both become A_T_T_B: said by the gate, not by gcc."""
+    from fwbuild import plan as real_plan
+
+    t = target(tmp_path, "mps2_an500", models="a,a_t")
+    docs = [real_plan(_relu_model(tmp_path / "a.onnx", "T_B"), "greedy_size"),
+            real_plan(_relu_model(tmp_path / "a_t.onnx", "B"), "greedy_size")]
+    r = report.gate(t, [(s.name, f"build/plans/{s.name}.plan.json", d) for s, d in zip(t.models, docs)])
+    [p] = [p for p in r.problems if p.kind == "names"]
+    assert r.status == "error" and p.model == "a_t" and report.failure(r) is not None
+    assert "models 'a' and 'a_t' would both define A_T_T_B" in p.message and "rename one" in p.message
+    check_json(r.to_json(), "report", "arena_report.json")
+    # the same names without the clash: a tensor that is not T_B
+    docs[0] = real_plan(_relu_model(tmp_path / "a.onnx", "mid"), "greedy_size")
+    r = report.gate(t, [(s.name, f"build/plans/{s.name}.plan.json", d) for s, d in zip(t.models, docs)])
+    assert r.status == "ok" and not r.problems
