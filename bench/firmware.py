@@ -45,6 +45,7 @@ from arena_tool import (  # noqa: E402
     verify,
 )
 from arena_tool import firmware as fw  # noqa: E402
+from arena_tool.planfile import PlanFile  # noqa: E402
 from arena_tool.problem import ModelOptions
 
 FIRMWARE = ROOT / "example_firmware"
@@ -58,7 +59,7 @@ def c_sources() -> list[str]:
     return [str(p) for p in fw.runtime_sources()]
 
 
-def generate(out: Path, models: list[tuple[str, str, dict]], board: str) -> list[str]:
+def generate(out: Path, models: list[tuple[str, str, PlanFile]], board: str) -> list[str]:
     return [str(p) for p in fw.generate(out, models, board)]
 
 
@@ -103,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         pm = planning.plan_model(path, ModelOptions(), "optimal", planners.Params(time_limit=args.time_limit))
         planned.append((name, path, pm.plan_file))
     builds = [(n, [m]) for n, m in zip(args.models, planned)] + [("all", planned)]
-    rows, status, outputs = [], 0, {}
+    rows, status = [], 0
+    outputs: dict[str, list[dict[str, bytes]]] = {}
     for label, models in builds:
         out = top / label
         gen = generate(out, models, board.name)
