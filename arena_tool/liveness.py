@@ -53,7 +53,7 @@ from typing import Iterator, Mapping, Sequence
 from arena_tool import dtypes, lowering, scheduling, schema
 from arena_tool.errors import ArenaError, fail
 from arena_tool.lowering import Lowered, Op
-from arena_tool.problem import EXECUTIONS, KINDS, SCHEDULES, ModelOptions, ModelProblem, Quant, Step, Tensor, align_up, lower_bound
+from arena_tool.problem import EXECUTIONS, KINDS, SCHEDULES, SCRATCHES, ModelOptions, ModelProblem, Quant, Step, Tensor, align_up, lower_bound
 
 VIEWS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"})
 UNARY = frozenset({
@@ -66,7 +66,6 @@ BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Sum", "Max", "Min", "Mean"})
 # Integer element-wise ops (any domain) -> positions of the inputs they may overwrite.
 INPLACE_Q = {"QLinearAdd": (0, 3), "QLinearMul": (0, 3), "QLinearSigmoid": (0,), "QLinearLeakyRelu": (0,),
              "QLinearHardSwish": (0,)}
-SCRATCH_MODES = ("none", "row", "full")
 
 
 def model_problem(path: str, options: ModelOptions, order: Sequence[int] | None = None,
@@ -188,9 +187,9 @@ def _check_options(options: ModelOptions) -> None:
              hint="use the DMA's or the cache line's alignment, e.g. 32 on a Cortex-M7")
     if options.schedule not in SCHEDULES:
         fail(f"unknown schedule {options.schedule!r}", field="schedule", hint=f"expected one of {', '.join(SCHEDULES)}")
-    if options.scratch not in SCRATCH_MODES:
+    if options.scratch not in SCRATCHES:
         fail(f"unknown scratch mode {options.scratch!r}", field="scratch",
-             hint=f"expected one of {', '.join(SCRATCH_MODES)}")
+             hint=f"expected one of {', '.join(SCRATCHES)}")
     if options.activation_dtype is not None:
         dtypes.check_name(options.activation_dtype, field="activation_dtype")
     for name, bits in options.bitwidths:

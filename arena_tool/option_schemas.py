@@ -13,10 +13,10 @@ import json
 import sys
 from typing import Any, Sequence
 
+from arena_tool.planfile import TOP_LEVEL_OPTIONS as PLAN_TOP_LEVEL
 from arena_tool.problem import ModelOptions, option_fields
 
 SPEC_KEYS = ("planner", "k", "time_limit")  # per-model manifest keys that are ModelSpec's, not options
-PLAN_TOP_LEVEL = ("alignment",)  # options a plan states at its top level, not in ``options`` (planfile.options_doc)
 
 
 def manifest_parts(cls: type[Any] = ModelOptions, spec_fields: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -83,11 +83,12 @@ def quant_doc(q: Quant | None) -> dict[str, Any] | None:
     return {"scale": list(q.scale), "zero_point": list(q.zero_point), "axis": q.axis}
 
 
+TOP_LEVEL_OPTIONS = ("alignment",)  # options the plan states at its top level, not in ``options``
+
+
 def options_doc(opts: ModelOptions) -> dict[str, Any]:
-    """The plan's ``options``: every option but the alignment, which the plan states at top level."""
-    doc = opts.to_doc()
-    del doc["alignment"]
-    return doc
+    """The plan's ``options``: every option but TOP_LEVEL_OPTIONS."""
+    return {k: v for k, v in opts.to_doc().items() if k not in TOP_LEVEL_OPTIONS}
 
 
 def lowered_model(model_path: str, plan: PlanFile) -> "Lowered":

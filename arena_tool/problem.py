@@ -157,7 +157,7 @@ KINDS = ("input", "activation", "output", "scratch")
 
 SCHEDULES = ("graph", "memory")
 EXECUTIONS = ("sequential", "pipelined")
-SCRATCHES = ("none", "row", "full")  # liveness.SCRATCH_MODES
+SCRATCHES = ("none", "row", "full")
 CLI_KINDS = ("text", "positive", "switch", "input_shape", "bitwidths_file")  # Option.cli
 
 

@@ -43,7 +43,7 @@ def test_a_missed_schema_edit_is_named():
 def test_the_plan_file_states_the_options_where_the_schema_does():
     names = {f.name for f, _ in option_fields(ModelOptions)}
     assert set(planfile.options_doc(ModelOptions())) == names - set(option_schemas.PLAN_TOP_LEVEL)
-    assert liveness.SCRATCH_MODES == SCRATCHES
+    assert liveness.SCRATCHES == SCRATCHES
 
 
 @pytest.mark.parametrize("argv, field, value", [
