@@ -432,7 +432,7 @@ def _name_clashes(board: str, plans: Sequence[tuple[str, str, PlanFile]]) -> lis
                 out.append(Problem(
                     "names", f"arena: {board}: models '{other}' and '{name}' would both define {ident} in their "
                     f"generated C headers (model_{other}.h, model_{name}.h); rename one of them in the manifest "
-                    f"(a name that does not start with '{other}_T')", model=name))
+                    f"(a name that does not start with '{other}_t', in any case)", model=name))
                 break
     return out
 
