@@ -71,6 +71,17 @@ def chain() -> onnx.ModelProto:
     )
 
 
+def relu_chain() -> onnx.ModelProto:
+    """T0 4K -> mm0 -> T1 6K -> Relu (in place: T2 aliases T1) -> T2 6K -> mm1 -> T3 2K."""
+    return model(
+        [node("MatMul", ["T0", "W0"], ["T1"], "mm0"),
+         node("Relu", ["T1"], ["T2"], "relu"),
+         node("MatMul", ["T2", "W1"], ["T3"], "mm1")],
+        [vi("T0", [64, 16])], [vi("T3", [64, 8])],
+        [weight("W0", [16, 24]), weight("W1", [24, 8], 1)],
+    )
+
+
 def conv(cin: int = 4, cout: int = 8, hw: int = 8, k: int = 3, stride: int = 1, pad: int = 1,
          group: int = 1) -> onnx.ModelProto:
     """x [1,cin,hw,hw] -> Conv(k x k, stride, pad, group) -> y."""

@@ -30,17 +30,6 @@ def explain_json(capsys, tmp_path, *argv: str, name: str = "explain.json") -> di
     return report
 
 
-def relu_chain():
-    """T0 4K -> mm0 -> T1 6K -> Relu (in place: T2 aliases T1) -> T2 6K -> mm1 -> T3 2K."""
-    return models.model(
-        [models.node("MatMul", ["T0", "W0"], ["T1"], "mm0"),
-         models.node("Relu", ["T1"], ["T2"], "relu"),
-         models.node("MatMul", ["T2", "W1"], ["T3"], "mm1")],
-        [models.vi("T0", [64, 16])], [models.vi("T3", [64, 8])],
-        [models.weight("W0", [16, 24]), models.weight("W1", [24, 8], 1)],
-    )
-
-
 def test_chain_peak_and_live_set(capsys, tmp_path):
     path = models.save(models.chain(), tmp_path / "chain.onnx")
     r = explain_json(capsys, tmp_path, path)
@@ -66,7 +55,7 @@ def test_chain_peak_and_live_set(capsys, tmp_path):
 
 
 def test_alias_group_counted_once(capsys, tmp_path):
-    path = models.save(relu_chain(), tmp_path / "relu.onnx")
+    path = models.save(models.relu_chain(), tmp_path / "relu.onnx")
     plan = planfile.load(str(_plan(capsys, tmp_path, path)))
     assert plan.by_name["T2"].alias_of == "T1"
     r = explain_json(capsys, tmp_path, path)
@@ -89,7 +78,7 @@ def _plan(capsys, tmp_path, model: str) -> Path:
 
 
 def test_plan_file_explains_like_the_model(capsys, tmp_path):
-    path = models.save(relu_chain(), tmp_path / "relu.onnx")
+    path = models.save(models.relu_chain(), tmp_path / "relu.onnx")
     plan = _plan(capsys, tmp_path, path)
     from_model = explain_json(capsys, tmp_path, path, name="a.json")
     from_plan = explain_json(capsys, tmp_path, str(plan), name="b.json")

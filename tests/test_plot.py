@@ -300,17 +300,6 @@ def test_layout_figure_is_an_object_api_figure():
 # ------------------------------------------------------------ explain --timeline
 
 
-def relu_chain():
-    """T0 4K -> mm0 -> T1 6K -> Relu (in place: T2 aliases T1) -> T2 6K -> mm1 -> T3 2K (test_explain's)."""
-    return models.model(
-        [models.node("MatMul", ["T0", "W0"], ["T1"], "mm0"),
-         models.node("Relu", ["T1"], ["T2"], "relu"),
-         models.node("MatMul", ["T2", "W1"], ["T3"], "mm1")],
-        [models.vi("T0", [64, 16])], [models.vi("T3", [64, 8])],
-        [models.weight("W0", [16, 24]), models.weight("W1", [24, 8], 1)],
-    )
-
-
 def _rows(text: str) -> dict[int, str]:
     """The per-op rows of a timeline, by op index."""
     return {int(m.group(1)): line for line in text.splitlines() if (m := re.match(r"^\s*(\d+)  \S", line))}
@@ -318,7 +307,7 @@ def _rows(text: str) -> dict[int, str]:
 
 @pytest.mark.parametrize("build, peak, live", [
     (models.chain, 1, [10 * KB, 12 * KB, 8 * KB]),  # the design notes' worked example
-    (relu_chain, 0, [10 * KB, 6 * KB, 8 * KB]),  # the alias group T1+T2 counted once
+    (models.relu_chain, 0, [10 * KB, 6 * KB, 8 * KB]),  # the alias group T1+T2 counted once
 ])
 def test_timeline_marks_the_peak_op(capsys, tmp_path, build, peak, live):
     path = models.save(build(), tmp_path / "m.onnx")
@@ -348,12 +337,12 @@ def test_timeline_map_shows_the_layout(capsys, tmp_path):
     assert len(arena_map) == timeline.MAP and "." not in arena_map
     assert sorted(arena_map.count(c) for c in set(arena_map)) == [21, 21]  # T1 and T2, 6 KB each of 12 KB
     assert "(+ T2)" not in out  # chain has no alias; relu_chain lists T2 with T1
-    out2 = run(capsys, "explain", models.save(relu_chain(), tmp_path / "r.onnx"), "--timeline")[1]
+    out2 = run(capsys, "explain", models.save(models.relu_chain(), tmp_path / "r.onnx"), "--timeline")[1]
     assert re.search(r"^  [A-Z]  T1 .*\(\+ T2\)$", out2, re.M)
 
 
 def test_timeline_of_a_plan_file_equals_the_models(capsys, tmp_path):
-    path = models.save(relu_chain(), tmp_path / "r.onnx")
+    path = models.save(models.relu_chain(), tmp_path / "r.onnx")
     plan = tmp_path / "plan.json"
     assert run(capsys, "plan", path, "-o", str(plan))[0] == 0
     assert run(capsys, "explain", str(plan), "--timeline")[1] == run(capsys, "explain", path, "--timeline")[1]
