@@ -49,7 +49,7 @@ import numpy as np
 
 from arena_tool.planners import Params, dlx, greedy_size
 from arena_tool.planners.decision import Decision
-from arena_tool.problem import Buffer, Plan, Problem, Status, lower_bound
+from arena_tool.problem import Buffer, Plan, Problem, Status
 
 NODE_BUDGET = 3_000_000
 _BUILD_CHECK_ROWS = 256
@@ -167,8 +167,8 @@ def plan(problem: Problem, params: Params) -> Plan:
     deadline = t0 + params.time_limit
     progress = params.progress
     bufs = problem.buffers
-    lb = lower_bound(bufs)
-    greedy = greedy_size.plan(problem, params)  # within the same limit, from (about) t0
+    greedy = greedy_size.plan(problem, params)  # within the same limit, from t0
+    lb = greedy.lower_bound  # the load bound it computed (not a second O(n log n) sweep past its deadline)
     G = greedy.arena_size
     u, exact = _unit(bufs, params.k)
     fixed_top = max((b.fixed_offset + b.size for b in bufs if b.fixed_offset is not None), default=0)
