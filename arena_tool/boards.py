@@ -255,6 +255,13 @@ class Board:
 # ---------------------------------------------------------------- loading
 
 
+def reserve_bytes(stack: int, heap: int) -> int:
+    """Bytes the stack and heap reserve take in the data region: each rounded up to 8, as the
+    linker script's ``._user_heap_stack`` lays them out (AAPCS keeps the stack 8-byte aligned).
+    The one number the gate, the region ranking and the linker script all count."""
+    return -(-heap // 8) * 8 + -(-stack // 8) * 8
+
+
 def default_board_dir() -> Path:
     """The shipped ``boards/``: beside ``arena_tool/`` in a checkout or editable install,
     else under ``<prefix>/share/arena/boards`` (wheel install)."""

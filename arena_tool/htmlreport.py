@@ -29,6 +29,8 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
+from arena_tool.boards import reserve_bytes
+
 if TYPE_CHECKING:
     from arena_tool.planfile import PlanFile
     from arena_tool.report import ModelUse, Report, Usage
@@ -272,7 +274,7 @@ def _plan_uses(memory: Memory, rep: Report, models: str) -> tuple[RegionUse, ...
         if r.name == rep.region:
             occ.append(Occupant("arena", rep.arena_size, "arena", f"the arena ({models})"))
         if r.name == memory.data_region:
-            occ.append(Occupant("stack + heap reserve", rep.reserve_stack + rep.reserve_heap, "reserve",
+            occ.append(Occupant("stack + heap reserve", reserve_bytes(rep.reserve_stack, rep.reserve_heap), "reserve",
                                 f"stack {rep.reserve_stack:,} B, heap {rep.reserve_heap:,} B"))
         out.append(RegionUse(r, tuple(occ), r.name == rep.region))
     weights = tuple(Occupant(f"weights: {m.name}", m.weights_bytes, "const",

@@ -30,7 +30,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Sequence
 
-from arena_tool.boards import Board, Region
+from arena_tool.boards import Board, Region, reserve_bytes
 from arena_tool.errors import EXIT_CHECK_FAILED, ArenaError
 from arena_tool.problem import align_up
 from arena_tool.schema import write_atomic
@@ -101,7 +101,7 @@ def render(
     if arena_align not in _ALIGN_OK:
         raise ArenaError(f"arena alignment must be a power of two from 1 to 4096, got {arena_align!r}")
     data = board.region(board.data_region)
-    reserve = align_up(heap_size, 8) + align_up(stack_size, 8)
+    reserve = reserve_bytes(stack_size, heap_size)
     need = align_up(arena_size, arena_align) + (reserve if region.name == data.name else 0)
     if split or copies:
         _check_regions(board, split, copies, reserve, arena_align, None if split else (region.name, arena_size))

@@ -29,6 +29,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any, Iterable
 
+from arena_tool.boards import reserve_bytes
 from arena_tool.errors import ArenaError, did_you_mean
 from arena_tool.problem import ModelOptions, fmt_bytes, option_fields
 
@@ -168,6 +169,12 @@ class BoardTarget:
     linker_script: str | None = None
     linker_regions: tuple[tuple[str, str], ...] = ()
     split: tuple[str, ...] = ()
+
+    @property
+    def reserve(self) -> int:
+        """Bytes the stack and heap reserve take in the data region (``boards.reserve_bytes``:
+        each rounded up to 8, as the linker script lays them out)."""
+        return reserve_bytes(self.reserve_stack, self.reserve_heap)
 
     def key(self) -> str:
         """Canonical JSON of the board-level settings (the gate's Value); the linker keys only
@@ -425,8 +432,8 @@ class _Loader:
         stack = self.size(reserve.get("stack", DEFAULT_STACK), rwhere + ("stack",))
         heap = self.size(reserve.get("heap", DEFAULT_HEAP), rwhere + ("heap",))
         data_len = next(r.length for r in regions if r.name == board.data_region)
-        if stack + heap > data_len:
-            raise self.err(f"reserve of {fmt_bytes(stack + heap)} (stack + heap) does not fit region "
+        if reserve_bytes(stack, heap) > data_len:
+            raise self.err(f"reserve of {fmt_bytes(reserve_bytes(stack, heap))} (stack + heap) does not fit region "
                            f"{board.data_region} of board {board.name} ({fmt_bytes(data_len)})", rwhere,
                            hint="lower 'stack:' or 'heap:'")
         overrides = entry.get("models") or {}

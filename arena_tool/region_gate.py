@@ -100,7 +100,7 @@ def uses(target: BoardTarget, models: Sequence[ModelUse], arena_region: str, are
         arena[arena_region] = arena_size
         order = [arena_region]
     order += [r.name for r in target.board.ram if r.name in weights and r.name not in order]
-    reserve = target.reserve_stack + target.reserve_heap
+    reserve = target.reserve
     out = []
     for name in order:
         info = target.board.region(name)

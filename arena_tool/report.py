@@ -381,7 +381,7 @@ def tflm_measure(model_path: str, plan: PlanFile, plan_path: str) -> tuple[bytes
 def region_room(target: BoardTarget, name: str) -> int:
     """Bytes of region ``name`` beside the stack and heap reserve (taken in the data region)."""
     r = target.board.region(name)
-    return r.length - (target.reserve_stack + target.reserve_heap if name == target.board.data_region else 0)
+    return r.length - (target.reserve if name == target.board.data_region else 0)
 
 
 def region_limit(target: BoardTarget, name: str) -> int:
@@ -458,7 +458,7 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
     align = max((plan_alignment(d) for _, _, d in plans), default=16)
     floats = {n for n, _, d in plans if float_model(d)}
     uses, need, lb = _layout(target.sharing, uses0, align)
-    reserve = target.reserve_stack + target.reserve_heap
+    reserve = target.reserve
     auto = target.region == "auto"
     names = "+".join(u.name for u in uses)
     problems: list[Problem] = []

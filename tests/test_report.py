@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from arena_tool import boards, manifest, planfile, report
-from arena_tool.errors import EXIT_CHECK_FAILED, CheckFailed
+from arena_tool import boards, linker, manifest, planfile, report
+from arena_tool.errors import EXIT_CHECK_FAILED, ArenaError, CheckFailed
 from arena_tool.schema import check_json
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,6 +109,27 @@ def test_reserve_in_the_same_region_binds(tmp_path: Path) -> None:
     msg = report.gate(t, plans(t, plan_doc(10000, 10000, planner="optimal", dtype="int8"))).problems[0].message
     assert "room 8,192 B (16,384 B less the 8,192 B stack+heap reserve)" in msg
     assert msg.endswith("try region CCM")  # the smallest region with room
+
+
+def test_gate_counts_the_reserve_the_linker_script_lays_out(tmp_path: Path) -> None:
+    """A stack reserve that is no multiple of 8 takes its rounded size in the linker script, so the
+    gate counts that too: with stack 4100 an arena of 12,284 B in 16 KiB SRAM2 passed the gate
+    (16,384 - 4,100) and then failed the script "over by 4 B" (it reserves 4,104)."""
+    t = target(tmp_path, "{name: nucleo_g474re, region: SRAM2, budget: 100%}", models="a",
+               reserve="{stack: 4100}")
+    room = 16384 - 4104
+    for arena in (room - 4, room, room + 4, room + 8):
+        r = report.gate(t, plans(t, plan_doc(arena, arena, planner="optimal", dtype="int8", alignment=4)))
+        try:
+            linker.render(t.board, "SRAM2", arena, t.reserve_stack, t.reserve_heap, arena_align=4)
+            linked = True
+        except ArenaError:
+            linked = False
+        assert (arena, r.passed) == (arena, linked)
+        assert r.passed == (arena <= room)
+    assert (t.reserve_stack, t.reserve, t.board.data_region) == (4100, 4104, "SRAM2")
+    assert "room 12,280 B (16,384 B less the 4,104 B stack+heap reserve)" in report.gate(
+        t, plans(t, plan_doc(room + 4, room + 4, planner="optimal", dtype="int8", alignment=4))).problems[0].message
 
 
 def test_auto_region_uses_the_boards_ranking(tmp_path: Path) -> None:
