@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
+from arena_tool import ops
 from arena_tool.errors import ArenaError
 from arena_tool.lowering import Lowered, Op
 from arena_tool.schema import write_atomic
@@ -55,74 +56,8 @@ DTYPES = {"float32": "ARENA_DT_FLOAT32", "int8": "ARENA_DT_INT8", "uint8": "AREN
           "int32": "ARENA_DT_INT32", "int64": "ARENA_DT_INT64"}
 C_TYPES = {"float32": "float", "int8": "int8_t", "uint8": "uint8_t", "int32": "int32_t", "int64": "int64_t"}
 
-# ONNX op_type -> runtime op, and which input positions the kernel reads (None = all).
-OPS: dict[str, tuple[str, tuple[int, ...] | None]] = {
-    "Identity": ("ARENA_OP_IDENTITY", (0,)),
-    "Reshape": ("ARENA_OP_IDENTITY", (0,)),
-    "Flatten": ("ARENA_OP_IDENTITY", (0,)),
-    "Squeeze": ("ARENA_OP_IDENTITY", (0,)),
-    "Unsqueeze": ("ARENA_OP_IDENTITY", (0,)),
-    "Dropout": ("ARENA_OP_IDENTITY", (0,)),
-    "Conv": ("ARENA_OP_CONV", None),
-    "Gemm": ("ARENA_OP_GEMM", None),
-    "MatMul": ("ARENA_OP_MATMUL", None),
-    "Relu": ("ARENA_OP_RELU", None),
-    "Clip": ("ARENA_OP_CLIP", (0,)),
-    "LeakyRelu": ("ARENA_OP_LEAKY_RELU", None),
-    "Sigmoid": ("ARENA_OP_SIGMOID", None),
-    "Add": ("ARENA_OP_ADD", None),
-    "Sub": ("ARENA_OP_SUB", None),
-    "Mul": ("ARENA_OP_MUL", None),
-    "Div": ("ARENA_OP_DIV", None),
-    "MaxPool": ("ARENA_OP_MAX_POOL", None),
-    "AveragePool": ("ARENA_OP_AVERAGE_POOL", None),
-    "GlobalAveragePool": ("ARENA_OP_GLOBAL_AVERAGE_POOL", None),
-    "GlobalMaxPool": ("ARENA_OP_GLOBAL_MAX_POOL", None),
-    "Softmax": ("ARENA_OP_SOFTMAX", None),
-    "Concat": ("ARENA_OP_CONCAT", None),
-    "BatchNormalization": ("ARENA_OP_BATCH_NORM", (0, 1, 2, 3, 4)),
-    "QuantizeLinear": ("ARENA_OP_QUANTIZE_LINEAR", None),
-    "DequantizeLinear": ("ARENA_OP_DEQUANTIZE_LINEAR", None),
-    "QLinearConv": ("ARENA_OP_QLINEAR_CONV", None),
-    "QLinearMatMul": ("ARENA_OP_QLINEAR_MATMUL", None),
-    "QLinearAdd": ("ARENA_OP_QLINEAR_ADD", None),
-    "QLinearMul": ("ARENA_OP_QLINEAR_MUL", None),
-    "QGemm": ("ARENA_OP_QGEMM", None),
-    "QLinearAveragePool": ("ARENA_OP_QLINEAR_AVERAGE_POOL", None),
-    "QLinearGlobalAveragePool": ("ARENA_OP_QLINEAR_GLOBAL_AVERAGE_POOL", None),
-    "QLinearConcat": ("ARENA_OP_QLINEAR_CONCAT", None),
-    "QLinearSoftmax": ("ARENA_OP_QLINEAR_SOFTMAX", None),
-    "QLinearSigmoid": ("ARENA_OP_QLINEAR_SIGMOID", None),
-    "QLinearLeakyRelu": ("ARENA_OP_QLINEAR_LEAKY_RELU", None),
-    "QLinearHardSwish": ("ARENA_OP_QLINEAR_HARD_SWISH", None),
-    "Transpose": ("ARENA_OP_TRANSPOSE", (0,)),
-    "Pad": ("ARENA_OP_PAD", (0,)),
-    "Slice": ("ARENA_OP_SLICE", (0,)),
-    "Split": ("ARENA_OP_SPLIT", (0,)),
-    "Resize": ("ARENA_OP_RESIZE", (0,)),
-    "Upsample": ("ARENA_OP_RESIZE", (0,)),
-    "ReduceMean": ("ARENA_OP_REDUCE_MEAN", (0,)),
-    "HardSigmoid": ("ARENA_OP_HARD_SIGMOID", (0,)),
-    "HardSwish": ("ARENA_OP_HARD_SWISH", (0,)),
-    "Tanh": ("ARENA_OP_TANH", (0,)),
-    "Exp": ("ARENA_OP_EXP", (0,)),
-    "Neg": ("ARENA_OP_NEG", (0,)),
-    "Abs": ("ARENA_OP_ABS", (0,)),
-    "Sqrt": ("ARENA_OP_SQRT", (0,)),
-    "Erf": ("ARENA_OP_ERF", (0,)),
-    "Elu": ("ARENA_OP_ELU", (0,)),
-    "Sum": ("ARENA_OP_ADD", None),
-    "Max": ("ARENA_OP_MAX", None),
-    "Min": ("ARENA_OP_MIN", None),
-    "PRelu": ("ARENA_OP_PRELU", None),
-    "LRN": ("ARENA_OP_LRN", (0,)),
-}
-PAD_MODES = {"constant": 0, "reflect": 1, "edge": 2}
-RESIZE_MODES = {"nearest": 0, "linear": 1}
-COORDINATE_MODES = {"half_pixel": 0, "asymmetric": 1, "align_corners": 2, "pytorch_half_pixel": 3,
-                    "tf_half_pixel_for_nn": 4, "half_pixel_symmetric": 5}
-NEAREST_MODES = {"round_prefer_floor": 0, "round_prefer_ceil": 1, "floor": 2, "ceil": 3, "simple": 4}
-SPATIAL = {"Conv", "QLinearConv", "MaxPool", "AveragePool", "QLinearAveragePool"}  # kernels reading kernel/strides/pads
+# Each op's runtime op (ARENA_OP_UNSUPPORTED when it has none), the inputs its kernel reads and
+# its op-specific table fields come from the op table (ops.TABLE).
 COUNT_ID = "_COUNT"  # the enum's last constant is <SYM>_T__COUNT: no tensor may take this id
 
 # The C type of every integer table field codegen fills (arena_model.h; tests/test_codegen_hardening.py
@@ -222,7 +157,7 @@ def _table_names(plan: PlanFile) -> tuple[list[str], list[str]]:
     const_names: list[str] = []
     seen: set[str] = set()  # const_names as a set: a 33,000-input Concat is not quadratic
     for step in plan.schedule:
-        used = OPS.get(step.op_type, ("", None))[1]
+        used = _reads(step.op_type)
         for pos, name in enumerate(step.inputs):
             if not name or name in planned or name in seen:
                 continue
@@ -230,6 +165,17 @@ def _table_names(plan: PlanFile) -> tuple[list[str], list[str]]:
                 const_names.append(name)
                 seen.add(name)
     return [b.name for b in plan.buffers], const_names
+
+
+def _runtime(op_type: str) -> ops.Runtime | None:
+    spec = ops.spec(op_type)
+    return spec.runtime if spec is not None else None
+
+
+def _reads(op_type: str) -> tuple[int, ...] | None:
+    """The input positions the op's kernel reads (None: all)."""
+    spec = ops.spec(op_type)
+    return spec.reads if spec is not None and spec.runtime is not None else None
 
 
 def _tensor_ids(arena_names: list[str], const_names: list[str]) -> list[str]:
@@ -315,10 +261,12 @@ _C_FIELDS = (("alpha", "alpha"), ("beta", "beta"), ("transA", "trans_a"), ("tran
 
 def _c_attrs(op: Op, model: Lowered) -> dict[str, Any]:
     """A lowered op's normalized attributes as arena_attrs_t fields (2-D; a 1-D op gets H = 1;
-    the op-specific ``ints``/``floats`` as arena_model.h's enum comments lay them out)."""
+    the op-specific fields from the op's table entry, ``ints``/``floats`` as arena_ops.h's
+    comments lay them out)."""
     a, path = op.attrs, model.path
     out: dict[str, Any] = {}
-    if op.op_type in SPATIAL:
+    spec = ops.TABLE[op.op_type]
+    if spec.spatial:
         if "kernel_shape" not in a:
             raise ArenaError(f"{op.op_type} {op.name!r} has no kernel_shape", file=path, field="model")
         k, st, d, p = a["kernel_shape"], a["strides"], a["dilations"], a["pads"]
@@ -332,24 +280,9 @@ def _c_attrs(op: Op, model: Lowered) -> dict[str, Any]:
     for key, field in _C_FIELDS:
         if key in a:
             out[field] = a[key]
-    if op.op_type == "Clip":
-        out.update(min=max(float(a["min"]), -3.4e38), max=min(float(a["max"]), 3.4e38))
-    x = model.types.get(op.inputs[0]) if op.inputs else None
-    rank = len(x.shape) if x is not None else 0
-    if op.op_type == "Transpose":
-        out["ints"] = list(a.get("perm", []))
-    elif op.op_type == "Pad" and "pads" in a:
-        out.update(ints=list(a["pads"]), axis=PAD_MODES.get(a.get("mode", "constant"), -1), value=a.get("value", 0.0))
-    elif op.op_type == "Slice" and "starts" in a:
-        out["ints"] = [v for pair in zip(a["starts"], a["steps"]) for v in pair]
-    elif op.op_type in ("Resize", "Upsample") and "scales" in a:
-        out["ints"] = [RESIZE_MODES.get(a["mode"], -1), COORDINATE_MODES.get(a["coordinate_transformation_mode"], -1),
-                       NEAREST_MODES.get(a["nearest_mode"], -1)]
-        out["floats"] = list(a["scales"])
-    elif op.op_type == "LRN":
-        out.update(ints=[int(a["size"])], floats=[float(a["bias"])])
-    elif op.op_type == "ReduceMean" and "axes" in a:
-        out["ints"] = [int(d in a["axes"]) for d in range(rank)]
+    if spec.c_fields is not None:
+        x = model.types.get(op.inputs[0]) if op.inputs else None
+        out.update(spec.c_fields(a, len(x.shape) if x is not None else 0))
     return out
 
 
@@ -453,18 +386,19 @@ def model_sources(plan: PlanFile, model: Lowered, symbol: str) -> tuple[str, str
         s.append("    {0}")
     s += ["};", ""]
 
-    ops: list[str] = []
+    op_rows: list[str] = []
     for i, step in enumerate(plan.schedule):
         op_type = step.op_type
-        used = OPS.get(op_type, ("", None))[1]
+        runtime = _runtime(op_type)
+        used = _reads(op_type)
         ins = [str(index[n]) if n and (used is None or p in used) and n in index else "-1"
                for p, n in enumerate(step.inputs)]
         outs = [str(index[n]) if n in index else "-1" for n in step.outputs]
         where = f"op {i} {step.name or step.outputs[0]!r}"
         s.append(_index_array(f"{sym}_op{i}_in", ins, fits, "arena_op_t.inputs", where))
         s.append(_index_array(f"{sym}_op{i}_out", outs, fits, "arena_op_t.outputs", where))
-        kind = OPS.get(op_type, ("ARENA_OP_UNSUPPORTED", None))[0]
-        attrs = _c_attrs(steps[i], model) if op_type in OPS else {}
+        kind = runtime.enum if runtime is not None else "ARENA_OP_UNSUPPORTED"
+        attrs = _c_attrs(steps[i], model) if runtime is not None else {}
         _note_attrs(fits, attrs, where)
         for key, c_type, fmt in (("ints", "int32_t", lambda v: c_int(v, 32)), ("floats", "float", c_float)):
             if attrs.get(key):
@@ -477,11 +411,11 @@ def model_sources(plan: PlanFile, model: Lowered, symbol: str) -> tuple[str, str
         ws = fits.add("arena_op_t.workspace", index[step.workspace] if step.workspace else -1, where)
         fits.add("arena_op_t.n_inputs", len(ins), where)
         fits.add("arena_op_t.n_outputs", len(outs), where)
-        ops.append(f"    {{{kind}, {len(ins)}, {len(outs)}, {ws}, {sym}_op{i}_in, {sym}_op{i}_out,\n"
+        op_rows.append(f"    {{{kind}, {len(ins)}, {len(outs)}, {ws}, {sym}_op{i}_in, {sym}_op{i}_out,\n"
                    f"     {c_string(step.name or step.outputs[0])}, {c_string(op_type)},\n"
                    f"     {_attrs_init(attrs)}}},")
-    s += ["", f"static const arena_op_t {sym}_ops[{max(1, len(ops))}] = {{"]
-    s += ops or ["    {0}"]
+    s += ["", f"static const arena_op_t {sym}_ops[{max(1, len(op_rows))}] = {{"]
+    s += op_rows or ["    {0}"]
     s += ["};", ""]
 
     g_in, g_out = list(model.inputs), list(model.outputs)

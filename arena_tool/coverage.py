@@ -4,23 +4,23 @@ A model whose tables would link but fail on the target is refused at build time 
 with the op index, node name, op type and the reason. ``arena-tool plan`` plans any model;
 only a firmware build that compiles the runtime asks this module (``runtime: none`` skips it).
 
-Each rule mirrors a kernel's own checks in arena_tool/runtime; a rule that is looser than its
-kernel shows up as a run-time failure in the runtime tests, which run every rule's ops.
+What each kernel requires is its op's ``checks`` in the op table (ops.TABLE); this module tests
+a model against them. Each mirrors a kernel's own checks in arena_tool/runtime; a check that is
+looser than its kernel shows up as a run-time failure in the runtime tests, which run every
+checked op.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable
 
 import numpy as np
 
-from arena_tool import codegen
+from arena_tool import codegen, ops
 from arena_tool.lowering import Lowered, Op
-
-FLOAT = frozenset({"float32"})
-INT8 = frozenset({"int8", "uint8"})
-ANY = frozenset({"float32", "int8", "uint8", "int32", "int64"})
+from arena_tool.ops import FLOAT, Check, CheckKind
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +67,7 @@ def _resize(op: Op, m: Lowered) -> str | None:
     a = op.attrs
     if a.get("mode") not in ("nearest", "linear"):
         return f"mode {a.get('mode')!r}; the runtime resizes by nearest and linear"
-    if a.get("coordinate_transformation_mode") not in codegen.COORDINATE_MODES:
+    if a.get("coordinate_transformation_mode") not in ops.COORDINATE_MODES:
         return f"coordinate_transformation_mode {a.get('coordinate_transformation_mode')!r} is not implemented"
     if a.get("mode") == "linear":
         return _dtypes(FLOAT)(op, m)
@@ -76,7 +76,7 @@ def _resize(op: Op, m: Lowered) -> str | None:
 
 def _pad_mode(op: Op, m: Lowered) -> str | None:
     mode = op.attrs.get("mode", "constant")
-    return None if mode in codegen.PAD_MODES else f"mode {mode!r}; the runtime pads constant, reflect and edge"
+    return None if mode in ops.PAD_MODES else f"mode {mode!r}; the runtime pads constant, reflect and edge"
 
 
 def _inputs_at_most(n: int) -> Rule:
@@ -208,36 +208,31 @@ def _accumulates(op: Op, m: Lowered) -> str | None:
     return f"{k} products per output; the int32 accumulator takes up to {ACC_LIMIT}" if k > ACC_LIMIT else None
 
 
-MOVE = _dtypes(ANY)
-RULES: dict[str, tuple[Rule, ...]] = {
-    **{op: (MOVE,) for op in ("Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat")},
-    "Dropout": (MOVE, _inference_mode),  # a mask output (bool) fails the dtype rule
-    "Split": (MOVE, _every_output_named),
-    "BatchNormalization": (_dtypes(FLOAT), _first_output_only("a training statistic"), _inference_mode),
-    **{op: (_dtypes(FLOAT),) for op in ("Gemm", "MatMul", "Softmax", "GlobalAveragePool",
-                                        "Sigmoid", "LeakyRelu", "HardSigmoid", "HardSwish", "Tanh", "Exp", "Neg",
-                                        "Abs", "Sqrt", "Erf", "Elu", "Sub", "Div", "PRelu", "LRN")},
-    **{op: (_dtypes(FLOAT), _inputs_at_most(8)) for op in ("Add", "Mul", "Max", "Min", "Sum")},
-    **{op: (_dtypes(FLOAT | INT8),) for op in ("Relu", "Clip", "GlobalMaxPool")},
-    "Conv": (_dtypes(FLOAT), _spatial),
-    "MaxPool": (_dtypes(FLOAT | INT8), _spatial),  # an Indices output (int64) fails the dtype rule
-    "AveragePool": (_dtypes(FLOAT), _spatial, _avg_dilations),
-    "Pad": (MOVE, _needs("pads"), _pad_mode),
-    "Slice": (MOVE, _needs("starts")),
-    "Resize": (MOVE, _needs("scales"), _resize, _resize_exact),
-    "Upsample": (MOVE, _needs("scales"), _resize),
-    "ReduceMean": (_dtypes(FLOAT), _needs("axes")),
-    "QuantizeLinear": (_quantize(FLOAT, INT8), _per_axis_only),
-    "DequantizeLinear": (_quantize(INT8 | {"int32"}, FLOAT), _per_axis_only),
-    "QLinearConv": (_dtypes(INT8), _spatial, _accumulates),
-    "QLinearAveragePool": (_dtypes(INT8), _spatial, _channels_first, _avg_dilations, _floor_mode),
-    "QLinearGlobalAveragePool": (_dtypes(INT8), _channels_first),
-    **{op: (_dtypes(INT8), _per_tensor(1, 4, 6)) for op in ("QLinearAdd", "QLinearMul")},
-    "QLinearMatMul": (_dtypes(INT8), _matrices, _accumulates),
-    **{op: (_dtypes(INT8),) for op in ("QLinearConcat", "QLinearSoftmax", "QLinearSigmoid",
-                                       "QLinearLeakyRelu", "QLinearHardSwish")},
-    "QGemm": (_quantize(INT8, INT8 | FLOAT),),
+_NAMED: dict[Check, Rule] = {
+    Check.SPATIAL: _spatial, Check.RESIZE: _resize, Check.PAD_MODE: _pad_mode, Check.AVG_DILATIONS: _avg_dilations,
+    Check.FLOOR_MODE: _floor_mode, Check.CHANNELS_FIRST: _channels_first,
+    Check.EVERY_OUTPUT_NAMED: _every_output_named, Check.INFERENCE_MODE: _inference_mode,
+    Check.RESIZE_EXACT: _resize_exact, Check.PER_AXIS_ONLY: _per_axis_only, Check.MATRICES: _matrices,
+    Check.ACCUMULATES: _accumulates,
 }
+
+
+@functools.cache
+def rule(check: CheckKind) -> Rule:
+    """The test of one requirement of the op table."""
+    if isinstance(check, Check):
+        return _NAMED[check]
+    if isinstance(check, ops.Dtypes):
+        return _dtypes(check.allowed)
+    if isinstance(check, ops.Needs):
+        return _needs(*check.keys)
+    if isinstance(check, ops.InputsAtMost):
+        return _inputs_at_most(check.n)
+    if isinstance(check, ops.Converts):
+        return _quantize(check.src, check.dst)
+    if isinstance(check, ops.PerTensor):
+        return _per_tensor(*check.scales)
+    return _first_output_only(check.what)
 
 
 def gaps(model: Lowered) -> list[Gap]:
@@ -251,7 +246,8 @@ def gaps(model: Lowered) -> list[Gap]:
 
 
 def _why(op: Op, m: Lowered) -> str | None:
-    if op.op_type not in codegen.OPS:
+    spec = ops.spec(op.op_type)
+    if spec is None or spec.runtime is None:
         return "the runtime has no kernel for this op"
     for x in (*op.inputs, *op.outputs):
         t = m.types.get(x)
@@ -259,8 +255,8 @@ def _why(op: Op, m: Lowered) -> str | None:
             return f"tensor {x!r} is {t.dtype}, a type the runtime does not store"
         if t is not None and len(t.shape) > codegen.MAX_RANK:
             return f"tensor {x!r} has rank {len(t.shape)}; the runtime goes up to {codegen.MAX_RANK}"
-    for rule in RULES.get(op.op_type, ()):
-        why = rule(op, m)
+    for check in spec.checks:
+        why = rule(check)(op, m)
         if why is not None:
             return why
     return None

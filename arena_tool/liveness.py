@@ -17,11 +17,13 @@ Worked example (the design notes' chain, MatMuls that cannot work in place)::
 Aliases (options.inplace, on by default). ``alias_of`` names the root whose bytes a
 tensor shares, never a chain; ModelProblem.problem() merges each group's ranges.
 
+The op table (``ops.OpSpec``: ``view``, ``inplace``, ``depthwise``) says which op may alias.
+
 * Views: Reshape/Flatten/Squeeze/Unsqueeze/Identity outputs share their input's bytes
   when the planned bytes are identical (same elements and bits). Nothing is written.
-* In place: a pure element-wise op (UNARY, or BINARY with every input of the output's
-  shape, i.e. no broadcasting; their integer forms in INPLACE_Q) writes over its input X
-  when (a) this op is the last
+* In place: a pure element-wise op (``ops.UNARY`` over input 0, or ``ops.BINARY`` with
+  every input of the output's shape, i.e. no broadcasting; and their integer forms) writes
+  over its input X when (a) this op is the last
   reader of every tensor sharing X's bytes, (b) none of them is a graph output, whose
   bytes must survive the run, (c) none is a graph input: graph inputs belong to the
   caller, who may read them again after the run (the plan never clobbers them), and
@@ -50,23 +52,10 @@ import dataclasses
 import math
 from typing import Iterator, Mapping, Sequence
 
-from arena_tool import dtypes, lowering, scheduling, schema
+from arena_tool import dtypes, lowering, ops, scheduling, schema
 from arena_tool.errors import ArenaError, fail
 from arena_tool.lowering import Lowered, Op
 from arena_tool.problem import EXECUTIONS, KINDS, SCHEDULES, SCRATCHES, ModelOptions, ModelProblem, Quant, Step, Tensor, align_up, lower_bound
-
-VIEWS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"})
-UNARY = frozenset({
-    "Relu", "Clip", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish", "Neg", "Abs", "Exp",
-    "Log", "Sqrt", "Elu", "Selu", "Celu", "Softplus", "Softsign", "Erf", "Gelu", "Mish",
-    "ThresholdedRelu", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos", "Not", "PRelu",
-    "Cast", "QuantizeLinear", "DequantizeLinear", "BatchNormalization",
-})  # element-wise over input 0; other inputs (Clip bounds, BN statistics, PRelu slope) are only read
-BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Sum", "Max", "Min", "Mean"})
-# Integer element-wise ops (any domain) -> positions of the inputs they may overwrite.
-INPLACE_Q = {"QLinearAdd": (0, 3), "QLinearMul": (0, 3), "QLinearSigmoid": (0,), "QLinearLeakyRelu": (0,),
-             "QLinearHardSwish": (0,)}
-
 
 def model_problem(path: str, options: ModelOptions, order: Sequence[int] | None = None,
                   lowered: Lowered | None = None) -> ModelProblem:
@@ -341,7 +330,8 @@ class _Builder:
             ys = [y for y in node.outputs if y]
             if len(ys) != 1 or ys[0] not in self.g.types:
                 continue
-            if node.op_type in VIEWS and node.domain in ("", "ai.onnx"):
+            spec = ops.spec(node.op_type)
+            if spec is not None and spec.view and spec.applies(node.domain):
                 x = node.inputs[0]
                 if x in self.g.types and self._same_bytes(x, ys[0]):
                     yield s, node, ys[0], x
@@ -358,27 +348,23 @@ class _Builder:
     def _inplace_candidates(self, node: Op, y: str) -> list[str]:
         """Inputs ``node`` may overwrite with ``y``, by shape and element width alone."""
         ty = self.g.types[y]
-        onnx_domain = node.domain in ("", "ai.onnx")
-        if node.op_type in UNARY and onnx_domain:
-            if node.op_type == "BatchNormalization" and node.attrs.get("training_mode", 0):
-                return []
-            xs = list(node.inputs[:1])
-        elif (node.op_type in BINARY and onnx_domain) or node.op_type in INPLACE_Q:
-            positions = INPLACE_Q.get(node.op_type) or range(len(node.inputs))
-            xs = list(dict.fromkeys(node.inputs[p] for p in positions if p < len(node.inputs) and node.inputs[p]))
-            if any(self._shape(x) != ty.shape for x in xs):
-                return []  # broadcasting: an input element is read for several outputs
-        else:
+        spec = ops.spec(node.op_type)
+        rule = spec.inplace if spec is not None and spec.applies(node.domain) else None
+        if rule is None or (rule.unless and node.attrs.get(rule.unless, 0)):
             return []
+        positions = rule.positions if rule.positions is not None else range(len(node.inputs))
+        xs = list(dict.fromkeys(node.inputs[p] for p in positions if p < len(node.inputs) and node.inputs[p]))
+        if rule.same_shape and any(self._shape(x) != ty.shape for x in xs):
+            return []  # broadcasting: an input element is read for several outputs
         return [x for x in xs if x in self.g.types and self.g.types[x].elements == ty.elements
                 and dtypes.bits(self.dtype[y]) <= dtypes.bits(self.dtype[x])]
 
     def _depthwise_input(self, s: int, node: Op, y: str) -> str | None:
         """The input a depthwise Conv may overwrite channel by channel (TinyEngine): one input
         channel per output channel, NCHW, no more output elements than input, same element type."""
+        spec = ops.spec(node.op_type)
         if (not self.opt.inplace_depthwise or s in self.no_shrink or not node.inputs
-                or node.op_type not in ("Conv", "QLinearConv")
-                or (node.op_type == "Conv" and node.domain not in ("", "ai.onnx"))):
+                or spec is None or not spec.depthwise or not spec.applies(node.domain)):
             return None
         x = node.inputs[0]
         if x not in self.g.types:

@@ -3,10 +3,11 @@
 onnx_graph says what the model computes; this module says what will run. Three
 things happen here, once, for every later stage:
 
-* Attributes are normalized: defaults filled in, ``auto_pad`` resolved to explicit
-  pads, axes made non-negative, Clip bounds read from their constant inputs, and
-  each op's im2col workspace need declared (``Op.workspace``; liveness sizes it
-  under the ``scratch`` option).
+* Attributes are normalized by each op's entry in the op table (``ops.OpSpec.attrs``):
+  defaults filled in, ``auto_pad`` resolved to explicit pads, axes made non-negative,
+  Clip bounds read from their constant inputs; and each convolution's im2col
+  workspace need declared (``Op.workspace``; liveness sizes it under the ``scratch``
+  option).
 * QDQ is lowered to integer ops, as a deployment runs it (and as onnxruntime's own
   QDQ -> QOperator fusion does). ``DequantizeLinear -> op [-> Relu|Clip] ->
   QuantizeLinear`` with integer tensors at both ends becomes one QOperator op
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from arena_tool import dtypes, onnx_graph
+from arena_tool import dtypes, onnx_graph, ops
 from arena_tool.errors import fail
 from arena_tool.onnx_fold import CONTRIB
 from arena_tool.onnx_graph import Graph, Node, Shape, TensorType
@@ -84,9 +85,6 @@ QUANT_IO: dict[str, tuple[tuple[tuple[int, int, int], ...], tuple[int, int] | No
     "QLinearHardSwish": (((0, 1, 2),), (3, 4)),
     **{op: (triples, result) for op, (_, triples, result) in CONTRIB.items()},  # QLinearConcat: triples from 2
 }
-CONVS = {"Conv": 1, "ConvInteger": 1, "QLinearConv": 3}  # op -> index of the weight input
-SPATIAL = frozenset({"Conv", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool", "QLinearAveragePool",
-                     "LpPool"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -240,12 +238,6 @@ def _op(g: Graph, node: Node) -> Op:
     return Op(node.index, node.name, node.op_type, node.domain, node.inputs, node.outputs, _attrs(g, node))
 
 
-def _opset(g: Graph) -> int:
-    if g.model is None:
-        return 13
-    return max((int(o.version) for o in g.model.opset_import if o.domain in _ONNX), default=1)
-
-
 def _plain(v: Any) -> Any:
     if isinstance(v, bytes):
         return v.decode("utf-8", "replace")
@@ -257,193 +249,10 @@ def _plain(v: Any) -> Any:
 
 
 def _attrs(g: Graph, node: Node) -> dict[str, Any]:
+    """The node's plain attributes, normalized by its table entry (ops.OpSpec.attrs)."""
     a = {k: p for k, v in sorted(node.attrs.items()) if (p := _plain(v)) is not None}
-    op = node.op_type
-    shape = _shape_fn(g)
-    if op in SPATIAL and node.inputs and node.outputs:
-        x, y = shape(node.inputs[0]), shape(node.outputs[0])
-        w = node.inputs[CONVS[op]] if op in CONVS and len(node.inputs) > CONVS[op] else ""
-        kernel = list(a.get("kernel_shape") or (shape(w) or ())[2:])
-        if kernel and x is not None and y is not None:
-            a.update(_spatial(a, kernel, x, y))
-        a.setdefault("group", 1)
-        if op in ("AveragePool", "QLinearAveragePool"):
-            a.setdefault("count_include_pad", 0)
-    elif op in ("Gemm", "QGemm"):
-        a = {"alpha": float(a.get("alpha", 1.0)), "beta": float(a.get("beta", 1.0)),
-             "transA": int(a.get("transA", 0)), "transB": int(a.get("transB", 0))}
-    elif op in ("LeakyRelu", "QLinearLeakyRelu"):
-        a["alpha"] = float(a.get("alpha", 0.01))
-    elif op == "Clip":
-        lo, hi = float(a.get("min", -np.inf)), float(a.get("max", np.inf))
-        for pos in (1, 2):
-            if len(node.inputs) > pos and node.inputs[pos]:
-                v = g.consts.get(node.inputs[pos])
-                arr = v.array() if v is not None else None
-                if arr is None:
-                    fail(f"Clip {node.name!r}: min/max must be constants", field=f"graph.node[{node.index}]",
-                         hint="fold them before export (e.g. onnxsim)")
-                lo, hi = (float(arr.reshape(-1)[0]), hi) if pos == 1 else (lo, float(arr.reshape(-1)[0]))
-        a = {"min": lo, "max": hi}
-    elif op in ("Softmax", "QLinearSoftmax", "LogSoftmax"):
-        rank = len(shape(node.inputs[0]) or ())
-        legacy = _opset(g) < 13 if op != "QLinearSoftmax" else int(a.get("opset", 13)) < 13
-        axis = int(a.get("axis", 1 if legacy else -1))
-        a = {"axis": axis % rank if rank else 0, "legacy_axis": int(legacy)}
-    elif op in ("Concat", "QLinearConcat"):
-        rank = len(shape(node.inputs[2 if op == "QLinearConcat" else 0]) or ())
-        a["axis"] = int(a["axis"]) % rank if rank else 0
-    elif op == "BatchNormalization":
-        a["epsilon"] = float(a.get("epsilon", 1e-5))
-    elif op in ("QuantizeLinear", "DequantizeLinear"):
-        rank = len(shape(node.inputs[0]) or ())
-        a["axis"] = int(a.get("axis", 1)) % rank if rank else 0
-    elif op == "HardSigmoid":
-        a = {"alpha": float(a.get("alpha", 0.2)), "beta": float(a.get("beta", 0.5))}
-    elif op == "Transpose":
-        rank = len(shape(node.inputs[0]) or ())
-        a["perm"] = [int(p) % rank for p in a.get("perm", list(range(rank))[::-1])] if rank else []
-    elif op == "Pad":
-        a = _pad(g, node, a)
-    elif op == "Slice":
-        a = _slice(g, node, a)
-    elif op in ("ReduceMean", "ReduceMax", "ReduceMin", "ReduceSum"):
-        a = _reduce(g, node, a)
-    elif op in ("Resize", "Upsample"):
-        a = _resize(g, node, a)
-    elif op == "Split":
-        rank = len(shape(node.inputs[0]) or ())
-        a = {"axis": int(a.get("axis", 0)) % rank if rank else 0}
-    elif op == "Elu":
-        a = {"alpha": float(a.get("alpha", 1.0))}
-    elif op == "LRN":
-        a = {"alpha": float(a.get("alpha", 1e-4)), "beta": float(a.get("beta", 0.75)),
-             "bias": float(a.get("bias", 1.0)), "size": int(a["size"])}
-    return a
-
-
-def _const_ints(g: Graph, node: Node, pos: int) -> list[int] | None:
-    """A constant integer input as a list; [] when absent, None when not a constant."""
-    if pos >= len(node.inputs) or not node.inputs[pos]:
-        return []
-    c = g.consts.get(node.inputs[pos])
-    v = c.array() if c is not None else None
-    return None if v is None else [int(x) for x in np.asarray(v).reshape(-1)]
-
-
-def _pad(g: Graph, node: Node, a: dict[str, Any]) -> dict[str, Any]:
-    """pads over every dim (begin..., end...), mode, value; no 'pads' when they are not constant."""
-    rank = len(_shape_fn(g)(node.inputs[0]) or ())
-    out: dict[str, Any] = {"mode": a.get("mode", "constant"), "value": float(a.get("value", 0.0))}
-    if _opset(g) < 11:
-        pads: list[int] | None = [int(p) for p in a.get("pads", [0] * 2 * rank)]
-        axes: list[int] | None = list(range(rank))
-    else:
-        pads, axes = _const_ints(g, node, 1), _const_ints(g, node, 3)
-        if len(node.inputs) > 2 and node.inputs[2]:
-            c = g.consts.get(node.inputs[2])
-            v = c.array() if c is not None else None
-            if v is None:
-                return out
-            out["value"] = float(np.asarray(v).reshape(-1)[0]) if np.asarray(v).size else 0.0
-        axes = axes or list(range(rank))
-    if pads is None or axes is None or len(pads) != 2 * len(axes):
-        return out
-    full = [0] * (2 * rank)
-    for i, ax in enumerate(axes):
-        full[ax % rank], full[rank + ax % rank] = pads[i], pads[len(axes) + i]
-    out["pads"] = full
-    return out
-
-
-def _slice(g: Graph, node: Node, a: dict[str, Any]) -> dict[str, Any]:
-    """Per input dim the first element read and the step (ONNX's clamping applied); nothing
-    when starts/ends/axes/steps are not constants."""
-    dims = _shape_fn(g)(node.inputs[0]) or ()
-    rank = len(dims)
-    if _opset(g) < 10:
-        starts, ends = list(a.get("starts", [])), list(a.get("ends", []))
-        axes, steps = list(a.get("axes", range(len(starts)))), [1] * len(starts)
-    else:
-        c_starts, c_ends, c_axes, c_steps = (_const_ints(g, node, i) for i in (1, 2, 3, 4))
-        if c_starts is None or c_ends is None or c_axes is None or c_steps is None:
-            return {}
-        starts, ends = c_starts, c_ends
-        axes = c_axes or list(range(len(starts)))
-        steps = c_steps or [1] * len(starts)
-    first, step = [0] * rank, [1] * rank
-    for ax, s0, e0, st in zip(axes, starts, ends, steps):
-        ax %= rank
-        d = dims[ax]
-        s0 = s0 + d if s0 < 0 else s0
-        first[ax] = min(max(s0, 0), d) if st > 0 else min(max(s0, 0), d - 1)
-        step[ax] = st
-    return {"starts": first, "steps": step}
-
-
-def _reduce(g: Graph, node: Node, a: dict[str, Any]) -> dict[str, Any]:
-    rank = len(_shape_fn(g)(node.inputs[0]) or ())
-    axes: list[int] | None = [int(x) for x in a["axes"]] if "axes" in a else _const_ints(g, node, 1)
-    if axes is None:
-        return {"keepdims": int(a.get("keepdims", 1))}
-    if not axes and not a.get("noop_with_empty_axes", 0):
-        axes = list(range(rank))
-    return {"axes": sorted({x % rank for x in axes}) if rank else [], "keepdims": int(a.get("keepdims", 1))}
-
-
-def _resize(g: Graph, node: Node, a: dict[str, Any]) -> dict[str, Any]:
-    """mode, coordinate transform, nearest rounding and one scale per dim (from scales, or
-    sizes / input dims); no 'scales' when neither is a constant."""
-    opset = _opset(g)
-    x, y = _shape_fn(g)(node.inputs[0]) or (), _shape_fn(g)(node.outputs[0]) or ()
-    out: dict[str, Any] = {
-        "mode": a.get("mode", "nearest"),
-        "coordinate_transformation_mode": a.get("coordinate_transformation_mode",
-                                                "half_pixel" if opset >= 11 else "asymmetric"),
-        # Resize-10 and Upsample round up when downsampling, else down ('simple', onnxruntime's rule).
-        "nearest_mode": a.get("nearest_mode", "round_prefer_floor" if opset >= 11 else "simple"),
-        "cubic_coeff_a": float(a.get("cubic_coeff_a", -0.75)),
-        "exclude_outside": int(a.get("exclude_outside", 0)),
-    }
-    if node.op_type == "Upsample" and "scales" in a:
-        scales = [float(v) for v in a["scales"]]
-    else:
-        pos = 2 if node.op_type == "Resize" and opset >= 11 else 1
-        c = g.consts.get(node.inputs[pos]) if pos < len(node.inputs) and node.inputs[pos] else None
-        v = c.array() if c is not None else None
-        scales = [float(s) for s in np.asarray(v).reshape(-1)] if v is not None else []
-        if not scales and node.op_type == "Resize" and opset >= 11:
-            sizes = _const_ints(g, node, 3)
-            if sizes and len(sizes) == len(x):
-                scales = [sz / d for sz, d in zip(sizes, x)]
-    if len(scales) == len(x) and len(y) == len(x):
-        out["scales"] = scales
-    return out
-
-
-def _shape_fn(g: Graph) -> Callable[[str], Shape | None]:
-    def shape(name: str) -> Shape | None:
-        if name in g.types:
-            return g.types[name].shape
-        return g.constant_shapes.get(name)
-    return shape
-
-
-def _spatial(a: Mapping[str, Any], kernel: list[int], x: Shape, y: Shape) -> dict[str, Any]:
-    """kernel_shape, strides, dilations and explicit pads (auto_pad resolved), at the op's rank."""
-    nd = len(kernel)
-    strides = list(a.get("strides") or [1] * nd)
-    dil = list(a.get("dilations") or [1] * nd)
-    pads = list(a.get("pads") or [0] * (2 * nd))
-    auto = a.get("auto_pad", "NOTSET")
-    if auto in ("SAME_UPPER", "SAME_LOWER"):
-        for i in range(nd):
-            total = max(0, (y[2 + i] - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - x[2 + i])
-            small, big = total // 2, total - total // 2
-            pads[i], pads[nd + i] = (small, big) if auto == "SAME_UPPER" else (big, small)
-    elif auto == "VALID":
-        pads = [0] * (2 * nd)
-    return {"kernel_shape": kernel, "strides": strides, "dilations": dil, "pads": pads, "auto_pad": "NOTSET"}
+    spec = ops.spec(node.op_type)
+    return spec.attrs(g, node, a) if spec is not None and spec.attrs is not None else a
 
 
 def _workspace(g: Graph, op: Op) -> Workspace | None:
@@ -452,7 +261,8 @@ def _workspace(g: Graph, op: Op) -> Workspace | None:
     None for 1x1 stride-1 unpadded convs (the input already is the column matrix)
     and for depthwise convs (group == Cin > 1: a small stencil per channel, no GEMM).
     """
-    if op.op_type not in CONVS or op.domain not in _ONNX or "kernel_shape" not in op.attrs:
+    spec = ops.spec(op.op_type)
+    if spec is None or spec.weight is None or op.domain not in _ONNX or "kernel_shape" not in op.attrs:
         return None
     x, y = op.inputs[0], op.outputs[0]
     if x not in g.types or y not in g.types:
@@ -850,7 +660,7 @@ def to_onnx(lw: Lowered) -> "onnx.ModelProto":
                                 name=op.name, domain=op.domain or None)
         node.attribute.extend(attrs)
         if op.op_type == "QLinearSoftmax":
-            node.attribute.append(helper.make_attribute("opset", _opset(g)))
+            node.attribute.append(helper.make_attribute("opset", ops.opset(g)))
         if op.op_type in ("QLinearAveragePool", "QLinearGlobalAveragePool"):
             node.attribute.append(helper.make_attribute("channels_last", 0))
         nodes.append(node)

@@ -60,7 +60,7 @@ import math
 import time
 from typing import TYPE_CHECKING, Any, Sequence
 
-from arena_tool import planners
+from arena_tool import ops, planners
 from arena_tool.errors import ArenaError
 from arena_tool.problem import Buffer, ModelOptions, ModelProblem, Plan, Problem, Status, align_up, lower_bound
 
@@ -68,7 +68,6 @@ if TYPE_CHECKING:
     from arena_tool.planfile import PlanFile
     from arena_tool.planning import PlannedModel  # planning imports this module
 
-WINDOWED = frozenset({"Conv", "QLinearConv", "MaxPool", "AveragePool", "QLinearAveragePool"})
 EXACT_MAX = 64  # buffers: the assignment search runs (exact when it finishes in time) up to this many
 SEARCH_SHARE = 0.5  # of the time limit, for the assignment search (the rest: the final plans)
 LEAF_LIMIT = 0.25  # seconds: one optimal packing probe at a leaf
@@ -111,7 +110,7 @@ def access_bytes(mp: ModelProblem, lowered: Any) -> tuple[int, ...]:
     """Bytes read + written per inference of each buffer of ``mp.problem()`` (see the module
     docstring); ``lowered``: the lowering.Lowered the problem was built from (for kernel
     shapes and strides), or None (every op then reads its inputs once)."""
-    ops = {op.node: op for op in getattr(lowered, "ops", ())}
+    by_node = {op.node: op for op in getattr(lowered, "ops", ())}
     root = {t.name: t.alias_of or t.name for t in mp.tensors}
     size = {t.name: t.size for t in mp.tensors}
     total: dict[str, int] = {}
@@ -120,10 +119,10 @@ def access_bytes(mp: ModelProblem, lowered: Any) -> tuple[int, ...]:
         total[root[name]] = total.get(root[name], 0) + n
 
     for step in mp.schedule:
-        op = ops.get(step.node)
+        op = by_node.get(step.node)
         for pos, name in enumerate(step.inputs):
             if name in root:
-                add(name, _window_reads(size[name], op) if pos == 0 and step.op_type in WINDOWED else size[name])
+                add(name, _window_reads(size[name], op) if pos == 0 and step.op_type in ops.WINDOWED else size[name])
         for name in step.outputs:
             if name in root:
                 add(name, size[name])

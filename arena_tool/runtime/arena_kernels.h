@@ -29,21 +29,11 @@ float arena_sqrtf(float x);
 float arena_logf(float x);
 float arena_rintf(float x); /* round half to even, as ONNX quantization does */
 
-int arena_k_identity(const arena_ctx_t *c);
-int arena_k_conv(const arena_ctx_t *c);
-int arena_k_gemm(const arena_ctx_t *c);
-int arena_k_matmul(const arena_ctx_t *c);
-int arena_k_unary(const arena_ctx_t *c);
-int arena_k_binary(const arena_ctx_t *c);
-int arena_k_pool(const arena_ctx_t *c);
-int arena_k_global_pool(const arena_ctx_t *c);
-int arena_k_softmax(const arena_ctx_t *c);
-int arena_k_concat(const arena_ctx_t *c);
-int arena_k_batch_norm(const arena_ctx_t *c);
-int arena_k_quantize(const arena_ctx_t *c);
-int arena_k_dequantize(const arena_ctx_t *c);
-int arena_k_qlinear_conv(const arena_ctx_t *c);
-int arena_k_qlinear_matmul(const arena_ctx_t *c);
+/* The kernels the dispatch calls (arena_ops.h; kernels_float.c, kernels_quant.c, kernels_qlinear.c,
+ * kernels_shape.c): one per line of the op table's runtime ops, each returns an arena_status_t. */
+#define ARENA_KERNEL(kernel) int kernel(const arena_ctx_t *c);
+#include "arena_ops.h"
+#undef ARENA_KERNEL
 
 /* Quantization helpers shared by the quantized kernels (kernels_quant.c documents them). */
 int32_t arena_q_load(const arena_tensor_t *t, const void *data, uint32_t i);
@@ -54,23 +44,5 @@ float arena_q_scale(const arena_ctx_t *c, int s, uint32_t k);
 int32_t arena_q_zp(const arena_ctx_t *c, int z, uint32_t k);
 int arena_q_check(const arena_ctx_t *c, int x, uint32_t n);
 int arena_q_out(const arena_ctx_t *c, int s, int32_t *lo, int32_t *hi);
-
-/* kernels_qlinear.c: onnxruntime's quantized contrib ops and their lowered QDQ twins. */
-int arena_k_qlinear_binary(const arena_ctx_t *c);      /* QLinearAdd, QLinearMul */
-int arena_k_qgemm(const arena_ctx_t *c);
-int arena_k_qlinear_pool(const arena_ctx_t *c);        /* QLinearAveragePool */
-int arena_k_qlinear_global_pool(const arena_ctx_t *c); /* QLinearGlobalAveragePool */
-int arena_k_qlinear_concat(const arena_ctx_t *c);
-int arena_k_qlinear_softmax(const arena_ctx_t *c);
-int arena_k_qlinear_unary(const arena_ctx_t *c);       /* QLinearSigmoid, QLinearLeakyRelu, QLinearHardSwish */
-
-/* kernels_shape.c: dtype-generic layout ops. */
-int arena_k_transpose(const arena_ctx_t *c);
-int arena_k_pad(const arena_ctx_t *c);
-int arena_k_slice(const arena_ctx_t *c);
-int arena_k_split(const arena_ctx_t *c);
-int arena_k_resize(const arena_ctx_t *c);
-int arena_k_reduce_mean(const arena_ctx_t *c);
-int arena_k_lrn(const arena_ctx_t *c);
 
 #endif

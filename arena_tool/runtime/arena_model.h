@@ -92,63 +92,12 @@ typedef enum {
     ARENA_DT_OTHER = 5   /* a type the runtime has no kernels for (int4, float16 ...) */
 } arena_dtype_t;
 
+/* The runtime's ops, in the order of arena_ops.h (generated from the op table, arena_tool/ops.py:
+ * each constant's value is its position, so new ops go last). */
 typedef enum {
-    ARENA_OP_IDENTITY = 0, /* also Reshape, Flatten, Squeeze, Unsqueeze */
-    ARENA_OP_CONV,
-    ARENA_OP_GEMM,
-    ARENA_OP_MATMUL,
-    ARENA_OP_RELU,
-    ARENA_OP_CLIP,
-    ARENA_OP_LEAKY_RELU,
-    ARENA_OP_SIGMOID,
-    ARENA_OP_ADD,
-    ARENA_OP_SUB,
-    ARENA_OP_MUL,
-    ARENA_OP_DIV,
-    ARENA_OP_MAX_POOL,
-    ARENA_OP_AVERAGE_POOL,
-    ARENA_OP_GLOBAL_AVERAGE_POOL,
-    ARENA_OP_GLOBAL_MAX_POOL,
-    ARENA_OP_SOFTMAX,
-    ARENA_OP_CONCAT,
-    ARENA_OP_BATCH_NORM,
-    ARENA_OP_QUANTIZE_LINEAR,
-    ARENA_OP_DEQUANTIZE_LINEAR,
-    ARENA_OP_QLINEAR_CONV,
-    ARENA_OP_QLINEAR_MATMUL,
-    /* Quantized (QOperator and lowered QDQ; kernels_qlinear.c). Scales and zero points are
-     * inputs in onnxruntime's QOperator order. */
-    ARENA_OP_QLINEAR_ADD,
-    ARENA_OP_QLINEAR_MUL,
-    ARENA_OP_QGEMM,
-    ARENA_OP_QLINEAR_AVERAGE_POOL,
-    ARENA_OP_QLINEAR_GLOBAL_AVERAGE_POOL,
-    ARENA_OP_QLINEAR_CONCAT,
-    ARENA_OP_QLINEAR_SOFTMAX,
-    ARENA_OP_QLINEAR_SIGMOID,
-    ARENA_OP_QLINEAR_LEAKY_RELU,
-    ARENA_OP_QLINEAR_HARD_SWISH,
-    /* Layout and more element-wise ops (kernels_shape.c, kernels_float.c). */
-    ARENA_OP_TRANSPOSE,    /* ints: perm[rank] */
-    ARENA_OP_PAD,          /* ints: begin[rank], end[rank]; axis: mode 0 constant 1 reflect 2 edge; value */
-    ARENA_OP_SLICE,        /* ints: per input dim d, interleaved: start[d], step[d] (normalized, in range) */
-    ARENA_OP_SPLIT,        /* axis; the sizes are the outputs' */
-    ARENA_OP_RESIZE,       /* ints: mode (0 nearest 1 linear), coordinate transform, nearest mode (4 = Resize-10's
-                              round up when downsampling); floats: scale per dim */
-    ARENA_OP_REDUCE_MEAN,  /* ints: 1 where dim d is reduced, per input dim */
-    ARENA_OP_HARD_SIGMOID, /* alpha, beta */
-    ARENA_OP_HARD_SWISH,
-    ARENA_OP_TANH,
-    ARENA_OP_EXP,
-    ARENA_OP_NEG,
-    ARENA_OP_ABS,
-    ARENA_OP_SQRT,
-    ARENA_OP_ERF,
-    ARENA_OP_ELU,          /* alpha */
-    ARENA_OP_MAX,
-    ARENA_OP_MIN,
-    ARENA_OP_PRELU,
-    ARENA_OP_LRN,          /* alpha, beta; ints: size; floats: bias */
+#define ARENA_OP(op, kernel) op,
+#include "arena_ops.h"
+#undef ARENA_OP
     ARENA_OP_UNSUPPORTED,  /* an op the runtime lacks: arena_run fails on it */
     ARENA_OP_COUNT
 } arena_op_type_t;

@@ -116,58 +116,9 @@ static int check_bounds(const arena_model_t *m, const uint8_t *base)
 static int dispatch(const arena_ctx_t *c)
 {
     switch (c->op->type) {
-    case ARENA_OP_IDENTITY: return arena_k_identity(c);
-    case ARENA_OP_CONV: return arena_k_conv(c);
-    case ARENA_OP_GEMM: return arena_k_gemm(c);
-    case ARENA_OP_MATMUL: return arena_k_matmul(c);
-    case ARENA_OP_RELU:
-    case ARENA_OP_CLIP:
-    case ARENA_OP_LEAKY_RELU:
-    case ARENA_OP_SIGMOID:
-    case ARENA_OP_HARD_SIGMOID:
-    case ARENA_OP_HARD_SWISH:
-    case ARENA_OP_TANH:
-    case ARENA_OP_EXP:
-    case ARENA_OP_NEG:
-    case ARENA_OP_ABS:
-    case ARENA_OP_SQRT:
-    case ARENA_OP_ERF:
-    case ARENA_OP_ELU: return arena_k_unary(c);
-    case ARENA_OP_ADD:
-    case ARENA_OP_SUB:
-    case ARENA_OP_MUL:
-    case ARENA_OP_DIV:
-    case ARENA_OP_MAX:
-    case ARENA_OP_MIN:
-    case ARENA_OP_PRELU: return arena_k_binary(c);
-    case ARENA_OP_MAX_POOL:
-    case ARENA_OP_AVERAGE_POOL: return arena_k_pool(c);
-    case ARENA_OP_GLOBAL_AVERAGE_POOL:
-    case ARENA_OP_GLOBAL_MAX_POOL: return arena_k_global_pool(c);
-    case ARENA_OP_SOFTMAX: return arena_k_softmax(c);
-    case ARENA_OP_CONCAT: return arena_k_concat(c);
-    case ARENA_OP_BATCH_NORM: return arena_k_batch_norm(c);
-    case ARENA_OP_QUANTIZE_LINEAR: return arena_k_quantize(c);
-    case ARENA_OP_DEQUANTIZE_LINEAR: return arena_k_dequantize(c);
-    case ARENA_OP_QLINEAR_CONV: return arena_k_qlinear_conv(c);
-    case ARENA_OP_QLINEAR_MATMUL: return arena_k_qlinear_matmul(c);
-    case ARENA_OP_QLINEAR_ADD:
-    case ARENA_OP_QLINEAR_MUL: return arena_k_qlinear_binary(c);
-    case ARENA_OP_QGEMM: return arena_k_qgemm(c);
-    case ARENA_OP_QLINEAR_AVERAGE_POOL: return arena_k_qlinear_pool(c);
-    case ARENA_OP_QLINEAR_GLOBAL_AVERAGE_POOL: return arena_k_qlinear_global_pool(c);
-    case ARENA_OP_QLINEAR_CONCAT: return arena_k_qlinear_concat(c);
-    case ARENA_OP_QLINEAR_SOFTMAX: return arena_k_qlinear_softmax(c);
-    case ARENA_OP_QLINEAR_SIGMOID:
-    case ARENA_OP_QLINEAR_LEAKY_RELU:
-    case ARENA_OP_QLINEAR_HARD_SWISH: return arena_k_qlinear_unary(c);
-    case ARENA_OP_TRANSPOSE: return arena_k_transpose(c);
-    case ARENA_OP_PAD: return arena_k_pad(c);
-    case ARENA_OP_SLICE: return arena_k_slice(c);
-    case ARENA_OP_SPLIT: return arena_k_split(c);
-    case ARENA_OP_RESIZE: return arena_k_resize(c);
-    case ARENA_OP_REDUCE_MEAN: return arena_k_reduce_mean(c);
-    case ARENA_OP_LRN: return arena_k_lrn(c);
+#define ARENA_OP(op, kernel) case op: return kernel(c);
+#include "arena_ops.h"
+#undef ARENA_OP
     default: return ARENA_ERR_UNSUPPORTED;
     }
 }
