@@ -26,7 +26,8 @@ so boards with the same options share a plan and its tables; ``<b>``: the board'
     elf          <b>/firmware.elf (link, ELF check)    <- the objects, in link order
     report       <b>/arena_report.{json,html,md}      <- gate [, ELF when linked]
 
-Objects go to ``build/common/<flags key>/`` (one compile per set of core flags, not per board;
+Objects go to ``build/common/<flags key>/`` (one compile per set of core flags and optimisation
+level, not per board; the level's ``_O2`` after the core flags when not the default;
 the firmware's sources at their path in the project, arena's runtime under arena_runtime/, each
 plan's tables under tables/), but a board's own ``obj/arena_board.o``. Every plan, table, gate
 and report also depends on ``BuildGraph.generator`` (a digest of arena's own code: editing the
@@ -47,6 +48,8 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Union
+
+from arena_tool import flags
 
 if TYPE_CHECKING:
     from arena_tool.manifest import Manifest
@@ -268,10 +271,8 @@ def flags_key(gcc_flags: Sequence[str]) -> str:
     return "_".join(f.split("=", 1)[-1] for f in gcc_flags if not f.startswith("-mthumb"))
 
 
-ARENA_CCFLAGS = ("-Os", "-g", "-std=c99", "-Wall", "-Wextra", "-Werror=overflow", "-Wtrigraphs",
-                 "-Werror=trigraphs", "-ffunction-sections", "-fdata-sections")
-ARENA_LINKFLAGS = ("-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs", "-Wl,--gc-sections",
-                   "-Wl,-Map,${TARGET.dir}/firmware.map", "-T", "${TARGET.dir}/${TARGET.dir.name}.ld")
+# what a project build links with beyond the flag policy's: a map and arena's script beside the ELF
+ARENA_LINKFLAGS = (*flags.LINKFLAGS, "-Wl,-Map,${TARGET.dir}/firmware.map", "-T", "${TARGET.dir}/${TARGET.dir.name}.ld")
 
 
 def prefix_map(root: str) -> str:
@@ -281,11 +282,10 @@ def prefix_map(root: str) -> str:
 
 
 def compile_flags(gcc_flags: Sequence[str], root: str, extra: Sequence[str] = (),
-                  user: Sequence[Any] = ()) -> list[Any]:
-    """CCFLAGS of a board's compiles: its core flags, arena's (size, warnings that are errors
-    where a table field would overflow or a trigraph form, one section per function and datum
-    for --gc-sections, the project mapped to ``.``), ``extra``, then the user's."""
-    return [*gcc_flags, *ARENA_CCFLAGS, prefix_map(root), *extra, *user]
+                  user: Sequence[Any] = (), optimize: str | None = None) -> list[Any]:
+    """CCFLAGS of a board's compiles: its core flags, the flag policy's at the ``optimize`` level
+    (``flags.cflags``), the project mapped to ``.``, ``extra``, then the user's."""
+    return [*gcc_flags, *flags.cflags(optimize), prefix_map(root), *extra, *user]
 
 
 def link_flags(gcc_flags: Sequence[str], user: Sequence[Any] = ()) -> list[Any]:
@@ -332,16 +332,23 @@ def board_outputs(bdir: str, name: str) -> tuple[str, ...]:
             f"{bdir}/firmware.elf", f"{bdir}/firmware.map", f"{bdir}/run_report.json")
 
 
-def compile_env(gcc_flags: Sequence[str], toolchain: Toolchain) -> CompileEnv:
-    """The compile environment of one set of core flags: arena's flags, then the user's; the
-    user's include folders, the firmware's, then arena's runtime (for ``arena_model.h``)."""
+def env_key(gcc_flags: Sequence[str], optimize: str | None = None) -> str:
+    """The folder under build/common/ of one compile environment: its core flags
+    (``flags_key``), then the optimisation level when not the default (``flags.env_suffix``)."""
+    return flags_key(gcc_flags) + flags.env_suffix(optimize)
+
+
+def compile_env(gcc_flags: Sequence[str], toolchain: Toolchain, optimize: str | None = None) -> CompileEnv:
+    """The compile environment of one set of core flags and one optimisation level: arena's
+    flags, then the user's; the user's include folders, the firmware's, then arena's runtime
+    (for ``arena_model.h``)."""
     user = toolchain.user
     return CompileEnv(
-        key=flags_key(gcc_flags),
-        ccflags=tuple(compile_flags(gcc_flags, toolchain.root, toolchain.extra_ccflags, user.ccflags)),
+        key=env_key(gcc_flags, optimize),
+        ccflags=tuple(compile_flags(gcc_flags, toolchain.root, toolchain.extra_ccflags, user.ccflags, optimize)),
         linkflags=tuple(link_flags(gcc_flags, user.linkflags)),
         cpppath=(*user.cpppath, *toolchain.cpppath, _runtime_dir(toolchain)),
-        libs=(*user.libs, "m"), cflags=user.cflags, cppdefines=user.cppdefines, libpath=user.libpath)
+        libs=(*user.libs, *flags.LIBS), cflags=user.cflags, cppdefines=user.cppdefines, libpath=user.libpath)
 
 
 def _runtime_dir(toolchain: Toolchain) -> str:
@@ -485,11 +492,11 @@ class _Graph:
             all=_unique([*generated, *final, *([elf] if elf else [])]),
             top=final if elf else _unique([*final, *tables]), named=manifest_names(t)))
 
-    def compile_env(self, gcc_flags: Sequence[str]) -> CompileEnv:
-        key = flags_key(gcc_flags)
+    def compile_env(self, gcc_flags: Sequence[str], optimize: str | None) -> CompileEnv:
+        key = env_key(gcc_flags, optimize)
         env = self.envs.get(key)
         if env is None:
-            env = self.envs[key] = compile_env(gcc_flags, self.toolchain)
+            env = self.envs[key] = compile_env(gcc_flags, self.toolchain, optimize)
             self.env_gates[key] = []
         return env
 
@@ -504,7 +511,7 @@ class _Graph:
 
         Boards with the same core flags share one environment and every object but their own
         arena_board.o (build/<board>/obj/)."""
-        env = self.compile_env(t["gcc_flags"])
+        env = self.compile_env(t["gcc_flags"], t.get("optimize"))
         self.env_gates[env.key].append(gate)  # the objects this board shares wait for its gate too
         root = f"{self.build_dir}/common/{env.key}"
         stem = os.path.splitext(os.path.basename(arena_c))[0]  # arena_board, or tflm_arena

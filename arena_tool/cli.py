@@ -15,7 +15,7 @@ import sys
 import traceback
 from typing import TYPE_CHECKING, Any, Sequence
 
-from arena_tool import planners
+from arena_tool import flags, planners
 from arena_tool.errors import (
     EXIT_BUG,
     EXIT_CHECK_FAILED,
@@ -293,7 +293,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     return firmware.run(args.model, args.board, _model_options(args), args.planner, _params(args),
                         input_path=args.input, seed=args.input_seed, output=args.output, json_path=args.json,
-                        build_dir=args.build_dir, timeout=args.timeout)
+                        build_dir=args.build_dir, timeout=args.timeout, optimize=args.optimize)
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -460,6 +460,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--build-dir", metavar="DIR", help="build in DIR and keep it (default: a temporary folder)")
     p.add_argument("--timeout", type=float, default=120.0, metavar="S",
                    help="stop the firmware after S seconds (default 120)")
+    p.add_argument("--optimize", choices=sorted(flags.LEVELS), default=None,
+                   help=f"compile the runtime and tables for speed (-O2) or size (-Os); default "
+                        f"{flags.DEFAULT_OPTIMIZE} as a SCons build, {flags.HOST_OPTIMIZE} for --board host")
     _model_args(p)
     _planner_args(p)
     p.set_defaults(func=cmd_run)

@@ -6,8 +6,9 @@ over the C runtime and the tables ``codegen`` generates for one planned model. T
 * ``host``: the same C compiled natively by ``gcc`` (``HOST_CFLAGS``) and run as a process;
   its exit status is main's. No flash, RAM or instruction counts.
 * a board with a ``qemu`` machine (mps2_an386, mps2_an500): ``arm-none-eabi-gcc`` with the
-  SCons tool's flags (``TARGET_CFLAGS``: -Os, newlib-nano, --gc-sections), the linker script
-  ``arena_tool.linker`` renders for the board's default region with a ``STACK`` reserve, run
+  flags of a SCons build (``arena_tool.flags``: -Os or ``--optimize``'s level, newlib-nano,
+  --gc-sections), the linker script ``arena_tool.linker`` renders for the board's default
+  region with a manifest's default stack reserve (``STACK``), run
   under ``qemu-system-arm -icount shift=0``. Flash and RAM come from the ELF's section headers,
   instructions per inference from main.c's SysTick ticks (x 40 on the mps2 machines; see
   arena_tool/runreport.py).
@@ -48,7 +49,9 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence, TextIO
 import numpy as np
 
 import arena_tool
+from arena_tool import flags
 from arena_tool.errors import EXIT_BUG, EXIT_CHECK_FAILED, EXIT_OK, ArenaError, did_you_mean
+from arena_tool.manifest import DEFAULT_STACK
 from arena_tool.schema import write_atomic
 from arena_tool.verify import NUMPY_TYPES
 
@@ -64,15 +67,12 @@ if TYPE_CHECKING:
 HOST = "host"
 RUNTIME = Path(arena_tool.runtime_dir())
 APP = RUNTIME / "example"  # main.c, startup.c, semihost.h
-STACK = 4096  # the SCons tool's default stack reserve
-# -Werror=overflow: a table value that does not fit its field fails the compile (codegen also asserts it);
-# -Werror=trigraphs: so does a trigraph that changes the C (in a string, or splicing a comment line).
-STRICT_CFLAGS = ("-Werror=overflow", "-Wtrigraphs", "-Werror=trigraphs")
-HOST_CFLAGS = ("-O2", "-g", "-std=c99", "-Wall", "-Wextra", *STRICT_CFLAGS)
-TARGET_CFLAGS = ("-Os", "-g", "-std=c99", "-Wall", "-Wextra", *STRICT_CFLAGS, "-ffunction-sections",
-                 "-fdata-sections")
-TARGET_LDFLAGS = ("-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs", "-Wl,--gc-sections")
-TARGET_LIBS = ("-lm",)
+STACK = DEFAULT_STACK  # a manifest's default stack reserve, as a SCons build has it
+# the flag policy's (arena_tool.flags), at their default levels
+HOST_CFLAGS = flags.host_cflags()
+TARGET_CFLAGS = flags.cflags()
+TARGET_LDFLAGS = flags.LINKFLAGS
+TARGET_LIBS = tuple(f"-l{lib}" for lib in flags.LIBS)
 RTOL = 1e-4
 TIMEOUT = 120.0
 FORMAT_VERSION = 1
@@ -516,9 +516,11 @@ class Firmware:
 
 
 def build_and_run(out: Path, symbol: str, model_path: str, plan: PlanFile, lowered: Lowered, board: Board | None,
-                  inputs: Sequence[tuple[str, np.ndarray]], timeout: float = TIMEOUT) -> Firmware:
+                  inputs: Sequence[tuple[str, np.ndarray]], timeout: float = TIMEOUT,
+                  optimize: str | None = None) -> Firmware:
     """Generate, build and run one model's firmware in ``out`` with ``inputs`` (name, array) in the
-    model's input order; ArenaError (exit 3) when it does not compile. The caller judges the run."""
+    model's input order, compiled at the ``optimize`` level (``arena_tool.flags``; None: the
+    build's default); ArenaError (exit 3) when it does not compile. The caller judges the run."""
     from arena_tool import codegen, runreport, verify
 
     out = Path(out)
@@ -528,11 +530,12 @@ def build_and_run(out: Path, symbol: str, model_path: str, plan: PlanFile, lower
     gen.append(out / "arena_inputs.c")
     try:
         if board is None:
-            cflags = list(HOST_CFLAGS)
+            cflags = list(flags.host_cflags(optimize))
             exe = build_host(out, gen, cflags)
         else:
-            cflags = [*board.cpu.gcc_flags(), *TARGET_CFLAGS]
-            exe = build_elf(out, gen, board, plan.arena_size, regions=board_regions([plan]))
+            target = flags.cflags(optimize)
+            cflags = [*board.cpu.gcc_flags(), *target]
+            exe = build_elf(out, gen, board, plan.arena_size, regions=board_regions([plan]), cflags=target)
     except subprocess.CalledProcessError as e:
         first = next((ln for ln in (e.stderr or "").splitlines() if "error" in ln), (e.stderr or "").strip()[:300])
         raise ArenaError(f"the firmware does not compile: {first}", field="run", exit_code=EXIT_BUG,
@@ -653,7 +656,7 @@ def _fmt(n: int | None) -> str:
 def summary(model: str, plan: PlanFile, board: Board | None, fw: Firmware, input_words: str,
             comparisons: Sequence[Comparison]) -> list[str]:
     """The lines ``arena-tool run`` prints (no times, no temporary paths: deterministic)."""
-    where = ("host (native gcc " + " ".join(HOST_CFLAGS[:1]) + ")" if board is None
+    where = ("host (native gcc " + fw.cflags[0] + ")" if board is None
              else f"{board.name} (qemu-system-arm -M {board.qemu} -icount shift=0)")
     lines = [f"run {model} on {where}, planner {plan.planner}, input {input_words}"]
     lines += [c.line() for c in comparisons]
@@ -679,7 +682,7 @@ def summary(model: str, plan: PlanFile, board: Board | None, fw: Firmware, input
 def run(model: str, board_name: str, options: ModelOptions, planner: str, params: planners.Params, *,
         input_path: str | None = None, seed: int = 0, output: str | None = None, json_path: str | None = None,
         build_dir: str | None = None, timeout: float = TIMEOUT, out: TextIO | None = None,
-        err: TextIO | None = None) -> int:
+        err: TextIO | None = None, optimize: str | None = None) -> int:
     """``arena-tool run``: plan, generate, build, run, compare; prints the summary, returns the exit
     status (0 match, 1 mismatch or an op the runtime lacks); ArenaError for the rest."""
     from arena_tool import codegen, coverage, planfile, planning
@@ -727,7 +730,7 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
     work = Path(build_dir) if build_dir else Path(tempfile.mkdtemp(prefix="arena-run-"))
     try:
         fw = build_and_run(work, symbol, model, plan, lowered, board, [(s.name, a) for s, a in zip(in_specs, inputs)],
-                           timeout)
+                           timeout, optimize)
     finally:
         if not build_dir:
             shutil.rmtree(work, ignore_errors=True)

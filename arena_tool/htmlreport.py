@@ -30,6 +30,7 @@ import re
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from arena_tool.boards import reserve_bytes
+from arena_tool.flags import LEVELS
 
 if TYPE_CHECKING:
     from arena_tool.planfile import PlanFile
@@ -173,6 +174,7 @@ class BoardView:
     regions: tuple[RegionUse, ...]
     measured: bool  # regions from the linked ELF's sections (else from the plan)
     picture_note: str | None
+    optimize: str | None = None  # the level the manifest chose (arena_tool.flags), None: the default
 
     @property
     def passed(self) -> bool:
@@ -306,6 +308,7 @@ def build(rep: Report, plans: Mapping[str, PlanFile | str], memory: Memory,
         models=tuple(_model(m, rep, plans.get(m.name, "not found"), picture) for m in rep.models),
         regions=regions, measured=linked,
         picture_note=None if picture else "no layout pictures: arena_tool.plot (matplotlib) is not available",
+        optimize=rep.optimize,
     )
 
 
@@ -348,6 +351,7 @@ def _board_rows(v: BoardView) -> list[tuple[str, str, str]]:
                                      f"({v.flash.percent:.2f} %, {_source(v.flash.source, 'flash')})"),
         ("weights", "flash.weights", f"{_num(v.weights)} B"),
         ("runtime", "runtime", v.runtime),
+        *([("optimize", "optimize.level", f"{v.optimize} ({LEVELS[v.optimize]})")] if v.optimize else []),
         ("stage", "stage", v.stage),
     ]
 

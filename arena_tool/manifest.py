@@ -169,6 +169,7 @@ class BoardTarget:
     linker_script: str | None = None
     linker_regions: tuple[tuple[str, str], ...] = ()
     split: tuple[str, ...] = ()
+    optimize: str | None = None
 
     @property
     def reserve(self) -> int:
@@ -194,6 +195,8 @@ class BoardTarget:
                        linker_regions=[list(p) for p in self.linker_regions])
         if self.split:
             doc["split"] = list(self.split)
+        if self.optimize is not None:
+            doc["optimize"] = self.optimize
         return json.dumps(doc, sort_keys=True, separators=(",", ":"))
 
 
@@ -381,7 +384,7 @@ class _Loader:
         known = sorted(boards.list_boards(list(dirs)))
         top: dict[str, Any] = {k: self.data[k] for k in (
             "sharing", "region", "split", "budget", "reserve", "warn_above", "runtime", "linker", "linker_script",
-            "linker_regions") if k in self.data}
+            "linker_regions", "optimize") if k in self.data}
         targets: list[BoardTarget] = []
         seen: dict[str, int] = {}
         for i, item in enumerate(self.data["boards"]):
@@ -457,7 +460,7 @@ class _Loader:
             name=board.name, board=board, region=region, budget=budget, reserve_stack=stack, reserve_heap=heap,
             warn_above=None if warn is None else float(warn), sharing=pick("sharing", "sequential"),
             models=tuple(models), runtime=runtime, linker=linker, linker_script=script,
-            linker_regions=memory_names, split=split,
+            linker_regions=memory_names, split=split, optimize=pick("optimize", None),
         )
         return self.placed(target, where_of)
 
@@ -631,7 +634,7 @@ def target_doc(t: BoardTarget) -> dict[str, Any]:
             "reserve_stack": t.reserve_stack, "reserve_heap": t.reserve_heap, "warn_above": t.warn_above,
             "sharing": t.sharing, "models": [_spec_doc(s) for s in t.models], "runtime": t.runtime,
             "linker": t.linker, "linker_script": t.linker_script, "linker_regions": [list(p) for p in t.linker_regions],
-            "split": list(t.split), "key": t.key(), "gcc_flags": list(t.board.cpu.gcc_flags())}
+            "split": list(t.split), "optimize": t.optimize, "key": t.key(), "gcc_flags": list(t.board.cpu.gcc_flags())}
 
 
 def target_from_doc(d: dict[str, Any]) -> BoardTarget:
@@ -643,7 +646,8 @@ def target_from_doc(d: dict[str, Any]) -> BoardTarget:
         budget=Budget(**d["budget"]), reserve_stack=d["reserve_stack"], reserve_heap=d["reserve_heap"],
         warn_above=d["warn_above"], sharing=d["sharing"], models=tuple(_spec_from(s) for s in d["models"]),
         runtime=d["runtime"], linker=d["linker"], linker_script=d["linker_script"],
-        linker_regions=tuple((a, b) for a, b in d["linker_regions"]), split=tuple(d["split"]))
+        linker_regions=tuple((a, b) for a, b in d["linker_regions"]), split=tuple(d["split"]),
+        optimize=d.get("optimize"))
 
 
 def cached_load(path: str, board_dirs: Iterable[str], cache_file: str) -> Manifest:

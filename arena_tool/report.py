@@ -70,7 +70,7 @@ import dataclasses
 import json
 from typing import TYPE_CHECKING, AbstractSet, Any, Callable, Mapping, Sequence
 
-from arena_tool import __version__, region_gate
+from arena_tool import __version__, flags, region_gate
 from arena_tool.errors import CheckFailed
 from arena_tool.manifest_cache import project_path
 from arena_tool.problem import align_up, fmt_bytes
@@ -235,6 +235,7 @@ class Report:
     regions: tuple[region_gate.RegionUse, ...] = ()  # a split arena's regions, regions with copied weights
     stage: str = "planned"
     arena_tool_version: str = __version__
+    optimize: str | None = None  # the level the manifest chose (arena_tool.flags), None: the default
 
     @property
     def headroom(self) -> int:
@@ -259,8 +260,8 @@ class Report:
         return self.status in ("ok", "warn")
 
     def to_json(self) -> dict[str, Any]:
-        """The report document, key order included; optional keys (``tflm_note``, ``regions``)
-        present exactly when they apply."""
+        """The report document, key order included; optional keys (``optimize``, ``tflm_note``,
+        ``regions``) present exactly when they apply."""
         return {
             "format_version": FORMAT_VERSION,
             "arena_tool_version": self.arena_tool_version,
@@ -268,6 +269,7 @@ class Report:
             "status": self.status,
             "stage": self.stage,
             "runtime": self.runtime,
+            **({"optimize": {"level": self.optimize, "flag": flags.LEVELS[self.optimize]}} if self.optimize else {}),
             "problems": [p.to_json() for p in self.problems],
             "region": {"name": self.region, "origin": self.region_origin, "length": self.region_length,
                        "auto": self.region_auto},
@@ -307,7 +309,8 @@ class Report:
             warning=doc["warning"], runtime=str(doc["runtime"]), ram=Usage.from_json(doc["ram"]),
             flash=Usage.from_json(doc["flash"]), problems=tuple(Problem.from_json(p) for p in doc["problems"]),
             regions=tuple(region_gate.RegionUse.from_json(r) for r in doc.get("regions") or ()),
-            stage=str(doc["stage"]), arena_tool_version=str(doc["arena_tool_version"]))
+            stage=str(doc["stage"]), arena_tool_version=str(doc["arena_tool_version"]),
+            optimize=doc["optimize"]["level"] if "optimize" in doc else None)
 
 
 def model_use(name: str, plan_path: str, plan: PlanFile) -> ModelUse:
@@ -521,7 +524,7 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
         region_auto=auto, sharing=target.sharing, arena_size=need, lower_bound=lb, alignment=align,
         budget=budget, budget_spec=target.budget.text, limit=limit, reserve_stack=target.reserve_stack,
         reserve_heap=target.reserve_heap, warn_above=target.warn_above, models=tuple(uses),
-        status=status_of(problems, warned), warning=warning, runtime=target.runtime,
+        status=status_of(problems, warned), warning=warning, runtime=target.runtime, optimize=target.optimize,
         ram=Usage(need + reserve + sum(u.weights_ram for u in uses), ram_total, "plan"),
         flash=Usage(weights, flash.length if flash is not None else 0, "plan"), problems=tuple(problems),
         regions=placed,

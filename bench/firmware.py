@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     cells = [head] + [(r[0], f"{r[1]:,}", f"{r[2]:,}", f"{r[3]:,}", f"{r[4]:,}", f"{r[5]:,}",
                        "-" if r[6] is None else f"{r[6]:,}") for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(head))]
-    print(f"board {board.name} (qemu -M {board.qemu} -icount shift=0), planner optimal, -Os, stack reserve {STACK} B")
+    print(f"board {board.name} (qemu -M {board.qemu} -icount shift=0), planner optimal, {CFLAGS[0]}, stack reserve {STACK} B")
     print("| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |")
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for c in cells[1:]:
