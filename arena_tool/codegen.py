@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
-from arena_tool import ops
+from arena_tool import optable
 from arena_tool.errors import ArenaError
 from arena_tool.lowering import Lowered, Op
 from arena_tool.schema import write_atomic
@@ -57,7 +57,7 @@ DTYPES = {"float32": "ARENA_DT_FLOAT32", "int8": "ARENA_DT_INT8", "uint8": "AREN
 C_TYPES = {"float32": "float", "int8": "int8_t", "uint8": "uint8_t", "int32": "int32_t", "int64": "int64_t"}
 
 # Each op's runtime op (ARENA_OP_UNSUPPORTED when it has none), the inputs its kernel reads and
-# its op-specific table fields come from the op table (ops.TABLE).
+# its op-specific table fields come from the op table (optable.TABLE).
 COUNT_ID = "_COUNT"  # the enum's last constant is <SYM>_T__COUNT: no tensor may take this id
 
 # The C type of every integer table field codegen fills (arena_model.h; tests/test_codegen_hardening.py
@@ -167,14 +167,14 @@ def _table_names(plan: PlanFile) -> tuple[list[str], list[str]]:
     return [b.name for b in plan.buffers], const_names
 
 
-def _runtime(op_type: str) -> ops.Runtime | None:
-    spec = ops.spec(op_type)
+def _runtime(op_type: str) -> optable.Runtime | None:
+    spec = optable.spec(op_type)
     return spec.runtime if spec is not None else None
 
 
 def _reads(op_type: str) -> tuple[int, ...] | None:
     """The input positions the op's kernel reads (None: all)."""
-    spec = ops.spec(op_type)
+    spec = optable.spec(op_type)
     return spec.reads if spec is not None and spec.runtime is not None else None
 
 
@@ -265,7 +265,7 @@ def _c_attrs(op: Op, model: Lowered) -> dict[str, Any]:
     comments lay them out)."""
     a, path = op.attrs, model.path
     out: dict[str, Any] = {}
-    spec = ops.TABLE[op.op_type]
+    spec = optable.TABLE[op.op_type]
     if spec.spatial:
         if "kernel_shape" not in a:
             raise ArenaError(f"{op.op_type} {op.name!r} has no kernel_shape", file=path, field="model")

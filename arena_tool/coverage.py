@@ -4,7 +4,7 @@ A model whose tables would link but fail on the target is refused at build time 
 with the op index, node name, op type and the reason. ``arena-tool plan`` plans any model;
 only a firmware build that compiles the runtime asks this module (``runtime: none`` skips it).
 
-What each kernel requires is its op's ``checks`` in the op table (ops.TABLE); this module tests
+What each kernel requires is its op's ``checks`` in the op table (optable.TABLE); this module tests
 a model against them. Each mirrors a kernel's own checks in arena_tool/runtime; a check that is
 looser than its kernel shows up as a run-time failure in the runtime tests, which run every
 checked op.
@@ -18,9 +18,9 @@ from typing import Callable
 
 import numpy as np
 
-from arena_tool import codegen, ops
+from arena_tool import codegen, optable
 from arena_tool.lowering import Lowered, Op
-from arena_tool.ops import FLOAT, Check, CheckKind
+from arena_tool.optable import FLOAT, Check, CheckKind
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +67,7 @@ def _resize(op: Op, m: Lowered) -> str | None:
     a = op.attrs
     if a.get("mode") not in ("nearest", "linear"):
         return f"mode {a.get('mode')!r}; the runtime resizes by nearest and linear"
-    if a.get("coordinate_transformation_mode") not in ops.COORDINATE_MODES:
+    if a.get("coordinate_transformation_mode") not in optable.COORDINATE_MODES:
         return f"coordinate_transformation_mode {a.get('coordinate_transformation_mode')!r} is not implemented"
     if a.get("mode") == "linear":
         return _dtypes(FLOAT)(op, m)
@@ -76,7 +76,7 @@ def _resize(op: Op, m: Lowered) -> str | None:
 
 def _pad_mode(op: Op, m: Lowered) -> str | None:
     mode = op.attrs.get("mode", "constant")
-    return None if mode in ops.PAD_MODES else f"mode {mode!r}; the runtime pads constant, reflect and edge"
+    return None if mode in optable.PAD_MODES else f"mode {mode!r}; the runtime pads constant, reflect and edge"
 
 
 def _inputs_at_most(n: int) -> Rule:
@@ -222,15 +222,15 @@ def rule(check: CheckKind) -> Rule:
     """The test of one requirement of the op table."""
     if isinstance(check, Check):
         return _NAMED[check]
-    if isinstance(check, ops.Dtypes):
+    if isinstance(check, optable.Dtypes):
         return _dtypes(check.allowed)
-    if isinstance(check, ops.Needs):
+    if isinstance(check, optable.Needs):
         return _needs(*check.keys)
-    if isinstance(check, ops.InputsAtMost):
+    if isinstance(check, optable.InputsAtMost):
         return _inputs_at_most(check.n)
-    if isinstance(check, ops.Converts):
+    if isinstance(check, optable.Converts):
         return _quantize(check.src, check.dst)
-    if isinstance(check, ops.PerTensor):
+    if isinstance(check, optable.PerTensor):
         return _per_tensor(*check.scales)
     return _first_output_only(check.what)
 
@@ -246,7 +246,7 @@ def gaps(model: Lowered) -> list[Gap]:
 
 
 def _why(op: Op, m: Lowered) -> str | None:
-    spec = ops.spec(op.op_type)
+    spec = optable.spec(op.op_type)
     if spec is None or spec.runtime is None:
         return "the runtime has no kernel for this op"
     for x in (*op.inputs, *op.outputs):

@@ -17,11 +17,11 @@ Worked example (the design notes' chain, MatMuls that cannot work in place)::
 Aliases (options.inplace, on by default). ``alias_of`` names the root whose bytes a
 tensor shares, never a chain; ModelProblem.problem() merges each group's ranges.
 
-The op table (``ops.OpSpec``: ``view``, ``inplace``, ``depthwise``) says which op may alias.
+The op table (``optable.OpSpec``: ``view``, ``inplace``, ``depthwise``) says which op may alias.
 
 * Views: Reshape/Flatten/Squeeze/Unsqueeze/Identity outputs share their input's bytes
   when the planned bytes are identical (same elements and bits). Nothing is written.
-* In place: a pure element-wise op (``ops.UNARY`` over input 0, or ``ops.BINARY`` with
+* In place: a pure element-wise op (``optable.UNARY`` over input 0, or ``optable.BINARY`` with
   every input of the output's shape, i.e. no broadcasting; and their integer forms) writes
   over its input X when (a) this op is the last
   reader of every tensor sharing X's bytes, (b) none of them is a graph output, whose
@@ -52,7 +52,7 @@ import dataclasses
 import math
 from typing import Iterator, Mapping, Sequence
 
-from arena_tool import dtypes, lowering, ops, scheduling, schema
+from arena_tool import dtypes, lowering, optable, scheduling, schema
 from arena_tool.errors import ArenaError, fail
 from arena_tool.lowering import Lowered, Op
 from arena_tool.problem import EXECUTIONS, KINDS, SCHEDULES, SCRATCHES, ModelOptions, ModelProblem, Quant, Step, Tensor, align_up, lower_bound
@@ -330,7 +330,7 @@ class _Builder:
             ys = [y for y in node.outputs if y]
             if len(ys) != 1 or ys[0] not in self.g.types:
                 continue
-            spec = ops.spec(node.op_type)
+            spec = optable.spec(node.op_type)
             if spec is not None and spec.view and spec.applies(node.domain):
                 x = node.inputs[0]
                 if x in self.g.types and self._same_bytes(x, ys[0]):
@@ -348,7 +348,7 @@ class _Builder:
     def _inplace_candidates(self, node: Op, y: str) -> list[str]:
         """Inputs ``node`` may overwrite with ``y``, by shape and element width alone."""
         ty = self.g.types[y]
-        spec = ops.spec(node.op_type)
+        spec = optable.spec(node.op_type)
         rule = spec.inplace if spec is not None and spec.applies(node.domain) else None
         if rule is None or (rule.unless and node.attrs.get(rule.unless, 0)):
             return []
@@ -362,7 +362,7 @@ class _Builder:
     def _depthwise_input(self, s: int, node: Op, y: str) -> str | None:
         """The input a depthwise Conv may overwrite channel by channel (TinyEngine): one input
         channel per output channel, NCHW, no more output elements than input, same element type."""
-        spec = ops.spec(node.op_type)
+        spec = optable.spec(node.op_type)
         if (not self.opt.inplace_depthwise or s in self.no_shrink or not node.inputs
                 or spec is None or not spec.depthwise or not spec.applies(node.domain)):
             return None

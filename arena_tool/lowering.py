@@ -3,7 +3,7 @@
 onnx_graph says what the model computes; this module says what will run. Three
 things happen here, once, for every later stage:
 
-* Attributes are normalized by each op's entry in the op table (``ops.OpSpec.attrs``):
+* Attributes are normalized by each op's entry in the op table (``optable.OpSpec.attrs``):
   defaults filled in, ``auto_pad`` resolved to explicit pads, axes made non-negative,
   Clip bounds read from their constant inputs; and each convolution's im2col
   workspace need declared (``Op.workspace``; liveness sizes it under the ``scratch``
@@ -11,11 +11,11 @@ things happen here, once, for every later stage:
 * QDQ is lowered to integer ops, as a deployment runs it (and as onnxruntime's own
   QDQ -> QOperator fusion does). ``DequantizeLinear -> op [-> Relu|Clip] ->
   QuantizeLinear`` with integer tensors at both ends becomes one QOperator op
-  (QLinearConv, QLinearMatMul, QGemm, QLinearAdd ...; see ``FUSED``), its output
+  (QLinearConv, QLinearMatMul, QGemm, QLinearAdd ...; the op table's ``qoperator``), its output
   named after the QuantizeLinear output it replaces, a Relu/Clip absorbed as the
   output range (``attrs['output_min'/'output_max']``, quantized). Data-movement ops
   between a DequantizeLinear and a QuantizeLinear of equal parameters run on the
-  integers directly (``MOVEMENT``). A DequantizeLinear over a constant weight is a
+  integers directly (``moves_integers``). A DequantizeLinear over a constant weight is a
   weight stored at its integer size. Whatever does not match stays a float island
   with its explicit Q/DQ at the border. Every tensor the lowered graph names is a
   tensor of the original model, so onnxruntime on the original gives every value.
@@ -38,9 +38,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from arena_tool import dtypes, onnx_graph, ops
+from arena_tool import dtypes, onnx_graph, optable
 from arena_tool.errors import fail
-from arena_tool.onnx_fold import CONTRIB
 from arena_tool.onnx_graph import Graph, Node, Shape, TensorType
 from arena_tool.problem import Quant
 
@@ -50,41 +49,8 @@ if TYPE_CHECKING:
 INTEGER = ("int8", "uint8", "int16", "uint16")  # element types a quantized tensor runs in
 _QRANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "uint16": (0, 65535)}
 _ONNX = ("", "ai.onnx")
-MS = "com.microsoft"
 
-# Anchor op -> (QOperator op, its domain, positions of the quantized operands). The
-# lowered op's inputs follow onnxruntime's QOperator signature, so one table of
-# (tensor, scale, zero point) positions (QUANT_IO) serves QOperator and lowered QDQ alike.
-FUSED: dict[str, tuple[str, str, tuple[int, ...]]] = {
-    "Conv": ("QLinearConv", "", (0, 1)),
-    "MatMul": ("QLinearMatMul", "", (0, 1)),
-    "Gemm": ("QGemm", MS, (0, 1)),
-    "Add": ("QLinearAdd", MS, (0, 1)),
-    "Mul": ("QLinearMul", MS, (0, 1)),
-    "Concat": ("QLinearConcat", MS, ()),  # every input
-    "AveragePool": ("QLinearAveragePool", MS, (0,)),
-    "GlobalAveragePool": ("QLinearGlobalAveragePool", MS, (0,)),
-    "Softmax": ("QLinearSoftmax", MS, (0,)),
-    "Sigmoid": ("QLinearSigmoid", MS, (0,)),
-    "LeakyRelu": ("QLinearLeakyRelu", MS, (0,)),
-    "HardSwish": ("QLinearHardSwish", "arena", (0,)),  # no onnxruntime op; same signature
-}
-# Ops that move or select integers unchanged: between DQ and Q of equal parameters
-# they run on the integers. Relu/Clip become an integer Clip at the quantized bounds.
-MOVEMENT = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Pad", "Identity",
-                      "MaxPool", "GlobalMaxPool", "Dropout", "Relu", "Clip", "Split", "Slice"})
-ACTIVATIONS = frozenset({"Relu", "Clip"})  # absorbed as a fused op's output range
-
-# QOperator op -> ((tensor, scale, zero point) input positions, output (scale, zp) positions):
-# the ai.onnx ops, arena's QLinearHardSwish, and onnxruntime's contrib ops as onnx_fold types them.
-QUANT_IO: dict[str, tuple[tuple[tuple[int, int, int], ...], tuple[int, int] | None]] = {
-    "QuantizeLinear": ((), (1, 2)),
-    "DequantizeLinear": (((0, 1, 2),), None),
-    "QLinearConv": (((0, 1, 2), (3, 4, 5)), (6, 7)),
-    "QLinearMatMul": (((0, 1, 2), (3, 4, 5)), (6, 7)),
-    "QLinearHardSwish": (((0, 1, 2),), (3, 4)),
-    **{op: (triples, result) for op, (_, triples, result) in CONTRIB.items()},  # QLinearConcat: triples from 2
-}
+ACTIVATIONS = frozenset({"Relu", "Clip"})  # absorbed as a fused op's output range (_bounds)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,9 +215,9 @@ def _plain(v: Any) -> Any:
 
 
 def _attrs(g: Graph, node: Node) -> dict[str, Any]:
-    """The node's plain attributes, normalized by its table entry (ops.OpSpec.attrs)."""
+    """The node's plain attributes, normalized by its table entry (optable.OpSpec.attrs)."""
     a = {k: p for k, v in sorted(node.attrs.items()) if (p := _plain(v)) is not None}
-    spec = ops.spec(node.op_type)
+    spec = optable.spec(node.op_type)
     return spec.attrs(g, node, a) if spec is not None and spec.attrs is not None else a
 
 
@@ -261,7 +227,7 @@ def _workspace(g: Graph, op: Op) -> Workspace | None:
     None for 1x1 stride-1 unpadded convs (the input already is the column matrix)
     and for depthwise convs (group == Cin > 1: a small stencil per channel, no GEMM).
     """
-    spec = ops.spec(op.op_type)
+    spec = optable.spec(op.op_type)
     if spec is None or spec.weight is None or op.domain not in _ONNX or "kernel_shape" not in op.attrs:
         return None
     x, y = op.inputs[0], op.outputs[0]
@@ -311,8 +277,9 @@ class _Fusion:
         for k, op in enumerate(self.ops):
             if op.domain not in _ONNX or k in gone:
                 continue
-            got = (self._fuse(k, op) if op.op_type in FUSED
-                   else self._movement(k, op) if op.op_type in MOVEMENT else None)
+            spec = optable.spec(op.op_type)
+            got = (None if spec is None else self._fuse(k, op, spec.qoperator) if spec.qoperator is not None
+                   else self._movement(k, op) if spec.moves_integers else None)
             if got is not None:
                 lowered, absorbed = got
                 new[k] = lowered
@@ -417,7 +384,7 @@ class _Fusion:
 
     # -- patterns --
 
-    def _fuse(self, k: int, op: Op) -> tuple[Op, set[int]] | None:
+    def _fuse(self, k: int, op: Op, qoperator: optable.QOperator) -> tuple[Op, set[int]] | None:
         ys = [y for y in op.outputs if y]
         if len(ys) != 1:
             return None
@@ -426,7 +393,7 @@ class _Fusion:
             return None
         qk, act = after
         q = self.ops[qk]
-        qop, domain, positions = FUSED[op.op_type]
+        qop, domain, positions = qoperator.op_type, qoperator.domain, qoperator.operands
         present = [i for i, x in enumerate(op.inputs) if x]
         need = present if op.op_type == "Concat" else list(positions)
         found = {i: self._operand(op.inputs[i]) for i in need if i < len(op.inputs)}
@@ -573,9 +540,10 @@ def _quant(g: Graph, ops: Sequence[Op]) -> dict[str, Quant]:
     # The model's own Q/DQ nodes first, also those lowering absorbed: their tensors remain.
     original = [_op(g, g.nodes[i]) for i in g.schedule if g.nodes[i].op_type in ("QuantizeLinear", "DequantizeLinear")]
     for op in [*original, *ops]:
-        io = QUANT_IO.get(op.op_type)
+        spec = optable.spec(op.op_type)
+        io = spec.quant_io if spec is not None else None
         if io is None:
-            if op.op_type in MOVEMENT and op.inputs and op.inputs[0] in out:
+            if spec is not None and spec.moves_integers and op.inputs and op.inputs[0] in out:
                 for y in op.outputs:  # integers moved, parameters kept
                     if y and g.types.get(y, TensorType("", ())).dtype in INTEGER:
                         out.setdefault(y, out[op.inputs[0]])
@@ -660,7 +628,7 @@ def to_onnx(lw: Lowered) -> "onnx.ModelProto":
                                 name=op.name, domain=op.domain or None)
         node.attribute.extend(attrs)
         if op.op_type == "QLinearSoftmax":
-            node.attribute.append(helper.make_attribute("opset", ops.opset(g)))
+            node.attribute.append(helper.make_attribute("opset", optable.opset(g)))
         if op.op_type in ("QLinearAveragePool", "QLinearGlobalAveragePool"):
             node.attribute.append(helper.make_attribute("channels_last", 0))
         nodes.append(node)

@@ -11,7 +11,7 @@ import dataclasses
 import time
 from typing import TYPE_CHECKING, Sequence
 
-from arena_tool import ops, planners, validate
+from arena_tool import optable, planners, validate
 from arena_tool.errors import EXIT_BUG, ArenaError, did_you_mean
 from arena_tool.problem import ModelOptions, ModelProblem, Plan, Problem, lower_bound
 
@@ -109,7 +109,7 @@ def _baselines(path: str, mp: ModelProblem, lowered: Lowered | None) -> PlanBase
     aliased = {t.name for t in mp.tensors if t.alias_of is not None}
     depthwise = None
     if getattr(mp, "kind", "onnx") == "onnx" and any(
-            (spec := ops.spec(s.op_type)) is not None and spec.depthwise and s.outputs[0] in aliased
+            (spec := optable.spec(s.op_type)) is not None and spec.depthwise and s.outputs[0] in aliased
             for s in mp.schedule):
         plain = dataclasses.replace(opts, inplace_depthwise=False)
         depthwise = _bound(liveness.model_problem(path, plain, order=order, lowered=lowered))

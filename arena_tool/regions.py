@@ -60,7 +60,7 @@ import math
 import time
 from typing import TYPE_CHECKING, Any, Sequence
 
-from arena_tool import ops, planners
+from arena_tool import optable, planners
 from arena_tool.errors import ArenaError
 from arena_tool.problem import Buffer, ModelOptions, ModelProblem, Plan, Problem, Status, align_up, lower_bound
 
@@ -122,7 +122,7 @@ def access_bytes(mp: ModelProblem, lowered: Any) -> tuple[int, ...]:
         op = by_node.get(step.node)
         for pos, name in enumerate(step.inputs):
             if name in root:
-                add(name, _window_reads(size[name], op) if pos == 0 and step.op_type in ops.WINDOWED else size[name])
+                add(name, _window_reads(size[name], op) if pos == 0 and step.op_type in optable.WINDOWED else size[name])
         for name in step.outputs:
             if name in root:
                 add(name, size[name])

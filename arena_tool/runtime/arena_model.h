@@ -92,7 +92,7 @@ typedef enum {
     ARENA_DT_OTHER = 5   /* a type the runtime has no kernels for (int4, float16 ...) */
 } arena_dtype_t;
 
-/* The runtime's ops, in the order of arena_ops.h (generated from the op table, arena_tool/ops.py:
+/* The runtime's ops, in the order of arena_ops.h (generated from the op table, arena_tool/optable.py:
  * each constant's value is its position, so new ops go last). */
 typedef enum {
 #define ARENA_OP(op, kernel) op,

@@ -1,13 +1,13 @@
-"""The op table (arena_tool/ops.py) and the C op list generated from it (runtime/arena_ops.h)."""
+"""The op table (arena_tool/optable.py) and the C op list generated from it (runtime/arena_ops.h)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from arena_tool import coverage, ops
+from arena_tool import coverage, optable
 
-RUNTIME_DIR = Path(ops.__file__).resolve().parent / "runtime"
+RUNTIME_DIR = Path(optable.__file__).resolve().parent / "runtime"
 
 # arena_op_type_t as released: a constant's value is its position, so these never move (a new
 # op goes after the last; firmware built against older tables relies on the numbers).
@@ -19,18 +19,18 @@ HARD_SIGMOID HARD_SWISH TANH EXP NEG ABS SQRT ERF ELU MAX MIN PRELU LRN""".split
 
 
 def test_the_checked_in_header_is_the_tables() -> None:
-    """arena_ops.h is generated: regenerate it (python3 -m arena_tool.ops) after editing the table."""
-    assert ops.HEADER.read_text() == ops.c_header(), "runtime/arena_ops.h is stale: run python3 -m arena_tool.ops"
+    """arena_ops.h is generated: regenerate it (python3 -m arena_tool.optable) after editing the table."""
+    assert optable.HEADER.read_text() == optable.c_header(), "stale: run python3 -m arena_tool.optable"
 
 
 def test_main_writes_the_header(tmp_path: Path) -> None:
     out = tmp_path / "arena_ops.h"
-    assert ops.main([str(out)]) == 0
-    assert out.read_text() == ops.HEADER.read_text()
+    assert optable.main([str(out)]) == 0
+    assert out.read_text() == optable.HEADER.read_text()
 
 
 def test_enum_values_never_move() -> None:
-    names = [r.enum for r in ops.RUNTIME]
+    names = [r.enum for r in optable.RUNTIME]
     assert names[:len(RELEASED)] == [f"ARENA_OP_{n}" for n in RELEASED]
     assert len(set(names)) == len(names)
 
@@ -43,7 +43,7 @@ def test_the_c_uses_the_list_for_enum_dispatch_and_prototypes() -> None:
     assert '#define ARENA_OP(op, kernel) op,\n#include "arena_ops.h"' in model
     assert '#define ARENA_OP(op, kernel) case op: return kernel(c);\n#include "arena_ops.h"' in runtime
     assert '#define ARENA_KERNEL(kernel) int kernel(const arena_ctx_t *c);\n#include "arena_ops.h"' in kernels
-    for r in ops.RUNTIME:
+    for r in optable.RUNTIME:
         assert r.enum not in model and r.enum not in runtime, r.enum
         assert f"{r.kernel}(" not in kernels, r.kernel
 
@@ -51,33 +51,42 @@ def test_the_c_uses_the_list_for_enum_dispatch_and_prototypes() -> None:
 def test_every_kernel_is_defined_once() -> None:
     """A table entry without its C kernel fails here, not first at a firmware's link."""
     text = "\n".join(p.read_text() for p in sorted(RUNTIME_DIR.glob("kernels_*.c")))
-    for k in dict.fromkeys(r.kernel for r in ops.RUNTIME):
+    for k in dict.fromkeys(r.kernel for r in optable.RUNTIME):
         assert len(re.findall(rf"^int {k}\(const arena_ctx_t \*c\)$", text, flags=re.M)) == 1, k
 
 
 def test_every_runtime_op_is_in_the_table_and_states_its_element_types() -> None:
-    used = {s.runtime for s in ops.TABLE.values() if s.runtime is not None}
-    assert used == set(ops.RUNTIME)
-    for s in ops.TABLE.values():
+    used = {s.runtime for s in optable.TABLE.values() if s.runtime is not None}
+    assert used == set(optable.RUNTIME)
+    for s in optable.TABLE.values():
         if s.runtime is not None:
-            assert any(isinstance(c, (ops.Dtypes, ops.Converts)) for c in s.checks), s.op_type
+            assert any(isinstance(c, (optable.Dtypes, optable.Converts)) for c in s.checks), s.op_type
         else:
             assert not s.checks and s.reads is None and s.c_fields is None and not s.spatial, s.op_type
 
 
 def test_coverage_tests_every_kind_of_check() -> None:
-    for check in ops.Check:
+    for check in optable.Check:
         assert coverage.rule(check) is not None
-    kinds = {type(c) for s in ops.TABLE.values() for c in s.checks}
-    assert kinds == {ops.Check, ops.Dtypes, ops.Needs, ops.InputsAtMost, ops.Converts, ops.PerTensor,
-                     ops.FirstOutputOnly}
+    kinds = {type(c) for s in optable.TABLE.values() for c in s.checks}
+    assert kinds == {optable.Check, optable.Dtypes, optable.Needs, optable.InputsAtMost, optable.Converts,
+                     optable.PerTensor, optable.FirstOutputOnly}
 
 
 def test_liveness_roles_are_consistent() -> None:
     """A view writes nothing (never also in place); a depthwise op is a convolution; a window op
     normalizes its window."""
-    for s in ops.TABLE.values():
+    for s in optable.TABLE.values():
         assert not (s.view and s.inplace), s.op_type
         assert not s.depthwise or (s.weight is not None and s.spatial), s.op_type
         assert not s.spatial or s.attrs is not None, s.op_type
-    assert ops.WINDOWED == {"Conv", "QLinearConv", "MaxPool", "AveragePool", "QLinearAveragePool"}
+    assert optable.WINDOWED == {"Conv", "QLinearConv", "MaxPool", "AveragePool", "QLinearAveragePool"}
+
+
+def test_every_fused_qdq_op_is_a_quantized_op_of_the_table() -> None:
+    """What lowering fuses DQ -> op -> Q into has its own entry: a signature, a kernel, int8 checks."""
+    for s in optable.TABLE.values():
+        if s.qoperator is not None:
+            q = optable.TABLE[s.qoperator.op_type]
+            assert q.quant_io is not None and q.runtime is not None, s.op_type
+            assert s.runtime is not None and not s.moves_integers, s.op_type

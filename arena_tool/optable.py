@@ -5,8 +5,9 @@ in-place and view sets, codegen.OPS, coverage.RULES, the C enum, the C dispatch,
 prototypes and the kernel) and nothing kept them in step. Now each stage reads its part of
 an ``OpSpec``:
 
-* lowering: ``attrs``, the normalizer (defaults, auto_pad, axes, constant inputs) and
-  ``weight``, the weight input of a convolution (kernel shape, im2col ``Workspace``);
+* lowering: ``attrs``, the normalizer (defaults, auto_pad, axes, constant inputs),
+  ``weight``, the weight input of a convolution (kernel shape, im2col ``Workspace``), and
+  for QDQ ``qoperator`` (the integer op it fuses to), ``moves_integers`` and ``quant_io``;
 * liveness: ``view``, ``inplace``, ``depthwise`` (and ``onnx_only``: those roles hold in the
   ONNX domain only);
 * codegen: ``runtime`` (the C op and its kernel), ``reads`` (the inputs the kernel reads, so
@@ -14,8 +15,8 @@ an ``OpSpec``:
 * coverage: ``checks``, what the kernel requires of a model (``Check`` and its kinds).
 
 The C side is generated from ``RUNTIME`` (enum order, append only: enum values never change)
-as the X-macro header runtime/arena_ops.h (``python3 -m arena_tool.ops`` rewrites it;
-tests/test_ops.py fails when it differs), which the runtime uses for the enum, the dispatch
+as the X-macro header runtime/arena_ops.h (``python3 -m arena_tool.optable`` rewrites it;
+tests/test_optable.py fails when it differs), which the runtime uses for the enum, the dispatch
 switch and the kernel prototypes. Adding an op: one ``OpSpec`` (and a ``Runtime`` when it
 runs), its C kernel, and the regenerated header.
 """
@@ -31,9 +32,11 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from arena_tool.errors import fail
+from arena_tool.onnx_fold import CONTRIB
 from arena_tool.onnx_graph import Graph, Node, Shape
 
 ONNX_DOMAINS = ("", "ai.onnx")
+MS = "com.microsoft"
 FLOAT = frozenset({"float32"})
 INT8 = frozenset({"int8", "uint8"})
 ANY = frozenset({"float32", "int8", "uint8", "int32", "int64"})
@@ -211,6 +214,27 @@ BINARY = Inplace(None, same_shape=True)
 
 
 @dataclasses.dataclass(frozen=True)
+class QOperator:
+    """The integer op that ``DequantizeLinear -> op [-> Relu|Clip] -> QuantizeLinear`` lowers to
+    (lowering): its type and domain, and the positions of the op's quantized operands
+    (() = every input, Concat)."""
+
+    op_type: str
+    domain: str
+    operands: tuple[int, ...]
+
+
+# A QOperator signature: the (tensor, scale, zero point) input positions, and the output's
+# (scale, zero point) positions (None: a float output).
+QuantIO = tuple[tuple[tuple[int, int, int], ...], tuple[int, int] | None]
+
+
+def _contrib(op_type: str) -> QuantIO:
+    _, triples, result = CONTRIB[op_type]
+    return triples, result
+
+
+@dataclasses.dataclass(frozen=True)
 class OpSpec:
     """One ONNX op type: how it is lowered, planned, emitted and checked (module docstring).
 
@@ -225,6 +249,10 @@ class OpSpec:
     onnx_only: view, inplace and depthwise hold only for the ONNX domain's op of this name.
     c_fields: the op-specific arena_attrs_t fields from the normalized attributes and input rank.
     checks: what the kernel requires of a model (coverage).
+    qoperator: the integer op it lowers to between DequantizeLinear and QuantizeLinear (QOperator).
+    moves_integers: it moves or selects elements unchanged, so between a DequantizeLinear and a
+      QuantizeLinear of equal parameters it runs on the integers (Relu/Clip as an integer Clip).
+    quant_io: a quantized op's signature (QuantIO): where its tensors' scales and zero points are.
     """
 
     op_type: str
@@ -239,6 +267,9 @@ class OpSpec:
     onnx_only: bool = True
     c_fields: CFieldFn | None = None
     checks: tuple[CheckKind, ...] = ()
+    qoperator: QOperator | None = None
+    moves_integers: bool = False
+    quant_io: QuantIO | None = None
 
     def applies(self, domain: str) -> bool:
         """Whether the liveness roles (view, inplace, depthwise) hold for a node of ``domain``."""
@@ -528,79 +559,102 @@ def _specs(*specs: OpSpec) -> dict[str, OpSpec]:
 
 TABLE: dict[str, OpSpec] = _specs(
     # Views: the output is the input's bytes.
-    *(OpSpec(t, IDENTITY, X, view=True, checks=(MOVE,)) for t in ("Identity", "Reshape", "Flatten", "Squeeze",
-                                                                   "Unsqueeze")),
-    OpSpec("Dropout", IDENTITY, X, checks=(MOVE, Check.INFERENCE_MODE)),  # a mask output (bool) fails MOVE
+    *(OpSpec(t, IDENTITY, X, view=True, moves_integers=True, checks=(MOVE,))
+      for t in ("Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze")),
+    OpSpec("Dropout", IDENTITY, X, moves_integers=True,
+           checks=(MOVE, Check.INFERENCE_MODE)),  # a mask output (bool) fails MOVE
     # Convolutions, matrix products.
-    OpSpec("Conv", CONV, attrs=_spatial, weight=1, spatial=True, depthwise=True, checks=(Dtypes(FLOAT), Check.SPATIAL)),
+    OpSpec("Conv", CONV, attrs=_spatial, weight=1, spatial=True, depthwise=True,
+           qoperator=QOperator("QLinearConv", "", (0, 1)), checks=(Dtypes(FLOAT), Check.SPATIAL)),
     OpSpec("ConvInteger", attrs=_spatial, weight=1),
     OpSpec("QLinearConv", QLINEAR_CONV, attrs=_spatial, weight=3, spatial=True, depthwise=True, onnx_only=False,
-           checks=(Dtypes(INT8), Check.SPATIAL, Check.ACCUMULATES)),
-    OpSpec("Gemm", GEMM, attrs=_gemm, checks=(Dtypes(FLOAT),)),
-    OpSpec("QGemm", QGEMM, attrs=_gemm, checks=(Converts(INT8, INT8 | FLOAT),)),
-    OpSpec("MatMul", MATMUL, checks=(Dtypes(FLOAT),)),
-    OpSpec("QLinearMatMul", QLINEAR_MATMUL, checks=(Dtypes(INT8), Check.MATRICES, Check.ACCUMULATES)),
+           quant_io=(((0, 1, 2), (3, 4, 5)), (6, 7)), checks=(Dtypes(INT8), Check.SPATIAL, Check.ACCUMULATES)),
+    OpSpec("Gemm", GEMM, attrs=_gemm, qoperator=QOperator("QGemm", MS, (0, 1)), checks=(Dtypes(FLOAT),)),
+    OpSpec("QGemm", QGEMM, attrs=_gemm, quant_io=_contrib("QGemm"), checks=(Converts(INT8, INT8 | FLOAT),)),
+    OpSpec("MatMul", MATMUL, qoperator=QOperator("QLinearMatMul", "", (0, 1)), checks=(Dtypes(FLOAT),)),
+    OpSpec("QLinearMatMul", QLINEAR_MATMUL, quant_io=(((0, 1, 2), (3, 4, 5)), (6, 7)),
+           checks=(Dtypes(INT8), Check.MATRICES, Check.ACCUMULATES)),
     # Element-wise, one input.
-    OpSpec("Relu", RELU, inplace=UNARY, checks=(Dtypes(FLOAT | INT8),)),
-    OpSpec("Clip", CLIP, X, attrs=_clip, inplace=UNARY, c_fields=_c_clip, checks=(Dtypes(FLOAT | INT8),)),
-    OpSpec("LeakyRelu", LEAKY_RELU, attrs=_leaky_relu, inplace=UNARY, checks=(Dtypes(FLOAT),)),
-    OpSpec("Sigmoid", SIGMOID, inplace=UNARY, checks=(Dtypes(FLOAT),)),
+    OpSpec("Relu", RELU, inplace=UNARY, moves_integers=True, checks=(Dtypes(FLOAT | INT8),)),
+    OpSpec("Clip", CLIP, X, attrs=_clip, inplace=UNARY, moves_integers=True, c_fields=_c_clip,
+           checks=(Dtypes(FLOAT | INT8),)),
+    OpSpec("LeakyRelu", LEAKY_RELU, attrs=_leaky_relu, inplace=UNARY,
+           qoperator=QOperator("QLinearLeakyRelu", MS, (0,)), checks=(Dtypes(FLOAT),)),
+    OpSpec("Sigmoid", SIGMOID, inplace=UNARY, qoperator=QOperator("QLinearSigmoid", MS, (0,)),
+           checks=(Dtypes(FLOAT),)),
     OpSpec("HardSigmoid", HARD_SIGMOID, X, attrs=_hard_sigmoid, inplace=UNARY, checks=(Dtypes(FLOAT),)),
+    OpSpec("HardSwish", HARD_SWISH, X, inplace=UNARY,
+           qoperator=QOperator("QLinearHardSwish", "arena", (0,)),  # no onnxruntime op; its signature
+           checks=(Dtypes(FLOAT),)),
     OpSpec("Elu", ELU, X, attrs=_elu, inplace=UNARY, checks=(Dtypes(FLOAT),)),
     *(OpSpec(t, r, X, inplace=UNARY, checks=(Dtypes(FLOAT),))
-      for t, r in (("HardSwish", HARD_SWISH), ("Tanh", TANH), ("Exp", EXP), ("Neg", NEG), ("Abs", ABS),
-                   ("Sqrt", SQRT), ("Erf", ERF))),
+      for t, r in (("Tanh", TANH), ("Exp", EXP), ("Neg", NEG), ("Abs", ABS), ("Sqrt", SQRT), ("Erf", ERF))),
     OpSpec("PRelu", PRELU, inplace=UNARY, checks=(Dtypes(FLOAT),)),  # the slope is only read
     OpSpec("BatchNormalization", BATCH_NORM, (0, 1, 2, 3, 4), attrs=_batch_norm,
            inplace=Inplace((0,), same_shape=False, unless="training_mode"),
            checks=(Dtypes(FLOAT), FirstOutputOnly("a training statistic"), Check.INFERENCE_MODE)),
-    OpSpec("QuantizeLinear", QUANTIZE_LINEAR, attrs=_quant_axis, inplace=UNARY,
+    OpSpec("QuantizeLinear", QUANTIZE_LINEAR, attrs=_quant_axis, inplace=UNARY, quant_io=((), (1, 2)),
            checks=(Converts(FLOAT, INT8), Check.PER_AXIS_ONLY)),
-    OpSpec("DequantizeLinear", DEQUANTIZE_LINEAR, attrs=_quant_axis, inplace=UNARY,
+    OpSpec("DequantizeLinear", DEQUANTIZE_LINEAR, attrs=_quant_axis, inplace=UNARY, quant_io=(((0, 1, 2),), None),
            checks=(Converts(INT8 | {"int32"}, FLOAT), Check.PER_AXIS_ONLY)),
     *(OpSpec(t, inplace=UNARY) for t in ("Log", "Selu", "Celu", "Softplus", "Softsign", "Gelu", "Mish",
                                          "ThresholdedRelu", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Sin",
                                          "Cos", "Not", "Cast")),
     # Element-wise, several inputs (broadcasting).
+    OpSpec("Add", ADD, inplace=BINARY, qoperator=QOperator("QLinearAdd", MS, (0, 1)),
+           checks=(Dtypes(FLOAT), InputsAtMost(8))),
+    OpSpec("Mul", MUL, inplace=BINARY, qoperator=QOperator("QLinearMul", MS, (0, 1)),
+           checks=(Dtypes(FLOAT), InputsAtMost(8))),
     *(OpSpec(t, r, inplace=BINARY, checks=(Dtypes(FLOAT), InputsAtMost(8)))
-      for t, r in (("Add", ADD), ("Mul", MUL), ("Max", MAX), ("Min", MIN), ("Sum", ADD))),
+      for t, r in (("Max", MAX), ("Min", MIN), ("Sum", ADD))),
     OpSpec("Sub", SUB, inplace=BINARY, checks=(Dtypes(FLOAT),)),
     OpSpec("Div", DIV, inplace=BINARY, checks=(Dtypes(FLOAT),)),
     OpSpec("Mean", inplace=BINARY),
     # Pools and reductions.
-    OpSpec("MaxPool", MAX_POOL, attrs=_spatial, spatial=True,
+    OpSpec("MaxPool", MAX_POOL, attrs=_spatial, spatial=True, moves_integers=True,
            checks=(Dtypes(FLOAT | INT8), Check.SPATIAL)),  # an Indices output (int64) fails the dtype check
     OpSpec("AveragePool", AVERAGE_POOL, attrs=_average_pool, spatial=True,
+           qoperator=QOperator("QLinearAveragePool", MS, (0,)),
            checks=(Dtypes(FLOAT), Check.SPATIAL, Check.AVG_DILATIONS)),
     OpSpec("LpPool", attrs=_spatial),
-    OpSpec("GlobalAveragePool", GLOBAL_AVERAGE_POOL, checks=(Dtypes(FLOAT),)),
-    OpSpec("GlobalMaxPool", GLOBAL_MAX_POOL, checks=(Dtypes(FLOAT | INT8),)),
-    OpSpec("ReduceMean", REDUCE_MEAN, X, attrs=_reduce, c_fields=_c_reduce_mean, checks=(Dtypes(FLOAT), Needs(("axes",)))),
+    OpSpec("GlobalAveragePool", GLOBAL_AVERAGE_POOL, qoperator=QOperator("QLinearGlobalAveragePool", MS, (0,)),
+           checks=(Dtypes(FLOAT),)),
+    OpSpec("GlobalMaxPool", GLOBAL_MAX_POOL, moves_integers=True, checks=(Dtypes(FLOAT | INT8),)),
+    OpSpec("ReduceMean", REDUCE_MEAN, X, attrs=_reduce, c_fields=_c_reduce_mean,
+           checks=(Dtypes(FLOAT), Needs(("axes",)))),
     *(OpSpec(t, attrs=_reduce) for t in ("ReduceMax", "ReduceMin", "ReduceSum")),
-    OpSpec("Softmax", SOFTMAX, attrs=_softmax, checks=(Dtypes(FLOAT),)),
+    OpSpec("Softmax", SOFTMAX, attrs=_softmax, qoperator=QOperator("QLinearSoftmax", MS, (0,)),
+           checks=(Dtypes(FLOAT),)),
     OpSpec("LogSoftmax", attrs=_softmax),
     OpSpec("LRN", LRN, X, attrs=_lrn, c_fields=_c_lrn, checks=(Dtypes(FLOAT),)),
     # Layout.
-    OpSpec("Concat", CONCAT, attrs=_concat, checks=(MOVE,)),
-    OpSpec("Transpose", TRANSPOSE, X, attrs=_transpose, c_fields=_c_transpose, checks=(MOVE,)),
-    OpSpec("Pad", PAD, X, attrs=_pad, c_fields=_c_pad, checks=(MOVE, Needs(("pads",)), Check.PAD_MODE)),
-    OpSpec("Slice", SLICE, X, attrs=_slice, c_fields=_c_slice, checks=(MOVE, Needs(("starts",)))),
-    OpSpec("Split", SPLIT, X, attrs=_split, checks=(MOVE, Check.EVERY_OUTPUT_NAMED)),
+    OpSpec("Concat", CONCAT, attrs=_concat, qoperator=QOperator("QLinearConcat", MS, ()), checks=(MOVE,)),
+    OpSpec("Transpose", TRANSPOSE, X, attrs=_transpose, moves_integers=True, c_fields=_c_transpose, checks=(MOVE,)),
+    OpSpec("Pad", PAD, X, attrs=_pad, moves_integers=True, c_fields=_c_pad,
+           checks=(MOVE, Needs(("pads",)), Check.PAD_MODE)),
+    OpSpec("Slice", SLICE, X, attrs=_slice, moves_integers=True, c_fields=_c_slice, checks=(MOVE, Needs(("starts",)))),
+    OpSpec("Split", SPLIT, X, attrs=_split, moves_integers=True, checks=(MOVE, Check.EVERY_OUTPUT_NAMED)),
     OpSpec("Resize", RESIZE, X, attrs=_resize, c_fields=_c_resize,
            checks=(MOVE, Needs(("scales",)), Check.RESIZE, Check.RESIZE_EXACT)),
     OpSpec("Upsample", RESIZE, X, attrs=_resize, c_fields=_c_resize, checks=(MOVE, Needs(("scales",)), Check.RESIZE)),
-    # Quantized (QOperator, and lowered QDQ: lowering.FUSED).
-    *(OpSpec(t, r, inplace=BINARY_Q, onnx_only=False, checks=(Dtypes(INT8), PerTensor((1, 4, 6))))
+    # Quantized: QOperator ops (onnxruntime's contrib ops as onnx_fold types them), and lowered QDQ.
+    *(OpSpec(t, r, inplace=BINARY_Q, onnx_only=False, quant_io=_contrib(t), checks=(Dtypes(INT8), PerTensor((1, 4, 6))))
       for t, r in (("QLinearAdd", QLINEAR_ADD), ("QLinearMul", QLINEAR_MUL))),
     OpSpec("QLinearAveragePool", QLINEAR_AVERAGE_POOL, attrs=_average_pool, spatial=True,
+           quant_io=_contrib("QLinearAveragePool"),
            checks=(Dtypes(INT8), Check.SPATIAL, Check.CHANNELS_FIRST, Check.AVG_DILATIONS, Check.FLOOR_MODE)),
-    OpSpec("QLinearGlobalAveragePool", QLINEAR_GLOBAL_AVERAGE_POOL, checks=(Dtypes(INT8), Check.CHANNELS_FIRST)),
-    OpSpec("QLinearConcat", QLINEAR_CONCAT, attrs=_concat, checks=(Dtypes(INT8),)),
-    OpSpec("QLinearSoftmax", QLINEAR_SOFTMAX, attrs=_softmax, checks=(Dtypes(INT8),)),
-    OpSpec("QLinearSigmoid", QLINEAR_SIGMOID, inplace=ELEMENTWISE_Q, onnx_only=False, checks=(Dtypes(INT8),)),
-    OpSpec("QLinearLeakyRelu", QLINEAR_LEAKY_RELU, attrs=_leaky_relu, inplace=ELEMENTWISE_Q, onnx_only=False,
+    OpSpec("QLinearGlobalAveragePool", QLINEAR_GLOBAL_AVERAGE_POOL, quant_io=_contrib("QLinearGlobalAveragePool"),
+           checks=(Dtypes(INT8), Check.CHANNELS_FIRST)),
+    OpSpec("QLinearConcat", QLINEAR_CONCAT, attrs=_concat, quant_io=_contrib("QLinearConcat"),  # triples from 2
            checks=(Dtypes(INT8),)),
-    OpSpec("QLinearHardSwish", QLINEAR_HARD_SWISH, inplace=ELEMENTWISE_Q, onnx_only=False, checks=(Dtypes(INT8),)),
+    OpSpec("QLinearSoftmax", QLINEAR_SOFTMAX, attrs=_softmax, quant_io=_contrib("QLinearSoftmax"),
+           checks=(Dtypes(INT8),)),
+    OpSpec("QLinearSigmoid", QLINEAR_SIGMOID, inplace=ELEMENTWISE_Q, onnx_only=False,
+           quant_io=_contrib("QLinearSigmoid"), checks=(Dtypes(INT8),)),
+    OpSpec("QLinearLeakyRelu", QLINEAR_LEAKY_RELU, attrs=_leaky_relu, inplace=ELEMENTWISE_Q, onnx_only=False,
+           quant_io=_contrib("QLinearLeakyRelu"), checks=(Dtypes(INT8),)),
+    OpSpec("QLinearHardSwish", QLINEAR_HARD_SWISH, inplace=ELEMENTWISE_Q, onnx_only=False,
+           quant_io=(((0, 1, 2),), (3, 4)), checks=(Dtypes(INT8),)),
 )
 WINDOWED = frozenset(t for t, s in TABLE.items() if s.spatial)  # kernels that read a window of input 0
 
@@ -623,8 +677,8 @@ def c_header() -> str:
             onnx.setdefault(s.runtime.enum, []).append(s.op_type)
     kernels = list(dict.fromkeys(r.kernel for r in RUNTIME))
     width = max(len(f"ARENA_OP({r.enum}, {r.kernel})") for r in RUNTIME)
-    out = ["/* arena_ops.h: the runtime's ops, generated from arena_tool/ops.py (python3 -m arena_tool.ops).",
-           " * Do not edit; tests/test_ops.py fails when this file and the table differ.",
+    out = ["/* arena_ops.h: the runtime's ops, generated from arena_tool/optable.py (python3 -m arena_tool.optable).",
+           " * Do not edit; tests/test_optable.py fails when this file and the table differ.",
            " *",
            " * An X-macro list: define ARENA_OP(op, kernel) and/or ARENA_KERNEL(kernel), include this",
            " * file, undefine them. ARENA_OP is every arena_op_type_t constant in enum order (its value is",
