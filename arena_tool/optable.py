@@ -31,6 +31,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from arena_tool import runtime_dir
 from arena_tool.errors import fail
 from arena_tool.onnx_fold import CONTRIB
 from arena_tool.onnx_graph import Graph, Node, Shape
@@ -666,7 +667,7 @@ def spec(op_type: str) -> OpSpec | None:
 
 # --- the C op list (runtime/arena_ops.h) --------------------------------------------------------------
 
-HEADER = Path(__file__).resolve().parent / "runtime" / "arena_ops.h"
+HEADER = Path(runtime_dir()) / "arena_ops.h"
 
 
 def c_header() -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from arena_tool import coverage, optable
 
-RUNTIME_DIR = Path(optable.__file__).resolve().parent / "runtime"
+RUNTIME_DIR = optable.HEADER.parent
 
 # arena_op_type_t as released: a constant's value is its position, so these never move (a new
 # op goes after the last; firmware built against older tables relies on the numbers).
