@@ -678,8 +678,9 @@ def c_header() -> str:
             onnx.setdefault(s.runtime.enum, []).append(s.op_type)
     kernels = list(dict.fromkeys(r.kernel for r in RUNTIME))
     width = max(len(f"ARENA_OP({r.enum}, {r.kernel})") for r in RUNTIME)
-    out = ["/* arena_ops.h: the runtime's ops, generated from arena_tool/optable.py (python3 -m arena_tool.optable).",
-           " * Do not edit; tests/test_optable.py fails when this file and the table differ.",
+    module = __spec__.name if __spec__ is not None else __name__  # also under python3 -m
+    out = [f"/* arena_ops.h: the runtime's ops, generated from {module.replace('.', '/')}.py (python3 -m {module}).",
+           " * Do not edit; test_optable.py fails when this file and the table differ.",
            " *",
            " * An X-macro list: define ARENA_OP(op, kernel) and/or ARENA_KERNEL(kernel), include this",
            " * file, undefine them. ARENA_OP is every arena_op_type_t constant in enum order (its value is",

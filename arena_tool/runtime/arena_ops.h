@@ -1,5 +1,5 @@
 /* arena_ops.h: the runtime's ops, generated from arena_tool/optable.py (python3 -m arena_tool.optable).
- * Do not edit; tests/test_optable.py fails when this file and the table differ.
+ * Do not edit; test_optable.py fails when this file and the table differ.
  *
  * An X-macro list: define ARENA_OP(op, kernel) and/or ARENA_KERNEL(kernel), include this
  * file, undefine them. ARENA_OP is every arena_op_type_t constant in enum order (its value is
