@@ -44,7 +44,7 @@ import numpy as np
 from arena_tool import optable
 from arena_tool.errors import ArenaError
 from arena_tool.lowering import Lowered, Op
-from arena_tool.schema import write_atomic
+from arena_tool.files import write_atomic
 
 if TYPE_CHECKING:
     from arena_tool.planfile import PlanFile

@@ -29,7 +29,7 @@ from typing import Sequence
 
 from arena_tool.errors import ArenaError
 from arena_tool.problem import Buffer, Plan, Problem
-from arena_tool.schema import write_atomic
+from arena_tool.files import write_atomic
 
 _ALIASES = {
     "id": "id", "buffer": "id", "buffer_id": "id",

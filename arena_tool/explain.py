@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from arena_tool import __version__, dtypes, planners
 from arena_tool.problem import Buffer, Problem, align_up, fmt_bytes, lower_bound
-from arena_tool.schema import check_json, write_atomic
+from arena_tool.files import write_atomic
+from arena_tool.schema import check_json
 
 if TYPE_CHECKING:
     from arena_tool.planfile import PlanBuffer, PlanFile

@@ -51,8 +51,8 @@ import numpy as np
 import arena_tool
 from arena_tool import flags
 from arena_tool.errors import EXIT_BUG, EXIT_CHECK_FAILED, EXIT_OK, ArenaError, did_you_mean
+from arena_tool.files import write_atomic
 from arena_tool.manifest import DEFAULT_STACK
-from arena_tool.schema import write_atomic
 from arena_tool.verify import NUMPY_TYPES
 
 if TYPE_CHECKING:
@@ -607,7 +607,7 @@ def report_doc(*, model: str, plan: PlanFile, board: str, machine: str | None, r
                comparisons: Sequence[Comparison] = (), error: str | None = None) -> dict[str, Any]:
     """The --json document (schemas/run.schema.json); paths relative to the current folder when inside it."""
     from arena_tool import planfile
-    from arena_tool.manifest_cache import project_path
+    from arena_tool.files import project_path
 
     return {
         "format_version": FORMAT_VERSION,

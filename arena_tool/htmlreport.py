@@ -674,7 +674,7 @@ def write(json_path: str, rep: Report, memory: Memory, elf_path: str | None = No
           root: str = "") -> BoardView:
     """Write both views of ``rep`` beside ``json_path``, atomically. root: the folder the report's
     plan paths are relative to (the SCons top directory). Returns the view it rendered."""
-    from arena_tool.schema import write_atomic
+    from arena_tool.files import write_atomic
 
     view = build(rep, _plans(rep, root), memory, _sections(elf_path), _picture())
     html_path, md_path = paths(json_path)

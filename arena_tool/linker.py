@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Sequence
 from arena_tool.boards import Board, Region, reserve_bytes
 from arena_tool.errors import EXIT_CHECK_FAILED, ArenaError
 from arena_tool.problem import align_up
-from arena_tool.schema import write_atomic
+from arena_tool.files import write_atomic
 
 if TYPE_CHECKING:
     from arena_tool.region_gate import RegionUse
@@ -346,5 +346,5 @@ def failed_asserts(ld_output: str) -> list[str]:
 
 
 def write(path: str | os.PathLike[str], text: str) -> None:
-    """Write the script atomically (schema.write_atomic)."""
+    """Write the script atomically (files.write_atomic)."""
     write_atomic(path, text)

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 from arena_tool.boards import Board, Region
 from arena_tool.errors import EXIT_CHECK_FAILED, ArenaError
 from arena_tool.problem import align_up, fmt_bytes
-from arena_tool.schema import write_atomic
+from arena_tool.files import write_atomic
 
 if TYPE_CHECKING:
     from arena_tool.report import Report
@@ -228,7 +228,7 @@ def render_for_report(board: Board, rep: Report, names: Mapping[str, str] | None
 
 
 def write(path: str | os.PathLike[str], text: str) -> None:
-    """Write the fragment atomically (schema.write_atomic)."""
+    """Write the fragment atomically (files.write_atomic)."""
     write_atomic(path, text)
 
 

@@ -52,7 +52,7 @@ import dataclasses
 import math
 from typing import Iterator, Mapping, Sequence
 
-from arena_tool import dtypes, lowering, optable, scheduling, schema
+from arena_tool import dtypes, files, lowering, optable, scheduling, schema
 from arena_tool.errors import ArenaError, fail
 from arena_tool.lowering import Lowered, Op
 from arena_tool.problem import EXECUTIONS, KINDS, SCHEDULES, SCRATCHES, ModelOptions, ModelProblem, Quant, Step, Tensor, align_up, lower_bound
@@ -154,7 +154,7 @@ def _in_order(lowered: Lowered, order: Sequence[int]) -> list[Op]:
 def read_bitwidths(path: str) -> tuple[tuple[str, int], ...]:
     """The bitwidth map file ({"tensor": bits, ...}, schemas/bitwidths.schema.json), sorted by name."""
     hint = f'write {{"tensor_name": bits, ...}} with integer bits from 1 to {dtypes.MAX_BITS}'
-    doc = schema.read_json(path, "bitwidth file", hint)
+    doc = files.read_json(path, "bitwidth file", hint)
     try:
         schema.check_json(doc, "bitwidths", path)
     except ArenaError as e:

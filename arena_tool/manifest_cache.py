@@ -91,7 +91,7 @@ def cached(path: str, board_dirs: tuple[str, ...], cache_file: str) -> dict[str,
 
     doc = manifest.to_doc(manifest.load(path, board_dirs))
     entry = {"key": key, "stamps": _stamp(_watched(doc)), "manifest": doc}
-    from arena_tool.schema import write_atomic
+    from arena_tool.files import write_atomic
 
     write_atomic(cache_file, json.dumps(entry))
     return doc
@@ -113,7 +113,7 @@ def summary(report_paths: list[str], cache_file: str) -> str:
     except (OSError, ValueError, KeyError, TypeError):
         pass
     from arena_tool import report
-    from arena_tool.schema import write_atomic
+    from arena_tool.files import write_atomic
 
     text = report.summary([report.read(path) for path in report_paths])
     try:
@@ -121,16 +121,6 @@ def summary(report_paths: list[str], cache_file: str) -> str:
     except OSError:
         pass  # only an optimisation
     return text
-
-
-def project_path(path: str, root: str | None = None) -> str:
-    """``path`` as outputs record it: relative to ``root`` (the project; default the current
-    folder, where SCons runs every action) when it lies inside, so two clones at different
-    places write the same bytes; else as given. Forward slashes either way."""
-    base = os.path.abspath(root or os.curdir)
-    rel = os.path.relpath(os.path.abspath(path), base)
-    inside = rel != os.pardir and not rel.startswith(os.pardir + os.sep) and not os.path.isabs(rel)
-    return (rel if inside else path).replace(os.sep, "/")
 
 
 def select_names(names: list[str], spec: str | None, file: str) -> list[str]:

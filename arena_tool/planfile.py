@@ -23,9 +23,9 @@ import numpy as np
 
 from arena_tool import __version__
 from arena_tool.errors import CheckFailed
-from arena_tool.manifest_cache import project_path
+from arena_tool.files import project_path, read_json, write_atomic
 from arena_tool.problem import ModelOptions, ModelProblem, Plan, Problem, Quant, Status, Tensor, lower_bound
-from arena_tool.schema import check_json, read_json, write_atomic
+from arena_tool.schema import check_json
 
 if TYPE_CHECKING:
     from arena_tool.lowering import Lowered
@@ -42,7 +42,7 @@ def build(mp: ModelProblem, plan: Plan, problem: Problem, k: int = 1,
           baselines: PlanBaselines | None = None) -> PlanFile:
     """The plan file of mp planned as ``problem`` (mp.problem()) by ``plan``; baselines: the
     lower bounds without scheduling / in-place depthwise (planning._baselines). The model is
-    named relative to the current folder when inside it (manifest_cache.project_path)."""
+    named relative to the current folder when inside it (files.project_path)."""
     root_offset = {b.name: o for b, o in zip(problem.buffers, plan.offsets)}
     root_size = {b.name: b.size for b in problem.buffers}
     kind = model_kind(mp)

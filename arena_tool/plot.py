@@ -34,7 +34,7 @@ from matplotlib.transforms import blended_transform_factory
 
 from arena_tool.errors import ArenaError
 from arena_tool.problem import fmt_bytes
-from arena_tool.schema import write_atomic
+from arena_tool.files import write_atomic
 from arena_tool.timeline import Layout, Rect, layout
 
 if TYPE_CHECKING:

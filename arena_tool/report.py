@@ -72,7 +72,7 @@ from typing import TYPE_CHECKING, AbstractSet, Any, Callable, Mapping, Sequence
 
 from arena_tool import __version__, flags, region_gate
 from arena_tool.errors import CheckFailed
-from arena_tool.manifest_cache import project_path
+from arena_tool.files import project_path
 from arena_tool.problem import align_up, fmt_bytes
 
 if TYPE_CHECKING:
@@ -723,7 +723,8 @@ def dumps(doc: dict[str, Any]) -> str:
 
 def write(path: str, rep: Report) -> None:
     """Schema-check, then write atomically."""
-    from arena_tool.schema import check_json, write_atomic
+    from arena_tool.files import write_atomic
+    from arena_tool.schema import check_json
 
     doc = rep.to_json()
     check_json(doc, "report", path)
@@ -732,7 +733,7 @@ def write(path: str, rep: Report) -> None:
 
 def read(path: str) -> Report:
     """The report at ``path``, checked against the schema (one ArenaError naming the file if not)."""
-    from arena_tool.schema import read_json
+    from arena_tool.files import read_json
 
     return Report.from_json(read_json(path, "report", "build the board first (scons board=NAME)"), path)
 

@@ -40,7 +40,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 
 from arena_tool.errors import ArenaError
-from arena_tool.schema import check_json, write_atomic
+from arena_tool.files import write_atomic
+from arena_tool.schema import check_json
 
 if TYPE_CHECKING:
     from arena_tool.report import Report

@@ -31,7 +31,7 @@ import numpy as np
 from arena_tool import tflite_model
 from arena_tool.errors import ArenaError, CheckFailed
 from arena_tool.problem import ModelOptions
-from arena_tool.schema import write_atomic
+from arena_tool.files import write_atomic
 
 if TYPE_CHECKING:
     from arena_tool import planners

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import pytest
 
-from arena_tool import cli, liveness, manifest_cache, planfile, planners, planning
+from arena_tool import cli, files, liveness, manifest_cache, planfile, planners, planning
 from arena_tool.problem import ModelOptions
 from conftest import ROOT, require_tool
 
@@ -351,7 +351,7 @@ def test_cli_plan_records_the_model_relative_to_the_current_folder(tmp_path: Pat
     assert cli.main(["plan", str(tmp_path / "models" / "net.onnx"), "--planner", "greedy_size", "-o", "p.json"]) == 0
     assert json.loads((tmp_path / "p.json").read_text())["model"] == "models/net.onnx"
     outside = str(NET)  # outside the current folder: kept as given
-    assert manifest_cache.project_path(outside) == outside.replace(os.sep, "/")
+    assert files.project_path(outside) == outside.replace(os.sep, "/")
 
 
 # ---------------------------------------------------------------- 4. the manifest cache keys on the whole package

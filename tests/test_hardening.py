@@ -25,7 +25,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import models
-from arena_tool import boards, manifest, manifest_cache, onnx_graph, schema, yamlio
+from arena_tool import boards, files, manifest, manifest_cache, onnx_graph, schema, yamlio
 from arena_tool.cli import main
 from arena_tool.errors import EXIT_USAGE, ArenaError
 
@@ -180,7 +180,7 @@ def test_plan_files_are_as_strict(tmp_path: Path) -> None:
     bad = tmp_path / "p.json"
     bad.write_text('{"a": NaN}')
     with pytest.raises(ArenaError, match="NaN is not a JSON number"):
-        schema.read_json(str(bad), "plan file", "re-plan")
+        files.read_json(str(bad), "plan file", "re-plan")
     assert not schema.validator_class()({"type": "integer"}).is_valid(16.0)
 
 
@@ -352,14 +352,14 @@ class _FullDisk:
 @pytest.fixture
 def full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
     real = os.fdopen
-    monkeypatch.setattr(schema.os, "fdopen", lambda *a, **kw: _FullDisk(real(*a, **kw)))
+    monkeypatch.setattr(files.os, "fdopen", lambda *a, **kw: _FullDisk(real(*a, **kw)))
 
 
 def test_write_atomic_on_a_full_disk_leaves_the_old_file(tmp_path: Path, full_disk: None) -> None:
     target = tmp_path / "plan.json"
     target.write_text("old")
     with pytest.raises(ArenaError) as info:
-        schema.write_atomic(target, "new contents")
+        files.write_atomic(target, "new contents")
     err = info.value
     assert err.file == str(target) and "No space left on device" in one_line(err) and "disk is full" in err.hint
     assert isinstance(err, OSError)  # callers that treat a cache write as optional keep working
@@ -370,16 +370,16 @@ def test_write_atomic_when_os_replace_fails(tmp_path: Path, monkeypatch: pytest.
     def refuse(src: str, dst: str) -> None:
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), dst)
 
-    monkeypatch.setattr(schema.os, "replace", refuse)
+    monkeypatch.setattr(files.os, "replace", refuse)
     with pytest.raises(ArenaError) as info:
-        schema.write_atomic(tmp_path / "x.c", b"int x;")
+        files.write_atomic(tmp_path / "x.c", b"int x;")
     assert "Permission denied" in one_line(info.value) and os.listdir(tmp_path) == []
 
 
 def test_write_atomic_below_a_file(tmp_path: Path) -> None:
     (tmp_path / "blocker").write_text("")
     with pytest.raises(ArenaError) as info:
-        schema.write_atomic(tmp_path / "blocker" / "x.ld", "MEMORY {}")
+        files.write_atomic(tmp_path / "blocker" / "x.ld", "MEMORY {}")
     assert info.value.file == str(tmp_path / "blocker" / "x.ld") and "cannot write" in one_line(info.value)
 
 

@@ -287,7 +287,7 @@ _REBUILD = "delete it and run scons again: arena makes it anew"
 def _gate_action(target, source, env) -> None:
     from arena_tool import planfile, report
     from arena_tool.errors import ArenaError
-    from arena_tool.schema import read_json
+    from arena_tool.files import read_json
 
     state = env["ARENA_STATE"]
     name, outputs, report_path = state.gates[target[0].path]
@@ -350,7 +350,7 @@ def _report_action(target, source, env) -> None:
 def _tflm_action(target, source, env) -> None:
     """[<model>.tflm.json, <model>.planned.tflite] <- [plan, model.tflite]: the planned model and TFLM's arena."""
     from arena_tool import planfile, report
-    from arena_tool.schema import write_atomic
+    from arena_tool.files import write_atomic
 
     plan = planfile.load(source[0].path)
     data, alloc = report.tflm_measure(source[1].path.replace(os.sep, "/"), plan, source[0].path)
@@ -592,7 +592,7 @@ def _arena_firmware(env, manifest_path, sources=(), cpppath=(), board=None, link
     from SCons.Script import ARGUMENTS, Exit, GetOption
 
     arena_tool = _import_arena_tool()
-    from arena_tool import build_graph, manifest_cache
+    from arena_tool import build_graph, files, manifest_cache
     from arena_tool.errors import ArenaError
 
     build_dir = build_dir or env.subst("$ARENA_BUILD_DIR")
@@ -609,7 +609,7 @@ def _arena_firmware(env, manifest_path, sources=(), cpppath=(), board=None, link
         runtime_dir=arena_tool.runtime_dir(), extra_ccflags=tuple(env.get("ARENA_EXTRA_CCFLAGS", ())),
         user=_user_flags(env))
     try:
-        manifest_path = manifest_cache.project_path(str(manifest_path), top)  # no clone's path in outputs
+        manifest_path = files.project_path(str(manifest_path), top)  # no clone's path in outputs
         m = manifest_cache.cached(manifest_path, tuple(board_dirs) + tuple(env["ARENA_BOARD_DIRS"]),
                                   os.path.join(build_dir, ".arena_manifest.json"))
         graph = build_graph.plan(m, build_dir, toolchain, board)
