@@ -47,7 +47,8 @@ from typing import Sequence
 
 import numpy as np
 
-from arena_tool.planners import Params, dlx, greedy_size
+from arena_tool.planners import dlx, greedy_size, optimal
+from arena_tool.planners.params import Params
 from arena_tool.planners.decision import Decision
 from arena_tool.problem import Buffer, Plan, Problem, Status
 
@@ -322,7 +323,6 @@ def _byte_check(problem: Problem, res: Plan, deadline: float, stats: dict[str, i
     left = deadline - time.perf_counter()
     if res.optimal or left <= 0 or not problem.buffers:
         return res
-    from arena_tool.planners import optimal  # late: optimal imports the planner registry
 
     sub = optimal.prove(Problem(problem.buffers), res, dataclasses.replace(params, time_limit=left))
     stats["byte_search_nodes"] = dict(sub.stats)["nodes"]

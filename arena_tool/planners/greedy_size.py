@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 
-from arena_tool.planners import Params
+from arena_tool.planners.params import Params
 from arena_tool.planners.clock import Deadline
 from arena_tool.planners.placement import FIRST_FIT, heuristic_plan, place
 from arena_tool.problem import Plan, Problem

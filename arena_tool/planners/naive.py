@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from arena_tool.planners import Params
+from arena_tool.planners.params import Params
 from arena_tool.planners.placement import heuristic_plan, stack_rest
 from arena_tool.problem import Plan, Problem
 

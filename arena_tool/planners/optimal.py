@@ -37,7 +37,7 @@ import time
 from typing import Callable, Sequence
 
 
-from arena_tool.planners import Params
+from arena_tool.planners.params import Params
 from arena_tool.planners import placement
 from arena_tool.planners.clock import Deadline
 from arena_tool.planners.decision import Decision

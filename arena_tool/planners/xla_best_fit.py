@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from typing import Sequence
 
-from arena_tool.planners import Params
+from arena_tool.planners.params import Params
 from arena_tool.planners.clock import Deadline
 from arena_tool.planners.placement import HEAP_BEST_FIT, conflicts, heuristic_plan, place
 from arena_tool.problem import Buffer, Plan, Problem
