@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from arena_tool.planners.params import Params, check_time_limit  # noqa: F401  (the registry's callers' names)
+from arena_tool.planners.params import Params as Params, check_time_limit as check_time_limit  # re-exported: callers say planners.Params
 from arena_tool.problem import Plan, Problem
 
 PlannerFn = Callable[[Problem, Params], Plan]
