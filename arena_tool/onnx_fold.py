@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -23,8 +23,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from arena_tool.errors import ArenaError
 
-if TYPE_CHECKING:
-    from arena_tool.onnx_graph import Node
+from arena_tool.onnx_node import Node
 
 EVAL_LIMIT = 1 << 16  # elements; bigger constants are folded by shape only
 _RANDOM = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",

@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import heapq
-import math
 import os
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
@@ -33,37 +32,9 @@ from onnx import TensorProto, helper
 from arena_tool import dtypes
 from arena_tool.errors import ArenaError, fail
 from arena_tool.onnx_fold import Const, Folder, static_dims, type_of
+from arena_tool.onnx_node import Node as Node, Shape as Shape, TensorType as TensorType  # re-exported: the graph's vocabulary
 
 _SUBGRAPH_ATTRS = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-
-Shape = tuple[int, ...]
-
-
-@dataclasses.dataclass(frozen=True)
-class TensorType:
-    """A static tensor type: dtype name (see dtypes) and dims (() = scalar)."""
-
-    dtype: str
-    shape: Shape
-
-    @property
-    def elements(self) -> int:
-        return math.prod(self.shape)
-
-
-@dataclasses.dataclass(frozen=True)
-class Node:
-    """One graph node. name is stable and unique (see _stable_names); attrs holds
-    the non-graph attributes as Python values (onnx.helper.get_attribute_value)."""
-
-    index: int
-    name: str
-    op_type: str
-    domain: str
-    inputs: tuple[str, ...]
-    outputs: tuple[str, ...]
-    attrs: Mapping[str, Any]
-
 
 @dataclasses.dataclass(frozen=True)
 class Weight:
