@@ -90,7 +90,7 @@ class ModelSpec:
     planner: planner registry name; k: bytes (exact_cover unit); time_limit: seconds.
     options: everything that changes the planning problem.
     regions: a split arena (board ``region: [A, B]`` or ``split: true``): (region, capacity in
-      bytes) fastest first, the capacity as ``report.region_limit`` gives it; () for one arena.
+      bytes) fastest first, the capacity as ``BoardTarget.region_limit`` gives it; () for one arena.
     """
 
     name: str
@@ -176,6 +176,16 @@ class BoardTarget:
         """Bytes the stack and heap reserve take in the data region (``boards.reserve_bytes``:
         each rounded up to 8, as the linker script lays them out)."""
         return reserve_bytes(self.reserve_stack, self.reserve_heap)
+
+    def region_room(self, name: str) -> int:
+        """Bytes of region ``name`` beside the stack and heap reserve (taken in the data region)."""
+        r = self.board.region(name)
+        return r.length - (self.reserve if name == self.board.data_region else 0)
+
+    def region_limit(self, name: str) -> int:
+        """What the arena may take in region ``name``: the budget (bytes, or a percentage of the
+        region), but no more than its room; the gate's limit, and a split arena's capacity per region."""
+        return min(self.budget.resolve(self.board.region(name).length), self.region_room(name))
 
     def key(self) -> str:
         """Canonical JSON of the board-level settings (the gate's Value); the linker keys only
@@ -492,8 +502,6 @@ class _Loader:
     def placed(self, t: BoardTarget, where_of: Any) -> BoardTarget:
         """The target with its split capacities on every model (``ModelSpec.regions``), after
         checking what a split arena and ``weights: <region>`` need."""
-        from arena_tool import report
-
         for m in t.models:
             w = m.options.weights
             if w != "flash" and w not in t.board.region_names():
@@ -512,7 +520,7 @@ class _Loader:
                            f"sequential and runtime arena or none, not {what}",
                            where_of("sharing" if t.sharing != "sequential" else "runtime"),
                            hint="use one region, or run the models one at a time")
-        caps = tuple((name, report.region_limit(t, name)) for name in t.split)
+        caps = tuple((name, t.region_limit(name)) for name in t.split)
         return dataclasses.replace(t, models=tuple(dataclasses.replace(m, regions=caps) for m in t.models))
 
     def linker(self, board: Any, pick: Any, where_of: Any,

@@ -9,7 +9,7 @@ Each RAM region that holds arena bytes or copied weights gets one ``RegionUse``:
 - weights: bytes of every model's weights copied there (``weights: <region>``;
   ``regions.weights_ram_bytes`` per model: an upper bound of the ``.weights_<region>``
   section, checked on the ELF);
-- limit: ``report.region_limit`` for a region with arena bytes (the budget, but no more than
+- limit: ``BoardTarget.region_limit`` for a region with arena bytes (the budget, but no more than
   the region less the stack and heap reserve of the data region); the room alone for a region
   with weights only (the budget is the arena's);
 - the section names the firmware gives them: ``.arena`` for one arena, ``.arena_<region>`` for
@@ -81,8 +81,6 @@ def uses(target: BoardTarget, models: Sequence[ModelUse], arena_region: str, are
     models: report.ModelUse (``regions``: a split plan's (region, bytes); ``weights_region``,
     ``weights_ram``); arena_region/arena_size: the gate's one arena (ignored when split).
     """
-    from arena_tool import report
-
     split = tuple(target.split)
     weights: dict[str, int] = {}
     for m in models:
@@ -108,7 +106,7 @@ def uses(target: BoardTarget, models: Sequence[ModelUse], arena_region: str, are
         out.append(RegionUse(
             name=name, origin=info.origin, length=info.length, arena=arena.get(name, 0),
             weights=weights.get(name, 0), reserve=reserve if name == target.board.data_region else 0,
-            limit=report.region_limit(target, name) if held else report.region_room(target, name),
+            limit=target.region_limit(name) if held else target.region_room(name),
             arena_section=arena_section(name, bool(split)) if held else None,
             weights_section=weights_section(name) if name in weights else None))
     return tuple(out)

@@ -4,7 +4,7 @@ Why: a board's fastest RAM (a TCM) is often too small for the whole arena, while
 one is large; a model that fits neither alone may fit both, and the buffers the kernels touch
 most should sit in the fast one. The manifest lists the regions fastest first
 (``region: [DTCM, SRAM1]``, or ``split: true`` for the board's regions by ``speed``), each with
-a capacity in bytes (``report.region_limit``: the budget share of the region less the stack and
+a capacity in bytes (``BoardTarget.region_limit``: the budget share of the region less the stack and
 heap reserve of the data region; less the model's own weights when ``weights:`` names it).
 
 Cost model (``access_bytes``; bytes moved per inference, from the lowered ops):

@@ -35,7 +35,7 @@ that re-sizes the plan, not the model, so it is never the advice.
 
 A split arena (``target.split``) and weights copied to RAM (``weights: <region>``) add
 ``regions`` (``region_gate``): per RAM region its arena and weights against its limit
-(``region_limit``: the budget, no more than the room beside the reserve); then the top-level
+(``BoardTarget.region_limit``: the budget, no more than the room beside the reserve); then the top-level
 arena is the regions' sum and each region over its limit is one problem.
 
 The report is written at two stages (``stage``): ``planned`` by the gate
@@ -381,18 +381,6 @@ def tflm_measure(model_path: str, plan: PlanFile, plan_path: str) -> tuple[bytes
                   "tail": tail, "tensor_arena_size": tflm_arena_size(head, tail), "note": TFLM_NOTE}
 
 
-def region_room(target: BoardTarget, name: str) -> int:
-    """Bytes of region ``name`` beside the stack and heap reserve (taken in the data region)."""
-    r = target.board.region(name)
-    return r.length - (target.reserve if name == target.board.data_region else 0)
-
-
-def region_limit(target: BoardTarget, name: str) -> int:
-    """What the arena may take in region ``name``: the budget (bytes, or a percentage of the
-    region), but no more than its room; the gate's limit, and a split arena's capacity per region."""
-    return min(target.budget.resolve(target.board.region(name).length), region_room(target, name))
-
-
 def _layout(sharing: str, uses: list[ModelUse], align: int) -> tuple[list[ModelUse], int, int]:
     """(uses with bases, arena size, lower bound) for the sharing mode; align: the slices' alignment."""
     if sharing == "sequential":
@@ -467,7 +455,7 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
     problems: list[Problem] = []
 
     def room(region_name: str) -> int:
-        return region_room(target, region_name)
+        return target.region_room(region_name)
 
     region = target.region
     if auto:
