@@ -239,11 +239,11 @@ def _write_plot(plans: list[tuple[str, PlanFile]], path: str) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from arena_tool import liveness, planfile
+    from arena_tool import liveness, plancheck, planfile
 
     plan = planfile.load(args.plan)
     mp = liveness.model_problem(args.model, plan.options)
-    problems = planfile.check(plan, mp, args.plan)
+    problems = plancheck.check(plan, mp, args.plan)
     for p in problems:
         print(f"{args.plan}: error: {p}", file=sys.stderr)
     if problems:

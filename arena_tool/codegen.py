@@ -308,8 +308,8 @@ def _attrs_init(attrs: dict[str, Any]) -> str:
 def model_sources(plan: PlanFile, model: Lowered, symbol: str) -> tuple[str, str]:
     """(header text, source text) of one model's tables; `symbol` names the C objects.
 
-    ``plan`` is the plan file (planfile.load / planfile.verified); ``model`` is the lowered
-    model the plan was made from (planfile.lowered_model): the ops, their attributes and the
+    ``plan`` is the plan file (planfile.load / plancheck.verified); ``model`` is the lowered
+    model the plan was made from (plancheck.lowered_model): the ops, their attributes and the
     constant values all come from it.
     """
     model_path = model.path
@@ -374,7 +374,7 @@ def model_sources(plan: PlanFile, model: Lowered, symbol: str) -> tuple[str, str
     s.append("")
     s.append(f"static const arena_tensor_t {sym}_tensors[{max(1, len(index))}] = {{")
     for n in arena_names:
-        b = by_name[n]  # an alias carries its root's offset (planfile.check)
+        b = by_name[n]  # an alias carries its root's offset (plancheck.check)
         s.append(_tensor_row(n, "NULL", b.offset, b.size, b.elements,
                              DTYPES.get(b.dtype, "ARENA_DT_OTHER"), list(b.shape), model_path, fits))
     for n in const_names:

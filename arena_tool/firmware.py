@@ -151,13 +151,13 @@ def generate(out: Path, models: Sequence[tuple[str, str, PlanFile]], board: str 
     shared arena, and the board's arena source; returns the generated .c files.
 
     name: file name stem of each model's tables; lowered: symbol -> its lowered model (else loaded)."""
-    from arena_tool import codegen, planfile
+    from arena_tool import codegen, plancheck
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     sources = []
     for sym, path, plan in models:
-        low = (lowered or {}).get(sym) or planfile.lowered_model(str(path), plan)
+        low = (lowered or {}).get(sym) or plancheck.lowered_model(str(path), plan)
         h, c = codegen.model_sources(plan, low, sym)
         stem = name.format(sym=sym)
         codegen.write(str(out / f"{stem}.h"), h)
@@ -685,7 +685,7 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
         err: TextIO | None = None, optimize: str | None = None) -> int:
     """``arena-tool run``: plan, generate, build, run, compare; prints the summary, returns the exit
     status (0 match, 1 mismatch or an op the runtime lacks); ArenaError for the rest."""
-    from arena_tool import codegen, coverage, planfile, planning
+    from arena_tool import codegen, coverage, plancheck, planning
 
     out = out or sys.stdout
     err = err or sys.stderr
@@ -696,7 +696,7 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
         except ArenaError as e:
             raise e.located(field="--weights") from None
     plan = planning.plan_model(model, options, planner, params).plan_file
-    lowered = planfile.lowered_model(model, plan)
+    lowered = plancheck.lowered_model(model, plan)
     in_specs = graph_specs(plan, list(lowered.inputs))
     input_kind, input_file = ("file", input_path) if input_path else ("random", None)
     report_of = functools.partial(report_doc, model=model, plan=plan, board=board_name,

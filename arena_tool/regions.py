@@ -430,7 +430,7 @@ def plan_split(path: str, options: ModelOptions, planner: str, params: planners.
 
 
 def check(plan: PlanFile) -> list[str]:
-    """What a split plan says that does not add up (planfile.check calls it; the pairs are
+    """What a split plan says that does not add up (plancheck.check calls it; the pairs are
     checked there, per region): every buffer in a listed region and inside its arena, each
     region's arena_size the top of its buffers, the total their sum."""
     problems: list[str] = []

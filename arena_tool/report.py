@@ -627,7 +627,7 @@ def runtime_problems(board: str, model: str, plan: PlanFile, lowered: Lowered) -
 
     A plan whose activations are of another type than the lowered model's (``activation_dtype``,
     ``bitwidths``) sizes a model that does not exist: its tables would hold float kernels over
-    int8-sized buffers. lowered: ``planfile.lowered_model(path, plan)``.
+    int8-sized buffers. lowered: ``plancheck.lowered_model(path, plan)``.
     """
     from arena_tool import coverage
 

@@ -7,7 +7,7 @@ start of TFLM's head, -1 for the tensors TFLM must place itself (weights, which
 stay in flash, variables, which it keeps in its tail, zero-byte tensors). TFLM uses
 the offsets as they are: it checks neither that they do not overlap nor that the
 operators are in a topological order, so ``write_planned`` checks both first
-(planfile.check, the independent O(n^2) check, on the model re-derived in the plan's
+(plancheck.check, the independent O(n^2) check, on the model re-derived in the plan's
 own operator order) and refuses a plan that fails.
 
 The operators are written in the plan's schedule order (a topological permutation
@@ -138,7 +138,7 @@ def realign(data: bytes) -> bytes:
 
 def check_plan(model_path: str, plan: PlanFile, plan_path: str) -> tflite_model.TfliteProblem:
     """The model re-derived in the plan's operator order, after every check TFLM does not do."""
-    from arena_tool import planfile
+    from arena_tool import plancheck
 
     if plan.kind != tflite_model.KIND:
         raise ArenaError("the plan is not a plan of a .tflite model", file=plan_path, field="model_kind",
@@ -153,7 +153,7 @@ def check_plan(model_path: str, plan: PlanFile, plan_path: str) -> tflite_model.
                          f"{tflite_model.TFLM_ALIGNMENT} bytes", file=plan_path, field="alignment",
                          hint=f"plan with --alignment {tflite_model.TFLM_ALIGNMENT}")
     mp = tflite_model.model_problem(model_path, opts, order=plan.order)  # refuses a non-topological order
-    problems = planfile.check(plan, mp, plan_path)
+    problems = plancheck.check(plan, mp, plan_path)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise CheckFailed(f"refusing to write a planned model: {problems[0]}{more}", file=plan_path,

@@ -32,7 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
-from arena_tool import boards, firmware, lowering, planfile, planners, planning, regions, verify  # noqa: E402
+from arena_tool import boards, firmware, lowering, plancheck, planfile, planners, planning, regions, verify  # noqa: E402
 from arena_tool.problem import ModelOptions, align_up  # noqa: E402
 
 MLPERF = ROOT.parent / "shared" / "models" / "mlperf_tiny"
@@ -66,7 +66,7 @@ def run(sym: str, path: Path, plan: planfile.PlanFile, mode: str, c: list[region
     """'match', 'MISMATCH ...' or 'failed ...' for the split plan's firmware."""
     with tempfile.TemporaryDirectory(prefix="arena-split-") as tmp:
         out = Path(tmp)
-        low = planfile.lowered_model(str(path), plan)
+        low = plancheck.lowered_model(str(path), plan)
         if mode == "host":
             gen = firmware.generate(out, [(sym, str(path), plan)], firmware.HOST, lowered={sym: low})
             rc, text = firmware.run_host(firmware.build_host(out, gen))

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import pytest
 
-from arena_tool import cli, files, liveness, manifest_cache, planfile, planners, planning
+from arena_tool import cli, files, liveness, manifest_cache, plancheck, planfile, planners, planning
 from arena_tool.problem import ModelOptions
 from conftest import ROOT, require_tool
 
@@ -146,7 +146,7 @@ def _duplicate(d: dict[str, Any]) -> None:
     d["buffers"].append(copy.deepcopy(_buffer(d, "q18")))
 
 
-# (case, edit of the plan, words planfile.check must say). The kws_int8 plan under scratch: row:
+# (case, edit of the plan, words plancheck.check must say). The kws_int8 plan under scratch: row:
 # q4 -> q6 (in place) -> q8 ...; ops 1, 2, 4, 6 have workspaces; q* are int8 with quant.
 CORRUPTIONS: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("shape", _set("q8", shape=[1, 32, 5, 25]), "q8: shape [1, 32, 5, 25], the model's is [1, 32, 25, 5]"),
@@ -181,7 +181,7 @@ IDS = [c[0] for c in CORRUPTIONS]
 def plan_doc() -> dict[str, Any]:
     """The plan the project's build makes (same model, options and planner), as its document."""
     plan = planning.plan_model(str(NET), OPTIONS, "greedy_size", planners.Params()).plan_file
-    assert planfile.check(plan, liveness.model_problem(str(NET), OPTIONS), "p.json") == []
+    assert plancheck.check(plan, liveness.model_problem(str(NET), OPTIONS), "p.json") == []
     return plan.to_json()
 
 
@@ -191,7 +191,7 @@ def test_check_refuses_each_corruption(plan_doc: dict[str, Any], tmp_path: Path,
     doc = copy.deepcopy(plan_doc)
     edit(doc)
     plan = planfile.PlanFile.from_json(doc, "p.json")  # schema-valid: it loads, and check refuses it
-    found = planfile.check(plan, liveness.model_problem(str(NET), plan.options), "p.json")
+    found = plancheck.check(plan, liveness.model_problem(str(NET), plan.options), "p.json")
     assert any(words in p for p in found), found
     path = tmp_path / "p.json"
     path.write_text(json.dumps(doc))

@@ -21,7 +21,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import fwbuild
-from arena_tool import codegen, planfile, planners
+from arena_tool import codegen, plancheck, planners
 
 EXAMPLES = ("kws", "resnet8", "autoencoder", "kws_int8")
 PLANNER = "greedy_size" if "greedy_size" in planners.PLANNERS else "naive"
@@ -124,7 +124,7 @@ def test_tables_equal_the_plan_and_the_initializers(tmp_path, example_docs):
 
 def test_header_macros_and_enum(example_docs):
     sym, path, plan = example_docs[0]
-    h, c = codegen.model_sources(plan, planfile.lowered_model(path, plan), sym)
+    h, c = codegen.model_sources(plan, plancheck.lowered_model(path, plan), sym)
     assert f"#define KWS_ARENA_SIZE {plan.arena_size}u" in h
     assert f"#define KWS_LOWER_BOUND {plan.lower_bound}u" in h
     assert "KWS_T_INPUT = 0," in h
@@ -134,9 +134,9 @@ def test_header_macros_and_enum(example_docs):
 
 
 def _gen_script(seed: str) -> str:
-    code = ("import sys; sys.path.insert(0, 'tests'); import fwbuild, hashlib; from arena_tool import codegen, planfile;"
+    code = ("import sys; sys.path.insert(0, 'tests'); import fwbuild, hashlib; from arena_tool import codegen, plancheck;"
             "p = str(fwbuild.MODELS / 'resnet8.onnx'); d = fwbuild.plan(p, 'naive');"
-            "h, c = codegen.model_sources(d, planfile.lowered_model(p, d), 'resnet8'); ah, ac = codegen.arena_sources('b', 9, [('resnet8', 0)]);"
+            "h, c = codegen.model_sources(d, plancheck.lowered_model(p, d), 'resnet8'); ah, ac = codegen.arena_sources('b', 9, [('resnet8', 0)]);"
             "print(hashlib.sha256((h + c + ah + ac).encode()).hexdigest())")
     env = dict(os.environ, PYTHONHASHSEED=seed)
     return subprocess.run([sys.executable, "-c", code], cwd=fwbuild.REPO, env=env, check=True,
@@ -217,6 +217,6 @@ def test_unsupported_op_gets_a_row_not_an_error(tmp_path):
     path = tmp_path / "t.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
     plan = fwbuild.plan(str(path), "naive")
-    _, c = codegen.model_sources(plan, planfile.lowered_model(str(path), plan), "t")
+    _, c = codegen.model_sources(plan, plancheck.lowered_model(str(path), plan), "t")
     assert "ARENA_OP_UNSUPPORTED" in c and '"Sin"' in c
     assert hashlib  # imported for the subprocess script's parity

@@ -13,7 +13,7 @@ import pytest
 
 import models as M
 import zoo
-from arena_tool import explain, liveness, planfile, planners, planning
+from arena_tool import explain, liveness, plancheck, planfile, planners, planning
 from arena_tool.cli import main
 from arena_tool.problem import ModelOptions, lower_bound
 
@@ -54,16 +54,16 @@ def test_pipelined_plans_never_alias_and_have_no_hazards(mobilenet: str) -> None
         assert not any(b.alias_of for b in pm.plan_file.buffers)
         assert hazards(pm.plan_file) == [], planner
         mp = liveness.model_problem(mobilenet, PIPELINED)
-        assert planfile.check(pm.plan_file, mp, "p.json") == []
+        assert plancheck.check(pm.plan_file, mp, "p.json") == []
 
 
 def test_a_sequential_in_place_plan_fails_the_pipelined_check(mobilenet: str) -> None:
     pipelined = liveness.model_problem(mobilenet, PIPELINED)
     seq = planning.plan_model(mobilenet, ModelOptions(), "greedy_size", PARAMS).plan_file
     assert any(b.alias_of for b in seq.buffers) and hazards(seq)  # in place: neighbours share bytes
-    assert any("workspace" in p for p in planfile.check(seq, pipelined, "p.json"))  # depthwise in place
+    assert any("workspace" in p for p in plancheck.check(seq, pipelined, "p.json"))  # depthwise in place
     seq = planning.plan_model(mobilenet, ModelOptions(inplace_depthwise=False), "greedy_size", PARAMS).plan_file
-    problems = planfile.check(seq, pipelined, "p.json")
+    problems = plancheck.check(seq, pipelined, "p.json")
     assert any("alias_of" in p for p in problems) and any("live range" in p for p in problems)
 
 
@@ -99,13 +99,13 @@ def test_io_alignment_is_honoured_by_every_planner(tmp_path: Path, planner: str)
     assert io and all(b["offset"] % 64 == 0 and b["size"] % 64 == 0 and b["alignment"] == 64 for b in io)
     assert all("alignment" not in b for b in doc["buffers"] if b["kind"] not in ("input", "output"))
     mp = liveness.model_problem(path, opts)
-    assert planfile.check(pm.plan_file, mp, "p.json") == []
+    assert plancheck.check(pm.plan_file, mp, "p.json") == []
     bad = copy.deepcopy(doc)
     victim = next(b for b in bad["buffers"] if b["kind"] == "output")
     victim["offset"] += 4  # still a multiple of the plan's alignment, not of the buffer's
     bad["arena_size"] += 64
     bad = planfile.PlanFile.from_json(bad)
-    assert any("not a multiple of the alignment 64" in p for p in planfile.check(bad, mp, "p.json"))
+    assert any("not a multiple of the alignment 64" in p for p in plancheck.check(bad, mp, "p.json"))
 
 
 def test_io_alignment_options_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -37,7 +37,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import fwbuild
 import quantized as Q
-from arena_tool import firmware, lowering, planfile, planners, verify
+from arena_tool import firmware, lowering, plancheck, planfile, planners, verify
 from arena_tool.planfile import PlanFile
 from arena_tool.problem import ModelOptions
 
@@ -59,7 +59,7 @@ def _options(inplace_depthwise: bool) -> ModelOptions:
 def depthwise_steps(path: str, plan: PlanFile) -> list[int]:
     """Schedule positions of the depthwise convs that may work in place: Conv or QLinearConv,
     2-D, group == C == M > 1, output elements <= input elements, input and output of one width."""
-    low = planfile.lowered_model(path, plan)
+    low = plancheck.lowered_model(path, plan)
     bufs = plan.by_name
     out = []
     for k, (step, op) in enumerate(zip(plan.schedule, low.ops)):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool import liveness, planfile, planners, planning
+from arena_tool import liveness, plancheck, planfile, planners, planning
 from arena_tool.problem import ModelOptions
 from conftest import ROOT, light_models
 
@@ -27,7 +27,7 @@ def test_every_planner_gives_a_valid_plan(path):
     for name in sorted(planners.PLANNERS):
         plan = planning.run_planner(name, problem, params)  # raises ArenaBug on an invalid plan
         built = planfile.build(mp, plan, problem)
-        assert planfile.check(built, mp, os.fspath(path)) == [], name
+        assert plancheck.check(built, mp, os.fspath(path)) == [], name
         assert plan.arena_size >= plan.lower_bound
         arenas[name] = plan.arena_size
     assert arenas["optimal"] == min(arenas.values())

@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto
 
 import models as M
-from arena_tool import liveness, lowering, planfile
+from arena_tool import liveness, lowering, plancheck, planfile
 from arena_tool.problem import ModelOptions
 
 INT32 = TensorProto.INT32
@@ -181,9 +181,9 @@ def test_code_generation_needs_no_onnxruntime(tmp_path):
     m = M.shape_chain()
     path = M.save(m, tmp_path / "m.onnx")
     code = ("import sys; sys.modules['onnxruntime'] = None; sys.path.insert(0, 'tests'); import fwbuild;"
-            "from arena_tool import codegen, planfile;"
+            "from arena_tool import codegen, plancheck;"
             f"p = {path!r}; d = fwbuild.plan(p, 'optimal');"
-            "h, c = codegen.model_sources(d, planfile.lowered_model(p, d), 't');"
+            "h, c = codegen.model_sources(d, plancheck.lowered_model(p, d), 't');"
             "import onnxruntime")  # proves the hiding works: this last import must fail
     r = subprocess.run([sys.executable, "-c", code], cwd=str(M.Path(__file__).parent.parent),
                        capture_output=True, text=True)
@@ -204,7 +204,7 @@ def test_plan_file_records_quantization_and_lowering(tmp_path):
     yq = next(b for b in doc["buffers"] if b["name"] == "yq")
     assert yq["dtype"] == "int8" and yq["quant"] == {"scale": [pytest.approx(0.1)], "zero_point": [-5], "axis": None}
     planfile.write(str(tmp_path / "p.json"), pm.plan_file)  # schema-valid
-    assert planfile.check(planfile.load(str(tmp_path / "p.json")), pm.mp, "p.json") == []
+    assert plancheck.check(planfile.load(str(tmp_path / "p.json")), pm.mp, "p.json") == []
 
 
 def test_lowered_qdq_runs_on_the_host_runtime_like_onnxruntime(tmp_path):

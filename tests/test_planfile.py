@@ -1,5 +1,5 @@
 """Plan files: built from a ModelProblem and a Plan, schema-checked both ways, and
-checked against the model by planfile.check, which trusts nothing in the file."""
+checked against the model by plancheck.check, which trusts nothing in the file."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 import fwbuild
 import models
-from arena_tool import liveness, planfile, planning, planners
+from arena_tool import liveness, plancheck, planfile, planners, planning
 from arena_tool.errors import ArenaError, CheckFailed
 from arena_tool.problem import ModelOptions
 
@@ -32,7 +32,7 @@ def test_round_trip_and_options(planned, tmp_path):
     plan = planfile.load(out)
     assert plan == pm.plan_file
     assert plan.options == OPTIONS
-    assert planfile.check(plan, liveness.model_problem(path, OPTIONS), out) == []
+    assert plancheck.check(plan, liveness.model_problem(path, OPTIONS), out) == []
     assert plan.offsets() == {b["name"]: b["offset"] for b in json.load(open(out))["buffers"]}
 
 
@@ -46,7 +46,7 @@ def test_aliases_carry_their_roots_offset(tmp_path):
     by = pm.plan_file.by_name
     assert by["z"].alias_of == "y" and by["r"].alias_of == "y"
     assert by["z"].offset == by["r"].offset == by["y"].offset
-    assert planfile.check(pm.plan_file, pm.mp, "p.json") == []
+    assert plancheck.check(pm.plan_file, pm.mp, "p.json") == []
 
 
 def test_write_refuses_a_schema_violation_and_leaves_no_file(planned, tmp_path):
@@ -73,10 +73,10 @@ def test_check_names_what_is_wrong(planned, edit, words, tmp_path):
     bad = fwbuild.edited(pm.plan_file, edit)
     out = str(tmp_path / "p.json")
     planfile.write(out, bad)
-    found = planfile.check(planfile.load(out), liveness.model_problem(path, OPTIONS), "p.json")
+    found = plancheck.check(planfile.load(out), liveness.model_problem(path, OPTIONS), "p.json")
     assert any(words in p for p in found), found
     with pytest.raises(CheckFailed):
-        planfile.require_valid(bad, pm.mp, "p.json")
+        plancheck.require_valid(bad, pm.mp, "p.json")
 
 
 def test_plan_file_is_stable_text(planned, tmp_path):
@@ -141,4 +141,4 @@ def test_typed_plan_keeps_what_a_file_leaves_out(planned):
         del s["domain"], s["fused"]
     assert planfile.PlanFile.from_json(doc).to_json() == doc
     assert planfile.PlanFile.from_json(doc).kind == "onnx"
-    assert planfile.check(planfile.PlanFile.from_json(doc), pm.mp, "p.json") == []  # absent: the defaults
+    assert plancheck.check(planfile.PlanFile.from_json(doc), pm.mp, "p.json") == []  # absent: the defaults

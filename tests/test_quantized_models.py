@@ -10,7 +10,7 @@ import pytest
 
 import quantized as Q
 import zoo
-from arena_tool import liveness, planfile, planners, planning, verify
+from arena_tool import liveness, plancheck, planfile, planners, planning, verify
 from arena_tool.problem import ModelOptions, Plan
 
 CASES = Q.cases()
@@ -38,7 +38,7 @@ def test_every_planner_plans_the_twin_and_passes_the_check(qcache, case):
     arenas = {}
     for name in sorted(planners.PLANNERS):
         plan = planning.run_planner(name, problem, PARAMS)  # validated; an invalid plan is ArenaBug
-        assert planfile.check(planfile.build(mp, plan, problem), mp, str(path)) == [], name
+        assert plancheck.check(planfile.build(mp, plan, problem), mp, str(path)) == [], name
         arenas[name] = plan.arena_size
     assert arenas["optimal"] == min(arenas.values())
     # Quantized means planned as integers: most ops run on int8 in either form.
@@ -91,4 +91,4 @@ def test_the_cnn_families_quantize_and_plan_like_their_twins(qcache, zoo_dir, na
         assert qdq.mp.weights_bytes < 0.4 * flt.mp.weights_bytes  # int8 weights, not float copies
         assert qdq.mp.integer_ops >= qop.mp.integer_ops
         for pm in (qdq, qop):
-            assert planfile.check(pm.plan_file, pm.mp, str(path)) == []
+            assert plancheck.check(pm.plan_file, pm.mp, str(path)) == []

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from arena_tool import boards, linker, manifest, planfile, report
+from arena_tool import boards, linker, manifest, plancheck, planfile, report
 from arena_tool.errors import EXIT_CHECK_FAILED, ArenaError, CheckFailed
 from arena_tool.schema import check_json
 
@@ -234,7 +234,7 @@ def test_runtime_problems_name_model_op_node_and_why(tmp_path: Path) -> None:
     from arena_tool.problem import ModelOptions
 
     doc = real_plan(path, "greedy_size")
-    lowered = planfile.lowered_model(path, doc)
+    lowered = plancheck.lowered_model(path, doc)
     [p] = report.runtime_problems("mps2_an500", "trig", doc, lowered)
     assert (p.kind, p.model, p.op_index, p.node, p.op_type) == ("unsupported", "trig", 1, "cos0", "Cos")
     assert p.message == ("arena: mps2_an500: model trig: op 1 'cos0' (Cos) cannot run on arena's runtime: "
@@ -249,7 +249,7 @@ def test_runtime_problems_name_model_op_node_and_why(tmp_path: Path) -> None:
     assert problems[-1].kind == "unsupported" and "are a what-if that re-sizes the plan" in problems[-1].message
     assert "quantize_static" in problems[-1].message
     ok_doc = real_plan(str(ROOT / "example_firmware" / "models" / "kws_int8.onnx"), "greedy_size")
-    assert report.runtime_problems("b", "kws_int8", ok_doc, planfile.lowered_model(
+    assert report.runtime_problems("b", "kws_int8", ok_doc, plancheck.lowered_model(
         str(ROOT / "example_firmware" / "models" / "kws_int8.onnx"), ok_doc)) == []
 
 
@@ -384,7 +384,7 @@ def test_header_ids_are_what_the_generated_header_defines() -> None:
 
     path = str(ROOT / "example_firmware" / "models" / "kws_int8.onnx")
     plan = real_plan(path, "greedy_size")
-    header, _ = codegen.model_sources(plan, planfile.lowered_model(path, plan), "kws_int8")
+    header, _ = codegen.model_sources(plan, plancheck.lowered_model(path, plan), "kws_int8")
     defined = (re.findall(r"^#define (\w+)", header, re.M) + re.findall(r"^    (\w+) =", header, re.M)
                + re.findall(r"^enum (\w+) \{", header, re.M) + re.findall(r"arena_model_t (\w+);", header))
     assert len(defined) > 40 and sorted(codegen.header_ids("kws_int8", plan)) == sorted(defined)

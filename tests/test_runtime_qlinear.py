@@ -21,7 +21,7 @@ from conftest import require_tool
 from onnx import TensorProto, helper, numpy_helper
 
 import fwbuild
-from arena_tool import planfile, planners, qemu, verify
+from arena_tool import plancheck, planners, qemu, verify
 from arena_tool.planfile import PlanFile
 from arena_tool.problem import ModelOptions
 
@@ -464,7 +464,7 @@ def test_qdq_patterns_lower_to_the_qlinear_kernels(fw):
               "qdq_concat": ("QLinearConcat", None)}
     for sym, (op_type, out_range) in expect.items():
         path, doc = fw["models"][sym]
-        ops = planfile.lowered_model(path, doc).ops
+        ops = plancheck.lowered_model(path, doc).ops
         assert [op.op_type for op in ops] == [op_type], (sym, [op.op_type for op in ops])
         a = ops[0].attrs
         if sym == "qdq_concat":  # the last input's absent zero point is cut: 2 + 3 * 3 - 1 inputs

@@ -20,7 +20,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import models as M
-from arena_tool import liveness, lowering, planfile, planners, planning, scheduling
+from arena_tool import liveness, lowering, plancheck, planners, planning, scheduling
 from arena_tool.errors import ArenaError
 from arena_tool.problem import ModelOptions, lower_bound
 
@@ -155,7 +155,7 @@ def test_shufflenet_schedule_saves_and_checks(tmp_path: Path) -> None:
     graph = liveness.model_problem(path, ModelOptions())
     assert pm.plan.lower_bound < _bound(graph)  # 2,885,120 B vs 3,110,912 B measured
     mp = liveness.model_problem(path, MEMORY)
-    assert planfile.check(pm.plan_file, mp, "p.json") == []
+    assert plancheck.check(pm.plan_file, mp, "p.json") == []
 
 
 def test_check_refuses_a_non_topological_schedule(tmp_path: Path) -> None:
@@ -165,7 +165,7 @@ def test_check_refuses_a_non_topological_schedule(tmp_path: Path) -> None:
     cat = next(k for k, s in enumerate(steps) if s.op_type == "Concat")
     steps.insert(0, steps.pop(cat))  # the Concat first: it reads what nobody wrote yet
     bad = dataclasses.replace(pm.plan_file, schedule=tuple(steps))
-    problems = planfile.check(bad, liveness.model_problem(path, MEMORY), "p.json")
+    problems = plancheck.check(bad, liveness.model_problem(path, MEMORY), "p.json")
     assert problems and "before the op that writes it" in problems[0]
     with pytest.raises(ArenaError, match="not a permutation"):
         liveness.model_problem(path, ModelOptions(), order=[0, 1, 2])

@@ -18,8 +18,8 @@ import pytest
 from conftest import require_tool
 
 from test_scons import ROOT, copy_example, scons
-from arena_tool import boards, elfcheck, firmware, liveness, lowering, manifest, planfile, planners, regions, report, \
-    verify
+from arena_tool import boards, elfcheck, firmware, liveness, lowering, manifest, plancheck, planfile, planners, regions, \
+    report, verify
 from arena_tool.errors import ArenaError
 from arena_tool.problem import Buffer, ModelOptions
 
@@ -110,7 +110,7 @@ def test_kws_split_plan_fits_two_regions_not_one() -> None:
     assert plan.arena_size == sum(r.arena_size for r in plan.regions)
     assert plan.split.method == "exact" and plan.split.status == "proven"
     assert regions.check(plan) == []
-    assert planfile.check(plan, liveness.model_problem(KWS, opts), "kws.plan.json") == []
+    assert plancheck.check(plan, liveness.model_problem(KWS, opts), "kws.plan.json") == []
     # At least the accessed bytes of small-buffers-first in the fast region; the hottest buffer there.
     assert plan.regions[0].accessed_bytes >= plan.split.small_first_accessed[0]
     access = regions.access_bytes(pm.mp, lowering.load(KWS, KWS_SHAPES))
@@ -119,7 +119,7 @@ def test_kws_split_plan_fits_two_regions_not_one() -> None:
     assert region_of[max(density, key=lambda n: (density[n], n))] == "FAST"
     # A buffer moved to the other region overlaps there: check names the pair.
     bad = dataclasses.replace(plan, buffers=tuple(dataclasses.replace(b, region="FAST") for b in plan.buffers))
-    assert any("overlap" in p for p in planfile.check(bad, liveness.model_problem(KWS, opts), "p"))
+    assert any("overlap" in p for p in plancheck.check(bad, liveness.model_problem(KWS, opts), "p"))
     # verify replays the regions end to end: the split plan holds, the moved one does not.
     assert verify.verify(KWS, plan).ok
     assert not verify.verify(KWS, bad).ok
@@ -134,7 +134,7 @@ def test_a_planner_above_capacity_falls_back_to_the_packing_that_proved_it() -> 
     assert plan.regions is not None
     assert [r.planner for r in plan.regions] == ["packing", "packing"] and plan.optimal is False
     assert all(r.arena_size <= r.capacity for r in plan.regions)
-    assert planfile.check(plan, liveness.model_problem(KWS, opts), "kws.plan.json") == []
+    assert plancheck.check(plan, liveness.model_problem(KWS, opts), "kws.plan.json") == []
 
 
 # ---------------------------------------------------------------- the manifest and the gate

@@ -16,7 +16,7 @@ import flatbuffers
 import numpy as np
 import pytest
 
-from arena_tool import liveness, planfile, planning, planners, tflite_model, tflite_write, tflm
+from arena_tool import liveness, plancheck, planfile, planners, planning, tflite_model, tflite_write, tflm
 from arena_tool.cli import main
 from arena_tool.errors import ArenaError, CheckFailed
 from arena_tool.problem import ModelOptions
@@ -353,7 +353,7 @@ def test_mlperf_every_planner_and_greedy_is_tflm(name, tflm_heads):
         plan = planning.run_planner(planner, problem, params)
         built = planfile.build(mp, plan, problem)
         check_json(built.to_json(), "plan", "plan.json")
-        assert planfile.check(built, mp, "plan.json") == [], planner
+        assert plancheck.check(built, mp, "plan.json") == [], planner
         if planner == "greedy_size":  # TFLM's GreedyMemoryPlanner on arena's ranges: TFLM's own head, exactly
             assert plan.arena_size == tflm_heads[name].head
         if planner == "optimal":

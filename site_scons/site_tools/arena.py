@@ -16,7 +16,7 @@ module's (its docstring lists the nodes); this one makes one Builder call per
 node, in the graph's order, with these actions (thin calls into ``arena_tool``):
 
     plan         ArenaPlan: planning.plan_model (a split arena over its regions)
-    tables       ArenaTables: codegen.model_sources, only from a plan planfile.check
+    tables       ArenaTables: codegen.model_sources, only from a plan plancheck.check
                  finds true to its model (else one error naming the plan, exit 1)
     tflm,        runtime: tflm: the planned .tflite and TFLM's measured head and tail
     tflm_tables  (report.tflm_measure), then the model as a const array (codegen)
@@ -271,12 +271,12 @@ def _plan_action(target, source, env) -> None:
 def _runtime_problems(state, board: str, spec, plan_path: str, plan) -> list:
     """report.runtime_problems of one model (a planfile.PlanFile); a model shared by boards is
     lowered once per build."""
-    from arena_tool import planfile, report
+    from arena_tool import plancheck, report
 
     key = (plan_path, plan.model_sha256)
     lowered = state.lowered.get(key)
     if lowered is None:
-        lowered = state.lowered[key] = planfile.lowered_model(spec.path, plan)
+        lowered = state.lowered[key] = plancheck.lowered_model(spec.path, plan)
     return report.runtime_problems(board, spec.name, plan, lowered)
 
 
@@ -374,10 +374,10 @@ def _tflm_model_action(target, source, env) -> None:
 
 @_guarded
 def _tables_action(target, source, env) -> None:
-    """model_<symbol>.{c,h} <- [plan, model]: only from a plan planfile.check finds true to the model."""
-    from arena_tool import codegen, planfile
+    """model_<symbol>.{c,h} <- [plan, model]: only from a plan plancheck.check finds true to the model."""
+    from arena_tool import codegen, plancheck
 
-    plan, lowered = planfile.verified(source[0].path, source[1].path.replace(os.sep, "/"))
+    plan, lowered = plancheck.verified(source[0].path, source[1].path.replace(os.sep, "/"))
     symbol = os.path.basename(target[0].path)[len("model_"):-len(".c")]  # model_<symbol>.c
     header, body = codegen.model_sources(plan, lowered, symbol)
     codegen.write(target[1].path, header)
