@@ -84,6 +84,13 @@ class CheckFailed(ArenaError):
         super().__init__(msg, **kw)
 
 
+class ArenaBug(ArenaError):
+    """A planner (or any check arena makes of its own output) broke its contract: exit status 3."""
+
+    def __init__(self, msg: str) -> None:
+        super().__init__(msg, exit_code=EXIT_BUG, hint="this is an arena bug; please report it with the model")
+
+
 class MachineError(ArenaError, OSError):
     """A file could not be written or read for a reason of the machine (disk full, read-only, permissions).
 

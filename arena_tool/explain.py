@@ -14,8 +14,9 @@ import json
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from arena_tool import __version__, dtypes, planners
-from arena_tool.problem import Buffer, Problem, align_up, fmt_bytes, lower_bound
+from arena_tool.errors import ArenaBug
 from arena_tool.files import write_atomic
+from arena_tool.problem import Buffer, Problem, align_up, fmt_bytes, lower_bound
 from arena_tool.schema import check_json
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ def explain(plan: PlanFile, planner: str, params: planners.Params) -> dict[str, 
     planfile.build).
 
     planner/params plan the comparisons (greedy_size always; the int8 what-if with ``planner``).
-    Raises planning.ArenaBug when the live-bytes peak is not the plan's lower bound.
+    Raises errors.ArenaBug when the live-bytes peak is not the plan's lower bound.
     """
     from arena_tool import planning
 
@@ -94,8 +95,8 @@ def explain(plan: PlanFile, planner: str, params: planners.Params) -> dict[str, 
     peak_bytes = max(live, default=0)
     peak_op = live.index(peak_bytes) if live else 0
     if peak_bytes != plan.lower_bound:
-        raise planning.ArenaBug(f"explain: the live bytes peak {fmt_bytes(peak_bytes)} is not the plan's "
-                                f"lower bound {fmt_bytes(plan.lower_bound)}")
+        raise ArenaBug(f"explain: the live bytes peak {fmt_bytes(peak_bytes)} is not the plan's "
+                       f"lower bound {fmt_bytes(plan.lower_bound)}")
 
     def group_row(g: Buffer) -> dict[str, Any]:
         root = groups[g.name][0]

@@ -331,7 +331,7 @@ class PlanFile:
             split=None if split is None else PlanSplit.from_json(split), seconds=doc.get("seconds"))
 
     def to_json(self) -> dict[str, Any]:
-        """The plan document, as ``build`` (and regions.plan_split) write it, key order included."""
+        """The plan document, as ``build`` (and planning.plan_split) write it, key order included."""
         return {
             "format_version": self.format_version,
             **_opt(arena_tool_version=self.arena_tool_version),

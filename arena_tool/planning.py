@@ -9,22 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
-from arena_tool import optable, planners, validate
-from arena_tool.errors import EXIT_BUG, ArenaError, did_you_mean
+from arena_tool import liveness, optable, planfile, planners, regions as split, tflite_model, validate
+from arena_tool.errors import ArenaBug, ArenaError, did_you_mean
+from arena_tool.lowering import Lowered
+from arena_tool.planfile import PlanBaselines, PlanFile
 from arena_tool.problem import ModelOptions, ModelProblem, Plan, Problem, lower_bound
-
-if TYPE_CHECKING:
-    from arena_tool.lowering import Lowered
-    from arena_tool.planfile import PlanBaselines, PlanFile
-
-
-class ArenaBug(ArenaError):
-    """A planner broke its contract; reported with exit status 3."""
-
-    def __init__(self, msg: str) -> None:
-        super().__init__(msg, exit_code=EXIT_BUG, hint="this is an arena bug; please report it with the model")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,17 +55,11 @@ def run_planner(name: str, problem: Problem, params: planners.Params) -> Plan:
 
 def plan_model(path: str, options: ModelOptions, planner: str, params: planners.Params,
                regions: Sequence[tuple[str, int]] = ()) -> PlannedModel:
-    """regions: (name, capacity in bytes) fastest first, for a split arena (regions.plan_split);
+    """regions: (name, capacity in bytes) fastest first, for a split arena (plan_split);
     empty: one arena."""
-    from arena_tool import liveness, planfile
-
     if regions:
-        from arena_tool import regions as split
-
-        return split.plan_split(path, options, planner, params, [split.RegionCap(n, int(c)) for n, c in regions])
+        return plan_split(path, options, planner, params, [split.RegionCap(n, int(c)) for n, c in regions])
     check_planner_name(planner)
-    from arena_tool import tflite_model
-
     lowered = None if tflite_model.is_tflite(path) else liveness.lower(path, options)  # loaded once
     mp = liveness.model_problem(path, options, lowered=lowered)
     problem = mp.problem()
@@ -93,14 +78,31 @@ def plan_model(path: str, options: ModelOptions, planner: str, params: planners.
                                                           baselines=_baselines(path, mp, lowered)))
 
 
+def plan_split(path: str, options: ModelOptions, planner: str, params: planners.Params,
+               caps: Sequence[split.RegionCap]) -> PlannedModel:
+    """``plan_model`` for a split arena: a PlannedModel whose plan file carries a region per
+    buffer (regions.plan_split, the split planner, says how)."""
+    check_planner_name(planner)
+    if not caps:
+        raise ArenaError("a split arena needs at least one region", field="region")
+    lowered = liveness.lower(path, options)
+    mp = liveness.model_problem(path, options, lowered=lowered)
+    problem = mp.problem()
+    s = split.plan_split(mp, lowered, problem, caps, planner,
+                         lambda sub, seconds: run_planner(planner, sub, dataclasses.replace(params, time_limit=seconds)),
+                         params.time_limit)
+    one = planfile.build(mp, s.plan, problem, k=params.k, baselines=_baselines(path, mp, lowered))
+    plan_file = dataclasses.replace(
+        one, buffers=tuple(dataclasses.replace(b, region=s.region_of[b.root]) for b in one.buffers),
+        regions=s.regions, split=s.split)
+    return PlannedModel(mp, problem, s.plan, plan_file)
+
+
 def _baselines(path: str, mp: ModelProblem, lowered: Lowered | None) -> PlanBaselines:
     """The lower bounds without the options that change the peak itself, so explain can say
     what each saved: the graph's own order (under schedule: memory) and no in-place depthwise
     (where a depthwise Conv works in place), and sequential execution (under pipelined: what
     pipelining costs). None where the option is off or changes nothing."""
-    from arena_tool import liveness
-    from arena_tool.planfile import PlanBaselines
-
     opts = mp.options
     order = [s.node for s in mp.schedule]
     graph = None

@@ -58,15 +58,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from arena_tool import optable, planners
-from arena_tool.errors import ArenaError
-from arena_tool.problem import Buffer, ModelOptions, ModelProblem, Plan, Problem, Status, align_up, lower_bound
-
-if TYPE_CHECKING:
-    from arena_tool.planfile import PlanFile
-    from arena_tool.planning import PlannedModel  # planning imports this module
+from arena_tool import optable, planners, validate
+from arena_tool.errors import ArenaBug, ArenaError
+from arena_tool.planfile import PlanFile, PlanRegion, PlanSplit
+from arena_tool.problem import Buffer, ModelProblem, Plan, Problem, Status, align_up, lower_bound
 
 EXACT_MAX = 64  # buffers: the assignment search runs (exact when it finishes in time) up to this many
 SEARCH_SHARE = 0.5  # of the time limit, for the assignment search (the rest: the final plans)
@@ -361,37 +358,40 @@ def weights_ram_bytes_plan(plan: "PlanFile") -> int:
     return align_up(plan.weights_bytes + CONST_SLACK * len(consts), 16)
 
 
-def plan_split(path: str, options: ModelOptions, planner: str, params: planners.Params,
-               caps: Sequence[RegionCap]) -> PlannedModel:
-    """``planning.plan_model`` for a split arena: a PlannedModel whose plan file carries a
-    region per buffer (module docstring). Over capacity even after repair is an answer: the plan
-    says status 'infeasible' and the gate reports the region."""
-    from arena_tool import liveness, planfile, planning, validate
-    from arena_tool.planfile import PlanRegion, PlanSplit
+@dataclasses.dataclass(frozen=True)
+class Split:
+    """What the split planner adds to one model's plan: the combined plan (each offset inside its
+    region's arena), per region its plan, the split itself, and each alias root's region."""
 
-    planning.check_planner_name(planner)
-    if not caps:
-        raise ArenaError("a split arena needs at least one region", field="region")
-    lowered = liveness.lower(path, options)
-    mp = liveness.model_problem(path, options, lowered=lowered)
-    if options.weights != "flash":
+    plan: Plan
+    regions: tuple[PlanRegion, ...]
+    split: PlanSplit
+    region_of: Mapping[str, str]
+
+
+def plan_split(mp: ModelProblem, lowered: Any, problem: Problem, caps: Sequence[RegionCap], planner: str,
+               run: Callable[[Problem, float], Plan], time_limit: float) -> Split:
+    """The split planner over one model's problem (``planning.plan_split`` builds the plan file
+    around it): ``run(sub, seconds)`` plans a region's buffers with the chosen planner, validated.
+    Over capacity even after repair is an answer: the plan says status 'infeasible' and the gate
+    reports the region."""
+    if mp.options.weights != "flash":
         cut = weights_ram_bytes(mp)
-        caps = [RegionCap(c.name, max(0, c.capacity - cut)) if c.name == options.weights else c for c in caps]
-    problem = mp.problem()
+        caps = [RegionCap(c.name, max(0, c.capacity - cut)) if c.name == mp.options.weights else c for c in caps]
     bufs = problem.buffers
     access = access_bytes(mp, lowered)
     t0 = time.perf_counter()
-    a = assign(bufs, access, caps, params.time_limit * SEARCH_SHARE)
+    a = assign(bufs, access, caps, time_limit * SEARCH_SHARE)
     seconds = time.perf_counter() - t0
     packer = _Packer(bufs, caps)
     offsets = [0] * len(bufs)
     region_plans: list[PlanRegion] = []
     all_optimal = a.status == "proven"
-    rest = max(0.05, (params.time_limit - seconds) / max(1, len(caps)))
+    rest = max(0.05, (time_limit - seconds) / max(1, len(caps)))
     for r, cap in enumerate(caps):
         members = [i for i in range(len(bufs)) if a.regions[i] == r]
         sub = Problem(tuple(bufs[i] for i in members), cap.capacity)
-        plan = planning.run_planner(planner, sub, dataclasses.replace(params, time_limit=rest)) if members else None
+        plan = run(sub, rest) if members else None
         used = planner
         offs = plan.offsets if plan is not None else ()
         if plan is not None and plan.arena_size > cap.capacity:
@@ -400,7 +400,7 @@ def plan_split(path: str, options: ModelOptions, planner: str, params: planners.
                 offs, used = fits, "packing"
                 bad = validate.violations(sub, offs, max((o + b.size for o, b in zip(offs, sub.buffers)), default=0))
                 if bad:  # the packing planners broke their contract
-                    raise planning.ArenaBug(f"packing region {cap.name} gave an invalid layout: {bad[0].message}")
+                    raise ArenaBug(f"packing region {cap.name} gave an invalid layout: {bad[0].message}")
         for i, o in zip(members, offs):
             offsets[i] = o
         size = max((o + bufs[i].size for i, o in zip(members, offs)), default=0)
@@ -414,16 +414,12 @@ def plan_split(path: str, options: ModelOptions, planner: str, params: planners.
     total = sum(r.arena_size for r in region_plans)
     combined = Plan(offsets=tuple(offsets), arena_size=total, planner=planner, optimal=all_optimal,
                     status=Status(a.status), lower_bound=lower_bound(bufs), seconds=time.perf_counter() - t0)
-    one = planfile.build(mp, combined, problem, k=params.k, baselines=planning._baselines(path, mp, lowered))
     base, base_ok = small_first(bufs, caps, access)
     root_region = {b.name: caps[a.regions[i]].name for i, b in enumerate(bufs)}
     split = PlanSplit(method=a.method, status=Status(a.status), seed=a.seed, cost=a.cost, cost_model=COST_MODEL,
                       accessed_bytes=sum(access),
                       small_first_accessed=tuple(accessed_per_region(base, access, len(caps))) if base_ok else None)
-    plan_file = dataclasses.replace(
-        one, buffers=tuple(dataclasses.replace(b, region=root_region[b.root]) for b in one.buffers),
-        regions=tuple(region_plans), split=split)
-    return planning.PlannedModel(mp, problem, combined, plan_file)
+    return Split(combined, tuple(region_plans), split, root_region)
 
 
 # ---------------------------------------------------------------- reading split plans

@@ -108,7 +108,7 @@ def main() -> int:
         for scenario in SCENARIOS:
             c = caps(scenario, one.plan.arena_size, largest)
             t0 = time.perf_counter()
-            pm = regions.plan_split(str(path), opts, "optimal", params, c)
+            pm = planning.plan_split(str(path), opts, "optimal", params, c)
             seconds = time.perf_counter() - t0
             s, split_regions = pm.plan_file.split, pm.plan_file.regions
             assert s is not None and split_regions is not None, "plan_split writes both"

@@ -18,8 +18,8 @@ import pytest
 from conftest import require_tool
 
 from test_scons import ROOT, copy_example, scons
-from arena_tool import boards, elfcheck, firmware, liveness, lowering, manifest, plancheck, planfile, planners, regions, \
-    report, verify
+from arena_tool import boards, elfcheck, firmware, liveness, lowering, manifest, plancheck, planfile, planners, planning, \
+    regions, report, verify
 from arena_tool.errors import ArenaError
 from arena_tool.problem import Buffer, ModelOptions
 
@@ -101,7 +101,7 @@ def test_access_model_counts_conv_windows(tmp_path: Path) -> None:
 def test_kws_split_plan_fits_two_regions_not_one() -> None:
     opts = ModelOptions(input_shapes=KWS_SHAPES)
     caps = [regions.RegionCap("FAST", FAST), regions.RegionCap("SLOW", SLOW)]
-    pm = regions.plan_split(KWS, opts, "optimal", planners.Params(time_limit=5), caps)
+    pm = planning.plan_split(KWS, opts, "optimal", planners.Params(time_limit=5), caps)
     plan = pm.plan_file
     assert plan.regions is not None and plan.split is not None and plan.split.small_first_accessed is not None
     assert plan.lower_bound == 32_000 > max(FAST, SLOW)  # fits neither region alone
@@ -130,7 +130,7 @@ def test_a_planner_above_capacity_falls_back_to_the_packing_that_proved_it() -> 
     feasible is kept instead, and says so."""
     opts = ModelOptions(input_shapes=KWS_SHAPES)
     caps = [regions.RegionCap("FAST", FAST), regions.RegionCap("SLOW", SLOW)]
-    plan = regions.plan_split(KWS, opts, "naive", planners.Params(time_limit=5), caps).plan_file
+    plan = planning.plan_split(KWS, opts, "naive", planners.Params(time_limit=5), caps).plan_file
     assert plan.regions is not None
     assert [r.planner for r in plan.regions] == ["packing", "packing"] and plan.optimal is False
     assert all(r.arena_size <= r.capacity for r in plan.regions)
