@@ -49,7 +49,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Union
 
-from arena_tool import flags
+from arena_tool import board_choice, flags
 
 if TYPE_CHECKING:
     from arena_tool.manifest import Manifest
@@ -395,7 +395,7 @@ def plan(manifest: Mapping[str, Any] | Manifest, build_dir: str = "build", toolc
 
     by_name = {t["name"]: t for t in doc["targets"]}
     spec = boards if boards is None or isinstance(boards, str) else ",".join(boards)
-    names = manifest_cache.select_names(list(by_name), spec, doc["file"])
+    names = board_choice.select_names(list(by_name), spec, doc["file"])
     if generator is None:
         generator = manifest_cache.package_digest()
     g = _Graph(build_dir.rstrip("/") or build_dir, toolchain or Toolchain(), Value("arena_tool sources " + generator),

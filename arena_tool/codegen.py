@@ -48,7 +48,7 @@ from arena_tool.files import write_atomic
 
 if TYPE_CHECKING:
     from arena_tool.planfile import PlanFile
-    from arena_tool.region_gate import RegionUse
+    from arena_tool.board_report import RegionUse
 
 MAX_RANK = 6
 
@@ -187,7 +187,7 @@ def header_ids(symbol: str, plan: PlanFile) -> list[str]:
 
     Unique within a model, but a firmware includes every model's header: models ``a`` and
     ``a_t`` would both define ``A_T_T_B`` (tensor ``T_B`` of one, ``B`` of the other), so the
-    gate compares these across a board's models (report.gate)."""
+    gate compares these across a board's models (gate.gate)."""
     sym = sanitize(symbol).lower()
     SYM = sym.upper()
     ids = _tensor_ids(*_table_names(plan))
@@ -475,7 +475,7 @@ def _tensor_row(name: str, data: str, offset: int, size: int, elements: int, dty
             f" {{{dims}}}}},")
 
 
-# --- split arenas and weights in RAM (regions.py, region_gate.py) -----------
+# --- split arenas and weights in RAM (regions.py, gate.py) -----------
 
 def region_symbol(region: str) -> str:
     """The C array of a split arena's region: arena_<region> (section .arena_<region>)."""
@@ -556,7 +556,7 @@ def arena_sources(board: str, arena_size: int, bases: list[tuple[str, int]], ali
     """(header, source) defining the board's arena and where each model starts in it; the
     array is aligned to the largest buffer alignment of the plans (at least 16).
 
-    regions: the report's ``regions`` (region_gate.RegionUse): a split arena gets one array per
+    regions: the report's ``regions`` (board_report.RegionUse): a split arena gets one array per
     region (``arena`` the first, ``arena_size`` its bytes); copied weights get ``arena_init``."""
     split = [r for r in regions if r.arena_section not in (None, ".arena")]
     if split:

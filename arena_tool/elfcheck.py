@@ -7,7 +7,7 @@ What the link must show, whatever the linker script says:
 - every allocated, writable section (.data, .bss, heap/stack reserve, .arena)
   inside one RAM region of the board; every allocated read-only section inside
   the flash or an executable RAM region; the load image of ``.data`` in flash;
-- with the report's ``regions`` (region_gate: a split arena, weights copied to RAM): each
+- with the report's ``regions`` (gate.region_uses: a split arena, weights copied to RAM): each
   region's arena section (``.arena_<region>``, or ``.arena``) as above inside that region at
   its planned size, and each ``.weights_<region>`` inside its region, with contents (its load
   image, in flash) and no larger than planned.
@@ -29,7 +29,7 @@ from arena_tool.problem import align_up
 
 if TYPE_CHECKING:
     from arena_tool.boards import Board, Region
-    from arena_tool.report import Report
+    from arena_tool.board_report import Report
 
 SHF_WRITE = 0x1
 SHF_ALLOC = 0x2

@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from arena_tool.lowering import Lowered
     from arena_tool.planfile import PlanFile
     from arena_tool.problem import ModelOptions
-    from arena_tool.region_gate import RegionUse
+    from arena_tool.board_report import RegionUse
 
 HOST = "host"
 RUNTIME = Path(arena_tool.runtime_dir())
@@ -173,12 +173,12 @@ def generate(out: Path, models: Sequence[tuple[str, str, PlanFile]], board: str 
 
 
 def board_regions(plans: Sequence[PlanFile], copies: bool = True) -> tuple[RegionUse, ...]:
-    """The gate report's ``regions`` (region_gate.RegionUse: what codegen and the linker
+    """The gate report's ``regions`` (board_report.RegionUse: what codegen and the linker
     read; origin, length and limit are not known here) for plans run one after another: a split plan's regions (each the largest of the
     models' arenas there), then the regions their weights are copied to (``weights: <region>``;
     copies False: none, as on the host, where the weights stay initialized data in their section)."""
     from arena_tool import regions
-    from arena_tool.region_gate import RegionUse
+    from arena_tool.board_report import RegionUse
 
     arena: dict[str, int] = {}
     weights: dict[str, int] = {}

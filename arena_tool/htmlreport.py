@@ -1,6 +1,6 @@
 """The build report for people: ``build/<board>/arena_report.html`` and ``arena_report.md``.
 
-Both are views of the one report ``arena_report.json`` holds (``report.Report``: the gate's,
+Both are views of the one report ``arena_report.json`` holds (``board_report.Report``: the gate's,
 ``with_elf``, ``with_problem``), so every number in them is that document's, or the plan
 file's it names: per model the planner, arena size, lower bound, gap, region, budget,
 headroom, the peak op and what is live there (``explain``: an alias group counted once),
@@ -34,7 +34,7 @@ from arena_tool.flags import LEVELS
 
 if TYPE_CHECKING:
     from arena_tool.planfile import PlanFile
-    from arena_tool.report import ModelUse, Report, Usage
+    from arena_tool.board_report import ModelUse, Report, Usage
     from arena_tool.runreport import Section
 
 HTML_NAME = "arena_report.html"
@@ -290,7 +290,7 @@ def build(rep: Report, plans: Mapping[str, PlanFile | str], memory: Memory,
     """The view of one report. plans: model name -> its plan file, or why there is none (missing: not found);
     sections: the linked ELF's allocated sections (runreport.Section), for a ``linked`` report;
     picture: plot.svg, or None."""
-    from arena_tool.report import TFLM_NOTE
+    from arena_tool.board_report import TFLM_NOTE
 
     who = "+".join(m.name for m in rep.models)
     models = f"{'shared by' if rep.sharing == 'sequential' else 'slices of'} {who}"

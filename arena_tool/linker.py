@@ -28,15 +28,14 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING, Sequence
+from typing import Mapping, Sequence
 
+from arena_tool import board_report
+from arena_tool.board_report import RegionUse
 from arena_tool.boards import Board, Region, reserve_bytes
 from arena_tool.errors import EXIT_CHECK_FAILED, ArenaError
-from arena_tool.problem import align_up
 from arena_tool.files import write_atomic
-
-if TYPE_CHECKING:
-    from arena_tool.region_gate import RegionUse
+from arena_tool.problem import align_up, fmt_bytes
 
 _ALIGN_OK = tuple(1 << i for i in range(13))  # 1 .. 4096
 
@@ -83,7 +82,7 @@ def render(
     arena_input: the input sections the ``.arena`` output section collects (``.tensor_arena``
     for runtime: tflm, where TFLM's ``tensor_arena`` array is the arena; the output section
     keeps its name, which the ELF check looks for).
-    regions: the gate report's ``regions`` (region_gate.RegionUse): a split arena's ``.arena_<region>``
+    regions: the gate report's ``regions`` (board_report.RegionUse): a split arena's ``.arena_<region>``
     sections replace ``.arena`` (then arena_region/arena_size only name the first region and the
     total), and each ``.weights_<region>`` is a ``.data``-like section in its region, loaded
     from flash (``_split_text``/``_weights_text``).
@@ -343,6 +342,36 @@ def failed_asserts(ld_output: str) -> list[str]:
         if i >= 0 and line[i:].strip() not in seen:
             seen.append(line[i:].strip())
     return seen
+
+
+def link_failure(rep: board_report.Report, ld_output: str, flash_name: str, region_lengths: Mapping[str, int]) -> board_report.Report:
+    """The report after a failed link: each region ld says overflowed (flash: over; RAM: over),
+    each failed ``arena:`` ASSERT of the script, else one 'link' problem."""
+    board = rep.board
+    for region, over in overflows(ld_output):
+        if region == flash_name:
+            total = rep.flash.total
+            rep = board_report.with_problem(rep, board_report.Problem(
+                "flash", f"arena: {board}: code, constants and weights overflow {region} by {fmt_bytes(over)} "
+                f"(flash {fmt_bytes(total)}, of which the weights take {fmt_bytes(rep.weights)})",
+                region=region, need=total + over, limit=total))
+        else:
+            length = region_lengths.get(region, 0)
+            rep = board_report.with_problem(rep, board_report.Problem(
+                "ram", f"arena: {board}: the firmware's RAM sections overflow {region} by {fmt_bytes(over)} "
+                f"({fmt_bytes(length)}; .data, .bss, the arena and the stack/heap reserve)",
+                region=region, need=length + over, limit=length))
+    for text in failed_asserts(ld_output):
+        if not any(text in p.message for p in rep.problems):
+            kind = "ram" if "overflow" in text or "larger" in text else "link"
+            rep = board_report.with_problem(rep, board_report.Problem(kind, f"arena: {board}: the link refused the firmware: {text}"))
+    if rep.passed:
+        why = "the linker's messages above say why"
+        if rep.runtime == "none" and "undefined reference to `arena_" in ld_output:
+            why += ("; with runtime: none the firmware defines arena_run, arena_tensor_data and what else it "
+                    "calls itself: link your kernels, or use runtime: arena")
+        rep = board_report.with_problem(rep, board_report.Problem("link", f"arena: {board}: the link failed ({why})"))
+    return rep
 
 
 def write(path: str | os.PathLike[str], text: str) -> None:

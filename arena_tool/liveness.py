@@ -55,7 +55,8 @@ from typing import Iterator, Mapping, Sequence
 from arena_tool import dtypes, files, lowering, optable, scheduling, schema
 from arena_tool.errors import ArenaError, fail
 from arena_tool.lowering import Lowered, Op
-from arena_tool.problem import EXECUTIONS, KINDS, SCHEDULES, SCRATCHES, ModelOptions, ModelProblem, Quant, Step, Tensor, align_up, lower_bound
+from arena_tool.problem import EXECUTIONS, KINDS, SCHEDULES, SCRATCHES, ModelOptions, ModelProblem, Quant, Step, \
+    Tensor, align_up, lower_bound
 
 def model_problem(path: str, options: ModelOptions, order: Sequence[int] | None = None,
                   lowered: Lowered | None = None) -> ModelProblem:

@@ -11,7 +11,7 @@ Invariants of a loaded Manifest:
   or one of that board's regions; a byte budget fits a named region;
 - every ModelSpec's file exists; model names are C identifiers, unique even ignoring case;
 - a target with ``linker: fragment`` names a ``linker_script`` that exists and INCLUDEs
-  ``arena_fragment.ld`` inside SECTIONS (``linker_fragment.check_script``); ``linker_regions``
+  ``arena_fragment.ld`` inside SECTIONS (``linkscript.check_script``); ``linker_regions``
   keys are the board's region (or flash) names;
 - per-board model overrides are already applied: ``target.models`` is final;
 - paths are as given, joined to the manifest's folder (relative stays relative),
@@ -29,6 +29,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any, Iterable
 
+from arena_tool.board_choice import select_names
 from arena_tool.boards import reserve_bytes
 from arena_tool.errors import ArenaError, did_you_mean
 from arena_tool.problem import ModelOptions, fmt_bytes, option_fields
@@ -232,8 +233,6 @@ class Manifest:
 
     def select(self, spec: str | None) -> tuple[BoardTarget, ...]:
         """Targets for ``board=`` ('all', 'a,b' or one name; None or '' means all)."""
-        from arena_tool.manifest_cache import select_names
-
         by_name = {t.name: t for t in self.targets}
         return tuple(by_name[n] for n in select_names(list(self.board_names), spec, self.file))
 
@@ -527,7 +526,7 @@ class _Loader:
                region: str) -> tuple[str, str | None, tuple[tuple[str, str], ...]]:
         """(linker, linker_script, linker_regions) of one board, checked: a fragment needs a script
         that exists and INCLUDEs it; the mapped names are board regions (or its flash)."""
-        from arena_tool import linker_fragment
+        from arena_tool import linkscript
 
         mode, script, names = pick("linker", "full"), pick("linker_script", None), pick("linker_regions", None)
         if mode == "full":
@@ -536,24 +535,24 @@ class _Loader:
                     raise self.err(f"{key}: is read only with linker: fragment (board {board.name} has linker: full)",
                                    where_of(key), at_value=False,
                                    hint="add 'linker: fragment' to link with your own linker script, which "
-                                        f"INCLUDEs {linker_fragment.FRAGMENT_NAME}; or remove it")
+                                        f"INCLUDEs {linkscript.FRAGMENT_NAME}; or remove it")
             return mode, None, ()
         if script is None:
             raise self.err(f"board {board.name} has linker: fragment but no linker_script:", where_of("linker"),
                            hint=f"add linker_script: path/to/your.ld (relative to the manifest); its SECTIONS "
-                                f"INCLUDEs {linker_fragment.FRAGMENT_NAME}, which arena writes")
+                                f"INCLUDEs {linkscript.FRAGMENT_NAME}, which arena writes")
         pairs = self.linker_regions(board, names or {}, where_of("linker_regions"))
         path = os.path.normpath(os.path.join(self.base, script))
         if not os.path.isfile(path):
             raise self.err(f"linker script not found: {path}", where_of("linker_script"),
                            hint=f"the path is relative to the manifest's folder ({self.base or '.'})")
-        needed = {} if region == "auto" else linker_fragment.needed_names([region], dict(pairs))
+        needed = {} if region == "auto" else linkscript.needed_names([region], dict(pairs))
         origins = {r.name: r.origin for r in (*board.ram, board.flash)}
         from arena_tool.yamlio import field_name
 
         script_at = where_of("linker_script")  # linker_regions: belongs beside it when not written yet
         regions_at = where_of("linker_regions") if names is not None else script_at[:-1] + ("linker_regions",)
-        linker_fragment.check_script(path, needed, field=field_name(script_at), origins=origins,
+        linkscript.check_script(path, needed, field=field_name(script_at), origins=origins,
                                      regions_field=field_name(regions_at))
         self.inputs.append(path)
         return mode, path, pairs
@@ -656,10 +655,3 @@ def target_from_doc(d: dict[str, Any]) -> BoardTarget:
         runtime=d["runtime"], linker=d["linker"], linker_script=d["linker_script"],
         linker_regions=tuple((a, b) for a, b in d["linker_regions"]), split=tuple(d["split"]),
         optimize=d.get("optimize"))
-
-
-def cached_load(path: str, board_dirs: Iterable[str], cache_file: str) -> Manifest:
-    """``load`` through the JSON cache of ``manifest_cache.cached``."""
-    from arena_tool import manifest_cache
-
-    return from_doc(manifest_cache.cached(path, tuple(board_dirs), cache_file))

@@ -18,7 +18,10 @@ from __future__ import annotations
 import functools
 import json
 import os
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
+
+if TYPE_CHECKING:
+    from arena_tool.manifest import Manifest
 
 FORMAT = 3  # 2: targets carry flash and runtime; 3: targets carry their whole board (Board.to_json)
 
@@ -97,8 +100,15 @@ def cached(path: str, board_dirs: tuple[str, ...], cache_file: str) -> dict[str,
     return doc
 
 
+def load(path: str, board_dirs: Iterable[str], cache_file: str) -> Manifest:
+    """``manifest.load`` through this JSON cache (``cached``), as a Manifest."""
+    from arena_tool import manifest
+
+    return manifest.from_doc(cached(path, tuple(board_dirs), cache_file))
+
+
 def summary(report_paths: list[str], cache_file: str) -> str:
-    """``report.summary`` of these reports, kept in ``cache_file`` with their stamps.
+    """``board_report.summary`` of these reports, kept in ``cache_file`` with their stamps.
 
     Keyed by the (path, mtime, size) of every report and by ``package_digest()``
     (the code that renders them): a no-op build prints the end-of-build table
@@ -112,35 +122,12 @@ def summary(report_paths: list[str], cache_file: str) -> str:
             return str(entry["text"])
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    from arena_tool import report
+    from arena_tool import board_report
     from arena_tool.files import write_atomic
 
-    text = report.summary([report.read(path) for path in report_paths])
+    text = board_report.summary([board_report.read(path) for path in report_paths])
     try:
         write_atomic(cache_file, json.dumps({"format": FORMAT, "stamps": stamps, "text": text}))
     except OSError:
         pass  # only an optimisation
     return text
-
-
-def select_names(names: list[str], spec: str | None, file: str) -> list[str]:
-    """The board names ``board=`` picks: 'all', 'a,b' or one name (None or '' = all), in given order."""
-    from arena_tool.errors import ArenaError
-
-    if not spec or spec.strip() == "all":
-        return list(names)
-    chosen: list[str] = []
-    for name in (s.strip() for s in spec.split(",")):
-        if not name:
-            continue
-        if name not in names:
-            from arena_tool.errors import did_you_mean
-
-            guess = did_you_mean(name, sorted(names))
-            raise ArenaError(f"board '{name}' is not in the manifest", field="board",
-                             hint=f"{guess}expected one of: {', '.join(sorted(names))} (or add it to {file})")
-        if name not in chosen:
-            chosen.append(name)
-    if not chosen:
-        raise ArenaError("no board given", field="board", hint="use board=NAME, board=a,b or board=all")
-    return chosen

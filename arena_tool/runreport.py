@@ -44,7 +44,7 @@ from arena_tool.files import write_atomic
 from arena_tool.schema import check_json
 
 if TYPE_CHECKING:
-    from arena_tool.report import Report
+    from arena_tool.board_report import Report
 
 FORMAT_VERSION = 1
 ICOUNT_SHIFT = 0

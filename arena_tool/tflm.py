@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import os
 import re
 import sys
@@ -33,8 +34,9 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from arena_tool import tflite_model, tflite_write, validate
-from arena_tool.errors import EXIT_CHECK_FAILED, EXIT_OK, ArenaError
+from arena_tool import board_report, tflite_model, tflite_write, validate
+from arena_tool.errors import EXIT_CHECK_FAILED, EXIT_OK, ArenaError, CheckFailed
+from arena_tool.planfile import PlanFile
 from arena_tool.problem import Buffer, ModelOptions, Problem, fmt_bytes
 
 _NP = {"float32": np.float32, "float16": np.float16, "float64": np.float64, "int8": np.int8, "uint8": np.uint8,
@@ -149,6 +151,33 @@ def run_tflm(data: bytes, path: str, inputs: Sequence[Sequence[np.ndarray]]) -> 
         raise ArenaError(f"TFLM's allocation report has no head/tail/total: {text[0][:200]!r}", file=path,
                          exit_code=3, hint="this tflite-micro version prints allocations differently")
     return Run(Allocation(found["head"], found["tail"], found["total"]), outputs)
+
+
+def tflm_measure(model_path: str, plan: PlanFile, plan_path: str) -> tuple[bytes, dict[str, Any]]:
+    """(the planned .tflite, its allocation) for one plan of a .tflite model, for ``runtime: tflm``.
+
+    The planned bytes are tflite_write's (the plan checked first, then written as TFLM's
+    OfflineMemoryAllocation metadata). TFLM's host interpreter (tflite-micro wheel, reference
+    kernels) loads them and runs one seeded input: its head must be the plan's arena_size
+    (else the plan and TFLM disagree: CheckFailed), its tail is the persistent part
+    (interpreter structs, kernel data, variables). The allocation document:
+    {"model", "model_sha256", "planned_sha256", "planned_bytes", "head", "tail", "tensor_arena_size", "note"}.
+    """
+    mp = tflite_write.check_plan(model_path, plan, plan_path)
+    data = tflite_write.planned_bytes(tflite_model.read_bytes(model_path), model_path,
+                                      tflite_write.offsets_for(mp, plan), mp.order)
+    ins, _ = io_specs(tflite_model.parse(data, model_path))
+    run = run_tflm(data, model_path, random_inputs(ins, 1, 0))
+    head = plan.arena_size
+    if run.allocation.head != head:
+        raise CheckFailed(f"TFLM's head is {fmt_bytes(run.allocation.head)} for the planned model, arena's plan "
+                          f"says {fmt_bytes(head)}", file=model_path,
+                          hint="TFLM did not take the offline plan as written; check with arena-tool verify")
+    tail = run.allocation.tail
+    return data, {"model": plan.model.replace("\\", "/"), "model_sha256": plan.model_sha256,
+                  "planned_sha256": hashlib.sha256(data).hexdigest(), "planned_bytes": len(data), "head": head,
+                  "tail": tail, "tensor_arena_size": board_report.tflm_arena_size(head, tail),
+                  "note": board_report.TFLM_NOTE}
 
 
 def litert_available() -> str | None:

@@ -12,7 +12,7 @@ import pytest
 
 import arena_tool
 from arena_tool import build_graph as bg
-from arena_tool import cli, firmware, flags, htmlreport, manifest, report
+from arena_tool import board_report, cli, firmware, flags, gate, htmlreport, manifest
 from arena_tool.errors import ArenaError
 from conftest import ROOT
 
@@ -78,11 +78,11 @@ def test_unknown_optimize_is_one_line(tmp_path: Path) -> None:
                                      "(hint: expected one of: size, speed)")
 
 
-def report_of(tmp_path: Path, top: str) -> report.Report:
+def report_of(tmp_path: Path, top: str) -> board_report.Report:
     from test_report import plan_doc, plans
 
     t = project(tmp_path, top, "[nucleo_f746]").targets[0]
-    return report.gate(t, plans(t, plan_doc(1000, 1000, planner="optimal", dtype="int8")))
+    return gate.gate(t, plans(t, plan_doc(1000, 1000, planner="optimal", dtype="int8")))
 
 
 def test_report_states_the_level_the_manifest_chose(tmp_path: Path) -> None:
@@ -91,7 +91,7 @@ def test_report_states_the_level_the_manifest_chose(tmp_path: Path) -> None:
     doc = rep.to_json()
     jsonschema.validate(doc, schema)
     assert doc["optimize"] == {"level": "speed", "flag": "-O2"}
-    assert report.Report.from_json(doc) == rep
+    assert board_report.Report.from_json(doc) == rep
     view = htmlreport.build(rep, {}, htmlreport.Memory.of_board(project(tmp_path, "", "[nucleo_f746]").targets[0].board))
     assert 'data-key="optimize.level"' in htmlreport.render_html(view) and "speed (-O2)" in htmlreport.render_markdown(view)
     plain = report_of(tmp_path, "").to_json()  # a manifest that says nothing: the document it always was

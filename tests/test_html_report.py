@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool import boards, explain, htmlreport, planfile, planners, report
+from arena_tool import board_report, boards, explain, htmlreport, planfile, planners
 from conftest import ROOT, require_tool
 from test_report import typed
 from test_scons import copy_example, copy_package, scons, set_budget
@@ -144,7 +144,7 @@ def _first_output(model: Path) -> str:
 
 def test_html_numbers_are_the_reports_and_the_plans(ok: Path) -> None:
     b = _board_dir(ok)
-    doc = report.read(str(b / "arena_report.json")).to_json()  # the document the page shows
+    doc = board_report.read(str(b / "arena_report.json")).to_json()  # the document the page shows
     page = Page((b / "arena_report.html").read_text(encoding="utf-8"))
     assert page.keyed["status"][1]["data-value"] == doc["status"] == "ok"
     for key in ("arena_size", "lower_bound", "limit", "headroom", "budget"):
@@ -181,7 +181,7 @@ def test_html_numbers_are_the_reports_and_the_plans(ok: Path) -> None:
 
 def test_markdown_has_the_same_numbers(ok: Path) -> None:
     b = _board_dir(ok)
-    doc = report.read(str(b / "arena_report.json")).to_json()  # the document the page shows
+    doc = board_report.read(str(b / "arena_report.json")).to_json()  # the document the page shows
     md = (b / "arena_report.md").read_text(encoding="utf-8")
     rows = {cells[0]: cells for cells in ([c.strip() for c in ln.strip().strip("|").split(" | ")]
                                           for ln in md.splitlines() if ln.startswith("| "))}
@@ -199,10 +199,10 @@ def test_markdown_has_the_same_numbers(ok: Path) -> None:
 
 RERENDER = """
 import sys
-from arena_tool import boards, htmlreport, report
+from arena_tool import board_report, boards, htmlreport
 json_path, out, board_file, elf, root = sys.argv[1:]
 memory = htmlreport.Memory.of_board(boards.load_board_file(board_file))
-htmlreport.write(out, report.read(json_path), memory, elf or None, root=root)
+htmlreport.write(out, board_report.read(json_path), memory, elf or None, root=root)
 """
 
 
@@ -211,7 +211,7 @@ def test_views_are_the_json_document_rendered_and_rebuilt_only_when_it_changes(o
     """Rendered again from arena_report.json, the plans and the ELF (by the same package): the same
     bytes. A second ``scons report`` does nothing: the views are declared targets."""
     b = _board_dir(ok)
-    doc = report.read(str(b / "arena_report.json")).to_json()  # the document the page shows
+    doc = board_report.read(str(b / "arena_report.json")).to_json()  # the document the page shows
     elf = str(b / "firmware.elf") if doc["stage"] == "linked" else ""
     subprocess.run([sys.executable, "-c", RERENDER, str(b / "arena_report.json"), str(tmp_path / "arena_report.json"),
                     str(pkg / "boards" / f"{BOARD}.yaml"), elf, str(ok)],
@@ -243,7 +243,7 @@ def test_html_is_self_contained(ok: Path) -> None:
 
 def test_failing_build_writes_views_that_say_so(failed: Path) -> None:
     b = _board_dir(failed)
-    doc = report.read(str(b / "arena_report.json")).to_json()  # the document the page shows
+    doc = board_report.read(str(b / "arena_report.json")).to_json()  # the document the page shows
     assert doc["status"] == "over" and doc["headroom"] < 0
     page = Page((b / "arena_report.html").read_text(encoding="utf-8"))
     assert page.keyed["status"][1]["data-value"] == "over" and "FAILED: over" in page.keyed["status"][0]
@@ -259,7 +259,7 @@ def test_hostile_tensor_name_is_escaped(failed: Path) -> None:
     b = _board_dir(failed)
     html_text = (b / "arena_report.html").read_text(encoding="utf-8")
     md = (b / "arena_report.md").read_text(encoding="utf-8")
-    doc = report.read(str(b / "arena_report.json")).to_json()  # the document the page shows
+    doc = board_report.read(str(b / "arena_report.json")).to_json()  # the document the page shows
     plan = _plans(failed, doc)["kws"]
     assert HOSTILE in {x["name"] for x in plan["buffers"]}  # the plan really holds the name
     page = Page(html_text)
@@ -271,12 +271,12 @@ def test_hostile_tensor_name_is_escaped(failed: Path) -> None:
 def test_hostile_strings_from_every_source_are_escaped() -> None:
     """Board, region, op and problem strings too (built in memory: no schema stops them here)."""
     evil = '"><img src=x onerror=alert(1)>|*_`'
-    rep = report.Report(
+    rep = board_report.Report(
         board=evil, region=evil, region_origin=0, region_length=64, region_auto=False, sharing="sequential",
         arena_size=16, lower_bound=16, alignment=16, budget=64, budget_spec=evil, limit=64, reserve_stack=0,
         reserve_heap=0, warn_above=None, status="error", warning=evil, arena_tool_version="0",
-        problems=(report.Problem("link", evil),), ram=report.Usage(16, 64, "plan"), flash=report.Usage(0, 64, "plan"),
-        models=(report.ModelUse(name="m", planner=evil, arena_size=16, lower_bound=16, optimal=True, status=evil,
+        problems=(board_report.Problem("link", evil),), ram=board_report.Usage(16, 64, "plan"), flash=board_report.Usage(0, 64, "plan"),
+        models=(board_report.ModelUse(name="m", planner=evil, arena_size=16, lower_bound=16, optimal=True, status=evil,
                                 base=0, plan=evil, model=evil, model_sha256="0" * 64, weights_bytes=0),))
     plan = typed({"arena_size": 16, "lower_bound": 16, "alignment": 16, "planner": evil, "model": evil,
                   "model_sha256": "0" * 64, "optimal": None, "status": "heuristic", "weights_bytes": 0,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool import boards, elfcheck, linker, linker_fragment, manifest, region_gate, report
+from arena_tool import board_report, boards, elfcheck, linker, linker_fragment, linkscript, manifest
 from arena_tool.errors import ArenaError
 from conftest import require_tool
 
@@ -210,7 +210,7 @@ def _link(tmp_path: Path, board_name: str, script: str, fragment: str, arena_byt
     (tmp_path / "vendor").mkdir(exist_ok=True)
     (tmp_path / "build").mkdir(exist_ok=True)
     (tmp_path / "vendor" / "vendor.ld").write_text(script)
-    linker_fragment.write(tmp_path / "build" / linker_fragment.FRAGMENT_NAME, fragment)
+    linker_fragment.write(tmp_path / "build" / linkscript.FRAGMENT_NAME, fragment)
     (tmp_path / "fw.c").write_text(FIRMWARE)
     cmd = [gcc, *board.cpu.gcc_flags(), "-O1", "-ffreestanding", "-nostdlib", "-nostartfiles",
            f"-DARENA_BYTES={arena_bytes}", f"-DBSS_WORDS={bss_words}", f"-DSTACK_TOP={stack_top}",
@@ -226,9 +226,9 @@ def _arena_section(elf: Path) -> tuple[int, int, str]:
         return s["sh_addr"], s["sh_size"], s["sh_type"]
 
 
-def _doc(region: str, size: int, align: int = 16, **fields: object) -> report.Report:
+def _doc(region: str, size: int, align: int = 16, **fields: object) -> board_report.Report:
     """A gate report of one arena: what the ELF check and the fragment read, the rest placeholders."""
-    base = report.Report(board="b", region=region, region_origin=0, region_length=1, region_auto=False,
+    base = board_report.Report(board="b", region=region, region_origin=0, region_length=1, region_auto=False,
                          sharing="sequential", arena_size=size, lower_bound=size, alignment=align, budget=1,
                          budget_spec="100%", limit=size, reserve_stack=0, reserve_heap=0, warn_above=None, models=(),
                          status="ok", warning=None)
@@ -272,9 +272,9 @@ def test_copied_section_extension_point() -> None:
 
 
 SPLIT_DOC = _doc("DTCM", 3000, reserve_stack=1024, regions=(
-    region_gate.RegionUse("DTCM", 0, 1, arena=1000, weights=0, reserve=0, limit=0, arena_section=".arena_DTCM",
+    board_report.RegionUse("DTCM", 0, 1, arena=1000, weights=0, reserve=0, limit=0, arena_section=".arena_DTCM",
                           weights_section=None),
-    region_gate.RegionUse("AXI_SRAM", 0, 1, arena=2000, weights=512, reserve=0, limit=0,
+    board_report.RegionUse("AXI_SRAM", 0, 1, arena=2000, weights=512, reserve=0, limit=0,
                           arena_section=".arena_AXI_SRAM", weights_section=".weights_AXI_SRAM")))
 SPLIT_FIRMWARE = r"""
 #include <stdint.h>
@@ -315,7 +315,7 @@ def test_split_arena_and_copied_weights_link(tmp_path: Path) -> None:
     gcc = require_tool("arm-none-eabi-gcc")
     board = boards.load_board("nucleo_h743")
     (tmp_path / "vendor.ld").write_text(vendor_script(H743_MEMORY, "RAM_D1"))
-    linker_fragment.write(tmp_path / linker_fragment.FRAGMENT_NAME,
+    linker_fragment.write(tmp_path / linkscript.FRAGMENT_NAME,
                           linker_fragment.render_for_report(board, SPLIT_DOC, H743_NAMES))
     (tmp_path / "fw.c").write_text(SPLIT_FIRMWARE)
     p = subprocess.run([gcc, *board.cpu.gcc_flags(), "-O1", "-ffreestanding", "-nostdlib", "-nostartfiles", "-T",
@@ -368,10 +368,10 @@ def test_fragment_rejects_bad_input() -> None:
 # ---------------------------------------------------------------- reading the user's script
 
 
-def _check(tmp_path: Path, text: str, needed: dict[str, str], name: str = "vendor.ld") -> linker_fragment.ScriptInfo:
+def _check(tmp_path: Path, text: str, needed: dict[str, str], name: str = "vendor.ld") -> linkscript.ScriptInfo:
     path = tmp_path / name
     path.write_text(text)
-    return linker_fragment.check_script(str(path), needed, field="linker_script",
+    return linkscript.check_script(str(path), needed, field="linker_script",
                                         origins={r.name: r.origin for r in boards.load_board("nucleo_h743").ram})
 
 
@@ -587,10 +587,10 @@ def test_scons_links_the_firmware_against_the_vendor_script(tmp_path: Path) -> N
         b = proj / "build" / name
         board = boards.load_board(name)
         frag = (b / "arena_fragment.ld").read_text()
-        gate = report.read(str(b / "arena_gate.json"))
+        gate = board_report.read(str(b / "arena_gate.json"))
         assert not (b / f"{name}.ld").exists() and gate.region == region
         assert frag == linker_fragment.render_for_report(board, gate, {region: memory})  # the same bytes anew
-        doc = report.read(str(b / "arena_report.json"))
+        doc = board_report.read(str(b / "arena_report.json"))
         assert doc.status == "ok" and doc.stage == "linked", doc.problems
         elf = b / "firmware.elf"
         assert elfcheck.problems(str(elf), board, doc) == []
@@ -639,7 +639,7 @@ def test_scons_vendor_script_errors(tmp_path: Path) -> None:
     p = scons(proj, "board=nucleo_h743")
     assert p.returncode == 1, p.stdout + p.stderr
     assert "arena: .arena overflows RAM_D1 (board region AXI_SRAM)" in p.stderr
-    doc = report.read(str(proj / "build" / "nucleo_h743" / "arena_report.json"))
+    doc = board_report.read(str(proj / "build" / "nucleo_h743" / "arena_report.json"))
     assert doc.status == "over" and not (proj / "build" / "nucleo_h743" / "firmware.elf").exists()
     messages = [q.message for q in doc.problems]
     assert any("overflow RAM_D1 by" in m and "(16,384 B;" in m for m in messages), messages

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool import boards, manifest
+from arena_tool import boards, manifest, manifest_cache
 from arena_tool.errors import ArenaError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -125,28 +125,26 @@ def test_keys_are_canonical(tmp_path: Path) -> None:
 def test_cached_load_skips_yaml_until_an_input_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write(tmp_path, "models: [{name: a, path: m.onnx}]\nboards: [rpi_pico]\n")
     cache = str(tmp_path / "build" / "cache.pickle")
-    first = manifest.cached_load(path, (), cache)
+    first = manifest_cache.load(path, (), cache)
 
     def boom(*a: object, **k: object) -> None:
         raise AssertionError("load called although nothing changed")
 
     monkeypatch.setattr(manifest, "load", boom)
-    assert manifest.cached_load(path, (), cache) == first
+    assert manifest_cache.load(path, (), cache) == first
     monkeypatch.undo()
     Path(path).write_text("budget: 50%\nmodels: [{name: a, path: m.onnx}]\nboards: [rpi_pico]\n")
     os.utime(path, ns=(1, 1))  # a different mtime even on coarse clocks
-    assert manifest.cached_load(path, (), cache).targets[0].budget.percent == 50.0
+    assert manifest_cache.load(path, (), cache).targets[0].budget.percent == 50.0
     os.remove(tmp_path / "m.onnx")  # a vanished model is noticed, not served from the cache
     with pytest.raises(ArenaError, match="model file not found"):
-        manifest.cached_load(path, (), cache)
+        manifest_cache.load(path, (), cache)
 
 
 def test_the_cache_document_carries_the_whole_board(tmp_path: Path) -> None:
     """to_doc/from_doc: every target keeps its Board (Board.to_json), the round trip is exact and
     its text byte-identical; a cache of the previous format is not reused."""
     import json
-
-    from arena_tool import manifest_cache
 
     m = manifest.load(str(ROOT / "example_firmware" / "arena.yaml"))
     doc = manifest.to_doc(m)

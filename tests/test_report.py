@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from arena_tool import boards, linker, manifest, plancheck, planfile, report
+from arena_tool import board_report, boards, gate, hints, linker, manifest, plancheck, planfile
 from arena_tool.errors import EXIT_CHECK_FAILED, ArenaError, CheckFailed
 from arena_tool.schema import check_json
 
@@ -46,7 +46,7 @@ def plans(t: manifest.BoardTarget, *docs: dict[str, Any]) -> list[tuple[str, str
 
 def test_sequential_takes_the_largest(tmp_path: Path) -> None:
     t = target(tmp_path, "{name: nucleo_f746, region: DTCM, budget: 60K}")
-    r = report.gate(t, plans(t, plan_doc(30000, 28000), plan_doc(20000, 20000)))
+    r = gate.gate(t, plans(t, plan_doc(30000, 28000), plan_doc(20000, 20000)))
     assert (r.arena_size, r.lower_bound, r.region, r.budget, r.limit) == (30000, 28000, "DTCM", 61440, 61440)
     assert [m.base for m in r.models] == [0, 0]
     assert r.headroom == 31440 and r.status == "ok"
@@ -54,18 +54,18 @@ def test_sequential_takes_the_largest(tmp_path: Path) -> None:
 
 def test_concurrent_slices_are_aligned(tmp_path: Path) -> None:
     t = target(tmp_path, "{name: mps2_an500, sharing: concurrent}")
-    r = report.gate(t, plans(t, plan_doc(1000, 990, alignment=16), plan_doc(500, 500, alignment=64)))
+    r = gate.gate(t, plans(t, plan_doc(1000, 990, alignment=16), plan_doc(500, 500, alignment=64)))
     assert [m.base for m in r.models] == [0, 1024]
     assert r.arena_size == 1524 and r.lower_bound == 1024 + 512 and r.alignment == 64
 
 
 def test_over_budget_message(tmp_path: Path) -> None:
     t = target(tmp_path, "{name: nucleo_f746, region: DTCM, budget: 64K}")
-    r = report.gate(t, plans(t, plan_doc(71680, 60000), plan_doc(1000, 1000)))
+    r = gate.gate(t, plans(t, plan_doc(71680, 60000), plan_doc(1000, 1000)))
     assert (r.status, r.passed, r.headroom) == ("over", False, 65536 - 71680)
     [p] = r.problems
     assert (p.kind, p.region, p.need, p.limit, p.over_by) == ("ram", "DTCM", 71680, 65536, 6144)
-    err = report.failure(r)
+    err = board_report.failure(r)
     assert isinstance(err, CheckFailed) and err.exit_code == EXIT_CHECK_FAILED and err.msg == p.message
     # A byte budget does not grow with the region, so no region is suggested; a float model is
     # told how to quantize it (activation_dtype is a what-if that re-sizes the plan, never the advice).
@@ -75,7 +75,7 @@ def test_over_budget_message(tmp_path: Path) -> None:
     assert "quantize_static(m, 'm.int8.onnx'" in err.msg and "try activation_dtype" not in err.msg
     assert err.msg.endswith("activation_dtype int8 alone only re-sizes the plan, the model still runs float32")
     # Above the budget even at the lower bound: a better planner cannot help.
-    r = report.gate(t, plans(t, plan_doc(71680, 70144), plan_doc(1000, 1000)))
+    r = gate.gate(t, plans(t, plan_doc(71680, 70144), plan_doc(1000, 1000)))
     assert "planner optimal" not in r.problems[0].message and "try quantizing a to int8" in r.problems[0].message
 
 
@@ -83,30 +83,30 @@ def test_no_planner_hint_for_a_plan_that_is_already_optimal(tmp_path: Path) -> N
     t = target(tmp_path, "{name: nucleo_f746, region: DTCM, budget: 64K}", models="a")
     proven = dict(plan_doc(71680, 60000, planner="exact_cover", dtype="int8"), optimal=True, status="proven",
                   integer_ops=3)
-    msg = report.gate(t, plans(t, proven)).problems[0].message
+    msg = gate.gate(t, plans(t, proven)).problems[0].message
     assert msg.endswith("(over by 6,144 B, lower bound 60,000 B)")  # nothing could help but a bigger budget
     at_bound = dict(plan_doc(71680, 71680, dtype="int8"), integer_ops=3)
-    assert "try" not in report.gate(t, plans(t, at_bound)).problems[0].message
+    assert "try" not in gate.gate(t, plans(t, at_bound)).problems[0].message
     stopped = dict(plan_doc(71680, 60000, planner="optimal", dtype="int8"), status="time_limit", integer_ops=3)
-    assert report.gate(t, plans(t, stopped)).problems[0].message.endswith("; try a time_limit above 10 s for a")
+    assert gate.gate(t, plans(t, stopped)).problems[0].message.endswith("; try a time_limit above 10 s for a")
     # An int8 (QDQ) model keeps float graph inputs, but it is quantized already: no quantize hint.
     qdq = dict(plan_doc(71680, 71680), integer_ops=10)
-    assert "quantiz" not in report.gate(t, plans(t, qdq)).problems[0].message
+    assert "quantiz" not in gate.gate(t, plans(t, qdq)).problems[0].message
 
 
 def test_percent_budget_suggests_a_bigger_region_and_only_what_helps(tmp_path: Path) -> None:
     t = target(tmp_path, "{name: nucleo_f746, region: DTCM, budget: 100%, sharing: concurrent}",
                reserve="{stack: 0}")
-    r = report.gate(t, plans(t, plan_doc(40000, 40000, planner="optimal", dtype="int8"),
+    r = gate.gate(t, plans(t, plan_doc(40000, 40000, planner="optimal", dtype="int8"),
                              plan_doc(30000, 30000, planner="optimal", dtype="int8")))
-    assert report.failure(r).msg == ("arena: nucleo_f746: models a+b need 70,000 B in DTCM, budget 65,536 B "
+    assert board_report.failure(r).msg == ("arena: nucleo_f746: models a+b need 70,000 B in DTCM, budget 65,536 B "
                               "(over by 4,464 B, lower bound 70,000 B); try region SRAM1")
 
 
 def test_reserve_in_the_same_region_binds(tmp_path: Path) -> None:
     t = target(tmp_path, "{name: nucleo_g474re, region: SRAM2, budget: 100%}", models="a",
                reserve="{stack: 8K}")
-    msg = report.gate(t, plans(t, plan_doc(10000, 10000, planner="optimal", dtype="int8"))).problems[0].message
+    msg = gate.gate(t, plans(t, plan_doc(10000, 10000, planner="optimal", dtype="int8"))).problems[0].message
     assert "room 8,192 B (16,384 B less the 8,192 B stack+heap reserve)" in msg
     assert msg.endswith("try region CCM")  # the smallest region with room
 
@@ -119,7 +119,7 @@ def test_gate_counts_the_reserve_the_linker_script_lays_out(tmp_path: Path) -> N
                reserve="{stack: 4100}")
     room = 16384 - 4104
     for arena in (room - 4, room, room + 4, room + 8):
-        r = report.gate(t, plans(t, plan_doc(arena, arena, planner="optimal", dtype="int8", alignment=4)))
+        r = gate.gate(t, plans(t, plan_doc(arena, arena, planner="optimal", dtype="int8", alignment=4)))
         try:
             linker.render(t.board, "SRAM2", arena, t.reserve_stack, t.reserve_heap, arena_align=4)
             linked = True
@@ -128,7 +128,7 @@ def test_gate_counts_the_reserve_the_linker_script_lays_out(tmp_path: Path) -> N
         assert (arena, r.passed) == (arena, linked)
         assert r.passed == (arena <= room)
     assert (t.reserve_stack, t.reserve, t.board.data_region) == (4100, 4104, "SRAM2")
-    assert "room 12,280 B (16,384 B less the 4,104 B stack+heap reserve)" in report.gate(
+    assert "room 12,280 B (16,384 B less the 4,104 B stack+heap reserve)" in gate.gate(
         t, plans(t, plan_doc(room + 4, room + 4, planner="optimal", dtype="int8", alignment=4))).problems[0].message
 
 
@@ -139,11 +139,11 @@ def test_auto_region_uses_the_boards_ranking(tmp_path: Path) -> None:
     def fastest(size: int, reserve: int) -> str:
         return board.fastest_region(size, reserve=reserve).name
 
-    small = report.gate(t, plans(t, plan_doc(30000, 30000)), fastest)
-    big = report.gate(t, plans(t, plan_doc(100000, 100000)), fastest)
+    small = gate.gate(t, plans(t, plan_doc(30000, 30000)), fastest)
+    big = gate.gate(t, plans(t, plan_doc(100000, 100000)), fastest)
     assert (small.region, small.region_auto) == ("DTCM", True)
     assert big.region == "SRAM1" and big.budget == int(240 * 1024 * 0.9)
-    huge = report.gate(t, plans(t, plan_doc(10 << 20, 1 << 20)), lambda s, r: None)
+    huge = gate.gate(t, plans(t, plan_doc(10 << 20, 1 << 20)), lambda s, r: None)
     assert huge.status == "over" and "more than any region of the board" in huge.problems[0].message
     assert huge.region == "SRAM1" and huge.problems[0].region == "SRAM1"  # the largest, as the message says
     check_json(huge.to_json(), "report", "arena_report.json")
@@ -151,20 +151,20 @@ def test_auto_region_uses_the_boards_ranking(tmp_path: Path) -> None:
 
 def test_warn_above(tmp_path: Path) -> None:
     t = target(tmp_path, "{name: nucleo_f746, region: DTCM, budget: 60K, warn_above: 50}", models="a")
-    r = report.gate(t, plans(t, plan_doc(40000, 40000)))
+    r = gate.gate(t, plans(t, plan_doc(40000, 40000)))
     assert r.status == "warn" and r.warning is not None
     assert "65.1% of the 61,440 B budget in DTCM (warn_above 50%)" in r.warning
 
 
 def test_document_matches_the_schema_and_summarises(tmp_path: Path) -> None:
     t = target(tmp_path, "{name: nucleo_f746, region: DTCM, budget: 60K}")
-    rep = report.gate(t, plans(t, plan_doc(30000, 28000), plan_doc(20000, 20000)))
+    rep = gate.gate(t, plans(t, plan_doc(30000, 28000), plan_doc(20000, 20000)))
     doc = rep.to_json()
     check_json(doc, "report", "arena_report.json")
     path = tmp_path / "r.json"
-    report.write(str(path), rep)
-    assert report.read(str(path)) == rep and report.read(str(path)).to_json() == doc
-    text = report.summary([rep])
+    board_report.write(str(path), rep)
+    assert board_report.read(str(path)) == rep and board_report.read(str(path)).to_json() == doc
+    text = board_report.summary([rep])
     assert "arena: nucleo_f746: sequential in DTCM, budget 61,440 B (60K)" in text
     assert "DTCM [=====     ] 48.8%" in text
     assert doc["status"] == "ok" and doc["stage"] == "planned" and doc["problems"] == []
@@ -174,25 +174,25 @@ def test_document_matches_the_schema_and_summarises(tmp_path: Path) -> None:
     assert doc["flash"]["used"] == doc["flash"]["weights"] == 200 and doc["flash"]["total"] == 1 << 20
     assert "  RAM:   [=         ]   9.8% (used 34,096 bytes from 348,160 bytes) [arena + stack/heap reserve, " \
            "before linking]" in text
-    linked = report.with_elf(rep, ram_used=40000, flash_used=85123)
+    linked = board_report.with_elf(rep, ram_used=40000, flash_used=85123)
     check_json(linked.to_json(), "report", "arena_report.json")
     assert linked.stage == "linked" and linked.status == "ok" and linked.to_json()["flash"]["weights"] == 200
-    assert linked.ram == report.Usage(40000, 348160, "elf") and linked.to_json()["ram"]["percent"] == 11.49
-    assert report.usage_lines(linked) == ["RAM:   [=         ]  11.5% (used 40,000 bytes from 348,160 bytes)",
+    assert linked.ram == board_report.Usage(40000, 348160, "elf") and linked.to_json()["ram"]["percent"] == 11.49
+    assert board_report.usage_lines(linked) == ["RAM:   [=         ]  11.5% (used 40,000 bytes from 348,160 bytes)",
                                           "Flash: [=         ]   8.1% (used 85,123 bytes from 1,048,576 bytes)"]
 
 
 @pytest.mark.parametrize("pct,bar", [(0, "[          ]"), (48.2, "[=====     ]"), (100, "[==========]"),
                                      (130, "[==========>")])
 def test_bar(pct: float, bar: str) -> None:
-    assert report.bar(pct) == bar
+    assert board_report.bar(pct) == bar
 
 
 def test_usage_lines_are_platformio_style() -> None:
-    assert report.usage_line("RAM", 20480, 65536) == "RAM:   [===       ]  31.2% (used 20,480 bytes from 65,536 bytes)"
-    assert report.usage_line("Flash", 85123, 1048576) == \
+    assert board_report.usage_line("RAM", 20480, 65536) == "RAM:   [===       ]  31.2% (used 20,480 bytes from 65,536 bytes)"
+    assert board_report.usage_line("Flash", 85123, 1048576) == \
         "Flash: [=         ]   8.1% (used 85,123 bytes from 1,048,576 bytes)"
-    assert report.usage_line("RAM", 70000, 65536).startswith("RAM:   [==========> 106.8% (used 70,000 bytes")
+    assert board_report.usage_line("RAM", 70000, 65536).startswith("RAM:   [==========> 106.8% (used 70,000 bytes")
 
 
 def test_weights_above_the_flash_name_the_model(tmp_path: Path) -> None:
@@ -202,7 +202,7 @@ def test_weights_above_the_flash_name_the_model(tmp_path: Path) -> None:
         text.replace("name: mps2_an500", "name: tiny").replace("  length: 4M\n  note: ZBT SSRAM1", "  length: 64K\n  note: x"))
     t = target(tmp_path, "tiny", models="a,b,c", board_dirs="[boards]")
     heavy = [dict(plan_doc(100, 100), weights_bytes=w) for w in (30000, 30000, 10000)]
-    r = report.gate(t, plans(t, *heavy))
+    r = gate.gate(t, plans(t, *heavy))
     [p] = r.problems
     assert (r.status, p.kind, p.region, p.model, p.need, p.limit, p.over_by) == (
         "over", "flash", "FLASH", "c", 70000, 65536, 4464)
@@ -211,10 +211,10 @@ def test_weights_above_the_flash_name_the_model(tmp_path: Path) -> None:
                                 "before any code); try quantizing a (and likewise b+c) to int8 (int8 weights take")
     assert p.message.endswith("or a board with more flash")
     alone = [dict(plan_doc(100, 100), weights_bytes=w) for w in (70000, 1000, 80000)]
-    p = report.gate(t, plans(t, *alone)).problems[0]
+    p = gate.gate(t, plans(t, *alone)).problems[0]
     assert p.model == "c" and p.message.startswith(
         "arena: tiny: model c's weights need 80,000 B of flash (a's 70,000 B do not fit either), FLASH has 65,536 B")
-    doc = report.gate(t, plans(t, *alone)).to_json()
+    doc = gate.gate(t, plans(t, *alone)).to_json()
     check_json(doc, "report", "arena_report.json")
     assert doc["problems"][0]["over_by"] == 80000 - 65536
 
@@ -235,43 +235,43 @@ def test_runtime_problems_name_model_op_node_and_why(tmp_path: Path) -> None:
 
     doc = real_plan(path, "greedy_size")
     lowered = plancheck.lowered_model(path, doc)
-    [p] = report.runtime_problems("mps2_an500", "trig", doc, lowered)
+    [p] = gate.runtime_problems("mps2_an500", "trig", doc, lowered)
     assert (p.kind, p.model, p.op_index, p.node, p.op_type) == ("unsupported", "trig", 1, "cos0", "Cos")
     assert p.message == ("arena: mps2_an500: model trig: op 1 'cos0' (Cos) cannot run on arena's runtime: "
                          "the runtime has no kernel for this op")
     t = target(tmp_path, "mps2_an500", models="trig")
-    r = report.gate(t, [("trig", "build/plans/trig.plan.json", doc)], runtime_problems=[p])
-    assert r.status == "unsupported" and report.failure(r).msg == p.message
+    r = gate.gate(t, [("trig", "build/plans/trig.plan.json", doc)], runtime_problems=[p])
+    assert r.status == "unsupported" and board_report.failure(r).msg == p.message
     check_json(r.to_json(), "report", "arena_report.json")
     # activation_dtype is a what-if: the plan sizes int8 buffers for a model that computes float32.
     whatif = real_plan(path, "greedy_size", ModelOptions(activation_dtype="int8"))
-    problems = report.runtime_problems("mps2_an500", "trig", whatif, lowered)
+    problems = gate.runtime_problems("mps2_an500", "trig", whatif, lowered)
     assert problems[-1].kind == "unsupported" and "are a what-if that re-sizes the plan" in problems[-1].message
     assert "quantize_static" in problems[-1].message
     ok_doc = real_plan(str(ROOT / "example_firmware" / "models" / "kws_int8.onnx"), "greedy_size")
-    assert report.runtime_problems("b", "kws_int8", ok_doc, plancheck.lowered_model(
+    assert gate.runtime_problems("b", "kws_int8", ok_doc, plancheck.lowered_model(
         str(ROOT / "example_firmware" / "models" / "kws_int8.onnx"), ok_doc)) == []
 
 
 def test_a_failed_link_is_in_the_report(tmp_path: Path) -> None:
     t = target(tmp_path, "{name: nucleo_f746, region: DTCM, budget: 60K}")
-    rep = report.gate(t, plans(t, plan_doc(30000, 28000), plan_doc(20000, 20000)))
+    rep = gate.gate(t, plans(t, plan_doc(30000, 28000), plan_doc(20000, 20000)))
     ld = ("ld: build/x/firmware.elf section `.rodata' will not fit in region `FLASH'\n"
           "ld: region `FLASH' overflowed by 25360 bytes\ncollect2: error: ld returned 1 exit status\n")
-    over = report.link_failure(rep, ld, "FLASH", {"DTCM": 65536})
+    over = linker.link_failure(rep, ld, "FLASH", {"DTCM": 65536})
     check_json(over.to_json(), "report", "arena_report.json")
     [p] = over.problems
     assert over.status == "over" and (p.kind, p.region, p.over_by) == ("flash", "FLASH", 25360)
     assert p.message == ("arena: nucleo_f746: code, constants and weights overflow FLASH by 25,360 B "
                             "(flash 1,048,576 B, of which the weights take 200 B)")
-    ram = report.link_failure(rep, "ld: region `DTCM' overflowed by 8 bytes\n", "FLASH", {"DTCM": 65536})
+    ram = linker.link_failure(rep, "ld: region `DTCM' overflowed by 8 bytes\n", "FLASH", {"DTCM": 65536})
     assert ram.status == "over" and ram.problems[0].kind == "ram" and ram.problems[0].need == 65544
-    other = report.link_failure(rep, "main.c:3: undefined reference to `arena_run'\n", "FLASH", {})
+    other = linker.link_failure(rep, "main.c:3: undefined reference to `arena_run'\n", "FLASH", {})
     assert other.status == "error" and other.problems[0].kind == "link"
-    none = report.link_failure(dataclasses.replace(rep, runtime="none"), "undefined reference to `arena_run'",
+    none = linker.link_failure(dataclasses.replace(rep, runtime="none"), "undefined reference to `arena_run'",
                                "FLASH", {})
     assert "with runtime: none the firmware defines arena_run" in none.problems[0].message
-    text = report.summary([over])
+    text = board_report.summary([over])
     assert "  FAILED: over (1 problem; arena_report.json lists them)" in text
 
 
@@ -285,7 +285,7 @@ def test_the_quantize_hint_is_a_command_that_works(tmp_path: Path) -> None:
     from arena_tool.problem import ModelOptions
 
     shutil.copy2(ROOT / "example_firmware" / "models" / "kws.onnx", tmp_path / "kws.onnx")
-    cmd = report.quantize_command("kws.onnx", {"input": [1, 1, 49, 10]})
+    cmd = hints.quantize_command("kws.onnx", {"input": [1, 1, 49, 10]})
     p = subprocess.run(cmd.split(" (calibrates")[0], shell=True, cwd=tmp_path, capture_output=True, text=True,
                        timeout=300)
     assert p.returncode == 0, p.stderr
@@ -298,12 +298,12 @@ SPLIT_REGIONS = [{"name": n, "capacity": c, "arena_size": a, "lower_bound": a, "
                                                                                    ("AXI_SRAM", 500000, 2000))]
 
 
-def _reports(tmp_path: Path) -> dict[str, report.Report]:
+def _reports(tmp_path: Path) -> dict[str, board_report.Report]:
     """One report of every shape the build writes: planned (warn), linked, over the flash once linked,
     a failed link, a failed ELF check, an over-budget gate, a split arena, weights copied to RAM, tflm."""
     t = target(tmp_path, "{name: nucleo_f746, region: DTCM, budget: 60K, warn_above: 40}")
-    planned = report.gate(t, plans(t, plan_doc(30000, 28000), plan_doc(20000, 20000)))
-    linked = report.with_elf(planned, ram_used=40000, flash_used=85123)
+    planned = gate.gate(t, plans(t, plan_doc(30000, 28000), plan_doc(20000, 20000)))
+    linked = board_report.with_elf(planned, ram_used=40000, flash_used=85123)
     (tmp_path / "split").mkdir()
     split = target(tmp_path / "split", "{name: nucleo_h743, region: [DTCM, AXI_SRAM]}", models="a")
     (tmp_path / "copied").mkdir()
@@ -317,13 +317,13 @@ def _reports(tmp_path: Path) -> dict[str, report.Report]:
     tflm = manifest.load(str(tmp_path / "tflm" / "arena.yaml")).targets[0]
     return {
         "planned": planned, "linked": linked,
-        "flash over when linked": report.with_elf(planned, ram_used=40000, flash_used=2 << 20),
-        "failed link": report.link_failure(planned, "ld: region `FLASH' overflowed by 8 bytes\n", "FLASH", {}),
-        "failed ELF check": report.with_problem(linked, report.Problem("elf", "arena: nucleo_f746: ELF check failed")),
-        "over": report.gate(t, plans(t, plan_doc(71680, 60000), plan_doc(1000, 1000))),
-        "split": report.gate(split, plans(split, dict(plan_doc(3000, 3000), regions=SPLIT_REGIONS))),
-        "weights copied": report.gate(copied, plans(copied, weights)),
-        "tflm": report.gate(tflm, plans(tflm, plan_doc(3000, 3000)), tflm={"a": {"tail": 1000, "planned_bytes": 5000}}),
+        "flash over when linked": board_report.with_elf(planned, ram_used=40000, flash_used=2 << 20),
+        "failed link": linker.link_failure(planned, "ld: region `FLASH' overflowed by 8 bytes\n", "FLASH", {}),
+        "failed ELF check": board_report.with_problem(linked, board_report.Problem("elf", "arena: nucleo_f746: ELF check failed")),
+        "over": gate.gate(t, plans(t, plan_doc(71680, 60000), plan_doc(1000, 1000))),
+        "split": gate.gate(split, plans(split, dict(plan_doc(3000, 3000), regions=SPLIT_REGIONS))),
+        "weights copied": gate.gate(copied, plans(copied, weights)),
+        "tflm": gate.gate(tflm, plans(tflm, plan_doc(3000, 3000)), tflm={"a": {"tail": 1000, "planned_bytes": 5000}}),
     }
 
 
@@ -334,10 +334,10 @@ def test_every_report_round_trips_byte_identical(tmp_path: Path) -> None:
     assert [r.status for r in reps.values()] == ["warn", "warn", "over", "over", "error", "over", "ok", "ok", "ok"]
     for name, rep in reps.items():
         path = tmp_path / f"{name}.json"
-        report.write(str(path), rep)
-        back = report.read(str(path))
+        board_report.write(str(path), rep)
+        back = board_report.read(str(path))
         assert back == rep, name
-        assert report.dumps(back.to_json()) == path.read_text(), name
+        assert board_report.dumps(back.to_json()) == path.read_text(), name
         doc = back.to_json()
         assert ("tflm_note" in doc) == (name == "tflm") and ("regions" in doc) == (name in ("split", "weights copied"))
         assert [("head" in m, "regions" in m, "weights_region" in m) for m in doc["models"]] == [
@@ -353,13 +353,13 @@ def test_a_report_file_against_its_schema_is_one_clear_error(tmp_path: Path) -> 
     linked = _reports(tmp_path)["linked"]
     doc = linked.to_json()
     path = tmp_path / "arena_report.json"
-    path.write_text(report.dumps(dict(doc, models=[dict(doc["models"][0], arena_size="30000")])))
+    path.write_text(board_report.dumps(dict(doc, models=[dict(doc["models"][0], arena_size="30000")])))
     with pytest.raises(ArenaError) as err:
-        report.read(str(path))
+        board_report.read(str(path))
     assert err.value.exit_code == EXIT_USAGE and err.value.file == str(path)
     assert err.value.field == "models[0].arena_size" and "report.schema.json" in err.value.msg
     with pytest.raises(ArenaError) as err:  # a report that does not hold to its schema is never written
-        report.write(str(tmp_path / "bad.json"), dataclasses.replace(linked, stage="built"))
+        board_report.write(str(tmp_path / "bad.json"), dataclasses.replace(linked, stage="built"))
     assert err.value.field == "stage" and not (tmp_path / "bad.json").exists()
 
 
@@ -397,12 +397,12 @@ def test_two_models_whose_headers_define_one_name_are_refused(tmp_path: Path) ->
     t = target(tmp_path, "mps2_an500", models="a,a_t")
     docs = [real_plan(_relu_model(tmp_path / "a.onnx", "T_B"), "greedy_size"),
             real_plan(_relu_model(tmp_path / "a_t.onnx", "B"), "greedy_size")]
-    r = report.gate(t, [(s.name, f"build/plans/{s.name}.plan.json", d) for s, d in zip(t.models, docs)])
+    r = gate.gate(t, [(s.name, f"build/plans/{s.name}.plan.json", d) for s, d in zip(t.models, docs)])
     [p] = [p for p in r.problems if p.kind == "names"]
-    assert r.status == "error" and p.model == "a_t" and report.failure(r) is not None
+    assert r.status == "error" and p.model == "a_t" and board_report.failure(r) is not None
     assert "models 'a' and 'a_t' would both define A_T_T_B" in p.message and "rename one" in p.message
     check_json(r.to_json(), "report", "arena_report.json")
     # the same names without the clash: a tensor that is not T_B
     docs[0] = real_plan(_relu_model(tmp_path / "a.onnx", "mid"), "greedy_size")
-    r = report.gate(t, [(s.name, f"build/plans/{s.name}.plan.json", d) for s, d in zip(t.models, docs)])
+    r = gate.gate(t, [(s.name, f"build/plans/{s.name}.plan.json", d) for s, d in zip(t.models, docs)])
     assert r.status == "ok" and not r.problems

@@ -16,7 +16,7 @@ import fwbuild
 import pytest
 from conftest import require_tool
 
-from arena_tool import planfile, qemu, report, runreport
+from arena_tool import gate, planfile, qemu, runreport
 from arena_tool.errors import ArenaError
 from test_report import target
 
@@ -59,7 +59,7 @@ def test_run_report_document(fw, tmp_path):
     elf, rc, text, plan, header = fw
     assert rc == 0, text[-2000:]
     t = target(tmp_path, "mps2_an500", models="kws_int8")
-    arena = report.gate(t, [("kws_int8", "kws_int8.plan.json", plan)])
+    arena = gate.gate(t, [("kws_int8", "kws_int8.plan.json", plan)])
     run = runreport.build("mps2_an500", "mps2-an500", elf, rc, text, 25_000_000, arena)
     path = tmp_path / "run_report.json"
     runreport.write(str(path), run)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool import boards, elfcheck, report, runreport
+from arena_tool import board_report, boards, elfcheck, runreport
 
 ROOT = Path(__file__).resolve().parent.parent
 TWO = "board=nucleo_f746,mps2_an500"
@@ -94,9 +94,9 @@ def test_full_build_outputs(built: Path) -> None:
         assert (b / f"{board}.ld").is_file()
         for name in ("arena_gate.json", "arena_report.json"):  # the typed report gives the same bytes back
             text = (b / name).read_text()
-            assert report.dumps(report.read(str(b / name)).to_json()) == text, name
-        gate = report.read(str(b / "arena_gate.json")).to_json()
-        doc = report.read(str(b / "arena_report.json")).to_json()
+            assert board_report.dumps(board_report.read(str(b / name)).to_json()) == text, name
+        gate = board_report.read(str(b / "arena_gate.json")).to_json()
+        doc = board_report.read(str(b / "arena_report.json")).to_json()
         assert doc["board"] == board and doc["arena_size"] <= doc["limit"] and doc["status"] == "ok"
         assert doc["problems"] == [] and doc["runtime"] == "arena"
         assert [m["name"] for m in doc["models"]] == list(MODELS)
@@ -108,7 +108,7 @@ def test_full_build_outputs(built: Path) -> None:
             assert doc["ram"]["used"] >= doc["arena_size"] + doc["reserve"]["stack"]
             assert {k: v for k, v in doc.items() if k not in ("stage", "ram", "flash")} == \
                 {k: v for k, v in gate.items() if k not in ("stage", "ram", "flash")}
-    f746 = report.read(str(built / "build" / "nucleo_f746" / "arena_report.json"))
+    f746 = board_report.read(str(built / "build" / "nucleo_f746" / "arena_report.json"))
     assert f746.region == "DTCM" and f746.budget == 60 * 1024
     # The boards use the same options, so they share one plan and one set of tables per model.
     assert len(list((built / "build" / "plans").glob("*.plan.json"))) == 4
@@ -165,7 +165,7 @@ def test_elf_is_checked(built: Path) -> None:
         b = built / "build" / board
         elf = b / "firmware.elf"
         assert elf.is_file()
-        doc = report.read(str(b / "arena_report.json"))
+        doc = board_report.read(str(b / "arena_report.json"))
         board_obj = boards.load_board(board)
         assert elfcheck.problems(str(elf), board_obj, doc) == []
         wrong = dataclasses.replace(doc, region="SRAM1" if board == "nucleo_f746" else "PSRAM",
@@ -227,8 +227,8 @@ def test_budget_overflow_fails_before_compiling(tmp_path: Path) -> None:
     b = proj / "build" / "nucleo_f746"
     assert not list((b / "gen").glob("*")) if (b / "gen").exists() else True
     assert not (b / "nucleo_f746.ld").exists() and not (b / "firmware.elf").exists()
-    doc = report.read(str(b / "arena_report.json")).to_json()  # CI always has a file to read
-    assert report.dumps(doc) == (b / "arena_report.json").read_text()  # a failed gate's, typed: the same bytes
+    doc = board_report.read(str(b / "arena_report.json")).to_json()  # CI always has a file to read
+    assert board_report.dumps(doc) == (b / "arena_report.json").read_text()  # a failed gate's, typed: the same bytes
     assert doc["status"] == "over" and doc["stage"] == "planned" and doc["headroom"] < 0
     [problem] = doc["problems"]
     assert problem["kind"] == "ram" and problem["region"] == "DTCM" and problem["limit"] == 8192
@@ -265,7 +265,7 @@ def test_without_cross_compiler_stops_after_generation(tmp_path: Path) -> None:
     assert "no-such-prefix-gcc not found on PATH: stopping after plans" in p.stdout
     b = proj / "build" / "mps2_an500"
     assert (b / "mps2_an500.ld").is_file() and list((proj / "build" / "tables").glob("kws-*/model_kws.c"))
-    assert report.read(str(b / "arena_report.json")).stage == "planned"
+    assert board_report.read(str(b / "arena_report.json")).stage == "planned"
     assert not (b / "firmware.elf").exists() and not ACTION.search(scons(proj, "board=mps2_an500", "gcc_prefix=x-",
                                                                          "-n").stdout)
 
@@ -469,7 +469,7 @@ def test_unsupported_op_fails_before_compiling_and_runtime_none_builds(tmp_path:
                      "arena: mps2_an500: model trig: op 2 'sin0' (Sin) cannot run on arena's runtime: "
                      "the runtime has no kernel for this op"], p.stderr
     assert "Traceback" not in p.stderr and not re.search(r"^(Compiling|Linking)", p.stdout, re.M), p.stdout
-    doc = report.read(str(proj / "build" / "mps2_an500" / "arena_report.json")).to_json()
+    doc = board_report.read(str(proj / "build" / "mps2_an500" / "arena_report.json")).to_json()
     assert doc["status"] == "unsupported" and [(q["model"], q["op_index"], q["node"], q["op_type"])
                                                for q in doc["problems"]] == [("trig", 1, "cos0", "Cos"),
                                                                             ("trig", 2, "sin0", "Sin")]
@@ -483,7 +483,7 @@ def test_unsupported_op_fails_before_compiling_and_runtime_none_builds(tmp_path:
         'os.path.join(app, "main.c")]', 'os.path.join(app, "main.c"), "kernels/kernels.c"]'))
     q = scons(proj, "board=mps2_an500")
     assert q.returncode == 0, q.stdout + q.stderr
-    doc = report.read(str(proj / "build" / "mps2_an500" / "arena_report.json")).to_json()
+    doc = board_report.read(str(proj / "build" / "mps2_an500" / "arena_report.json")).to_json()
     assert doc["status"] == "ok" and doc["runtime"] == "none" and "trig" in [m["name"] for m in doc["models"]]
     assert list((proj / "build" / "tables").glob("trig-*/model_trig.c"))
     compiled = re.findall(r"^Compiling (\S+)", q.stdout, re.M)
@@ -516,7 +516,7 @@ def test_flash_overflow_fails_before_linking_then_at_the_link(tmp_path: Path) ->
     assert line.startswith("arena: mps2_an500: model autoencoder's weights need 129,904 B of flash (resnet8's "
                            "126,024 B do not fit either), FLASH has 102,400 B (over by 27,504 B, before any code)")
     assert not re.search(r"^(Compiling|Linking)", p.stdout, re.M), p.stdout
-    doc = report.read(str(proj / "build" / "mps2_an500" / "arena_report.json")).to_json()
+    doc = board_report.read(str(proj / "build" / "mps2_an500" / "arena_report.json")).to_json()
     assert doc["status"] == "over" and doc["problems"][0]["region"] == "FLASH"
     assert doc["problems"][0]["model"] == "autoencoder" and doc["problems"][0]["over_by"] == 27504
     if not HAVE_GCC:
@@ -529,8 +529,8 @@ def test_flash_overflow_fails_before_linking_then_at_the_link(tmp_path: Path) ->
     assert re.fullmatch(r"arena: mps2_an500: code, constants and weights overflow FLASH by [\d,]+ B "
                         r"\(flash 307,200 B, of which the weights take 290,980 B\)", line), line
     path = proj / "build" / "mps2_an500" / "arena_report.json"
-    doc = report.read(str(path)).to_json()
-    assert report.dumps(doc) == path.read_text()  # a failed link's report, typed: the same bytes
+    doc = board_report.read(str(path)).to_json()
+    assert board_report.dumps(doc) == path.read_text()  # a failed link's report, typed: the same bytes
     assert doc["status"] == "over" and doc["problems"][0]["kind"] == "flash" and doc["problems"][0]["over_by"] > 0
     assert not (proj / "build" / "mps2_an500" / "firmware.elf").exists()
 
@@ -571,14 +571,14 @@ def test_same_named_sources_and_user_ccflags(tmp_path: Path) -> None:
     gate = proj / "build" / "mps2_an500" / "arena_gate.json"
     text, st = gate.read_text(), gate.stat()
     doc = json.loads(text)
-    tampered = report.dumps(dict(doc, arena_size=doc["arena_size"] + 4096))
+    tampered = board_report.dumps(dict(doc, arena_size=doc["arena_size"] + 4096))
     assert len(tampered) == len(text)
     gate.write_text(tampered)
     os.utime(gate, ns=(st.st_atime_ns, st.st_mtime_ns))
     (proj / "build" / "mps2_an500" / "firmware.elf").unlink()
     q = scons(proj, "board=mps2_an500")
     assert q.returncode == 1, q.stdout + q.stderr
-    rep = report.read(str(proj / "build" / "mps2_an500" / "arena_report.json")).to_json()
+    rep = board_report.read(str(proj / "build" / "mps2_an500" / "arena_report.json")).to_json()
     assert rep["status"] == "error" and rep["problems"][0]["kind"] == "elf"
     assert rep["problems"][0]["message"].startswith("arena: mps2_an500: ELF check failed: .arena is ")
     assert not (proj / "build" / "mps2_an500" / "firmware.elf").exists() and "FAILED: error" in q.stdout

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool import report
+from arena_tool import board_report
 from test_tflite import MLPERF, chain_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,7 +105,7 @@ def test_tflm_board_builds_model_array_tensor_arena_and_script(tmp_path: Path) -
 
     for board in ("nucleo_f746", "mps2_an500"):
         text = (b / board / "arena_report.json").read_text()
-        assert report.dumps(report.read(str(b / board / "arena_report.json")).to_json()) == text  # typed, same bytes
+        assert board_report.dumps(board_report.read(str(b / board / "arena_report.json")).to_json()) == text  # typed, same bytes
         rep = json.loads(text)
         assert rep["runtime"] == "tflm" and "CMSIS-NN" in rep["tflm_note"]
         m = rep["models"][0]

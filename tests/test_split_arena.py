@@ -1,4 +1,4 @@
-"""Split arena and weights in RAM (issue 12 items 1 and 2; arena_tool/regions.py, region_gate.py).
+"""Split arena and weights in RAM (issue 12 items 1 and 2; arena_tool/regions.py, gate.py).
 
 The board is written here: mps2_an500's memory map cut into a 20 KiB fast region (FAST, in
 SSRAM2&3), 20 KiB of PSRAM (SLOW) and a data region (DATA, SSRAM2&3 again) for .data, .bss
@@ -18,8 +18,8 @@ import pytest
 from conftest import require_tool
 
 from test_scons import ROOT, copy_example, scons
-from arena_tool import boards, elfcheck, firmware, liveness, lowering, manifest, plancheck, planfile, planners, planning, \
-    regions, report, verify
+from arena_tool import board_report, boards, elfcheck, firmware, liveness, lowering, manifest, plancheck, planfile, \
+    planners, planning, regions, verify
 from arena_tool.errors import ArenaError
 from arena_tool.problem import Buffer, ModelOptions
 
@@ -167,7 +167,7 @@ def test_gate_names_the_region_over(tmp_path: Path) -> None:
     board.write_text(BOARD.replace("length: 20K", "length: 12K"))
     p = scons(proj, "board=split_an500", "link=0")
     assert p.returncode == 1, p.stdout + p.stderr
-    doc = report.read(str(proj / "build" / "split_an500" / "arena_report.json")).to_json()
+    doc = board_report.read(str(proj / "build" / "split_an500" / "arena_report.json")).to_json()
     assert doc["status"] == "over" and [r["name"] for r in doc["regions"]] == ["FAST", "SLOW"]
     assert any(pr["region"] in ("FAST", "SLOW") and "of arena (kws)" in pr["message"] for pr in doc["problems"])
 
@@ -199,7 +199,7 @@ def _matches(text: str, name: str, path: str, plan: planfile.PlanFile) -> None:
 
 
 def _plan(proj: Path, name: str) -> tuple[str, planfile.PlanFile]:
-    doc = report.read(str(proj / "build" / "split_an500" / "arena_report.json"))
+    doc = board_report.read(str(proj / "build" / "split_an500" / "arena_report.json"))
     m = next(m for m in doc.models if m.name == name)
     return str(proj / "example_firmware" / "models" / f"{name}.onnx"), planfile.load(str(proj / m.plan))
 
@@ -208,15 +208,15 @@ def test_split_firmware_builds_checks_and_matches_onnxruntime(built: tuple[Path,
     proj, text = built
     bdir = proj / "build" / "split_an500"
     for name in ("arena_gate.json", "arena_report.json"):  # a split arena's reports, typed: the same bytes
-        assert report.dumps(report.read(str(bdir / name)).to_json()) == (bdir / name).read_text(), name
-    doc = report.read(str(bdir / "arena_report.json")).to_json()
+        assert board_report.dumps(board_report.read(str(bdir / name)).to_json()) == (bdir / name).read_text(), name
+    doc = board_report.read(str(bdir / "arena_report.json")).to_json()
     assert doc["status"] == "ok" and doc["stage"] == "linked"
     by = {r["name"]: r for r in doc["regions"]}
     assert (by["FAST"]["arena_section"], by["SLOW"]["arena_section"]) == (".arena_FAST", ".arena_SLOW")
     assert 0 < by["FAST"]["arena"] <= FAST and 0 < by["SLOW"]["arena"] <= SLOW
     # The ELF check (run after the link) passes; asked again, every section is in its region.
     board = boards.load_board_file(str(proj / "example_firmware" / "boards" / "split_an500.yaml"))
-    assert elfcheck.problems(str(bdir / "firmware.elf"), board, report.read(str(bdir / "arena_gate.json"))) == []
+    assert elfcheck.problems(str(bdir / "firmware.elf"), board, board_report.read(str(bdir / "arena_gate.json"))) == []
     from elftools.elf.elffile import ELFFile
 
     with open(bdir / "firmware.elf", "rb") as f:
@@ -236,7 +236,7 @@ def test_split_firmware_builds_checks_and_matches_onnxruntime(built: tuple[Path,
 def test_weights_copied_to_ram_at_startup_and_outputs_match(built: tuple[Path, str]) -> None:
     proj, text = built
     bdir = proj / "build" / "split_an500"
-    doc = report.read(str(bdir / "arena_report.json")).to_json()
+    doc = board_report.read(str(bdir / "arena_report.json")).to_json()
     data = next(r for r in doc["regions"] if r["name"] == "DATA")
     assert data["weights_section"] == ".weights_DATA" and data["arena_section"] is None
     m = next(m for m in doc["models"] if m["name"] == "kws_int8")

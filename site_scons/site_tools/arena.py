@@ -19,8 +19,8 @@ node, in the graph's order, with these actions (thin calls into ``arena_tool``):
     tables       ArenaTables: codegen.model_sources, only from a plan plancheck.check
                  finds true to its model (else one error naming the plan, exit 1)
     tflm,        runtime: tflm: the planned .tflite and TFLM's measured head and tail
-    tflm_tables  (report.tflm_measure), then the model as a const array (codegen)
-    gate         ArenaGate: report.gate (RAM budget, weights against the flash, every op
+    tflm_tables  (tflm.tflm_measure), then the model as a const array (codegen)
+    gate         ArenaGate: gate.gate (RAM budget, weights against the flash, every op
                  against arena's runtime); once it passes, arena_board.{c,h} (tflm_arena.{c,h})
                  and the linker script (linker.render) or, with ``linker: fragment``,
                  arena_fragment.ld for the project's own script (which the gate checks);
@@ -185,10 +185,10 @@ class _State:
 
 
 def _write_failed(state, path: str, rep) -> None:
-    """Write a failed board's report (a report.Report) and its views."""
-    from arena_tool import report
+    """Write a failed board's report (a board_report.Report) and its views."""
+    from arena_tool import board_report
 
-    report.write(path, rep)
+    board_report.write(path, rep)
     _write_views(state, path, rep)
     state.written.add(path)
 
@@ -269,15 +269,15 @@ def _plan_action(target, source, env) -> None:
 
 
 def _runtime_problems(state, board: str, spec, plan_path: str, plan) -> list:
-    """report.runtime_problems of one model (a planfile.PlanFile); a model shared by boards is
+    """gate.runtime_problems of one model (a planfile.PlanFile); a model shared by boards is
     lowered once per build."""
-    from arena_tool import plancheck, report
+    from arena_tool import gate, plancheck
 
     key = (plan_path, plan.model_sha256)
     lowered = state.lowered.get(key)
     if lowered is None:
         lowered = state.lowered[key] = plancheck.lowered_model(spec.path, plan)
-    return report.runtime_problems(board, spec.name, plan, lowered)
+    return gate.runtime_problems(board, spec.name, plan, lowered)
 
 
 _REBUILD = "delete it and run scons again: arena makes it anew"
@@ -285,7 +285,7 @@ _REBUILD = "delete it and run scons again: arena makes it anew"
 
 @_guarded
 def _gate_action(target, source, env) -> None:
-    from arena_tool import planfile, report
+    from arena_tool import board_report, gate, planfile
     from arena_tool.errors import ArenaError
     from arena_tool.files import read_json
 
@@ -310,9 +310,9 @@ def _gate_action(target, source, env) -> None:
     elif board_target.runtime != "none":
         for spec, (_, path, plan) in zip(board_target.models, plans):
             problems += _runtime_problems(state, board_target.name, spec, path, plan)
-    rep = report.gate(board_target, plans, fastest, problems, tflm=tflm)
-    report.write(target[0].path, rep)
-    failed = report.failure(rep)
+    rep = gate.gate(board_target, plans, fastest, problems, tflm=tflm)
+    board_report.write(target[0].path, rep)
+    failed = board_report.failure(rep)
     if failed is not None:
         for path in outputs:
             if os.path.exists(path):
@@ -332,16 +332,16 @@ def _gate_action(target, source, env) -> None:
 @_guarded
 def _report_action(target, source, env) -> None:
     """arena_report.json: the gate's report, with RAM and flash measured on the ELF when linked."""
-    from arena_tool import elfcheck, report
+    from arena_tool import board_report, elfcheck
 
-    rep = report.read(source[0].path)
+    rep = board_report.read(source[0].path)
     if len(source) > 1:
         ram, flash = elfcheck.usage(source[1].path)
         state = env["ARENA_STATE"]
-        rep = report.with_elf(rep, ram, flash, state.target(state.elves[source[1].path][0]).board.flash.name)
-    report.write(target[0].path, rep)
+        rep = board_report.with_elf(rep, ram, flash, state.target(state.elves[source[1].path][0]).board.flash.name)
+    board_report.write(target[0].path, rep)
     _write_views(env["ARENA_STATE"], target[0].path, rep, source[1].path if len(source) > 1 else None)
-    failed = report.failure(rep)
+    failed = board_report.failure(rep)
     if failed is not None:
         raise failed
 
@@ -349,11 +349,11 @@ def _report_action(target, source, env) -> None:
 @_guarded
 def _tflm_action(target, source, env) -> None:
     """[<model>.tflm.json, <model>.planned.tflite] <- [plan, model.tflite]: the planned model and TFLM's arena."""
-    from arena_tool import planfile, report
+    from arena_tool import planfile, tflm
     from arena_tool.files import write_atomic
 
     plan = planfile.load(source[0].path)
-    data, alloc = report.tflm_measure(source[1].path.replace(os.sep, "/"), plan, source[0].path)
+    data, alloc = tflm.tflm_measure(source[1].path.replace(os.sep, "/"), plan, source[0].path)
     write_atomic(target[1].path, data)
     write_atomic(target[0].path, json.dumps(alloc, indent=1, sort_keys=True) + "\n")
 
@@ -385,7 +385,7 @@ def _tables_action(target, source, env) -> None:
 
 
 def _write_arena(rep, c_path, h_path) -> None:
-    """arena_board.{c,h} from a report (a report.Report)."""
+    """arena_board.{c,h} from a report (a board_report.Report)."""
     from arena_tool import codegen
 
     if rep.runtime == "tflm":
@@ -397,7 +397,7 @@ def _write_arena(rep, c_path, h_path) -> None:
 
 
 def _write_ld(rep, board, path) -> None:
-    """<board>.ld for the gate's report ``rep`` (a report.Report) on ``board`` (a boards.Board)."""
+    """<board>.ld for the gate's report ``rep`` (a board_report.Report) on ``board`` (a boards.Board)."""
     from arena_tool import linker
 
     text = linker.render(board, rep.region, rep.arena_size, rep.reserve_stack, rep.reserve_heap,
@@ -409,28 +409,28 @@ def _write_ld(rep, board, path) -> None:
 def _write_fragment(rep, board_target, path) -> None:
     """arena_fragment.ld for the board's own linker script, after checking that script for the
     resolved region (region: auto is known only now)."""
-    from arena_tool import linker_fragment
+    from arena_tool import linker_fragment, linkscript
 
     board = board_target.board
     names = dict(board_target.linker_regions)
-    needed = linker_fragment.needed_names(linker_fragment.regions_of(board, rep), names)
+    needed = linkscript.needed_names(linker_fragment.regions_of(board, rep), names)
     origins = {r.name: r.origin for r in (*board.ram, board.flash)}
-    linker_fragment.check_script(board_target.linker_script, needed, field="linker_script", origins=origins)
+    linkscript.check_script(board_target.linker_script, needed, field="linker_script", origins=origins)
     linker_fragment.write(path, linker_fragment.render_for_report(board, rep, names))
 
 
 @_guarded
 def _arena_action(target, source, env) -> None:
-    from arena_tool import report
+    from arena_tool import board_report
 
-    _write_arena(report.read(source[0].path), target[0].path, target[1].path)
+    _write_arena(board_report.read(source[0].path), target[0].path, target[1].path)
 
 
 @_guarded
 def _ld_action(target, source, env) -> None:
-    from arena_tool import boards, report
+    from arena_tool import board_report, boards
 
-    _write_ld(report.read(source[0].path), boards.load_board_file(source[1].path), target[0].path)
+    _write_ld(board_report.read(source[0].path), boards.load_board_file(source[1].path), target[0].path)
 
 
 @_guarded
@@ -439,7 +439,7 @@ def _link_action(target, source, env) -> None:
     (status over, naming the region, when ld says one overflowed)."""
     import subprocess
 
-    from arena_tool import report
+    from arena_tool import board_report, linker
     from arena_tool.errors import EXIT_USAGE, ArenaError
 
     cmd = [str(a) for a in env.subst_list("$ARENA_LINKCOM", 0, target, source)[0]]
@@ -456,9 +456,9 @@ def _link_action(target, source, env) -> None:
     state = env["ARENA_STATE"]
     name, gate, report_path = state.elves[target[0].path]
     t = state.target(name)
-    rep = report.link_failure(report.read(gate), p.stdout, t.board.flash.name, _region_lengths(t))
+    rep = linker.link_failure(board_report.read(gate), p.stdout, t.board.flash.name, _region_lengths(t))
     _write_failed(state, report_path, rep)
-    failed = report.failure(rep)
+    failed = board_report.failure(rep)
     if rep.status == "error":
         failed.exit_code = EXIT_USAGE  # not a budget: a source or a flag the linker refused
     raise failed
@@ -470,28 +470,28 @@ def _region_lengths(t) -> dict:
     (whose names ld reports)."""
     lengths = {r.name: r.length for r in t.board.ram}
     if t.linker == "fragment":
-        from arena_tool import linker_fragment
+        from arena_tool import linkscript
 
-        lengths.update(linker_fragment.memory_lengths(t.linker_script))
+        lengths.update(linkscript.memory_lengths(t.linker_script))
     return lengths
 
 
 @_guarded
 def _elfcheck_action(target, source, env) -> None:
-    from arena_tool import elfcheck, report
+    from arena_tool import board_report, elfcheck
     from arena_tool.errors import ArenaError
 
     state = env["ARENA_STATE"]
     elf = target[0].path
     name, gate, report_path = state.elves[elf]
-    rep = report.read(gate)
+    rep = board_report.read(gate)
     try:
         elfcheck.check(elf, state.target(name).board, rep)
     except ArenaError as err:
         if os.path.exists(elf):
             os.unlink(elf)
         msg = err.msg if err.msg.startswith(rep.board + ": ") else f"{rep.board}: {err.msg}"
-        failed = report.with_problem(rep, report.Problem("elf", f"arena: {msg}"))
+        failed = board_report.with_problem(rep, board_report.Problem("elf", f"arena: {msg}"))
         _write_failed(state, report_path, failed)
         raise
 
@@ -499,7 +499,7 @@ def _elfcheck_action(target, source, env) -> None:
 @_guarded
 def _run_action(target, source, env) -> None:
     """Run each ELF under QEMU (-icount shift=0), write build/<board>/run_report.json, print its table."""
-    from arena_tool import qemu, report, runreport
+    from arena_tool import board_report, qemu, runreport
     from arena_tool.errors import CheckFailed
 
     tables = []
@@ -511,7 +511,7 @@ def _run_action(target, source, env) -> None:
         rc, output = qemu.run(node.path, machine, env.get("ARENA_QEMU_TIMEOUT", 60), icount=True)
         sys.stdout.write(output if output.endswith("\n") or not output else output + "\n")
         sys.stdout.flush()
-        arena = report.read(rep_path) if os.path.exists(rep_path) else None
+        arena = board_report.read(rep_path) if os.path.exists(rep_path) else None
         run = runreport.build(t.name, machine, node.path, rc, output, t.board.cpu.clock_hz, arena)
         runreport.write(run_path, run)
         tables.append(runreport.table(run))
