@@ -568,14 +568,6 @@ def _quant(g: Graph, ops: Sequence[Op]) -> dict[str, Quant]:
 
 # --- the lowered model as ONNX, for onnxruntime to run the same integer ops ------------------
 
-_SCHEMA_ATTRS = {  # attributes of onnxruntime's QOperator ops, from the anchor node
-    "QLinearConv": ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"),
-    "QLinearAveragePool": ("auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"),
-    "QLinearSoftmax": ("axis",), "QLinearLeakyRelu": ("alpha",), "QLinearConcat": ("axis",),
-    "QGemm": ("alpha", "transA", "transB"),
-}
-
-
 def to_onnx(lw: Lowered) -> "onnx.ModelProto":
     """The lowered ops as an ONNX model onnxruntime runs: QOperator ops where lowering fused QDQ,
     the integer Clip of an absorbed Relu/Clip, QLinearHardSwish as DQ -> HardSwish -> Q (no
@@ -620,7 +612,9 @@ def to_onnx(lw: Lowered) -> "onnx.ModelProto":
             while len(inputs) < 3:
                 inputs.append("")
             inputs[2] = const(f"{out}::value", np.array(op.attrs["value"], itype(op.inputs[0])))
-        keep = _SCHEMA_ATTRS.get(op.op_type)
+        anchor = optable.spec(original.op_type)
+        qop = anchor.qoperator if anchor is not None else None
+        keep = qop.attrs if qop is not None and qop.op_type == op.op_type else None
         attrs = [a for a in original.attribute if keep is None or a.name in keep]
         ranged = "output_min" in op.attrs
         y = f"{out}::unclipped" if ranged else out

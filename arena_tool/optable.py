@@ -217,12 +217,14 @@ BINARY = Inplace(None, same_shape=True)
 @dataclasses.dataclass(frozen=True)
 class QOperator:
     """The integer op that ``DequantizeLinear -> op [-> Relu|Clip] -> QuantizeLinear`` lowers to
-    (lowering): its type and domain, and the positions of the op's quantized operands
-    (() = every input, Concat)."""
+    (lowering): its type and domain, the positions of the op's quantized operands (() = every
+    input, Concat), and the op's attributes onnxruntime's op of that name takes (None: all;
+    lowering.to_onnx)."""
 
     op_type: str
     domain: str
     operands: tuple[int, ...]
+    attrs: tuple[str, ...] | None = None
 
 
 # A QOperator signature: the (tensor, scale, zero point) input positions, and the output's
@@ -549,6 +551,8 @@ def _c_reduce_mean(a: Mapping[str, Any], rank: int) -> dict[str, Any]:
 # --- the table -------------------------------------------------------------------------------------
 
 MOVE = Dtypes(ANY)
+WINDOW_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
+AVERAGE_POOL_ATTRS = ("auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides")
 ELEMENTWISE_Q = Inplace((0,), same_shape=True)  # integer element-wise ops, any domain
 BINARY_Q = Inplace((0, 3), same_shape=True)
 X = (0,)  # the kernel reads input 0 only
@@ -566,11 +570,11 @@ TABLE: dict[str, OpSpec] = _specs(
            checks=(MOVE, Check.INFERENCE_MODE)),  # a mask output (bool) fails MOVE
     # Convolutions, matrix products.
     OpSpec("Conv", CONV, attrs=_spatial, weight=1, spatial=True, depthwise=True,
-           qoperator=QOperator("QLinearConv", "", (0, 1)), checks=(Dtypes(FLOAT), Check.SPATIAL)),
+           qoperator=QOperator("QLinearConv", "", (0, 1), WINDOW_ATTRS), checks=(Dtypes(FLOAT), Check.SPATIAL)),
     OpSpec("ConvInteger", attrs=_spatial, weight=1),
     OpSpec("QLinearConv", QLINEAR_CONV, attrs=_spatial, weight=3, spatial=True, depthwise=True, onnx_only=False,
            quant_io=(((0, 1, 2), (3, 4, 5)), (6, 7)), checks=(Dtypes(INT8), Check.SPATIAL, Check.ACCUMULATES)),
-    OpSpec("Gemm", GEMM, attrs=_gemm, qoperator=QOperator("QGemm", MS, (0, 1)), checks=(Dtypes(FLOAT),)),
+    OpSpec("Gemm", GEMM, attrs=_gemm, qoperator=QOperator("QGemm", MS, (0, 1), ("alpha", "transA", "transB")), checks=(Dtypes(FLOAT),)),
     OpSpec("QGemm", QGEMM, attrs=_gemm, quant_io=_contrib("QGemm"), checks=(Converts(INT8, INT8 | FLOAT),)),
     OpSpec("MatMul", MATMUL, qoperator=QOperator("QLinearMatMul", "", (0, 1)), checks=(Dtypes(FLOAT),)),
     OpSpec("QLinearMatMul", QLINEAR_MATMUL, quant_io=(((0, 1, 2), (3, 4, 5)), (6, 7)),
@@ -580,7 +584,7 @@ TABLE: dict[str, OpSpec] = _specs(
     OpSpec("Clip", CLIP, X, attrs=_clip, inplace=UNARY, moves_integers=True, c_fields=_c_clip,
            checks=(Dtypes(FLOAT | INT8),)),
     OpSpec("LeakyRelu", LEAKY_RELU, attrs=_leaky_relu, inplace=UNARY,
-           qoperator=QOperator("QLinearLeakyRelu", MS, (0,)), checks=(Dtypes(FLOAT),)),
+           qoperator=QOperator("QLinearLeakyRelu", MS, (0,), ("alpha",)), checks=(Dtypes(FLOAT),)),
     OpSpec("Sigmoid", SIGMOID, inplace=UNARY, qoperator=QOperator("QLinearSigmoid", MS, (0,)),
            checks=(Dtypes(FLOAT),)),
     OpSpec("HardSigmoid", HARD_SIGMOID, X, attrs=_hard_sigmoid, inplace=UNARY, checks=(Dtypes(FLOAT),)),
@@ -615,7 +619,7 @@ TABLE: dict[str, OpSpec] = _specs(
     OpSpec("MaxPool", MAX_POOL, attrs=_spatial, spatial=True, moves_integers=True,
            checks=(Dtypes(FLOAT | INT8), Check.SPATIAL)),  # an Indices output (int64) fails the dtype check
     OpSpec("AveragePool", AVERAGE_POOL, attrs=_average_pool, spatial=True,
-           qoperator=QOperator("QLinearAveragePool", MS, (0,)),
+           qoperator=QOperator("QLinearAveragePool", MS, (0,), AVERAGE_POOL_ATTRS),
            checks=(Dtypes(FLOAT), Check.SPATIAL, Check.AVG_DILATIONS)),
     OpSpec("LpPool", attrs=_spatial),
     OpSpec("GlobalAveragePool", GLOBAL_AVERAGE_POOL, qoperator=QOperator("QLinearGlobalAveragePool", MS, (0,)),
@@ -624,12 +628,12 @@ TABLE: dict[str, OpSpec] = _specs(
     OpSpec("ReduceMean", REDUCE_MEAN, X, attrs=_reduce, c_fields=_c_reduce_mean,
            checks=(Dtypes(FLOAT), Needs(("axes",)))),
     *(OpSpec(t, attrs=_reduce) for t in ("ReduceMax", "ReduceMin", "ReduceSum")),
-    OpSpec("Softmax", SOFTMAX, attrs=_softmax, qoperator=QOperator("QLinearSoftmax", MS, (0,)),
+    OpSpec("Softmax", SOFTMAX, attrs=_softmax, qoperator=QOperator("QLinearSoftmax", MS, (0,), ("axis",)),
            checks=(Dtypes(FLOAT),)),
     OpSpec("LogSoftmax", attrs=_softmax),
     OpSpec("LRN", LRN, X, attrs=_lrn, c_fields=_c_lrn, checks=(Dtypes(FLOAT),)),
     # Layout.
-    OpSpec("Concat", CONCAT, attrs=_concat, qoperator=QOperator("QLinearConcat", MS, ()), checks=(MOVE,)),
+    OpSpec("Concat", CONCAT, attrs=_concat, qoperator=QOperator("QLinearConcat", MS, (), ("axis",)), checks=(MOVE,)),
     OpSpec("Transpose", TRANSPOSE, X, attrs=_transpose, moves_integers=True, c_fields=_c_transpose, checks=(MOVE,)),
     OpSpec("Pad", PAD, X, attrs=_pad, moves_integers=True, c_fields=_c_pad,
            checks=(MOVE, Needs(("pads",)), Check.PAD_MODE)),
