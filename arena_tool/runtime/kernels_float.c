@@ -140,25 +140,174 @@ int arena_k_identity(const arena_ctx_t *c)
     return ARENA_OK;
 }
 
-/* --- Conv ------------------------------------------------------------------ */
+/* --- blocked arithmetic: the GEMM and conv tiles ------------------------------------------- */
 
-/* One output pixel range of one group, from an im2col matrix laid out as
- * col[p][k] (p = output pixel, k = (c, ky, kx)), so both operands of the
- * dot product are contiguous. */
-static void gemm_cols(const float *w, const float *bias, const float *col, float *y, int32_t m0,
-                      int32_t mg, int32_t kk, int32_t npix, int32_t ystride)
+/* acc += a * b. Where the FPU has a fused multiply-add (VFMA: Cortex-M4F, M7, M33, M55) it is one
+ * instruction at every optimisation level: -std=c99 forbids contracting a * b + acc, and -O2
+ * would then split it into VMUL and VADD on a Cortex-M7. */
+#if defined(__ARM_FEATURE_FMA) && defined(__ARM_FP) && (__ARM_FP & 4)
+#define MAC(acc, a, b) ((acc) = __builtin_fmaf((a), (b), (acc)))
+#else
+#define MAC(acc, a, b) ((acc) += (a) * (b))
+#endif
+
+/* The tiles stay functions of their own: inlined into a kernel's body, -Os keeps their pointers
+ * on the stack (a load and a store around every load of the hot loop). */
+#if defined(__GNUC__)
+#define NOINLINE __attribute__((noinline))
+#else
+#define NOINLINE
+#endif
+
+#define MAC4(c0, c1, c2, c3, u, v0, v1, v2, v3) \
+    do { MAC(c0, u, v0); MAC(c1, u, v1); MAC(c2, u, v2); MAC(c3, u, v3); } while (0)
+
+static int32_t min_i32(int32_t a, int32_t b)
 {
-    int32_t m, p, k;
-    for (m = 0; m < mg; ++m) {
-        const float *wr = w + (size_t)(m0 + m) * (size_t)kk;
-        float b = bias != NULL ? bias[m0 + m] : 0.0f;
-        for (p = 0; p < npix; ++p) {
-            const float *cr = col + (size_t)p * (size_t)kk;
-            float acc = b;
-            for (k = 0; k < kk; ++k) {
-                acc += wr[k] * cr[k];
+    return a < b ? a : b;
+}
+
+/* Stores a tile row: the first n of four values. */
+static void put4(float *y, int32_t n, float v0, float v1, float v2, float v3)
+{
+    y[0] = v0;
+    if (n > 1) {
+        y[1] = v1;
+    }
+    if (n > 2) {
+        y[2] = v2;
+    }
+    if (n > 3) {
+        y[3] = v3;
+    }
+}
+
+/* A 4 x 4 output tile: y[i * ldy + j] = c[i] + sum_k a[i][k] * b[k * ldb + j] for the first `rows`
+ * rows (a[i]: rows contiguous along k; rows past `rows` repeat the last and are not stored). The 16
+ * sums stay in registers, so each value loaded feeds four multiply-adds. */
+static NOINLINE void tile_4x4(const float *const a[4], const float *b, int32_t ldb, int32_t K, const float c[4], float *y,
+                     int32_t ldy, int32_t rows)
+{
+    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
+    float c00 = c[0], c01 = c[0], c02 = c[0], c03 = c[0], c10 = c[1], c11 = c[1], c12 = c[1], c13 = c[1];
+    float c20 = c[2], c21 = c[2], c22 = c[2], c23 = c[2], c30 = c[3], c31 = c[3], c32 = c[3], c33 = c[3];
+    int32_t k;
+    for (k = K; k > 0; --k) {
+        float v0 = b[0], v1 = b[1], v2 = b[2], v3 = b[3], u;
+        b += ldb;
+        u = *a0++;
+        MAC4(c00, c01, c02, c03, u, v0, v1, v2, v3);
+        u = *a1++;
+        MAC4(c10, c11, c12, c13, u, v0, v1, v2, v3);
+        u = *a2++;
+        MAC4(c20, c21, c22, c23, u, v0, v1, v2, v3);
+        u = *a3++;
+        MAC4(c30, c31, c32, c33, u, v0, v1, v2, v3);
+    }
+    put4(y, 4, c00, c01, c02, c03);
+    if (rows > 1) {
+        put4(y + ldy, 4, c10, c11, c12, c13);
+    }
+    if (rows > 2) {
+        put4(y + 2 * ldy, 4, c20, c21, c22, c23);
+    }
+    if (rows > 3) {
+        put4(y + 3 * ldy, 4, c30, c31, c32, c33);
+    }
+}
+
+/* One row by a 4-wide panel: y[j] = c + sum_k a[k] * b[k * ldb + j], for the first n (<= 4) columns
+ * (the panel then has only n columns: no column past them is read). */
+static NOINLINE void tile_1x4(const float *a, const float *b, int32_t ldb, int32_t K, float c, float *y, int32_t n)
+{
+    float c0 = c, c1 = c, c2 = c, c3 = c;
+    int32_t k;
+    if (n == 4) {
+        for (k = K; k > 0; --k) {
+            float u = *a++;
+            MAC4(c0, c1, c2, c3, u, b[0], b[1], b[2], b[3]);
+            b += ldb;
+        }
+    } else {
+        for (k = K; k > 0; --k) {
+            float u = *a++;
+            MAC(c0, u, b[0]);
+            if (n > 1) {
+                MAC(c1, u, b[1]);
             }
-            y[(size_t)(m0 + m) * (size_t)ystride + (size_t)p] = acc;
+            if (n > 2) {
+                MAC(c2, u, b[2]);
+            }
+            b += ldb;
+        }
+    }
+    put4(y, n, c0, c1, c2, c3);
+}
+
+/* Four dot products with one vector: out[i] = c[i] + sum_k p[i][k] * q[k * qs] (p[i] contiguous). */
+static NOINLINE void dot_4(const float *const p[4], const float *q, int32_t qs, int32_t K, const float c[4], float out[4])
+{
+    const float *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
+    float c0 = c[0], c1 = c[1], c2 = c[2], c3 = c[3];
+    int32_t k = K;
+    if (qs == 1) {
+        for (; k >= 4; k -= 4) {
+            float v0 = q[0], v1 = q[1], v2 = q[2], v3 = q[3];
+            q += 4;
+            MAC(c0, p0[0], v0); MAC(c0, p0[1], v1); MAC(c0, p0[2], v2); MAC(c0, p0[3], v3);
+            MAC(c1, p1[0], v0); MAC(c1, p1[1], v1); MAC(c1, p1[2], v2); MAC(c1, p1[3], v3);
+            MAC(c2, p2[0], v0); MAC(c2, p2[1], v1); MAC(c2, p2[2], v2); MAC(c2, p2[3], v3);
+            MAC(c3, p3[0], v0); MAC(c3, p3[1], v1); MAC(c3, p3[2], v2); MAC(c3, p3[3], v3);
+            p0 += 4;
+            p1 += 4;
+            p2 += 4;
+            p3 += 4;
+        }
+    }
+    for (; k > 0; --k) {
+        float v = *q;
+        q += qs;
+        MAC(c0, *p0++, v);
+        MAC(c1, *p1++, v);
+        MAC(c2, *p2++, v);
+        MAC(c3, *p3++, v);
+    }
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
+}
+
+/* Y[m * ldy + n] = bias[m] + sum_k A[m * lda + k] * B[k * ldb + n] (m < M, n < N, k < K; bias NULL:
+ * 0), in 4 x 4 register tiles. Y is none of A, B and bias. */
+static void gemm_nn(const float *A, int32_t lda, const float *B, int32_t ldb, const float *bias, float *Y,
+                    int32_t ldy, int32_t M, int32_t N, int32_t K)
+{
+    int32_t m, n, i;
+    for (m = 0; m < M; m += 4) {
+        int32_t rows = min_i32(4, M - m);
+        const float *a[4];
+        float c[4], out[4];
+        float *y = Y + (size_t)m * (size_t)ldy;
+        for (i = 0; i < 4; ++i) {
+            int32_t r = m + min_i32(i, rows - 1);
+            a[i] = A + (size_t)r * (size_t)lda;
+            c[i] = bias != NULL ? bias[r] : 0.0f;
+        }
+        if (rows == 1) {
+            for (n = 0; n < N; n += 4) {
+                tile_1x4(a[0], B + n, ldb, K, c[0], y + n, min_i32(4, N - n));
+            }
+            continue;
+        }
+        for (n = 0; n + 4 <= N; n += 4) {
+            tile_4x4(a, B + n, ldb, K, c, y + n, ldy, rows);
+        }
+        for (; n < N; ++n) {
+            dot_4(a, B + n, ldb, K, c, out);
+            for (i = 0; i < rows; ++i) {
+                y[(size_t)i * (size_t)ldy + (size_t)n] = out[i];
+            }
         }
     }
 }
@@ -187,40 +336,307 @@ static int spatial_ok(const arena_attrs_t *a)
     return 1;
 }
 
-/* acc plus one output pixel's taps over one input channel xc (H x W) and its
- * kernel wc, row by row: the one loop the direct conv and the in-place
- * depthwise conv share, so both round alike (in place gives the same bits). */
-static float conv_taps(float acc, const float *xc, const float *wc, const arena_attrs_t *a, const int32_t xd[4],
-                       int32_t oh, int32_t ow)
+/* The taps k in [*k0, *k1) of a window starting at `start` (k * dil apart)
+ * that land inside [0, size): padding is skipped, never read. */
+static void window_taps(int32_t start, int32_t kernel, int32_t dil, int32_t size, int32_t *k0, int32_t *k1)
 {
-    int32_t ky, kx;
-    for (ky = 0; ky < a->kernel[0]; ++ky) {
-        int32_t ih = oh * a->strides[0] - a->pads[0] + ky * a->dilations[0];
-        if (ih < 0 || ih >= xd[2]) {
-            continue;
-        }
-        for (kx = 0; kx < a->kernel[1]; ++kx) {
-            int32_t iw = ow * a->strides[1] - a->pads[1] + kx * a->dilations[1];
-            if (iw < 0 || iw >= xd[3]) {
-                continue;
+    int32_t lo = start < 0 ? (-start + dil - 1) / dil : 0;
+    int32_t hi = start > size - 1 ? 0 : (size - 1 - start) / dil + 1;
+    hi = hi < kernel ? hi : kernel;
+    *k0 = lo;
+    *k1 = hi > lo ? hi : lo;
+}
+
+/* One group of a convolution: input channels of H x W, kernels of KH x KW per input channel. */
+typedef struct {
+    int32_t cin, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
+} geom_t;
+
+/* The output columns [*lo, *hi) whose whole window lies inside the input row (no padding). */
+static void interior_cols(const geom_t *g, int32_t *lo, int32_t *hi)
+{
+    int32_t last = g->w - 1 - (g->kw - 1) * g->dw + g->pw; /* the last window start, in padded columns */
+    *lo = min_i32((g->pw + g->sw - 1) / g->sw, g->ow);
+    *hi = last < 0 ? *lo : min_i32(last / g->sw + 1, g->ow);
+    *hi = *hi > *lo ? *hi : *lo;
+}
+
+/* The taps of one output row's windows: their offsets from the window's first input column
+ * (in the row's valid kernel rows), and how far the kernels skip past them to the next channel. */
+#define MAX_TAPS 64
+typedef struct {
+    int32_t off[MAX_TAPS];
+    int32_t ntaps;
+    size_t plane, wskip;
+    int32_t cin;
+} rowtaps_t;
+
+/* Four output channels (kernels w[i] from their first valid tap; rows past `nco` repeat the last)
+ * at four output pixels S columns apart, whose windows start at x (every tap inside the input):
+ * y[i][j] = c[i] + the taps, the 16 sums in registers. One function per stride keeps the four
+ * input loads at constant offsets from one pointer. */
+#define CONV_TILE(NAME, S)                                                                              \
+    static NOINLINE void NAME(const rowtaps_t *t, const float *x, const float *const w[4], const float c[4], \
+                              float *const y[4], int32_t nco, int32_t sw)                             \
+    {                                                                                                   \
+        const float *q0 = w[0], *q1 = w[1], *q2 = w[2], *q3 = w[3];                                   \
+        const int32_t *oe = t->off + t->ntaps;                                                          \
+        int32_t ci;                                                                                     \
+        float c00 = c[0], c01 = c[0], c02 = c[0], c03 = c[0], c10 = c[1], c11 = c[1], c12 = c[1];      \
+        float c13 = c[1], c20 = c[2], c21 = c[2], c22 = c[2], c23 = c[2], c30 = c[3], c31 = c[3];      \
+        float c32 = c[3], c33 = c[3];                                                                   \
+        (void)sw;                                                                                       \
+        for (ci = t->ntaps > 0 ? t->cin : 0; ci > 0; --ci) {                                            \
+            const int32_t *o = t->off;                                                                  \
+            do {                                                                                        \
+                const float *xp = x + *o++;                                                             \
+                float v0 = xp[0], v1 = xp[S], v2 = xp[2 * (S)], v3 = xp[3 * (S)], u;                    \
+                u = *q0++;                                                                              \
+                MAC4(c00, c01, c02, c03, u, v0, v1, v2, v3);                                            \
+                u = *q1++;                                                                              \
+                MAC4(c10, c11, c12, c13, u, v0, v1, v2, v3);                                            \
+                u = *q2++;                                                                              \
+                MAC4(c20, c21, c22, c23, u, v0, v1, v2, v3);                                            \
+                u = *q3++;                                                                              \
+                MAC4(c30, c31, c32, c33, u, v0, v1, v2, v3);                                            \
+            } while (o != oe);                                                                          \
+            q0 += t->wskip;                                                                             \
+            q1 += t->wskip;                                                                             \
+            q2 += t->wskip;                                                                             \
+            q3 += t->wskip;                                                                             \
+            x += t->plane;                                                                              \
+        }                                                                                               \
+        put4(y[0], 4, c00, c01, c02, c03);                                                              \
+        if (nco > 1) {                                                                                  \
+            put4(y[1], 4, c10, c11, c12, c13);                                                          \
+        }                                                                                               \
+        if (nco > 2) {                                                                                  \
+            put4(y[2], 4, c20, c21, c22, c23);                                                          \
+        }                                                                                               \
+        if (nco > 3) {                                                                                  \
+            put4(y[3], 4, c30, c31, c32, c33);                                                          \
+        }                                                                                               \
+    }
+CONV_TILE(conv_tile_s1, 1)
+CONV_TILE(conv_tile_s2, 2)
+CONV_TILE(conv_tile_sn, sw)
+#undef CONV_TILE
+
+/* Four output channels at one output pixel (oh, ow), the window clipped to the input: padding
+ * is skipped, never read. Any stride and dilation. */
+static NOINLINE void conv_px(const geom_t *g, const float *x, const float *const w[4], const float c[4], float *const y[4],
+                    int32_t oh, int32_t ow, int32_t ky0, int32_t ky1, int32_t nco)
+{
+    int32_t kk = g->kh * g->kw, ci, ky, kx, kx0, kx1, ih0 = oh * g->sh - g->ph, iw0 = ow * g->sw - g->pw;
+    size_t plane = (size_t)g->h * (size_t)g->w, rstep = (size_t)g->dh * (size_t)g->w;
+    float c0 = c[0], c1 = c[1], c2 = c[2], c3 = c[3];
+    window_taps(iw0, g->kw, g->dw, g->w, &kx0, &kx1);
+    for (ci = 0; ci < g->cin; ++ci) {
+        const float *xr = x + (size_t)ci * plane + (size_t)(ih0 + ky0 * g->dh) * (size_t)g->w
+                          + (size_t)(iw0 + kx0 * g->dw);
+        size_t off = (size_t)ci * (size_t)kk + (size_t)ky0 * (size_t)g->kw + (size_t)kx0;
+        const float *q0 = w[0] + off, *q1 = w[1] + off, *q2 = w[2] + off, *q3 = w[3] + off;
+        for (ky = ky0; ky < ky1; ++ky) {
+            const float *xp = xr;
+            for (kx = kx0; kx < kx1; ++kx) {
+                float v = *xp;
+                xp += g->dw;
+                MAC(c0, *q0++, v);
+                MAC(c1, *q1++, v);
+                MAC(c2, *q2++, v);
+                MAC(c3, *q3++, v);
             }
-            acc += wc[ky * a->kernel[1] + kx] * xc[(size_t)ih * (size_t)xd[3] + (size_t)iw];
+            q0 += g->kw - (kx1 - kx0);
+            q1 += g->kw - (kx1 - kx0);
+            q2 += g->kw - (kx1 - kx0);
+            q3 += g->kw - (kx1 - kx0);
+            xr += rstep;
+        }
+    }
+    y[0][ow] = c0;
+    if (nco > 1) {
+        y[1][ow] = c1;
+    }
+    if (nco > 2) {
+        y[2][ow] = c2;
+    }
+    if (nco > 3) {
+        y[3][ow] = c3;
+    }
+}
+
+/* A direct convolution of one group (no workspace): four output channels at a time, interior
+ * pixels four at a time (conv_tile_*), the padded border one at a time (conv_px).
+ * x: the group's first input channel; w: its first kernel; y: its first output channel. */
+static void conv_direct(const geom_t *g, const float *x, const float *w, const float *bias, float *y, int32_t cout)
+{
+    int32_t kk = g->kh * g->kw, co, oh, ow, i, lo, hi, ky0, ky1, ky, kx;
+    size_t oplane = (size_t)g->oh * (size_t)g->ow;
+    rowtaps_t t;
+    interior_cols(g, &lo, &hi);
+    if (kk > MAX_TAPS) {
+        lo = hi = 0; /* a kernel too large for the tap table: every pixel through conv_px */
+    }
+    t.plane = (size_t)g->h * (size_t)g->w;
+    t.cin = g->cin;
+    for (co = 0; co < cout; co += 4) {
+        int32_t nco = min_i32(4, cout - co);
+        const float *wp[4], *wt[4];
+        float c[4];
+        float *yp[4];
+        for (i = 0; i < 4; ++i) {
+            int32_t m = co + min_i32(i, nco - 1);
+            wp[i] = w + (size_t)m * (size_t)g->cin * (size_t)kk;
+            c[i] = bias != NULL ? bias[m] : 0.0f;
+        }
+        for (oh = 0; oh < g->oh; ++oh) {
+            int32_t ih0 = oh * g->sh - g->ph;
+            for (i = 0; i < 4; ++i) {
+                yp[i] = y + (size_t)(co + min_i32(i, nco - 1)) * oplane + (size_t)oh * (size_t)g->ow;
+            }
+            window_taps(ih0, g->kh, g->dh, g->h, &ky0, &ky1);
+            for (ow = 0; ow < lo; ++ow) {
+                conv_px(g, x, wp, c, yp, oh, ow, ky0, ky1, nco);
+            }
+            if (lo + 4 <= hi) {
+                t.ntaps = 0;
+                for (ky = ky0; ky < ky1; ++ky) {
+                    for (kx = 0; kx < g->kw; ++kx) {
+                        t.off[t.ntaps++] = (ih0 + ky * g->dh) * g->w + kx * g->dw;
+                    }
+                }
+                t.wskip = (size_t)(kk - t.ntaps);
+                for (i = 0; i < 4; ++i) {
+                    wt[i] = wp[i] + (size_t)ky0 * (size_t)g->kw;
+                }
+            }
+            for (; ow + 4 <= hi || (ow < hi && lo + 4 <= hi); ow += 4) {
+                /* the last tile of a row may overlap the one before: it recomputes those pixels
+                 * in the same order (the same bits), cheaper than conv_px */
+                int32_t o = ow + 4 <= hi ? ow : hi - 4;
+                const float *xw = x + (o * g->sw - g->pw);
+                float *yt[4];
+                for (i = 0; i < 4; ++i) {
+                    yt[i] = yp[i] + o;
+                }
+                if (g->sw == 1) {
+                    conv_tile_s1(&t, xw, wt, c, yt, nco, 1);
+                } else if (g->sw == 2) {
+                    conv_tile_s2(&t, xw, wt, c, yt, nco, 2);
+                } else {
+                    conv_tile_sn(&t, xw, wt, c, yt, nco, g->sw);
+                }
+            }
+            for (ow = ow > hi ? hi : ow; ow < g->ow; ++ow) {
+                conv_px(g, x, wp, c, yp, oh, ow, ky0, ky1, nco);
+            }
+        }
+    }
+}
+
+/* Output rows [r0, r0 + nr) of one group as an im2col matrix col[k][p] (k = (ci, ky, kx), p = the
+ * pixels of those rows): row k of it is the input under tap k, zero where that is padding. (One
+ * loop with the bounds test: zero runs as loops of their own would become memset calls.) */
+static NOINLINE void im2col_rows(const geom_t *g, const float *x, float *col, int32_t r0, int32_t nr)
+{
+    int32_t ci, ky, kx, oh, ow;
+    size_t plane = (size_t)g->h * (size_t)g->w;
+    for (ci = 0; ci < g->cin; ++ci) {
+        const float *xc = x + (size_t)ci * plane;
+        for (ky = 0; ky < g->kh; ++ky) {
+            for (kx = 0; kx < g->kw; ++kx) {
+                for (oh = r0; oh < r0 + nr; ++oh) {
+                    int32_t ih = oh * g->sh - g->ph + ky * g->dh, iw = kx * g->dw - g->pw;
+                    uint32_t w = ih >= 0 && ih < g->h ? (uint32_t)g->w : 0u; /* 0: the whole row is padding */
+                    const float *xr = xc + (size_t)(w != 0u ? ih : 0) * (size_t)g->w;
+                    for (ow = 0; ow < g->ow; ++ow) {
+                        *col++ = (uint32_t)iw < w ? xr[iw] : 0.0f;
+                        iw += g->sw;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* One output pixel of one channel (kernel wm), the window clipped to the input. */
+static NOINLINE float dw_px(const geom_t *g, const float *xc, const float *wm, float b, int32_t oh, int32_t ow, int32_t ky0,
+                   int32_t ky1)
+{
+    int32_t ky, kx, kx0, kx1, ih0 = oh * g->sh - g->ph, iw0 = ow * g->sw - g->pw;
+    float acc = b;
+    window_taps(iw0, g->kw, g->dw, g->w, &kx0, &kx1);
+    for (ky = ky0; ky < ky1; ++ky) {
+        const float *xr = xc + (size_t)(ih0 + ky * g->dh) * (size_t)g->w + (size_t)(iw0 + kx0 * g->dw);
+        const float *q = wm + (size_t)ky * (size_t)g->kw + (size_t)kx0;
+        for (kx = kx0; kx < kx1; ++kx) {
+            MAC(acc, *q++, *xr);
+            xr += g->dw;
         }
     }
     return acc;
 }
 
-/* One depthwise output channel from its input channel xc: bias first, then the taps. */
-static void dw_channel(const float *xc, const float *wm, float b, float *yc, const arena_attrs_t *a,
-                       const int32_t xd[4], const int32_t yd[4])
+/* One depthwise output channel from its input channel xc: y = b + the taps of kernel wm. Interior
+ * pixels read their window without bounds checks (3 x 3: the nine weights in registers), border
+ * pixels clip it. The one routine both the in-place and the ordinary depthwise run, so both give
+ * the same bits. */
+static NOINLINE void dw_channel(const float *xc, const float *wm, float b, float *yc, const geom_t *g)
 {
-    int32_t oh, ow;
-    for (oh = 0; oh < yd[2]; ++oh) {
-        for (ow = 0; ow < yd[3]; ++ow) {
-            yc[(size_t)oh * (size_t)yd[3] + (size_t)ow] = conv_taps(b, xc, wm, a, xd, oh, ow);
+    int32_t oh, ow, lo, hi, ky0, ky1, ky, kx;
+    interior_cols(g, &lo, &hi);
+    for (oh = 0; oh < g->oh; ++oh) {
+        float *yr = yc + (size_t)oh * (size_t)g->ow;
+        int32_t ih0 = oh * g->sh - g->ph;
+        window_taps(ih0, g->kh, g->dh, g->h, &ky0, &ky1);
+        for (ow = 0; ow < lo; ++ow) {
+            yr[ow] = dw_px(g, xc, wm, b, oh, ow, ky0, ky1);
+        }
+        if (ky0 == 0 && ky1 == g->kh && g->kh == 3 && g->kw == 3 && g->dw == 1) {
+            const float *r0 = xc + (size_t)ih0 * (size_t)g->w + (size_t)(lo * g->sw - g->pw);
+            const float *r1 = r0 + (size_t)g->dh * (size_t)g->w, *r2 = r1 + (size_t)g->dh * (size_t)g->w;
+            float w0 = wm[0], w1 = wm[1], w2 = wm[2], w3 = wm[3], w4_ = wm[4], w5 = wm[5], w6 = wm[6], w7 = wm[7];
+            float w8 = wm[8];
+            float *yp = yr + lo;
+            for (ow = lo; ow < hi; ++ow) {
+                float acc = b;
+                MAC(acc, w0, r0[0]);
+                MAC(acc, w1, r0[1]);
+                MAC(acc, w2, r0[2]);
+                MAC(acc, w3, r1[0]);
+                MAC(acc, w4_, r1[1]);
+                MAC(acc, w5, r1[2]);
+                MAC(acc, w6, r2[0]);
+                MAC(acc, w7, r2[1]);
+                MAC(acc, w8, r2[2]);
+                *yp++ = acc;
+                r0 += g->sw;
+                r1 += g->sw;
+                r2 += g->sw;
+            }
+        } else {
+            for (ow = lo; ow < hi; ++ow) {
+                const float *xr = xc + (size_t)(ih0 + ky0 * g->dh) * (size_t)g->w + (size_t)(ow * g->sw - g->pw);
+                const float *q = wm + (size_t)ky0 * (size_t)g->kw;
+                float acc = b;
+                for (ky = ky0; ky < ky1; ++ky) {
+                    const float *xp = xr;
+                    for (kx = 0; kx < g->kw; ++kx) {
+                        MAC(acc, *q++, *xp);
+                        xp += g->dw;
+                    }
+                    xr += (size_t)g->dh * (size_t)g->w;
+                }
+                yr[ow] = acc;
+            }
+        }
+        for (ow = hi; ow < g->ow; ++ow) {
+            yr[ow] = dw_px(g, xc, wm, b, oh, ow, ky0, ky1);
         }
     }
 }
+
+/* --- Conv ------------------------------------------------------------------------------------ */
 
 int arena_k_conv(const arena_ctx_t *c)
 {
@@ -232,9 +648,10 @@ int arena_k_conv(const arena_ctx_t *c)
     float *y = (float *)arena_out_data(c, 0);
     int32_t xd[4], yd[4];
     int32_t g, groups = a->group > 0 ? a->group : 1;
-    int32_t cg, mg, kk, n, oh, ow, ci, ky, kx, m;
-    size_t ws_bytes = 0;
+    int32_t mg, kk, n, m;
+    size_t ws_elems = 0, xplane, yplane;
     float *ws = NULL;
+    geom_t ge;
     if (xt == NULL || wt == NULL || yt == NULL || nchw(xt, xd) || nchw(yt, yd) || wt->rank != xt->rank ||
         yt->rank != xt->rank || !arena_shape_ok(xt) || !arena_shape_ok(wt) || !arena_shape_ok(yt)) {
         return ARENA_ERR_SHAPE;
@@ -245,93 +662,84 @@ int arena_k_conv(const arena_ctx_t *c)
     if (!spatial_ok(a) || xd[1] % groups != 0 || yd[1] % groups != 0 || yd[0] != xd[0]) {
         return ARENA_ERR_SHAPE;
     }
-    cg = xd[1] / groups;
+    ge.cin = xd[1] / groups;
+    ge.h = xd[2];
+    ge.w = xd[3];
+    ge.kh = a->kernel[0];
+    ge.kw = a->kernel[1];
+    ge.sh = a->strides[0];
+    ge.sw = a->strides[1];
+    ge.ph = a->pads[0];
+    ge.pw = a->pads[1];
+    ge.dh = a->dilations[0];
+    ge.dw = a->dilations[1];
+    ge.oh = yd[2];
+    ge.ow = yd[3];
     mg = yd[1] / groups;
-    kk = cg * a->kernel[0] * a->kernel[1];
-    if (wt->shape[0] != yd[1] || wt->shape[1] != cg || wt->shape[wt->rank - 1] != a->kernel[1] ||
+    kk = ge.cin * ge.kh * ge.kw;
+    if (wt->shape[0] != yd[1] || wt->shape[1] != ge.cin || wt->shape[wt->rank - 1] != a->kernel[1] ||
         (wt->rank == 4 && wt->shape[2] != a->kernel[0]) || (wt->rank == 3 && a->kernel[0] != 1) ||
         (bt != NULL && bt->elements != (uint32_t)yd[1]) ||
         yd[2] != window_out(xd[2], a->pads[0], a->pads[2], a->kernel[0], a->strides[0], a->dilations[0]) ||
         yd[3] != window_out(xd[3], a->pads[1], a->pads[3], a->kernel[1], a->strides[1], a->dilations[1])) {
         return ARENA_ERR_SHAPE;
     }
+    xplane = (size_t)xd[2] * (size_t)xd[3];
+    yplane = (size_t)yd[2] * (size_t)yd[3];
     if (groups == xd[1] && yd[1] == xd[1]) {
         /* Depthwise (one input channel per output channel): in place through its temp. */
-        size_t plane = (size_t)xd[2] * (size_t)xd[3], yplane = (size_t)yd[2] * (size_t)yd[3];
-        size_t chans = (size_t)xd[0] * (size_t)xd[1], i;
+        size_t chans = (size_t)xd[0] * (size_t)xd[1], i, j;
         void *temp;
-        int rc = arena_dw_in_place(c, x, chans * plane * sizeof(float), y, chans * yplane * sizeof(float),
-                             plane * sizeof(float), sizeof(float), &temp);
+        int rc = arena_dw_in_place(c, x, chans * xplane * sizeof(float), y, chans * yplane * sizeof(float),
+                                   xplane * sizeof(float), sizeof(float), &temp);
         if (rc != ARENA_OK) {
             return rc;
         }
-        if (temp != NULL) {
-            for (i = 0; i < chans; ++i) { /* increasing i: see arena_dw_in_place */
-                m = (int32_t)(i % (size_t)xd[1]);
-                memcpy(temp, x + i * plane, plane * sizeof(float));
-                dw_channel((const float *)temp, w + (size_t)m * (size_t)kk, bias != NULL ? bias[m] : 0.0f,
-                           y + i * yplane, a, xd, yd);
+        for (i = 0; i < chans; ++i) { /* increasing i: see arena_dw_in_place */
+            const float *xc = x + i * xplane;
+            m = (int32_t)(i % (size_t)xd[1]);
+            if (temp != NULL) {
+                float *t = (float *)temp;
+                for (j = 0; j < xplane; ++j) {
+                    t[j] = xc[j];
+                }
+                xc = t;
             }
-            return ARENA_OK;
+            dw_channel(xc, w + (size_t)m * (size_t)kk, bias != NULL ? bias[m] : 0.0f, y + i * yplane, &ge);
         }
+        return ARENA_OK;
     }
-    /* A depthwise op's workspace (group > 1) is the in-place channel temp, never im2col
-     * columns: not in place, it runs direct. group == 1 (one channel) keeps im2col. */
-    if (c->op->workspace >= 0 && !(groups > 1 && groups == xd[1] && yd[1] == xd[1])) {
+    if (c->op->workspace >= 0) {
         const arena_tensor_t *wst = &c->m->tensors[c->op->workspace];
-        if (wst->dtype == ARENA_DT_FLOAT32) {
-            ws_bytes = (size_t)wst->elements * sizeof(float);
+        if (wst->dtype == ARENA_DT_FLOAT32 && wst->data == NULL) {
+            ws_elems = (size_t)wst->elements;
             ws = (float *)arena_tensor_data(c->m, c->base, c->op->workspace);
         }
     }
     for (n = 0; n < xd[0]; ++n) {
-        const float *xn = x + (size_t)n * (size_t)xd[1] * (size_t)xd[2] * (size_t)xd[3];
-        float *yn = y + (size_t)n * (size_t)yd[1] * (size_t)yd[2] * (size_t)yd[3];
+        const float *xn = x + (size_t)n * (size_t)xd[1] * xplane;
+        float *yn = y + (size_t)n * (size_t)yd[1] * yplane;
         for (g = 0; g < groups; ++g) {
-            /* im2col over as many output rows as the workspace holds, or direct. */
-            int32_t rows = 0;
-            size_t row_bytes = (size_t)yd[3] * (size_t)kk * sizeof(float);
-            if (ws != NULL && row_bytes > 0) {
-                rows = ws_bytes / row_bytes > (size_t)yd[2] ? yd[2] : (int32_t)(ws_bytes / row_bytes);
-            }
-            if (rows > 0) {
-                int32_t r0;
+            const float *xg = xn + (size_t)g * (size_t)ge.cin * xplane;
+            const float *wg = w + (size_t)g * (size_t)mg * (size_t)kk;
+            const float *bg = bias != NULL ? bias + g * mg : NULL;
+            float *yg = yn + (size_t)g * (size_t)mg * yplane;
+            /* rows of im2col columns the workspace holds */
+            size_t row_elems = (size_t)yd[3] * (size_t)kk;
+            int32_t rows = ws != NULL && row_elems > 0 ? (int32_t)(ws_elems / row_elems) : 0, r0;
+            rows = min_i32(rows, yd[2]);
+            if (ge.kh == 1 && ge.kw == 1 && ge.sh == 1 && ge.sw == 1 && ge.ph == 0 && ge.pw == 0 &&
+                a->pads[2] == 0 && a->pads[3] == 0) {
+                /* 1 x 1: the input channels are the GEMM's columns as they lie */
+                gemm_nn(wg, kk, xg, (int32_t)xplane, bg, yg, (int32_t)yplane, mg, (int32_t)yplane, kk);
+            } else if (rows > 0) {
                 for (r0 = 0; r0 < yd[2]; r0 += rows) {
-                    int32_t nr = yd[2] - r0 < rows ? yd[2] - r0 : rows;
-                    float *col = ws;
-                    for (oh = r0; oh < r0 + nr; ++oh) {
-                        for (ow = 0; ow < yd[3]; ++ow) {
-                            for (ci = 0; ci < cg; ++ci) {
-                                const float *xc = xn + (size_t)(g * cg + ci) * (size_t)xd[2] * (size_t)xd[3];
-                                for (ky = 0; ky < a->kernel[0]; ++ky) {
-                                    int32_t ih = oh * a->strides[0] - a->pads[0] + ky * a->dilations[0];
-                                    for (kx = 0; kx < a->kernel[1]; ++kx) {
-                                        int32_t iw = ow * a->strides[1] - a->pads[1] + kx * a->dilations[1];
-                                        *col++ = (ih >= 0 && ih < xd[2] && iw >= 0 && iw < xd[3])
-                                                     ? xc[(size_t)ih * (size_t)xd[3] + (size_t)iw] : 0.0f;
-                                    }
-                                }
-                            }
-                        }
-                    }
-                    gemm_cols(w, bias, ws, yn + (size_t)r0 * (size_t)yd[3], g * mg, mg, kk, nr * yd[3],
-                              yd[2] * yd[3]);
+                    int32_t nr = min_i32(rows, yd[2] - r0), np = nr * yd[3];
+                    im2col_rows(&ge, xg, ws, r0, nr);
+                    gemm_nn(wg, kk, ws, np, bg, yg + (size_t)r0 * (size_t)yd[3], (int32_t)yplane, mg, np, kk);
                 }
-                continue;
-            }
-            for (m = g * mg; m < (g + 1) * mg; ++m) {
-                const float *wm = w + (size_t)m * (size_t)kk;
-                for (oh = 0; oh < yd[2]; ++oh) {
-                    for (ow = 0; ow < yd[3]; ++ow) {
-                        float acc = bias != NULL ? bias[m] : 0.0f;
-                        for (ci = 0; ci < cg; ++ci) {
-                            const float *xc = xn + (size_t)(g * cg + ci) * (size_t)xd[2] * (size_t)xd[3];
-                            const float *wc = wm + (size_t)ci * (size_t)a->kernel[0] * (size_t)a->kernel[1];
-                            acc = conv_taps(acc, xc, wc, a, xd, oh, ow);
-                        }
-                        yn[((size_t)m * (size_t)yd[2] + (size_t)oh) * (size_t)yd[3] + (size_t)ow] = acc;
-                    }
-                }
+            } else {
+                conv_direct(&ge, xg, wg, bg, yg, mg);
             }
         }
     }
@@ -374,19 +782,48 @@ int arena_k_gemm(const arena_ctx_t *c)
             return ARENA_ERR_SHAPE;
         }
     }
-    for (i = 0; i < M; ++i) {
-        for (j = 0; j < N; ++j) {
-            float acc = 0.0f;
-            for (k = 0; k < K; ++k) {
-                float av = a->trans_a ? A[(size_t)k * (size_t)M + (size_t)i] : A[(size_t)i * (size_t)K + (size_t)k];
-                float bv = a->trans_b ? B[(size_t)j * (size_t)K + (size_t)k] : B[(size_t)k * (size_t)N + (size_t)j];
-                acc += av * bv;
+    if (a->trans_a) {
+        for (i = 0; i < M; ++i) { /* A read down its columns: a plain loop (no model here does this) */
+            for (j = 0; j < N; ++j) {
+                float acc = 0.0f;
+                for (k = 0; k < K; ++k) {
+                    float bv = a->trans_b ? B[(size_t)j * (size_t)K + (size_t)k] : B[(size_t)k * (size_t)N + (size_t)j];
+                    MAC(acc, A[(size_t)k * (size_t)M + (size_t)i], bv);
+                }
+                Y[(size_t)i * (size_t)N + (size_t)j] = acc;
             }
-            acc *= a->alpha;
-            if (C != NULL) {
-                acc += a->beta * C[(size_t)(cm == 1 ? 0 : i) * (size_t)cn + (size_t)(cn == 1 ? 0 : j)];
+        }
+    } else if (a->trans_b) {
+        /* Y[i][j] = A row i . B row j, both contiguous: four rows of B per pass over A's row */
+        static const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (i = 0; i < M; ++i) {
+            for (j = 0; j < N; j += 4) {
+                int32_t nj = min_i32(4, N - j), t;
+                const float *p[4];
+                float out[4];
+                for (t = 0; t < 4; ++t) {
+                    p[t] = B + (size_t)(j + min_i32(t, nj - 1)) * (size_t)K;
+                }
+                dot_4(p, A + (size_t)i * (size_t)K, 1, K, zero, out);
+                for (t = 0; t < nj; ++t) {
+                    Y[(size_t)i * (size_t)N + (size_t)(j + t)] = out[t];
+                }
             }
-            Y[(size_t)i * (size_t)N + (size_t)j] = acc;
+        }
+    } else {
+        gemm_nn(A, K, B, N, NULL, Y, N, M, N, K);
+    }
+    if (a->alpha != 1.0f || C != NULL) {
+        for (i = 0; i < M; ++i) {
+            float *yr = Y + (size_t)i * (size_t)N;
+            const float *cr = C != NULL ? C + (size_t)(cm == 1 ? 0 : i) * (size_t)cn : NULL;
+            for (j = 0; j < N; ++j) {
+                float acc = yr[j] * a->alpha;
+                if (cr != NULL) {
+                    acc += a->beta * cr[cn == 1 ? 0 : j];
+                }
+                yr[j] = acc;
+            }
         }
     }
     return ARENA_OK;
@@ -401,7 +838,7 @@ int arena_k_matmul(const arena_ctx_t *c)
     float *Y = (float *)arena_out_data(c, 0);
     bcast_t w;
     uint32_t batches = 1u, b;
-    int32_t M, N, K, i, j, k;
+    int32_t M, N, K;
     int ra, rb, nb, d;
     if (at == NULL || bt == NULL || yt == NULL || at->rank < 1 || bt->rank < 1 || !arena_shape_ok(at) ||
         !arena_shape_ok(bt) || !arena_shape_ok(yt)) {
@@ -432,15 +869,7 @@ int arena_k_matmul(const arena_ctx_t *c)
         const float *Ab = A + w.offset[0];
         const float *Bb = B + w.offset[1];
         float *Yb = Y + (size_t)b * (size_t)M * (size_t)N;
-        for (i = 0; i < M; ++i) {
-            for (j = 0; j < N; ++j) {
-                float acc = 0.0f;
-                for (k = 0; k < K; ++k) {
-                    acc += Ab[(size_t)i * (size_t)K + (size_t)k] * Bb[(size_t)k * (size_t)N + (size_t)j];
-                }
-                Yb[(size_t)i * (size_t)N + (size_t)j] = acc;
-            }
-        }
+        gemm_nn(Ab, K, Bb, N, NULL, Yb, N, M, N, K);
         bcast_next(&w);
     }
     return ARENA_OK;
@@ -511,6 +940,45 @@ static float unary_f(const arena_attrs_t *a, uint8_t op, float v)
     }
 }
 
+/* y[i] = op(x[i]), i < n: the cheap ops as their own loops, so no element pays a call or a dispatch;
+ * the transcendental ones through unary_f. y may be x (in place: element i is read first). */
+static void unary_loop(const arena_attrs_t *a, uint8_t op, const float *x, float *y, uint32_t n)
+{
+    uint32_t i;
+    float lo = a->min, hi = a->max;
+    switch (op) {
+    case ARENA_OP_RELU:
+        for (i = 0; i < n; ++i) {
+            float v = x[i];
+            y[i] = v > 0.0f ? v : 0.0f;
+        }
+        break;
+    case ARENA_OP_CLIP:
+        for (i = 0; i < n; ++i) {
+            float v = x[i];
+            v = v < lo ? lo : v;
+            y[i] = v > hi ? hi : v;
+        }
+        break;
+    case ARENA_OP_LEAKY_RELU:
+        for (i = 0; i < n; ++i) {
+            float v = x[i];
+            y[i] = v >= 0.0f ? v : v * a->alpha;
+        }
+        break;
+    case ARENA_OP_NEG:
+        for (i = 0; i < n; ++i) {
+            y[i] = -x[i];
+        }
+        break;
+    default:
+        for (i = 0; i < n; ++i) {
+            y[i] = unary_f(a, op, x[i]);
+        }
+        break;
+    }
+}
+
 /* A float bound as an integer inside [lo, hi] (NaN and out-of-range values saturate). */
 static int32_t int_bound(float f, int32_t lo, int32_t hi)
 {
@@ -551,7 +1019,6 @@ int arena_k_unary(const arena_ctx_t *c)
     const float *x = (const float *)arena_in_data(c, 0);
     float *y = (float *)arena_out_data(c, 0);
     uint8_t op = c->op->type;
-    uint32_t i;
     if (xt == NULL || yt == NULL || xt->elements != yt->elements) {
         return ARENA_ERR_SHAPE;
     }
@@ -564,13 +1031,58 @@ int arena_k_unary(const arena_ctx_t *c)
     if (xt->dtype != ARENA_DT_FLOAT32) {
         return ARENA_ERR_UNSUPPORTED;
     }
-    for (i = 0; i < yt->elements; ++i) {
-        y[i] = unary_f(&c->op->attrs, op, x[i]);
-    }
+    unary_loop(&c->op->attrs, op, x, y, yt->elements);
     return ARENA_OK;
 }
 
 /* --- element-wise: binary and variadic --------------------------------------- */
+
+static float binary_f(uint8_t op, float r, float v)
+{
+    switch (op) {
+    case ARENA_OP_ADD: return r + v;
+    case ARENA_OP_SUB: return r - v;
+    case ARENA_OP_MUL: return r * v;
+    case ARENA_OP_DIV: return r / v;
+    case ARENA_OP_MAX: return v > r ? v : r;
+    case ARENA_OP_MIN: return v < r ? v : r;
+    default: return r < 0.0f ? r * v : r; /* PRelu */
+    }
+}
+
+/* y[j] = p[j * sp] op q[j * sq] for j < n (sp, sq: 1, or 0 for a broadcast operand), one loop per
+ * op. y may be p or q (in place: element j of both is read before y[j] is written). */
+#define BINARY_RUN(expr)                                            \
+    do {                                                            \
+        if (sp && sq) {                                             \
+            for (j = 0; j < n; ++j) {                               \
+                float r = p[j], v = q[j];                           \
+                y[j] = (expr);                                      \
+            }                                                       \
+        } else {                                                    \
+            for (j = 0; j < n; ++j) {                               \
+                float r = *p, v = *q;                               \
+                p += sp;                                            \
+                q += sq;                                            \
+                y[j] = (expr);                                      \
+            }                                                       \
+        }                                                           \
+    } while (0)
+
+static void binary_run(uint8_t op, const float *p, uint32_t sp, const float *q, uint32_t sq, float *y, uint32_t n)
+{
+    uint32_t j;
+    switch (op) {
+    case ARENA_OP_ADD: BINARY_RUN(r + v); break;
+    case ARENA_OP_SUB: BINARY_RUN(r - v); break;
+    case ARENA_OP_MUL: BINARY_RUN(r * v); break;
+    case ARENA_OP_DIV: BINARY_RUN(r / v); break;
+    case ARENA_OP_MAX: BINARY_RUN(v > r ? v : r); break;
+    case ARENA_OP_MIN: BINARY_RUN(v < r ? v : r); break;
+    default: BINARY_RUN(r < 0.0f ? r * v : r); break; /* PRelu */
+    }
+}
+#undef BINARY_RUN
 
 /* Sub, Div, PRelu (two inputs); Add, Mul, Max, Min (1 to MAX_OPERANDS inputs,
  * folded left to right, so Sum can run as Add); numpy-broadcast to the
@@ -581,8 +1093,8 @@ int arena_k_binary(const arena_ctx_t *c)
     const float *in[MAX_OPERANDS];
     float *Y = (float *)arena_out_data(c, 0);
     uint8_t op = c->op->type;
-    int n = (int)c->op->n_inputs, k, d;
-    uint32_t i;
+    int n = (int)c->op->n_inputs, k, d, d0, mode[MAX_OPERANDS];
+    uint32_t i, run = 1u;
     bcast_t w;
     int variadic = op == ARENA_OP_ADD || op == ARENA_OP_MUL || op == ARENA_OP_MAX || op == ARENA_OP_MIN;
     if (yt == NULL || !arena_shape_ok(yt) || n < 1 || n > MAX_OPERANDS || (n != 2 && !variadic)) {
@@ -615,38 +1127,51 @@ int arena_k_binary(const arena_ctx_t *c)
             return ARENA_ERR_SHAPE;
         }
     }
-    for (i = 0; i < yt->elements; ++i) {
-        float r = in[0][w.offset[0]];
-        for (k = 1; k < n; ++k) {
-            float v = in[k][w.offset[k]];
-            switch (op) {
-            case ARENA_OP_ADD: r = r + v; break;
-            case ARENA_OP_SUB: r = r - v; break;
-            case ARENA_OP_MUL: r = r * v; break;
-            case ARENA_OP_DIV: r = r / v; break;
-            case ARENA_OP_MAX: r = v > r ? v : r; break;
-            case ARENA_OP_MIN: r = v < r ? v : r; break;
-            default: r = r < 0.0f ? r * v : r; break; /* PRelu */
+    /* The innermost dims along which every operand is contiguous or broadcast throughout run as one
+     * loop (a whole same-shape Add is one run; x * scale[C, 1, 1] runs over each H x W plane). */
+    for (k = 0; k < n; ++k) {
+        mode[k] = -1;
+    }
+    for (d0 = (int)yt->rank; d0 > 0; --d0) {
+        int dd = d0 - 1, fits = 1;
+        if (yt->shape[dd] != 1) {
+            for (k = 0; k < n; ++k) {
+                int md = w.stride[k][dd] != 0u;
+                fits &= mode[k] < 0 || mode[k] == md;
+            }
+            if (!fits) {
+                break;
+            }
+            for (k = 0; k < n; ++k) {
+                mode[k] = w.stride[k][dd] != 0u;
+            }
+            run *= (uint32_t)yt->shape[dd];
+        }
+    }
+    if (run == 0u) {
+        return ARENA_OK;
+    }
+    w.rank = d0; /* bcast_next steps the outer dims only */
+    for (i = 0; i < yt->elements; i += run) {
+        float *y = Y + i;
+        if (n == 2) {
+            binary_run(op, in[0] + w.offset[0], mode[0] > 0, in[1] + w.offset[1], mode[1] > 0, y, run);
+        } else {
+            uint32_t j;
+            for (j = 0; j < run; ++j) {
+                float r = in[0][w.offset[0] + (mode[0] > 0 ? j : 0u)];
+                for (k = 1; k < n; ++k) {
+                    r = binary_f(op, r, in[k][w.offset[k] + (mode[k] > 0 ? j : 0u)]);
+                }
+                y[j] = r;
             }
         }
-        Y[i] = r;
         bcast_next(&w);
     }
     return ARENA_OK;
 }
 
 /* --- pooling ------------------------------------------------------------------ */
-
-/* The taps k in [*k0, *k1) of a window starting at `start` (k * dil apart)
- * that land inside [0, size): padding is skipped, never read. */
-static void window_taps(int32_t start, int32_t kernel, int32_t dil, int32_t size, int32_t *k0, int32_t *k1)
-{
-    int32_t lo = start < 0 ? (-start + dil - 1) / dil : 0;
-    int32_t hi = start > size - 1 ? 0 : (size - 1 - start) / dil + 1;
-    hi = hi < kernel ? hi : kernel;
-    *k0 = lo;
-    *k1 = hi > lo ? hi : lo;
-}
 
 /* One pooling window of one channel plane: origin, steps and the taps inside it. */
 typedef struct {
