@@ -15,8 +15,9 @@ import sys
 import traceback
 from typing import TYPE_CHECKING, Any, Sequence
 
-from arena_tool import flags, planners
-from arena_tool.errors import (
+from arena_tool.plan import planners
+from arena_tool.target import flags
+from arena_tool.core.errors import (
     EXIT_BUG,
     EXIT_CHECK_FAILED,
     EXIT_OK,
@@ -25,12 +26,12 @@ from arena_tool.errors import (
     CheckFailed,
     os_error,
 )
-from arena_tool.manifest import DEFAULT_PLANNER
-from arena_tool.problem import ModelOptions, ModelProblem, Option, Plan, Problem, Status, fmt_bytes, lower_bound, \
+from arena_tool.target.manifest import DEFAULT_PLANNER
+from arena_tool.core.problem import ModelOptions, ModelProblem, Option, Plan, Problem, Status, fmt_bytes, lower_bound, \
     option_fields
 
 if TYPE_CHECKING:
-    from arena_tool.planfile import PlanFile
+    from arena_tool.plan.planfile import PlanFile
 
 
 def _model_options(args: argparse.Namespace) -> ModelOptions:
@@ -64,11 +65,11 @@ def _flag_value(o: Option, given: Any, default: Any) -> Any:
     if o.cli == "switch":
         return (not default) if given else default
     if o.cli == "input_shape":
-        from arena_tool import onnx_graph
+        from arena_tool.model import onnx_graph
 
         return tuple(sorted(onnx_graph.parse_input_shape(s) for s in given))
     if o.cli == "bitwidths_file":
-        from arena_tool import liveness
+        from arena_tool.model import liveness
 
         return liveness.read_bitwidths(given) if given else ()
     return given  # text, positive: as argparse converted it
@@ -76,7 +77,7 @@ def _flag_value(o: Option, given: Any, default: Any) -> Any:
 
 def _params(args: argparse.Namespace) -> planners.Params:
     """Planner options; --progress shows a status line on stderr (auto: a terminal, not CI)."""
-    from arena_tool import progress
+    from arena_tool.core import progress
 
     planners.check_time_limit(args.time_limit, field="--time-limit")
     return planners.Params(k=args.k, time_limit=args.time_limit, seed=args.seed,
@@ -123,12 +124,12 @@ def _integer_line(mp: ModelProblem) -> str:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from arena_tool import planning
+    from arena_tool.plan import planning
 
     params = _params(args)
     _check_plot(args)
     if args.problem:
-        from arena_tool import csvio
+        from arena_tool.model import csvio
 
         if args.model:
             raise ArenaError("give either MODEL or --problem, not both", field="plan")
@@ -149,7 +150,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.model:
         raise ArenaError("no model given", field="plan", hint="arena-tool plan MODEL.onnx, or --problem FILE.csv")
-    from arena_tool import planfile
+    from arena_tool.plan import planfile
 
     tflite = _is_tflite(args.model)
     planned_model = args.output if args.output and args.output.lower().endswith(".tflite") else None
@@ -157,7 +158,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         raise ArenaError("-o *.tflite and --order need a .tflite model", file=args.model, field="plan",
                          hint="write the plan as JSON (-o plan.json) for an ONNX model")
     if tflite:
-        from arena_tool import tflite_write
+        from arena_tool.emit import tflite_write
 
         order = _order(args.order) if args.order else None
         pm = tflite_write.plan(args.model, _model_options(args), args.planner, params, order)
@@ -175,7 +176,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
                     f"scratch {args.scratch}"),
     ]))
     if planned_model:
-        from arena_tool import schema, tflite_model, tflite_write
+        from arena_tool.core import schema
+        from arena_tool.model import tflite_model
+        from arena_tool.emit import tflite_write
 
         plan_json = tflite_model.planned_path_for(planned_model)
         schema.check_json(pm.plan_file.to_json(), "plan", plan_json)
@@ -195,7 +198,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from arena_tool import liveness, planning
+    from arena_tool.model import liveness
+    from arena_tool.plan import planning
 
     names = args.planners.split(",") if args.planners else planning.planner_names()
     for n in names:
@@ -214,7 +218,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         plan = planning.run_planner(name, problem, params)
         print(f"{name:<18}{plan.arena_size:>14,}{100 * plan.gap:>9.2f}{plan.seconds:>9.3f}  {_optimal_word(plan)}")
         if args.plot:
-            from arena_tool import planfile
+            from arena_tool.plan import planfile
 
             plans.append((name, planfile.build(mp, plan, problem, k=params.k)))
     print(f"{'lower bound':<18}{lower_bound(problem.buffers):>14,}")
@@ -226,20 +230,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def _check_plot(args: argparse.Namespace) -> None:
     """A bad --plot suffix fails before any planner time is spent."""
     if args.plot:
-        from arena_tool import plot
+        from arena_tool.report import plot
 
         plot.check_path(args.plot)
 
 
 def _write_plot(plans: list[tuple[str, PlanFile]], path: str) -> None:
-    from arena_tool import plot
+    from arena_tool.report import plot
 
     plot.write(plans, path)
     print(f"wrote {path}")
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from arena_tool import liveness, plancheck, planfile
+    from arena_tool.model import liveness
+    from arena_tool.plan import plancheck, planfile
 
     plan = planfile.load(args.plan)
     mp = liveness.model_problem(args.model, plan.options)
@@ -254,7 +259,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from arena_tool import csvio, liveness
+    from arena_tool.model import csvio, liveness
 
     mp = liveness.model_problem(args.model, _model_options(args))
     problem = mp.problem()
@@ -264,7 +269,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _is_tflite(path: str) -> bool:
-    from arena_tool import tflite_model
+    from arena_tool.model import tflite_model
 
     return tflite_model.is_tflite(path)
 
@@ -278,10 +283,10 @@ def _order(text: str) -> list[int]:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     if _is_tflite(args.model):  # the real TFLM (and LiteRT) run MODEL and PLANNED
-        from arena_tool import tflm
+        from arena_tool.run import tflm
 
         return tflm.main_verify(args.model, args.plan, runs=args.runs or 5, seed=args.input_seed)
-    from arena_tool import verify
+    from arena_tool.run import verify
 
     if args.runs is not None:
         raise ArenaError("--runs applies to .tflite models", field="--runs", hint="drop --runs for an ONNX model")
@@ -289,7 +294,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from arena_tool import firmware
+    from arena_tool.run import firmware
 
     return firmware.run(args.model, args.board, _model_options(args), args.planner, _params(args),
                         input_path=args.input, seed=args.input_seed, output=args.output, json_path=args.json,
@@ -297,7 +302,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from arena_tool import explain, planfile, planning
+    from arena_tool.plan import planfile, planning
+    from arena_tool.report import explain
 
     params = _params(args)
     planning.check_planner_name(args.planner, field="--planner")
@@ -308,14 +314,14 @@ def cmd_explain(args: argparse.Namespace) -> int:
                              field=given[0], hint="explain the model instead (arena-tool explain MODEL ...)")
         plan = planfile.load(args.model)
     elif _is_tflite(args.model):
-        from arena_tool import tflite_write
+        from arena_tool.emit import tflite_write
 
         plan = tflite_write.plan(args.model, _model_options(args), args.planner, params).plan_file
     else:
         plan = planning.plan_model(args.model, _model_options(args), args.planner, params).plan_file
     report = explain.explain(plan, args.planner, params)  # also checks the peak is the lower bound
     if args.timeline:
-        from arena_tool import timeline
+        from arena_tool.report import timeline
 
         print(timeline.render(plan))
     else:
@@ -327,8 +333,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from arena_tool import schema
-    from arena_tool.errors import did_you_mean
+    from arena_tool.core import schema
+    from arena_tool.core.errors import did_you_mean
 
     names = sorted(f.name[:-len(".schema.json")] for f in schema.schema_dir().glob("*.schema.json"))
     if args.name is None:
@@ -375,7 +381,7 @@ def _positive(text: str) -> int:
 
 
 def _size(text: str) -> int:
-    from arena_tool.yamlio import parse_size
+    from arena_tool.target.yamlio import parse_size
 
     try:
         return parse_size(text)

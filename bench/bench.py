@@ -6,7 +6,7 @@
 
 Per problem: buffers, the load lower bound, and per planner its arena, gap to the
 bound, time and status (for ``optimal``: proven or not). Every plan is checked
-with arena_tool.validate (capacity aside: a plan over a CSV's capacity is
+with arena_tool.plan.validate (capacity aside: a plan over a CSV's capacity is
 reported, not rejected). The summary gives each planner's ratio to the best
 *peer* (``PEERS``: TFLM greedy_size, TVM greedy_conflicts and hill_climb, XLA,
 TFLite GPU and CPU) on the same problem, measured in this run.
@@ -26,10 +26,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from arena_tool import csvio, validate  # noqa: E402
-from arena_tool.errors import ArenaError  # noqa: E402
-from arena_tool.planners import PLANNERS, Params  # noqa: E402
-from arena_tool.problem import Problem, lower_bound  # noqa: E402
+from arena_tool.model import csvio  # noqa: E402
+from arena_tool.plan import validate  # noqa: E402
+from arena_tool.core.errors import ArenaError  # noqa: E402
+from arena_tool.plan.planners import PLANNERS, Params  # noqa: E402
+from arena_tool.core.problem import Problem, lower_bound  # noqa: E402
 from bench.problems import MODES, random_problem  # noqa: E402
 
 
@@ -39,8 +40,8 @@ PEERS = ("greedy_size", "greedy_conflicts", "hill_climb", "xla_best_fit", "tflit
 def problems(args: argparse.Namespace):
     """Yield (name, Problem) in a stable order."""
     for d in args.models:
-        from arena_tool import liveness
-        from arena_tool.problem import ModelOptions
+        from arena_tool.model import liveness
+        from arena_tool.core.problem import ModelOptions
         for path in sorted(glob.glob(os.path.join(d, "*.onnx"))):
             try:
                 yield os.path.basename(path), liveness.model_problem(path, ModelOptions()).problem()

@@ -5,14 +5,14 @@ Usage: python3 bench/firmware.py [--board mps2_an500] [--out DIR] [--models kws 
 Builds one ELF per example model, and one with all of them (run one after
 another in a shared arena, as the example manifest does), for a QEMU board
 with the optimal planner and the SCons tool's flags (-Os, newlib-nano, the
-generated linker script with a 4 KiB stack reserve; arena_tool/firmware.py
+generated linker script with a 4 KiB stack reserve; arena_tool/run/firmware.py
 builds, as for ``arena-tool run``), runs each under
 ``qemu-system-arm -icount shift=0`` and prints a table:
 
     model, arena, lower bound, ELF flash, ELF RAM, instructions per inference (QEMU)
 
 Sizes come from the ELF's section headers (what ``arm-none-eabi-size -A``
-lists; see arena_tool/runreport.py); instructions from SysTick ticks x 40 on
+lists; see arena_tool/run/runreport.py); instructions from SysTick ticks x 40 on
 the mps2 machines (25 MHz SysTick, 1 ns per instruction under -icount
 shift=0). With valgrind on PATH, a last column gives callgrind's count of
 x86-64 instructions inside ``arena_run`` for the same sources built natively
@@ -36,17 +36,12 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from arena_tool import (  # noqa: E402
-    boards,
-    planners,
-    planning,
-    qemu,
-    runreport,
-    verify,
-)
-from arena_tool import firmware as fw  # noqa: E402
-from arena_tool.planfile import PlanFile  # noqa: E402
-from arena_tool.problem import ModelOptions
+from arena_tool.plan import planners, planning  # noqa: E402
+from arena_tool.run import qemu, runreport, verify  # noqa: E402
+from arena_tool.target import boards  # noqa: E402
+from arena_tool.run import firmware as fw  # noqa: E402
+from arena_tool.plan.planfile import PlanFile  # noqa: E402
+from arena_tool.core.problem import ModelOptions  # noqa: E402
 
 FIRMWARE = ROOT / "example_firmware"
 APP = fw.APP  # main.c, startup.c

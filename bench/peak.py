@@ -26,8 +26,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 import quantized as Q  # noqa: E402
 import zoo  # noqa: E402
 
-from arena_tool import liveness  # noqa: E402
-from arena_tool.problem import ModelOptions, lower_bound  # noqa: E402
+from arena_tool.model import liveness  # noqa: E402
+from arena_tool.core.problem import ModelOptions, lower_bound  # noqa: E402
 
 BASE = ModelOptions(inplace_depthwise=False)
 DEPTHWISE = ModelOptions()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 
-from arena_tool.problem import Buffer, Problem
+from arena_tool.core.problem import Buffer, Problem
 
 
 MODES = ("network", "tiled")

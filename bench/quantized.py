@@ -22,8 +22,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import quantized as Q  # noqa: E402
 
-from arena_tool import planners, planning  # noqa: E402
-from arena_tool.problem import ModelOptions  # noqa: E402
+from arena_tool.plan import planners, planning  # noqa: E402
+from arena_tool.core.problem import ModelOptions  # noqa: E402
 
 PARAMS = planners.Params(time_limit=5.0)
 

@@ -11,7 +11,7 @@ method exact is a proof that no assignment fits: the sum is necessary, not suffi
 peak's buffers cannot be divided between the regions), the accessed bytes per inference
 (regions.COST_MODEL) in FAST for the split plan and for the greedy small-buffers-first
 assignment (where that fits), the share of all accessed bytes, and the planning time.
-``--run host`` (default) builds each plan that fits natively (gcc; arena_tool.firmware with the
+``--run host`` (default) builds each plan that fits natively (gcc; arena_tool.run.firmware with the
 regions as separate arrays), ``--run qemu`` for an mps2_an500 cut to those regions, and compares
 the outputs with onnxruntime on main.c's input pattern. The floors: every board a split fits
 gets a plan and the firmware runs and matches (no heuristic gives up where an assignment
@@ -32,8 +32,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
-from arena_tool import boards, firmware, lowering, plancheck, planfile, planners, planning, regions, verify  # noqa: E402
-from arena_tool.problem import ModelOptions, align_up  # noqa: E402
+from arena_tool.model import lowering  # noqa: E402
+from arena_tool.plan import plancheck, planfile, planners, planning, regions  # noqa: E402
+from arena_tool.target import boards  # noqa: E402
+from arena_tool.run import firmware, verify  # noqa: E402
+from arena_tool.core.problem import ModelOptions, align_up  # noqa: E402
 
 MLPERF = ROOT.parent / "shared" / "models" / "mlperf_tiny"
 SHAPES = {"kws": (("input", (1, 1, 49, 10)),)}

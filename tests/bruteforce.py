@@ -11,7 +11,7 @@ minimum. Branch and bound over orders keeps 7! orders cheap.
 
 from __future__ import annotations
 
-from arena_tool.problem import Problem
+from arena_tool.core.problem import Problem
 
 
 def _lowest(size: int, align: int, start: int, end: int,

@@ -2,8 +2,8 @@
 
 Generates the C tables for a list of planned models, then builds the example
 firmware either natively (gcc with AddressSanitizer and UBSan) or for a QEMU
-board (arm-none-eabi-gcc with the linker script arena_tool.linker makes), through
-arena_tool/firmware.py (the library `arena-tool run` builds with) with these tests' flags.
+board (arm-none-eabi-gcc with the linker script arena_tool.emit.linker makes), through
+arena_tool/run/firmware.py (the library `arena-tool run` builds with) with these tests' flags.
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable
 
-from arena_tool import firmware, liveness, planfile, planners
-from arena_tool.problem import ModelOptions
+from arena_tool.model import liveness
+from arena_tool.plan import planfile, planners
+from arena_tool.run import firmware
+from arena_tool.core.problem import ModelOptions
 
 REPO = Path(__file__).resolve().parent.parent
 FIRMWARE = REPO / "example_firmware"

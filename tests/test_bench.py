@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from arena_tool.problem import lower_bound
+from arena_tool.core.problem import lower_bound
 from bench import bench
 from bench.problems import random_problem
 

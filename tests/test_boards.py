@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool import boards
-from arena_tool.boards import Board, Cpu, Region
-from arena_tool.errors import ArenaError
+from arena_tool.target import boards
+from arena_tool.target.boards import Board, Cpu, Region
+from arena_tool.core.errors import ArenaError
 
 REQUIRED = ["nucleo_f746", "nucleo_h743", "stm32f769i_disco", "nucleo_l4r5zi", "nucleo_g474re",
             "nrf52840dk", "rpi_pico", "teensy41", "mps2_an386", "mps2_an500"]
@@ -149,7 +149,7 @@ def test_json_round_trip_is_exact_and_schema_valid(tmp_path: Path) -> None:
     """Board.to_json is a board file with every value resolved: valid against the board schema,
     from_json gives the same Board back, and the text round-trips byte for byte (the manifest
     cache carries boards this way)."""
-    from arena_tool.schema import check_json
+    from arena_tool.core.schema import check_json
 
     for name in boards.list_boards():
         b = boards.load_board(name)

@@ -1,4 +1,4 @@
-"""arena_tool.build_graph: the firmware build as data, checked without SCons; and, once, that the
+"""arena_tool.builder.build_graph: the firmware build as data, checked without SCons; and, once, that the
 SCons tool wires exactly that graph (scons -n on a SConstruct that dumps the nodes it made).
 
 Graphs: the example manifest (ten boards, four models, linked and not), and a temporary project
@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 
 import arena_tool
-from arena_tool import build_graph as bg
-from arena_tool import manifest, manifest_cache
-from arena_tool.build_graph import BuildGraph, Value
-from arena_tool.errors import ArenaError
+from arena_tool.builder import build_graph as bg
+from arena_tool.target import manifest
+from arena_tool.builder import manifest_cache
+from arena_tool.builder.build_graph import BuildGraph, Value
+from arena_tool.core.errors import ArenaError
 from conftest import ROOT
 from test_linker_fragment import H743_MEMORY, vendor_script
 from test_split_arena import BOARD as SPLIT_BOARD
@@ -167,7 +168,7 @@ def test_graph_is_deterministic(tmp_path: Path, in_root: None) -> None:
     assert g == bg.plan(manifest.load(str(EXAMPLE.relative_to(ROOT))), "build", toolchain(ROOT), generator=GEN)
     assert bg.plan(doc, "build/", toolchain(ROOT), generator=GEN) == g
     # the same bytes whatever the hash seed (no set or dict order leaks into the graph)
-    code = ("import sys; from arena_tool import build_graph as bg, manifest_cache\n"
+    code = ("import sys; from arena_tool.builder import build_graph as bg, manifest_cache\n"
             f"doc = manifest_cache.cached({str(EXAMPLE.relative_to(ROOT))!r}, (), sys.argv[1])\n"
             f"print(repr(bg.plan(doc, 'build', bg.Toolchain(link=True, root={str(ROOT)!r}), generator='x')))\n")
     out = {subprocess.run([sys.executable, "-c", code, str(tmp_path / f"c{seed}.json")], cwd=ROOT, check=True,

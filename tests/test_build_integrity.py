@@ -23,8 +23,12 @@ from typing import Any, Callable
 
 import pytest
 
-from arena_tool import cli, files, liveness, manifest_cache, plancheck, planfile, planners, planning
-from arena_tool.problem import ModelOptions
+from arena_tool import cli
+from arena_tool.core import files
+from arena_tool.model import liveness
+from arena_tool.plan import plancheck, planfile, planners, planning
+from arena_tool.builder import manifest_cache
+from arena_tool.core.problem import ModelOptions
 from conftest import ROOT, require_tool
 
 MODELS = ROOT / "example_firmware" / "models"
@@ -359,7 +363,7 @@ def test_cli_plan_records_the_model_relative_to_the_current_folder(tmp_path: Pat
 
 def test_package_files_are_every_module_and_schema() -> None:
     names = {os.path.relpath(f, ROOT).replace(os.sep, "/") for f in manifest_cache.package_files()}
-    for needed in ("arena_tool/schema.py", "arena_tool/manifest.py", "arena_tool/planners/__init__.py",
+    for needed in ("arena_tool/core/schema.py", "arena_tool/target/manifest.py", "arena_tool/plan/planners/__init__.py",
                    "schemas/manifest.schema.json", "schemas/board.schema.json"):
         assert needed in names
     assert {n for n in names if n.startswith("arena_tool/") and n.endswith(".py")} == {
@@ -373,7 +377,7 @@ def test_editing_any_package_file_invalidates_the_manifest_cache(tmp_path: Path)
     for name in ("arena_tool", "schemas", "boards"):
         shutil.copytree(ROOT / name, pkg / name, ignore=shutil.ignore_patterns("__pycache__"))
     proj = make_project(tmp_path / "p")
-    load = ("from arena_tool import manifest_cache as m; import json; "
+    load = ("from arena_tool.builder import manifest_cache as m; import json; "
             "print(json.dumps(m.cached('app/arena.yaml', (), 'cache.json')['models'][0]['planner']))")
 
     def planner() -> str:

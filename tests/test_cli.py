@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import models
-from arena_tool import planfile
+from arena_tool.plan import planfile
 from arena_tool.cli import main
 
 KB = 1024
@@ -102,7 +102,7 @@ def test_usage_error_exit_2(capsys):
 
 
 def test_compare_lists_every_planner(chain_path, capsys):
-    from arena_tool.planners import PLANNERS
+    from arena_tool.plan.planners import PLANNERS
 
     code, out, err = run(capsys, "compare", chain_path, "--time-limit", "2")
     assert code == 0, err
@@ -124,8 +124,8 @@ def test_console_script_and_byte_identical_plans(chain_path, tmp_path):
 
 
 def test_invalid_plan_from_a_planner_is_an_arena_bug(chain_path, capsys, monkeypatch):
-    from arena_tool import planners
-    from arena_tool.problem import Plan
+    from arena_tool.plan import planners
+    from arena_tool.core.problem import Plan
 
     def broken(problem, params):  # every buffer at 0: overlaps
         return Plan(offsets=(0,) * len(problem.buffers), arena_size=max(b.size for b in problem.buffers),

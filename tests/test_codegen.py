@@ -21,7 +21,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import fwbuild
-from arena_tool import codegen, plancheck, planners
+from arena_tool.plan import plancheck, planners
+from arena_tool.emit import codegen
 
 EXAMPLES = ("kws", "resnet8", "autoencoder", "kws_int8")
 PLANNER = "greedy_size" if "greedy_size" in planners.PLANNERS else "naive"
@@ -134,7 +135,7 @@ def test_header_macros_and_enum(example_docs):
 
 
 def _gen_script(seed: str) -> str:
-    code = ("import sys; sys.path.insert(0, 'tests'); import fwbuild, hashlib; from arena_tool import codegen, plancheck;"
+    code = ("import sys; sys.path.insert(0, 'tests'); import fwbuild, hashlib; from arena_tool.plan import plancheck; from arena_tool.emit import codegen;"
             "p = str(fwbuild.MODELS / 'resnet8.onnx'); d = fwbuild.plan(p, 'naive');"
             "h, c = codegen.model_sources(d, plancheck.lowered_model(p, d), 'resnet8'); ah, ac = codegen.arena_sources('b', 9, [('resnet8', 0)]);"
             "print(hashlib.sha256((h + c + ah + ac).encode()).hexdigest())")

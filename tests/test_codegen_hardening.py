@@ -24,9 +24,12 @@ from onnx import TensorProto, helper, numpy_helper
 
 import fwbuild
 import models as M
-from arena_tool import build_graph, codegen, coverage, firmware, lowering, onnx_graph, verify
-from arena_tool.errors import EXIT_USAGE, ArenaError
-from arena_tool.planfile import PlanFile
+from arena_tool.model import lowering, onnx_graph
+from arena_tool.emit import codegen, coverage
+from arena_tool.builder import build_graph
+from arena_tool.run import firmware, verify
+from arena_tool.core.errors import EXIT_USAGE, ArenaError
+from arena_tool.plan.planfile import PlanFile
 
 HOSTILE = ["x */ int evil; /*", "a??/", "\u00e9", "new\nline #define evil 1", "ctl\x01\x1f\t\x7f",
            "??=??(??)??'??<??>??!??-", "*/", "/*", "back\\",
@@ -143,7 +146,7 @@ def test_field_types_are_the_headers() -> None:
 def test_runtime_compile_flags_refuse_overflow_and_trigraphs() -> None:
     for flags in (firmware.HOST_CFLAGS, firmware.TARGET_CFLAGS):
         assert "-Werror=overflow" in flags and "-Werror=trigraphs" in flags
-    # the SCons build's compile flags (arena_tool.build_graph owns them; the tool only wires them)
+    # the SCons build's compile flags (arena_tool.builder.build_graph owns them; the tool only wires them)
     scons_flags = build_graph.compile_flags(["-mcpu=cortex-m4"], ".")
     assert "-Werror=overflow" in scons_flags and "-Werror=trigraphs" in scons_flags
 

@@ -9,7 +9,8 @@ from onnx import TensorProto
 
 import models as M
 import zoo
-from arena_tool import coverage, lowering
+from arena_tool.model import lowering
+from arena_tool.emit import coverage
 
 
 def _gaps(tmp_path, nodes, inputs, outputs, inits=(), opset=13):

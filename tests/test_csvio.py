@@ -6,10 +6,11 @@ import os
 
 import pytest
 
-from arena_tool import csvio, validate
-from arena_tool.errors import ArenaError
-from arena_tool.planners import PLANNERS, Params
-from arena_tool.problem import Buffer, Problem
+from arena_tool.model import csvio
+from arena_tool.plan import validate
+from arena_tool.core.errors import ArenaError
+from arena_tool.plan.planners import PLANNERS, Params
+from arena_tool.core.problem import Buffer, Problem
 
 INPUT12 = "id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\nb3,0,9,4\nb4,9,21,4\nb5,0,21,4\n"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool import manifest
-from arena_tool.errors import EXIT_USAGE, ArenaError
+from arena_tool.target import manifest
+from arena_tool.core.errors import EXIT_USAGE, ArenaError
 
 CASES = Path(__file__).resolve().parent / "errors"
 NAMES = sorted(p.name for p in CASES.iterdir() if (p / "expected.txt").is_file())

@@ -13,9 +13,11 @@ import pytest
 
 import models as M
 import zoo
-from arena_tool import explain, liveness, plancheck, planfile, planners, planning
+from arena_tool.model import liveness
+from arena_tool.plan import plancheck, planfile, planners, planning
+from arena_tool.report import explain
 from arena_tool.cli import main
-from arena_tool.problem import ModelOptions, lower_bound
+from arena_tool.core.problem import ModelOptions, lower_bound
 
 PIPELINED = ModelOptions(execution="pipelined")
 PARAMS = planners.Params(time_limit=2.0)
@@ -117,7 +119,7 @@ def test_io_alignment_options_are_checked(tmp_path: Path, capsys: pytest.Capture
 
 def test_io_aligned_pipelined_model_runs_on_the_host(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from conftest import require_tool
-    from arena_tool import firmware
+    from arena_tool.run import firmware
 
     require_tool("gcc")
     path = M.save(M.conv(), tmp_path / "conv.onnx")

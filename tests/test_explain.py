@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 import models
-from arena_tool import planfile, schema
+from arena_tool.core import schema
+from arena_tool.plan import planfile
 from arena_tool.cli import main
 
 KB = 1024

@@ -1,4 +1,4 @@
-"""arena_tool.flags: one compile/link flag policy for a SCons build (build_graph) and
+"""arena_tool.target.flags: one compile/link flag policy for a SCons build (build_graph) and
 ``arena-tool run`` (firmware), and the manifest's ``optimize:`` level through both."""
 
 from __future__ import annotations
@@ -11,9 +11,13 @@ import jsonschema
 import pytest
 
 import arena_tool
-from arena_tool import build_graph as bg
-from arena_tool import board_report, cli, firmware, flags, gate, htmlreport, manifest
-from arena_tool.errors import ArenaError
+from arena_tool.builder import build_graph as bg
+from arena_tool import cli
+from arena_tool.target import board_report, flags, manifest
+from arena_tool.builder import gate
+from arena_tool.run import firmware
+from arena_tool.report import htmlreport
+from arena_tool.core.errors import ArenaError
 from conftest import ROOT
 
 APP = Path(arena_tool.runtime_dir()) / "example"

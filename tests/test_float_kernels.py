@@ -24,9 +24,9 @@ from conftest import require_tool
 from onnx import TensorProto, helper, numpy_helper
 
 import fwbuild
-from arena_tool import verify
-from arena_tool.planfile import PlanFile
-from arena_tool.problem import ModelOptions
+from arena_tool.run import verify
+from arena_tool.plan.planfile import PlanFile
+from arena_tool.core.problem import ModelOptions
 
 RTOL = 1e-5
 F = TensorProto.FLOAT
@@ -196,7 +196,8 @@ def test_float_kernels_on_the_host_match_onnxruntime(cases: list[Case], tmp_path
 def test_float_kernels_on_qemu_match_onnxruntime(cases: list[Case], tmp_path: Path, board: str) -> None:
     require_tool("arm-none-eabi-gcc")
     require_tool("qemu-system-arm")
-    from arena_tool import boards, qemu
+    from arena_tool.target import boards
+    from arena_tool.run import qemu
 
     gen = fwbuild.generate(tmp_path, cases, board)
     elf = fwbuild.build_elf(tmp_path, gen, board, max(d.arena_size for _, _, d in cases))

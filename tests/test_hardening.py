@@ -25,9 +25,12 @@ import pytest
 from onnx import TensorProto, helper
 
 import models
-from arena_tool import boards, files, manifest, manifest_cache, onnx_graph, schema, yamlio
+from arena_tool.core import files, schema
+from arena_tool.model import onnx_graph
+from arena_tool.target import boards, manifest, yamlio
+from arena_tool.builder import manifest_cache
 from arena_tool.cli import main
-from arena_tool.errors import EXIT_USAGE, ArenaError
+from arena_tool.core.errors import EXIT_USAGE, ArenaError
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""arena_report.html / arena_report.md (arena_tool/htmlreport.py) from real builds of the example.
+"""arena_report.html / arena_report.md (arena_tool/report/htmlreport.py) from real builds of the example.
 
 Two scons runs, each shared by the tests of this module: nucleo_f746 built through the
 ``report`` alias (linked when arm-none-eabi-gcc is on PATH), and nucleo_f746 over a budget of
@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool import board_report, boards, explain, htmlreport, planfile, planners
+from arena_tool.plan import planfile, planners
+from arena_tool.target import board_report, boards
+from arena_tool.report import explain, htmlreport
 from conftest import ROOT, require_tool
 from test_report import typed
 from test_scons import copy_example, copy_package, scons, set_budget
@@ -199,7 +201,8 @@ def test_markdown_has_the_same_numbers(ok: Path) -> None:
 
 RERENDER = """
 import sys
-from arena_tool import board_report, boards, htmlreport
+from arena_tool.target import board_report, boards
+from arena_tool.report import htmlreport
 json_path, out, board_file, elf, root = sys.argv[1:]
 memory = htmlreport.Memory.of_board(boards.load_board_file(board_file))
 htmlreport.write(out, board_report.read(json_path), memory, elf or None, root=root)

@@ -37,9 +37,11 @@ from onnx import TensorProto, helper, numpy_helper
 
 import fwbuild
 import quantized as Q
-from arena_tool import firmware, lowering, plancheck, planfile, planners, verify
-from arena_tool.planfile import PlanFile
-from arena_tool.problem import ModelOptions
+from arena_tool.model import lowering
+from arena_tool.plan import plancheck, planfile, planners
+from arena_tool.run import firmware, verify
+from arena_tool.plan.planfile import PlanFile
+from arena_tool.core.problem import ModelOptions
 
 PLANNER = "greedy_size" if "greedy_size" in planners.PLANNERS else "naive"
 ARENA_ERR_SHAPE, ARENA_ERR_BOUNDS = 11, 12
@@ -378,7 +380,7 @@ def test_zoo_depthwise_networks_run_in_place_on_the_host(zoo_dir, qcache, tmp_pa
 def test_mobilenet_v2_runs_in_place_on_qemu(zoo_dir, qcache, tmp_path):
     require_tool("arm-none-eabi-gcc")
     require_tool("qemu-system-arm")
-    from arena_tool import qemu
+    from arena_tool.run import qemu
 
     models = _zoo_entries(zoo_dir, qcache, ("mobilenet_v2",))
     gen = fwbuild.generate(tmp_path, models, board="mps2_an386")

@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 from onnx import TensorProto
 
 import models as M
-from arena_tool import liveness, planners, planning
-from arena_tool.problem import ModelOptions, lower_bound
+from arena_tool.model import liveness
+from arena_tool.plan import planners, planning
+from arena_tool.core.problem import ModelOptions, lower_bound
 
 FLOAT, INT8 = TensorProto.FLOAT, TensorProto.INT8
 WIDTHS = (4, 8, 12, 32, 64)

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool import liveness, plancheck, planfile, planners, planning
-from arena_tool.problem import ModelOptions
+from arena_tool.model import liveness
+from arena_tool.plan import plancheck, planfile, planners, planning
+from arena_tool.core.problem import ModelOptions
 from conftest import ROOT, light_models
 
 MLPERF = ROOT.parent / "shared" / "models" / "mlperf_tiny"

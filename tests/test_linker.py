@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool import boards, linker
-from arena_tool.boards import Board
-from arena_tool.errors import ArenaError
+from arena_tool.target import boards
+from arena_tool.emit import linker
+from arena_tool.target.boards import Board
+from arena_tool.core.errors import ArenaError
 
 GCC = shutil.which("arm-none-eabi-gcc")
 needs_gcc = pytest.mark.skipif(GCC is None, reason="arm-none-eabi-gcc not on PATH")
@@ -73,7 +74,7 @@ def _sections(elf_path: Path) -> tuple[dict[str, tuple[int, int, bool]], dict[st
 
 
 def test_render_is_byte_identical_across_runs_and_hash_seeds() -> None:
-    code = ("from arena_tool import boards, linker\n"
+    code = ("from arena_tool.target import boards; from arena_tool.emit import linker\n"
             "for n in boards.list_boards(boards.board_dirs()):\n"
             "    b = boards.load_board(n, boards.board_dirs())\n"
             "    print(linker.render(b, b.default_region, 4000, 2048, 512, 32), end='')\n")

@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool import board_report, boards, elfcheck, linker, linker_fragment, linkscript, manifest
-from arena_tool.errors import ArenaError
+from arena_tool.target import board_report, boards, linkscript, manifest
+from arena_tool.emit import linker, linker_fragment
+from arena_tool.run import elfcheck
+from arena_tool.core.errors import ArenaError
 from conftest import require_tool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -337,7 +339,7 @@ def test_split_arena_and_copied_weights_link(tmp_path: Path) -> None:
 
 
 def test_fragment_is_byte_identical_across_runs_and_hash_seeds() -> None:
-    code = ("from arena_tool import boards, linker_fragment as lf\n"
+    code = ("from arena_tool.target import boards; from arena_tool.emit import linker_fragment as lf\n"
             "for n in boards.list_boards(boards.board_dirs()):\n"
             "    b = boards.load_board(n, boards.board_dirs())\n"
             "    s = [lf.ArenaSection('.arena', b.default_region, 4000, 32)]\n"

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 import models as M
-from arena_tool import liveness, validate
-from arena_tool.errors import ArenaError
-from arena_tool.planners import run
-from arena_tool.problem import ModelOptions, ModelProblem, lower_bound
+from arena_tool.model import liveness
+from arena_tool.plan import validate
+from arena_tool.core.errors import ArenaError
+from arena_tool.plan.planners import run
+from arena_tool.core.problem import ModelOptions, ModelProblem, lower_bound
 
 KB = 1024
 

@@ -11,8 +11,9 @@ import pytest
 from onnx import TensorProto
 
 import models as M
-from arena_tool import liveness, lowering, plancheck, planfile
-from arena_tool.problem import ModelOptions
+from arena_tool.model import liveness, lowering
+from arena_tool.plan import plancheck, planfile
+from arena_tool.core.problem import ModelOptions
 
 INT32 = TensorProto.INT32
 
@@ -181,7 +182,7 @@ def test_code_generation_needs_no_onnxruntime(tmp_path):
     m = M.shape_chain()
     path = M.save(m, tmp_path / "m.onnx")
     code = ("import sys; sys.modules['onnxruntime'] = None; sys.path.insert(0, 'tests'); import fwbuild;"
-            "from arena_tool import codegen, plancheck;"
+            "from arena_tool.plan import plancheck; from arena_tool.emit import codegen;"
             f"p = {path!r}; d = fwbuild.plan(p, 'optimal');"
             "h, c = codegen.model_sources(d, plancheck.lowered_model(p, d), 't');"
             "import onnxruntime")  # proves the hiding works: this last import must fail
@@ -193,7 +194,7 @@ def test_code_generation_needs_no_onnxruntime(tmp_path):
 
 
 def test_plan_file_records_quantization_and_lowering(tmp_path):
-    from arena_tool import planning, planners
+    from arena_tool.plan import planners, planning
 
     path = M.save(qdq_conv(), tmp_path / "m.onnx")
     pm = planning.plan_model(path, ModelOptions(), "optimal", planners.Params())
@@ -212,7 +213,7 @@ def test_lowered_qdq_runs_on_the_host_runtime_like_onnxruntime(tmp_path):
     DequantizeLinear) runs from the generated tables in the C runtime and matches onnxruntime
     on the original QDQ model within one output step."""
     import fwbuild
-    from arena_tool import verify
+    from arena_tool.run import verify
 
     path = M.save(qdq_conv(), tmp_path / "qdq.onnx")
     plan = fwbuild.plan(path, "optimal")

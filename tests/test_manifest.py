@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool import boards, manifest, manifest_cache
-from arena_tool.errors import ArenaError
+from arena_tool.target import boards, manifest
+from arena_tool.builder import manifest_cache
+from arena_tool.core.errors import ArenaError
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "example_firmware" / "arena.yaml"

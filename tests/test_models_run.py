@@ -20,8 +20,9 @@ from conftest import require_tool
 import fwbuild
 import quantized as Q
 import zoo
-from arena_tool import firmware, lowering, verify
-from arena_tool.planfile import PlanFile
+from arena_tool.model import lowering
+from arena_tool.run import firmware, verify
+from arena_tool.plan.planfile import PlanFile
 
 FORMS = ("float", "qdq", "qoperator")
 FLASH_FOR_WEIGHTS = 3 << 20  # of mps2_an500's 4 MiB: code and the C tables' overhead need the rest
@@ -88,7 +89,7 @@ def test_networks_run_on_the_host_like_onnxruntime(qcache, zoo_dir, tmp_path, fa
 def test_networks_run_on_qemu_like_onnxruntime(qcache, zoo_dir, tmp_path, form):
     require_tool("arm-none-eabi-gcc")
     require_tool("qemu-system-arm")
-    from arena_tool import qemu
+    from arena_tool.run import qemu
 
     models = _models(form, _sources(zoo_dir)["zoo"] + Q.mlperf_float_models(), qcache)
     # Several firmwares, each model's weights within the 4 MiB flash beside the others'.

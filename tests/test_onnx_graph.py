@@ -7,8 +7,8 @@ import os
 import numpy as np
 import pytest
 import models as M
-from arena_tool import onnx_graph
-from arena_tool.errors import EXIT_USAGE, ArenaError
+from arena_tool.model import onnx_graph
+from arena_tool.core.errors import EXIT_USAGE, ArenaError
 
 
 def _error(path: str, shapes: tuple = ()) -> ArenaError:

@@ -1,11 +1,12 @@
-"""The op table (arena_tool/optable.py) and the C op list generated from it (runtime/arena_ops.h)."""
+"""The op table (arena_tool/model/optable.py) and the C op list generated from it (runtime/arena_ops.h)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from arena_tool import coverage, optable
+from arena_tool.model import optable
+from arena_tool.emit import coverage
 
 RUNTIME_DIR = optable.HEADER.parent
 
@@ -19,8 +20,8 @@ HARD_SIGMOID HARD_SWISH TANH EXP NEG ABS SQRT ERF ELU MAX MIN PRELU LRN""".split
 
 
 def test_the_checked_in_header_is_the_tables() -> None:
-    """arena_ops.h is generated: regenerate it (python3 -m arena_tool.optable) after editing the table."""
-    assert optable.HEADER.read_text() == optable.c_header(), "stale: run python3 -m arena_tool.optable"
+    """arena_ops.h is generated: regenerate it (python3 -m arena_tool.model.optable) after editing the table."""
+    assert optable.HEADER.read_text() == optable.c_header(), "stale: run python3 -m arena_tool.model.optable"
 
 
 def test_main_writes_the_header(tmp_path: Path) -> None:

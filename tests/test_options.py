@@ -10,9 +10,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from arena_tool import cli, liveness, manifest, option_schemas, planfile, schema, yamlio
-from arena_tool.errors import ArenaError
-from arena_tool.problem import SCRATCHES, ModelOptions, option, option_fields
+from arena_tool import cli
+from arena_tool.core import schema
+from arena_tool.model import liveness
+from arena_tool.plan import planfile
+from arena_tool.target import manifest, option_schemas, yamlio
+from arena_tool.core.errors import ArenaError
+from arena_tool.core.problem import SCRATCHES, ModelOptions, option, option_fields
 
 
 def schemas() -> tuple[dict, dict]:
@@ -153,7 +157,7 @@ def test_a_new_option_reaches_the_manifest(monkeypatch, tmp_path: Path):
 
 
 def test_an_unknown_flag_kind_is_refused_where_it_is_defined():
-    from arena_tool.problem import Option
+    from arena_tool.core.problem import Option
 
     with pytest.raises(ValueError, match="--tile: cli 'int'"):
         Option(flag="--tile", help="rows", cli="int")

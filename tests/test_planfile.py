@@ -11,9 +11,10 @@ import pytest
 
 import fwbuild
 import models
-from arena_tool import liveness, plancheck, planfile, planners, planning
-from arena_tool.errors import ArenaError, CheckFailed
-from arena_tool.problem import ModelOptions
+from arena_tool.model import liveness
+from arena_tool.plan import plancheck, planfile, planners, planning
+from arena_tool.core.errors import ArenaError, CheckFailed
+from arena_tool.core.problem import ModelOptions
 
 OPTIONS = ModelOptions(alignment=16, bitwidths=(("T2", 4),), scratch="row")
 

@@ -20,10 +20,13 @@ import numpy as np
 import pytest
 
 import models
-from arena_tool import liveness, planfile, planners, planning, plot, schema, timeline
+from arena_tool.core import schema
+from arena_tool.model import liveness
+from arena_tool.plan import planfile, planners, planning
+from arena_tool.report import plot, timeline
 from arena_tool.cli import main
-from arena_tool.errors import ArenaError
-from arena_tool.problem import ModelOptions
+from arena_tool.core.errors import ArenaError
+from arena_tool.core.problem import ModelOptions
 
 KB = 1024
 SVG = "{http://www.w3.org/2000/svg}"

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool import planners, progress
-from arena_tool.csvio import write_problem
-from arena_tool.progress import Progress
+from arena_tool.core import progress
+from arena_tool.plan import planners
+from arena_tool.model.csvio import write_problem
+from arena_tool.core.progress import Progress
 from bench.problems import tiled_problem
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,8 +10,10 @@ import pytest
 
 import quantized as Q
 import zoo
-from arena_tool import liveness, plancheck, planfile, planners, planning, verify
-from arena_tool.problem import ModelOptions, Plan
+from arena_tool.model import liveness
+from arena_tool.plan import plancheck, planfile, planners, planning
+from arena_tool.run import verify
+from arena_tool.core.problem import ModelOptions, Plan
 
 CASES = Q.cases()
 PARAMS = planners.Params(time_limit=2.0)

@@ -8,9 +8,12 @@ from typing import Any
 
 import pytest
 
-from arena_tool import board_report, boards, gate, hints, linker, manifest, plancheck, planfile
-from arena_tool.errors import EXIT_CHECK_FAILED, ArenaError, CheckFailed
-from arena_tool.schema import check_json
+from arena_tool.plan import plancheck, planfile
+from arena_tool.target import board_report, boards, manifest
+from arena_tool.emit import linker
+from arena_tool.builder import gate, hints
+from arena_tool.core.errors import EXIT_CHECK_FAILED, ArenaError, CheckFailed
+from arena_tool.core.schema import check_json
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -231,7 +234,7 @@ def test_runtime_problems_name_model_op_node_and_why(tmp_path: Path) -> None:
     path = str(tmp_path / "m" / "trig.onnx")
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
     from fwbuild import plan as real_plan
-    from arena_tool.problem import ModelOptions
+    from arena_tool.core.problem import ModelOptions
 
     doc = real_plan(path, "greedy_size")
     lowered = plancheck.lowered_model(path, doc)
@@ -281,8 +284,8 @@ def test_the_quantize_hint_is_a_command_that_works(tmp_path: Path) -> None:
     import subprocess
 
     pytest.importorskip("onnxruntime")
-    from arena_tool import liveness
-    from arena_tool.problem import ModelOptions
+    from arena_tool.model import liveness
+    from arena_tool.core.problem import ModelOptions
 
     shutil.copy2(ROOT / "example_firmware" / "models" / "kws.onnx", tmp_path / "kws.onnx")
     cmd = hints.quantize_command("kws.onnx", {"input": [1, 1, 49, 10]})
@@ -348,7 +351,7 @@ def test_every_report_round_trips_byte_identical(tmp_path: Path) -> None:
 
 
 def test_a_report_file_against_its_schema_is_one_clear_error(tmp_path: Path) -> None:
-    from arena_tool.errors import EXIT_USAGE, ArenaError
+    from arena_tool.core.errors import EXIT_USAGE, ArenaError
 
     linked = _reports(tmp_path)["linked"]
     doc = linked.to_json()
@@ -379,7 +382,7 @@ def test_header_ids_are_what_the_generated_header_defines() -> None:
     """codegen.header_ids, compared with the names the real header text defines."""
     import re
 
-    from arena_tool import codegen
+    from arena_tool.emit import codegen
     from fwbuild import plan as real_plan
 
     path = str(ROOT / "example_firmware" / "models" / "kws_int8.onnx")

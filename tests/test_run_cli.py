@@ -1,5 +1,5 @@
 """`arena-tool run`: a one-model firmware built from the tables, run natively or under QEMU,
-compared output by output with onnxruntime (arena_tool/firmware.py), through the real CLI."""
+compared output by output with onnxruntime (arena_tool/run/firmware.py), through the real CLI."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import pytest
 from conftest import ROOT, require_tool
 from onnx import TensorProto, helper
 
-from arena_tool import cli, firmware
+from arena_tool import cli
+from arena_tool.run import firmware
 
 MODELS = ROOT / "example_firmware" / "models"
 EXAMPLES = ("kws", "resnet8", "autoencoder", "kws_int8")

@@ -16,8 +16,10 @@ import fwbuild
 import pytest
 from conftest import require_tool
 
-from arena_tool import gate, planfile, qemu, runreport
-from arena_tool.errors import ArenaError
+from arena_tool.plan import planfile
+from arena_tool.builder import gate
+from arena_tool.run import qemu, runreport
+from arena_tool.core.errors import ArenaError
 from test_report import target
 
 

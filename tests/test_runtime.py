@@ -21,8 +21,9 @@ from conftest import require_tool
 from onnx import TensorProto, helper, numpy_helper
 
 import fwbuild
-from arena_tool import planners, qemu, verify
-from arena_tool.problem import ModelOptions
+from arena_tool.plan import planners
+from arena_tool.run import qemu, verify
+from arena_tool.core.problem import ModelOptions
 
 EXAMPLES = ("kws", "resnet8", "autoencoder", "kws_int8")
 PLANNERS = [p for p in ("naive", "first_fit", "greedy_size", "optimal") if p in planners.PLANNERS]

@@ -25,8 +25,9 @@ from onnx import TensorProto, helper, numpy_helper
 import fwbuild
 import quantized
 import zoo
-from arena_tool import codegen, verify
-from arena_tool.problem import ModelOptions
+from arena_tool.emit import codegen
+from arena_tool.run import verify
+from arena_tool.core.problem import ModelOptions
 
 F, I8, U8, I32, I64 = TensorProto.FLOAT, TensorProto.INT8, TensorProto.UINT8, TensorProto.INT32, TensorProto.INT64
 UNSUPPORTED = 10

@@ -21,9 +21,10 @@ from conftest import require_tool
 from onnx import TensorProto, helper, numpy_helper
 
 import fwbuild
-from arena_tool import plancheck, planners, qemu, verify
-from arena_tool.planfile import PlanFile
-from arena_tool.problem import ModelOptions
+from arena_tool.plan import plancheck, planners
+from arena_tool.run import qemu, verify
+from arena_tool.plan.planfile import PlanFile
+from arena_tool.core.problem import ModelOptions
 
 MS = "com.microsoft"
 PLANNER = "greedy_size" if "greedy_size" in planners.PLANNERS else "naive"

@@ -20,9 +20,10 @@ import pytest
 from onnx import TensorProto, helper
 
 import models as M
-from arena_tool import liveness, lowering, plancheck, planners, planning, scheduling
-from arena_tool.errors import ArenaError
-from arena_tool.problem import ModelOptions, lower_bound
+from arena_tool.model import liveness, lowering, scheduling
+from arena_tool.plan import plancheck, planners, planning
+from arena_tool.core.errors import ArenaError
+from arena_tool.core.problem import ModelOptions, lower_bound
 
 MEMORY = ModelOptions(schedule="memory")
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
@@ -173,7 +174,7 @@ def test_check_refuses_a_non_topological_schedule(tmp_path: Path) -> None:
 
 def test_schedule_is_deterministic_across_hash_seeds(tmp_path: Path) -> None:
     path = str(LIGHT / "light_shufflenet.onnx")
-    code = ("import sys; from arena_tool import liveness; from arena_tool.problem import ModelOptions; "
+    code = ("import sys; from arena_tool.model import liveness; from arena_tool.core.problem import ModelOptions; "
             "print([s.node for s in liveness.model_problem(sys.argv[1], ModelOptions(schedule='memory')).schedule])")
     runs = {subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
@@ -183,7 +184,7 @@ def test_schedule_is_deterministic_across_hash_seeds(tmp_path: Path) -> None:
 def test_rescheduled_model_runs_on_the_host(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The C tables follow the plan's order: the firmware's outputs equal onnxruntime's."""
     from conftest import require_tool
-    from arena_tool import firmware
+    from arena_tool.run import firmware
 
     require_tool("gcc")
     path = M.save(_two_branches(), tmp_path / "branches.onnx")

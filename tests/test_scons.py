@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool import board_report, boards, elfcheck, runreport
+from arena_tool.target import board_report, boards
+from arena_tool.run import elfcheck, runreport
 
 ROOT = Path(__file__).resolve().parent.parent
 TWO = "board=nucleo_f746,mps2_an500"

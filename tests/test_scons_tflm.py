@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool import board_report
+from arena_tool.target import board_report
 from test_tflite import MLPERF, chain_model
 
 ROOT = Path(__file__).resolve().parent.parent

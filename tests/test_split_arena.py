@@ -1,4 +1,4 @@
-"""Split arena and weights in RAM (issue 12 items 1 and 2; arena_tool/regions.py, gate.py).
+"""Split arena and weights in RAM (issue 12 items 1 and 2; arena_tool/plan/regions.py, gate.py).
 
 The board is written here: mps2_an500's memory map cut into a 20 KiB fast region (FAST, in
 SSRAM2&3), 20 KiB of PSRAM (SLOW) and a data region (DATA, SSRAM2&3 again) for .data, .bss
@@ -18,10 +18,12 @@ import pytest
 from conftest import require_tool
 
 from test_scons import ROOT, copy_example, scons
-from arena_tool import board_report, boards, elfcheck, firmware, liveness, lowering, manifest, plancheck, planfile, \
-    planners, planning, regions, verify
-from arena_tool.errors import ArenaError
-from arena_tool.problem import Buffer, ModelOptions
+from arena_tool.model import liveness, lowering
+from arena_tool.plan import plancheck, planfile, planners, planning, regions
+from arena_tool.target import board_report, boards, manifest
+from arena_tool.run import elfcheck, firmware, verify
+from arena_tool.core.errors import ArenaError
+from arena_tool.core.problem import Buffer, ModelOptions
 
 KWS = str(ROOT / "example_firmware" / "models" / "kws.onnx")
 KWS_SHAPES = (("input", (1, 1, 49, 10)),)

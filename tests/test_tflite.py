@@ -16,11 +16,14 @@ import flatbuffers
 import numpy as np
 import pytest
 
-from arena_tool import liveness, plancheck, planfile, planners, planning, tflite_model, tflite_write, tflm
+from arena_tool.model import liveness, tflite_model
+from arena_tool.plan import plancheck, planfile, planners, planning
+from arena_tool.emit import tflite_write
+from arena_tool.run import tflm
 from arena_tool.cli import main
-from arena_tool.errors import ArenaError, CheckFailed
-from arena_tool.problem import ModelOptions
-from arena_tool.schema import check_json
+from arena_tool.core.errors import ArenaError, CheckFailed
+from arena_tool.core.problem import ModelOptions
+from arena_tool.core.schema import check_json
 
 fb = tflite_model.schema()
 

@@ -23,11 +23,12 @@ import time
 
 import pytest
 
-from arena_tool import manifest, planners, validate
+from arena_tool.plan import planners, validate
+from arena_tool.target import manifest
 from arena_tool.cli import main
-from arena_tool.csvio import write_problem
-from arena_tool.errors import EXIT_USAGE, ArenaError
-from arena_tool.problem import Buffer, Problem
+from arena_tool.model.csvio import write_problem
+from arena_tool.core.errors import EXIT_USAGE, ArenaError
+from arena_tool.core.problem import Buffer, Problem
 from bench.problems import random_problem
 
 LIMIT = 0.5  # seconds

@@ -2,8 +2,8 @@
 
 import pytest
 
-from arena_tool.problem import Buffer, Problem
-from arena_tool.validate import Reason, check, violations
+from arena_tool.core.problem import Buffer, Problem
+from arena_tool.plan.validate import Reason, check, violations
 
 A = Buffer("a", 10, 0, 1, 4)
 B = Buffer("b", 10, 1, 2, 4)

@@ -13,7 +13,8 @@ import pytest
 from conftest import require_tool
 
 import fwbuild
-from arena_tool import planfile, planners, qemu, verify
+from arena_tool.plan import planfile, planners
+from arena_tool.run import qemu, verify
 
 EXAMPLES = ("kws", "resnet8", "autoencoder", "kws_int8")
 PLANNERS = [p for p in ("naive", "first_fit", "greedy_size", "optimal") if p in planners.PLANNERS]

@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from arena_tool import yamlio
-from arena_tool.errors import ArenaError
+from arena_tool.target import yamlio
+from arena_tool.core.errors import ArenaError
 
 BOARD = textwrap.dedent("""\
     name: x

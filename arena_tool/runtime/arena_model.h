@@ -1,4 +1,4 @@
-/* arena_model.h: the tables arena_tool/codegen.py generates, and the runtime
+/* arena_model.h: the tables arena_tool/emit/codegen.py generates, and the runtime
  * that executes them.
  *
  * A model is a tensor table plus an op list. Tensors are either arena
@@ -92,7 +92,7 @@ typedef enum {
     ARENA_DT_OTHER = 5   /* a type the runtime has no kernels for (int4, float16 ...) */
 } arena_dtype_t;
 
-/* The runtime's ops, in the order of arena_ops.h (generated from the op table, arena_tool/optable.py:
+/* The runtime's ops, in the order of arena_ops.h (generated from the op table, arena_tool/model/optable.py:
  * each constant's value is its position, so new ops go last). */
 typedef enum {
 #define ARENA_OP(op, kernel) op,
@@ -103,7 +103,7 @@ typedef enum {
 } arena_op_type_t;
 
 /* Field types: the generated tables assert (_Static_assert) that every count, index and
- * size fits its field, and arena_tool.codegen.FIELD_TYPES names these types. */
+ * size fits its field, and arena_tool.emit.codegen.FIELD_TYPES names these types. */
 typedef struct {
     const char *name;   /* as in the ONNX model */
     const void *data;   /* constant data in flash, or NULL for arena tensors */

@@ -1,4 +1,4 @@
-/* arena_ops.h: the runtime's ops, generated from arena_tool/optable.py (python3 -m arena_tool.optable).
+/* arena_ops.h: the runtime's ops, generated from arena_tool/model/optable.py (python3 -m arena_tool.model.optable).
  * Do not edit; test_optable.py fails when this file and the table differ.
  *
  * An X-macro list: define ARENA_OP(op, kernel) and/or ARENA_KERNEL(kernel), include this

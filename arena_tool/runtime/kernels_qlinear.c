@@ -1,5 +1,5 @@
 /* onnxruntime's quantized contrib ops (QOperator models) and the ops lowered QDQ models
- * become (arena_tool/lowering.py), int8/uint8, matching onnxruntime within one step.
+ * become (arena_tool/model/lowering.py), int8/uint8, matching onnxruntime within one step.
  *
  * Each kernel does onnxruntime's arithmetic (float requantization, rounding half to even)
  * and clamps its output to attrs.out_min/out_max when out_min < out_max (a Relu/Clip the

@@ -6,10 +6,10 @@ Use it from any SConstruct::
     env = Environment(tools=["arena"], toolpath=[arena_tool.site_tools_dir()])
     env.ArenaFirmware("app/arena.yaml", sources=["app/startup.c", "app/main.c"], cpppath=["app"])
 
-``ArenaFirmware`` reads the manifest (``arena_tool.manifest``; a JSON cache
+``ArenaFirmware`` reads the manifest (``arena_tool.target.manifest``; a JSON cache
 under ``build/`` skips YAML and JSON Schema work while no input changed),
 selects the boards from ``board=`` (one name, ``a,b`` or ``all``; all by
-default) and asks ``arena_tool.build_graph.plan`` for the build: every file to
+default) and asks ``arena_tool.builder.build_graph.plan`` for the build: every file to
 make, what it is made from, the compile and link flags, the aliases. The file
 names, which inputs each step reads, what boards share and the flags are that
 module's (its docstring lists the nodes); this one makes one Builder call per
@@ -119,7 +119,7 @@ def _guarded(body):
     """
 
     def action(target, source, env) -> int:
-        from arena_tool.errors import EXIT_BUG, EXIT_USAGE, ArenaError, os_error
+        from arena_tool.core.errors import EXIT_BUG, EXIT_USAGE, ArenaError, os_error
 
         try:
             body(target, source, env)
@@ -178,7 +178,7 @@ class _State:
         """The manifest.BoardTarget of board ``name``, its board included (made once per build)."""
         t = self.targets.get(name)
         if t is None:
-            from arena_tool import manifest
+            from arena_tool.target import manifest
 
             t = self.targets[name] = manifest.target_from_doc(self.docs[name])
         return t
@@ -186,7 +186,7 @@ class _State:
 
 def _write_failed(state, path: str, rep) -> None:
     """Write a failed board's report (a board_report.Report) and its views."""
-    from arena_tool import board_report
+    from arena_tool.target import board_report
 
     board_report.write(path, rep)
     _write_views(state, path, rep)
@@ -195,7 +195,7 @@ def _write_failed(state, path: str, rep) -> None:
 
 def _write_views(state, json_path: str, rep, elf=None) -> None:
     """arena_report.{html,md} beside arena_report.json, from the same report (htmlreport)."""
-    from arena_tool import htmlreport
+    from arena_tool.report import htmlreport
 
     name = next(n for n, _, path in state.gates.values() if os.path.normpath(path) == os.path.normpath(json_path))
     htmlreport.write(json_path, rep, htmlreport.Memory.of_board(state.target(name).board), elf)
@@ -255,8 +255,9 @@ def _as_recorded(target, verdicts: dict) -> bool:
 
 @_guarded
 def _plan_action(target, source, env) -> None:
-    from arena_tool import planfile, planning, planners, progress
-    from arena_tool.problem import ModelOptions
+    from arena_tool.core import progress
+    from arena_tool.plan import planfile, planners, planning
+    from arena_tool.core.problem import ModelOptions
 
     spec = json.loads(source[1].read())
     options = ModelOptions.from_doc(spec["options"])
@@ -271,7 +272,8 @@ def _plan_action(target, source, env) -> None:
 def _runtime_problems(state, board: str, spec, plan_path: str, plan) -> list:
     """gate.runtime_problems of one model (a planfile.PlanFile); a model shared by boards is
     lowered once per build."""
-    from arena_tool import gate, plancheck
+    from arena_tool.plan import plancheck
+    from arena_tool.builder import gate
 
     key = (plan_path, plan.model_sha256)
     lowered = state.lowered.get(key)
@@ -285,9 +287,11 @@ _REBUILD = "delete it and run scons again: arena makes it anew"
 
 @_guarded
 def _gate_action(target, source, env) -> None:
-    from arena_tool import board_report, gate, planfile
-    from arena_tool.errors import ArenaError
-    from arena_tool.files import read_json
+    from arena_tool.plan import planfile
+    from arena_tool.target import board_report
+    from arena_tool.builder import gate
+    from arena_tool.core.errors import ArenaError
+    from arena_tool.core.files import read_json
 
     state = env["ARENA_STATE"]
     name, outputs, report_path = state.gates[target[0].path]
@@ -332,7 +336,8 @@ def _gate_action(target, source, env) -> None:
 @_guarded
 def _report_action(target, source, env) -> None:
     """arena_report.json: the gate's report, with RAM and flash measured on the ELF when linked."""
-    from arena_tool import board_report, elfcheck
+    from arena_tool.target import board_report
+    from arena_tool.run import elfcheck
 
     rep = board_report.read(source[0].path)
     if len(source) > 1:
@@ -349,8 +354,9 @@ def _report_action(target, source, env) -> None:
 @_guarded
 def _tflm_action(target, source, env) -> None:
     """[<model>.tflm.json, <model>.planned.tflite] <- [plan, model.tflite]: the planned model and TFLM's arena."""
-    from arena_tool import planfile, tflm
-    from arena_tool.files import write_atomic
+    from arena_tool.plan import planfile
+    from arena_tool.run import tflm
+    from arena_tool.core.files import write_atomic
 
     plan = planfile.load(source[0].path)
     data, alloc = tflm.tflm_measure(source[1].path.replace(os.sep, "/"), plan, source[0].path)
@@ -361,7 +367,7 @@ def _tflm_action(target, source, env) -> None:
 @_guarded
 def _tflm_model_action(target, source, env) -> None:
     """model_<symbol>.{c,h} <- [<model>.planned.tflite, <model>.tflm.json]."""
-    from arena_tool import codegen
+    from arena_tool.emit import codegen
 
     with open(source[0].abspath, "rb") as f:
         data = f.read()
@@ -375,7 +381,8 @@ def _tflm_model_action(target, source, env) -> None:
 @_guarded
 def _tables_action(target, source, env) -> None:
     """model_<symbol>.{c,h} <- [plan, model]: only from a plan plancheck.check finds true to the model."""
-    from arena_tool import codegen, plancheck
+    from arena_tool.plan import plancheck
+    from arena_tool.emit import codegen
 
     plan, lowered = plancheck.verified(source[0].path, source[1].path.replace(os.sep, "/"))
     symbol = os.path.basename(target[0].path)[len("model_"):-len(".c")]  # model_<symbol>.c
@@ -386,7 +393,7 @@ def _tables_action(target, source, env) -> None:
 
 def _write_arena(rep, c_path, h_path) -> None:
     """arena_board.{c,h} from a report (a board_report.Report)."""
-    from arena_tool import codegen
+    from arena_tool.emit import codegen
 
     if rep.runtime == "tflm":
         header, body = codegen.tflm_arena_sources(rep.board, rep.arena_size, rep.bases)
@@ -398,7 +405,7 @@ def _write_arena(rep, c_path, h_path) -> None:
 
 def _write_ld(rep, board, path) -> None:
     """<board>.ld for the gate's report ``rep`` (a board_report.Report) on ``board`` (a boards.Board)."""
-    from arena_tool import linker
+    from arena_tool.emit import linker
 
     text = linker.render(board, rep.region, rep.arena_size, rep.reserve_stack, rep.reserve_heap,
                          arena_align=rep.alignment, arena_input=".tensor_arena" if rep.runtime == "tflm" else ".arena",
@@ -409,7 +416,8 @@ def _write_ld(rep, board, path) -> None:
 def _write_fragment(rep, board_target, path) -> None:
     """arena_fragment.ld for the board's own linker script, after checking that script for the
     resolved region (region: auto is known only now)."""
-    from arena_tool import linker_fragment, linkscript
+    from arena_tool.target import linkscript
+    from arena_tool.emit import linker_fragment
 
     board = board_target.board
     names = dict(board_target.linker_regions)
@@ -421,14 +429,14 @@ def _write_fragment(rep, board_target, path) -> None:
 
 @_guarded
 def _arena_action(target, source, env) -> None:
-    from arena_tool import board_report
+    from arena_tool.target import board_report
 
     _write_arena(board_report.read(source[0].path), target[0].path, target[1].path)
 
 
 @_guarded
 def _ld_action(target, source, env) -> None:
-    from arena_tool import board_report, boards
+    from arena_tool.target import board_report, boards
 
     _write_ld(board_report.read(source[0].path), boards.load_board_file(source[1].path), target[0].path)
 
@@ -439,8 +447,9 @@ def _link_action(target, source, env) -> None:
     (status over, naming the region, when ld says one overflowed)."""
     import subprocess
 
-    from arena_tool import board_report, linker
-    from arena_tool.errors import EXIT_USAGE, ArenaError
+    from arena_tool.target import board_report
+    from arena_tool.emit import linker
+    from arena_tool.core.errors import EXIT_USAGE, ArenaError
 
     cmd = [str(a) for a in env.subst_list("$ARENA_LINKCOM", 0, target, source)[0]]
     try:
@@ -470,7 +479,7 @@ def _region_lengths(t) -> dict:
     (whose names ld reports)."""
     lengths = {r.name: r.length for r in t.board.ram}
     if t.linker == "fragment":
-        from arena_tool import linkscript
+        from arena_tool.target import linkscript
 
         lengths.update(linkscript.memory_lengths(t.linker_script))
     return lengths
@@ -478,8 +487,9 @@ def _region_lengths(t) -> dict:
 
 @_guarded
 def _elfcheck_action(target, source, env) -> None:
-    from arena_tool import board_report, elfcheck
-    from arena_tool.errors import ArenaError
+    from arena_tool.target import board_report
+    from arena_tool.run import elfcheck
+    from arena_tool.core.errors import ArenaError
 
     state = env["ARENA_STATE"]
     elf = target[0].path
@@ -499,8 +509,9 @@ def _elfcheck_action(target, source, env) -> None:
 @_guarded
 def _run_action(target, source, env) -> None:
     """Run each ELF under QEMU (-icount shift=0), write build/<board>/run_report.json, print its table."""
-    from arena_tool import board_report, qemu, runreport
-    from arena_tool.errors import CheckFailed
+    from arena_tool.target import board_report
+    from arena_tool.run import qemu, runreport
+    from arena_tool.core.errors import CheckFailed
 
     tables = []
     failed = None
@@ -564,7 +575,7 @@ def _truthy(value) -> bool:
 def _user_flags(env):
     """build_graph.UserFlags of what the user's environment brings to every compile and link:
     CCFLAGS, LINKFLAGS, CPPPATH, LIBS as lists; CFLAGS, CPPDEFINES, LIBPATH as they are."""
-    from arena_tool.build_graph import UserFlags
+    from arena_tool.builder.build_graph import UserFlags
 
     out = {}
     for var in ("CCFLAGS", "LINKFLAGS", "CPPPATH", "LIBS"):
@@ -592,8 +603,9 @@ def _arena_firmware(env, manifest_path, sources=(), cpppath=(), board=None, link
     from SCons.Script import ARGUMENTS, Exit, GetOption
 
     arena_tool = _import_arena_tool()
-    from arena_tool import build_graph, files, manifest_cache
-    from arena_tool.errors import ArenaError
+    from arena_tool.core import files
+    from arena_tool.builder import build_graph, manifest_cache
+    from arena_tool.core.errors import ArenaError
 
     build_dir = build_dir or env.subst("$ARENA_BUILD_DIR")
     board = board if board is not None else ARGUMENTS.get("board")
@@ -674,7 +686,7 @@ def _arena_firmware(env, manifest_path, sources=(), cpppath=(), board=None, link
 
 
 def _wire(graph, aenv, cross, state, app):
-    """One Builder call per node of ``graph`` (arena_tool.build_graph), in its order; returns the
+    """One Builder call per node of ``graph`` (arena_tool.builder.build_graph), in its order; returns the
     function that maps a graph path to its SCons node.
 
     Arena's nodes go to ``aenv`` (no scanners but the gate builder's manifest scanner), objects
@@ -683,7 +695,7 @@ def _wire(graph, aenv, cross, state, app):
     """
     from SCons.Action import Action
 
-    from arena_tool.build_graph import Value
+    from arena_tool.builder.build_graph import Value
 
     fs = aenv.fs
     files = {n.abspath: n for n in app}  # the firmware's sources as the SConstruct gave them
@@ -791,7 +803,7 @@ def _no_run_action(target, source, env) -> int:
 
 def scons_path(path: str) -> str:
     """``path`` as SCons must be given it in a string (``$`` written ``$$``): build_graph.scons_path."""
-    from arena_tool.build_graph import scons_path as escaped
+    from arena_tool.builder.build_graph import scons_path as escaped
 
     return escaped(path)
 
@@ -835,7 +847,7 @@ def _print_summary(report_nodes, state, cache_file) -> None:
     paths = [n.path for n in report_nodes
              if (n.get_state() in (executed, up_to_date) or n.path in state.written) and os.path.exists(n.path)]
     if paths:
-        from arena_tool import manifest_cache
+        from arena_tool.builder import manifest_cache
 
         sys.stdout.write(manifest_cache.summary(paths, cache_file) + "\n")
         sys.stdout.flush()

@@ -2,7 +2,7 @@
 
 import random
 
-from arena_tool.problem import Buffer, Problem
+from arena_tool.core.problem import Buffer, Problem
 
 # TFLite Micro greedy_memory_planner_test.cc TestGreedyMedium, (size, first, last)
 MEDIUM = Problem(tuple(Buffer(f"b{i}", s, a, e) for i, (s, a, e) in

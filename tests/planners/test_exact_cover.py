@@ -4,11 +4,11 @@ import time
 
 import pytest
 
-from arena_tool.planners import Params, dlx, exact_cover, run
-from arena_tool.planners.decision import Decision
-from arena_tool.planners.exact_cover import clique_points
-from arena_tool.problem import Buffer, Problem
-from arena_tool.validate import Reason, violations
+from arena_tool.plan.planners import Params, dlx, exact_cover, run
+from arena_tool.plan.planners.decision import Decision
+from arena_tool.plan.planners.exact_cover import clique_points
+from arena_tool.core.problem import Buffer, Problem
+from arena_tool.plan.validate import Reason, violations
 from bruteforce import brute_force_min
 
 K = 1024

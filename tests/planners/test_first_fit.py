@@ -2,10 +2,10 @@
 
 import random
 
-from arena_tool.planners import Params, run
-from arena_tool.planners.placement import conflicts, lowest_fit
-from arena_tool.problem import Buffer, Problem
-from arena_tool.validate import violations
+from arena_tool.plan.planners import Params, run
+from arena_tool.plan.planners.placement import conflicts, lowest_fit
+from arena_tool.core.problem import Buffer, Problem
+from arena_tool.plan.validate import violations
 
 K = 1024
 

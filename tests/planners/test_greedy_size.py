@@ -5,9 +5,9 @@ import time
 
 import pytest
 
-from arena_tool.planners import Params, run
-from arena_tool.problem import Buffer, Problem
-from arena_tool.validate import violations
+from arena_tool.plan.planners import Params, run
+from arena_tool.core.problem import Buffer, Problem
+from arena_tool.plan.validate import violations
 
 K = 1024
 
@@ -88,8 +88,8 @@ def test_fast_on_a_thousand_buffers(name):
 
 def test_densenet121_under_half_a_second():
     """The largest light model that ships with onnx (the issue's floor)."""
-    from arena_tool import liveness
-    from arena_tool.problem import ModelOptions
+    from arena_tool.model import liveness
+    from arena_tool.core.problem import ModelOptions
     from conftest import light_models
 
     (path,) = [m for m in light_models() if m.name == "light_densenet121.onnx"]

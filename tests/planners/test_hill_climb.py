@@ -1,5 +1,5 @@
-from arena_tool import validate
-from arena_tool.planners import Params, hill_climb
+from arena_tool.plan import validate
+from arena_tool.plan.planners import Params, hill_climb
 
 from _peer_cases import GAPS, MEDIUM
 

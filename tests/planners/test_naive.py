@@ -1,8 +1,8 @@
 """naive: every buffer its own slot, in problem order; the ceiling of the others."""
 
-from arena_tool.planners import Params, run
-from arena_tool.problem import Buffer, Problem
-from arena_tool.validate import violations
+from arena_tool.plan.planners import Params, run
+from arena_tool.core.problem import Buffer, Problem
+from arena_tool.plan.validate import violations
 
 K = 1024
 

@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena_tool import validate
-from arena_tool.planners import PLANNERS, Params, naive, optimal
-from arena_tool.planners.decision import Decision
-from arena_tool.planners.search import HEURISTICS, Rules, decide
-from arena_tool.planners.sections import instance, preorder, stack_bound
-from arena_tool.problem import Buffer, Plan, Problem, lower_bound
+from arena_tool.plan import validate
+from arena_tool.plan.planners import PLANNERS, Params, naive, optimal
+from arena_tool.plan.planners.decision import Decision
+from arena_tool.plan.planners.search import HEURISTICS, Rules, decide
+from arena_tool.plan.planners.sections import instance, preorder, stack_bound
+from arena_tool.core.problem import Buffer, Plan, Problem, lower_bound
 from _peer_cases import mixed, tiny
 from bruteforce import brute_force_min
 
@@ -189,8 +189,8 @@ def _light_models() -> list[str]:
 
 @pytest.mark.parametrize("path", _light_models(), ids=os.path.basename)
 def test_light_models_proven(path: str) -> None:
-    from arena_tool import liveness
-    from arena_tool.problem import ModelOptions
+    from arena_tool.model import liveness
+    from arena_tool.core.problem import ModelOptions
     p = liveness.model_problem(path, ModelOptions()).problem()
     plan = optimal.plan(p, Params(time_limit=10.0))
     validate.check(p, plan.offsets, plan.arena_size)

@@ -26,8 +26,8 @@ if __name__ == "__main__":  # regenerate: make the repository and the test helpe
     sys.path[:0] = [str(HERE.parent.parent), str(HERE)]
 
 from _peer_cases import GAPS, MEDIUM, crowded, mixed, tiny  # noqa: E402
-from arena_tool.planners import PLANNERS, Params, run  # noqa: E402
-from arena_tool.problem import Plan, Problem  # noqa: E402
+from arena_tool.plan.planners import PLANNERS, Params, run  # noqa: E402
+from arena_tool.core.problem import Plan, Problem  # noqa: E402
 from bench.problems import random_problem, tiled_problem  # noqa: E402
 
 PINNED = HERE / "pinned_plans.json"

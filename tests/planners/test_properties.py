@@ -12,9 +12,9 @@ and on byte-aligned buffers a unit is one byte.
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arena_tool.planners import PLANNERS, Params, run
-from arena_tool.problem import Buffer, Problem, align_up, lower_bound
-from arena_tool.validate import violations
+from arena_tool.plan.planners import PLANNERS, Params, run
+from arena_tool.core.problem import Buffer, Problem, align_up, lower_bound
+from arena_tool.plan.validate import violations
 from bruteforce import brute_force_min
 
 

@@ -11,11 +11,11 @@ import sys
 
 import pytest
 
-from arena_tool.planners import search
-from arena_tool.planners.decision import Decision
-from arena_tool.planners.search import Rules, Search, decide
-from arena_tool.planners.sections import instance, preorder
-from arena_tool.problem import Buffer
+from arena_tool.plan.planners import search
+from arena_tool.plan.planners.decision import Decision
+from arena_tool.plan.planners.search import Rules, Search, decide
+from arena_tool.plan.planners.sections import instance, preorder
+from arena_tool.core.problem import Buffer
 
 
 def test_rules_are_the_dataclass_fields() -> None:

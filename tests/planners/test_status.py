@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from _peer_cases import GAPS
-from arena_tool.planners import PLANNERS, Params, run
-from arena_tool.problem import Plan, Status
+from arena_tool.plan.planners import PLANNERS, Params, run
+from arena_tool.core.problem import Plan, Status
 
 SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "plan.schema.json"
 

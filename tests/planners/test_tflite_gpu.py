@@ -1,6 +1,6 @@
-from arena_tool import validate
-from arena_tool.planners import Params, tflite_gpu
-from arena_tool.problem import Buffer, Problem
+from arena_tool.plan import validate
+from arena_tool.plan.planners import Params, tflite_gpu
+from arena_tool.core.problem import Buffer, Problem
 
 from _peer_cases import GAPS, MEDIUM
 

@@ -3,7 +3,7 @@
  * For each entry of arena_entries (codegen.arena_sources): poison the model's
  * arena slice (each of its slices, split over regions) with 0xFF bytes (NaN for float32, so a kernel that reads memory
  * nobody wrote shows up in the output), fill each input with a deterministic
- * pattern (the same one arena_tool.verify.input_pattern makes), run the model
+ * pattern (the same one arena_tool.run.verify.input_pattern makes), run the model
  * through the tables, and print each output, one value per line, as the
  * exact bit pattern plus a readable decimal:
  *
@@ -15,7 +15,7 @@
  *   status kws 0
  *
  * A firmware may link a table of input data (`arena_inputs`, as
- * arena_tool/firmware.py generates for `arena-tool run`): an input listed
+ * arena_tool/run/firmware.py generates for `arena-tool run`): an input listed
  * there gets those exact bytes instead of the pattern. Without the table
  * (it is a weak symbol) nothing changes.
  *
@@ -72,7 +72,7 @@ static uint32_t ticks_stop(void)
 }
 
 /* Times a loop of exactly CALIBRATE_LOOPS * 2 instructions (subs + bne), so a
- * reader can check the ticks -> instructions rate (arena_tool/runreport.py).
+ * reader can check the ticks -> instructions rate (arena_tool/run/runreport.py).
  * Thumb-2 cores only (every QEMU machine arena targets); Thumb-1 inline asm
  * uses another syntax, and those cores print no calibrate line. */
 #if defined(__ARM_ARCH_ISA_THUMB) && __ARM_ARCH_ISA_THUMB >= 2
@@ -200,7 +200,7 @@ static const char *dtype_name(uint8_t dt)
     }
 }
 
-/* The input pattern; arena_tool.verify.input_pattern is its Python twin. */
+/* The input pattern; arena_tool.run.verify.input_pattern is its Python twin. */
 static void fill_input(const arena_tensor_t *t, void *data, uint32_t which)
 {
     uint32_t i;
@@ -218,7 +218,7 @@ static void fill_input(const arena_tensor_t *t, void *data, uint32_t which)
 }
 
 /* Optional input data: one row per (model, input index), ended by a row whose
- * model is NULL. arena_tool/firmware.py writes the same struct; bytes must be
+ * model is NULL. arena_tool/run/firmware.py writes the same struct; bytes must be
  * the tensor's elements times its element size, else the pattern is used.
  * A weak reference (GCC, Clang): the table is NULL unless a source defines it. */
 typedef struct {

@@ -1,6 +1,6 @@
 /* Bare-metal Cortex-M startup for the example firmware.
  *
- * Symbols come from the linker script that arena_tool/linker.py generates:
+ * Symbols come from the linker script that arena_tool/emit/linker.py generates:
  * _sidata (load address of .data in flash), _sdata/_edata (.data in RAM),
  * _sbss/_ebss (.bss), _estack (initial stack pointer). The vector table goes
  * in section ".isr_vector", which the script keeps at the start of flash.

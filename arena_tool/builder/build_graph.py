@@ -1,0 +1,589 @@
+"""The firmware build as data: every file a manifest's boards make, what it is made from, and the
+build's aliases, in frozen dataclasses and without SCons.
+
+``plan(manifest, build_dir, toolchain)`` returns a :class:`BuildGraph`; the SCons tool
+(``site_scons/site_tools/arena.py``) walks its ``nodes`` in order and maps each ``kind`` to one
+Builder, so the graph is what the build does and this module is where its policy lives: file
+names, which inputs each step reads, what shares a node between boards, the compile and link
+flags, the aliases. The graph is a function of its inputs (the same manifest, folders and
+toolchain give an equal graph), and reading it costs a no-op build about a millisecond.
+
+Node kinds, with their targets and their sources in the order the tool's actions read them
+(``<m>-<d>``: the model's name and the first 10 hex digits of sha256 of its resolved options,
+so boards with the same options share a plan and its tables; ``<b>``: the board's folder
+``build/<board>``)::
+
+    plan         build/plans/<m>-<d>.plan.json        <- model file, Value(options key)
+    tables       build/tables/<m>-<d>/model_<m>.{c,h}  <- plan, model file
+    tflm         build/tables/<m>-<d>/<m>.tflm.json, <m>.planned.tflite  <- plan, model (runtime: tflm)
+    tflm_tables  build/tables/<m>-<d>/model_<m>.{c,h}  <- planned model, tflm.json (runtime: tflm)
+    gate         <b>/arena_gate.json, <b>/gen/arena_board.{c,h} (tflm_arena.{c,h}),
+                 <b>/<board>.ld (linker: fragment: <b>/arena_fragment.ld)
+                                                      <- every plan [, every tflm.json],
+                                                         Value(board key), the manifest
+                                                         (scanned: ``manifest_names``)
+    object       one .o                               <- one .c (env: its CompileEnv)
+    elf          <b>/firmware.elf (link, ELF check)    <- the objects, in link order
+    report       <b>/arena_report.{json,html,md}      <- gate [, ELF when linked]
+
+Objects go to ``build/common/<flags key>/`` (one compile per set of core flags and optimisation
+level, not per board; the level's ``_O2`` after the core flags when not the default;
+the firmware's sources at their path in the project, arena's runtime under arena_runtime/, each
+plan's tables under tables/), but a board's own ``obj/arena_board.o``. Every plan, table, gate
+and report also depends on ``BuildGraph.generator`` (a digest of arena's own code: editing the
+generator rebuilds what it generates); tables and shared objects are ordered after the gates of
+the boards that use them (``requires``: the budget fails before anything compiles), never
+rebuilt because of them. A no-op build walks every node and edge, so the graph keeps them few
+(the gate writes the board's C file and linker script itself).
+
+Flags are SCons command-line strings: arena's paths with ``$`` written ``$$``, the user's flags
+as given, ``${TARGET.dir}`` the ELF's folder. File paths are plain: the tool makes nodes of them
+without substitution.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Union
+
+from arena_tool.target import board_choice, flags
+
+if TYPE_CHECKING:
+    from arena_tool.target.manifest import Manifest
+
+KINDS = ("plan", "tflm", "tables", "tflm_tables", "gate", "object", "elf", "report")
+
+
+class _Fields:
+    """Equality, hash and repr by fields, written once for the frozen dataclasses below.
+
+    ``@dataclass`` would generate (compile) the three per class; every SCons run imports this
+    module, and that would cost a no-op build about 1.5 ms. Equal when of the same class with
+    equal fields, as a dataclass's own ``__eq__``.
+    """
+
+    __slots__ = ()
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__dataclass_fields__)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Fields) and other.__class__ is self.__class__ and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={value!r}" for name, value in zip(self.__dataclass_fields__, self._values()))
+        return f"{self.__class__.__name__}({fields})"
+
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Value(_Fields):
+    """An input that is text, not a file (an SCons Value): its node changes when the text does."""
+
+    text: str
+
+
+Source = Union[str, Value]
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Node(_Fields):
+    """One build step: ``targets`` made together from ``sources`` by the action of ``kind``.
+
+    depends: also rebuild when these change (not handed to the action); requires: build these
+    first (targets or alias names), never a reason to rebuild; board: the board whose settings
+    the action looks up (gate, elf, report); env: the key of the CompileEnv (object, elf); linkflags:
+    the ELF's instead of its env's (``linker: fragment``); clean: also removed by ``scons -c``;
+    manifest: the manifest file when it is the last source (gate), there for the tool's scanner:
+    the files it names for ``board`` (``BoardNodes.named``) are the node's implicit dependencies,
+    while its own bytes are no reason to rebuild (the board's settings reach the gate as its Value).
+    """
+
+    kind: str
+    targets: tuple[str, ...]
+    sources: tuple[Source, ...]
+    depends: tuple[Source, ...] = ()
+    requires: tuple[str, ...] = ()
+    board: str = ""
+    env: str = ""
+    linkflags: tuple[Any, ...] | None = None
+    clean: tuple[str, ...] = ()
+    manifest: str = ""
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Alias(_Fields):
+    """A name on the command line (``scons report``): builds ``targets`` (and ``depends``).
+
+    action: ``"run"`` runs each target ELF under QEMU; ``"no_run"`` says why no board can run;
+    both run on every call (``always``).
+    """
+
+    name: str
+    targets: tuple[str, ...]
+    depends: tuple[str, ...] = ()
+    action: str = ""
+    always: bool = False
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class UserFlags(_Fields):
+    """What the project's environment brings to every compile and link, after arena's own flags
+    (so a user's flag wins) and with its include folders first. ``ccflags``, ``linkflags``,
+    ``cpppath`` and ``libs`` as lists; ``cflags``, ``cppdefines`` and ``libpath`` as they are."""
+
+    ccflags: tuple[Any, ...] = ()
+    linkflags: tuple[Any, ...] = ()
+    cpppath: tuple[Any, ...] = ()
+    libs: tuple[Any, ...] = ()
+    cflags: Any = ()
+    cppdefines: Any = ()
+    libpath: Any = ()
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Toolchain(_Fields):
+    """How the firmware compiles. link: a cross gcc is there and linking is on (else the graph
+    stops after the plans, tables, gates and reports); sources: the firmware's own C files
+    (arena's runtime is added unless ``runtime: none``/``tflm``); cpppath: its include folders;
+    root: the project folder (the SConstruct's): objects keep a source's path below it, and
+    ``-ffile-prefix-map`` maps it to ``.``; runtime_dir: arena's C runtime (default the
+    package's); extra_ccflags: after arena's compile flags (``ARENA_EXTRA_CCFLAGS``)."""
+
+    link: bool = False
+    sources: tuple[str, ...] = ()
+    cpppath: tuple[Any, ...] = ()
+    root: str = "."
+    runtime_dir: str = ""
+    extra_ccflags: tuple[str, ...] = ()
+    user: UserFlags = field(default_factory=UserFlags)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class CompileEnv(_Fields):
+    """One compile environment: the boards with these core flags share it and its objects
+    (``build/common/<key>/``)."""
+
+    key: str
+    ccflags: tuple[Any, ...]
+    linkflags: tuple[Any, ...]
+    cpppath: tuple[Any, ...]
+    libs: tuple[Any, ...]
+    cflags: Any
+    cppdefines: Any
+    libpath: Any
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class BoardNodes(_Fields):
+    """One board's files, by role (paths; ``elf`` empty when not linking). deleted: what a
+    failing gate deletes, so no stale board file, script or ELF survives. generated: what the
+    ``arena`` alias builds of this board (up to the linker script; the reports too when not
+    linking); top: what ``scons <board>`` builds; named: what the manifest names for this board
+    (``manifest_names``), the scanner's answer for its gate."""
+
+    name: str
+    gate: str
+    report: str
+    views: tuple[str, ...]
+    plans: tuple[str, ...]
+    tables: tuple[str, ...]
+    arena: tuple[str, ...]
+    ld: str
+    elf: str
+    run_report: str
+    deleted: tuple[str, ...]
+    generated: tuple[str, ...]
+    all: tuple[str, ...]
+    top: tuple[str, ...]
+    named: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class BuildGraph(_Fields):
+    """Every node in wiring order (a node's sources that are built come before it), the aliases,
+    the default targets (alias names), the compile environments and each board's files."""
+
+    nodes: tuple[Node, ...]
+    aliases: tuple[Alias, ...]
+    default: tuple[str, ...]
+    envs: tuple[CompileEnv, ...]
+    boards: tuple[BoardNodes, ...]
+    generator: Value
+
+    def node(self, target: str) -> Node:
+        """The node that makes ``target`` (KeyError if none does)."""
+        for n in self.nodes:
+            if target in n.targets:
+                return n
+        raise KeyError(target)
+
+    def of_kind(self, kind: str) -> tuple[Node, ...]:
+        return tuple(n for n in self.nodes if n.kind == kind)
+
+    def alias(self, name: str) -> Alias:
+        for a in self.aliases:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+    def board(self, name: str) -> BoardNodes:
+        for b in self.boards:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+    def env(self, key: str) -> CompileEnv:
+        for e in self.envs:
+            if e.key == key:
+                return e
+        raise KeyError(key)
+
+    def targets(self) -> tuple[str, ...]:
+        """Every file the build makes, in node order."""
+        return tuple(t for n in self.nodes for t in n.targets)
+
+
+# ---------------------------------------------------------------- policy: names and flags
+
+
+def digest(text: str) -> str:
+    """The first 10 hex digits of sha256(text): a plan's and its tables' folder suffix."""
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def scons_path(path: str) -> str:
+    """``path`` as SCons must be given it to mean exactly that file: SCons expands ``$`` in
+    strings, so ``$`` is written ``$$`` (a model called ``a$b.onnx`` stays ``a$b.onnx``)."""
+    return path.replace("$", "$$")
+
+
+def flags_key(gcc_flags: Sequence[str]) -> str:
+    """The folder name of a set of core flags under build/common/: their values, without -mthumb
+    (``cortex-m7_fpv5-sp-d16_hard``)."""
+    return "_".join(f.split("=", 1)[-1] for f in gcc_flags if not f.startswith("-mthumb"))
+
+
+# what a project build links with beyond the flag policy's: a map and arena's script beside the ELF
+ARENA_LINKFLAGS = (*flags.LINKFLAGS, "-Wl,-Map,${TARGET.dir}/firmware.map", "-T", "${TARGET.dir}/${TARGET.dir.name}.ld")
+
+
+def prefix_map(root: str) -> str:
+    """-ffile-prefix-map=<project>=.: debug info and __FILE__ name project files relative to
+    it, so two clones at different paths build byte-identical objects and ELFs."""
+    return "-ffile-prefix-map=" + scons_path(os.path.abspath(root)) + "=."
+
+
+def compile_flags(gcc_flags: Sequence[str], root: str, extra: Sequence[str] = (),
+                  user: Sequence[Any] = (), optimize: str | None = None) -> list[Any]:
+    """CCFLAGS of a board's compiles: its core flags, the flag policy's at the ``optimize`` level
+    (``flags.cflags``), the project mapped to ``.``, ``extra``, then the user's."""
+    return [*gcc_flags, *flags.cflags(optimize), prefix_map(root), *extra, *user]
+
+
+def link_flags(gcc_flags: Sequence[str], user: Sequence[Any] = ()) -> list[Any]:
+    """LINKFLAGS of a board's link: its core flags, newlib-nano without start files, unused
+    sections dropped, a map and arena's linker script beside the ELF, then the user's."""
+    return [*gcc_flags, *ARENA_LINKFLAGS, *user]
+
+
+def fragment_link_flags(flags: Sequence[Any], script: str) -> list[Any]:
+    """``flags`` with ``-T <the project's script> -L <its folder> -L <the board folder>`` instead
+    of ``-T`` arena's script (``linker: fragment``): ld finds INCLUDEd files through -L."""
+    out = list(flags)
+    i = out.index("-T")
+    folder = os.path.dirname(script) or "."
+    out[i:i + 2] = ["-T", scons_path(script), "-L", scons_path(folder), "-L", "${TARGET.dir}"]
+    return out
+
+
+def object_name(path: str, top: str, runtime_dir: str) -> str:
+    """A source's object path below build/common/<flags>/, without suffix: its path in the
+    project; under arena's runtime folder arena_runtime/<path there>; elsewhere outside the
+    project _ext/<digest of its folder>/<name>. Same-named files in two folders never collide."""
+    stem = os.path.splitext(path)[0]
+    for base, prefix in ((runtime_dir, "arena_runtime/"), (top, "")):
+        rel = os.path.relpath(stem, base)
+        if not rel.startswith(".." + os.sep) and rel != ".." and not os.path.isabs(rel):
+            return prefix + rel.replace(os.sep, "/")
+    return f"_ext/{digest(os.path.dirname(path))[:8]}/{os.path.basename(stem)}"
+
+
+def project_file(path: str, root: str) -> str:
+    """``path`` as SCons names that file: relative to the project when inside it, else absolute."""
+    top = os.path.abspath(root)
+    full = os.path.normpath(os.path.join(top, path))
+    rel = os.path.relpath(full, top)
+    return full if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
+
+
+def board_outputs(bdir: str, name: str) -> tuple[str, ...]:
+    """Files deleted when a board's gate fails (whichever of them exist)."""
+    gen = f"{bdir}/gen"
+    return (f"{gen}/arena_board.c", f"{gen}/arena_board.h", f"{gen}/tflm_arena.c", f"{gen}/tflm_arena.h",
+            f"{bdir}/{name}.ld", f"{bdir}/arena_fragment.ld",
+            f"{bdir}/firmware.elf", f"{bdir}/firmware.map", f"{bdir}/run_report.json")
+
+
+def env_key(gcc_flags: Sequence[str], optimize: str | None = None) -> str:
+    """The folder under build/common/ of one compile environment: its core flags
+    (``flags_key``), then the optimisation level when not the default (``flags.env_suffix``)."""
+    return flags_key(gcc_flags) + flags.env_suffix(optimize)
+
+
+def compile_env(gcc_flags: Sequence[str], toolchain: Toolchain, optimize: str | None = None) -> CompileEnv:
+    """The compile environment of one set of core flags and one optimisation level: arena's
+    flags, then the user's; the user's include folders, the firmware's, then arena's runtime
+    (for ``arena_model.h``)."""
+    user = toolchain.user
+    return CompileEnv(
+        key=env_key(gcc_flags, optimize),
+        ccflags=tuple(compile_flags(gcc_flags, toolchain.root, toolchain.extra_ccflags, user.ccflags, optimize)),
+        linkflags=tuple(link_flags(gcc_flags, user.linkflags)),
+        cpppath=(*user.cpppath, *toolchain.cpppath, _runtime_dir(toolchain)),
+        libs=(*user.libs, *flags.LIBS), cflags=user.cflags, cppdefines=user.cppdefines, libpath=user.libpath)
+
+
+def _runtime_dir(toolchain: Toolchain) -> str:
+    if toolchain.runtime_dir:
+        return toolchain.runtime_dir
+    from arena_tool import runtime_dir
+
+    return runtime_dir()
+
+
+def _unique(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))
+
+
+def manifest_names(t: Mapping[str, Any]) -> tuple[str, ...]:
+    """The files the manifest names for one board (a target of ``manifest.to_doc``): its board
+    file, its models in manifest order, with ``linker: fragment`` the project's linker script.
+    What the SCons tool's manifest scanner returns for the board's gate, so an edit to any of
+    them re-runs that gate and no other board's."""
+    script = [t["linker_script"]] if t.get("linker") == "fragment" else []
+    return _unique([t["board_file"], *(s["path"] for s in t["models"]), *script])
+
+
+# ---------------------------------------------------------------- the graph
+
+
+def plan(manifest: Mapping[str, Any] | Manifest, build_dir: str = "build", toolchain: Toolchain | None = None,
+         boards: str | Sequence[str] | None = None, generator: str | None = None) -> BuildGraph:
+    """The build graph of ``manifest`` (``manifest.to_doc``'s or ``manifest_cache.cached``'s
+    plain data, or a ``Manifest``) for the boards ``boards`` picks (``board=``'s text:
+    ``all``/None, ``a,b``, one name; or a list of names; an unknown name is an ArenaError).
+
+    generator: the digest of arena's own code every output depends on (default
+    ``manifest_cache.package_digest()``).
+    """
+    doc: Mapping[str, Any]
+    if isinstance(manifest, Mapping):
+        doc = manifest
+    else:
+        from arena_tool.target import manifest as manifest_module
+
+        doc = manifest_module.to_doc(manifest)
+    from arena_tool.builder import manifest_cache
+
+    by_name = {t["name"]: t for t in doc["targets"]}
+    spec = boards if boards is None or isinstance(boards, str) else ",".join(boards)
+    names = board_choice.select_names(list(by_name), spec, doc["file"])
+    if generator is None:
+        generator = manifest_cache.package_digest()
+    g = _Graph(build_dir.rstrip("/") or build_dir, toolchain or Toolchain(), Value("arena_tool sources " + generator),
+               doc["file"])
+    for name in names:
+        g.board(by_name[name])
+    return g.finish()
+
+
+class _Graph:
+    """plan()'s accumulator: nodes by first target, shared between boards (plans, tables and
+    objects), made into frozen Nodes once every board has added its requirements."""
+
+    def __init__(self, build_dir: str, toolchain: Toolchain, generator: Value, manifest: str) -> None:
+        self.build_dir = build_dir
+        self.manifest = manifest
+        self.toolchain = toolchain
+        self.generator = generator
+        self.nodes: dict[str, dict[str, Any]] = {}  # first target -> Node fields (requires a list)
+        self.models: dict[str, tuple[str, str, str, str]] = {}  # model key -> (plan, tables .c, name, tflm.json)
+        self.envs: dict[str, CompileEnv] = {}
+        self.env_gates: dict[str, list[str]] = {}  # env key -> the gates of the boards compiling with it
+        self.boards: list[BoardNodes] = []
+        self.qemu: list[tuple[str, str]] = []  # (ELF, report) of each board with a QEMU machine
+        self._runtime: list[str] | None = None
+
+    def add(self, kind: str, targets: Sequence[str], sources: Sequence[Source], **fields: Any) -> str:
+        first = targets[0]
+        if first not in self.nodes:
+            requires = list(fields.pop("requires", ()))
+            self.nodes[first] = dict(kind=kind, targets=tuple(targets), sources=tuple(sources),
+                                     requires=requires, **fields)
+        return first
+
+    def model(self, spec: Mapping[str, Any], tflm: bool) -> tuple[str, str, str, str]:
+        """The plan of one model under one set of options and its C tables, shared by every board
+        that uses them: (plan, tables .c, ``<model>-<digest>``, tflm.json or '')."""
+        key = spec["key"]
+        entry = self.models.get(key)
+        if entry is not None:
+            return entry
+        gen = (self.generator,)
+        name = f"{spec['name']}-{digest(key)}"
+        model = spec["path"]
+        plan_path = self.add("plan", [f"{self.build_dir}/plans/{name}.plan.json"], [model, Value(key)], depends=gen)
+        folder = f"{self.build_dir}/tables/{name}"
+        c, h = f"{folder}/model_{spec['name']}.c", f"{folder}/model_{spec['name']}.h"
+        alloc = ""
+        if tflm:  # a .tflite (the manifest allows it on runtime: tflm boards only)
+            alloc = f"{folder}/{spec['name']}.tflm.json"
+            planned = f"{folder}/{spec['name']}.planned.tflite"
+            self.add("tflm", [alloc, planned], [plan_path, model], depends=gen)
+            self.add("tflm_tables", [c, h], [planned, alloc], depends=gen)
+        else:
+            self.add("tables", [c, h], [plan_path, model], depends=gen)
+        entry = self.models[key] = (plan_path, c, name, alloc)
+        return entry
+
+    def board(self, t: Mapping[str, Any]) -> None:
+        name = t["name"]
+        bdir = f"{self.build_dir}/{name}"
+        gen = f"{bdir}/gen"
+        gate_path = f"{bdir}/arena_gate.json"
+        report_path = f"{bdir}/arena_report.json"
+        tflm = t.get("runtime") == "tflm"
+        entries = [self.model(spec, tflm) for spec in t["models"]]
+        plans = [e[0] for e in entries]
+        allocs = [e[3] for e in entries] if tflm else []
+        tables = [p for e in entries for p in self.nodes[e[1]]["targets"]]
+        gate_key = Value(t["key"] + "|" + "|".join(s["key"] for s in t["models"]))
+        # Once it passes, the gate also writes what follows from its report: the arena's C file
+        # and the linker script (one node for all keeps a no-op build's walk short).
+        fragment = t.get("linker") == "fragment"  # the project's script INCLUDEs arena_fragment.ld
+        stem = "tflm_arena" if tflm else "arena_board"
+        arena = (f"{gen}/{stem}.c", f"{gen}/{stem}.h")
+        ld = f"{bdir}/{'arena_fragment' if fragment else name}.ld"
+        gate = (gate_path, *arena, ld)
+        self.add("gate", gate, [*plans, *allocs, gate_key, self.manifest],  # the manifest: scanned
+                 depends=(self.generator,), board=name, manifest=self.manifest)
+        for e in entries:
+            self.nodes[e[1]]["requires"].append(gate_path)  # the gates pass before a table is made
+        generated = [*plans, *allocs, *gate, *tables]
+        views = (f"{bdir}/arena_report.html", f"{bdir}/arena_report.md")
+        final = (report_path, *views)
+        elf = self.elf(t, bdir, arena[0], ld, gate_path, entries) if self.toolchain.link else ""
+        self.add("report", final, [gate_path, elf] if elf else [gate_path],
+                 depends=(self.generator, *plans), board=name)
+        if elf and t["board"].get("qemu"):
+            self.qemu.append((elf, report_path))
+        self.boards.append(BoardNodes(
+            name=name, gate=gate_path, report=report_path, views=views, plans=tuple(plans),
+            tables=tuple(tables), arena=arena, ld=ld, elf=elf, run_report=f"{bdir}/run_report.json",
+            deleted=board_outputs(bdir, name), generated=_unique(generated + ([] if elf else list(final))),
+            all=_unique([*generated, *final, *([elf] if elf else [])]),
+            top=final if elf else _unique([*final, *tables]), named=manifest_names(t)))
+
+    def compile_env(self, gcc_flags: Sequence[str], optimize: str | None) -> CompileEnv:
+        key = env_key(gcc_flags, optimize)
+        env = self.envs.get(key)
+        if env is None:
+            env = self.envs[key] = compile_env(gcc_flags, self.toolchain, optimize)
+            self.env_gates[key] = []
+        return env
+
+    def obj(self, env: CompileEnv, target: str, source: str, shared: bool = True) -> str:
+        """One object; a shared one (under build/common/) waits for the gates of its boards."""
+        return self.add("object", [target], [source], env=env.key,
+                        requires=[gates_alias(env.key)] if shared else [])
+
+    def elf(self, t: Mapping[str, Any], bdir: str, arena_c: str, ld: str, gate: str,
+            entries: Sequence[tuple[str, str, str, str]]) -> str:
+        """Compile and link one board's firmware; the ELF check runs right after the link.
+
+        Boards with the same core flags share one environment and every object but their own
+        arena_board.o (build/<board>/obj/)."""
+        env = self.compile_env(t["gcc_flags"], t.get("optimize"))
+        self.env_gates[env.key].append(gate)  # the objects this board shares wait for its gate too
+        root = f"{self.build_dir}/common/{env.key}"
+        stem = os.path.splitext(os.path.basename(arena_c))[0]  # arena_board, or tflm_arena
+        objs = [self.obj(env, f"{bdir}/obj/{stem}.o", arena_c, shared=False)]
+        tc = self.toolchain
+        runtime_dir = _runtime_dir(tc)
+        top = os.path.abspath(tc.root)
+        for src in tc.sources:
+            full = os.path.normpath(os.path.join(top, src))
+            objs.append(self.obj(env, f"{root}/{object_name(full, top, runtime_dir)}.o", src))
+        if t.get("runtime", "arena") not in ("none", "tflm"):
+            if self._runtime is None:
+                self._runtime = sorted(n for n in os.listdir(runtime_dir) if n.endswith(".c"))
+            for n in self._runtime:
+                objs.append(self.obj(env, f"{root}/arena_runtime/{n[:-2]}.o", os.path.join(runtime_dir, n)))
+        for _, tables_c, name, _ in entries:
+            objs.append(self.obj(env, f"{root}/tables/{name}.o", tables_c))
+        linkflags = None
+        depends: list[Source] = []
+        if t.get("linker") == "fragment":
+            script = project_file(t["linker_script"], tc.root)
+            linkflags = tuple(fragment_link_flags(env.linkflags, script))
+            depends.append(t["linker_script"])
+        depends.append(ld)  # the script holds everything the ELF check reads of the gate's report
+        return self.add("elf", [f"{bdir}/firmware.elf"], objs, depends=tuple(depends), board=t["name"],
+                        env=env.key, linkflags=linkflags,
+                        clean=(f"{bdir}/firmware.map", f"{bdir}/run_report.json"))
+
+    def finish(self) -> BuildGraph:
+        nodes = tuple(Node(**dict(f, requires=_unique(f["requires"]))) for f in self.nodes.values())
+        aliases = [Alias(gates_alias(k), _unique(g)) for k, g in self.env_gates.items()]
+        aliases += [Alias(b.name, b.top) for b in self.boards]
+        aliases.append(Alias("arena", _unique(p for b in self.boards for p in b.generated)))
+        # the reports and what they need: plans, gate (and the ELF when linking)
+        aliases.append(Alias("report", (*(b.report for b in self.boards), *(v for b in self.boards for v in b.views))))
+        aliases.append(Alias("boards", _unique(p for b in self.boards for p in b.top)))
+        if self.qemu:
+            aliases.append(Alias("run", tuple(sorted(e for e, _ in self.qemu)),
+                                 depends=tuple(r for e, r in self.qemu), action="run", always=True))
+        else:
+            aliases.append(Alias("run", (), action="no_run", always=True))
+        return BuildGraph(nodes=nodes, aliases=tuple(aliases), default=("boards",), envs=tuple(self.envs.values()),
+                          boards=tuple(self.boards), generator=self.generator)
+
+
+def gates_alias(env_key: str) -> str:
+    """The alias of the gates of every board compiling with ``env_key``: its shared objects
+    require it."""
+    return f"arena-gates-{env_key}"
+
+
+# ---------------------------------------------------------------- scons -h
+
+
+def help_text(manifest: Mapping[str, Any]) -> str:
+    """What ``scons -h`` adds: the commands, the build variables and the manifest's boards."""
+    from arena_tool.target import boards
+
+    shipped = boards.list_boards(list(manifest["board_dirs"]))
+    lines = ["", "arena (manifest " + manifest["file"] + "):",
+             "  scons board=NAME        build one board (also board=a,b and board=all; default all)",
+             "  scons board=NAME run    run the firmware under QEMU (boards with a qemu machine)",
+             "  scons board=NAME report build/NAME/arena_report.{json,html,md} (and what they need)",
+             "  scons -c board=NAME     remove that board's outputs under build/NAME",
+             "  VERBOSE=1               show full command lines;  link=0  stop after generation",
+             "  gcc_prefix=PREFIX       cross compiler prefix (default arm-none-eabi-)",
+             "", "  boards in the manifest:"]
+    for t in manifest["targets"]:
+        qemu = f", qemu {t['board']['qemu']}" if t["board"].get("qemu") else ""
+        runtime = f", runtime {t['runtime']}" if t.get("runtime", "arena") != "arena" else ""
+        runtime += f", linker fragment for {t['linker_script']}" if t.get("linker") == "fragment" else ""
+        lines.append(f"    {t['name']:<18} region {t['region']}, budget {t['budget']['text']}{qemu}{runtime}")
+    lines.append("  all known boards: " + ", ".join(shipped))
+    lines += ["", "scons -H lists SCons's own options."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,339 @@
+"""The budget gate: one board's plans against its RAM budget, its flash and its runtime.
+
+``gate(target, plans, fastest, runtime_problems)`` combines one board's model
+plans into the board's arena: ``sequential`` models share one arena sized to
+the largest (every base is 0); ``concurrent`` models each get a slice, placed
+one after the other at the largest model alignment. It then resolves the
+region (``auto`` = the fastest region that fits), the budget (bytes, or a
+percentage of that region) and the room left beside the stack+heap reserve,
+checks the weights against the board's flash, adds what the runtime cannot
+run (``runtime_problems``, from ``coverage``), and returns a board_report.Report whatever
+the outcome (its ``status``: see ``board_report``).
+
+``board_report.failure(report)`` is the CheckFailed (exit status 1) to raise when the
+status is not ok/warn; its message is one line per problem, such as::
+
+    arena: nucleo_f746: models kws+vww need 71,680 B in DTCM, budget 65,536 B
+    (over by 6,144 B, lower bound 70,144 B); try region SRAM1, or planner optimal
+
+Suggestions (``hints``) are only those that could help: another region only when the
+budget is a percentage or the reserve is what binds (a byte budget does not grow
+with the region); ``planner optimal`` only for a model above its lower bound
+whose plan is not proven optimal; a longer ``time_limit`` for an ``optimal``
+search that stopped on it; for a float model, how to quantize it (an
+onnxruntime ``quantize_static`` command line): ``activation_dtype`` is a what-if
+that re-sizes the plan, not the model, so it is never the advice.
+
+A split arena (``target.split``) and weights copied to RAM (``weights: <region>``) add
+``regions`` (``region_uses``, ``region_problems`` below): per RAM region its arena and weights against its limit
+(``BoardTarget.region_limit``: the budget, no more than the room beside the reserve); then the top-level
+arena is the regions' sum and each region over its limit is one problem.
+
+With ``runtime: tflm`` (``.tflite`` models run by TFLite Micro, which the firmware
+brings) a model's ``arena_size`` is its ``tensor_arena``: ``head`` (arena's plan,
+TFLM's non-persistent section) plus ``tail`` (TFLM's persistent section, measured by
+``tflm.tflm_measure`` in the wheel's host interpreter), rounded up to 16; the budget counts
+both, and ``TFLM_NOTE`` says that kernel-specific persistent data (CMSIS-NN's, say)
+can differ on the target.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, AbstractSet, Any, Callable, Mapping, Sequence
+
+from arena_tool.plan import regions
+from arena_tool.emit import codegen, coverage
+from arena_tool.builder import hints
+from arena_tool.target.board_report import ModelUse, Problem, RegionUse, Report, Usage, arena_section, status_of, \
+    tflm_arena_size, weights_section
+from arena_tool.core.files import project_path
+from arena_tool.model.lowering import Lowered
+from arena_tool.plan.planfile import PlanFile
+from arena_tool.core.problem import align_up, fmt_bytes
+
+if TYPE_CHECKING:
+    from arena_tool.target.manifest import BoardTarget
+
+_FLOAT = ("float32", "float16", "bfloat16", "float64", "double", "float")
+
+
+def model_use(name: str, plan_path: str, plan: PlanFile) -> ModelUse:
+    weights_region = plan.options.weights or "flash"
+    return ModelUse(
+        regions=tuple((r.name, r.arena_size) for r in plan.regions or ()),
+        weights_region=weights_region,
+        weights_ram=0 if weights_region == "flash" else regions.weights_ram_bytes_plan(plan),
+        name=name, planner=plan.planner, arena_size=plan.arena_size, lower_bound=plan.lower_bound,
+        optimal=plan.optimal, status=str(plan.status), base=0, plan=project_path(plan_path),
+        model=project_path(plan.model), model_sha256=plan.model_sha256, weights_bytes=plan.weights_bytes,
+    )
+
+def plan_alignment(plan: PlanFile) -> int:
+    """The alignment a model's slice needs: the plan's, or a buffer's above it."""
+    return max([plan.alignment] + [b.alignment or 1 for b in plan.buffers])
+
+def float_model(plan: PlanFile) -> bool:
+    """A model that runs in float: quantizing it is what shrinks it (not a QDQ/QOperator model)."""
+    return any(b.dtype in _FLOAT for b in plan.buffers if b.kind != "scratch") and not plan.integer_ops
+
+def tflm_use(u: ModelUse, alloc: Mapping[str, Any]) -> ModelUse:
+    """The model as TFLM runs it: its arena is head (the plan) + tail, rounded up to 16; its flash
+    (``weights_bytes``) the planned .tflite the firmware holds as a C array."""
+    tail = int(alloc["tail"])
+    return dataclasses.replace(u, arena_size=tflm_arena_size(u.arena_size, tail),
+                               lower_bound=tflm_arena_size(u.lower_bound, tail), head=u.arena_size, tail=tail,
+                               weights_bytes=int(alloc["planned_bytes"]))
+
+def _layout(sharing: str, uses: list[ModelUse], align: int) -> tuple[list[ModelUse], int, int]:
+    """(uses with bases, arena size, lower bound) for the sharing mode; align: the slices' alignment."""
+    if sharing == "sequential":
+        size = max((u.arena_size for u in uses), default=0)
+        lb = max((u.lower_bound for u in uses), default=0)
+        return uses, size, lb
+    placed: list[ModelUse] = []
+    end = lb = 0
+    for u in uses:
+        base = align_up(end, align)
+        placed.append(dataclasses.replace(u, base=base))
+        end = base + u.arena_size
+        lb += align_up(u.lower_bound, align)
+    return placed, end, lb
+
+def _name_clashes(board: str, plans: Sequence[tuple[str, str, PlanFile]]) -> list[Problem]:
+    """Models whose generated headers define the same name (codegen.header_ids): one firmware
+    includes them all, so it would not compile; said here, with the fix, before any C is made."""
+    owner: dict[str, str] = {}
+    out: list[Problem] = []
+    for name, _, plan in plans:
+        for ident in codegen.header_ids(name, plan):
+            other = owner.setdefault(ident, name)
+            if other != name:
+                out.append(Problem(
+                    "names", f"arena: {board}: models '{other}' and '{name}' would both define {ident} in their "
+                    f"generated C headers (model_{other}.h, model_{name}.h); rename one of them in the manifest "
+                    f"(a name that does not start with '{other}_t', in any case)", model=name))
+                break
+    return out
+
+def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
+         fastest: Callable[[int, int], str | None] | None = None,
+         runtime_problems: Sequence[Problem] = (),
+         tflm: Mapping[str, Mapping[str, Any]] | None = None) -> Report:
+    """Check one board (a manifest.BoardTarget): RAM budget, flash for the weights, runtime coverage.
+
+    plans: (model name, plan path, plan file: planfile.load), in manifest order.
+    fastest: (min_size, reserve) -> name of the fastest region with that much
+    room (reserve counted in the data region), or None; only for ``region: auto``.
+    runtime_problems: what the runtime cannot run (``runtime_problems`` per model).
+    tflm: runtime tflm: model name -> its allocation document (``tflm_measure``); each model
+    then needs its tensor_arena, head + tail rounded up to 16, and its planned model's bytes
+    of flash (the C array holds the whole model, not only the weights: ``tflm_use``).
+    Never raises for a board that does not fit: see ``Report.status`` and ``failure``.
+    """
+    uses0 = [model_use(n, p, d) for n, p, d in plans]
+    if tflm is not None:
+        uses0 = [tflm_use(u, tflm[u.name]) for u in uses0]
+    align = max((plan_alignment(d) for _, _, d in plans), default=16)
+    floats = {n for n, _, d in plans if float_model(d)}
+    uses, need, lb = _layout(target.sharing, uses0, align)
+    reserve = target.reserve
+    auto = target.region == "auto"
+    names = "+".join(u.name for u in uses)
+    problems: list[Problem] = []
+
+    def room(region_name: str) -> int:
+        return target.region_room(region_name)
+
+    region = target.region
+    if auto:
+        chosen = fastest(need, reserve) if fastest else None
+        if chosen is None or room(chosen) < need:
+            largest = max(target.board.ram, key=lambda r: (room(r.name), r.name))
+            tries = hints.tries(target, uses, floats, need, lb, region=None)
+            region = largest.name
+            problems.append(Problem(
+                "ram", f"arena: {target.name}: {_who(uses)} {fmt_bytes(need)}, more than any region of the board "
+                f"(largest {largest.name}, {fmt_bytes(room(largest.name))} usable; lower bound {fmt_bytes(lb)})"
+                + (f"; try {tries}" if tries else ""), region=region, need=need, limit=room(largest.name)))
+        else:
+            region = chosen
+    info = target.board.region(region)
+    budget = target.budget.resolve(info.length)
+    usable = room(region)
+    limit = min(budget, usable)
+    split = bool(target.split)
+    placed = region_uses(target, uses, region, need)
+    if split:  # the arena is the regions' together; each region is checked on its own below
+        need = sum(r.arena for r in placed)
+        limit = sum(r.limit for r in placed if r.arena_section is not None)
+    if need > limit and not problems and not split:
+        over = need - limit
+        offending = [u for u in uses if target.sharing == "concurrent" or u.arena_size > limit]
+        alt = hints.better_region(target, need, region, room) if (
+            target.budget.percent is not None or usable < budget) else None
+        tries = hints.tries(target, offending, floats, need, lb, region=alt, limit=limit)
+        why = f"budget {fmt_bytes(budget)}"
+        if usable < budget:
+            why = f"room {fmt_bytes(usable)} ({fmt_bytes(info.length)} less the {fmt_bytes(reserve)} stack+heap reserve)"
+        problems.append(Problem(
+            "ram", f"arena: {target.name}: {_who(offending)} {fmt_bytes(need)} in {region}, {why} "
+            f"(over by {fmt_bytes(over)}, lower bound {fmt_bytes(lb)})" + (f"; try {tries}" if tries else ""),
+            region=region, need=need, limit=limit))
+    problems += region_problems(target, placed, uses, arena_over=bool(problems))
+    weights = sum(u.weights_bytes for u in uses)
+    flash = target.board.flash
+    if flash.length and weights > flash.length:
+        problems.append(_flash_problem(target, uses, floats, weights))
+    problems += runtime_problems
+    if target.runtime != "tflm":
+        problems += _name_clashes(target.name, plans)
+    warning = None
+    pct = 100.0 * need / limit if limit else 100.0
+    warned = not problems and target.warn_above is not None and pct > target.warn_above
+    if warned:
+        warning = (f"arena: {target.name}: warning: {names} use {pct:.1f}% of the {fmt_bytes(limit)} budget in "
+                   f"{region} (warn_above {target.warn_above:g}%)")
+    ram_total = sum(r.length for r in target.board.ram)
+    return Report(
+        board=target.name, region=region, region_origin=info.origin, region_length=info.length,
+        region_auto=auto, sharing=target.sharing, arena_size=need, lower_bound=lb, alignment=align,
+        budget=budget, budget_spec=target.budget.text, limit=limit, reserve_stack=target.reserve_stack,
+        reserve_heap=target.reserve_heap, warn_above=target.warn_above, models=tuple(uses),
+        status=status_of(problems, warned), warning=warning, runtime=target.runtime, optimize=target.optimize,
+        ram=Usage(need + reserve + sum(u.weights_ram for u in uses), ram_total, "plan"),
+        flash=Usage(weights, flash.length if flash is not None else 0, "plan"), problems=tuple(problems),
+        regions=placed,
+    )
+
+def _flash_problem(target: BoardTarget, uses: Sequence[ModelUse], floats: AbstractSet[str], weights: int) -> Problem:
+    """Weights above the flash: name the model whose weights do not fit."""
+    flash = target.board.flash
+    alone = [u for u in uses if u.weights_bytes > flash.length]
+    if alone:
+        who = max(alone, key=lambda u: (u.weights_bytes, u.name))
+        what = f"model {who.name}'s weights need {fmt_bytes(who.weights_bytes)} of flash"
+        also = [u for u in uses if u in alone and u is not who]
+        if also:
+            what += " (" + ", ".join(f"{u.name}'s {fmt_bytes(u.weights_bytes)}" for u in also) + " do not fit either)"
+        need = who.weights_bytes
+    else:  # together: the model in manifest order whose weights cross the end of the flash
+        total = 0
+        who = uses[-1]
+        for u in uses:
+            total += u.weights_bytes
+            if total > flash.length:
+                who = u
+                break
+        what = (f"model {who.name}'s weights ({fmt_bytes(who.weights_bytes)}) do not fit beside the others: "
+                f"models {'+'.join(u.name for u in uses)} need {fmt_bytes(weights)} of weights")
+        need = weights
+    by_weights = [u for u in sorted(uses, key=lambda u: (-u.weights_bytes, u.name)) if u.name in floats]
+    tries = []
+    if by_weights:
+        tries.append(hints.quantize_hint(target, by_weights, "int8 weights take a quarter of float32's"))
+    tries.append("a board with more flash")
+    return Problem(
+        "flash", f"arena: {target.name}: {what}, {flash.name} has {fmt_bytes(flash.length)} "
+        f"(over by {fmt_bytes(need - flash.length)}, before any code); try " + ", or ".join(tries),
+        region=flash.name, need=need, limit=flash.length, model=who.name)
+
+def _who(uses: Sequence[ModelUse]) -> str:
+    names = "+".join(u.name for u in uses)
+    return f"model {names} needs" if len(uses) == 1 else f"models {names} need"
+
+
+# ---------------------------------------------------------------- per region (a split arena, weights copied to RAM)
+
+
+def region_uses(target: BoardTarget, models: Sequence[ModelUse], arena_region: str, arena_size: int) -> tuple[RegionUse, ...]:
+    """The regions holding arena bytes or copied weights: a split arena's in its order, then
+    weight-only regions in board order; () when one arena holds everything and no weights are copied.
+
+    models: ModelUse (``regions``: a split plan's (region, bytes); ``weights_region``,
+    ``weights_ram``); arena_region/arena_size: the gate's one arena (ignored when split).
+    """
+    split = tuple(target.split)
+    weights: dict[str, int] = {}
+    for m in models:
+        if m.weights_region != "flash":
+            weights[m.weights_region] = weights.get(m.weights_region, 0) + m.weights_ram
+    if not split and not weights:
+        return ()
+    arena: dict[str, int] = {}
+    if split:
+        for m in models:
+            for name, size in m.regions:
+                arena[name] = max(arena.get(name, 0), size)
+        order = list(split)
+    else:
+        arena[arena_region] = arena_size
+        order = [arena_region]
+    order += [r.name for r in target.board.ram if r.name in weights and r.name not in order]
+    reserve = target.reserve
+    out = []
+    for name in order:
+        info = target.board.region(name)
+        held = name in arena
+        out.append(RegionUse(
+            name=name, origin=info.origin, length=info.length, arena=arena.get(name, 0),
+            weights=weights.get(name, 0), reserve=reserve if name == target.board.data_region else 0,
+            limit=target.region_limit(name) if held else target.region_room(name),
+            arena_section=arena_section(name, bool(split)) if held else None,
+            weights_section=weights_section(name) if name in weights else None))
+    return tuple(out)
+
+def region_problems(target: BoardTarget, regions: Sequence[RegionUse], models: Sequence[ModelUse],
+                    arena_over: bool) -> list[Problem]:
+    """One Problem per region over its limit; arena_over: the gate already reported the one
+    arena over (then only the weights' share is news)."""
+    split = bool(target.split)
+    out = []
+    for r in regions:
+        if r.used <= r.limit or (arena_over and not split and r.arena_section is not None and r.arena > r.limit):
+            continue
+        parts = []
+        if r.arena:
+            who = [m.name for m in models if dict(m.regions).get(r.name, 0) > 0] if split else [m.name for m in models]
+            parts.append(f"{fmt_bytes(r.arena)} of arena ({'+'.join(who)})")
+        if r.weights:
+            who = [m.name for m in models if m.weights_region == r.name]
+            parts.append(f"{fmt_bytes(r.weights)} of weights ({'+'.join(who)})")
+        why = f"limit {fmt_bytes(r.limit)}" + (f" (the region less the {fmt_bytes(r.reserve)} stack+heap reserve)"
+                                               if r.reserve else "")
+        tries = []
+        if r.weights:
+            tries.append("weights: flash for " + "+".join(m.name for m in models if m.weights_region == r.name))
+        if split:
+            tries.append("another region in region: [...] (a larger or a further one)")
+        out.append(Problem(
+            "ram", f"arena: {target.name}: {' and '.join(parts)} need {fmt_bytes(r.used)} in {r.name}, {why} "
+            f"(over by {fmt_bytes(r.used - r.limit)})" + (f"; try {', or '.join(tries)}" if tries else ""),
+            region=r.name, need=r.used, limit=r.limit))
+    return out
+
+
+def runtime_problems(board: str, model: str, plan: PlanFile, lowered: Lowered) -> list[Problem]:
+    """What arena's runtime cannot run of one model: every coverage gap, and a plan that is a what-if.
+
+    A plan whose activations are of another type than the lowered model's (``activation_dtype``,
+    ``bitwidths``) sizes a model that does not exist: its tables would hold float kernels over
+    int8-sized buffers. lowered: ``plancheck.lowered_model(path, plan)``.
+    """
+    out = [Problem("unsupported", f"arena: {board}: {g.message(model)}", model=model, op_index=g.index,
+                   node=g.name, op_type=g.op_type, why=g.why) for g in coverage.gaps(lowered)]
+    for b in plan.buffers:
+        t = lowered.types.get(b.name)
+        if b.kind != "scratch" and t is not None and b.dtype != t.dtype:
+            why = (f"the plan sizes {b.name!r} as {b.dtype} but the model computes it in {t.dtype} "
+                   "(activation_dtype/bitwidths are a what-if that re-sizes the plan, not the model)")
+            out.append(Problem(
+                "unsupported", f"arena: {board}: model {model}: {why}; quantize the model instead "
+                f"({hints.quantize_command(plan.model, planfile_shapes(plan))}), "
+                "or drop the option to build it", model=model, why=why))
+            break
+    return out
+
+def planfile_shapes(plan: PlanFile) -> dict[str, list[int]]:
+    """The plan's pinned input shapes, as the quantize command spells them."""
+    return {name: list(shape) for name, shape in plan.options.input_shapes}

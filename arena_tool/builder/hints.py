@@ -1,0 +1,67 @@
+"""What the gate suggests when a board does not fit: only what could help (another region,
+planner optimal, a longer time limit, quantizing a float model: the command for it)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, AbstractSet, Callable, Mapping, Sequence
+
+from arena_tool.target.board_report import ModelUse
+
+if TYPE_CHECKING:
+    from arena_tool.target.manifest import BoardTarget
+
+
+def better_region(target: BoardTarget, need: int, current: str, room: Callable[[str], int]) -> str | None:
+    """The smallest other region with room for ``need`` (ties: board order)."""
+    fits = [(room(r.name), i, r.name) for i, r in enumerate(target.board.ram)
+            if r.name != current and room(r.name) >= need]
+    return min(fits)[2] if fits else None
+
+def tries(target: BoardTarget, uses: Sequence[ModelUse], floats: AbstractSet[str], need: int, lb: int, *,
+           region: str | None, limit: int | None = None) -> str:
+    """'region X, planner optimal for a, or quantizing b to int8: <command>': only what could help.
+    floats: the names of the float models (``float_model``)."""
+    out: list[str] = []
+    if region:
+        out.append(f"region {region}")
+    specs = {m.name: m for m in target.models}
+    reachable = limit is None or lb <= limit  # a better plan can only help down to the lower bound
+    open_ = [u for u in uses if not u.proven]
+    heuristic = [u.name for u in open_ if u.planner != "optimal"]
+    if reachable and heuristic:
+        out.append(f"planner optimal for {'+'.join(heuristic)}")
+    stopped = [u for u in open_ if u.planner == "optimal" and u.status == "time_limit" and u.name in specs]
+    if reachable and stopped:
+        out.append("a time_limit above " + ", ".join(f"{specs[u.name].time_limit:g} s for {u.name}" for u in stopped))
+    by_arena = [u for u in sorted(uses, key=lambda u: (-u.arena_size, u.name))
+                if u.name in floats and u.name in specs]
+    if by_arena:
+        out.append(quantize_hint(target, by_arena, "int8 activations take a quarter of float32's"))
+    if len(out) > 1:
+        return ", ".join(out[:-1]) + ", or " + out[-1]
+    return out[0] if out else ""
+
+def quantize_hint(target: BoardTarget, floats: Sequence[ModelUse], why: str) -> str:
+    """How to quantize the float models (the command for the first): activation_dtype int8 is a
+    what-if that re-sizes the plan, so it is not the advice."""
+    specs = {m.name: m for m in target.models}
+    first = floats[0]
+    shapes = dict(specs[first.name].options.input_shapes) if first.name in specs else {}
+    names = first.name + (f" (and likewise {'+'.join(u.name for u in floats[1:])})" if len(floats) > 1 else "")
+    return (f"quantizing {names} to int8 ({why}): {quantize_command(first.model, shapes)}; "
+            "activation_dtype int8 alone only re-sizes the plan, the model still runs float32")
+
+def quantize_command(model: str, input_shapes: Mapping[str, Sequence[int]] | None = None) -> str:
+    """A shell command that writes ``<model>.int8.onnx`` with onnxruntime's quantize_static (QDQ).
+
+    Calibration reads 8 seeded random inputs: replace them with real samples for accuracy.
+    """
+    base = model[:-5] if model.endswith(".onnx") else model
+    shapes = {str(k): [int(d) for d in v] for k, v in sorted((input_shapes or {}).items())}
+    return ("python3 -c \"import numpy as np, onnx; from onnxruntime.quantization import CalibrationDataReader as C, "
+            f"QuantFormat, quantize_static; m, s = '{model}', {shapes!r}; g = onnx.load(m).graph; "
+            "w = {i.name for i in g.initializer}; r = iter([{x.name: np.random.default_rng(k).random(s.get(x.name) "
+            "or [d.dim_value or 1 for d in x.type.tensor_type.shape.dim], 'float32') for x in g.input "
+            "if x.name not in w} for k in range(8)]); "
+            f"quantize_static(m, '{base}.int8.onnx', type('R', (C,), {{'get_next': lambda self: next(r, None)}})(), "
+            "quant_format=QuantFormat.QDQ)\" (calibrates on random inputs: use real samples)")

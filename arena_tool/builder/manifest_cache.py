@@ -1,0 +1,133 @@
+"""A no-op build's view of the manifest (and its end-of-build summary): plain JSON data,
+reused while no input changed.
+
+``cached(path, board_dirs, cache_file)`` returns ``manifest.to_doc(load(...))``
+and stores it, keyed by the (path, mtime, size) of the manifest, every board
+and model file it read and every board folder (a new board file changes the
+folder's mtime), and by ``package_digest()``: the bytes of every ``.py`` and
+``.json`` of the package and of its schemas, so no hand-kept list of the
+loader's sources can miss one. On a hit nothing but ``json``, ``os`` and
+``hashlib`` is imported: no PyYAML, no jsonschema, not even the dataclasses of
+``manifest`` (building those types costs milliseconds a no-op build need not
+spend). On a miss it loads the manifest for real; errors are ArenaErrors as
+from ``manifest.load``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from typing import TYPE_CHECKING, Any, Iterable
+
+if TYPE_CHECKING:
+    from arena_tool.target.manifest import Manifest
+
+FORMAT = 3  # 2: targets carry flash and runtime; 3: targets carry their whole board (Board.to_json)
+
+
+def _stamp(paths: Iterable[str]) -> list[list[Any]]:
+    out: list[list[Any]] = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+            out.append([p, st.st_mtime_ns, st.st_size])
+        except OSError:
+            out.append([p, None, None])
+    return out
+
+
+def package_files(package: str | None = None, schemas: str | None = None) -> list[str]:
+    """Every ``.py`` and ``.json`` under the package folder (default: this package) and in its
+    schemas folder (default: ``schema.schema_dir()``), sorted: what arena's loaders and
+    generators are made of, found by walking rather than listed by hand."""
+    package = package or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if schemas is None:
+        from arena_tool.core.schema import schema_dir
+
+        schemas = str(schema_dir())
+    files = []
+    for folder, dirs, names in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        files += [os.path.join(folder, n) for n in sorted(names) if n.endswith((".py", ".json"))]
+    if os.path.isdir(schemas):
+        files += [os.path.join(schemas, n) for n in sorted(os.listdir(schemas)) if n.endswith(".json")]
+    return files
+
+
+@functools.lru_cache(maxsize=None)
+def package_digest() -> str:
+    """``files_digest(package_files())``: one value that changes with any edit to arena itself
+    and is the same for every clone; computed once per process (about a millisecond)."""
+    return files_digest(package_files())
+
+
+def files_digest(files: Iterable[str]) -> str:
+    """sha256 over each file's last two path parts (``core/schema.py``) and its bytes."""
+    import hashlib
+
+    total = hashlib.sha256()
+    for path in files:
+        name = os.path.basename(os.path.dirname(path)) + "/" + os.path.basename(path)
+        total.update(name.encode() + b"\0")
+        with open(path, "rb") as f:
+            total.update(hashlib.sha256(f.read()).digest())
+    return total.hexdigest()
+
+
+def _watched(doc: dict[str, Any]) -> list[str]:
+    return list(doc["inputs"]) + list(doc["board_dirs"])
+
+
+def cached(path: str, board_dirs: tuple[str, ...], cache_file: str) -> dict[str, Any]:
+    """``manifest.to_doc(manifest.load(path, board_dirs))``, from the cache when still valid."""
+    key = [FORMAT, path, list(board_dirs), package_digest()]
+    try:
+        with open(cache_file, encoding="utf-8") as f:
+            entry = json.load(f)
+        if entry["key"] == key and entry["stamps"] == _stamp(_watched(entry["manifest"])):
+            hit: dict[str, Any] = entry["manifest"]
+            return hit
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    from arena_tool.target import manifest
+
+    doc = manifest.to_doc(manifest.load(path, board_dirs))
+    entry = {"key": key, "stamps": _stamp(_watched(doc)), "manifest": doc}
+    from arena_tool.core.files import write_atomic
+
+    write_atomic(cache_file, json.dumps(entry))
+    return doc
+
+
+def load(path: str, board_dirs: Iterable[str], cache_file: str) -> Manifest:
+    """``manifest.load`` through this JSON cache (``cached``), as a Manifest."""
+    from arena_tool.target import manifest
+
+    return manifest.from_doc(cached(path, tuple(board_dirs), cache_file))
+
+
+def summary(report_paths: list[str], cache_file: str) -> str:
+    """``board_report.summary`` of these reports, kept in ``cache_file`` with their stamps.
+
+    Keyed by the (path, mtime, size) of every report and by ``package_digest()``
+    (the code that renders them): a no-op build prints the end-of-build table
+    without importing ``arena_tool.report`` (a few milliseconds of dataclass set-up).
+    """
+    stamps = [package_digest(), *_stamp(report_paths)]
+    try:
+        with open(cache_file, encoding="utf-8") as f:
+            entry = json.load(f)
+        if entry["format"] == FORMAT and entry["stamps"] == stamps:
+            return str(entry["text"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    from arena_tool.target import board_report
+    from arena_tool.core.files import write_atomic
+
+    text = board_report.summary([board_report.read(path) for path in report_paths])
+    try:
+        write_atomic(cache_file, json.dumps({"format": FORMAT, "stamps": stamps, "text": text}))
+    except OSError:
+        pass  # only an optimisation
+    return text

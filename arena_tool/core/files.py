@@ -1,0 +1,86 @@
+"""Reading and writing arena's files: the one atomic writer, the one JSON reader, and how
+outputs name a path (relative to the project, so two clones write the same bytes).
+
+Every stage writes files; none of them should need the build cache or the schema finder for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Any
+
+from arena_tool.core.errors import ArenaError, os_error
+from arena_tool.core.schema import check_json
+
+
+def project_path(path: str, root: str | None = None) -> str:
+    """``path`` as outputs record it: relative to ``root`` (the project; default the current
+    folder, where SCons runs every action) when it lies inside, so two clones at different
+    places write the same bytes; else as given. Forward slashes either way."""
+    base = os.path.abspath(root or os.curdir)
+    rel = os.path.relpath(os.path.abspath(path), base)
+    inside = rel != os.pardir and not rel.startswith(os.pardir + os.sep) and not os.path.isabs(rel)
+    return (rel if inside else path).replace(os.sep, "/")
+
+
+def read_json(path: str, what: str, hint: str, schema: str | None = None) -> Any:
+    """A JSON file, schema-checked when ``schema`` is given; every failure one ArenaError.
+
+    what: what the file is, for messages ('plan file'); hint: how to make a good one.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f, parse_constant=_no_constant)
+    except FileNotFoundError as e:
+        raise ArenaError(f"{what} not found", file=path, hint=hint) from e
+    except json.JSONDecodeError as e:
+        raise ArenaError(f"not JSON: {e.msg}", file=path, line=e.lineno, col=e.colno,
+                         hint=f"truncated or damaged? {hint}") from e
+    except ValueError as e:  # NaN/Infinity (json accepts them, JSON does not)
+        raise ArenaError(f"not JSON: {e}", file=path, hint=f"damaged? {hint}") from e
+    except (OSError, UnicodeDecodeError) as e:
+        raise ArenaError(f"cannot read {what}: {e}", file=path, hint=hint) from e
+    if schema is not None:
+        check_json(doc, schema, path)
+    return doc
+
+
+def _no_constant(name: str) -> Any:
+    """json's parse_constant: NaN, Infinity and -Infinity are not JSON numbers."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def write_atomic(path: str | os.PathLike[str], text: str | bytes) -> None:
+    """Write text (or bytes) so that readers see the old file or the whole new one, never a part.
+
+    The one writer of every file arena makes (plans, reports, C, linker scripts, CSV, npz):
+    a temporary file in the same folder, then ``os.replace``. A file that cannot be
+    written (no folder, read-only, disk full) is one ArenaError naming it (exit 2),
+    and no temporary or partial file is left behind.
+    """
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.basename(path))
+    except OSError as e:
+        raise os_error(e, "write", path) from e
+    try:
+        if isinstance(text, bytes):
+            with os.fdopen(fd, "wb") as fb:
+                fb.write(text)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+                f.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; generated files are ordinary files
+        os.replace(tmp, path)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise os_error(e, "write", path) from e
+        raise

@@ -1,0 +1,490 @@
+"""The vocabulary every stage shares: Buffer, Problem, Plan.
+
+Lifetimes are inclusive op indices ``[start, end]``, as in the plan file and in
+TFLite Micro; the half-open minimalloc CSV is converted once, in ``csvio``.
+``Plan.offsets[i]`` belongs to ``Problem.buffers[i]``. Planners never mutate a
+Problem: every type here is frozen.
+
+Worked example (the design notes' chain T0->T1->T2->T3, 4/6/6/2 KB, MatMuls)::
+
+    op:      0    1    2
+    T0 4K  [====]                       start 0, end 0
+    T1 6K  [=========]                  start 0, end 1
+    T2 6K       [=========]             start 1, end 2
+    T3 2K            [====]             start 2, end 2
+
+    lower bound = max(4+6, 6+6, 6+2) = 12 KB; naive = 18 KB;
+    one 12 KB plan: T1@0, T0@6K, T2@6K (T0 is dead by op 1), T3@0 (T1 is dead
+    by op 2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any, Callable, Mapping, Sequence
+
+Bytes = int  # a size or an offset, in bytes
+OpIndex = int  # an index into the schedule (0-based, inclusive ranges)
+
+
+@dataclasses.dataclass(frozen=True)
+class Buffer:
+    """One block of arena memory.
+
+    name: unique within its Problem.
+    size: bytes, > 0 (already rounded up as planned).
+    start, end: inclusive op indices of the live range, start <= end.
+    alignment: bytes; the offset must be a multiple of it (>= 1).
+    fixed_offset: bytes, or None; a pre-placed buffer keeps this offset.
+    """
+
+    name: str
+    size: Bytes
+    start: OpIndex
+    end: OpIndex
+    alignment: Bytes = 1
+    fixed_offset: Bytes | None = None
+
+    def overlaps_in_time(self, other: "Buffer") -> bool:
+        return not (self.end < other.start or other.end < self.start)
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """A set of buffers to place; capacity (bytes) is an optional hard limit."""
+
+    buffers: tuple[Buffer, ...]
+    capacity: Bytes | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.buffers, tuple):
+            object.__setattr__(self, "buffers", tuple(self.buffers))
+
+    @property
+    def horizon(self) -> int:
+        """Number of op slots: one past the last end."""
+        return max((b.end for b in self.buffers), default=-1) + 1
+
+    @property
+    def total_size(self) -> Bytes:
+        """What a no-reuse planner needs."""
+        return sum(b.size for b in self.buffers)
+
+
+class Status(enum.StrEnum):
+    """Why a planner stopped: the one vocabulary of every planner, ``Plan`` and the plan
+    file (schemas/plan.schema.json's ``status`` enum is tested against it). Str-valued,
+    so JSON and comparisons with the plain strings are unchanged.
+    """
+
+    HEURISTIC = "heuristic"  # a one-pass planner, or a search exhausted only for a coarsened problem
+    PROVEN = "proven"  # search exhausted, or the result equals a proven lower bound
+    TIME_LIMIT = "time_limit"  # stopped at Params.time_limit: the best layout found so far
+    SIZE_LIMIT = "size_limit"  # the search would not fit its memory budget (exact_cover's matrix)
+    INFEASIBLE = "infeasible"  # provably nothing fits the problem's capacity
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """A planner's answer.
+
+    offsets: bytes, offsets[i] for problem.buffers[i].
+    arena_size: bytes, max(offset + size), 0 for an empty problem.
+    planner: registry name of the planner that produced it.
+    optimal: True when proven minimal, False when known not proven, None when
+      the planner makes no claim (heuristics).
+    status: why the planner stopped (``Status``; a plain string is converted, an unknown
+      one is a ValueError).
+    lower_bound: bytes, the largest sum of live sizes at any op.
+    best_bound: bytes, the best proven lower bound on the minimum (>= lower_bound).
+    stats: planner-specific counters (search nodes, rows ...), for reports only.
+    """
+
+    offsets: tuple[Bytes, ...]
+    arena_size: Bytes
+    planner: str
+    optimal: bool | None
+    status: Status
+    lower_bound: Bytes
+    best_bound: Bytes | None = None
+    seconds: float = 0.0
+    stats: tuple[tuple[str, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", Status(self.status))
+
+    @property
+    def gap(self) -> float:
+        """Relative distance to the lower bound (0.0 = at the bound)."""
+        return 0.0 if self.lower_bound == 0 else self.arena_size / self.lower_bound - 1.0
+
+
+def lower_bound(buffers: Sequence[Buffer]) -> Bytes:
+    """The largest sum of sizes live at one op (the 'load').
+
+    Swept over start/end events: O(n log n).
+    """
+    events: list[tuple[int, int]] = []
+    for b in buffers:
+        events.append((b.start, b.size))
+        events.append((b.end + 1, -b.size))
+    events.sort(key=lambda e: (e[0], e[1]))  # frees before allocs at one time
+    load = best = 0
+    for _, delta in events:
+        load += delta
+        best = max(best, load)
+    return best
+
+
+def align_up(value: int, alignment: int) -> int:
+    return -(-value // alignment) * alignment
+
+
+def fmt_bytes(n: Bytes) -> str:
+    """65536 -> '65,536 B': how every message and summary writes a byte count."""
+    return f"{n:,} B"
+
+
+def arena_size(buffers: Sequence[Buffer], offsets: Sequence[Bytes]) -> Bytes:
+    return max((o + b.size for b, o in zip(buffers, offsets)), default=0)
+
+
+# --- The model-level view: what liveness hands to the plan file and codegen ---
+
+KINDS = ("input", "activation", "output", "scratch")
+
+
+SCHEDULES = ("graph", "memory")
+EXECUTIONS = ("sequential", "pipelined")
+SCRATCHES = ("none", "row", "full")
+CLI_KINDS = ("text", "positive", "switch", "input_shape", "bitwidths_file")  # Option.cli
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    """How one ModelOptions field is spelled outside Python: the one definition the CLI
+    flags, the manifest's hints and checks, the JSON schemas and to_doc/from_doc derive from.
+
+    flag: the command-line flag; a boolean option's flag flips its default ('--no-inplace').
+    help: its --help text (argparse's, so '%(default)s' is the default); metavar, choices: argparse's.
+    cli: how the flag's text becomes the value (cli.py turns each into argparse keywords):
+      'text' (as written, or one of choices), 'positive' (an integer > 0), 'switch' (a
+      boolean flag), 'input_shape' (repeatable NAME=D0,D1,...), 'bitwidths_file' (a JSON file).
+    cli_rank: where the flag stands in --help (the order the flags were added in; ties: field order).
+    hint: the manifest's fix when its schema refuses a value; None where the schema's own
+      message says it (an enum lists its values).
+    power_of_two: the manifest refuses a value that is not one.
+    schema: the JSON Schema of the value in a manifest (schemas/manifest.schema.json,
+      ``$defs.model_option_fields``); plan_schema: in a plan file's ``options``
+      (schemas/plan.schema.json), looser where the CLI takes more (any dtype, any io_alignment).
+    plan_required: every plan file carries it (the others came later: a plan without them
+      takes the defaults).
+    encode, decode: the field's value to its JSON value and back (default: as is).
+    """
+
+    flag: str
+    help: str
+    cli: str = "text"
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    cli_rank: int = 100
+    hint: str | None = None
+    power_of_two: bool = False
+    schema: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    plan_schema: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    plan_required: bool = False
+    encode: Callable[[Any], Any] = _same
+    decode: Callable[[Any], Any] = _same
+
+    def __post_init__(self) -> None:
+        if self.cli not in CLI_KINDS:
+            raise ValueError(f"option {self.flag}: cli {self.cli!r} is not one of {', '.join(CLI_KINDS)}")
+
+    @property
+    def dest(self) -> str:
+        """argparse's attribute for the flag ('--no-inplace' -> 'no_inplace')."""
+        return self.flag[2:].replace("-", "_")
+
+
+def option(default: Any, **spec: Any) -> Any:
+    """A ModelOptions field: its default and its Option (keywords as Option's)."""
+    return dataclasses.field(default=default, metadata={"option": Option(**spec)})
+
+
+def option_fields(cls: type[Any]) -> tuple[tuple[dataclasses.Field[Any], Option], ...]:
+    """(field, Option) of every option of ``cls`` (ModelOptions or a subclass), in field order."""
+    return tuple((f, f.metadata["option"]) for f in dataclasses.fields(cls))
+
+
+def _bitwidths_doc(pairs: tuple[tuple[str, int], ...]) -> dict[str, int]:
+    return dict(sorted(pairs))
+
+
+def _shapes_doc(pairs: tuple[tuple[str, tuple[int, ...]], ...]) -> dict[str, list[int]]:
+    return {name: list(shape) for name, shape in sorted(pairs)}
+
+
+def _bitwidths_from(doc: Mapping[str, Any] | None) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted((str(k), int(v)) for k, v in (doc or {}).items()))
+
+
+def _shapes_from(doc: Mapping[str, Any] | None) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    return tuple(sorted((str(k), tuple(int(n) for n in v)) for k, v in (doc or {}).items()))
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelOptions:
+    """Everything that changes a model's planning problem.
+
+    alignment: bytes; every offset and every planned size is a multiple of it.
+    activation_dtype: None keeps the model's element types; e.g. 'int8' overrides
+      every activation's element type (weights are not activations).
+    bitwidths: tensor name -> bits per element (as a bitwidth search hands over);
+      wins over activation_dtype for the named tensors.
+    inplace: element-wise ops may write over an input that dies there, and
+      Reshape-like ops are zero-copy views.
+    inplace_depthwise: with inplace, a depthwise Conv may write over its input that
+      dies there, through a one-channel workspace (TinyEngine's scheme; arena's
+      runtime implements it, a runtime of your own must too).
+    scratch: Conv im2col workspace model: 'none', 'row' or 'full'.
+    schedule: 'graph' runs the ops in the model's order; 'memory' in the topological
+      order with the smallest peak of live bytes (scheduling).
+    input_shapes: graph input name -> static shape, pinning symbolic dims.
+    execution: 'sequential' runs one op at a time; 'pipelined' lets op N+1 run while op N
+      still runs (dual core, CPU + NPU): no aliases, and every live range extended by one op
+      each way, so nothing an op touches is reused by its neighbours (double buffering).
+    io_alignment: bytes, for the graph's inputs and outputs (the buffers a DMA or cache
+      maintenance touches, e.g. 32 for the Cortex-M7 cache line): their offsets and sizes are
+      multiples of it; None: the alignment.
+    weights: 'flash' (read in place), or a RAM region of the board: linked into flash and
+      copied there once at start-up (a .data-like section), counted against that region's budget.
+    allow_external_data_outside: read external-data files outside the model's folder (a
+      model from elsewhere could otherwise pull any file into the firmware's flash).
+
+    The one definition of the options: each field carries its Option (flag, hints, schemas),
+    and ``to_doc``/``from_doc`` give the JSON form the plan file, the manifest (same keys)
+    and the build's specs share. The field order is the JSON's (plan files keep their bytes).
+    An option added here reaches the CLI, the manifest and the plan file; the two schemas are
+    static files that tests/test_options.py (``python3 -m arena_tool.target.option_schemas``) keeps equal.
+    """
+
+    alignment: int = option(
+        16, flag="--alignment", cli="positive", cli_rank=11, power_of_two=True,
+        help="offset and size alignment in bytes (default %(default)s)",
+        hint="alignment is in bytes, a power of two such as 4, 8 or 16",
+        schema={"type": "integer", "minimum": 1, "maximum": 1048576,
+                "description": "bytes, a power of two; every tensor offset is a multiple of it"},
+        plan_schema={"type": "integer", "minimum": 1}, plan_required=True, decode=int)
+    activation_dtype: str | None = option(
+        None, flag="--activation-dtype", metavar="DTYPE", cli_rank=1,
+        help="plan every activation as this element type, e.g. int8",
+        schema={"description": "element type of every activation; null keeps the model's",
+                "enum": [None, "float32", "float16", "bfloat16", "int8", "uint8", "int16", "uint16", "int32"]},
+        plan_schema={"type": ["string", "null"]}, plan_required=True)
+    bitwidths: tuple[tuple[str, int], ...] = option(
+        (), flag="--bitwidths", cli="bitwidths_file", metavar="FILE.json", cli_rank=2,
+        help="per-tensor bits per element: {\"tensor\": 4, ...}",
+        hint="map tensor names to bits per element, e.g. {conv1_out: 4}",
+        schema={"description": "tensor name -> bits per element, overriding activation_dtype for those tensors",
+                "type": "object", "additionalProperties": {"type": "integer", "minimum": 1, "maximum": 64}},
+        plan_schema={"type": "object", "additionalProperties": {"type": "integer", "minimum": 1, "maximum": 64}},
+        plan_required=True, encode=_bitwidths_doc, decode=_bitwidths_from)
+    inplace: bool = option(
+        True, flag="--no-inplace", cli="switch", cli_rank=3, help="no in-place ops and no zero-copy views",
+        hint="write true or false",
+        schema={"type": "boolean", "description": "element-wise ops may overwrite an input that dies there"},
+        plan_schema={"type": "boolean"}, plan_required=True)
+    inplace_depthwise: bool = option(
+        True, flag="--no-inplace-depthwise", cli="switch", cli_rank=4,
+        help="depthwise Convs never write over their input (for a runtime without that kernel)",
+        hint="write true or false",
+        schema={"type": "boolean", "description": "with inplace, a depthwise Conv may overwrite its input that dies "
+                "there (one-channel workspace; arena's runtime supports it)"},
+        plan_schema={"type": "boolean"})
+    scratch: str = option(
+        "none", flag="--scratch", choices=SCRATCHES, cli_rank=10,
+        help="Conv im2col workspace planned in the arena (default %(default)s)",
+        schema={"enum": list(SCRATCHES), "description": "Conv im2col workspace: none, row or full"},
+        plan_schema={"enum": list(SCRATCHES)}, plan_required=True)
+    schedule: str = option(
+        "graph", flag="--schedule", choices=SCHEDULES, cli_rank=9,
+        help="op order: graph (the model's, default) or memory (the smallest peak of live bytes)",
+        hint="write graph (the model's op order) or memory (the order with the smallest peak)",
+        schema={"enum": list(SCHEDULES),
+                "description": "op order: the model's (graph) or the one with the smallest peak of live bytes (memory)"},
+        plan_schema={"enum": list(SCHEDULES)})
+    input_shapes: tuple[tuple[str, tuple[int, ...]], ...] = option(
+        (), flag="--input-shape", cli="input_shape", metavar="NAME=D0,D1,...", cli_rank=0,
+        help="pin a graph input's shape (repeatable), e.g. data=1,3,224,224",
+        hint="give each input its static shape as positive integers, e.g. {input: [1, 1, 49, 10]}",
+        schema={"description": "graph input name -> static shape", "type": "object",
+                "additionalProperties": {"type": "array", "minItems": 1,
+                                         "items": {"type": "integer", "minimum": 1, "maximum": 2147483647},
+                                         "x-expected": "a list of positive dimensions like [1, 1, 49, 10]"}},
+        plan_schema={"type": "object",
+                     "additionalProperties": {"type": "array", "items": {"type": "integer", "minimum": 1}}},
+        plan_required=True, encode=_shapes_doc, decode=_shapes_from)
+    execution: str = option(
+        "sequential", flag="--execution", choices=EXECUTIONS, cli_rank=5,
+        help="pipelined: op N+1 may run while op N does (no in-place, double-buffered ranges)",
+        hint="write sequential (one op at a time) or pipelined (op N+1 may overlap op N)",
+        schema={"enum": list(EXECUTIONS), "description": "sequential: one op at a time; pipelined: op N+1 may run "
+                "while op N still runs (no in-place, live ranges widened by one op each way)"},
+        plan_schema={"enum": list(EXECUTIONS)})
+    io_alignment: int | None = option(
+        None, flag="--io-alignment", cli="positive", metavar="BYTES", cli_rank=6, power_of_two=True,
+        help="offset/size alignment of the graph inputs and outputs (DMA, cache lines), e.g. 32",
+        hint="write a power of two in bytes, e.g. 32 (the Cortex-M7 cache line)",
+        schema={"type": ["integer", "null"], "minimum": 1, "maximum": 4096,
+                "description": "bytes, a power of two: offset and size alignment of the graph inputs and outputs "
+                "(DMA, cache lines; 32 on a Cortex-M7)"},
+        plan_schema={"type": ["integer", "null"], "minimum": 1}, decode=_int_or_none)
+    weights: str = option(
+        "flash", flag="--weights", metavar="REGION", cli_rank=7,
+        help="flash (default), or a RAM region of the board the weights are copied to at start-up",
+        hint="write flash, or a RAM region name of the board the weights are copied to at start-up",
+        schema={"type": "string", "minLength": 1,
+                "description": "flash (the weights are read in place), or a RAM region of the board: linked into "
+                "flash and copied there once at start-up, counted against that region's budget next to the arena",
+                "x-expected": "flash, or a RAM region name of the board"},
+        plan_schema={"type": "string", "minLength": 1,
+                     "description": "flash, or the RAM region the weights are copied to at start-up"},
+        decode=str)
+    allow_external_data_outside: bool = option(
+        False, flag="--allow-external-data-outside", cli="switch", cli_rank=8,
+        help="read external-data files outside the model's folder (refused by default)",
+        hint="write true to read external data outside the model's folder",
+        schema={"type": "boolean",
+                "description": "read external-data files outside the model's folder (off: such a model is refused)"},
+        plan_schema={"type": "boolean"})
+
+    def to_doc(self) -> dict[str, Any]:
+        """Every option as JSON values, maps sorted by key."""
+        return {f.name: o.encode(getattr(self, f.name)) for f, o in option_fields(type(self))}
+
+    @classmethod
+    def from_doc(cls, doc: Mapping[str, Any]) -> "ModelOptions":
+        """The inverse of to_doc; a missing key takes its default (older plan files)."""
+        return cls(**{f.name: o.decode(doc[f.name]) for f, o in option_fields(cls) if f.name in doc})
+
+
+@dataclasses.dataclass(frozen=True)
+class Quant:
+    """Affine quantization, real = scale * (q - zero_point); one entry per tensor, or
+    per channel along ``axis`` (None: per tensor)."""
+
+    scale: tuple[float, ...]
+    zero_point: tuple[int, ...]
+    axis: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One scheduled op.
+
+    node: index in graph.node; name/op_type as in the model.
+    inputs/outputs: tensor names as in the model, weights included ('' = absent
+      optional input), so codegen can wire kernels.
+    workspace: name of this op's scratch tensor, or None.
+    domain: the op's domain ('' = ai.onnx, 'com.microsoft', 'arena').
+    fused: the other graph nodes this op replaces (lowering), ascending.
+    """
+
+    node: int
+    name: str
+    op_type: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    workspace: str | None = None
+    domain: str = ""
+    fused: tuple[int, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Tensor:
+    """One arena-resident tensor or workspace.
+
+    kind: one of KINDS.
+    dtype: ONNX element type name in lower case ('float32', 'int8', ...), or
+      'uint8' for scratch; 'int4'-style names for bitwidth overrides.
+    shape: static dims; () for a scalar; (bytes,) for scratch.
+    elements: product of shape.
+    size: bytes as planned: ceil(elements * bits / 8) rounded up to alignment.
+    first_op, last_op: inclusive schedule indices of this tensor's own life.
+    alias_of: None, or the name of the root tensor whose bytes this one shares
+      (views and in-place outputs; always a root, never a chain).
+    quant: the quantization of an integer tensor, where the model states it.
+    alignment: bytes its offset must be a multiple of, where above the model's (io_alignment).
+    """
+
+    name: str
+    kind: str
+    dtype: str
+    shape: tuple[int, ...]
+    elements: int
+    size: int
+    first_op: int
+    last_op: int
+    alias_of: str | None = None
+    quant: Quant | None = None
+    alignment: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelProblem:
+    """A model reduced to what planning and codegen need.
+
+    model: the model path as given; model_sha256: hex digest of its bytes.
+    schedule: the ops that run, in order (folded constant ops are absent).
+    tensors: every arena tensor and workspace, in a deterministic order
+      (graph inputs, then per step its outputs then its workspace).
+    weights_bytes: bytes of the constants the ops read (flash), quantized weights at
+      their integer size.
+    integer_ops: steps whose activations in and out are all integer.
+    qdq_fused: steps lowered from a DequantizeLinear -> op -> QuantizeLinear pattern.
+    """
+
+    model: str
+    model_sha256: str
+    options: ModelOptions
+    schedule: tuple[Step, ...]
+    tensors: tuple[Tensor, ...]
+    weights_bytes: int
+    integer_ops: int = 0
+    qdq_fused: int = 0
+
+    def without_aliases(self) -> "ModelProblem":
+        """The same model with every tensor in a buffer of its own."""
+        return dataclasses.replace(self, tensors=tuple(dataclasses.replace(t, alias_of=None) for t in self.tensors))
+
+    def problem(self, capacity: int | None = None) -> Problem:
+        """One Buffer per root tensor (alias_of None), in tensors order.
+
+        A root's live range is the union of its group's ranges; its size the
+        largest in the group.
+        """
+        groups: dict[str, list[Tensor]] = {}
+        for t in self.tensors:
+            groups.setdefault(t.alias_of or t.name, []).append(t)
+        buffers = []
+        for t in self.tensors:
+            if t.alias_of is not None:
+                continue
+            g = groups[t.name]
+            buffers.append(Buffer(
+                name=t.name,
+                size=max(m.size for m in g),
+                start=min(m.first_op for m in g),
+                end=max(m.last_op for m in g),
+                alignment=max(m.alignment or self.options.alignment for m in g),
+            ))
+        return Problem(tuple(buffers), capacity)

@@ -1,0 +1,659 @@
+"""Plan -> C: the tables the C runtime (arena_tool/runtime, ``arena_tool.runtime_dir()``) executes.
+
+Two generators, both pure functions of their arguments (deterministic text,
+no timestamps, no dict/set iteration order reaches the output):
+
+* ``model_sources(plan, lowered, symbol)``: one model's header and
+  source: ``<SYM>_ARENA_SIZE`` / ``<SYM>_LOWER_BOUND``, an enum of tensor
+  indices, the tensor table (arena tensors at their planned offsets, then the
+  constants as ``static const`` arrays in flash), the op list with the
+  attributes a kernel needs, the model's inputs and outputs, and one
+  ``const arena_model_t <sym>_model``.
+* ``arena_sources(board, arena_size, bases)``: one board's arena, a 16-byte
+  aligned ``uint8_t arena[N]`` in section ``.arena``, each model's base offset
+  as a macro, and the ``arena_entries`` table main.c walks. With the report's
+  ``regions``: a split arena's ``arena_<region>`` arrays (sections ``.arena_<region>``),
+  and ``arena_init``, the constructor that copies weights placed in RAM.
+
+A split plan's tables carry ``<sym>_regions`` (each region's base and size) and a region index
+per tensor; ``weights: <region>`` puts the constants, writable, in section ``.weights_<region>``.
+
+Tensor-table order (= the enum): the plan's buffers in plan order, then the
+constants in order of first use. Identifiers come from tensor names with
+non-identifier characters replaced by ``_``; a collision (ignoring case, or
+with a generated name such as ``<SYM>_T__COUNT``) gets ``_2``, ``_3`` ... in
+table order. An op or dtype the runtime lacks still gets a table row
+(``ARENA_OP_UNSUPPORTED`` / ``ARENA_DT_OTHER``) so a build can plan and link
+any model; only running it fails.
+
+Hostile models: model text reaches the C only through ``c_string`` (literals,
+``?`` escaped so no trigraph forms) and ``c_comment`` (``*``, ``?``, ``\\`` and
+non-ASCII as ``\\xNN``); every integer written into a table field is asserted
+(``ARENA_TABLE_FITS``) to fit that field's type (``FIELD_TYPES``), so a model too
+large for the tables fails the compile instead of wrapping.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+import numpy as np
+
+from arena_tool.model import optable
+from arena_tool.core.errors import ArenaError
+from arena_tool.model.lowering import Lowered, Op
+from arena_tool.core.files import write_atomic
+
+if TYPE_CHECKING:
+    from arena_tool.plan.planfile import PlanFile
+    from arena_tool.target.board_report import RegionUse
+
+MAX_RANK = 6
+
+DTYPES = {"float32": "ARENA_DT_FLOAT32", "int8": "ARENA_DT_INT8", "uint8": "ARENA_DT_UINT8",
+          "int32": "ARENA_DT_INT32", "int64": "ARENA_DT_INT64"}
+C_TYPES = {"float32": "float", "int8": "int8_t", "uint8": "uint8_t", "int32": "int32_t", "int64": "int64_t"}
+
+# Each op's runtime op (ARENA_OP_UNSUPPORTED when it has none), the inputs its kernel reads and
+# its op-specific table fields come from the op table (optable.TABLE).
+COUNT_ID = "_COUNT"  # the enum's last constant is <SYM>_T__COUNT: no tensor may take this id
+
+# The C type of every integer table field codegen fills (arena_model.h; tests/test_codegen_hardening.py
+# reads the header and checks they agree). The generated C asserts that each value fits its field.
+_INT32 = ("kernel", "strides", "pads", "dilations", "group", "axis", "trans_a", "trans_b", "count_include_pad",
+          "legacy_axis", "out_min", "out_max", "ints")
+FIELD_TYPES: dict[str, str] = {
+    "arena_tensor_t.offset": "uint32_t", "arena_tensor_t.size": "uint32_t", "arena_tensor_t.elements": "uint32_t",
+    "arena_tensor_t.rank": "uint8_t", "arena_tensor_t.shape": "int32_t",
+    "arena_op_t.n_inputs": "uint16_t", "arena_op_t.n_outputs": "uint16_t", "arena_op_t.workspace": "int32_t",
+    "arena_op_t.inputs": "int32_t", "arena_op_t.outputs": "int32_t",
+    **{f"arena_attrs_t.{f}": "int32_t" for f in _INT32},
+    "arena_attrs_t.n_ints": "uint16_t", "arena_attrs_t.n_floats": "uint16_t",
+    "arena_model_t.arena_size": "uint32_t", "arena_model_t.n_tensors": "uint32_t", "arena_model_t.n_ops": "uint32_t",
+    "arena_model_t.n_inputs": "uint16_t", "arena_model_t.n_outputs": "uint16_t",
+    "arena_model_t.inputs": "int32_t", "arena_model_t.outputs": "int32_t",
+    "arena_entry_t.base": "uint32_t", "arena_size": "uint32_t",
+}
+_LIMITS = {"uint8_t": ("0", "UINT8_MAX"), "uint16_t": ("0", "UINT16_MAX"), "uint32_t": ("0", "UINT32_MAX"),
+           "int16_t": ("INT16_MIN", "INT16_MAX"), "int32_t": ("INT32_MIN", "INT32_MAX")}
+FITS_MACRO = [
+    "/* ARENA_TABLE_FITS: a compile-time check that a value fits its table field (C11 _Static_assert,",
+    "   GNU C's in C99 mode, else a negative array size). */",
+    "#ifndef ARENA_TABLE_FITS",
+    "#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L",
+    "#define ARENA_TABLE_FITS(name, cond, msg) _Static_assert(cond, msg)",
+    "#elif defined(__GNUC__)",
+    "#define ARENA_TABLE_FITS(name, cond, msg) __extension__ _Static_assert(cond, msg)",
+    "#else",
+    "#define ARENA_TABLE_FITS(name, cond, msg) typedef char name[(cond) ? 1 : -1]",
+    "#endif",
+    "#endif",
+]
+
+
+class Fits:
+    """The extreme value written into each table field (FIELD_TYPES), and where, so the
+    generated C can assert that it fits: a model too large for a field fails the compile
+    instead of wrapping silently (a 300-input Concat in a uint8_t count was 44)."""
+
+    def __init__(self) -> None:
+        self.hi: dict[str, tuple[int, str]] = {}
+        self.lo: dict[str, tuple[int, str]] = {}
+
+    def add(self, field: str, value: int, where: str) -> int:
+        v = int(value)
+        if field not in self.hi or v > self.hi[field][0]:
+            self.hi[field] = (v, where)
+        if field not in self.lo or v < self.lo[field][0]:
+            self.lo[field] = (v, where)
+        return v
+
+    def all(self, field: str, values: Iterable[int], where: str) -> list[int]:
+        return [self.add(field, v, where) for v in values]
+
+    def asserts(self, prefix: str) -> list[str]:
+        """One ARENA_TABLE_FITS per field and bound (prefix names the fallback typedefs)."""
+        out = ["", "/* Every count, index and size above fits its field. */", *FITS_MACRO]
+        for field in sorted(self.hi):
+            c_type = FIELD_TYPES[field]
+            lo_name, hi_name = _LIMITS[c_type]
+            # long long on both sides: no unsigned comparison for -Wtype-limits to flag
+            for (v, where), cond in ((self.hi[field], f"{self.hi[field][0]}LL <= (long long){hi_name}"),
+                                     (self.lo[field], f"{self.lo[field][0]}LL >= (long long){lo_name}")):
+                msg = c_string(f"{where}: {field} = {v} does not fit its type {c_type}")
+                out.append(f"ARENA_TABLE_FITS({prefix}_fits{len(out)}, {cond}, {msg});")
+        return out + [""]
+
+
+def sanitize(name: str) -> str:
+    """A C identifier fragment from a tensor or model name."""
+    s = re.sub(r"[^0-9A-Za-z_]", "_", name)
+    if not s or s[0].isdigit():
+        s = "t_" + s
+    return s
+
+
+def unique_ids(names: Iterable[str], reserved: Iterable[str] = ()) -> list[str]:
+    """Sanitized identifiers, unique ignoring case (the enum upper-cases them) and distinct from
+    ``reserved`` (ids the generated names already take); suffixes _2, _3 ... assigned in order."""
+    out: list[str] = []
+    used: set[str] = {r.upper() for r in reserved}
+    for n in names:
+        base = sanitize(n)
+        cand, k = base, 2
+        while cand.upper() in used:
+            cand, k = f"{base}_{k}", k + 1
+        used.add(cand.upper())
+        out.append(cand)
+    return out
+
+
+def _table_names(plan: PlanFile) -> tuple[list[str], list[str]]:
+    """The tables' tensors: the plan's buffers, then the constants the kernels read in order of
+    first use."""
+    planned = {b.name for b in plan.buffers}
+    const_names: list[str] = []
+    seen: set[str] = set()  # const_names as a set: a 33,000-input Concat is not quadratic
+    for step in plan.schedule:
+        used = _reads(step.op_type)
+        for pos, name in enumerate(step.inputs):
+            if not name or name in planned or name in seen:
+                continue
+            if used is None or pos in used:
+                const_names.append(name)
+                seen.add(name)
+    return [b.name for b in plan.buffers], const_names
+
+
+def _runtime(op_type: str) -> optable.Runtime | None:
+    spec = optable.spec(op_type)
+    return spec.runtime if spec is not None else None
+
+
+def _reads(op_type: str) -> tuple[int, ...] | None:
+    """The input positions the op's kernel reads (None: all)."""
+    spec = optable.spec(op_type)
+    return spec.reads if spec is not None and spec.runtime is not None else None
+
+
+def _tensor_ids(arena_names: list[str], const_names: list[str]) -> list[str]:
+    return unique_ids(arena_names + const_names, reserved=(COUNT_ID,))
+
+
+def header_ids(symbol: str, plan: PlanFile) -> list[str]:
+    """Every name model_sources' header defines (macros, enum constants and tag, the model).
+
+    Unique within a model, but a firmware includes every model's header: models ``a`` and
+    ``a_t`` would both define ``A_T_T_B`` (tensor ``T_B`` of one, ``B`` of the other), so the
+    gate compares these across a board's models (gate.gate)."""
+    sym = sanitize(symbol).lower()
+    SYM = sym.upper()
+    ids = _tensor_ids(*_table_names(plan))
+    return [f"ARENA_MODEL_{SYM}_H", *(f"{SYM}_{m}" for m in ("ARENA_SIZE", "LOWER_BOUND", "WEIGHTS_BYTES",
+                                                             "N_TENSORS", "N_OPS")),
+            f"{sym}_tensor", *(f"{SYM}_T_{i.upper()}" for i in ids), f"{SYM}_T_{COUNT_ID}", f"{sym}_model"]
+
+
+def c_string(text: str) -> str:
+    """A C string literal (printable ASCII; other bytes as octal escapes, ? as \\?)."""
+    out = []
+    for ch in text.encode("utf-8"):
+        c = chr(ch)
+        if c in '"\\?':  # \? : no trigraph (??/ is a backslash under -std=c99 / -trigraphs)
+            out.append("\\" + c)
+        elif 32 <= ch < 127:
+            out.append(c)
+        else:
+            out.append(f"\\{ch:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def c_float(v: float | np.floating[Any]) -> str:
+    """An exact C float literal for a float32 value."""
+    v = float(np.float32(v))
+    if math.isnan(v):
+        return "NAN"
+    if math.isinf(v):
+        return "INFINITY" if v > 0 else "-INFINITY"
+    s = "%.9g" % v
+    if "." not in s and "e" not in s and "n" not in s:
+        s += ".0"
+    return s + "f"
+
+
+def c_int(v: int, bits: int) -> str:
+    v = int(v)
+    suffix = "LL" if bits == 64 else ""
+    if v == -(1 << (bits - 1)):
+        return f"(-{(1 << (bits - 1)) - 1}{suffix} - 1)"
+    return f"{v}{suffix}"
+
+
+def _values(arr: np.ndarray, dtype: str) -> list[str]:
+    flat = arr.reshape(-1)
+    if dtype == "float32":
+        return [c_float(x) for x in flat.astype(np.float32)]
+    bits = {"int8": 8, "uint8": 8, "int32": 32, "int64": 64}[dtype]
+    return [c_int(x, bits) for x in flat]
+
+
+def _wrap(items: Sequence[str], per_line: int, indent: str = "    ") -> str:
+    if not items:
+        return indent + "0"
+    lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+    return (",\n").join(indent + ln for ln in lines)
+
+
+def _np_dtype_name(arr: np.ndarray) -> str:
+    if arr.dtype == np.bool_:
+        return "uint8"
+    return str(arr.dtype)
+
+
+# --- op attributes ----------------------------------------------------------
+
+_C_FIELDS = (("alpha", "alpha"), ("beta", "beta"), ("transA", "trans_a"), ("transB", "trans_b"),
+             ("axis", "axis"), ("legacy_axis", "legacy_axis"), ("epsilon", "epsilon"),
+             ("output_min", "out_min"), ("output_max", "out_max"))
+
+
+def _c_attrs(op: Op, model: Lowered) -> dict[str, Any]:
+    """A lowered op's normalized attributes as arena_attrs_t fields (2-D; a 1-D op gets H = 1;
+    the op-specific fields from the op's table entry, ``ints``/``floats`` as arena_ops.h's
+    comments lay them out)."""
+    a, path = op.attrs, model.path
+    out: dict[str, Any] = {}
+    spec = optable.TABLE[op.op_type]
+    if spec.spatial:
+        if "kernel_shape" not in a:
+            raise ArenaError(f"{op.op_type} {op.name!r} has no kernel_shape", file=path, field="model")
+        k, st, d, p = a["kernel_shape"], a["strides"], a["dilations"], a["pads"]
+        if len(k) not in (1, 2):
+            raise ArenaError(f"{op.op_type} {op.name!r}: only 1-D and 2-D kernels are supported, got {len(k)}-D",
+                             file=path, field="model")
+        if len(k) == 1:
+            k, st, d, p = [1, k[0]], [1, st[0]], [1, d[0]], [0, p[0], 0, p[1]]
+        out.update(kernel=k, strides=st, dilations=d, pads=p, group=int(a.get("group", 1)),
+                   count_include_pad=int(a.get("count_include_pad", 0)))
+    for key, field in _C_FIELDS:
+        if key in a:
+            out[field] = a[key]
+    if spec.c_fields is not None:
+        x = model.types.get(op.inputs[0]) if op.inputs else None
+        out.update(spec.c_fields(a, len(x.shape) if x is not None else 0))
+    return out
+
+
+def _attrs_init(attrs: dict[str, Any]) -> str:
+    parts = []
+    for key in ("kernel", "strides", "pads", "dilations"):
+        if key in attrs:
+            parts.append(f".{key} = {{{', '.join(str(int(v)) for v in attrs[key])}}}")
+    for key in ("group", "axis", "trans_a", "trans_b", "count_include_pad", "legacy_axis", "out_min", "out_max"):
+        if key in attrs:
+            parts.append(f".{key} = {int(attrs[key])}")
+    for key in ("alpha", "beta", "min", "max", "epsilon", "value"):
+        if key in attrs:
+            parts.append(f".{key} = {c_float(attrs[key])}")
+    for key in ("ints", "floats"):
+        if key in attrs:  # the name of the op's static array, emitted just before
+            parts.append(f".n_{key} = {int(attrs['n_' + key])}, .{key} = {attrs[key]}")
+    return "{" + ", ".join(parts) + "}" if parts else "{.group = 0}"
+
+
+# --- the model tables -------------------------------------------------------
+
+def model_sources(plan: PlanFile, model: Lowered, symbol: str) -> tuple[str, str]:
+    """(header text, source text) of one model's tables; `symbol` names the C objects.
+
+    ``plan`` is the plan file (planfile.load / plancheck.verified); ``model`` is the lowered
+    model the plan was made from (plancheck.lowered_model): the ops, their attributes and the
+    constant values all come from it.
+    """
+    model_path = model.path
+    if plan.model_sha256 != model.sha256:
+        raise ArenaError("the model changed since it was planned", file=model_path, field="model_sha256",
+                         hint="re-plan the model (the build does this when it sees the change)")
+    sym = sanitize(symbol).lower()
+    SYM = sym.upper()
+    by_node = {op.node: op for op in model.ops}
+    found = [by_node.get(st.node) for st in plan.schedule]  # the plan's order (scheduling)
+    if len(model.ops) != len(found) or len({st.node for st in plan.schedule}) != len(found) or any(
+            op is None or op.op_type != st.op_type or tuple(op.outputs) != st.outputs
+            for op, st in zip(found, plan.schedule)):
+        raise ArenaError("the plan's schedule is not the model's lowered ops", file=model_path, field="schedule",
+                         hint="re-plan the model with this version of arena")
+    steps = [op for op in found if op is not None]  # every one (checked above)
+    by_name = {b.name: b for b in plan.buffers}
+    arena_names, const_names = _table_names(plan)
+    for name in const_names:
+        if name not in model.constants:
+            raise ArenaError(f"tensor {name!r} is neither planned nor constant", file=model_path, field="buffers",
+                             hint="re-plan the model")
+    values = {n: model.value(n) for n in const_names}
+
+    ids = _tensor_ids(arena_names, const_names)
+    index = {n: i for i, n in enumerate(arena_names + const_names)}
+    enum_of = {n: f"{SYM}_T_{ids[i].upper()}" for n, i in index.items()}
+
+    h: list[str] = []
+    guard = f"ARENA_MODEL_{SYM}_H"
+    h += [f"/* Generated by arena_tool.codegen from {c_comment(plan.model)}"
+          f" (planner {c_comment(plan.planner)}). Do not edit. */",
+          f"#ifndef {guard}", f"#define {guard}", "", '#include "arena_model.h"', "",
+          f"#define {SYM}_ARENA_SIZE {plan.arena_size}u",
+          f"#define {SYM}_LOWER_BOUND {plan.lower_bound}u",
+          f"#define {SYM}_WEIGHTS_BYTES {sum(int(v.nbytes) for v in values.values() if v is not None)}u",
+          f"#define {SYM}_N_TENSORS {len(index)}u", f"#define {SYM}_N_OPS {len(plan.schedule)}u", "",
+          "/* Tensor indices: arena tensors, then constants. */", f"enum {sym}_tensor {{"]
+    for n in arena_names + const_names:
+        h.append(f"    {enum_of[n]} = {index[n]},")
+    h += [f"    {SYM}_T_{COUNT_ID} = {len(index)}", "};", "",
+          f"extern const arena_model_t {sym}_model;", "", f"#endif /* {guard} */", ""]
+
+    # The source names no generated header, so build tools may name the files freely.
+    s: list[str] = ["/* Generated by arena_tool.codegen. Do not edit. */", "#include <math.h>",
+                    "", '#include "arena_model.h"', ""]
+    fits = Fits()
+    storage, where_const, section = _const_storage(plan)
+    s.append(f"/* Constants ({where_const}). */")
+    const_arrays: dict[str, str] = {}
+    for n in const_names:
+        v = values[n]
+        dt = _np_dtype_name(v)
+        ident = f"{sym}_c_{ids[index[n]]}"
+        const_arrays[n] = ident
+        if dt not in C_TYPES:
+            dt, v = "uint8", np.frombuffer(np.ascontiguousarray(v).tobytes(), dtype=np.uint8)
+        per = 8 if dt == "float32" else 16
+        s.append(f"{storage}{C_TYPES[dt]} {ident}[{max(1, v.size)}]{section} = {{ /* {c_comment(n)} */")
+        s.append(_wrap(_values(np.asarray(v).astype(dt), dt), per))
+        s.append("};")
+    s.append("")
+    s.append(f"static const arena_tensor_t {sym}_tensors[{max(1, len(index))}] = {{")
+    for n in arena_names:
+        b = by_name[n]  # an alias carries its root's offset (plancheck.check)
+        s.append(_tensor_row(n, "NULL", b.offset, b.size, b.elements,
+                             DTYPES.get(b.dtype, "ARENA_DT_OTHER"), list(b.shape), model_path, fits))
+    for n in const_names:
+        v = values[n]
+        dt = _np_dtype_name(v)
+        s.append(_tensor_row(n, const_arrays[n], 0, int(v.nbytes), int(v.size),
+                             DTYPES.get(dt, "ARENA_DT_OTHER"), list(v.shape), model_path, fits))
+    if not index:
+        s.append("    {0}")
+    s += ["};", ""]
+
+    op_rows: list[str] = []
+    for i, step in enumerate(plan.schedule):
+        op_type = step.op_type
+        runtime = _runtime(op_type)
+        used = _reads(op_type)
+        ins = [str(index[n]) if n and (used is None or p in used) and n in index else "-1"
+               for p, n in enumerate(step.inputs)]
+        outs = [str(index[n]) if n in index else "-1" for n in step.outputs]
+        where = f"op {i} {step.name or step.outputs[0]!r}"
+        s.append(_index_array(f"{sym}_op{i}_in", ins, fits, "arena_op_t.inputs", where))
+        s.append(_index_array(f"{sym}_op{i}_out", outs, fits, "arena_op_t.outputs", where))
+        kind = runtime.enum if runtime is not None else "ARENA_OP_UNSUPPORTED"
+        attrs = _c_attrs(steps[i], model) if runtime is not None else {}
+        _note_attrs(fits, attrs, where)
+        for key, c_type, fmt in (("ints", "int32_t", lambda v: c_int(v, 32)), ("floats", "float", c_float)):
+            if attrs.get(key):
+                s.append(f"static const {c_type} {sym}_op{i}_{key}[{len(attrs[key])}] = "
+                         f"{{{', '.join(fmt(v) for v in attrs[key])}}};")
+                attrs[f"n_{key}"] = fits.add(f"arena_attrs_t.n_{key}", len(attrs[key]), where)
+                attrs[key] = f"{sym}_op{i}_{key}"
+            else:
+                attrs.pop(key, None)
+        ws = fits.add("arena_op_t.workspace", index[step.workspace] if step.workspace else -1, where)
+        fits.add("arena_op_t.n_inputs", len(ins), where)
+        fits.add("arena_op_t.n_outputs", len(outs), where)
+        op_rows.append(f"    {{{kind}, {len(ins)}, {len(outs)}, {ws}, {sym}_op{i}_in, {sym}_op{i}_out,\n"
+                   f"     {c_string(step.name or step.outputs[0])}, {c_string(op_type)},\n"
+                   f"     {_attrs_init(attrs)}}},")
+    s += ["", f"static const arena_op_t {sym}_ops[{max(1, len(op_rows))}] = {{"]
+    s += op_rows or ["    {0}"]
+    s += ["};", ""]
+
+    g_in, g_out = list(model.inputs), list(model.outputs)
+    for kind, names in (("inputs", g_in), ("outputs", g_out)):
+        for n in names:
+            if n not in by_name:
+                raise ArenaError(f"graph {kind[:-1]} {n!r} has no buffer in the plan", file=model_path,
+                                 field="buffers", hint="re-plan the model")
+        s.append(_index_array(f"{sym}_{kind}", [str(index[n]) for n in names], fits, f"arena_model_t.{kind}",
+                              f"graph {kind}"))
+    for field, count in (("arena_size", plan.arena_size), ("n_tensors", len(index)),
+                         ("n_ops", len(plan.schedule)), ("n_inputs", len(g_in)), ("n_outputs", len(g_out))):
+        fits.add(f"arena_model_t.{field}", count, f"model {symbol!r}")
+    regions_c, first_size, regions_tail = _split_parts(plan, sym, len(index))
+    s += regions_c + ["", f"const arena_model_t {sym}_model = {{",
+          f"    {c_string(symbol)}, {first_size}u, {len(index)}u, {len(plan.schedule)}u,"
+          f" {len(g_in)}, {len(g_out)},",
+          f"    {sym}_tensors, {sym}_ops, {sym}_inputs, {sym}_outputs{regions_tail}", "};"]
+    return "\n".join(h), "\n".join(s + fits.asserts(sym))
+
+
+def _index_array(ident: str, items: list[str], fits: Fits, field: str, where: str) -> str:
+    """A static array of tensor indices (-1: absent) in the field's element type."""
+    fits.all(field, (int(v) for v in items), where)
+    return f"static const {FIELD_TYPES[field]} {ident}[{max(1, len(items))}] = {{{', '.join(items) or '-1'}}};"
+
+
+def _note_attrs(fits: Fits, attrs: dict[str, Any], where: str) -> None:
+    """Record the integer attributes _attrs_init writes (before ints become an array's name)."""
+    for key in _INT32:
+        v = attrs.get(key)
+        if isinstance(v, (list, tuple)):
+            fits.all(f"arena_attrs_t.{key}", (int(x) for x in v), where)
+        elif v is not None:
+            fits.add(f"arena_attrs_t.{key}", int(v), where)
+
+
+def c_comment(text: str) -> str:
+    """Model text for inside a /* */ comment: printable ASCII but ``*``, ``?`` and ``\\``; those
+    and every other byte (UTF-8) as ``\\xNN``. No comment end, nested start, trigraph or line
+    splice can form, so a name cannot close the comment and inject C."""
+    return "".join(c if " " <= c <= "~" and c not in "*?\\" else "".join(f"\\x{b:02x}" for b in c.encode())
+                   for c in text)
+
+
+def _tensor_row(name: str, data: str, offset: int, size: int, elements: int, dtype: str,
+                shape: list[int], model_path: str, fits: Fits) -> str:
+    if len(shape) > MAX_RANK:
+        raise ArenaError(f"tensor {name!r} has rank {len(shape)}, the runtime supports up to {MAX_RANK}",
+                         file=model_path, field="buffers")
+    where = f"tensor {name!r}"
+    for field, v in (("offset", offset), ("size", size), ("elements", elements), ("rank", len(shape))):
+        fits.add(f"arena_tensor_t.{field}", v, where)
+    fits.all("arena_tensor_t.shape", shape, where)
+    dims = ", ".join(str(int(d)) for d in shape) or "0"
+    return (f"    {{{c_string(name)}, {data}, {offset}u, {size}u, {elements}u, {dtype}, {len(shape)},"
+            f" {{{dims}}}}},")
+
+
+# --- split arenas and weights in RAM (regions.py, gate.py) -----------
+
+def region_symbol(region: str) -> str:
+    """The C array of a split arena's region: arena_<region> (section .arena_<region>)."""
+    return f"arena_{sanitize(region)}"
+
+
+def _const_storage(plan: PlanFile) -> tuple[str, str, str]:
+    """(storage words, comment, section attribute) of the constants: ``static const`` in flash, or
+    (``weights: <region>``) writable arrays in section .weights_<region>, whose load image the
+    linker script keeps in flash and arena_init copies."""
+    region = plan.options.weights or "flash"
+    if region == "flash":
+        return "static const ", "flash", ""
+    return ("static ", f"flash, copied to {c_comment(region)} at start-up: section .weights_{c_comment(region)}",
+            f' __attribute__((section(".weights_{sanitize(region)}")))')
+
+
+def _split_parts(plan: PlanFile, sym: str, n_tensors: int) -> tuple[list[str], int, str]:
+    """(lines before the model struct, its arena_size, what follows its outputs) for a split
+    plan: the regions table (arena_<region> + 0 each: sequential sharing) and each tensor's
+    region index (plan order, then the constants at 0), the first region's size, and
+    "n_regions, regions, tensor_regions"; for a one-arena plan ([], arena_size, "0u, NULL, NULL")."""
+    regions = plan.regions or ()
+    if not regions:
+        return [], plan.arena_size, ",\n    0u, NULL, NULL"
+    names = [r.name for r in regions]
+    index = [names.index(b.region or "") for b in plan.buffers]
+    index += [0] * (n_tensors - len(index))
+    out = ["", "/* A split arena: the model's slice in each region, fastest first (the board's arena source",
+           "   defines the arrays), and each tensor's region. */"]
+    out += [f"extern uint8_t {region_symbol(r.name)}[];" for r in regions]
+    out.append(f"static const arena_region_t {sym}_regions[{len(regions)}] = {{")
+    out += [f"    {{{c_string(r.name)}, {region_symbol(r.name)}, {r.arena_size}u}}," for r in regions]
+    out.append("};")
+    out.append(f"static const uint8_t {sym}_tensor_regions[{max(1, len(index))}] = {{")
+    out.append(_wrap([str(i) for i in index], 32))
+    out.append("};")
+    return out, regions[0].arena_size, f",\n    {len(regions)}u, {sym}_regions, {sym}_tensor_regions"
+
+
+def _split_arena_lines(regions: Sequence[RegionUse], alignment: int) -> tuple[list[str], list[str], int]:
+    """(header lines, source lines, first region's bytes) of a split arena: one array per region
+    in its NOLOAD section, and ``arena`` an alias of the first."""
+    h, s = [], ["/* A split arena: one array per RAM region, fastest first (linker sections .arena_<region>,",
+                "   NOLOAD); arena is the first. */"]
+    for r in regions:
+        n, ident = r.arena, region_symbol(r.name)
+        h.append(f"extern uint8_t {ident}[{max(1, n)}];")
+        s.append(f'__attribute__((section("{r.arena_section}"), aligned({max(16, int(alignment))}))) '
+                 f"uint8_t {ident}[{n}];" if n > 0 else
+                 f"uint8_t {ident}[1]; /* nothing planned here: kept out of {r.arena_section} */")
+    first = regions[0].arena
+    s.append(f'extern uint8_t arena[{max(1, first)}] __attribute__((alias("{region_symbol(regions[0].name)}")));')
+    return h, s, first
+
+
+def _weights_init(regions: Sequence[RegionUse]) -> list[str]:
+    """arena_init: copy each .weights_<region> from its load image in flash (linker.py's symbols)."""
+    names = [sanitize(r.name) for r in regions if r.weights_section]
+    if not names:
+        return []
+    s = ["", "/* Weights in RAM (weights: <region>): copied from their load image in flash. A constructor:",
+         "   startup code that runs the init array calls it before main (else call it first). */"]
+    for n in names:
+        s.append(f"extern uint8_t __weights_{n}_start[], __weights_{n}_end[], __weights_{n}_load[];")
+    s += ["__attribute__((constructor)) void arena_init(void)", "{"]
+    for n in names:
+        s += [f"    {{", f"        const uint8_t *src = __weights_{n}_load;",
+              f"        uint8_t *dst = __weights_{n}_start;",
+              f"        while (dst < __weights_{n}_end) {{", "            *dst++ = *src++;", "        }", "    }"]
+    return s + ["}"]
+
+
+# --- the board's arena ------------------------------------------------------
+
+def arena_sources(board: str, arena_size: int, bases: list[tuple[str, int]], alignment: int = 16,
+                  regions: Sequence[RegionUse] = ()) -> tuple[str, str]:
+    """(header, source) defining the board's arena and where each model starts in it; the
+    array is aligned to the largest buffer alignment of the plans (at least 16).
+
+    regions: the report's ``regions`` (board_report.RegionUse): a split arena gets one array per
+    region (``arena`` the first, ``arena_size`` its bytes); copied weights get ``arena_init``."""
+    split = [r for r in regions if r.arena_section not in (None, ".arena")]
+    if split:
+        split_h, split_s, arena_size = _split_arena_lines(split, alignment)
+    B = sanitize(board).upper()
+    syms = [sanitize(sym).lower() for sym, _ in bases]
+    h = [f"/* Generated by arena_tool.codegen for board {c_comment(board)}. Do not edit. */",
+         f"#ifndef ARENA_BOARD_{B}_H", f"#define ARENA_BOARD_{B}_H", "", "#include <stdint.h>", "",
+         f"#define ARENA_SIZE {int(arena_size)}u", f"#define ARENA_MODEL_COUNT {len(bases)}u"]
+    for sym, (_, base) in zip(syms, bases):
+        h.append(f"#define ARENA_BASE_{sym.upper()} {int(base)}u")
+    h += ["", *(split_h if split else []), f"extern uint8_t arena[{max(1, int(arena_size))}];", "",
+          f"#endif /* ARENA_BOARD_{B}_H */", ""]
+    s = [f"/* Generated by arena_tool.codegen for board {c_comment(board)}. Do not edit. */",
+         '#include "arena_model.h"', ""]
+    if split:
+        s += split_s
+    else:
+        s += ["/* The one activation arena (linker section .arena, NOLOAD). */",
+              f'__attribute__((section(".arena"), aligned({max(16, int(alignment))}))) uint8_t arena[{int(arena_size)}];'
+              if arena_size > 0
+              else "uint8_t arena[1]; /* no activations: kept out of .arena, whose planned size is 0 */"]
+    s += [f"const uint32_t arena_size = {int(arena_size)}u;", ""]
+    for sym in syms:
+        s.append(f"extern const arena_model_t {sym}_model;")
+    entries = [f"    {{&{sym}_model, {int(base)}u}}," for sym, (_, base) in zip(syms, bases)]
+    s += ["", f"const arena_entry_t arena_entries[{max(1, len(bases))}] = {{"]
+    s += entries or ["    {0, 0u}"]
+    s += ["};", f"const uint32_t arena_entry_count = {len(bases)}u;"]
+    s += _weights_init(regions)
+    fits = Fits()
+    fits.add("arena_size", arena_size, f"board {board!r}")
+    fits.all("arena_entry_t.base", [base for _, base in bases] or [0], f"board {board!r}")
+    return "\n".join(h), "\n".join(s + fits.asserts("arena_board"))
+
+
+# --- runtime: tflm ------------------------------------------------------------
+
+def tflm_model_sources(symbol: str, planned: bytes, head: int, tail: int) -> tuple[str, str]:
+    """(header, source) of one planned .tflite for a firmware that brings TFLite Micro.
+
+    The source holds the planned model (arena's plan as TFLM's OfflineMemoryAllocation
+    metadata) as ``const unsigned char <symbol>_tflite[]``, 16-byte aligned and const (flash),
+    and its length; the header its sizes: ``<SYMBOL>_HEAD_SIZE`` (the plan: TFLM's head),
+    ``<SYMBOL>_TAIL_SIZE`` (TFLM's persistent tail measured on the host) and
+    ``<SYMBOL>_TENSOR_ARENA_SIZE`` (their sum rounded up to 16: what MicroInterpreter needs).
+    """
+    sym = sanitize(symbol).lower()
+    SYM = sym.upper()
+    arena = (int(head) + int(tail) + 15) // 16 * 16
+    h = [f"/* Generated by arena_tool.codegen for model {c_comment(symbol)} (runtime: tflm). Do not edit. */",
+         f"#ifndef ARENA_TFLM_{SYM}_H", f"#define ARENA_TFLM_{SYM}_H", "",
+         f"/* arena's plan: TFLM's non-persistent head (the planned tensors). */",
+         f"#define {SYM}_HEAD_SIZE {int(head)}u",
+         "/* TFLM's persistent tail, measured on the host with TFLM's reference kernels; kernel-specific",
+         "   persistent data (e.g. CMSIS-NN's) can differ on the target. */",
+         f"#define {SYM}_TAIL_SIZE {int(tail)}u",
+         f"/* The arena to give tflite::MicroInterpreter: head + tail, rounded up to 16. */",
+         f"#define {SYM}_TENSOR_ARENA_SIZE {arena}u",
+         f"#define {SYM}_TFLITE_LEN {len(planned)}u", "",
+         "#ifdef __cplusplus", 'extern "C" {', "#endif",
+         f"extern const unsigned char {sym}_tflite[{len(planned)}];",
+         f"extern const unsigned int {sym}_tflite_len;",
+         "#ifdef __cplusplus", "}", "#endif", "", f"#endif /* ARENA_TFLM_{SYM}_H */", ""]
+    rows = [", ".join(f"0x{b:02x}" for b in planned[i:i + 16]) for i in range(0, len(planned), 16)]
+    s = [f"/* Generated by arena_tool.codegen for model {c_comment(symbol)} (runtime: tflm). Do not edit. */",
+         f'#include "model_{sym}.h"', "",
+         "/* The planned model: arena's plan as TFLM's OfflineMemoryAllocation metadata (const: flash). */",
+         f"__attribute__((aligned(16))) const unsigned char {sym}_tflite[{len(planned)}] = {{"]
+    s += [f"    {r}," for r in rows]
+    s += ["};", f"const unsigned int {sym}_tflite_len = {len(planned)}u;", ""]
+    return "\n".join(h), "\n".join(s)
+
+
+def tflm_arena_sources(board: str, arena_size: int, bases: list[tuple[str, int]]) -> tuple[str, str]:
+    """(header, source) of one board's ``uint8_t tensor_arena[N]`` in section ``.tensor_arena`` (NOLOAD).
+
+    N: the report's arena_size (sequential: the largest model's tensor_arena; concurrent: the
+    slices one after the other); ``TENSOR_ARENA_BASE_<MODEL>`` is where each model's starts.
+    """
+    B = sanitize(board).upper()
+    syms = [sanitize(sym).lower() for sym, _ in bases]
+    n = max(1, int(arena_size))
+    h = [f"/* Generated by arena_tool.codegen for board {c_comment(board)} (runtime: tflm). Do not edit. */",
+         f"#ifndef ARENA_TFLM_BOARD_{B}_H", f"#define ARENA_TFLM_BOARD_{B}_H", "", "#include <stdint.h>", "",
+         f"#define TENSOR_ARENA_SIZE {n}u", f"#define TENSOR_ARENA_MODEL_COUNT {len(bases)}u"]
+    for sym, (_, base) in zip(syms, bases):
+        h.append(f"#define TENSOR_ARENA_BASE_{sym.upper()} {int(base)}u")
+    h += ["", "#ifdef __cplusplus", 'extern "C" {', "#endif", f"extern uint8_t tensor_arena[{n}];",
+          "#ifdef __cplusplus", "}", "#endif", "", f"#endif /* ARENA_TFLM_BOARD_{B}_H */", ""]
+    s = [f"/* Generated by arena_tool.codegen for board {c_comment(board)} (runtime: tflm). Do not edit. */",
+         '#include "tflm_arena.h"', "",
+         "/* TFLM's tensor_arena (linker section .tensor_arena, NOLOAD): head + persistent tail. */",
+         f'__attribute__((section(".tensor_arena"), aligned(16))) uint8_t tensor_arena[{n}];', ""]
+    return "\n".join(h), "\n".join(s)
+
+
+def write(path: str, text: str) -> None:
+    """Write a generated file atomically (readers never see half a file)."""
+    write_atomic(path, text)

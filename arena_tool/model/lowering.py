@@ -1,0 +1,645 @@
+"""Graph -> Lowered: the ops the firmware executes, which liveness plans and codegen emits.
+
+onnx_graph says what the model computes; this module says what will run. Three
+things happen here, once, for every later stage:
+
+* Attributes are normalized by each op's entry in the op table (``optable.OpSpec.attrs``):
+  defaults filled in, ``auto_pad`` resolved to explicit pads, axes made non-negative,
+  Clip bounds read from their constant inputs; and each convolution's im2col
+  workspace need declared (``Op.workspace``; liveness sizes it under the ``scratch``
+  option).
+* QDQ is lowered to integer ops, as a deployment runs it (and as onnxruntime's own
+  QDQ -> QOperator fusion does). ``DequantizeLinear -> op [-> Relu|Clip] ->
+  QuantizeLinear`` with integer tensors at both ends becomes one QOperator op
+  (QLinearConv, QLinearMatMul, QGemm, QLinearAdd ...; the op table's ``qoperator``), its output
+  named after the QuantizeLinear output it replaces, a Relu/Clip absorbed as the
+  output range (``attrs['output_min'/'output_max']``, quantized). Data-movement ops
+  between a DequantizeLinear and a QuantizeLinear of equal parameters run on the
+  integers directly (``moves_integers``). A DequantizeLinear over a constant weight is a
+  weight stored at its integer size. Whatever does not match stays a float island
+  with its explicit Q/DQ at the border. Every tensor the lowered graph names is a
+  tensor of the original model, so onnxruntime on the original gives every value.
+* Constant values are available to later stages on demand (``Lowered.value``):
+  initializers, Constant outputs and folded outputs at full size, evaluated with
+  onnx's reference evaluator, never onnxruntime.
+
+Example (onnxruntime's quantize_static, QDQ format)::
+
+    x_q -DQ-> x -Conv(W=DQ(w_q), B=DQ(b_i32))-> y -Relu-> r -Q-> r_q
+    lowered: QLinearConv(x_q, xs, xz, w_q, ws, wz, rs, rz, b_i32) -> r_q, output_min = rz
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from arena_tool.core import dtypes
+from arena_tool.model import onnx_graph, optable
+from arena_tool.core.errors import fail
+from arena_tool.model.onnx_graph import Graph, Node, Shape, TensorType
+from arena_tool.core.problem import Quant
+
+if TYPE_CHECKING:
+    import onnx
+
+INTEGER = ("int8", "uint8", "int16", "uint16")  # element types a quantized tensor runs in
+_QRANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "uint16": (0, 65535)}
+_ONNX = ("", "ai.onnx")
+
+ACTIVATIONS = frozenset({"Relu", "Clip"})  # absorbed as a fused op's output range (_bounds)
+
+
+@dataclasses.dataclass(frozen=True)
+class Workspace:
+    """An op's im2col need in elements of its input type: the whole column matrix
+    (``full``) or one output row of it (``row``)."""
+
+    full: int
+    row: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Op:
+    """One op that runs.
+
+    node: index in graph.nodes of the op it stands for (the anchor of a fusion).
+    fused: the other graph nodes this op replaces (an absorbed Relu/Clip and the
+      QuantizeLinear), ascending; a DequantizeLinear every reader absorbed just goes.
+    inputs/outputs: tensor names of the original model ('' = absent optional input).
+    attrs: normalized (see the module docstring); plain Python values.
+    """
+
+    node: int
+    name: str
+    op_type: str
+    domain: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    attrs: Mapping[str, Any]
+    fused: tuple[int, ...] = ()
+    workspace: Workspace | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Constant:
+    """A weight: flash, never arena. dtype '' and shape None where unknown (no size)."""
+
+    name: str
+    dtype: str
+    shape: Shape | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Lowered:
+    """A model as it runs.
+
+    ops: in schedule order. types: static type of every activation (graph inputs and
+    op outputs). constants: the weights ops read (and constant graph outputs), in
+    first-use order. quant: quantization of integer activations and weights, where
+    the graph states it. qdq_fused: ops made from QDQ patterns.
+    """
+
+    path: str
+    sha256: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    ops: tuple[Op, ...]
+    types: Mapping[str, TensorType]
+    constants: Mapping[str, Constant]
+    quant: Mapping[str, Quant]
+    qdq_fused: int
+    graph: Graph = dataclasses.field(compare=False, repr=False)
+    _cache: dict[str, np.ndarray] = dataclasses.field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def integer_ops(self) -> int:
+        """Ops whose activations in and out are all integer (Q/DQ borders are not)."""
+        return sum(1 for op in self.ops if self._integer(op))
+
+    def _integer(self, op: Op) -> bool:
+        acts = [x for x in (*op.inputs, *op.outputs) if x in self.types]
+        return bool(acts) and all(self.types[x].dtype in INTEGER for x in acts)
+
+    def value(self, name: str) -> np.ndarray:
+        """The full value of a constant, evaluated once (folded chains through onnx.reference)."""
+        if name not in self._cache:
+            self._cache[name] = _evaluate(self.graph, name, self._cache)
+        return self._cache[name]
+
+    def small_value(self, name: str) -> np.ndarray | None:
+        """A constant's value when known without evaluating anything big (scales, axes, bounds)."""
+        c = self.graph.consts.get(name)
+        return None if c is None else c.array()
+
+
+def load(path: str, input_shapes: Sequence[tuple[str, Sequence[int]]] = (), *,
+         allow_external_data_outside: bool = False) -> Lowered:
+    """Load the ONNX model at ``path`` and lower it."""
+    return lower(onnx_graph.load(path, input_shapes, allow_external_data_outside=allow_external_data_outside))
+
+
+def lower(g: Graph) -> Lowered:
+    ops = [_op(g, g.nodes[i]) for i in g.schedule]
+    ops, fused = _Fusion(g, ops).run()
+    ops = [dataclasses.replace(op, workspace=_workspace(g, op)) for op in ops]
+    return Lowered(
+        path=g.path, sha256=g.sha256, inputs=g.inputs, outputs=g.outputs, ops=tuple(ops), types=g.types,
+        constants=_constants(g, ops), quant=_quant(g, ops), qdq_fused=fused, graph=g,
+    )
+
+
+# --- constants ------------------------------------------------------------------------------
+
+def _constants(g: Graph, ops: Sequence[Op]) -> dict[str, Constant]:
+    out: dict[str, Constant] = {}
+    for name in [x for op in ops for x in op.inputs] + list(g.outputs):
+        c = g.consts.get(name)
+        if not name or c is None or name in out:
+            continue
+        known = c.elem and c.elem != 8  # 8: string, no static size
+        out[name] = Constant(name, dtypes.from_onnx(c.elem, what=f"weight {name!r}") if known else "", c.shape)
+    return out
+
+
+def _evaluate(g: Graph, name: str, cache: dict[str, np.ndarray]) -> np.ndarray:
+    from onnx import numpy_helper
+
+    from arena_tool.model.onnx_fold import _run_node
+
+    c = g.consts.get(name)
+    if c is None:
+        fail(f"{name!r} is not a constant of the model", file=g.path)
+    if c.value is not None:
+        return np.asarray(c.value)
+    if c.proto is not None:
+        return numpy_helper.to_array(c.proto, base_dir=str(Path(g.path).parent))
+    producer = next((g.nodes[i] for i in g.folded if name in g.nodes[i].outputs), None)
+    if producer is None or g.model is None:
+        fail(f"constant {name!r} has no value (a sparse or custom constant)", file=g.path,
+             hint="store it as a dense initializer")
+    args = {}
+    for x in producer.inputs:
+        if x and x not in args:
+            if x not in cache:
+                cache[x] = _evaluate(g, x, cache)
+            args[x] = cache[x]
+    try:
+        values = _run_node(g.model, producer, args)
+    except Exception as e:  # the reference evaluator's own error types vary by op
+        fail(f"cannot evaluate constant {name!r} from {producer.op_type} {producer.name!r}: {e}", file=g.path,
+             hint="fold the constant subgraph before export (e.g. onnxsim)")
+    for k, out in enumerate(producer.outputs):
+        if out:
+            cache[out] = np.asarray(values[k])
+    return cache[name]
+
+
+# --- attribute normalization ----------------------------------------------------------------
+
+def _op(g: Graph, node: Node) -> Op:
+    return Op(node.index, node.name, node.op_type, node.domain, node.inputs, node.outputs, _attrs(g, node))
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, (int, float, str)):
+        return v
+    return None  # tensors, graphs: not attributes a kernel reads
+
+
+def _attrs(g: Graph, node: Node) -> dict[str, Any]:
+    """The node's plain attributes, normalized by its table entry (optable.OpSpec.attrs)."""
+    a = {k: p for k, v in sorted(node.attrs.items()) if (p := _plain(v)) is not None}
+    spec = optable.spec(node.op_type)
+    return spec.attrs(g, node, a) if spec is not None and spec.attrs is not None else a
+
+
+def _workspace(g: Graph, op: Op) -> Workspace | None:
+    """Conv im2col columns: Cin/group * prod(K) per output pixel.
+
+    None for 1x1 stride-1 unpadded convs (the input already is the column matrix)
+    and for depthwise convs (group == Cin > 1: a small stencil per channel, no GEMM).
+    """
+    spec = optable.spec(op.op_type)
+    if spec is None or spec.weight is None or op.domain not in _ONNX or "kernel_shape" not in op.attrs:
+        return None
+    x, y = op.inputs[0], op.outputs[0]
+    if x not in g.types or y not in g.types:
+        return None
+    cin, out_spatial = g.types[x].shape[1], g.types[y].shape[2:]
+    kernel, strides, pads = op.attrs["kernel_shape"], op.attrs["strides"], op.attrs["pads"]
+    group = int(op.attrs.get("group", 1))
+    if not out_spatial or (all(k == 1 for k in kernel) and all(s == 1 for s in strides) and not any(pads)):
+        return None
+    if group > 1 and group == cin:
+        return None
+    per_pixel = cin // group * math.prod(kernel)
+    return Workspace(full=per_pixel * math.prod(out_spatial), row=per_pixel * out_spatial[-1])
+
+
+# --- QDQ -> integer ops ---------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class _Q:
+    """A quantized operand: the integer tensor and its scale / zero-point names ('' = absent)."""
+
+    tensor: str
+    scale: str
+    zero_point: str
+    dq: int | None  # index of the activation DequantizeLinear in the op list, None for a weight
+
+
+class _Fusion:
+    """One lower() call's pattern matching over the op list (never shared)."""
+
+    def __init__(self, g: Graph, ops: list[Op]) -> None:
+        self.g = g
+        self.ops = ops
+        self.outputs = set(g.outputs)
+        self.consumers: dict[str, list[int]] = {}
+        for k, op in enumerate(ops):
+            for x in dict.fromkeys(op.inputs):
+                if x:
+                    self.consumers.setdefault(x, []).append(k)
+        self.producer = {y: k for k, op in enumerate(ops) for y in op.outputs if y}
+        self.folded_by = {y: g.nodes[i] for i in g.folded for y in g.nodes[i].outputs if y}
+
+    def run(self) -> tuple[list[Op], int]:
+        new: dict[int, Op] = {}  # anchor position -> lowered op
+        gone: set[int] = set()   # positions absorbed into a lowered op
+        for k, op in enumerate(self.ops):
+            if op.domain not in _ONNX or k in gone:
+                continue
+            spec = optable.spec(op.op_type)
+            got = (None if spec is None else self._fuse(k, op, spec.qoperator) if spec.qoperator is not None
+                   else self._movement(k, op) if spec.moves_integers else None)
+            if got is not None:
+                lowered, absorbed = got
+                new[k] = lowered
+                gone.update(absorbed)
+        # An activation DequantizeLinear disappears once every reader is lowered.
+        readers_left: dict[int, int] = {}
+        for k, op in enumerate(self.ops):
+            if k in gone:
+                continue
+            for x in dict.fromkeys((new[k] if k in new else op).inputs):
+                p = self.producer.get(x)
+                if p is not None and self.ops[p].op_type == "DequantizeLinear":
+                    readers_left[p] = readers_left.get(p, 0) + 1
+        dead_dq = {k for k, op in enumerate(self.ops) if op.op_type == "DequantizeLinear" and k not in gone
+                   and any(k2 in new for k2 in self.consumers.get(op.outputs[0], []))
+                   and readers_left.get(k, 0) == 0 and op.outputs[0] not in self.outputs}
+        out = [new.get(k, op) for k, op in enumerate(self.ops) if k not in gone and k not in dead_dq]
+        return out, len(new)
+
+    # -- operands --
+
+    def _const(self, name: str) -> np.ndarray | None:
+        c = self.g.consts.get(name)
+        return None if c is None else c.array()
+
+    def _int_type(self, name: str) -> str | None:
+        if name in self.g.types:
+            t = self.g.types[name].dtype
+        elif name in self.g.consts:
+            elem = self.g.consts[name].elem
+            t = dtypes.from_onnx(elem) if elem and elem != 8 else ""
+        else:
+            return None
+        return t if t in INTEGER or t == "int32" else None
+
+    def _dq_operands(self, dq: Node | Op) -> tuple[str, str, str] | None:
+        ins = list(dq.inputs) + ["", ""]
+        x, s, z = ins[0], ins[1], ins[2]
+        if not x or self._const(s) is None or (z and self._const(z) is None) or self._int_type(x) is None:
+            return None
+        return x, s, z
+
+    def _operand(self, name: str) -> _Q | None:
+        """The integer source of a float tensor produced by a DequantizeLinear, if any."""
+        p = self.producer.get(name)
+        if p is not None:
+            op = self.ops[p]
+            if op.op_type != "DequantizeLinear" or op.domain not in _ONNX:
+                return None
+            got = self._dq_operands(op)
+            return _Q(*got, dq=p) if got and got[0] in self.g.types else None
+        node = self.folded_by.get(name)  # a weight: DequantizeLinear over a constant, folded
+        if node is not None and node.op_type == "DequantizeLinear" and node.domain in _ONNX:
+            got = self._dq_operands(node)
+            return _Q(*got, dq=None) if got and got[0] in self.g.consts else None
+        return None
+
+    def _single_reader(self, name: str) -> Op | None:
+        readers = self.consumers.get(name, [])
+        if name in self.outputs or len(readers) != 1:
+            return None
+        return self.ops[readers[0]]
+
+    def _quantize_after(self, y: str) -> tuple[int, int | None] | None:
+        """(position of the QuantizeLinear that takes y, position of an absorbed Relu/Clip)."""
+        r = self._single_reader(y)
+        if r is None:
+            return None
+        k = self.consumers[y][0]
+        act = None
+        if r.op_type in ACTIVATIONS and r.domain in _ONNX and r.inputs[0] == y:
+            act, y2 = k, r.outputs[0]
+            r = self._single_reader(y2)
+            if r is None:
+                return None
+            k = self.consumers[y2][0]
+        if r.op_type != "QuantizeLinear" or r.domain not in _ONNX or len(r.inputs) < 2 \
+                or r.inputs[0] != (y if act is None else self.ops[act].outputs[0]):
+            return None
+        s = r.inputs[1]
+        z = r.inputs[2] if len(r.inputs) > 2 else ""
+        sv = self._const(s)
+        if sv is None or sv.size != 1 or (z and self._const(z) is None):
+            return None  # a per-axis activation quantization is not a kernel's output
+        if self.g.types.get(r.outputs[0], TensorType("", ())).dtype not in INTEGER:
+            return None
+        return k, act
+
+    def _qparams(self, s: str, z: str) -> tuple[float, int]:
+        sv = self._const(s)
+        zv = self._const(z) if z else None
+        return float(np.asarray(sv).reshape(-1)[0]), int(np.asarray(zv).reshape(-1)[0]) if zv is not None else 0
+
+    def _range(self, act: int | None, q: Op) -> dict[str, int]:
+        """The absorbed Relu/Clip as output bounds in the quantized domain."""
+        if act is None:
+            return {}
+        s, z = self._qparams(q.inputs[1], q.inputs[2] if len(q.inputs) > 2 else "")
+        dtype = self.g.types[q.outputs[0]].dtype
+        fmin, fmax = _bounds(self.ops[act])
+        return {"output_min": _quantize(fmin, s, z, dtype), "output_max": _quantize(fmax, s, z, dtype)}
+
+    # -- patterns --
+
+    def _fuse(self, k: int, op: Op, qoperator: optable.QOperator) -> tuple[Op, set[int]] | None:
+        ys = [y for y in op.outputs if y]
+        if len(ys) != 1:
+            return None
+        after = self._quantize_after(ys[0])
+        if after is None:
+            return None
+        qk, act = after
+        q = self.ops[qk]
+        qop, domain, positions = qoperator.op_type, qoperator.domain, qoperator.operands
+        present = [i for i, x in enumerate(op.inputs) if x]
+        need = present if op.op_type == "Concat" else list(positions)
+        found = {i: self._operand(op.inputs[i]) for i in need if i < len(op.inputs)}
+        operands = {i: v for i, v in found.items() if v is not None}
+        if len(operands) != len(need):
+            return None
+        qs, qz = q.inputs[1], q.inputs[2] if len(q.inputs) > 2 else ""
+
+        def triple(o: _Q) -> list[str]:
+            return [o.tensor, o.scale, o.zero_point]
+
+        bias = ""
+        if op.op_type in ("Conv", "Gemm") and len(op.inputs) > 2 and op.inputs[2]:
+            bias = self._bias(op.inputs[2], operands[0], operands[1])
+            if not bias:
+                return None
+        if op.op_type == "Gemm" and (op.attrs.get("beta", 1.0) != 1.0 and bias):
+            return None
+        if op.op_type == "Conv":
+            inputs = [*triple(operands[0]), *triple(operands[1]), qs, qz, bias]
+        elif op.op_type == "Gemm":
+            inputs = [*triple(operands[0]), *triple(operands[1]), bias, qs, qz]
+        elif op.op_type == "Concat":
+            inputs = [qs, qz] + [x for i in present for x in triple(operands[i])]
+        else:
+            rest = [x for i in sorted(operands) for x in triple(operands[i])]
+            inputs = rest + [qs, qz]
+        while inputs and not inputs[-1]:
+            inputs.pop()
+        attrs = dict(op.attrs)
+        if op.op_type in ("AveragePool", "GlobalAveragePool"):
+            attrs["channels_last"] = 0
+        attrs.update(self._range(act, q))
+        absorbed = {qk} | ({act} if act is not None else set())
+        fused = tuple(sorted(self.ops[i].node for i in absorbed))
+        return Op(op.node, op.name, qop, domain, tuple(inputs), (q.outputs[0],), attrs, fused), absorbed
+
+    def _bias(self, name: str, x: _Q, w: _Q) -> str:
+        """The int32 bias a QOperator kernel adds, when the DQ bias has scale x_scale * w_scale."""
+        b = self._operand(name)
+        if b is None or b.dq is not None or self._int_type(b.tensor) != "int32":
+            return ""
+        bs, xs, ws = self._const(b.scale), self._const(x.scale), self._const(w.scale)
+        bz = self._const(b.zero_point) if b.zero_point else np.zeros(1)
+        if bs is None or xs is None or ws is None or bz is None or np.any(bz != 0):
+            return ""
+        want = np.asarray(xs, np.float64).reshape(-1) * np.asarray(ws, np.float64).reshape(-1)
+        got = np.asarray(bs, np.float64).reshape(-1)
+        if got.size not in (1, want.size) or not np.allclose(got, want, rtol=1e-5, atol=0):
+            return ""
+        return b.tensor
+
+    def _movement(self, k: int, op: Op) -> tuple[Op, set[int]] | None:
+        ys = [y for y in op.outputs if y]
+        if not ys or not op.inputs:
+            return None
+        x = self._operand(op.inputs[0])
+        if x is None or x.dq is None:
+            return None
+        xs, xz = self._const(x.scale), self._const(x.zero_point) if x.zero_point else np.zeros(1)
+        if xs is None or xz is None or xs.size != 1:
+            return None
+        qk: dict[str, int] = {}  # every output (Split has several) goes through its own Q
+        for y in ys:
+            after = self._quantize_after(y)
+            if after is None or after[1] is not None:
+                return None
+            q = self.ops[after[0]]
+            if self.g.types[q.outputs[0]].dtype != self.g.types[x.tensor].dtype:
+                return None
+            qs, qz = self._qparams(q.inputs[1], q.inputs[2] if len(q.inputs) > 2 else "")
+            if not (math.isclose(float(xs.reshape(-1)[0]), qs, rel_tol=1e-6) and int(xz.reshape(-1)[0]) == qz):
+                return None  # a requantizing move is arithmetic, not movement
+            qk[y] = after[0]
+        attrs = dict(op.attrs)
+        op_type = op.op_type
+        dtype = self.g.types[x.tensor].dtype
+        inputs: tuple[str, ...]
+        if op_type in ACTIVATIONS:
+            fmin, fmax = _bounds(op)
+            attrs = {"min": _quantize(fmin, qs, qz, dtype), "max": _quantize(fmax, qs, qz, dtype)}
+            op_type, inputs = "Clip", (x.tensor,)
+        elif op_type == "Pad":  # the float pad value becomes its quantized integer
+            if len(op.inputs) > 2 and op.inputs[2]:
+                v = self._const(op.inputs[2])
+                if v is None:
+                    return None
+                attrs["value"] = float(v.reshape(-1)[0])
+            attrs["value"] = _quantize(float(attrs.get("value", 0.0)), qs, qz, dtype)
+            ins = [x.tensor, *op.inputs[1:]]
+            if len(ins) > 2:
+                ins[2] = ""
+            while ins and not ins[-1]:
+                ins.pop()
+            inputs = tuple(ins)
+        else:
+            inputs = (x.tensor, *op.inputs[1:])
+        outputs = tuple(self.ops[qk[y]].outputs[0] if y in qk else "" for y in op.outputs)
+        fused = tuple(sorted(self.ops[i].node for i in qk.values()))
+        return Op(op.node, op.name, op_type, op.domain, inputs, outputs, attrs, fused), set(qk.values())
+
+
+def _bounds(op: Op) -> tuple[float, float]:
+    """A Relu's or Clip's float output range."""
+    return (0.0, np.inf) if op.op_type == "Relu" else (op.attrs["min"], op.attrs["max"])
+
+
+def _quantize(v: float, scale: float, zp: int, dtype: str) -> int:
+    """v on the integer grid (scale, zp), saturated to dtype's range; an infinite v is its end."""
+    lo, hi = _QRANGE[dtype]
+    if v == -np.inf:
+        return lo
+    if v == np.inf:
+        return hi
+    return int(np.clip(np.rint(v / scale) + zp, lo, hi))
+
+
+# --- quantization parameters per tensor ------------------------------------------------------
+
+def _quant(g: Graph, ops: Sequence[Op]) -> dict[str, Quant]:
+    """Scale and zero point of every integer tensor the ops state them for."""
+    out: dict[str, Quant] = {}
+
+    def params(s: str, z: str, axis: int | None) -> Quant | None:
+        c = g.consts.get(s)
+        sv = c.array() if c is not None else None
+        if sv is None:
+            return None
+        zc = g.consts.get(z) if z else None
+        zv = zc.array() if zc is not None else None
+        scale = tuple(float(v) for v in np.asarray(sv, np.float64).reshape(-1))
+        zp = tuple(int(v) for v in np.asarray(zv).reshape(-1)) if zv is not None else (0,) * len(scale)
+        return Quant(scale, zp, axis if len(scale) > 1 else None)
+
+    def note(t: str, s: str, z: str, axis: int | None = None) -> None:
+        if t and t not in out and s:
+            q = params(s, z, axis)
+            if q is not None:
+                out[t] = q
+
+    def at(op: Op, i: int) -> str:
+        return op.inputs[i] if i < len(op.inputs) else ""
+
+    # The model's own Q/DQ nodes first, also those lowering absorbed: their tensors remain.
+    original = [_op(g, g.nodes[i]) for i in g.schedule if g.nodes[i].op_type in ("QuantizeLinear", "DequantizeLinear")]
+    for op in [*original, *ops]:
+        spec = optable.spec(op.op_type)
+        io = spec.quant_io if spec is not None else None
+        if io is None:
+            if spec is not None and spec.moves_integers and op.inputs and op.inputs[0] in out:
+                for y in op.outputs:  # integers moved, parameters kept
+                    if y and g.types.get(y, TensorType("", ())).dtype in INTEGER:
+                        out.setdefault(y, out[op.inputs[0]])
+            continue
+        triples, result = io
+        if op.op_type == "QLinearConcat":
+            triples = tuple((i, i + 1, i + 2) for i in range(2, len(op.inputs), 3))
+        axis = op.attrs.get("axis") if op.op_type in ("QuantizeLinear", "DequantizeLinear") else None
+        for t, s, z in triples:
+            note(at(op, t), at(op, s), at(op, z), axis if op.op_type == "DequantizeLinear" else 0)
+        if result is not None and op.outputs and op.outputs[0]:
+            note(op.outputs[0], at(op, result[0]), at(op, result[1]), axis)
+    # Weights of lowered QDQ: the folded DequantizeLinear states them.
+    for i in g.folded:
+        n = g.nodes[i]
+        if n.op_type == "DequantizeLinear" and n.domain in _ONNX and len(n.inputs) > 1:
+            rank = len(g.constant_shapes.get(n.inputs[0], ()))
+            axis = int(n.attrs.get("axis", 1)) % rank if rank else 0
+            note(n.inputs[0], n.inputs[1], n.inputs[2] if len(n.inputs) > 2 else "", axis)
+    return out
+
+
+# --- the lowered model as ONNX, for onnxruntime to run the same integer ops ------------------
+
+def to_onnx(lw: Lowered) -> "onnx.ModelProto":
+    """The lowered ops as an ONNX model onnxruntime runs: QOperator ops where lowering fused QDQ,
+    the integer Clip of an absorbed Relu/Clip, QLinearHardSwish as DQ -> HardSwish -> Q (no
+    onnxruntime op), every other op as the model has it. Tensor names are the model's, so its
+    values compare one to one with the firmware's."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    g = lw.graph
+    assert g.model is not None
+    src = g.model.graph
+    nodes: list[onnx.NodeProto] = []
+    extra: dict[str, np.ndarray] = {}
+
+    def const(name: str, value: np.ndarray) -> str:
+        extra[name] = value
+        return name
+
+    def itype(x: str) -> np.dtype:
+        return np.dtype(np.int8 if lw.types[x].dtype == "int8" else np.uint8)
+
+    for op in lw.ops:
+        original = src.node[op.node]
+        if not op.fused and op.op_type == original.op_type:
+            nodes.append(original)
+            continue
+        out = op.outputs[0]
+        if op.op_type == "QLinearHardSwish":
+            x, xs, xz, ys, yz = (list(op.inputs) + [""] * 5)[:5]
+            nodes += [helper.make_node("DequantizeLinear", [x, xs, xz], [f"{out}::dq"]),
+                      helper.make_node("HardSwish", [f"{out}::dq"], [f"{out}::f"]),
+                      helper.make_node("QuantizeLinear", [f"{out}::f", ys, yz], [out])]
+            continue
+        if op.op_type == "Clip" and op.domain in _ONNX:  # integer bounds as constants of the type
+            t = itype(op.inputs[0])
+            lo = const(f"{out}::min", np.array(op.attrs["min"], t))
+            hi = const(f"{out}::max", np.array(op.attrs["max"], t))
+            nodes.append(helper.make_node("Clip", [op.inputs[0], lo, hi], op.outputs, name=op.name))
+            continue
+        inputs = list(op.inputs)
+        if op.op_type == "Pad" and "value" in op.attrs:
+            while len(inputs) < 3:
+                inputs.append("")
+            inputs[2] = const(f"{out}::value", np.array(op.attrs["value"], itype(op.inputs[0])))
+        anchor = optable.spec(original.op_type)
+        qop = anchor.qoperator if anchor is not None else None
+        keep = qop.attrs if qop is not None and qop.op_type == op.op_type else None
+        attrs = [a for a in original.attribute if keep is None or a.name in keep]
+        ranged = "output_min" in op.attrs
+        y = f"{out}::unclipped" if ranged else out
+        node = helper.make_node(op.op_type, inputs, [y] if len(op.outputs) == 1 else list(op.outputs),
+                                name=op.name, domain=op.domain or None)
+        node.attribute.extend(attrs)
+        if op.op_type == "QLinearSoftmax":
+            node.attribute.append(helper.make_attribute("opset", optable.opset(g)))
+        if op.op_type in ("QLinearAveragePool", "QLinearGlobalAveragePool"):
+            node.attribute.append(helper.make_attribute("channels_last", 0))
+        nodes.append(node)
+        if ranged:
+            t = itype(out)
+            nodes.append(helper.make_node("Clip", [y, const(f"{out}::min", np.array(op.attrs["output_min"], t)),
+                                                   const(f"{out}::max", np.array(op.attrs["output_max"], t))], [out]))
+    used = {x for n in nodes for x in n.input if x} | set(lw.outputs)
+    inits = [t for t in src.initializer if t.name in used]
+    have = {t.name for t in inits} | set(lw.inputs)
+    inits += [numpy_helper.from_array(np.asarray(lw.value(n)), n) for n in sorted(used - have) if n in g.consts]
+    inits += [numpy_helper.from_array(v, n) for n, v in extra.items()]
+    graph = helper.make_graph(nodes, src.name or "lowered", [v for v in src.input if v.name in lw.inputs],
+                              list(src.output), inits)
+    opsets = [o for o in g.model.opset_import if o.domain not in ("com.microsoft",)]
+    opsets.append(helper.make_opsetid("com.microsoft", 1))
+    model = helper.make_model(graph, opset_imports=opsets)
+    model.ir_version = g.model.ir_version
+    return model

@@ -1,0 +1,203 @@
+"""The plan checker: a plan against the model it claims to plan, re-derived from the model file.
+
+Apart from the plan-file format (planfile), which knows no pipeline: checking a plan lowers
+the model and re-runs liveness, so this sits above the model stage. ``check`` trusts nothing
+in the file; ``verified`` is what the build makes tables from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from arena_tool.model import liveness
+from arena_tool.plan import regions
+from arena_tool.core.errors import ArenaError, CheckFailed
+from arena_tool.model.lowering import Lowered
+from arena_tool.plan.planfile import PlanBuffer, PlanFile, load, model_kind, quant_doc
+from arena_tool.core.problem import ModelProblem, Tensor, lower_bound
+
+
+def lowered_model(model_path: str, plan: PlanFile) -> Lowered:
+    """The lowered model a plan was made from (same input shapes), for codegen."""
+    if plan.kind != "onnx":
+        raise ArenaError(f"arena's C tables are made from ONNX models; this is a {plan.kind} plan",
+                         file=model_path, field="model_kind",
+                         hint="a .tflite model runs in TFLite Micro: write its plan into the model with "
+                              "'arena-tool plan MODEL.tflite -o PLANNED.tflite' (and use runtime: none)")
+    return liveness.lower(model_path, plan.options)
+
+
+def check(plan: PlanFile, mp: ModelProblem, plan_path: str) -> list[str]:
+    """Every way the plan disagrees with the model it claims to plan; [] when it holds.
+
+    mp is the model re-derived with the plan's own options. Everything codegen and
+    the gate take from the plan is compared with it: the schedule (order, names,
+    op types, inputs, outputs, workspaces), each buffer's kind, shape, elements,
+    dtype, quant, size, live range and alias (an alias at its root's offset), the
+    offsets (aligned, inside arena_size), lower_bound and the model-wide totals.
+    Pairs are checked naively (O(n^2)) with each tensor's own live range; two
+    tensors of one alias group share bytes by design and are not compared.
+    """
+    problems: list[str] = []
+    kind = plan.kind
+    if kind != model_kind(mp):
+        return [f"the plan is for a{'n' if kind == 'onnx' else ''} {kind} model, the model is {model_kind(mp)}"]
+    mp, problem = _in_plan_order(plan, mp)
+    if problem:
+        return [problem]
+    if plan.model_sha256 != mp.model_sha256:
+        problems.append(f"model bytes changed since planning (sha256 {plan.model_sha256[:12]}… vs {mp.model_sha256[:12]}…)")
+    problems += _totals(plan, mp)
+    align = plan.alignment
+    arena = plan.arena_size
+    bufs = plan.buffers
+    planned = plan.by_name
+    problems += _duplicates(bufs)
+    for name in sorted(set(planned) - {t.name for t in mp.tensors}):
+        problems.append(f"buffer {name} is not an arena tensor of the model")
+    for t in mp.tensors:
+        b = planned.get(t.name)
+        if b is None:
+            problems.append(f"tensor {t.name} has no buffer in the plan")
+            continue
+        if b.size < t.size:
+            problems.append(f"{t.name}: size {b.size} B < {t.size} B the tensor needs")
+        if b.first_op > t.first_op or b.last_op < t.last_op:
+            problems.append(f"{t.name}: live range [{b.first_op}, {b.last_op}] is shorter than "
+                            f"[{t.first_op}, {t.last_op}] the model implies")
+        if b.alias_of is not None and b.alias_of != t.alias_of:  # dropping an alias is always safe
+            problems.append(f"{t.name}: alias_of {b.alias_of!r}, the model allows {t.alias_of!r}")
+        if b.dtype != t.dtype:
+            problems.append(f"{t.name}: dtype {b.dtype}, the model runs it as {t.dtype}")
+        problems += _described(t, b)
+        need = max(align, t.alignment or 1)
+        if b.offset % need:
+            problems.append(f"{t.name}: offset {b.offset} is not a multiple of the alignment {need}")
+        if b.offset + b.size > arena:
+            problems.append(f"{t.name}: ends at {b.offset + b.size} B, past arena_size {arena} B")
+    problems += _alias_offsets(bufs)
+    group = [b.root for b in bufs]
+    first, last, off, size = (np.array([getattr(b, k) for b in bufs], dtype=np.int64)
+                              for k in ("first_op", "last_op", "offset", "size"))
+    names = sorted({b.region or "" for b in bufs})  # a split plan: pairs meet only in one region
+    reg = np.array([names.index(b.region or "") for b in bufs], dtype=np.int64)
+    for i, a in enumerate(bufs):  # every pair, naively; numpy runs one row of the pair matrix
+        rest = slice(i + 1, None)
+        hit = (first[i] <= last[rest]) & (first[rest] <= last[i]) & (reg[i] == reg[rest]) & \
+            (off[i] < off[rest] + size[rest]) & (off[rest] < off[i] + size[i])
+        for j in (i + 1 + np.flatnonzero(hit)).tolist():
+            c = bufs[j]
+            if group[j] == group[i]:
+                continue  # one alias group shares bytes by design
+            problems.append(
+                f"{a.name} [{a.offset}, {a.offset + a.size}) and {c.name} "
+                f"[{c.offset}, {c.offset + c.size}) overlap while both are live "
+                f"(ops {max(a.first_op, c.first_op)}..{min(a.last_op, c.last_op)})")
+    planned_as = mp if any(b.alias_of for b in bufs) else mp.without_aliases()  # see planning.plan_model
+    bound = lower_bound(planned_as.problem().buffers)
+    if arena < bound:
+        problems.append(f"arena_size {arena} B is below the lower bound {bound} B")
+    if plan.lower_bound != bound:
+        problems.append(f"lower_bound {plan.lower_bound} B, the model's is {bound} B")
+    if plan.is_split:
+        problems += regions.check(plan)
+    return problems
+
+
+def _totals(plan: PlanFile, mp: ModelProblem) -> list[str]:
+    """The plan's model-wide numbers: the gate checks the flash with weights_bytes."""
+    out = []
+    for key in ("weights_bytes", "integer_ops", "qdq_fused"):  # the last two optional in the schema
+        value = getattr(plan, key)
+        if value is not None and value != getattr(mp, key):
+            out.append(f"{key} {value}, the model's is {getattr(mp, key)}")
+    return out
+
+
+def _duplicates(bufs: Sequence[PlanBuffer]) -> list[str]:
+    """Buffer names listed twice: codegen would give one tensor two rows."""
+    counts: dict[str, int] = {}
+    for b in bufs:
+        counts[b.name] = counts.get(b.name, 0) + 1
+    return [f"buffer {name} is listed {n} times" for name, n in sorted(counts.items()) if n > 1]
+
+
+def _described(t: Tensor, b: PlanBuffer) -> list[str]:
+    """What codegen copies into the tables as it stands: kind, shape, elements and quant (as the
+    file spells them, for the message)."""
+    pairs = {"kind": (b.kind, t.kind), "shape": (list(b.shape), list(t.shape)),
+             "elements": (b.elements, t.elements), "quant": (quant_doc(b.quant), quant_doc(t.quant))}
+    return [f"{t.name}: {key} {got!r}, the model's is {want!r}" for key, (got, want) in pairs.items() if got != want]
+
+
+def _alias_offsets(bufs: Sequence[PlanBuffer]) -> list[str]:
+    """An alias shares its root's bytes: at another offset the pair check (which skips a
+    group) would not see the two overlap."""
+    offset = {b.name: b.offset for b in bufs if b.alias_of is None}
+    out = []
+    for b in bufs:
+        root = b.alias_of
+        if root is not None and offset.get(root) != b.offset:
+            where = "is not a root buffer of the plan" if root not in offset else f"is at offset {offset[root]}"
+            out.append(f"{b.name}: offset {b.offset}, but its alias_of {root} {where}")
+    return out
+
+
+def _in_plan_order(plan: PlanFile, mp: ModelProblem) -> tuple[ModelProblem, str | None]:
+    """A plan may run the ops in another topological order (schedule[k].node: the node or
+    operator index): the live ranges are those of that order, re-derived from the model."""
+    order = plan.order
+    if order != [s.node for s in mp.schedule]:
+        try:
+            mp = liveness.model_problem(mp.model, mp.options, order=order)
+        except ArenaError as e:
+            return mp, f"schedule: {e.msg}"
+    if len(plan.schedule) != len(mp.schedule):
+        return mp, f"schedule: {len(plan.schedule)} steps, the model runs {len(mp.schedule)} ops"
+    for k, (s, t) in enumerate(zip(plan.schedule, mp.schedule)):
+        got_step = dataclasses.replace(s, domain=s.domain or "", fused=s.fused or ())  # both optional
+        for key in ("name", "op_type", "domain", "fused", "inputs", "outputs", "workspace"):
+            got, want = getattr(got_step, key), getattr(t, key)
+            if got != want:
+                show = list(got) if isinstance(got, tuple) else got  # as the file spells it
+                want = list(want) if isinstance(want, tuple) else want
+                return mp, f"schedule[{k}]: {key} {show!r}, the model's op {t.node} has {want!r}"
+    return mp, None
+
+
+REPLAN_HINT = "delete the plan file and build again (arena re-plans the model), or re-plan it with 'arena-tool plan'"
+
+
+def verified(plan_path: str, model_path: str) -> tuple[PlanFile, Lowered]:
+    """The plan at ``plan_path`` and the lowered model it plans, once ``check`` finds nothing wrong.
+
+    What the build makes tables from: a plan edited by hand, damaged, or left by an
+    interrupted build is one CheckFailed (exit 1) naming the plan file, never C tables.
+    """
+    plan = load(plan_path)
+    lowered = lowered_model(model_path, plan)
+    problems = check(plan, _derived(lowered, plan), plan_path)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise CheckFailed(f"the plan does not match {model_path}: {problems[0]}{more}", file=plan_path,
+                          hint=REPLAN_HINT)
+    return plan, lowered
+
+
+def _derived(lowered: Lowered, plan: PlanFile) -> ModelProblem:
+    """The model's problem under the plan's options, in the plan's op order where that is one
+    (else in the model's: ``check`` then says what is wrong with the order)."""
+    try:
+        return liveness.build(lowered, plan.options, order=plan.order)
+    except ArenaError:
+        return liveness.build(lowered, plan.options)
+
+
+def require_valid(plan: PlanFile, mp: ModelProblem, plan_path: str) -> None:
+    problems = check(plan, mp, plan_path)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise CheckFailed(problems[0] + more, file=plan_path)

@@ -1,0 +1,287 @@
+"""Planner ``optimal``: the minimum arena with a proof, or the best found and a bound.
+
+Method (after minimalloc's ideas, our own code; see ``search.py`` and ``sections.py``):
+1. Split the buffers into independent parts where the live set empties (a part's
+   layout never constrains another's; the arena is the largest part's height).
+2. Per part, start from the best of several greedy layouts (first fit and best fit
+   under several orders, plus the ``first_fit`` / ``greedy_size`` planners when
+   registered) -- the search only ever looks below it.
+3. With ``problem.capacity`` set and the greedy above it, first ask the decision
+   search for a layout under the capacity (60 % of the time; all of it when the
+   capacity equals the bound), then under the bound (40 % of what is left):
+   tight capacities prune hardest. The decision search splits the rest of a
+   part again whenever no unplaced buffer crosses a section boundary.
+4. Repeatedly ask the decision search for a layout under (part's best - 1 unit),
+   with restarts over several preorders. Found: a lower best, ask again.
+   Exhausted: the part's best is proven minimal. A part stops as soon as its best
+   is at or below the proven bound of the whole problem.
+The arena is proven ('proven', optimal True) when it equals the best proven lower
+bound: the load bound, a fixed buffer's top, the alignment-padded stack of one
+section (``sections.stack_bound``), or a refuted capacity.
+At ``params.time_limit`` the answer is the best layout found, optimal False,
+status 'time_limit' and ``best_bound`` the best proven bound. The limit covers
+the setup too: the greedy seeds (past it, only those done; the first one cut
+short is finished by stacking), the search instance and the stack bound. With
+``problem.capacity`` set, an arena provably above it gives status 'infeasible'.
+
+Worked example (TFLite Micro's TestGreedyMedium, (size, first, last)):
+  (10,0,1) (20,1,2) (30,2,3) (40,3,4) (50,0,1): greedy by size reaches 90,
+  the load bound is 80 and ``optimal`` reaches it: 50@0, 10@50, 20@60, 30@0, 40@30.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import time
+from typing import Callable, Sequence
+
+
+from arena_tool.plan.planners.params import Params
+from arena_tool.plan.planners import placement
+from arena_tool.plan.planners.clock import Deadline
+from arena_tool.plan.planners.decision import Decision
+from arena_tool.plan.planners.search import Rules, decide_restarts
+from arena_tool.plan.planners.sections import Instance, instance, stack_bound
+from arena_tool.core.problem import Buffer, Plan, Problem, Status, arena_size, lower_bound
+
+
+CAP_SHARE = 0.6  # share of the remaining time a probe at problem.capacity may take
+LOW_SHARE = 0.4  # share of the remaining time a probe at the lower bound may take
+
+
+def components(buffers: Sequence[Buffer]) -> list[list[int]]:
+    """Index groups whose live ranges chain together; groups never share an op."""
+    order = sorted(range(len(buffers)), key=lambda i: (buffers[i].start, i))
+    parts: list[list[int]] = []
+    reach = None
+    for i in order:
+        b = buffers[i]
+        if reach is None or b.start > reach:
+            parts.append([])
+            reach = b.end
+        parts[-1].append(i)
+        reach = max(reach, b.end)
+    return [sorted(p) for p in parts]
+
+
+_ORDERS: dict[str, Callable[[Buffer, int], tuple[int, int, int]]] = {
+    "size": lambda b, i: (-b.size, -(b.end - b.start), i),
+    "width": lambda b, i: (-(b.end - b.start), -b.size, i),
+    "area": lambda b, i: (-b.size * (b.end - b.start + 1), -b.size, i),
+    "start": lambda b, i: (b.start, -b.size, i),
+}
+
+
+def greedy_layouts(buffers: Sequence[Buffer], deadline: Deadline | None = None) -> list[tuple[str, list[int]]]:
+    """A handful of one-pass layouts (first and best fit under several orders).
+
+    Past ``deadline``: the ones done so far; always at least one, its tail
+    stacked without reuse if the deadline cut it (placement.place).
+    """
+    conf = placement.conflicts(buffers, deadline)
+    out: list[tuple[str, list[int]]] = []
+    for name, key in _ORDERS.items():
+        order = sorted(range(len(buffers)), key=lambda i: key(buffers[i], i))
+        for rule, fit in (("first", placement.FIRST_FIT), ("best", placement.BEST_FIT)):
+            if out and deadline is not None and deadline.passed():
+                return out
+            out.append((f"{rule}/{name}", placement.place(buffers, order, fit, conf, deadline)))
+    return out
+
+
+def _registered_greedies(problem: Problem, params: Params, deadline: Deadline) -> list[list[int]]:
+    """Layouts of the first_fit / greedy_size planners, if another module provides them,
+    in the time left."""
+    out = []
+    for mod in ("first_fit", "greedy_size"):
+        left = deadline.left()
+        if left <= 0:
+            break
+        try:
+            m = importlib.import_module(f"arena_tool.plan.planners.{mod}")
+        except ImportError:
+            continue
+        p = m.plan(problem, dataclasses.replace(params, time_limit=left, progress=None))
+        out.append(list(p.offsets))
+    return out
+
+
+@dataclasses.dataclass
+class _Part:
+    """One independent part of the problem and what is known about it."""
+
+    idx: list[int]  # its buffers' indices in the problem
+    bufs: list[Buffer]
+    offsets: list[int]  # bytes, the best layout found
+    best: int  # bytes, height of offsets
+    bound: int  # bytes, proven lower bound on this part's height
+    inst: Instance | None = None  # built when the part is first searched
+    low_aborted: bool = False  # the probe at the bound ran out of its share: walk down instead
+    cap_tried: bool = False  # the probe at problem.capacity was asked
+
+
+def _height(bufs: Sequence[Buffer], offs: Sequence[int]) -> int:
+    return max((o + b.size for b, o in zip(bufs, offs)), default=0)
+
+
+def _seeds(problem: Problem, params: Params, clock: Deadline, incumbents: Sequence[Sequence[int]],
+           greedy: bool) -> list[list[int]]:
+    """The layouts to start from: the incumbents, the greedy ones; at least one."""
+    layouts = [list(o) for o in incumbents]
+    if greedy:
+        layouts += [o for _, o in greedy_layouts(problem.buffers, clock)]
+        layouts += _registered_greedies(problem, params, clock)
+    if not layouts:
+        layouts = [greedy_layouts(problem.buffers, clock)[0][1]]
+    return layouts
+
+
+def _parts(bufs: Sequence[Buffer], layouts: list[list[int]], lb: int) -> list[_Part]:
+    """One _Part per component, with its best seed and its simple bounds (load, fixed
+    tops, largest buffer)."""
+    parts: list[_Part] = []
+    for idx in components(bufs):
+        pb = [bufs[i] for i in idx]
+        best_offs, best_h = [], -1
+        for lay in layouts:
+            offs = [lay[i] for i in idx]
+            h = _height(pb, offs)
+            if best_h < 0 or h < best_h:
+                best_offs, best_h = offs, h
+        fixed_top = max((b.fixed_offset + b.size for b in pb if b.fixed_offset is not None), default=0)
+        part_lb = lb if len(idx) == len(bufs) else lower_bound(pb)  # one part: the same sweep
+        parts.append(_Part(idx, pb, best_offs, best_h, max(part_lb, fixed_top, max(b.size for b in pb))))
+    return parts
+
+
+@dataclasses.dataclass(frozen=True)
+class _Probe:
+    """The next question for a part: a layout with height <= target, in ``share`` of the time left."""
+
+    target: int  # bytes
+    share: float
+    at_cap: bool  # asks problem.capacity
+    low: bool  # asks the bound (floor)
+
+
+def _probe(p: _Part, capacity: int | None, floor: int) -> _Probe:
+    """Tight capacities prune hardest: answer the problem's capacity first, then probe
+    the bound, each with a share of the time; then walk down from the best."""
+    at_cap = not p.cap_tried and capacity is not None and floor <= capacity < p.best
+    if at_cap:
+        assert capacity is not None
+        share = 1.0 if capacity <= floor else CAP_SHARE  # at the bound: the only question left
+        return _Probe(capacity, share, True, False)
+    if not p.low_aborted and floor < p.best - 1:
+        return _Probe(floor, LOW_SHARE, False, True)
+    return _Probe(p.best - 1, 1.0, False, False)
+
+
+def minimize(problem: Problem, params: Params, incumbents: Sequence[Sequence[int]] = (),
+             planner: str = "optimal", rules: Rules = Rules(), greedy: bool = True) -> Plan:
+    """The search driver; ``plan`` and ``prove`` are thin wrappers around it.
+
+    incumbents: valid layouts (offsets by buffer index) to start from.
+    """
+    t0 = time.perf_counter()
+    clock = Deadline(t0 + params.time_limit)
+    deadline = clock.at
+    progress = params.progress
+    bufs = problem.buffers
+    lb = lower_bound(bufs)
+    parts = _parts(bufs, _seeds(problem, params, clock, incumbents, greedy), lb)
+    global_bound = max((p.bound for p in parts), default=0)
+    nodes = decisions = 0
+
+    def report() -> None:
+        if progress is not None:
+            progress.report(best=max((q.best for q in parts), default=0), bound=max(global_bound, lb))
+    report()
+    while True:
+        open_parts = [p for p in parts if p.best > max(global_bound, p.bound)]
+        if not open_parts:
+            break
+        if problem.capacity is not None and global_bound > problem.capacity:
+            break  # settled: nothing fits the capacity; the best layout found is reported
+        if time.perf_counter() > deadline:
+            break
+        p = max(open_parts, key=lambda q: (q.best, -q.idx[0]))
+        if p.inst is None:
+            p.inst = instance(p.bufs, deadline)
+            if p.inst is None:
+                break  # the time ran out building it
+            # alignment padding: often closes the gap to the load bound at no search
+            pad = stack_bound(p.inst, deadline) * p.inst.unit
+            if pad > p.bound:
+                p.bound = min(pad, p.best)
+                global_bound = max(global_bound, p.bound)
+                report()
+                continue
+        inst = p.inst
+        floor = max(global_bound, p.bound)
+        probe = _probe(p, problem.capacity, floor)
+        p.cap_tried = p.cap_tried or probe.at_cap
+        cap = probe.target // inst.unit  # scaled units
+        now = time.perf_counter()
+        res = decide_restarts(inst, cap, now + probe.share * (deadline - now), rules, progress=progress)
+        nodes += res.nodes
+        decisions += 1
+        if res.status == Decision.FOUND:
+            assert res.offsets is not None
+            offs = [int(o) * inst.unit for o in res.offsets]
+            p.offsets, p.best = offs, _height(p.bufs, offs)
+        elif res.status == Decision.INFEASIBLE:
+            p.bound = max(p.bound, (cap + 1) * inst.unit)
+            global_bound = max(global_bound, min(p.bound, p.best))
+            p.bound = min(p.bound, p.best)
+        elif probe.low or (probe.at_cap and probe.target <= floor):
+            p.low_aborted = True  # (a capacity at the bound was that same probe)
+        elif not probe.at_cap:
+            break
+        report()
+    return _result(problem, parts, global_bound, lb, planner, t0,
+                   (("nodes", nodes), ("decisions", decisions), ("parts", len(parts))))
+
+
+def _result(problem: Problem, parts: list[_Part], global_bound: int, lb: int, planner: str, t0: float,
+            stats: tuple[tuple[str, int], ...]) -> Plan:
+    """The parts' layouts as one Plan, and what is proven about it."""
+    bufs = problem.buffers
+    offsets = [0] * len(bufs)
+    for p in parts:
+        for i, o in zip(p.idx, p.offsets):
+            offsets[i] = o
+    arena = arena_size(bufs, offsets)
+    proven = arena <= global_bound
+    status = Status.PROVEN if proven else Status.TIME_LIMIT
+    if problem.capacity is not None and arena > problem.capacity:
+        if proven or global_bound > problem.capacity:
+            status = Status.INFEASIBLE
+    return Plan(
+        offsets=tuple(offsets),
+        arena_size=arena,
+        planner=planner,
+        optimal=proven,
+        status=status,
+        lower_bound=lb,
+        best_bound=max(global_bound, lb) if not proven else arena,
+        seconds=time.perf_counter() - t0,
+        stats=stats,
+    )
+
+
+def plan(problem: Problem, params: Params) -> Plan:
+    return minimize(problem, params)
+
+
+def prove(problem: Problem, plan: Plan, params: Params, greedy: bool = False) -> Plan:
+    """Prove ``plan`` minimal, or improve it, within ``params.time_limit``.
+
+    For exact_cover: a coarsened (k > 1) result is a valid layout but not proven at
+    byte granularity; this searches below its arena. The returned Plan keeps
+    ``plan.planner``; optimal True/status 'proven' when nothing smaller exists,
+    else the best layout found (never worse than ``plan``) with status 'time_limit'
+    and ``best_bound``. greedy=True also seeds the search with the greedy layouts.
+    """
+    return minimize(problem, params, incumbents=[list(plan.offsets)], planner=plan.planner, greedy=greedy)

@@ -1,0 +1,226 @@
+"""The sections of a problem and what they bound: the instance the decision search
+(``search.py``) runs on, like minimalloc's sweeper.
+
+A *section* is a span of ops with a constant live set; a buffer spans an interval
+of sections. ``instance`` scales a problem by the largest unit that loses nothing
+(every size, fixed offset and alignment a whole number of units, or an alignment
+that divides the unit), numbers the sections, and lists each buffer's
+time-neighbours. ``stack_bound`` is a lower bound on the height that counts the
+padding mixed alignments force; ``preorder`` ranks the buffers under one of
+minimalloc's key strings. Everything derived is cached on the instance, so the
+restarts of one search and the searches of one part share it.
+
+Worked example: buffers a 0..1, b 1..2, c 2..2 (inclusive ops) give the section
+points 0, 1, 2, 3 and sections [0], [1], [2]: a spans sections 0..1, b 1..2,
+c 2..2; the live set of section 1 is {a, b}.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from arena_tool.core.problem import Buffer
+
+
+# size, align, fixed, s0, s1 by buffer; overlaps by buffer; members by section
+Lists = tuple[list[int], list[int], list[int], list[int], list[int], list[list[int]], list[list[int]]]
+
+
+@dataclasses.dataclass
+class Instance:
+    """A problem scaled by a common unit of all sizes, alignments and fixed offsets.
+
+    size/align/fixed are in units of ``unit`` bytes (fixed = -1 when free);
+    s0/s1: first and last section index of each buffer (inclusive);
+    overlaps[i]: indices of the buffers live together with i.
+    """
+
+    unit: int
+    size: np.ndarray
+    align: np.ndarray
+    fixed: np.ndarray
+    s0: np.ndarray
+    s1: np.ndarray
+    n_sections: int
+    overlaps: list[np.ndarray]
+    start: np.ndarray
+    end: np.ndarray
+    cache: dict[Any, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+    @property
+    def n(self) -> int:
+        return len(self.size)
+
+    def section_loads(self) -> np.ndarray:
+        load = np.zeros(self.n_sections + 1, dtype=np.int64)
+        np.add.at(load, self.s0, self.size)
+        np.add.at(load, self.s1 + 1, -self.size)
+        return np.cumsum(load)[:-1]
+
+    def lists(self) -> "Lists":
+        """The arrays as Python lists (the search indexes them one at a time)."""
+        if "lists" not in self.cache:
+            members: list[list[int]] = [[] for _ in range(self.n_sections)]
+            for y, (a, b) in enumerate(zip(self.s0.tolist(), self.s1.tolist())):
+                for s in range(a, b + 1):
+                    members[s].append(y)
+            self.cache["lists"] = (self.size.tolist(), self.align.tolist(), self.fixed.tolist(),
+                                   self.s0.tolist(), self.s1.tolist(),
+                                   [o.tolist() for o in self.overlaps], members)
+        lists: Lists = self.cache["lists"]
+        return lists
+
+
+def _unit(buffers: Sequence[Buffer]) -> int:
+    """Largest g dividing every size and fixed offset such that every alignment
+    either divides g (always met) or is a multiple of it (scales to a/g)."""
+    g = 0
+    for b in buffers:
+        g = math.gcd(g, b.size, b.fixed_offset or 0)
+    g = g or 1
+    changed = True
+    while changed:
+        changed = False
+        for b in buffers:
+            if g % b.alignment and b.alignment % g:
+                g = math.gcd(g, b.alignment)
+                changed = True
+    return g
+
+
+def instance(buffers: Sequence[Buffer], deadline: float | None = None) -> Instance | None:
+    """The scaled instance; None when ``deadline`` (perf_counter) passes first.
+
+    Overlaps by a sweep in start order: buffer i meets those starting in
+    [.., end_i] (a slice of the start order) that end at or after start_i, and
+    the slice begins where the running maximum of ends reaches start_i, so each
+    row costs about its neighbourhood, not n.
+    """
+    n = len(buffers)
+    g = _unit(buffers)
+    size = np.array([b.size // g for b in buffers], dtype=np.int64)
+    align = np.array([max(b.alignment // g, 1) if b.alignment % g == 0 else 1 for b in buffers],
+                     dtype=np.int64)
+    fixed = np.array([-1 if b.fixed_offset is None else b.fixed_offset // g for b in buffers], dtype=np.int64)
+    start = np.array([b.start for b in buffers], dtype=np.int64)
+    end = np.array([b.end for b in buffers], dtype=np.int64)
+    points = np.unique(np.concatenate([start, end + 1])) if n else np.zeros(0, dtype=np.int64)
+    s0 = np.searchsorted(points, start)
+    s1 = np.searchsorted(points, end + 1) - 1
+    by_start = np.argsort(start, kind="stable")
+    reach = np.maximum.accumulate(end[by_start]) if n else end
+    lo = np.searchsorted(reach, start, side="left").tolist()
+    hi = np.searchsorted(start[by_start], end, side="right").tolist()
+    overlaps = []
+    for i in range(n):
+        if deadline is not None and i % 64 == 0 and time.perf_counter() > deadline:
+            return None
+        cand = by_start[lo[i]:hi[i]]
+        cand = cand[(end[cand] >= start[i]) & (cand != i)]
+        cand.sort()
+        overlaps.append(cand)
+    return Instance(g, size, align, fixed, s0.astype(np.int64), s1.astype(np.int64),
+                    max(len(points) - 1, 0), overlaps, start, end)
+
+
+STACK_STATES = 4096  # largest multiset DP per section; bigger sections use their load
+
+
+def stack_height(items: list[tuple[int, int]], base: int = 0) -> int:
+    """Lowest top of a stack of (size, alignment) items above ``base``, each aligned.
+
+    Items live at a common op, so in any layout they sit one above the other and
+    each at best at its alignment above the one below: the minimum over orders
+    of that stack, by dynamic programming over the multiset of items used
+    (align_up(h) + size grows with h, so the lowest top per multiset suffices).
+    Returns -1 when the multiset has more than STACK_STATES states.
+    """
+    kinds = sorted(set(items))
+    counts = [items.count(k) for k in kinds]
+    radix = [1]
+    for c in counts:
+        radix.append(radix[-1] * (c + 1))
+    if radix[-1] > STACK_STATES:
+        return -1
+    f = [base] + [-1] * (radix[-1] - 1)
+    for code in range(radix[-1] - 1):
+        h = f[code]
+        if h < 0:
+            continue
+        for j, (sz, al) in enumerate(kinds):
+            if code // radix[j] % (counts[j] + 1) < counts[j]:
+                v = -(-h // al) * al + sz
+                nxt = code + radix[j]
+                if f[nxt] < 0 or v < f[nxt]:
+                    f[nxt] = v
+    return f[-1]
+
+
+def stack_bound(inst: Instance, deadline: float | None = None) -> int:
+    """A lower bound (scaled units) on the height, alignment padding included.
+
+    The load bound ignores the padding mixed alignments force between buffers
+    live at one op; this takes, per section, the lowest aligned stack of its
+    members (``stack_height``; the load where that is too big to enumerate).
+    A fixed buffer counts with alignment 1 (its offset need not be aligned), so
+    the stack stays a relaxation. Too big to enumerate, or one alignment shared:
+    every offset is a multiple of g, the gcd of the alignments, so each buffer
+    but the top one takes align_up(size, g) -- the top one being the one that
+    pads most. With g = 1 that is the load bound.
+    """
+    if "stack_bound" in inst.cache:
+        cached: int = inst.cache["stack_bound"]
+        return cached
+    size, align, fixed, _, _, _, members = inst.lists()
+    best = 0
+    seen: set[tuple[tuple[int, int], ...]] = set()
+    for m in members:
+        items = sorted((size[y], align[y] if fixed[y] < 0 else 1) for y in m)
+        if not items or tuple(items) in seen:
+            continue
+        seen.add(tuple(items))
+        g = 0
+        for _, a in items:
+            g = math.gcd(g, a)
+        up = [-(-sz // g) * g for sz, _ in items]
+        h = sum(up) - max(u - sz for u, (sz, _) in zip(up, items))
+        if any(a != g for _, a in items):
+            h = max(h, stack_height(items))
+        if h > best:
+            best = h
+    inst.cache["stack_bound"] = best
+    return best
+
+
+def preorder(inst: Instance, heuristic: str) -> np.ndarray:
+    """Rank of each buffer under a key string, each key descending, index last.
+
+    Keys (as minimalloc names them): W width in ops, A area (size x width),
+    T total (largest section load the buffer spans), Z size, O overlaps, L start
+    (earliest first), U end (latest first), S start (latest first), E end (earliest first),
+    C sections spanned. The key arrays and each ranking are computed once per instance.
+    """
+    if ("rank", heuristic) in inst.cache:
+        ranked: np.ndarray = inst.cache["rank", heuristic]
+        return ranked
+    keys = inst.cache.get("keys")
+    if keys is None:
+        load = inst.section_loads()
+        total = (np.array([load[a:b + 1].max() for a, b in zip(inst.s0.tolist(), inst.s1.tolist())],
+                          dtype=np.int64) if inst.n else np.zeros(0, np.int64))
+        width = inst.end - inst.start + 1
+        keys = inst.cache["keys"] = {
+            "W": width, "A": width * inst.size, "T": total, "Z": inst.size,
+            "O": np.array([len(o) for o in inst.overlaps], dtype=np.int64), "L": -inst.start,
+            "U": inst.end, "S": inst.start, "E": -inst.end, "C": inst.s1 - inst.s0 + 1}
+    cols = [np.arange(inst.n)] + [-keys[c] for c in reversed(heuristic)]
+    order = np.lexsort(cols)
+    rank = np.empty(inst.n, dtype=np.int64)
+    rank[order] = np.arange(inst.n)
+    inst.cache["rank", heuristic] = rank
+    return rank

@@ -1,0 +1,127 @@
+"""Model -> validated plan: the one pipeline the CLI and the SCons tool share.
+
+Every plan is checked by the independent validator before anyone sees it; a
+planner that returns an invalid plan is an arena bug (exit status 3), never a
+result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Sequence
+
+from arena_tool.model import liveness, optable, tflite_model
+from arena_tool.plan import planfile, planners, regions as split, validate
+from arena_tool.core.errors import ArenaBug, ArenaError, did_you_mean
+from arena_tool.model.lowering import Lowered
+from arena_tool.plan.planfile import PlanBaselines, PlanFile
+from arena_tool.core.problem import ModelOptions, ModelProblem, Plan, Problem, lower_bound
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedModel:
+    """mp: the model's problem; problem: mp.problem(); plan: the validated plan; plan_file: the
+    plan file (planfile.build; planfile.write writes it)."""
+
+    mp: ModelProblem
+    problem: Problem
+    plan: Plan
+    plan_file: PlanFile
+
+
+def planner_names() -> list[str]:
+    return sorted(planners.PLANNERS)
+
+
+def check_planner_name(name: str, field: str = "planner", file: str | None = None) -> None:
+    if name not in planners.PLANNERS:
+        raise ArenaError(f"unknown planner '{name}'", field=field, file=file,
+                         hint=f"{did_you_mean(name, planner_names())}expected one of {', '.join(planner_names())}")
+
+
+def run_planner(name: str, problem: Problem, params: planners.Params) -> Plan:
+    """Run and validate; the plan's seconds are measured here, around the planner."""
+    check_planner_name(name)
+    t0 = time.perf_counter()
+    plan = planners.run(name, problem, params)
+    seconds = time.perf_counter() - t0
+    # Over capacity is an answer (the caller reports it), not a broken plan.
+    bad = validate.violations(dataclasses.replace(problem, capacity=None), plan.offsets, plan.arena_size)
+    if bad:
+        first = bad[0]
+        raise ArenaBug(f"planner {name} returned an invalid plan: {first.reason.value}: {first.message}")
+    return dataclasses.replace(plan, seconds=seconds)
+
+
+def plan_model(path: str, options: ModelOptions, planner: str, params: planners.Params,
+               regions: Sequence[tuple[str, int]] = ()) -> PlannedModel:
+    """regions: (name, capacity in bytes) fastest first, for a split arena (plan_split);
+    empty: one arena."""
+    if regions:
+        return plan_split(path, options, planner, params, [split.RegionCap(n, int(c)) for n, c in regions])
+    check_planner_name(planner)
+    lowered = None if tflite_model.is_tflite(path) else liveness.lower(path, options)  # loaded once
+    mp = liveness.model_problem(path, options, lowered=lowered)
+    problem = mp.problem()
+    plan = run_planner(planner, problem, params)
+    if any(t.alias_of for t in mp.tensors):
+        # An alias group is one rectangle, so sharing can in rare layouts pack worse than
+        # separate buffers; when the plan is above what separate buffers could need at best,
+        # plan those too and keep the smaller: in-place never costs bytes.
+        flat = mp.without_aliases()
+        flat_problem = flat.problem()
+        if plan.arena_size > lower_bound(flat_problem.buffers):
+            alt = run_planner(planner, flat_problem, params)
+            if alt.arena_size < plan.arena_size:
+                mp, problem, plan = flat, flat_problem, alt
+    return PlannedModel(mp, problem, plan, planfile.build(mp, plan, problem, k=params.k,
+                                                          baselines=_baselines(path, mp, lowered)))
+
+
+def plan_split(path: str, options: ModelOptions, planner: str, params: planners.Params,
+               caps: Sequence[split.RegionCap]) -> PlannedModel:
+    """``plan_model`` for a split arena: a PlannedModel whose plan file carries a region per
+    buffer (regions.plan_split, the split planner, says how)."""
+    check_planner_name(planner)
+    if not caps:
+        raise ArenaError("a split arena needs at least one region", field="region")
+    lowered = liveness.lower(path, options)
+    mp = liveness.model_problem(path, options, lowered=lowered)
+    problem = mp.problem()
+    s = split.plan_split(mp, lowered, problem, caps, planner,
+                         lambda sub, seconds: run_planner(planner, sub, dataclasses.replace(params, time_limit=seconds)),
+                         params.time_limit)
+    one = planfile.build(mp, s.plan, problem, k=params.k, baselines=_baselines(path, mp, lowered))
+    plan_file = dataclasses.replace(
+        one, buffers=tuple(dataclasses.replace(b, region=s.region_of[b.root]) for b in one.buffers),
+        regions=s.regions, split=s.split)
+    return PlannedModel(mp, problem, s.plan, plan_file)
+
+
+def _baselines(path: str, mp: ModelProblem, lowered: Lowered | None) -> PlanBaselines:
+    """The lower bounds without the options that change the peak itself, so explain can say
+    what each saved: the graph's own order (under schedule: memory) and no in-place depthwise
+    (where a depthwise Conv works in place), and sequential execution (under pipelined: what
+    pipelining costs). None where the option is off or changes nothing."""
+    opts = mp.options
+    order = [s.node for s in mp.schedule]
+    graph = None
+    if opts.schedule == "memory":
+        graph = _bound(liveness.model_problem(path, dataclasses.replace(opts, schedule="graph"), lowered=lowered))
+    aliased = {t.name for t in mp.tensors if t.alias_of is not None}
+    depthwise = None
+    if getattr(mp, "kind", "onnx") == "onnx" and any(
+            (spec := optable.spec(s.op_type)) is not None and spec.depthwise and s.outputs[0] in aliased
+            for s in mp.schedule):
+        plain = dataclasses.replace(opts, inplace_depthwise=False)
+        depthwise = _bound(liveness.model_problem(path, plain, order=order, lowered=lowered))
+    sequential = None
+    if opts.execution == "pipelined":  # what double buffering costs
+        sequential = _bound(liveness.model_problem(path, dataclasses.replace(opts, execution="sequential"),
+                                                   order=order, lowered=lowered))
+    return PlanBaselines(graph_order=graph, no_inplace_depthwise=depthwise, sequential=sequential)
+
+
+def _bound(mp: ModelProblem) -> int:
+    return lower_bound(mp.problem().buffers)

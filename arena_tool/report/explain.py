@@ -1,0 +1,248 @@
+"""Why a model needs the arena it needs: the peak op, what is live there, and what each
+technique saved (``arena-tool explain``; schemas/explain.schema.json).
+
+Everything is computed from a plan file (planfile.PlanFile: planfile.load), so a plan
+file and the model it was made from explain identically. An alias group (a root and the
+views / in-place outputs that share its bytes) is counted once: its root's planned size
+over the union of its members' live ranges, exactly the Buffer the planner placed. The
+peak of that sweep must equal the plan's lower bound; anything else is an arena bug.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from arena_tool import __version__
+from arena_tool.core import dtypes
+from arena_tool.plan import planners
+from arena_tool.core.errors import ArenaBug
+from arena_tool.core.files import write_atomic
+from arena_tool.core.problem import Buffer, Problem, align_up, fmt_bytes, lower_bound
+from arena_tool.core.schema import check_json
+
+if TYPE_CHECKING:
+    from arena_tool.plan.planfile import PlanBuffer, PlanFile
+
+FORMAT_VERSION = 1
+TOP = 10
+WHAT_IF_DTYPE = "int8"
+
+
+def _groups(buffers: Sequence[PlanBuffer]) -> dict[str, list[PlanBuffer]]:
+    """Root name -> its members (root first), in plan order."""
+    groups: dict[str, list[PlanBuffer]] = {}
+    for b in buffers:
+        if b.alias_of is None:
+            groups.setdefault(b.name, []).insert(0, b)
+        else:
+            groups.setdefault(b.alias_of, []).append(b)
+    return groups
+
+
+def _group_buffers(buffers: Sequence[PlanBuffer], alignment: int,
+                   size_of: Callable[[PlanBuffer], int] | None = None) -> list[Buffer]:
+    """One Buffer per alias group: the root's planned size (or the largest re-sized member),
+    over the union of the members' live ranges (as ModelProblem.problem)."""
+    out = []
+    for root, g in _groups(buffers).items():
+        size = max(size_of(m) for m in g) if size_of else g[0].size
+        out.append(Buffer(root, size, min(m.first_op for m in g), max(m.last_op for m in g), alignment))
+    return out
+
+
+def _pct(part: int, whole: int) -> float:
+    return round(100.0 * part / whole, 2) if whole else 0.0
+
+
+def _saving(technique: str, what: str, before: int, after: int, naive: int) -> dict[str, Any]:
+    return {"technique": technique, "what": what, "before": before, "after": after,
+            "saved": before - after, "percent": _pct(before - after, naive)}
+
+
+def _int8_size(plan: PlanFile) -> Callable[[PlanBuffer], int]:
+    """A buffer's size were every activation int8 (as --activation-dtype int8 plans it):
+    bitwidth-overridden tensors and scratch keep theirs."""
+    a = plan.alignment
+    pinned = {name for name, _ in plan.options.bitwidths}
+
+    def size(b: PlanBuffer) -> int:
+        if b.kind == "scratch" or b.name in pinned:
+            return b.size
+        return max(align_up(dtypes.nbytes(b.elements, dtypes.bits(WHAT_IF_DTYPE)), a), a)
+    return size
+
+
+def explain(plan: PlanFile, planner: str, params: planners.Params) -> dict[str, Any]:
+    """The explain report (schemas/explain.schema.json) of one plan file (planfile.load or
+    planfile.build).
+
+    planner/params plan the comparisons (greedy_size always; the int8 what-if with ``planner``).
+    Raises errors.ArenaBug when the live-bytes peak is not the plan's lower bound.
+    """
+    from arena_tool.plan import planning
+
+    bufs = plan.buffers
+    schedule = plan.schedule
+    align = plan.alignment
+    by_name = {b.name: b for b in bufs}
+    groups = _groups(bufs)
+    gbufs = _group_buffers(bufs, align)
+    horizon = max([len(schedule)] + [b.end + 1 for b in gbufs])
+
+    live = [0] * horizon
+    for g in gbufs:
+        for i in range(g.start, g.end + 1):
+            live[i] += g.size
+    peak_bytes = max(live, default=0)
+    peak_op = live.index(peak_bytes) if live else 0
+    if peak_bytes != plan.lower_bound:
+        raise ArenaBug(f"explain: the live bytes peak {fmt_bytes(peak_bytes)} is not the plan's "
+                       f"lower bound {fmt_bytes(plan.lower_bound)}")
+
+    def group_row(g: Buffer) -> dict[str, Any]:
+        root = groups[g.name][0]
+        return {"name": g.name, "size": g.size, "kind": root.kind, "dtype": root.dtype,
+                "first_op": g.start, "last_op": g.end,
+                "members": [m.name for m in groups[g.name][1:]]}
+
+    at_peak = sorted((g for g in gbufs if g.start <= peak_op <= g.end), key=lambda g: (-g.size, g.name))
+    live_at_peak = [{**group_row(g), "share": _pct(g.size, peak_bytes)} for g in at_peak]
+    largest = [group_row(g) for g in sorted(gbufs, key=lambda g: (-g.size, g.name))[:TOP]]
+
+    # --- savings, each against the naive sum (every tensor its own bytes, nothing reused) ---
+    flat = [Buffer(b.name, b.size, b.first_op, b.last_op, align) for b in bufs]
+    naive = sum(b.size for b in flat)
+    no_alias_lb = lower_bound(flat)
+    problem = Problem(tuple(gbufs))
+    greedy = planning.run_planner("greedy_size", problem, params)
+    arena = plan.arena_size
+    techniques = [
+        _saving("reuse", "no-alias lower bound vs naive sum",
+                naive, no_alias_lb, naive),
+        _saving("inplace_views", "lower bound vs no-alias lower bound", no_alias_lb, peak_bytes, naive),
+        _saving("planner", f"{plan.planner} arena vs greedy_size arena",
+                greedy.arena_size, arena, naive),
+    ]
+    from arena_tool.plan.planfile import PlanBaselines
+
+    base = plan.baselines or PlanBaselines()
+    if base.no_inplace_depthwise is not None:  # before the planner row: they lower the bound
+        techniques.insert(2, _saving("inplace_depthwise", "lower bound vs depthwise Convs not in place",
+                                     base.no_inplace_depthwise, peak_bytes, naive))
+    if base.sequential is not None:  # a cost: pipelining needs more than one op at a time
+        techniques.insert(2, _saving("pipelining", "lower bound vs sequential execution",
+                                     base.sequential, peak_bytes, naive))
+    if base.graph_order is not None:
+        techniques.insert(2, _saving("schedule", "lower bound vs the model's own op order",
+                                     base.graph_order, peak_bytes, naive))
+
+    act = [b for b in bufs if b.kind != "scratch"]
+    by_dtype: dict[str, int] = {}
+    for b in act:
+        by_dtype[b.dtype] = by_dtype.get(b.dtype, 0) + b.size
+    resized = _group_buffers(bufs, align, _int8_size(plan))
+    what_if = planning.run_planner(planner, Problem(tuple(resized)), params)
+    dtype_doc = {
+        "activation_dtypes": [{"dtype": k, "bytes": v} for k, v in sorted(by_dtype.items(), key=lambda kv: -kv[1])],
+        "integer_ops": plan.integer_ops,
+        "ops": len(schedule),
+        "what_if": {
+            "activation_dtype": WHAT_IF_DTYPE,
+            "planner": what_if.planner,
+            "lower_bound": what_if.lower_bound,
+            "arena_size": what_if.arena_size,
+            "saved": arena - what_if.arena_size,
+            "percent": _pct(arena - what_if.arena_size, naive),
+        },
+    }
+
+    ops = []
+    for i, s in enumerate(schedule):
+        outs = [by_name[o] for o in s.outputs if o in by_name]
+        ws = by_name.get(s.workspace) if s.workspace else None
+        ops.append({"index": i, "name": s.name, "op_type": s.op_type, "live_bytes": live[i],
+                    "output_bytes": sum(b.size for b in outs),
+                    "aliased_output_bytes": sum(b.size for b in outs if b.alias_of is not None),
+                    "workspace_bytes": ws.size if ws else 0})
+
+    peak_name, peak_type = (schedule[peak_op].name, schedule[peak_op].op_type) if peak_op < len(schedule) else ("", "")
+    return {
+        "format_version": FORMAT_VERSION,
+        "arena_tool_version": __version__,
+        "model": plan.model,
+        "planner": plan.planner,
+        "arena_size": arena,
+        "lower_bound": plan.lower_bound,
+        "peak_op": peak_op,
+        "peak_name": peak_name,
+        "peak_op_type": peak_type,
+        "peak_bytes": peak_bytes,
+        "live_at_peak": live_at_peak,
+        "largest": largest,
+        "savings": {"naive": naive, "no_alias_lower_bound": no_alias_lb, "lower_bound": peak_bytes,
+                    "greedy_arena": greedy.arena_size, "arena": arena,
+                    "techniques": techniques, "dtype": dtype_doc},
+        "ops": ops,
+    }
+
+
+def _table(header: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+    return [line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+
+
+def _name(row: dict[str, Any]) -> str:
+    more = row["members"]
+    name: str = row["name"]
+    return name + (f" (+{len(more)} alias{'es' if len(more) > 1 else ''}: {', '.join(more)})" if more else "")
+
+
+def render(r: dict[str, Any]) -> str:
+    s = r["savings"]
+    out = [f"model        {r['model']}",
+           f"arena        {fmt_bytes(r['arena_size'])} ({r['planner']}; lower bound {fmt_bytes(r['lower_bound'])})",
+           f"peak         {fmt_bytes(r['peak_bytes'])} at op {r['peak_op']} {r['peak_name']} ({r['peak_op_type']})",
+           "",
+           f"live at the peak (op {r['peak_op']}; an alias group counted once, at its root's size):"]
+    out += ["  " + x for x in _table(
+        ["buffer", "bytes", "share", "kind", "dtype", "ops"],
+        [[_name(b), f"{b['size']:,}", f"{b['share']:.1f} %", b["kind"], b["dtype"], f"{b['first_op']}..{b['last_op']}"]
+         for b in r["live_at_peak"]], {1, 2})]
+    out += ["", f"largest buffers (top {TOP}):"]
+    out += ["  " + x for x in _table(
+        ["buffer", "bytes", "kind", "dtype", "ops"],
+        [[_name(b), f"{b['size']:,}", b["kind"], b["dtype"], f"{b['first_op']}..{b['last_op']}"] for b in r["largest"]],
+        {1})]
+    out += ["", f"what each technique saved (percent of the naive sum {fmt_bytes(s['naive'])}, every tensor "
+                f"its own bytes):"]
+    labels = {"reuse": "reuse", "inplace_views": "in-place/views", "schedule": "op schedule",
+              "inplace_depthwise": "in-place depthwise", "pipelining": "pipelining (cost)", "planner": "planner"}
+    out += ["  " + x for x in _table(
+        ["technique", "before B", "after B", "saved B", "%", "how"],
+        [[labels[t["technique"]], f"{t['before']:,}", f"{t['after']:,}", f"{t['saved']:,}", f"{t['percent']:.1f}",
+          t["what"]] for t in s["techniques"]], {1, 2, 3, 4})]
+    d = s["dtype"]
+    w = d["what_if"]
+    kinds = ", ".join(f"{x['dtype']} {fmt_bytes(x['bytes'])}" for x in d["activation_dtypes"])
+    out += ["", f"activations  {kinds}; {d['integer_ops']} of {d['ops']} ops run on integers",
+            f"what-if      with {w['activation_dtype']} activations (--activation-dtype {w['activation_dtype']}; "
+            f"not this plan): arena {fmt_bytes(w['arena_size'])} "
+            f"(lower bound {fmt_bytes(w['lower_bound'])}), "
+            + (f"{fmt_bytes(w['saved'])} less ({w['percent']:.1f} % of naive)" if w["saved"] > 0
+               else "no smaller: the buffers that set the peak are already 8-bit or narrower"),
+            "", "per op (live bytes: alias groups once; output bytes of in-place outputs and views marked *):"]
+    out += ["  " + x for x in _table(
+        ["op", "name", "type", "live B", "output B", "workspace B", ""],
+        [[str(o["index"]), o["name"], o["op_type"], f"{o['live_bytes']:,}",
+          f"{o['output_bytes']:,}" + ("*" if o["aliased_output_bytes"] else " "), f"{o['workspace_bytes']:,}",
+          "<- peak" if o["index"] == r["peak_op"] else ""] for o in r["ops"]], {0, 3, 4, 5})]
+    return "\n".join(out)
+
+
+def write(path: str, report: dict[str, Any]) -> None:
+    check_json(report, "explain", path)
+    write_atomic(path, json.dumps(report, indent=1) + "\n")

@@ -1,0 +1,261 @@
+"""The layout picture of plans (``arena-tool plan|compare --plot FILE``): op on x, arena offset on y,
+every buffer a rectangle [first_op - 0.5, last_op + 0.5] x [offset, offset + size).
+
+Several plans (compare's planners) are panels side by side on one y scale, so taller is more
+RAM. Beside each, a narrow axis draws the live bytes per op (an alias group once, as explain
+counts them) on the same scale: where it touches the lower bound line is the peak, and the gap
+between the lower bound and the arena top is what the layout lost to fragmentation.
+
+Only matplotlib's object API (Figure, Agg canvas) is used, inside one rc_context from
+matplotlib's defaults, so nothing leaks into or out of pyplot or a user's matplotlibrc. The SVG
+is byte-identical for the same plans: a fixed hash salt, text as <text>, no date. Each buffer's
+rectangle is an SVG group with id ``buf:<panel>:<index in the plan's buffers>`` and a <title>
+(what a browser shows on hover).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import os
+import re
+import threading
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from xml.sax.saxutils import escape
+
+import matplotlib
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
+from matplotlib.patches import Patch, Rectangle
+from matplotlib.ticker import FuncFormatter, MaxNLocator
+from matplotlib.transforms import blended_transform_factory
+
+from arena_tool.core.errors import ArenaError
+from arena_tool.core.problem import fmt_bytes
+from arena_tool.core.files import write_atomic
+from arena_tool.report.timeline import Layout, Rect, layout
+
+if TYPE_CHECKING:
+    from arena_tool.plan.planfile import PlanFile
+    from matplotlib.typing import RcKeyType
+
+FORMATS = (".svg", ".png")
+COLOURS = {"io": "#8fb8de", "activation": "#f2b880", "scratch": "#bdbdbd", "alias": "#9ccc9c"}
+LEGEND = {"io": "input / output", "activation": "activation", "scratch": "workspace / scratch",
+          "alias": "alias (view, in-place)"}
+LABEL_PT = 7.0
+RC: dict[RcKeyType, Any] = {
+    "svg.hashsalt": "arena",  # clip-path and hatch ids from a fixed salt, not a random uuid
+    "svg.fonttype": "none",  # text stays <text>: small, searchable, no glyph cache ids
+    "path.snap": False,  # rectangles at their exact data coordinates, not pixel-snapped
+    "font.size": 8.0,
+    "hatch.linewidth": 0.5,
+}
+PNG_DPI = 150
+_RC_LOCK = threading.RLock()  # see _style
+PNG_MAX_PX = 6000  # a ten-planner compare stays an image viewers open
+
+
+@dataclasses.dataclass(frozen=True)
+class Geometry:
+    """Inches of one figure: fixed margins, so data-to-pixel transforms are known before drawing
+    (labels are fitted against them) and the same for every panel (one y scale)."""
+
+    main: float
+    live: float = 1.0
+    gap: float = 0.12  # main axis to its live axis
+    between: float = 0.35  # one panel's live axis to the next panel
+    left: float = 0.95
+    right: float = 0.2
+    bottom: float = 0.55
+    top: float = 0.8  # the legend and two-line panel titles
+    height: float = 5.0
+
+    def width(self, panels: int) -> float:
+        return self.left + self.right + panels * (self.main + self.gap + self.live) + (panels - 1) * self.between
+
+
+@contextlib.contextmanager
+def _style() -> Iterator[None]:
+    """matplotlib's own defaults plus RC, whatever the user's matplotlibrc says; restored after.
+
+    rcParams are process-wide and SCons runs actions in threads (-j): without the lock a second
+    picture's rc_context restores the defaults under the first one (svg.hashsalt None: random ids)."""
+    with _RC_LOCK, matplotlib.rc_context():
+        matplotlib.rcdefaults()
+        matplotlib.rcParams.update(RC)
+        yield
+
+
+def _colour_key(r: Rect) -> str:
+    if r.alias_of is not None:
+        return "alias"
+    if r.kind in ("input", "output"):
+        return "io"
+    return "scratch" if r.kind == "scratch" else "activation"
+
+
+def hover(r: Rect) -> str:
+    """The tooltip of one buffer: what it is, where it is, when it lives."""
+    alias = f" (alias of {r.alias_of})" if r.alias_of else ""
+    shape = "x".join(map(str, r.shape)) or "scalar"
+    return (f"{r.name}{alias}\n{r.kind}, {r.dtype} [{shape}]\n"
+            f"{fmt_bytes(r.size)} at offset {r.offset:,}: [{r.offset:,}, {r.offset + r.size:,})\n"
+            f"live ops {r.first_op}..{r.last_op}")
+
+
+def _bytes_axis(v: float, _pos: Any) -> str:
+    return f"{int(round(v)):,}"
+
+
+def _geometry(lays: Sequence[Layout]) -> Geometry:
+    """Wider panels for more ops, taller for more buffers, narrower when many panels share a row."""
+    ops = max(lay.ops for lay in lays)
+    bufs = max(len(lay.rects) for lay in lays)
+    main = min(max(3.5 + 0.12 * ops, 4.5), 12.0)
+    if len(lays) > 3:
+        main = min(main, 3.2)
+    return Geometry(main=main, live=0.8 if len(lays) > 3 else 1.0,
+                    height=min(max(4.0 + 0.02 * bufs, 5.0), 10.0))
+
+
+def _label_fits(ax: Any, r: Rect, renderer: Any, font: FontProperties) -> bool:
+    """Whether the name fits inside the rectangle as drawn (pixels at the figure's dpi)."""
+    (x0, y0), (x1, y1) = ax.transData.transform([(r.first_op - 0.5, r.offset), (r.last_op + 0.5, r.offset + r.size)])
+    if abs(y1 - y0) < 8 or abs(x1 - x0) < 8:
+        return False
+    w, h, _ = renderer.get_text_width_height_descent(r.name, font, ismath=False)
+    return bool(w + 4 <= abs(x1 - x0) and h + 2 <= abs(y1 - y0))
+
+
+def _draw_buffers(ax: Any, panel: int, lay: Layout, renderer: Any) -> None:
+    font = FontProperties(size=LABEL_PT)
+    roots_first = sorted(lay.rects, key=lambda r: (r.alias_of is not None, r.index))
+    for r in roots_first:
+        key = _colour_key(r)
+        ax.add_patch(Rectangle((r.first_op - 0.5, r.offset), r.last_op - r.first_op + 1, r.size,
+                               facecolor=COLOURS[key], edgecolor="#303030", linewidth=0.5,
+                               alpha=0.75 if key == "alias" else 1.0, hatch="///" if key == "alias" else None,
+                               gid=f"buf:{panel}:{r.index}"))
+        if _label_fits(ax, r, renderer, font):
+            ax.text((r.first_op + r.last_op) / 2, r.offset + r.size / 2, r.name, fontproperties=font,
+                    ha="center", va="center", clip_on=True, gid=f"label:{panel}:{r.index}")
+
+
+def _draw_lines(ax: Any, panel: int, lay: Layout, labelled: bool) -> None:
+    """The arena top (solid, label above) and the lower bound (dashed, label below)."""
+    ax.axhline(lay.arena_size, color="#c0392b", linewidth=1.0, gid=f"arena_top:{panel}")
+    ax.axhline(lay.lower_bound, color="black", linewidth=0.8, linestyle="--", gid=f"lower_bound:{panel}")
+    if not labelled:
+        return
+    at = blended_transform_factory(ax.transAxes, ax.transData)
+    box = {"facecolor": "white", "alpha": 0.7, "edgecolor": "none", "pad": 1.0}
+    same = lay.arena_size == lay.lower_bound
+    ax.text(0.995, lay.arena_size, f"arena {'= lower bound ' if same else ''}{fmt_bytes(lay.arena_size)}",
+            transform=at, ha="right", va="bottom", color="#c0392b", bbox=box)
+    if not same:
+        ax.text(0.995, lay.lower_bound, f"lower bound {fmt_bytes(lay.lower_bound)}", transform=at, ha="right",
+                va="top", bbox=box)
+
+
+def _draw_live(ax: Any, panel: int, lay: Layout) -> None:
+    """Live bytes per op as a filled step curve, the peak op marked."""
+    edges = [i - 0.5 for i in range(lay.ops + 1)]
+    ax.stairs(lay.live, edges, fill=True, color="#7f7f7f", alpha=0.6, gid=f"live:{panel}")
+    peak = lay.peak_op
+    ax.plot([peak], [lay.live[peak]], marker="v", color="black", markersize=4, gid=f"peak:{panel}")
+    ax.set_xlim(-0.5, lay.ops - 0.5)
+    ax.set_title("live B", fontsize=7)
+    ax.tick_params(labelleft=False, labelsize=6)
+    ax.xaxis.set_major_locator(MaxNLocator(3, integer=True))
+
+
+def layout_figure(plans: Sequence[tuple[str, PlanFile]]) -> Figure:
+    """One panel per (title, plan file), side by side on one y scale, with an Agg canvas."""
+    if not plans:
+        raise ValueError("layout_figure needs at least one plan")
+    with _style():
+        return _figure([(title, layout(plan)) for title, plan in plans])
+
+
+def _figure(panels: Sequence[tuple[str, Layout]]) -> Figure:
+    lays = [lay for _, lay in panels]
+    g = _geometry(lays)
+    width = g.width(len(panels))
+    fig = Figure(figsize=(width, g.height))
+    renderer = FigureCanvasAgg(fig).get_renderer()  # type: ignore[no-untyped-call]  # unannotated in matplotlib
+    top = max(max(lay.arena_size, lay.lower_bound, max(lay.live, default=0)) for lay in lays)
+    bottom, h = g.bottom / g.height, (g.height - g.bottom - g.top) / g.height
+    first = None
+    x = g.left
+    for p, (title, lay) in enumerate(panels):
+        ax = fig.add_axes((x / width, bottom, g.main / width, h), sharey=first)
+        live = fig.add_axes(((x + g.main + g.gap) / width, bottom, g.live / width, h), sharey=ax)
+        first = first or ax
+        _main_axis(ax, p, title, lay, max(top, 1) * 1.06)
+        _draw_buffers(ax, p, lay, renderer)
+        _draw_lines(ax, p, lay, labelled=True)
+        _draw_lines(live, p, lay, labelled=False)
+        _draw_live(live, p, lay)
+        x += g.main + g.gap + g.live + g.between
+    handles = [Patch(facecolor=COLOURS[k], edgecolor="#303030", label=LEGEND[k], hatch="///" if k == "alias" else None)
+               for k in COLOURS]
+    fig.legend(handles=handles, loc="upper center", ncol=len(handles), frameon=False,
+               bbox_to_anchor=(0.5, 1.0), fontsize=7)
+    return fig
+
+
+def _main_axis(ax: Any, panel: int, title: str, lay: Layout, ymax: float) -> None:
+    """Limits first: label fitting reads the data-to-pixel transform they fix."""
+    ax.set_xlim(-0.5, lay.ops - 0.5)
+    ax.set_ylim(0, ymax)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_formatter(FuncFormatter(_bytes_axis))
+    ax.set_xlabel("op (schedule step)")
+    if panel == 0:
+        ax.set_ylabel("arena offset (bytes)")
+    else:
+        ax.tick_params(labelleft=False)  # one scale: the first panel's numbers hold for all
+    ax.set_title(f"{title}\narena {fmt_bytes(lay.arena_size)}, lower bound {fmt_bytes(lay.lower_bound)}",
+                 fontsize=8)
+
+
+_GROUP = re.compile(r'<g id="(buf:\d+:\d+)">')
+
+
+def svg(plans: Sequence[tuple[str, PlanFile]]) -> str:
+    """The picture as SVG text, byte-identical for the same plans; hover titles on the buffers."""
+    panels = [(title, layout(plan)) for title, plan in plans]
+    titles = {f"buf:{p}:{r.index}": hover(r) for p, (_, lay) in enumerate(panels) for r in lay.rects}
+    with _style():
+        buf = io.StringIO()
+        _figure(panels).savefig(buf, format="svg", metadata={"Date": None})
+    return _GROUP.sub(lambda m: f'{m.group(0)}\n  <title>{escape(titles[m.group(1)])}</title>', buf.getvalue())
+
+
+def png(plans: Sequence[tuple[str, PlanFile]]) -> bytes:
+    with _style():
+        buf = io.BytesIO()
+        fig = _figure([(title, layout(plan)) for title, plan in plans])
+        dpi = min(PNG_DPI, PNG_MAX_PX / fig.get_figwidth())
+        fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    return buf.getvalue()
+
+
+def check_path(path: str, field: str = "--plot") -> str:
+    """The picture format of path ('.svg' or '.png'); anything else is a usage error.
+
+    Called before planning, so a typo costs no planner time."""
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix not in FORMATS:
+        raise ArenaError(f"cannot draw a {suffix or 'suffix-less'} file: the picture is SVG or PNG", file=path,
+                         field=field, hint="name the file *.svg (hover a buffer for its details) or *.png")
+    return suffix
+
+
+def write(plans: Sequence[tuple[str, PlanFile]], path: str, field: str = "--plot") -> None:
+    """Draw the plans to path, the format from its suffix, atomically."""
+    suffix = check_path(path, field)
+    write_atomic(path, svg(plans) if suffix == ".svg" else png(plans))

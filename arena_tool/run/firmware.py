@@ -1,0 +1,772 @@
+"""One model's firmware, built and run: on the host with gcc, or for a QEMU board (``arena-tool run``).
+
+The firmware is the example application (``arena_tool/runtime/example``: main.c, startup.c)
+over the C runtime and the tables ``codegen`` generates for one planned model. Two builds:
+
+* ``host``: the same C compiled natively by ``gcc`` (``HOST_CFLAGS``) and run as a process;
+  its exit status is main's. No flash, RAM or instruction counts.
+* a board with a ``qemu`` machine (mps2_an386, mps2_an500): ``arm-none-eabi-gcc`` with the
+  flags of a SCons build (``arena_tool.target.flags``: -Os or ``--optimize``'s level, newlib-nano,
+  --gc-sections), the linker script ``arena_tool.emit.linker`` renders for the board's default
+  region with a manifest's default stack reserve (``STACK``), run
+  under ``qemu-system-arm -icount shift=0``. Flash and RAM come from the ELF's section headers,
+  instructions per inference from main.c's SysTick ticks (x 40 on the mps2 machines; see
+  arena_tool/run/runreport.py).
+
+Inputs. Without a table the example fills each graph input with ``verify.input_pattern``.
+``input_source`` writes ``arena_inputs`` (main.c's weak table), so the firmware copies exactly
+the given arrays (an ``--input`` npz, or ``random_inputs``); onnxruntime gets the same arrays
+(``reference``) and ``compare`` measures each output against it:
+
+* float32: max absolute error within ``RTOL`` (1e-4) of the output's largest magnitude;
+* integer outputs: within one quantization step (1);
+* a float output a DequantizeLinear makes (a quantized model's dequantized output): within
+  one step of its scale.
+
+``run`` is the whole pipeline for ``arena-tool run`` (the CLI only parses arguments); the
+report it writes follows schemas/run.schema.json and holds no times or temporary paths.
+The lower-level pieces (``generate``, ``build_host``, ``run_host``, ``build_elf``) are what
+bench/firmware.py and tests/fwbuild.py build with; compiler failures propagate as
+``subprocess.CalledProcessError`` there, and ``run`` turns them into an arena bug (exit 3).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, TextIO
+
+import numpy as np
+
+import arena_tool
+from arena_tool.target import flags
+from arena_tool.core.errors import EXIT_BUG, EXIT_CHECK_FAILED, EXIT_OK, ArenaError, did_you_mean
+from arena_tool.core.files import write_atomic
+from arena_tool.target.manifest import DEFAULT_STACK
+from arena_tool.run.verify import NUMPY_TYPES
+
+if TYPE_CHECKING:
+    from arena_tool.plan import planners
+    from arena_tool.target.boards import Board
+    from arena_tool.emit.coverage import Gap
+    from arena_tool.model.lowering import Lowered
+    from arena_tool.plan.planfile import PlanFile
+    from arena_tool.core.problem import ModelOptions
+    from arena_tool.target.board_report import RegionUse
+
+HOST = "host"
+RUNTIME = Path(arena_tool.runtime_dir())
+APP = RUNTIME / "example"  # main.c, startup.c, semihost.h
+STACK = DEFAULT_STACK  # a manifest's default stack reserve, as a SCons build has it
+# the flag policy's (arena_tool.target.flags), at their default levels
+HOST_CFLAGS = flags.host_cflags()
+TARGET_CFLAGS = flags.cflags()
+TARGET_LDFLAGS = flags.LINKFLAGS
+TARGET_LIBS = tuple(f"-l{lib}" for lib in flags.LIBS)
+RTOL = 1e-4
+TIMEOUT = 120.0
+FORMAT_VERSION = 1
+_BITS = {"float32": ("uint32_t", np.uint32, 8), "int32": ("uint32_t", np.uint32, 8),
+         "int8": ("uint8_t", np.uint8, 2), "uint8": ("uint8_t", np.uint8, 2),
+         "int64": ("uint64_t", np.uint64, 16)}
+BUG_HINT = "this is an arena bug; please report it with the command and the model"
+
+
+# --- boards and tools ---------------------------------------------------------------------
+
+def emulated_boards() -> list[str]:
+    """The shipped boards QEMU can run (a ``qemu`` machine in their board file), sorted."""
+    from arena_tool.target import boards
+
+    out = []
+    for name in boards.list_boards():
+        try:
+            if boards.load_board(name).qemu:
+                out.append(name)
+        except ArenaError:
+            continue
+    return out
+
+
+def _runnable_hint() -> str:
+    return f"boards that run: {', '.join([HOST, *emulated_boards()])}"
+
+
+def resolve_board(name: str) -> Board | None:
+    """The Board to run on, or None for ``host``; ArenaError (exit 2) for an unknown board or
+    one QEMU cannot emulate."""
+    from arena_tool.target import boards
+
+    if name == HOST:
+        return None
+    known = boards.list_boards()
+    if name not in known:
+        raise ArenaError(f"unknown board '{name}'", field="--board",
+                         hint=did_you_mean(name, [HOST, *known]) + _runnable_hint())
+    board = boards.load_board(name)
+    if not board.qemu:
+        raise ArenaError(f"board {name} cannot be emulated: its board file names no QEMU machine",
+                         field="--board", file=board.file or None,
+                         hint=f"QEMU emulates {', '.join(emulated_boards())}; or run the same C natively "
+                              f"with --board host")
+    return board
+
+
+def require_tools(board: Board | None) -> None:
+    """ArenaError (exit 2) naming the missing compiler or emulator."""
+    if board is None:
+        if shutil.which("gcc") is None:
+            raise ArenaError("gcc is not on PATH: --board host compiles the firmware with it", field="--board",
+                             hint="run .ci/setup to install gcc")
+        return
+    missing = [t for t in ("arm-none-eabi-gcc", "qemu-system-arm") if shutil.which(t) is None]
+    if missing:
+        raise ArenaError(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not on PATH: "
+                         f"--board {board.name} builds and emulates the firmware with "
+                         f"{'it' if len(missing) == 1 else 'them'}", field="--board",
+                         hint="run .ci/setup to install gcc-arm-none-eabi, libnewlib-arm-none-eabi and "
+                              "qemu-system-arm, or use --board host")
+
+
+# --- sources ------------------------------------------------------------------------------
+
+def runtime_sources() -> list[Path]:
+    """The runtime's C files, then the example main.c (startup.c is for targets only)."""
+    return sorted(RUNTIME.glob("*.c")) + [APP / "main.c"]
+
+
+def generate(out: Path, models: Sequence[tuple[str, str, PlanFile]], board: str = HOST, *,
+             name: str = "model_{sym}", lowered: Mapping[str, Lowered] | None = None) -> list[Path]:
+    """Write the tables of ``models`` (symbol, model path, plan file), run one after another in a
+    shared arena, and the board's arena source; returns the generated .c files.
+
+    name: file name stem of each model's tables; lowered: symbol -> its lowered model (else loaded)."""
+    from arena_tool.plan import plancheck
+    from arena_tool.emit import codegen
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    sources = []
+    for sym, path, plan in models:
+        low = (lowered or {}).get(sym) or plancheck.lowered_model(str(path), plan)
+        h, c = codegen.model_sources(plan, low, sym)
+        stem = name.format(sym=sym)
+        codegen.write(str(out / f"{stem}.h"), h)
+        codegen.write(str(out / f"{stem}.c"), c)
+        sources.append(out / f"{stem}.c")
+    size = max((p.arena_size for _, _, p in models), default=0)
+    align = max([16] + [b.alignment or p.alignment for _, _, p in models for b in p.buffers])
+    placed = board_regions([p for _, _, p in models], copies=board != HOST)
+    h, c = codegen.arena_sources(board, size, [(sym, 0) for sym, _, _ in models], align, placed)
+    codegen.write(str(out / "arena_board.h"), h)
+    codegen.write(str(out / "arena_board.c"), c)
+    return sources + [out / "arena_board.c"]
+
+
+def board_regions(plans: Sequence[PlanFile], copies: bool = True) -> tuple[RegionUse, ...]:
+    """The gate report's ``regions`` (board_report.RegionUse: what codegen and the linker
+    read; origin, length and limit are not known here) for plans run one after another: a split plan's regions (each the largest of the
+    models' arenas there), then the regions their weights are copied to (``weights: <region>``;
+    copies False: none, as on the host, where the weights stay initialized data in their section)."""
+    from arena_tool.plan import regions
+    from arena_tool.target.board_report import RegionUse
+
+    arena: dict[str, int] = {}
+    weights: dict[str, int] = {}
+    for plan in plans:
+        for r in plan.regions or ():
+            arena[r.name] = max(arena.get(r.name, 0), r.arena_size)
+        w = plan.options.weights
+        if copies and w != "flash":
+            weights[w] = weights.get(w, 0) + regions.weights_ram_bytes_plan(plan)
+    names = list(arena) + sorted(n for n in weights if n not in arena)
+    return tuple(RegionUse(name=n, origin=0, length=1, arena=arena.get(n, 0), weights=weights.get(n, 0), reserve=0,
+                           limit=0, arena_section=f".arena_{n}" if n in arena else None,
+                           weights_section=f".weights_{n}" if n in weights else None) for n in names)
+
+
+def input_source(models: Sequence[tuple[str, Sequence[tuple[str, np.ndarray]]]]) -> str:
+    """C source of main.c's ``arena_inputs`` table: per model symbol, its graph inputs in the
+    model's input order as (name, array). The arrays are stored as their exact bits (unsigned
+    words of the element's width), so main.c's memcpy gives the firmware these values."""
+    from arena_tool.emit import codegen
+
+    s = ["/* Generated by arena_tool.firmware: the input data main.c copies into the arena. Do not edit. */",
+         "#include <stdint.h>", "", '#include "arena_model.h"', "",
+         "typedef struct { /* as main.c's arena_input_t */",
+         "    const arena_model_t *model;", "    uint32_t input;", "    const void *data;", "    uint32_t bytes;",
+         "} arena_input_t;", ""]
+    rows = []
+    for sym, inputs in models:
+        sym = codegen.sanitize(sym).lower()
+        s.append(f"extern const arena_model_t {sym}_model;")
+        for k, (tensor, arr) in enumerate(inputs):
+            dt = str(arr.dtype)
+            if dt not in _BITS:
+                raise ArenaError(f"input {tensor!r} is {dt}; the firmware takes {', '.join(NUMPY_TYPES)}", field=tensor)
+            c_type, word, digits = _BITS[dt]
+            bits = np.ascontiguousarray(arr).reshape(-1).view(word)
+            suffix = "ull" if word is np.uint64 else "u"
+            ident = f"{sym}_input{k}"
+            items = [f"0x{int(v):0{digits}x}{suffix}" for v in bits] or ["0"]
+            s.append(f"static const {c_type} {ident}[{max(1, bits.size)}] = {{ /* {codegen.c_comment(tensor)} "
+                     f"{dt} {list(arr.shape)} */")
+            per = max(1, 96 // (len(items[0]) + 2))
+            s += ["    " + ", ".join(items[i:i + per]) + "," for i in range(0, len(items), per)]
+            s.append("};")
+            rows.append(f"    {{&{sym}_model, {k}u, {ident}, {int(arr.nbytes)}u}},")
+    s += ["", f"const arena_input_t arena_inputs[{len(rows) + 1}] = {{", *rows, "    {0, 0u, 0, 0u}", "};", ""]
+    return "\n".join(s)
+
+
+# --- building and running -----------------------------------------------------------------
+
+def _compile(cmd: list[str]) -> None:
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+
+
+def host_command(out: Path, generated: Sequence[Path], cflags: Sequence[str] = HOST_CFLAGS,
+                 exe_name: str = "fw_host") -> list[str]:
+    out = Path(out)
+    return ["gcc", *cflags, f"-I{RUNTIME}", f"-I{out}", *map(str, runtime_sources()), *map(str, generated),
+            "-o", str(out / exe_name)]
+
+
+def build_host(out: Path, generated: Sequence[Path], cflags: Sequence[str] = HOST_CFLAGS,
+               exe_name: str = "fw_host") -> Path:
+    """Compile the firmware natively; the executable. CalledProcessError when gcc fails."""
+    _compile(host_command(out, generated, cflags, exe_name))
+    return Path(out) / exe_name
+
+
+def run_host(exe: Path, timeout: float = TIMEOUT) -> tuple[int, str]:
+    """(exit status, stdout + stderr) of the host firmware (sanitizer reports included)."""
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0", UBSAN_OPTIONS="print_stacktrace=1")
+    p = subprocess.run([str(exe)], capture_output=True, text=True, timeout=timeout, env=env)
+    return p.returncode, p.stdout + p.stderr
+
+
+def elf_command(out: Path, generated: Sequence[Path], board: Board, script: Path, elf: Path,
+                cflags: Sequence[str] = TARGET_CFLAGS, ldflags: Sequence[str] = TARGET_LDFLAGS,
+                libs: Sequence[str] = TARGET_LIBS) -> list[str]:
+    return ["arm-none-eabi-gcc", *board.cpu.gcc_flags(), *cflags, f"-I{RUNTIME}", f"-I{APP}", f"-I{out}",
+            str(APP / "startup.c"), *map(str, runtime_sources()), *map(str, generated),
+            *ldflags, f"-Wl,-T,{script}", *libs, "-o", str(elf)]
+
+
+def build_elf(out: Path, generated: Sequence[Path], board: Board | str, arena_size: int, *, stack: int = STACK,
+              cflags: Sequence[str] = TARGET_CFLAGS, ldflags: Sequence[str] = TARGET_LDFLAGS,
+              libs: Sequence[str] = TARGET_LIBS, elf_name: str = "firmware.elf", arena_align: int = 16,
+              regions: Sequence[RegionUse] = ()) -> Path:
+    """Link the firmware for ``board`` (a Board or its name) with the linker script for an arena of
+    ``arena_size`` bytes in its default region and ``stack`` bytes of stack reserve.
+    ArenaError when the arena cannot fit; CalledProcessError when the compiler fails."""
+    from arena_tool.target import boards
+    from arena_tool.emit import linker
+
+    if isinstance(board, str):
+        board = boards.load_board(board)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    script = out / f"{board.name}.ld"
+    for r in regions:  # an unknown region is the user's: ArenaError with a did-you-mean
+        board.region(r.name)
+    linker.write(str(script), linker.render(board, board.default_region, arena_size, stack, 0,
+                                            arena_align=arena_align, regions=regions))
+    elf = out / elf_name
+    _compile(elf_command(out, generated, board, script, elf, cflags, ldflags, libs))
+    return elf
+
+
+def run_qemu(elf: Path, board: Board, timeout: float = TIMEOUT) -> tuple[int, str]:
+    """(exit status, output) of the ELF under qemu-system-arm -icount shift=0 on the board's machine."""
+    from arena_tool.run import qemu
+
+    assert board.qemu is not None, "resolve_board only returns boards QEMU emulates"
+    return qemu.run(str(elf), board.qemu, timeout=timeout, icount=True)
+
+
+# --- inputs and the reference ---------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class TensorSpec:
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+
+    def describe(self) -> str:
+        return f"{self.name} {self.dtype} {list(self.shape)}"
+
+
+def graph_specs(plan: PlanFile, names: Sequence[str]) -> list[TensorSpec]:
+    by_name = plan.by_name
+    return [TensorSpec(n, by_name[n].dtype, by_name[n].shape) for n in names]
+
+
+def random_inputs(specs: Sequence[TensorSpec], seed: int = 0) -> list[np.ndarray]:
+    """Seeded inputs: float32 uniform in [-1, 1), int8/uint8 over their whole range, int32/int64
+    in [-128, 127]."""
+    rng = np.random.default_rng(seed)
+    out: list[np.ndarray] = []
+    for s in specs:
+        if s.dtype == "float32":
+            out.append(rng.uniform(-1.0, 1.0, s.shape).astype(np.float32))
+        elif s.dtype == "uint8":
+            out.append(rng.integers(0, 256, s.shape, dtype=np.uint8))
+        elif s.dtype in NUMPY_TYPES:
+            out.append(rng.integers(-128, 128, s.shape).astype(NUMPY_TYPES[s.dtype]))
+        else:
+            raise ArenaError(f"graph input {s.name!r} is {s.dtype}; the firmware takes {', '.join(NUMPY_TYPES)}",
+                             field=s.name)
+    return out
+
+
+def _save_hint(specs: Sequence[TensorSpec]) -> str:
+    args = ", ".join(f"{s.name}=..." if s.name.isidentifier() else f"**{{{s.name!r}: ...}}" for s in specs)
+    return (f"the model's inputs are {'; '.join(s.describe() for s in specs)}: save them with "
+            f"numpy.savez(FILE, {args})")
+
+
+def load_inputs(path: str, specs: Sequence[TensorSpec]) -> list[np.ndarray]:
+    """The arrays of an .npz file, one per graph input by name, checked against ``specs``
+    (names, dtypes, shapes); every problem is one ArenaError (exit 2) naming the array."""
+    hint = _save_hint(specs)
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(6)
+    except FileNotFoundError as e:
+        raise ArenaError("input file not found", file=path, field="--input", hint=hint) from e
+    except OSError as e:
+        raise ArenaError(f"cannot read the input file: {e.strerror}", file=path, field="--input", hint=hint) from e
+    if magic == b"\x93NUMPY":
+        raise ArenaError("a single .npy array, not an .npz archive of named arrays", file=path,
+                         field="--input", hint=hint)
+    if not magic.startswith(b"PK"):
+        raise ArenaError("not an .npz archive (no zip header)", file=path, field="--input", hint=hint)
+    try:
+        z = np.load(path, allow_pickle=False)
+    except FileNotFoundError as e:
+        raise ArenaError("input file not found", file=path, field="--input", hint=hint) from e
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise ArenaError(f"cannot read it as an .npz archive: {e}", file=path, field="--input", hint=hint) from e
+    if not isinstance(z, np.lib.npyio.NpzFile):
+        raise ArenaError("a single .npy array, not an .npz archive of named arrays", file=path,
+                         field="--input", hint=hint)
+    with z:
+        names = list(z.files)
+        wanted = {s.name for s in specs}
+        for n in names:
+            if n not in wanted:
+                raise ArenaError(f"the model has no graph input named {n!r}", file=path, field=n,
+                                 hint=did_you_mean(n, sorted(wanted)) + hint)
+        out = []
+        for s in specs:
+            if s.name not in names:
+                raise ArenaError(f"no array for graph input {s.name!r}", file=path, field=s.name, hint=hint)
+            try:
+                arr = z[s.name]
+            except (ValueError, OSError, zipfile.BadZipFile) as e:
+                raise ArenaError(f"cannot read the array: {e}", file=path, field=s.name, hint=hint) from e
+            if str(arr.dtype) != s.dtype:
+                raise ArenaError(f"dtype {arr.dtype}, but the model takes {s.dtype}", file=path, field=s.name,
+                                 hint=f"save numpy.asarray(x, dtype=numpy.{s.dtype}) as {s.name!r}")
+            if tuple(arr.shape) != s.shape:
+                raise ArenaError(f"shape {list(arr.shape)}, but the model takes {list(s.shape)}", file=path,
+                                 field=s.name, hint=f"save x.reshape({', '.join(map(str, s.shape))}) as "
+                                                    f"{s.name!r}; a symbolic dimension is pinned with "
+                                                    f"--input-shape")
+            out.append(np.ascontiguousarray(arr))
+    return out
+
+
+def reference(model_path: str, feeds: dict[str, np.ndarray], names: Sequence[str],
+              lowered: Lowered | None = None) -> dict[str, np.ndarray]:
+    """onnxruntime's values of the graph outputs ``names`` for ``feeds``, optimizations off.
+
+    A QDQ model arena lowered to integer ops (``lowered`` with qdq_fused > 0) is run as
+    lowered (lowering.to_onnx: onnxruntime's QOperator kernels), so the reference computes
+    what the firmware computes; the float simulation of its Q/DQ pairs differs from any
+    integer kernel by a step or two at the output."""
+    try:
+        import onnxruntime as ort
+    except ImportError as e:
+        raise ArenaError("onnxruntime is not installed: arena-tool run compares the firmware with it",
+                         field="run", hint="pip install onnxruntime (or run .ci/setup)") from e
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    opts.log_severity_level = 3
+    if lowered is not None and lowered.qdq_fused:
+        from arena_tool.model import lowering
+        source: Any = lowering.to_onnx(lowered).SerializeToString()
+    else:
+        source = model_path
+    try:
+        sess = ort.InferenceSession(source, opts, providers=["CPUExecutionProvider"])
+        values = sess.run(list(names), feeds)
+    except Exception as e:  # noqa: BLE001 - onnxruntime raises its own exception types
+        raise ArenaError(f"onnxruntime cannot run the model: {str(e).splitlines()[0] if str(e) else e}",
+                         file=model_path, hint="check the model with onnx.checker and onnxruntime") from e
+    return {n: np.asarray(v) for n, v in zip(names, values)}
+
+
+# --- comparing ----------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """One graph output against onnxruntime. max_rel: max_abs relative to the reference's largest
+    magnitude. tolerance: on max_abs; kind 'relative' (float32) or 'quantization_step'."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    max_abs: float
+    max_rel: float
+    tolerance: float
+    kind: str
+    step: float | None
+    ok: bool
+
+    def line(self) -> str:
+        tol = (f"tolerance {RTOL:g} relative" if self.kind == "relative"
+               else f"tolerance one quantization step, {self.step:.6g}")
+        return (f"output {self.name} {self.dtype} {list(self.shape)}: max abs error {_e(self.max_abs)}, "
+                f"max rel error {_e(self.max_rel)} ({tol}): {'ok' if self.ok else 'MISMATCH'}")
+
+
+def _e(v: float) -> str:
+    return "inf" if math.isinf(v) else f"{v:.3e}"
+
+
+def quant_step(lowered: Lowered, plan: PlanFile, name: str) -> float | None:
+    """The quantization step of a float graph output a DequantizeLinear makes (None otherwise)."""
+    buffers = plan.by_name
+    for op in lowered.ops:
+        if op.op_type == "DequantizeLinear" and name in op.outputs:
+            b = buffers.get(op.inputs[0])
+            if b is not None and b.quant is not None and b.quant.scale:
+                return float(max(b.quant.scale))
+            if len(op.inputs) > 1 and op.inputs[1]:
+                v = lowered.small_value(op.inputs[1])
+                if v is None and op.inputs[1] in lowered.constants:
+                    v = lowered.value(op.inputs[1])
+                if v is not None and np.size(v):
+                    return float(np.max(np.abs(v)))
+    return None
+
+
+def compare(name: str, got: np.ndarray, want: np.ndarray, step: float | None = None) -> Comparison:
+    """got (the firmware's) against want (onnxruntime's); see the module docstring for tolerances."""
+    want = np.asarray(want)
+    dtype = str(want.dtype)
+    shape = tuple(int(d) for d in want.shape)
+    g = np.asarray(got).reshape(-1)
+    w = want.reshape(-1)
+    integer = want.dtype.kind in "iub"
+    if g.size != w.size:
+        diff = np.array([np.inf])
+    elif integer:
+        diff = np.abs(g.astype(np.float64) - w.astype(np.float64))
+    else:
+        g64, w64 = g.astype(np.float64), w.astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            diff = np.abs(g64 - w64)
+        same = (g64 == w64) | (np.isnan(g64) & np.isnan(w64))
+        diff = np.where(same, 0.0, np.where(np.isnan(diff), np.inf, diff))
+    max_abs = float(diff.max()) if diff.size else 0.0
+    finite = w[np.isfinite(w.astype(np.float64))] if w.size else w
+    scale = float(np.max(np.abs(finite.astype(np.float64)))) if finite.size else 0.0
+    max_rel = max_abs / scale if scale > 0 else (0.0 if max_abs == 0 else math.inf)
+    if integer:
+        kind, tol, step = "quantization_step", 1.0, 1.0
+    elif step is not None:
+        kind, tol = "quantization_step", step * (1 + 1e-6)
+    else:
+        kind, tol = "relative", RTOL * scale
+    return Comparison(name, dtype, shape, max_abs, max_rel, tol, kind, step, bool(max_abs <= tol))
+
+
+# --- the whole run ------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Firmware:
+    """One build and run. outputs: graph output -> the firmware's array (graph shape)."""
+
+    board: str
+    machine: str | None
+    exit_status: int
+    text: str
+    outputs: dict[str, np.ndarray]
+    status: int | None
+    cflags: list[str]
+    flash: int | None = None
+    ram: int | None = None
+    tables_flash: int | None = None
+    ticks: int | None = None
+    instructions: int | None = None
+    instructions_per_tick: float | None = None
+    calibration: tuple[int, int] | None = None
+
+
+def build_and_run(out: Path, symbol: str, model_path: str, plan: PlanFile, lowered: Lowered, board: Board | None,
+                  inputs: Sequence[tuple[str, np.ndarray]], timeout: float = TIMEOUT,
+                  optimize: str | None = None) -> Firmware:
+    """Generate, build and run one model's firmware in ``out`` with ``inputs`` (name, array) in the
+    model's input order, compiled at the ``optimize`` level (``arena_tool.target.flags``; None: the
+    build's default); ArenaError (exit 3) when it does not compile. The caller judges the run."""
+    from arena_tool.emit import codegen
+    from arena_tool.run import runreport, verify
+
+    out = Path(out)
+    board_name = HOST if board is None else board.name
+    gen = generate(out, [(symbol, model_path, plan)], board_name, lowered={symbol: lowered})
+    codegen.write(str(out / "arena_inputs.c"), input_source([(symbol, inputs)]))
+    gen.append(out / "arena_inputs.c")
+    try:
+        if board is None:
+            cflags = list(flags.host_cflags(optimize))
+            exe = build_host(out, gen, cflags)
+        else:
+            target = flags.cflags(optimize)
+            cflags = [*board.cpu.gcc_flags(), *target]
+            exe = build_elf(out, gen, board, plan.arena_size, regions=board_regions([plan]), cflags=target)
+    except subprocess.CalledProcessError as e:
+        first = next((ln for ln in (e.stderr or "").splitlines() if "error" in ln), (e.stderr or "").strip()[:300])
+        raise ArenaError(f"the firmware does not compile: {first}", field="run", exit_code=EXIT_BUG,
+                         hint=BUG_HINT) from e
+    try:
+        rc, text = run_host(exe, timeout) if board is None else run_qemu(exe, board, timeout)
+    except subprocess.TimeoutExpired:
+        rc, text = 124, f"stopped after {timeout} s\n"
+    (out / "firmware.out").write_text(text, encoding="utf-8")
+    parsed = verify.parse_output(text)
+    specs = graph_specs(plan, list(lowered.outputs))
+    outputs = {}
+    for s in specs:
+        v = parsed.outputs.get(symbol, {}).get(s.name)
+        if v is not None:
+            v = v.astype(NUMPY_TYPES.get(s.dtype, v.dtype))
+            outputs[s.name] = v.reshape(s.shape) if v.size == int(np.prod(s.shape, dtype=np.int64)) else v
+    fw = Firmware(board_name, None if board is None else board.qemu, rc, text, outputs,
+                  parsed.status.get(symbol), cflags)
+    if board is not None:
+        sizes = runreport.elf_sizes(str(exe))
+        fw.flash, fw.ram = sizes.flash, sizes.ram
+        fw.tables_flash = runreport.model_flash(str(exe), [symbol])[symbol]
+        fw.calibration = parsed.calibration
+        ticks = parsed.ticks.get(symbol)
+        if ticks is not None and board.cpu.clock_hz:
+            fw.ticks = ticks
+            fw.instructions = runreport.instructions(ticks, board.cpu.clock_hz)
+            fw.instructions_per_tick = 1e9 / (board.cpu.clock_hz * (1 << runreport.ICOUNT_SHIFT))
+    return fw
+
+
+def _failure(fw: Firmware, symbol: str, timeout: float) -> str | None:
+    """Why the firmware run failed, or None when it ran and printed every output."""
+    if fw.exit_status == 124 and fw.status is None:
+        return f"the firmware did not finish in {timeout:g} s"
+    if fw.status not in (None, 0):
+        err = next((ln for ln in fw.text.splitlines() if ln.startswith(f"error {symbol} ")), "")
+        return f"arena_run returned {fw.status}" + (f" ({err})" if err else "")
+    if fw.exit_status != 0:
+        return f"the firmware exited with status {fw.exit_status}"
+    if fw.status is None:
+        return "the firmware printed no status line"
+    return None
+
+
+def _write_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
+    """np.savez's layout (one NAME.npy per array) with fixed member times: the same outputs give
+    the same bytes, and any tensor name is a key (np.savez(file, **kw) cannot take 'file')."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zf:
+        for name, arr in arrays.items():
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            with zf.open(info, "w") as member:
+                np.lib.format.write_array(member, np.ascontiguousarray(arr), allow_pickle=False)
+    try:
+        write_atomic(path, buf.getvalue())
+    except ArenaError as e:
+        raise e.located(field="--output")
+
+
+def _num(v: float | None) -> float | None:
+    return None if v is None or not math.isfinite(v) else float(v)
+
+
+def report_doc(*, model: str, plan: PlanFile, board: str, machine: str | None, result: str,
+               input_kind: str, input_file: str | None, seed: int | None, inputs: Sequence[TensorSpec],
+               gaps: Sequence[Gap] = (), fw: Firmware | None = None,
+               comparisons: Sequence[Comparison] = (), error: str | None = None) -> dict[str, Any]:
+    """The --json document (schemas/run.schema.json); paths relative to the current folder when inside it."""
+    from arena_tool.plan import planfile
+    from arena_tool.core.files import project_path
+
+    return {
+        "format_version": FORMAT_VERSION,
+        "model": project_path(model),
+        "model_sha256": plan.model_sha256,
+        "board": board,
+        "machine": machine,
+        "icount_shift": 0 if machine else None,
+        "planner": plan.planner,
+        "alignment": plan.alignment,
+        "options": planfile.options_doc(plan.options),
+        "input": {"kind": input_kind, "file": input_file and project_path(input_file), "seed": seed},
+        "inputs": [{"name": s.name, "dtype": s.dtype, "shape": list(s.shape)} for s in inputs],
+        "arena_size": plan.arena_size,
+        "lower_bound": plan.lower_bound,
+        "cflags": list(fw.cflags) if fw else [],
+        "exit_status": fw.exit_status if fw else None,
+        "flash": fw.flash if fw else None,
+        "ram": fw.ram if fw else None,
+        "tables_flash": fw.tables_flash if fw else None,
+        "ticks": fw.ticks if fw else None,
+        "instructions": fw.instructions if fw else None,
+        "instructions_per_tick": fw.instructions_per_tick if fw else None,
+        "gaps": [{"index": g.index, "name": g.name, "op_type": g.op_type, "why": g.why} for g in gaps],
+        "outputs": [{"name": c.name, "dtype": c.dtype, "shape": list(c.shape),
+                     "max_abs_error": _num(c.max_abs), "max_rel_error": _num(c.max_rel),
+                     "tolerance": _num(c.tolerance), "tolerance_kind": c.kind,
+                     "quantization_step": _num(c.step), "ok": c.ok} for c in comparisons],
+        "error": error,
+        "result": result,
+    }
+
+
+def write_report(path: str, report: dict[str, Any]) -> None:
+    """Validate against schemas/run.schema.json, then write atomically."""
+    from arena_tool.core.schema import check_json
+
+    check_json(report, "run", path)
+    write_atomic(path, json.dumps(report, indent=2) + "\n")
+
+
+def _fmt(n: int | None) -> str:
+    return "n/a" if n is None else f"{n:,} B"
+
+
+def summary(model: str, plan: PlanFile, board: Board | None, fw: Firmware, input_words: str,
+            comparisons: Sequence[Comparison]) -> list[str]:
+    """The lines ``arena-tool run`` prints (no times, no temporary paths: deterministic)."""
+    where = ("host (native gcc " + fw.cflags[0] + ")" if board is None
+             else f"{board.name} (qemu-system-arm -M {board.qemu} -icount shift=0)")
+    lines = [f"run {model} on {where}, planner {plan.planner}, input {input_words}"]
+    lines += [c.line() for c in comparisons]
+    w = 12
+    lines.append(f"{'arena':<{w}} {_fmt(plan.arena_size)} (lower bound {_fmt(plan.lower_bound)})")
+    if board is None:
+        lines.append(f"{'flash':<{w}} n/a (host build)")
+        lines.append(f"{'RAM':<{w}} n/a (host build)")
+        lines.append(f"{'instructions':<{w}} n/a (host build; --board {' or '.join(emulated_boards()) or 'mps2_an500'} "
+                     f"counts them under QEMU)")
+    else:
+        lines.append(f"{'flash':<{w}} {_fmt(fw.flash)} (ELF; the model's tables {_fmt(fw.tables_flash)})")
+        lines.append(f"{'RAM':<{w}} {_fmt(fw.ram)} (ELF; arena {_fmt(plan.arena_size)}, "
+                     f"stack reserve {_fmt(STACK)})")
+        if fw.instructions is not None:
+            lines.append(f"{'instructions':<{w}} {fw.instructions:,} per inference (SysTick {fw.ticks:,} ticks x "
+                         f"{fw.instructions_per_tick:g})")
+        else:
+            lines.append(f"{'instructions':<{w}} n/a (the firmware printed no ticks)")
+    return lines
+
+
+def run(model: str, board_name: str, options: ModelOptions, planner: str, params: planners.Params, *,
+        input_path: str | None = None, seed: int = 0, output: str | None = None, json_path: str | None = None,
+        build_dir: str | None = None, timeout: float = TIMEOUT, out: TextIO | None = None,
+        err: TextIO | None = None, optimize: str | None = None) -> int:
+    """``arena-tool run``: plan, generate, build, run, compare; prints the summary, returns the exit
+    status (0 match, 1 mismatch or an op the runtime lacks); ArenaError for the rest."""
+    from arena_tool.plan import plancheck, planning
+    from arena_tool.emit import codegen, coverage
+
+    out = out or sys.stdout
+    err = err or sys.stderr
+    board = resolve_board(board_name)
+    if board is not None and options.weights != "flash":
+        try:
+            board.region(options.weights)
+        except ArenaError as e:
+            raise e.located(field="--weights") from None
+    plan = planning.plan_model(model, options, planner, params).plan_file
+    lowered = plancheck.lowered_model(model, plan)
+    in_specs = graph_specs(plan, list(lowered.inputs))
+    input_kind, input_file = ("file", input_path) if input_path else ("random", None)
+    report_of = functools.partial(report_doc, model=model, plan=plan, board=board_name,
+                                  machine=None if board is None else board.qemu, input_kind=input_kind,
+                                  input_file=input_file, seed=None if input_path else seed, inputs=in_specs)
+
+    gaps = coverage.gaps(lowered)
+    if gaps:
+        for g in gaps:
+            print(f"arena-tool: {model}: error: {g.message(Path(model).stem)}", file=err)
+        print(f"arena-tool: {model}: nothing built: the runtime cannot execute "
+              f"{len(gaps)} op{'s' if len(gaps) != 1 else ''} of the model", file=err)
+        if json_path:
+            write_report(json_path, report_of(result="unsupported", gaps=gaps,
+                                              error=f"{len(gaps)} op(s) the runtime cannot execute"))
+        return EXIT_CHECK_FAILED
+    by_name = plan.by_name
+    for name, t in lowered.types.items():
+        b = by_name.get(name)
+        if b is not None and b.kind != "scratch" and b.dtype != t.dtype:
+            flag = "--bitwidths" if name in dict(options.bitwidths) else "--activation-dtype"
+            raise ArenaError(f"plans sizes only: tensor {name!r} would be stored as {b.dtype}, but the "
+                             f"model computes it as {t.dtype}, so the firmware cannot run it", field=flag, file=model,
+                             hint=f"drop {flag} to run the model as it is, or quantize the model (QDQ int8)")
+    inputs = load_inputs(input_path, in_specs) if input_path else random_inputs(in_specs, seed)
+    require_tools(board)
+    feeds = {s.name: a for s, a in zip(in_specs, inputs)}
+    want = reference(model, feeds, list(lowered.outputs), lowered)
+
+    symbol = codegen.sanitize(Path(model).stem).lower()
+    work = Path(build_dir) if build_dir else Path(tempfile.mkdtemp(prefix="arena-run-"))
+    try:
+        fw = build_and_run(work, symbol, model, plan, lowered, board, [(s.name, a) for s, a in zip(in_specs, inputs)],
+                           timeout, optimize)
+    finally:
+        if not build_dir:
+            shutil.rmtree(work, ignore_errors=True)
+    why = _failure(fw, symbol, timeout)
+    missing = [n for n in lowered.outputs if n not in fw.outputs]
+    if why is None and missing:
+        why = f"the firmware printed no value for output {missing[0]!r}"
+    if why is not None:
+        tail = "\n".join(fw.text.splitlines()[-20:])
+        print(f"arena-tool: {model}: the firmware's last lines:\n{tail}", file=err)
+        if json_path:
+            write_report(json_path, report_of(result="firmware_error", fw=fw, error=why))
+        raise ArenaError(why, file=model, field="run", exit_code=EXIT_BUG,
+                         hint=BUG_HINT + (f"; the build is kept in {build_dir}" if build_dir else
+                                          "; --build-dir DIR keeps the build"))
+    comparisons = [compare(n, fw.outputs[n], want[n], quant_step(lowered, plan, n)) for n in lowered.outputs]
+    words = f"{input_path}" if input_path else f"seeded random (seed {seed})"
+    ok = all(c.ok for c in comparisons)
+    for line in summary(model, plan, board, fw, words, comparisons):
+        print(line, file=out)
+    if output:
+        _write_npz(output, {n: fw.outputs[n] for n in lowered.outputs})
+        print(f"wrote {output}", file=out)
+    if json_path:
+        write_report(json_path, report_of(result="match" if ok else "mismatch", fw=fw,
+                                          comparisons=comparisons))
+        print(f"wrote {json_path}", file=out)
+    if ok:
+        print("match: every output equals onnxruntime's within its tolerance", file=out)
+        return EXIT_OK
+    bad = [c.name for c in comparisons if not c.ok]
+    print(f"arena-tool: {model}: error: mismatch: output{'s' if len(bad) > 1 else ''} {', '.join(bad)} "
+          f"differ{'' if len(bad) > 1 else 's'} from onnxruntime's beyond tolerance", file=err)
+    return EXIT_CHECK_FAILED
+

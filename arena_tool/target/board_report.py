@@ -1,0 +1,441 @@
+"""The per-board report (schemas/report.schema.json): the document the gate writes and the link
+and the ELF check update, and its text (the end-of-build summary).
+
+``Report`` is the report as a value (ModelUse, Problem, Usage and RegionUse below it);
+``Report.from_json`` (schema-checked) and ``to_json`` are the one conversion between it and the
+file, key order and optional keys included, so ``read`` then ``write`` gives the same bytes.
+``with_problem`` and ``with_elf`` (and ``linker.link_failure``) return a new Report. Its
+``status``:
+
+- ``ok``, ``warn`` (above ``warn_above``): the board passed the gate;
+- ``over``: the arena does not fit its RAM budget, or the weights (later: the
+  linked code and data) do not fit the flash; each Problem names the region,
+  what it needs, its limit and by how much it is over;
+- ``unsupported``: an op of a model that arena's runtime cannot execute (or a
+  plan that is only a what-if: see ``gate.runtime_problems``);
+- ``error``: the link failed for another reason, or the ELF check found the
+  firmware disagreeing with the plan.
+
+``failure(report)`` is the CheckFailed (exit status 1) to raise when the status is not ok/warn.
+
+The report is written at two stages (``stage``): ``planned`` by the gate
+(RAM = arena + stack/heap reserve; flash = the weights), then ``linked`` from
+the ELF (``with_elf``: RAM and flash as the sections take them). ``usage_lines``
+prints both in PlatformIO's style::
+
+    RAM:   [===       ]  31.2% (used 20,480 bytes from 65,536 bytes)
+    Flash: [=         ]   8.1% (used 85,123 bytes from 1,048,576 bytes)
+
+With ``runtime: tflm`` a model's ``arena_size`` is its ``tensor_arena``: ``head`` plus
+``tail`` rounded up to 16 (``tflm_arena_size``); ``TFLM_NOTE`` says that kernel-specific
+persistent data (CMSIS-NN's, say) can differ on the target.
+
+The report document holds no times and no absolute paths, so two builds of the
+same inputs write the same bytes. The headroom, percentage and bar are against
+the effective limit: min(budget, region length - reserve when the stack and
+heap share the region); over budget the headroom is negative.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, Mapping, Sequence
+
+from arena_tool import __version__
+from arena_tool.target import flags
+from arena_tool.core.errors import CheckFailed
+from arena_tool.core.files import read_json, write_atomic
+from arena_tool.core.problem import align_up, fmt_bytes
+from arena_tool.core.schema import check_json
+
+FORMAT_VERSION = 2
+
+STATUSES = ("ok", "warn", "over", "unsupported", "error")
+
+KINDS = ("ram", "flash", "unsupported", "names", "link", "elf")
+
+TFLM_ALIGNMENT = 16  # tflite::MicroArenaBufferAlignment()
+
+TFLM_NOTE = ("tensor_arena = arena's plan (TFLM's head) + TFLM's persistent tail as measured on the host with "
+             "TFLM's reference kernels, rounded up to 16 B; kernel-specific persistent data (e.g. CMSIS-NN's) "
+             "can differ on the target")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelUse:
+    """One model's share of the board arena. Sizes and base are bytes."""
+
+    name: str
+    planner: str
+    arena_size: int
+    lower_bound: int
+    optimal: bool | None
+    status: str
+    base: int
+    plan: str
+    model: str
+    model_sha256: str
+    weights_bytes: int
+    head: int | None = None  # runtime tflm: arena's plan, TFLM's non-persistent head (bytes)
+    tail: int | None = None  # runtime tflm: TFLM's persistent tail measured on the host (bytes)
+    regions: tuple[tuple[str, int], ...] = ()  # a split plan: (region, arena bytes there), fastest first
+    weights_region: str = "flash"  # where the weights run from (weights: <region> copies them there)
+    weights_ram: int = 0  # bytes they take in that region (regions.weights_ram_bytes), 0 in flash
+
+    @property
+    def proven(self) -> bool:
+        """Nothing smaller exists: the planner proved it, or it sits at the lower bound."""
+        return bool(self.optimal) or self.status == "proven" or self.arena_size <= self.lower_bound
+
+    def to_json(self) -> dict[str, Any]:
+        """The report's ``models`` entry: head/tail only for runtime tflm, regions only for a split
+        plan, the weights' region only when they are copied to RAM."""
+        return {"name": self.name, "planner": self.planner, "arena_size": self.arena_size,
+                "lower_bound": self.lower_bound, "optimal": self.optimal, "status": self.status, "base": self.base,
+                "plan": self.plan, "model": self.model, "model_sha256": self.model_sha256,
+                "weights_bytes": self.weights_bytes,
+                **({"head": self.head, "tail": self.tail} if self.head is not None else {}),
+                **({"regions": dict(self.regions)} if self.regions else {}),
+                **({"weights_region": self.weights_region, "weights_ram": self.weights_ram}
+                   if self.weights_region != "flash" else {})}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> ModelUse:
+        """From a ``models`` entry the report schema has checked."""
+        return cls(name=str(doc["name"]), planner=str(doc["planner"]), arena_size=int(doc["arena_size"]),
+                   lower_bound=int(doc["lower_bound"]), optimal=doc["optimal"], status=str(doc["status"]),
+                   base=int(doc["base"]), plan=str(doc["plan"]), model=str(doc["model"]),
+                   model_sha256=str(doc["model_sha256"]), weights_bytes=int(doc["weights_bytes"]),
+                   head=doc.get("head"), tail=doc.get("tail"),
+                   regions=tuple((str(k), int(v)) for k, v in (doc.get("regions") or {}).items()),
+                   weights_region=str(doc.get("weights_region", "flash")), weights_ram=int(doc.get("weights_ram", 0)))
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """Why a board does not build. ``message`` is the one line printed (``arena: <board>: ...``).
+
+    kind: ram | flash (over: region, need, limit in bytes) | unsupported (model, op_index,
+    node, op_type, why) | names (two models' generated C would define one name) | link | elf. model: the model it is about, when one is.
+    """
+
+    kind: str
+    message: str
+    region: str | None = None
+    need: int | None = None
+    limit: int | None = None
+    model: str | None = None
+    op_index: int | None = None
+    node: str | None = None
+    op_type: str | None = None
+    why: str | None = None
+
+    @property
+    def over_by(self) -> int | None:
+        return None if self.need is None or self.limit is None else self.need - self.limit
+
+    def to_json(self) -> dict[str, Any]:
+        """The report's ``problems`` entry (every key, ``over_by`` derived)."""
+        return {"kind": self.kind, "message": self.message, "region": self.region, "need": self.need,
+                "limit": self.limit, "over_by": self.over_by, "model": self.model, "op_index": self.op_index,
+                "node": self.node, "op_type": self.op_type, "why": self.why}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Problem:
+        return cls(kind=str(doc["kind"]), message=str(doc["message"]), region=doc["region"], need=doc["need"],
+                   limit=doc["limit"], model=doc["model"], op_index=doc["op_index"], node=doc["node"],
+                   op_type=doc["op_type"], why=doc["why"])
+
+@dataclasses.dataclass(frozen=True)
+class Usage:
+    """Bytes used of a memory (all RAM regions together, or the flash); source: plan | elf."""
+
+    used: int
+    total: int
+    source: str
+
+    @property
+    def percent(self) -> float:
+        """100 * used / total as the report holds it (rounded to 2 decimals)."""
+        return round(100.0 * self.used / self.total, 2) if self.total else 100.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"used": self.used, "total": self.total, "percent": self.percent, "source": self.source}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Usage:
+        return cls(int(doc["used"]), int(doc["total"]), str(doc["source"]))
+
+
+@dataclasses.dataclass(frozen=True)
+class RegionUse:
+    """One RAM region of a board. Sizes in bytes; sections are None where it holds nothing."""
+
+    name: str
+    origin: int
+    length: int
+    arena: int
+    weights: int
+    reserve: int
+    limit: int
+    arena_section: str | None
+    weights_section: str | None
+
+    @property
+    def used(self) -> int:
+        return self.arena + self.weights
+
+    @property
+    def headroom(self) -> int:
+        return self.limit - self.used
+
+    def to_json(self) -> dict[str, Any]:
+        """The report's ``regions`` entry (``headroom`` derived)."""
+        return {"name": self.name, "origin": self.origin, "length": self.length, "arena": self.arena,
+                "weights": self.weights, "reserve": self.reserve, "limit": self.limit, "headroom": self.headroom,
+                "arena_section": self.arena_section, "weights_section": self.weights_section}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "RegionUse":
+        """From a ``regions`` entry the report schema has checked."""
+        return cls(name=str(doc["name"]), origin=int(doc["origin"]), length=int(doc["length"]),
+                   arena=int(doc["arena"]), weights=int(doc["weights"]), reserve=int(doc["reserve"]),
+                   limit=int(doc["limit"]), arena_section=doc["arena_section"], weights_section=doc["weights_section"])
+
+
+def arena_section(region: str, split: bool) -> str:
+    return f".arena_{region}" if split else ".arena"
+
+def weights_section(region: str) -> str:
+    return f".weights_{region}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Report:
+    """One board's report (schemas/report.schema.json) after the gate, the link or the ELF
+    check. All sizes in bytes. ``region_*`` and ``reserve_*`` are the document's ``region`` and
+    ``reserve`` objects; ``headroom``, ``percent``, ``over_by``, each percent of ram/flash,
+    ``flash.weights`` and ``tflm_note`` are derived, not held.
+
+    limit: min(budget, room beside the reserve); headroom = limit - arena_size;
+    percent: 100 * arena_size / limit; status: see the module docstring; stage: planned
+    (the gate's numbers) or linked (``with_elf``); ram/flash: what the board uses (before
+    linking: arena + reserve, and the weights; linked: the ELF's sections).
+    """
+
+    board: str
+    region: str
+    region_origin: int
+    region_length: int
+    region_auto: bool
+    sharing: str
+    arena_size: int
+    lower_bound: int
+    alignment: int
+    budget: int
+    budget_spec: str
+    limit: int
+    reserve_stack: int
+    reserve_heap: int
+    warn_above: float | None
+    models: tuple[ModelUse, ...]
+    status: str
+    warning: str | None
+    runtime: str = "arena"
+    ram: Usage = Usage(0, 0, "plan")
+    flash: Usage = Usage(0, 0, "plan")
+    problems: tuple[Problem, ...] = ()
+    regions: tuple[RegionUse, ...] = ()  # a split arena's regions, regions with copied weights
+    stage: str = "planned"
+    arena_tool_version: str = __version__
+    optimize: str | None = None  # the level the manifest chose (arena_tool.target.flags), None: the default
+
+    @property
+    def headroom(self) -> int:
+        return self.limit - self.arena_size
+
+    @property
+    def percent(self) -> float:
+        """100 * arena_size / limit as the report holds it (rounded to 2 decimals)."""
+        return round(100.0 * self.arena_size / self.limit, 2) if self.limit else 100.0
+
+    @property
+    def weights(self) -> int:
+        """The models' weights (``flash.weights``)."""
+        return sum(m.weights_bytes for m in self.models)
+
+    @property
+    def bases(self) -> list[tuple[str, int]]:
+        return [(m.name, m.base) for m in self.models]
+
+    @property
+    def passed(self) -> bool:
+        return self.status in ("ok", "warn")
+
+    def to_json(self) -> dict[str, Any]:
+        """The report document, key order included; optional keys (``optimize``, ``tflm_note``,
+        ``regions``) present exactly when they apply."""
+        return {
+            "format_version": FORMAT_VERSION,
+            "arena_tool_version": self.arena_tool_version,
+            "board": self.board,
+            "status": self.status,
+            "stage": self.stage,
+            "runtime": self.runtime,
+            **({"optimize": {"level": self.optimize, "flag": flags.LEVELS[self.optimize]}} if self.optimize else {}),
+            "problems": [p.to_json() for p in self.problems],
+            "region": {"name": self.region, "origin": self.region_origin, "length": self.region_length,
+                       "auto": self.region_auto},
+            "sharing": self.sharing,
+            "arena_size": self.arena_size,
+            "lower_bound": self.lower_bound,
+            "alignment": self.alignment,
+            "budget": self.budget,
+            "budget_spec": self.budget_spec,
+            "limit": self.limit,
+            "headroom": self.headroom,
+            "percent": self.percent,
+            "reserve": {"stack": self.reserve_stack, "heap": self.reserve_heap},
+            "warn_above": self.warn_above,
+            "warning": self.warning,
+            "ram": self.ram.to_json(),
+            "flash": dict(self.flash.to_json(), weights=self.weights),
+            "models": [m.to_json() for m in self.models],
+            **({"tflm_note": TFLM_NOTE} if self.runtime == "tflm" else {}),
+            **({"regions": [u.to_json() for u in self.regions]} if self.regions else {}),
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any], path: str = "<report>") -> Report:
+        """The report in ``doc``, once it is valid against the schema (else ArenaError naming ``path``)."""
+        check_json(doc, "report", path)
+        region, reserve = doc["region"], doc["reserve"]
+        return cls(
+            board=str(doc["board"]), region=str(region["name"]), region_origin=int(region["origin"]),
+            region_length=int(region["length"]), region_auto=bool(region["auto"]), sharing=str(doc["sharing"]),
+            arena_size=int(doc["arena_size"]), lower_bound=int(doc["lower_bound"]), alignment=int(doc["alignment"]),
+            budget=int(doc["budget"]), budget_spec=str(doc["budget_spec"]), limit=int(doc["limit"]),
+            reserve_stack=int(reserve["stack"]), reserve_heap=int(reserve["heap"]), warn_above=doc["warn_above"],
+            models=tuple(ModelUse.from_json(m) for m in doc["models"]), status=str(doc["status"]),
+            warning=doc["warning"], runtime=str(doc["runtime"]), ram=Usage.from_json(doc["ram"]),
+            flash=Usage.from_json(doc["flash"]), problems=tuple(Problem.from_json(p) for p in doc["problems"]),
+            regions=tuple(RegionUse.from_json(r) for r in doc.get("regions") or ()),
+            stage=str(doc["stage"]), arena_tool_version=str(doc["arena_tool_version"]),
+            optimize=doc["optimize"]["level"] if "optimize" in doc else None)
+
+
+def tflm_arena_size(head: int, tail: int) -> int:
+    """TFLM's tensor_arena for a planned head and a measured persistent tail: their sum, rounded up to 16."""
+    return align_up(head + tail, TFLM_ALIGNMENT)
+
+def status_of(problems: Sequence[Problem], warned: bool) -> str:
+    """over before unsupported before error; else warn or ok."""
+    kinds = {p.kind for p in problems}
+    if kinds & {"ram", "flash"}:
+        return "over"
+    if "unsupported" in kinds:
+        return "unsupported"
+    if kinds:
+        return "error"
+    return "warn" if warned else "ok"
+
+def failure(rep: Report) -> CheckFailed | None:
+    """The CheckFailed of a board that did not pass (one line per problem), or None."""
+    lines = [p.message for p in rep.problems]
+    return CheckFailed("\n".join(lines)) if lines else None
+
+def with_problem(rep: Report, problem: Problem) -> Report:
+    """The report after a later stage failed (link, ELF check): the problem added, the status updated."""
+    problems = rep.problems + (problem,)
+    return dataclasses.replace(rep, problems=problems, status=status_of(problems, rep.status == "warn"), warning=None)
+
+def with_elf(rep: Report, ram_used: int, flash_used: int, flash_name: str = "FLASH") -> Report:
+    """The linked report: RAM and flash as the ELF's sections take them; over the flash -> status over."""
+    total = rep.flash.total
+    out = dataclasses.replace(rep, stage="linked", ram=Usage(ram_used, rep.ram.total, "elf"),
+                              flash=Usage(flash_used, total, "elf"))
+    if total and flash_used > total:
+        out = with_problem(out, Problem(
+            "flash", f"arena: {rep.board}: the firmware takes {fmt_bytes(flash_used)} of flash, {flash_name} has "
+            f"{fmt_bytes(total)} (over by {fmt_bytes(flash_used - total)})",
+            region=flash_name, need=flash_used, limit=total))
+    return out
+
+def dumps(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=1) + "\n"
+
+def write(path: str, rep: Report) -> None:
+    """Schema-check, then write atomically."""
+    doc = rep.to_json()
+    check_json(doc, "report", path)
+    write_atomic(path, dumps(doc))
+
+def read(path: str) -> Report:
+    """The report at ``path``, checked against the schema (one ArenaError naming the file if not)."""
+    return Report.from_json(read_json(path, "report", "build the board first (scons board=NAME)"), path)
+
+
+# ---------------------------------------------------------------- as text
+
+
+def bar(percent: float, width: int = 10) -> str:
+    """'[=====     ]' for 48.2 (rounded to the nearest cell, '>' past 100%)."""
+    filled = min(width, max(0, round(percent * width / 100.0)))
+    return "[" + "=" * filled + " " * (width - filled) + ("]" if percent <= 100.0 else ">")
+
+def usage_line(label: str, used: int, total: int) -> str:
+    """PlatformIO's line: 'RAM:   [===       ]  31.2% (used 20,480 bytes from 65,536 bytes)'."""
+    pct = 100.0 * used / total if total else 100.0
+    return f"{label + ':':<6} {bar(pct)} {pct:5.1f}% (used {used:,} bytes from {total:,} bytes)"
+
+def usage_lines(rep: Report) -> list[str]:
+    """The RAM and Flash lines of a report; before linking they say what they count."""
+    lines = [usage_line("RAM", rep.ram.used, rep.ram.total), usage_line("Flash", rep.flash.used, rep.flash.total)]
+    if rep.stage != "linked":
+        lines[0] += " [arena + stack/heap reserve, before linking]"
+        lines[1] += " [weights only, before linking]"
+    return lines
+
+def summary(reps: Sequence[Report]) -> str:
+    """The end-of-build table: one block per board."""
+    lines: list[str] = []
+    for d in reps:
+        region = d.region + (" (auto)" if d.region_auto else "")
+        split = [r.name for r in d.regions if (r.arena_section or ".arena") != ".arena"]
+        if split:
+            region = "a split arena over " + "+".join(split)
+        budget = f"{d.budget_spec} of each region" if split else f"{fmt_bytes(d.budget)} ({d.budget_spec})"
+        lines.append(f"arena: {d.board}: {d.sharing} in {region}, budget {budget}"
+                     + ("" if d.runtime == "arena" else f", runtime {d.runtime}"))
+        rows = [("model", "planner", "arena", "lower bound", "base")]
+        for m in d.models:
+            rows.append((m.name, m.planner, fmt_bytes(m.arena_size), fmt_bytes(m.lower_bound), str(m.base)))
+        widths = [max(len(r[c]) for r in rows) for c in range(5)]
+        for j, r in enumerate(rows):
+            cells = [r[0].ljust(widths[0]), r[1].ljust(widths[1])] + [r[c].rjust(widths[c]) for c in (2, 3, 4)]
+            lines.append("  " + "  ".join(cells))
+        room = "headroom" if d.headroom >= 0 else "over by"
+        lines.append(f"  arena {fmt_bytes(d.arena_size)}, lower bound {fmt_bytes(d.lower_bound)}, "
+                     f"{room} {fmt_bytes(abs(d.headroom))}  {'+'.join(split) or d.region} {bar(d.percent)} "
+                     f"{d.percent:.1f}%" + ("  WARNING" if d.status == "warn" else ""))
+        lines += summary_lines(d)
+        lines += ["  " + ln for ln in usage_lines(d)]
+        if d.runtime == "tflm":
+            lines += [f"  tflm {m.name}: tensor_arena {fmt_bytes(m.arena_size)} = head {fmt_bytes(m.head)}"
+                      f" + tail {fmt_bytes(m.tail or 0)}" for m in d.models if m.head is not None]
+            lines.append("  note: " + TFLM_NOTE)
+        if not d.passed:
+            n = len(d.problems)
+            lines.append(f"  FAILED: {d.status} ({n} problem{'s' if n != 1 else ''}; arena_report.json lists them)")
+    return "\n".join(lines)
+
+
+def summary_lines(rep: Report) -> list[str]:
+    """Per region: arena and weights against its limit, for ``summary``."""
+    out = []
+    for r in rep.regions:
+        pct = 100.0 * r.used / r.limit if r.limit else 100.0
+        what = ([f"arena {fmt_bytes(r.arena)}"] if r.arena_section else []) + (
+            [f"weights {fmt_bytes(r.weights)}"] if r.weights else [])
+        out.append(f"  {r.name}: {' + '.join(what)} of {fmt_bytes(r.limit)}  {bar(pct)} {pct:.1f}%")
+    return out

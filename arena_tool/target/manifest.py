@@ -1,0 +1,657 @@
+"""The manifest: which models run on which boards, in which region, under which budget.
+
+``load(path, board_dirs) -> Manifest`` reads the YAML (``yamlio`` keeps every
+key's position), checks it against ``schemas/manifest.schema.json``, then checks
+what a schema cannot (model files exist, boards and regions exist, names are
+unique, alignment is a power of two, a budget fits its region ...). Every error
+is an ArenaError naming the file, line, column and field, with a fix.
+
+Invariants of a loaded Manifest:
+- every BoardTarget names an existing board, and its ``region`` is ``"auto"``
+  or one of that board's regions; a byte budget fits a named region;
+- every ModelSpec's file exists; model names are C identifiers, unique even ignoring case;
+- a target with ``linker: fragment`` names a ``linker_script`` that exists and INCLUDEs
+  ``arena_fragment.ld`` inside SECTIONS (``linkscript.check_script``); ``linker_regions``
+  keys are the board's region (or flash) names;
+- per-board model overrides are already applied: ``target.models`` is final;
+- paths are as given, joined to the manifest's folder (relative stays relative),
+  so plans and messages do not depend on where the checkout lives.
+
+The module imports only the standard library at import time (``yamlio`` pulls
+in jsonschema and PyYAML). A no-op SCons build does not import it at all: it
+reads ``manifest_cache``'s JSON (``to_doc``/``from_doc`` convert).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import TYPE_CHECKING, Any, Iterable
+
+from arena_tool.target.board_choice import select_names
+from arena_tool.target.boards import reserve_bytes
+from arena_tool.core.errors import ArenaError, did_you_mean
+from arena_tool.core.problem import ModelOptions, fmt_bytes, option_fields
+
+if TYPE_CHECKING:
+    from arena_tool.target.boards import Board
+    from arena_tool.target.yamlio import Doc
+
+DEFAULT_PLANNER = "optimal"
+DEFAULT_BUDGET = "100%"
+DEFAULT_STACK = 4096  # bytes
+DEFAULT_HEAP = 0  # bytes
+SHARING = ("sequential", "concurrent")
+RUNTIMES = ("arena", "none", "tflm")  # arena: compile arena's C runtime and check coverage; none: bring your own;
+# tflm: .tflite models run by TFLite Micro, which the firmware brings (arena writes the planned model and its arena)
+TFLM_ALIGNMENT = 16  # tflite::MicroArenaBufferAlignment()
+
+# A hint for schema failures that come without one, by the failing field's last key; the model
+# options' own hints are their Option's (problem.ModelOptions), added by _field_hint.
+_FIELD_HINTS = {
+    "k": "k is the exact_cover size unit in bytes; use 1 to plan exact sizes",
+    "time_limit": "time_limit is in seconds, e.g. 10",
+    "warn_above": "warn_above is a percentage of the budget, e.g. 90",
+    "budget": "write a byte count like 65536, '64K', '64KiB', or a percentage like '80%'",
+    "stack": "write a byte count like 4096 or '4K'",
+    "heap": "write a byte count like 0 or '8K'",
+    "name": "use letters, digits and '_', not starting with a digit",
+    "path": "give the ONNX file's path relative to the manifest",
+    "models": "list the models as mappings with at least 'name:' and 'path:'",
+    "boards": "list board names, or mappings with 'name:' and overrides",
+    "region": "write a region name of the board, auto, or a list of region names fastest first, e.g. [DTCM, SRAM1]",
+    "split": "write true (a split arena over the board's regions by speed) or false",
+    "runtime": "write arena (compile arena's C runtime, the default), none (bring your own kernels) "
+               "or tflm (.tflite models run by TFLite Micro, which your firmware brings)",
+    "linker": "write full (arena writes the whole linker script, the default) or fragment (your own linker "
+              "script INCLUDEs arena_fragment.ld)",
+    "linker_script": "give your linker script's path relative to the manifest",
+    "linker_regions": "map board region names to your script's MEMORY names, e.g. {AXI_SRAM: RAM_D1}",
+}
+
+
+def _field_hint(field: str) -> str | None:
+    """The hint of the innermost part of a dotted field that has one."""
+    import re
+
+    hints = {**_FIELD_HINTS, **{f.name: o.hint for f, o in option_fields(ModelOptions) if o.hint}}
+    for part in reversed([p for p in re.split(r"[.\[\]]", field) if p and not p.isdigit()]):
+        if part in hints:
+            return hints[part]
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """One model as planned on one board.
+
+    name: C identifier, unique in the manifest.
+    path: the ONNX file (manifest folder joined to what the manifest says).
+    planner: planner registry name; k: bytes (exact_cover unit); time_limit: seconds.
+    options: everything that changes the planning problem.
+    regions: a split arena (board ``region: [A, B]`` or ``split: true``): (region, capacity in
+      bytes) fastest first, the capacity as ``BoardTarget.region_limit`` gives it; () for one arena.
+    """
+
+    name: str
+    path: str
+    planner: str
+    k: int
+    time_limit: float
+    options: ModelOptions
+    regions: tuple[tuple[str, int], ...] = ()
+
+    def key(self) -> str:
+        """A canonical JSON text of everything that changes this model's plan (regions only
+        when split, so a one-arena model keeps the key it always had)."""
+        doc: dict[str, Any] = {
+            "name": self.name, "path": self.path.replace(os.sep, "/"), "planner": self.planner,
+            "k": self.k, "time_limit": self.time_limit, "options": self.options.to_doc(),
+        }
+        if self.regions:
+            doc["regions"] = [list(r) for r in self.regions]
+        return json.dumps(doc, sort_keys=True, separators=(",", ":"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    """The arena's RAM budget: ``size`` bytes, or ``percent`` of the arena's region.
+
+    text: as the user wrote it (for messages).
+    """
+
+    text: str
+    size: int | None = None
+    percent: float | None = None
+
+    def resolve(self, region_length: int) -> int:
+        """Bytes, given the chosen region's length in bytes."""
+        if self.size is not None:
+            return self.size
+        assert self.percent is not None
+        return int(region_length * self.percent / 100.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class BoardTarget:
+    """One board of the manifest with every override applied.
+
+    board: the loaded board (``boards.Board``: its file, RAM regions, default and data
+      region (the stack and heap reserve is taken there), flash (the budget for weights and
+      code), core (``board.cpu.gcc_flags()``) and QEMU machine); the manifest overrides none
+      of its fields, so it is the board file's as ``boards.load_board`` returns it;
+    region: the arena region name, or "auto" (the fastest region that fits, chosen
+      after planning); budget: see Budget; reserve_stack/reserve_heap: bytes;
+    warn_above: percent of the budget, or None; sharing: "sequential" | "concurrent";
+    runtime: "arena" (the build compiles arena's C runtime and checks that it runs every op),
+      "none" (plans, tables and linker script only: the project brings its own kernels) or
+      "tflm" (.tflite models only: the planned model as a C array, TFLM's tensor_arena and the
+      linker script; the project brings TFLite Micro);
+    models: the models with this board's overrides applied, in manifest order;
+    linker: "full" (arena writes the board's whole linker script) or "fragment" (arena writes
+      arena_fragment.ld, which ``linker_script``, the project's own script, INCLUDEs);
+    linker_script: that script's path (manifest folder joined), with linker fragment only;
+    linker_regions: (board region, the script's MEMORY name) pairs where the names differ;
+    split: a split arena's regions, fastest first (``region`` is the first); () for one arena.
+    """
+
+    name: str
+    board: Board
+    region: str
+    budget: Budget
+    reserve_stack: int
+    reserve_heap: int
+    warn_above: float | None
+    sharing: str
+    models: tuple[ModelSpec, ...]
+    runtime: str = "arena"
+    linker: str = "full"
+    linker_script: str | None = None
+    linker_regions: tuple[tuple[str, str], ...] = ()
+    split: tuple[str, ...] = ()
+    optimize: str | None = None
+
+    @property
+    def reserve(self) -> int:
+        """Bytes the stack and heap reserve take in the data region (``boards.reserve_bytes``:
+        each rounded up to 8, as the linker script lays them out)."""
+        return reserve_bytes(self.reserve_stack, self.reserve_heap)
+
+    def region_room(self, name: str) -> int:
+        """Bytes of region ``name`` beside the stack and heap reserve (taken in the data region)."""
+        r = self.board.region(name)
+        return r.length - (self.reserve if name == self.board.data_region else 0)
+
+    def region_limit(self, name: str) -> int:
+        """What the arena may take in region ``name``: the budget (bytes, or a percentage of the
+        region), but no more than its room; the gate's limit, and a split arena's capacity per region."""
+        return min(self.budget.resolve(self.board.region(name).length), self.region_room(name))
+
+    def key(self) -> str:
+        """Canonical JSON of the board-level settings (the gate's Value); the linker keys only
+        when not the default, so a board with linker: full keeps the key it always had. The
+        rest of the board is the gate's through the board file, an input of the gate."""
+        b = self.board
+        doc: dict[str, Any] = {
+            "name": self.name, "region": self.region, "budget": self.budget.text,
+            "reserve": [self.reserve_stack, self.reserve_heap], "warn_above": self.warn_above,
+            "sharing": self.sharing, "models": [m.name for m in self.models],
+            "regions": [[r.name, r.origin, r.length] for r in b.ram],
+            "default_region": b.default_region, "data_region": b.data_region,
+            "flash": [b.flash.name, b.flash.origin, b.flash.length], "runtime": self.runtime,
+        }
+        if self.linker != "full":
+            doc.update(linker=self.linker, linker_script=(self.linker_script or "").replace(os.sep, "/"),
+                       linker_regions=[list(p) for p in self.linker_regions])
+        if self.split:
+            doc["split"] = list(self.split)
+        if self.optimize is not None:
+            doc["optimize"] = self.optimize
+        return json.dumps(doc, sort_keys=True, separators=(",", ":"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Manifest:
+    """A checked manifest.
+
+    file: the manifest path as given; board_dirs: folders searched for boards,
+    the manifest's own first; models: the top-level models (defaults applied);
+    targets: one per board, in manifest order; inputs: every file read
+    (manifest, boards, models) so a cache knows when to reload.
+    """
+
+    file: str
+    board_dirs: tuple[str, ...]
+    models: tuple[ModelSpec, ...]
+    targets: tuple[BoardTarget, ...]
+    inputs: tuple[str, ...]
+
+    @property
+    def board_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.targets)
+
+    def select(self, spec: str | None) -> tuple[BoardTarget, ...]:
+        """Targets for ``board=`` ('all', 'a,b' or one name; None or '' means all)."""
+        by_name = {t.name: t for t in self.targets}
+        return tuple(by_name[n] for n in select_names(list(self.board_names), spec, self.file))
+
+
+def is_tflite_path(path: str) -> bool:
+    """A TFLite flatbuffer: a .tflite file name, or TFL3 at bytes 4..8 (tflite_model.is_tflite, stdlib only)."""
+    if str(path).lower().endswith(".tflite"):
+        return True
+    try:
+        with open(path, "rb") as f:
+            return f.read(8)[4:8] == b"TFL3"
+    except OSError:
+        return False
+
+
+def _did_you_mean(word: str, options: list[str]) -> str:
+    return f"{did_you_mean(word, options)}expected one of: {', '.join(options)}"
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load(path: str, board_dirs: Iterable[str] = ()) -> Manifest:
+    """Read and check a manifest.
+
+    Boards are searched in the manifest's own ``board_dirs``, then ``board_dirs``,
+    then the shipped ``boards/`` folder.
+    """
+    from arena_tool.target import yamlio
+
+    doc = yamlio.load(path)
+    if doc.data is None:
+        raise ArenaError("the manifest is empty", file=path, line=1, col=1,
+                         hint="declare at least 'models:' and 'boards:'")
+    try:
+        yamlio.validate(doc, "manifest")
+    except ArenaError as err:
+        if err.hint is None and err.field:
+            err.hint = _field_hint(err.field)
+        raise
+    return _Loader(doc, path, tuple(board_dirs)).manifest()
+
+
+class _Loader:
+    """Semantic checks after the schema, with positions from the Doc."""
+
+    def __init__(self, doc: Doc, path: str, extra_dirs: tuple[str, ...]) -> None:
+        self.doc = doc
+        self.data: dict[str, Any] = doc.data
+        self.path = path
+        self.base = os.path.dirname(path)
+        self.extra_dirs = extra_dirs
+        self.inputs: list[str] = [path]
+
+    def err(self, msg: str, where: tuple[Any, ...], hint: str | None = None, at_value: bool = True) -> ArenaError:
+        return self.doc.error(msg, where, hint=hint, at_value=at_value)
+
+    def size(self, value: Any, where: tuple[Any, ...]) -> int:
+        from arena_tool.target import yamlio
+
+        try:
+            return yamlio.parse_size(value)
+        except ArenaError as e:
+            raise self.doc.locate(e, where, at_value=True) from None
+
+    # -- models
+
+    def options(self, raw: dict[str, Any], base: dict[str, Any], where: tuple[Any, ...]) -> dict[str, Any]:
+        """Merge ``raw`` model options over ``base`` after checking the ones schemas cannot."""
+        out = dict(base)
+        powers_of_two = {f.name for f, o in option_fields(ModelOptions) if o.power_of_two}
+        for key, value in raw.items():
+            if key in ("name", "path"):
+                continue
+            if key in powers_of_two and value is not None and value & (value - 1):
+                raise self.err(f"{key} {value} is not a power of two", where + (key,),
+                               hint="use 1, 2, 4, 8, 16, 32 ...")
+            if key == "planner":
+                self.check_planner(value, where + (key,))
+            out[key] = value
+        return out
+
+    def check_planner(self, name: str, where: tuple[Any, ...]) -> None:
+        from arena_tool.plan import planners
+
+        names = sorted(planners.PLANNERS)
+        if name not in names:
+            raise self.err(f"unknown planner '{name}'", where, hint=_did_you_mean(name, names))
+
+    def spec(self, name: str, path: str, o: dict[str, Any]) -> ModelSpec:
+        return ModelSpec(
+            name=name, path=path, planner=o.get("planner", DEFAULT_PLANNER), k=int(o.get("k", 1)),
+            time_limit=float(o.get("time_limit", 10.0)),
+            options=ModelOptions.from_doc({key: o[key] for key in ModelOptions().to_doc() if key in o}),
+        )
+
+    def models(self) -> tuple[list[ModelSpec], dict[str, dict[str, Any]]]:
+        defaults = self.options(self.data.get("defaults") or {}, {}, ("defaults",))
+        specs: list[ModelSpec] = []
+        raws: dict[str, dict[str, Any]] = {}
+        seen: dict[str, int] = {}
+        for i, m in enumerate(self.data["models"]):
+            where = ("models", i)
+            name = m["name"]
+            if name in seen:
+                raise self.err(f"duplicate model name '{name}' (also models[{seen[name]}])", where + ("name",),
+                               hint="give every model its own name")
+            self.check_case(name, seen, where + ("name",))
+            seen[name] = i
+            path = os.path.normpath(os.path.join(self.base, m["path"]))
+            if not os.path.isfile(path):
+                raise self.err(f"model file not found: {path}", where + ("path",),
+                               hint=f"the path is relative to the manifest's folder ({self.base or '.'})")
+            self.inputs.append(path)
+            merged = self.options(m, defaults, where)
+            raws[name] = merged
+            specs.append(self.spec(name, path, merged))
+        return specs, raws
+
+    def check_case(self, name: str, seen: dict[str, int], where: tuple[Any, ...]) -> None:
+        """Names equal but for case collide: model_kws.c vs model_KWS.c on a case-insensitive
+        file system, and the KWS_... macros of the generated C in every build."""
+        for other, j in seen.items():
+            if other.lower() == name.lower():
+                raise self.err(f"model names '{other}' (models[{j}]) and '{name}' differ only in case; their "
+                               f"generated C (model_{other}.c, model_{name}.c, {name.upper()}_* macros) "
+                               "would collide", where, hint="give the models names that differ in more than case")
+
+    # -- boards
+
+    def board_dirs(self) -> tuple[str, ...]:
+        dirs: list[str] = []
+        for i, d in enumerate(self.data.get("board_dirs") or []):
+            full = os.path.normpath(os.path.join(self.base, d))
+            if not os.path.isdir(full):
+                raise self.err(f"board folder not found: {full}", ("board_dirs", i),
+                               hint=f"the path is relative to the manifest's folder ({self.base or '.'})")
+            dirs.append(full)
+        return tuple(dirs) + self.extra_dirs
+
+    def budget(self, value: Any, where: tuple[Any, ...]) -> Budget:
+        if isinstance(value, str) and value.strip().endswith("%"):
+            pct = float(value.strip()[:-1])
+            if not 0 < pct <= 100:
+                raise self.err(f"budget {value.strip()} is not a percentage in (0, 100]", where,
+                               hint="write e.g. '80%' of the region, or a byte count like '64K'")
+            return Budget(text=value.strip(), percent=pct)
+        size = self.size(value, where)
+        if size <= 0:
+            raise self.err("budget must be more than 0 bytes", where, hint="write e.g. '64K' or '80%'")
+        return Budget(text=str(value).strip(), size=size)
+
+    def manifest(self) -> Manifest:
+        from arena_tool.target import boards
+
+        specs, raws = self.models()
+        dirs = tuple(boards.board_dirs(list(self.board_dirs())))
+        known = sorted(boards.list_boards(list(dirs)))
+        top: dict[str, Any] = {k: self.data[k] for k in (
+            "sharing", "region", "split", "budget", "reserve", "warn_above", "runtime", "linker", "linker_script",
+            "linker_regions", "optimize") if k in self.data}
+        targets: list[BoardTarget] = []
+        seen: dict[str, int] = {}
+        for i, item in enumerate(self.data["boards"]):
+            entry = {"name": item} if isinstance(item, str) else item
+            name = entry["name"]
+            where = ("boards", i) if isinstance(item, str) else ("boards", i, "name")
+            if name in seen:
+                raise self.err(f"board '{name}' is listed twice (also boards[{seen[name]}])", where,
+                               hint="merge the two entries into one")
+            seen[name] = i
+            if name not in known:
+                raise self.err(f"unknown board '{name}'", where,
+                               hint=_did_you_mean(name, known) + "; or add a board folder in 'board_dirs:'")
+            try:
+                board = boards.load_board(name, list(dirs))
+            except ArenaError as e:
+                raise self.doc.locate(e, where) from None
+            self.inputs.append(board.file)
+            targets.append(self.target(board, entry, i, top, specs, raws))
+        return Manifest(file=self.path, board_dirs=dirs, models=tuple(specs), targets=tuple(targets),
+                        inputs=tuple(self.inputs))
+
+    def target(self, board: Board, entry: dict[str, Any], i: int, top: dict[str, Any],
+               specs: list[ModelSpec], raws: dict[str, dict[str, Any]]) -> BoardTarget:
+        def where_of(key: str) -> tuple[Any, ...]:
+            return ("boards", i, key) if key in entry else (key,)
+
+        def pick(key: str, default: Any) -> Any:
+            return entry.get(key, top.get(key, default))
+
+        regions = board.ram
+        region_names = [r.name for r in regions]
+        region, split = self.split_regions(board, pick, where_of)
+        if region != "auto" and region not in region_names:
+            raise self.err(f"board {board.name} has no region '{region}'", where_of("region"),
+                           hint=_did_you_mean(region, region_names) + ", or auto")
+        budget = self.budget(pick("budget", DEFAULT_BUDGET), where_of("budget"))
+        if region != "auto" and budget.size is not None and not split:
+            length = next(r.length for r in regions if r.name == region)
+            if budget.size > length:
+                bigger = [r.name for r in regions if r.length >= budget.size]
+                fix = f"choose region {' or '.join(bigger)}" if bigger else "lower the budget"
+                raise self.err(f"budget {fmt_bytes(budget.size)} is larger than region {region} of board "
+                               f"{board.name} ({fmt_bytes(length)})", where_of("budget"),
+                               hint=f"{fix}, or write a percentage like '90%'")
+        reserve = pick("reserve", {}) or {}
+        rwhere = where_of("reserve")
+        stack = self.size(reserve.get("stack", DEFAULT_STACK), rwhere + ("stack",))
+        heap = self.size(reserve.get("heap", DEFAULT_HEAP), rwhere + ("heap",))
+        data_len = next(r.length for r in regions if r.name == board.data_region)
+        if reserve_bytes(stack, heap) > data_len:
+            raise self.err(f"reserve of {fmt_bytes(reserve_bytes(stack, heap))} (stack + heap) does not fit region "
+                           f"{board.data_region} of board {board.name} ({fmt_bytes(data_len)})", rwhere,
+                           hint="lower 'stack:' or 'heap:'")
+        overrides = entry.get("models") or {}
+        names = [s.name for s in specs]
+        models: list[ModelSpec] = []
+        for name in overrides:
+            if name not in names:
+                raise self.err(f"no model named '{name}' in 'models:'", ("boards", i, "models", name),
+                               hint=_did_you_mean(name, names), at_value=False)
+        for s in specs:
+            if s.name in overrides:
+                merged = self.options(overrides[s.name], raws[s.name], ("boards", i, "models", s.name))
+                s = self.spec(s.name, s.path, merged)
+            models.append(s)
+        runtime = pick("runtime", "arena")
+        self.check_runtime(board.name, runtime, where_of("runtime") if "runtime" in entry or "runtime" in top
+                           else None, models, specs)
+        warn = pick("warn_above", None)
+        linker, script, memory_names = self.linker(board, pick, where_of, region)
+        target = BoardTarget(
+            name=board.name, board=board, region=region, budget=budget, reserve_stack=stack, reserve_heap=heap,
+            warn_above=None if warn is None else float(warn), sharing=pick("sharing", "sequential"),
+            models=tuple(models), runtime=runtime, linker=linker, linker_script=script,
+            linker_regions=memory_names, split=split, optimize=pick("optimize", None),
+        )
+        return self.placed(target, where_of)
+
+    def split_regions(self, board: Any, pick: Any, where_of: Any) -> tuple[str, tuple[str, ...]]:
+        """(region, split): ``region: [A, B]`` lists a split arena's regions fastest first,
+        ``split: true`` takes the board's regions usable at reset by speed (unranked last, then
+        file order); one region is no split."""
+        names = [r.name for r in board.ram]
+        region = pick("region", board.default_region)
+        if isinstance(region, list):
+            for k, name in enumerate(region):
+                if name not in names:
+                    raise self.err(f"board {board.name} has no region '{name}'", where_of("region") + (k,),
+                                   hint=_did_you_mean(name, names))
+            chosen = tuple(region)
+        elif pick("split", False):
+            if region not in ("auto", board.default_region):
+                raise self.err(f"split: true takes every region of board {board.name} by speed, but region "
+                               f"is {region}", where_of("split"),
+                               hint="list the regions instead, fastest first: region: "
+                                    f"[{', '.join(r.name for r in board.ram if not r.needs_init)}]")
+            ranked = sorted((r.speed if r.speed is not None else 1 << 30, k, r.name)
+                            for k, r in enumerate(board.ram) if not r.needs_init)
+            chosen = tuple(name for _, _, name in ranked)
+        else:
+            return region, ()
+        return chosen[0], (chosen if len(chosen) > 1 else ())
+
+    def placed(self, t: BoardTarget, where_of: Any) -> BoardTarget:
+        """The target with its split capacities on every model (``ModelSpec.regions``), after
+        checking what a split arena and ``weights: <region>`` need."""
+        for m in t.models:
+            w = m.options.weights
+            if w != "flash" and w not in t.board.region_names():
+                raise self.err(f"model {m.name}: weights: {w} is not a RAM region of board {t.name}",
+                               self.option_where(t.name, m.name, "weights") or where_of("region"),
+                               hint=_did_you_mean(w, t.board.region_names()) + ", or flash")
+            if w != "flash" and t.runtime == "tflm":
+                raise self.err(f"model {m.name}: weights: {w} on board {t.name} with runtime: tflm, whose model "
+                               "array stays in flash", self.option_where(t.name, m.name, "weights") or
+                               where_of("runtime"), hint="use weights: flash with runtime: tflm")
+        if not t.split:
+            return t
+        if t.sharing != "sequential" or t.runtime == "tflm":
+            what = "sharing: concurrent" if t.sharing != "sequential" else "runtime: tflm (one tensor_arena)"
+            raise self.err(f"a split arena (region: [{', '.join(t.split)}]) on board {t.name} needs sharing: "
+                           f"sequential and runtime arena or none, not {what}",
+                           where_of("sharing" if t.sharing != "sequential" else "runtime"),
+                           hint="use one region, or run the models one at a time")
+        caps = tuple((name, t.region_limit(name)) for name in t.split)
+        return dataclasses.replace(t, models=tuple(dataclasses.replace(m, regions=caps) for m in t.models))
+
+    def linker(self, board: Any, pick: Any, where_of: Any,
+               region: str) -> tuple[str, str | None, tuple[tuple[str, str], ...]]:
+        """(linker, linker_script, linker_regions) of one board, checked: a fragment needs a script
+        that exists and INCLUDEs it; the mapped names are board regions (or its flash)."""
+        from arena_tool.target import linkscript
+
+        mode, script, names = pick("linker", "full"), pick("linker_script", None), pick("linker_regions", None)
+        if mode == "full":
+            for key, value in (("linker_script", script), ("linker_regions", names)):
+                if value is not None:
+                    raise self.err(f"{key}: is read only with linker: fragment (board {board.name} has linker: full)",
+                                   where_of(key), at_value=False,
+                                   hint="add 'linker: fragment' to link with your own linker script, which "
+                                        f"INCLUDEs {linkscript.FRAGMENT_NAME}; or remove it")
+            return mode, None, ()
+        if script is None:
+            raise self.err(f"board {board.name} has linker: fragment but no linker_script:", where_of("linker"),
+                           hint=f"add linker_script: path/to/your.ld (relative to the manifest); its SECTIONS "
+                                f"INCLUDEs {linkscript.FRAGMENT_NAME}, which arena writes")
+        pairs = self.linker_regions(board, names or {}, where_of("linker_regions"))
+        path = os.path.normpath(os.path.join(self.base, script))
+        if not os.path.isfile(path):
+            raise self.err(f"linker script not found: {path}", where_of("linker_script"),
+                           hint=f"the path is relative to the manifest's folder ({self.base or '.'})")
+        needed = {} if region == "auto" else linkscript.needed_names([region], dict(pairs))
+        origins = {r.name: r.origin for r in (*board.ram, board.flash)}
+        from arena_tool.target.yamlio import field_name
+
+        script_at = where_of("linker_script")  # linker_regions: belongs beside it when not written yet
+        regions_at = where_of("linker_regions") if names is not None else script_at[:-1] + ("linker_regions",)
+        linkscript.check_script(path, needed, field=field_name(script_at), origins=origins,
+                                     regions_field=field_name(regions_at))
+        self.inputs.append(path)
+        return mode, path, pairs
+
+    def linker_regions(self, board: Any, names: dict[str, str],
+                       where: tuple[Any, ...]) -> tuple[tuple[str, str], ...]:
+        """linker_regions as sorted pairs, each key a RAM region or the flash of the board."""
+        known = [r.name for r in board.ram] + [board.flash.name]
+        for key in names:
+            if key not in known:
+                raise self.err(f"board {board.name} has no region '{key}'", where + (key,), at_value=False,
+                               hint=_did_you_mean(key, known) + " (the keys are the board's region names, the "
+                                    "values your script's MEMORY names)")
+        return tuple(sorted((k, v) for k, v in names.items() if k != v))
+
+    def option_where(self, board: str, model: str, key: str) -> tuple[Any, ...] | None:
+        """Where the manifest sets ``key`` for ``model`` on ``board``: the board's override, the model, the defaults."""
+        for i, item in enumerate(self.data["boards"]):
+            overrides = ((item.get("models") or {}).get(model) or {}) if isinstance(item, dict) else {}
+            if isinstance(item, dict) and item.get("name") == board and key in overrides:
+                return ("boards", i, "models", model, key)
+        for j, m in enumerate(self.data["models"]):
+            if m.get("name") == model and key in m:
+                return ("models", j, key)
+        return ("defaults", key) if key in (self.data.get("defaults") or {}) else None
+
+    def check_runtime(self, board: str, runtime: str, where: tuple[Any, ...] | None,
+                      models: list[ModelSpec], specs: list[ModelSpec]) -> None:
+        """A .tflite model needs runtime: tflm, and runtime: tflm needs .tflite models planned as TFLM runs them."""
+        index = {s.name: i for i, s in enumerate(specs)}
+        for m in models:
+            at = where or ("models", index[m.name], "path")
+            if is_tflite_path(m.path) and runtime != "tflm":
+                what = "arena's C runtime runs" if runtime == "arena" else "arena's C tables are made from"
+                raise self.err(f"model {m.name} is a .tflite model: {what} ONNX models "
+                               f"(board {board} has runtime: {runtime})", at,
+                               hint=f"write 'runtime: tflm' (top level or for board {board}): the firmware brings "
+                                    "TFLite Micro and arena writes the planned model and its tensor_arena")
+            if runtime == "tflm" and not is_tflite_path(m.path):
+                raise self.err(f"runtime: tflm runs .tflite models; model {m.name} is {m.path}", at,
+                               hint="give the model's .tflite file, or use runtime: arena (or none) for ONNX models")
+            o = m.options
+            if runtime == "tflm" and (o.alignment != TFLM_ALIGNMENT or o.activation_dtype or o.bitwidths):
+                what = (f"alignment {o.alignment}" if o.alignment != TFLM_ALIGNMENT else
+                        "activation_dtype/bitwidths (a what-if that re-sizes tensors)")
+                key = "alignment" if o.alignment != TFLM_ALIGNMENT else (
+                    "activation_dtype" if o.activation_dtype else "bitwidths")
+                raise self.err(f"model {m.name}: {what} on board {board} with runtime: tflm, which TFLM does not run",
+                               self.option_where(board, m.name, key) or at,
+                               hint=f"TFLM aligns every tensor to {TFLM_ALIGNMENT} bytes and runs the model's "
+                                    f"own types: drop the option (alignment {TFLM_ALIGNMENT} is the default)")
+
+
+# ---------------------------------------------------------------- plain data (for the cache)
+
+
+def to_doc(m: Manifest) -> dict[str, Any]:
+    """The manifest as plain JSON data (``from_doc`` inverts it)."""
+    return {"file": m.file, "board_dirs": list(m.board_dirs), "inputs": list(m.inputs),
+            "models": [_spec_doc(s) for s in m.models], "targets": [target_doc(t) for t in m.targets]}
+
+
+def from_doc(d: dict[str, Any]) -> Manifest:
+    return Manifest(file=d["file"], board_dirs=tuple(d["board_dirs"]), inputs=tuple(d["inputs"]),
+                    models=tuple(_spec_from(s) for s in d["models"]),
+                    targets=tuple(target_from_doc(t) for t in d["targets"]))
+
+
+def _spec_doc(s: ModelSpec) -> dict[str, Any]:
+    return {"name": s.name, "path": s.path, "key": s.key(), "planner": s.planner, "k": s.k,
+            "time_limit": s.time_limit, "options": s.options.to_doc(), "regions": [list(r) for r in s.regions]}
+
+
+def _spec_from(d: dict[str, Any]) -> ModelSpec:
+    return ModelSpec(name=d["name"], path=d["path"], planner=d["planner"], k=d["k"], time_limit=d["time_limit"],
+                     options=ModelOptions.from_doc(d["options"]),
+                     regions=tuple((str(n), int(c)) for n, c in d.get("regions", [])))
+
+
+def target_doc(t: BoardTarget) -> dict[str, Any]:
+    """One BoardTarget as plain data: its board as ``Board.to_json`` and ``board_file``, plus
+    two derived values the SCons tool and build_graph wire from without building a Board:
+    ``key`` and the core's ``gcc_flags`` (``target_from_doc`` ignores them)."""
+    return {"name": t.name, "board": t.board.to_json(), "board_file": t.board.file, "region": t.region,
+            "budget": {"text": t.budget.text, "size": t.budget.size, "percent": t.budget.percent},
+            "reserve_stack": t.reserve_stack, "reserve_heap": t.reserve_heap, "warn_above": t.warn_above,
+            "sharing": t.sharing, "models": [_spec_doc(s) for s in t.models], "runtime": t.runtime,
+            "linker": t.linker, "linker_script": t.linker_script, "linker_regions": [list(p) for p in t.linker_regions],
+            "split": list(t.split), "optimize": t.optimize, "key": t.key(), "gcc_flags": list(t.board.cpu.gcc_flags())}
+
+
+def target_from_doc(d: dict[str, Any]) -> BoardTarget:
+    """``target_doc``'s inverse (the board schema-checked by ``Board.from_json``)."""
+    from arena_tool.target.boards import Board
+
+    return BoardTarget(
+        name=d["name"], board=Board.from_json(d["board"], d["board_file"]), region=d["region"],
+        budget=Budget(**d["budget"]), reserve_stack=d["reserve_stack"], reserve_heap=d["reserve_heap"],
+        warn_above=d["warn_above"], sharing=d["sharing"], models=tuple(_spec_from(s) for s in d["models"]),
+        runtime=d["runtime"], linker=d["linker"], linker_script=d["linker_script"],
+        linker_regions=tuple((a, b) for a, b in d["linker_regions"]), split=tuple(d["split"]),
+        optimize=d.get("optimize"))
