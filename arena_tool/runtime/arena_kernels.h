@@ -45,4 +45,19 @@ int32_t arena_q_zp(const arena_ctx_t *c, int z, uint32_t k);
 int arena_q_check(const arena_ctx_t *c, int x, uint32_t n);
 int arena_q_out(const arena_ctx_t *c, int s, int32_t *lo, int32_t *hi);
 
+/* A conv's sizes, NCHW (a rank-3 1-D conv runs as H = 1); kernels_quant.c checks them. */
+typedef struct {
+    int32_t n, c, h, w;     /* input */
+    int32_t m, oh, ow;      /* output channels and size */
+    int32_t groups, cg, mg; /* groups, input and output channels per group */
+    int32_t kk;             /* cg * KH * KW: one output pixel's dot product length */
+} arena_conv_dims_t;
+
+/* kernels_int8.c: the int8 x int8 fast paths (weight zero points 0); 1 when they ran the
+ * op, 0 when it is not theirs (the caller runs its reference loop). dw_temp: a depthwise
+ * conv's in-place channel temp, or NULL. */
+int arena_i8_conv(const arena_ctx_t *c, const arena_conv_dims_t *d, int32_t lo, int32_t hi, void *dw_temp);
+int arena_i8_qgemm(const arena_ctx_t *c, int32_t M, int32_t N, int32_t K, uint32_t si, uint32_t sj, int quant_out,
+                   int32_t lo, int32_t hi);
+
 #endif

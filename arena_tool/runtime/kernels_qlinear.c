@@ -338,6 +338,9 @@ int arena_k_qgemm(const arena_ctx_t *c)
     if (rc != ARENA_OK) {
         return rc;
     }
+    if (arena_i8_qgemm(c, M, N, K, si, sj, quant_out, y.lo, y.hi)) {
+        return ARENA_OK;
+    }
     memset(&b, 0, sizeof b); /* B's parameters are per column, read below */
     b.t = tb;
     b.data = arena_in_data(c, 3);

@@ -153,6 +153,7 @@ int arena_k_quantize(const arena_ctx_t *c)
     const float *x = (const float *)arena_in_data(c, 0);
     void *y = arena_out_data(c, 0);
     uint32_t i;
+    int32_t lo, hi;
     int rc;
     if (xt == NULL || yt == NULL || xt->elements != yt->elements) {
         return ARENA_ERR_SHAPE;
@@ -164,10 +165,19 @@ int arena_k_quantize(const arena_ctx_t *c)
     if (rc != ARENA_OK) {
         return rc;
     }
+    lo = yt->dtype == ARENA_DT_INT8 ? -128 : 0;
+    hi = yt->dtype == ARENA_DT_INT8 ? 127 : 255;
+    if (st->elements <= 1u) { /* per tensor: the parameters once */
+        float scale = arena_q_scale(c, 1, 0);
+        int32_t zp = arena_q_zp(c, 2, 0);
+        for (i = 0; i < yt->elements; ++i) {
+            arena_q_put(y, i, arena_q_round(x[i] / scale, zp, lo, hi));
+        }
+        return ARENA_OK;
+    }
     for (i = 0; i < yt->elements; ++i) {
         uint32_t k = axis_index(xt, st, c->op->attrs.axis, i);
-        arena_q_put(y, i, arena_q_round(x[i] / arena_q_scale(c, 1, k), arena_q_zp(c, 2, k),
-                                        yt->dtype == ARENA_DT_INT8 ? -128 : 0, yt->dtype == ARENA_DT_INT8 ? 127 : 255));
+        arena_q_put(y, i, arena_q_round(x[i] / arena_q_scale(c, 1, k), arena_q_zp(c, 2, k), lo, hi));
     }
     return ARENA_OK;
 }
@@ -199,13 +209,8 @@ int arena_k_dequantize(const arena_ctx_t *c)
 
 /* --- QLinearConv ------------------------------------------------------------ */
 
-/* A conv's sizes, NCHW (a rank-3 1-D conv runs as H = 1). */
-typedef struct {
-    int32_t n, c, h, w;   /* input */
-    int32_t m, oh, ow;    /* output channels and size */
-    int32_t groups, cg, mg; /* groups, input and output channels per group */
-    int32_t kk;           /* cg * KH * KW: one output pixel's dot product length */
-} conv_dims_t;
+/* A conv's sizes (arena_conv_dims_t, arena_kernels.h). */
+typedef arena_conv_dims_t conv_dims_t;
 
 /* Output size of one spatial dim, or -1 when the window does not fit. */
 static int32_t conv_out(int32_t in, int32_t k, int32_t stride, int32_t dil, int32_t p0, int32_t p1)
@@ -495,10 +500,15 @@ int arena_k_qlinear_conv(const arena_ctx_t *c)
         if (rc != ARENA_OK) {
             return rc;
         }
+        if (arena_i8_conv(c, &d, lo, hi, temp)) {
+            return ARENA_OK;
+        }
         if (temp != NULL) {
             qconv_dw_in_place(c, &d, temp, lo, hi);
             return ARENA_OK;
         }
+    } else if (arena_i8_conv(c, &d, lo, hi, NULL)) {
+        return ARENA_OK;
     }
     /* A depthwise op's workspace (group > 1) is the in-place channel temp, never im2col
      * columns: not in place, it runs direct. group == 1 (one channel) keeps im2col. */

@@ -1,0 +1,569 @@
+/* int8 x int8 fast paths of QLinearConv and QGemm, NCHW, weights in the model's order.
+ *
+ * Every conv that is not depthwise runs as a GEMM: a few output pixels' im2col columns
+ * (k = ci, ky, kx, as in the weights; taps in the padding hold x_zp) go into the planned
+ * workspace or a small stack buffer, and each (output channel, pixel) is the dot product of
+ * a weight row and a column, blocked 2 channels x 2 pixels. A depthwise conv runs one
+ * plane at a time, the interior without bounds checks and the border through checked taps.
+ *
+ * Cores with the DSP extension (__ARM_FEATURE_DSP: Cortex-M4, M7, M33, M55) unpack four
+ * bytes of a 32-bit load into two pairs of halfwords with SXTB16 (SXTAB16 subtracts the
+ * input zero point in the same instruction) and do two multiply-accumulates per SMLAD; the
+ * portable path (M0, M3, the host) does the same integer sums in plain C. The sums are
+ * exact, so both give the same accumulators, and every output is requantized once, with
+ * the float arithmetic of arena_q_round (onnxruntime's), so both give the same codes.
+ * Only weight zero points 0 take these paths (every int8 model's weights are symmetric);
+ * others run the reference loops of kernels_quant.c. */
+#include <string.h>
+
+#include "arena_kernels.h"
+
+#if defined(__ARM_FEATURE_DSP)
+#include <arm_acle.h>
+#endif
+
+/* Bytes of the stack buffer for im2col columns when the op has no workspace: at least
+ * one pixel's column (kk bytes) must fit, else the reference loop runs. */
+#define COL_STACK_BYTES 1024
+
+/* --- requantization ------------------------------------------------------------ */
+
+/* Output parameters shared by every channel: the zero point and the clamp [lo, hi], also
+ * as the bounds [lo - zp, hi - zp] that rint(v) is clamped to before zp is added. */
+typedef struct {
+    int32_t zp, lo, hi, rl, rh;
+    float fl, fh;
+} qpar_t;
+
+static qpar_t qpar(int32_t zp, int32_t lo, int32_t hi)
+{
+    qpar_t q;
+    q.zp = zp;
+    q.lo = lo;
+    q.hi = hi;
+    q.rl = lo - zp;
+    q.rh = hi - zp;
+    q.fl = (float)q.rl;
+    q.fh = (float)q.rh;
+    return q;
+}
+
+/* arena_q_round(acc * mult, zp, lo, hi), inline: the same float product, the same
+ * round-half-even, the same clamp (clamping rint(v) to integers equals clamping v first).
+ * With a single-precision FPU one VCVTR rounds (the FPSCR's default mode, to nearest even)
+ * and converts, saturating; mult is finite (the caller checks: chan_ok), so v is no NaN.
+ * Without one, v is clamped in float first (NaN gives lo, as in arena_q_round) and adding
+ * 1.5 * 2^23 rounds it to an integer with ties to even, as arena_rintf. */
+static inline __attribute__((always_inline)) int32_t requant(int32_t acc, float mult, const qpar_t *q)
+{
+    float v = (float)acc * mult;
+#if defined(__arm__) && defined(__ARM_FP) && (__ARM_FP & 4)
+    int32_t r;
+    __asm__("vcvtr.s32.f32 %0, %0" : "+t"(v));
+    memcpy(&r, &v, sizeof r);
+    r = r > q->rl ? r : q->rl;
+    r = r < q->rh ? r : q->rh;
+    return r + q->zp;
+#else
+    v = v > q->fl ? v : q->fl;
+    v = v < q->fh ? v : q->fh;
+    v = (v + 12582912.0f) - 12582912.0f;
+    return (int32_t)v + q->zp;
+#endif
+}
+
+/* A multiplier requant() takes: finite (any product with an int32 is then no NaN). */
+static int mult_ok(float mult)
+{
+    return mult == mult && mult - mult == 0.0f;
+}
+
+/* arena_q_bias_add, inline: bias + dot with int32 wraparound. */
+static inline __attribute__((always_inline)) int32_t bias_add(int32_t bias, int32_t dot)
+{
+    uint32_t s = (uint32_t)bias + (uint32_t)dot;
+    return s <= (uint32_t)INT32_MAX ? (int32_t)s : -(int32_t)(~s) - 1;
+}
+
+/* What requantizing one output channel needs. */
+typedef struct {
+    float mult;
+    int32_t bias;
+} chan_t;
+
+static inline __attribute__((always_inline)) int8_t store(const qpar_t *q, const chan_t *ch, int32_t acc)
+{
+    return (int8_t)requant(bias_add(ch->bias, acc), ch->mult, q);
+}
+
+/* --- dot products --------------------------------------------------------------- */
+
+#if defined(__ARM_FEATURE_DSP)
+static inline uint32_t ld4(const int8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4); /* one LDR: unaligned loads are allowed on these cores */
+    return v;
+}
+/* Bytes 1, 3 of v as signed halfwords (plus nz's): SXTB16/SXTAB16 with ROR #8, which
+ * GCC's ACLE intrinsics do not fold from a separate rotate. */
+static inline uint32_t sxtb16_ror8(uint32_t v)
+{
+    uint32_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(v));
+    return r;
+}
+static inline uint32_t sxtab16_ror8(uint32_t nz, uint32_t v)
+{
+    uint32_t r;
+    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(nz), "r"(v));
+    return r;
+}
+/* Bytes 0, 2 and 1, 3 of v as two pairs of signed halfwords, plus nz = (-zp, -zp). */
+#define LO16(v, nz) ((uint32_t)__sxtab16((nz), (v)))
+#define HI16(v, nz) sxtab16_ror8((nz), (v))
+#define W_LO(v) ((uint32_t)__sxtb16(v))
+#define W_HI(v) sxtb16_ror8(v)
+#define MAC2(a, b, acc) __smlad((int32_t)(a), (int32_t)(b), (acc))
+#endif
+
+/* The dot products of weight rows w and w + K with columns x and x + K, each column
+ * element minus zp: s[0] = w.x, s[1] = w.(x + K), s[2] = (w + K).x, s[3] = (w + K).(x + K).
+ * Not inlined: its loop gets every register (4 sums, zp, 2 pointers, K, the end). */
+static __attribute__((noinline)) void dot2x2(int32_t s[4], const int8_t *w, const int8_t *x, int32_t K, int32_t zp)
+{
+    int32_t s00 = 0, s01 = 0, s10 = 0, s11 = 0, k, n = K;
+#if defined(__ARM_FEATURE_DSP)
+    uint32_t nz = ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u;
+    const int8_t *end = x + (K & ~3);
+    for (; x != end; x += 4, w += 4) {
+        uint32_t a = ld4(x), u = ld4(w);
+        uint32_t a0 = LO16(a, nz), a1 = HI16(a, nz), u0 = W_LO(u), u1 = W_HI(u), b, v, b0, b1, v0, v1;
+        s00 = MAC2(u0, a0, s00);
+        s00 = MAC2(u1, a1, s00);
+        b = ld4(x + K);
+        b0 = LO16(b, nz);
+        b1 = HI16(b, nz);
+        s01 = MAC2(u0, b0, s01);
+        s01 = MAC2(u1, b1, s01);
+        v = ld4(w + K);
+        v0 = W_LO(v);
+        v1 = W_HI(v);
+        s10 = MAC2(v0, a0, s10);
+        s10 = MAC2(v1, a1, s10);
+        s11 = MAC2(v0, b0, s11);
+        s11 = MAC2(v1, b1, s11);
+    }
+    n = K & 3;
+#endif
+    for (k = 0; k < n; ++k) {
+        int32_t a = (int32_t)x[k] - zp, b = (int32_t)x[k + K] - zp, u = w[k], v = w[k + K];
+        s00 += u * a;
+        s01 += u * b;
+        s10 += v * a;
+        s11 += v * b;
+    }
+    s[0] = s00;
+    s[1] = s01;
+    s[2] = s10;
+    s[3] = s11;
+}
+
+/* s[0] = w.x, s[1] = (w + K).x (x minus zp). */
+static __attribute__((noinline)) void dot2x1(int32_t s[2], const int8_t *w, const int8_t *x, int32_t K, int32_t zp)
+{
+    int32_t s0 = 0, s1 = 0, k, n = K;
+#if defined(__ARM_FEATURE_DSP)
+    uint32_t nz = ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u;
+    const int8_t *end = x + (K & ~3);
+    for (; x != end; x += 4, w += 4) {
+        uint32_t a = ld4(x), u = ld4(w), v = ld4(w + K);
+        uint32_t a0 = LO16(a, nz), a1 = HI16(a, nz);
+        s0 = MAC2(W_LO(u), a0, s0);
+        s0 = MAC2(W_HI(u), a1, s0);
+        s1 = MAC2(W_LO(v), a0, s1);
+        s1 = MAC2(W_HI(v), a1, s1);
+    }
+    n = K & 3;
+#endif
+    for (k = 0; k < n; ++k) {
+        int32_t a = (int32_t)x[k] - zp;
+        s0 += (int32_t)w[k] * a;
+        s1 += (int32_t)w[k + K] * a;
+    }
+    s[0] = s0;
+    s[1] = s1;
+}
+
+/* w.x (x minus zp). */
+static int32_t dot1x1(const int8_t *w, const int8_t *x, int32_t K, int32_t zp)
+{
+    int32_t s = 0, k = 0;
+#if defined(__ARM_FEATURE_DSP)
+    uint32_t nz = ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u;
+    int32_t q;
+    for (q = K >> 2; q > 0; --q, x += 4, w += 4) {
+        uint32_t a = ld4(x), u = ld4(w);
+        s = MAC2(W_LO(u), LO16(a, nz), s);
+        s = MAC2(W_HI(u), HI16(a, nz), s);
+    }
+    K &= 3;
+#endif
+    for (; k < K; ++k) {
+        s += (int32_t)w[k] * ((int32_t)x[k] - zp);
+    }
+    return s;
+}
+
+/* --- QLinearConv ------------------------------------------------------------------ */
+
+/* Per-channel requantization: the reference's mult = x_scale * w_scale[m] / y_scale. */
+static chan_t conv_chan(const arena_ctx_t *c, int32_t m)
+{
+    chan_t ch;
+    ch.mult = arena_q_scale(c, 1, 0) * arena_q_scale(c, 4, (uint32_t)m) / arena_q_scale(c, 6, 0);
+    ch.bias = arena_q_load(arena_in(c, 8), arena_in_data(c, 8), (uint32_t)m);
+    return ch;
+}
+
+/* Every weight zero point is 0 (absent, or all entries 0). */
+static int w_zp_zero(const arena_ctx_t *c, int z)
+{
+    const arena_tensor_t *t = arena_in(c, z);
+    const int8_t *d = (const int8_t *)arena_in_data(c, z);
+    uint32_t i;
+    if (t == NULL) {
+        return 1;
+    }
+    for (i = 0; i < t->elements; ++i) {
+        if (d[i] != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* im2col of output pixels [p0, p0 + np) (flat over OH * OW) of image n, group g into
+ * col[p][k]; a 1x1 conv with stride 1 and no padding is a transpose of a slab. */
+static void im2col(const int8_t *x, const arena_conv_dims_t *d, const arena_attrs_t *a, int32_t n, int32_t g,
+                   int32_t p0, int32_t np, int8_t x_zp, int8_t *col)
+{
+    const int8_t *xg = x + (size_t)(n * d->c + g * d->cg) * (size_t)d->h * (size_t)d->w;
+    int32_t plane = d->h * d->w, p, ci, ky, kx, oh, ow;
+    int32_t KH = a->kernel[0], KW = a->kernel[1], dh = a->dilations[0], dw = a->dilations[1];
+    if (a->kernel[0] == 1 && a->kernel[1] == 1 && a->strides[0] == 1 && a->strides[1] == 1 && a->pads[0] == 0
+        && a->pads[1] == 0 && d->oh == d->h && d->ow == d->w) {
+        for (ci = 0; ci < d->cg; ++ci) {
+            const int8_t *src = xg + (size_t)ci * (size_t)plane + (size_t)p0;
+            int8_t *dst = col + ci;
+            for (p = 0; p < np; ++p) {
+                dst[(size_t)p * (size_t)d->kk] = src[p];
+            }
+        }
+        return;
+    }
+    oh = p0 / d->ow;
+    ow = p0 - oh * d->ow;
+    for (p = 0; p < np; ++p) {
+        int32_t ih0 = oh * a->strides[0] - a->pads[0], iw0 = ow * a->strides[1] - a->pads[1];
+        if (ih0 >= 0 && ih0 + (KH - 1) * dh < d->h && iw0 >= 0 && iw0 + (KW - 1) * dw < d->w) {
+            /* the window inside the plane: no checks */
+            const int8_t *xr = xg + ih0 * d->w + iw0;
+            for (ci = 0; ci < d->cg; ++ci, xr += plane) {
+                for (ky = 0; ky < KH; ++ky) {
+                    const int8_t *r = xr + ky * dh * d->w;
+                    for (kx = 0; kx < KW; ++kx) {
+                        *col++ = r[kx * dw];
+                    }
+                }
+            }
+        } else {
+            for (ci = 0; ci < d->cg; ++ci) {
+                const int8_t *xc = xg + (size_t)ci * (size_t)plane;
+                for (ky = 0; ky < KH; ++ky) {
+                    int32_t ih = ih0 + ky * dh;
+                    if (ih < 0 || ih >= d->h) {
+                        memset(col, x_zp, (size_t)KW);
+                        col += KW;
+                        continue;
+                    }
+                    for (kx = 0; kx < KW; ++kx) {
+                        int32_t iw = iw0 + kx * dw;
+                        *col++ = iw >= 0 && iw < d->w ? xc[ih * d->w + iw] : x_zp;
+                    }
+                }
+            }
+        }
+        if (++ow == d->ow) {
+            ow = 0;
+            ++oh;
+        }
+    }
+}
+
+/* Output channels [m0, m1) of group g over the np columns in col (pixels p0 ...). */
+static void conv_gemm(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q, int32_t n, int32_t m0,
+                      int32_t m1, int32_t p0, int32_t np, const int8_t *col, int32_t x_zp)
+{
+    const int8_t *w = (const int8_t *)arena_in_data(c, 3);
+    int8_t *y = (int8_t *)arena_out_data(c, 0);
+    size_t ohw = (size_t)d->oh * (size_t)d->ow, K = (size_t)d->kk;
+    int32_t m, p, s[4];
+    for (m = m0; m + 1 < m1; m += 2) {
+        chan_t c0 = conv_chan(c, m), c1 = conv_chan(c, m + 1);
+        const int8_t *w0 = w + (size_t)m * K;
+        int8_t *y0 = y + (size_t)(n * d->m + m) * ohw + (size_t)p0, *y1 = y0 + ohw;
+        for (p = 0; p + 1 < np; p += 2) {
+            dot2x2(s, w0, col + (size_t)p * K, d->kk, x_zp);
+            y0[p] = store(q, &c0, s[0]);
+            y0[p + 1] = store(q, &c0, s[1]);
+            y1[p] = store(q, &c1, s[2]);
+            y1[p + 1] = store(q, &c1, s[3]);
+        }
+        if (p < np) {
+            dot2x1(s, w0, col + (size_t)p * K, d->kk, x_zp);
+            y0[p] = store(q, &c0, s[0]);
+            y1[p] = store(q, &c1, s[1]);
+        }
+    }
+    if (m < m1) {
+        chan_t c0 = conv_chan(c, m);
+        const int8_t *w0 = w + (size_t)m * K;
+        int8_t *y0 = y + (size_t)(n * d->m + m) * ohw + (size_t)p0;
+        for (p = 0; p < np; ++p) {
+            y0[p] = store(q, &c0, dot1x1(w0, col + (size_t)p * K, d->kk, x_zp));
+        }
+    }
+}
+
+/* A conv that is not depthwise: im2col columns of as many pixels as the buffer (the
+ * planned workspace when it holds a column, else COL_STACK_BYTES on the stack) holds, then the GEMM. 0 when not
+ * even one column fits (the caller runs the reference loop). */
+static int conv_im2col(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q)
+{
+    int8_t stack_col[COL_STACK_BYTES];
+    const int8_t *x = (const int8_t *)arena_in_data(c, 0);
+    int8_t *col = stack_col;
+    uint32_t cap = COL_STACK_BYTES;
+    int32_t x_zp = arena_q_zp(c, 2, 0), ohw = d->oh * d->ow, n, g, p0, chunk;
+    if (c->op->workspace >= 0) {
+        const arena_tensor_t *wst = &c->m->tensors[c->op->workspace];
+        if (wst->dtype == ARENA_DT_INT8 && wst->elements >= (uint32_t)d->kk) {
+            col = (int8_t *)arena_tensor_data(c->m, c->base, c->op->workspace);
+            cap = wst->elements;
+        }
+    }
+    if (d->kk < 1 || (uint32_t)d->kk > cap) {
+        return 0;
+    }
+    chunk = (int32_t)(cap / (uint32_t)d->kk);
+    for (n = 0; n < d->n; ++n) {
+        for (g = 0; g < d->groups; ++g) {
+            for (p0 = 0; p0 < ohw; p0 += chunk) {
+                int32_t np = ohw - p0 < chunk ? ohw - p0 : chunk;
+                im2col(x, d, &c->op->attrs, n, g, p0, np, (int8_t)x_zp, col);
+                conv_gemm(c, d, q, n, g * d->mg, (g + 1) * d->mg, p0, np, col, x_zp);
+            }
+        }
+    }
+    return 1;
+}
+
+/* A depthwise plane: src (H x W, one channel) through kernel w (KH x KW) into dst
+ * (OH x OW). Pixels whose window lies inside the plane sum x * w and subtract
+ * x_zp * sum(w) once; the others sum (x - x_zp) * w over the taps inside. */
+static void dw_plane(const int8_t *src, int8_t *dst, const int8_t *w, const arena_conv_dims_t *d,
+                     const arena_attrs_t *a, int32_t x_zp, const qpar_t *q, const chan_t *ch)
+{
+    int32_t KH = a->kernel[0], KW = a->kernel[1], sh = a->strides[0], sw = a->strides[1];
+    int32_t dh = a->dilations[0], dw = a->dilations[1], H = d->h, W = d->w;
+    int32_t oh, ow, ky, kx, wsum = 0, oh_a, oh_b, ow_a, ow_b, need_w;
+    int fast3 = KH == 3 && KW == 3 && dh == 1 && dw == 1;
+    for (ky = 0; ky < KH * KW; ++ky) {
+        wsum += w[ky];
+    }
+    /* Interior: ih0 >= 0 and ih0 + (KH-1)*dh < H (same for w; the 3x3 word path reads
+     * 4 bytes from iw0, so it needs iw0 + 3 < W). */
+    need_w = fast3 ? 4 : (KW - 1) * dw + 1;
+    oh_a = (a->pads[0] + sh - 1) / sh;
+    oh_b = H - (KH - 1) * dh - 1 + a->pads[0] >= 0 ? (H - (KH - 1) * dh - 1 + a->pads[0]) / sh + 1 : 0;
+    ow_a = (a->pads[1] + sw - 1) / sw;
+    ow_b = W - need_w + a->pads[1] >= 0 ? (W - need_w + a->pads[1]) / sw + 1 : 0;
+    oh_b = oh_b < d->oh ? oh_b : d->oh;
+    ow_b = ow_b < d->ow ? ow_b : d->ow;
+    if (oh_a > oh_b) {
+        oh_a = oh_b;
+    }
+    if (ow_a > ow_b) {
+        ow_a = ow_b;
+    }
+    for (oh = 0; oh < d->oh; ++oh) {
+        int32_t ih0 = oh * sh - a->pads[0];
+        int inner_row = oh >= oh_a && oh < oh_b;
+        for (ow = 0; ow < d->ow; ++ow) {
+            int32_t iw0 = ow * sw - a->pads[1], acc = 0;
+            if (inner_row && ow == ow_a && ow_a < ow_b) {
+                /* the interior run of this row */
+                const int8_t *r = src + ih0 * W + iw0;
+                if (fast3) {
+#if defined(__ARM_FEATURE_DSP)
+                    uint32_t w02[3], w1[3];
+                    for (ky = 0; ky < 3; ++ky) {
+                        w02[ky] = ((uint32_t)(uint16_t)w[3 * ky]) | ((uint32_t)(uint16_t)w[3 * ky + 2] << 16);
+                        w1[ky] = (uint32_t)(uint16_t)w[3 * ky + 1];
+                    }
+                    for (; ow < ow_b; ++ow, r += sw) {
+                        uint32_t r0 = ld4(r), r1 = ld4(r + W), r2 = ld4(r + 2 * W);
+                        acc = MAC2(W_LO(r0), w02[0], 0);
+                        acc = MAC2(W_HI(r0), w1[0], acc);
+                        acc = MAC2(W_LO(r1), w02[1], acc);
+                        acc = MAC2(W_HI(r1), w1[1], acc);
+                        acc = MAC2(W_LO(r2), w02[2], acc);
+                        acc = MAC2(W_HI(r2), w1[2], acc);
+                        dst[oh * d->ow + ow] = store(q, ch, acc - x_zp * wsum);
+                    }
+#else
+                    int32_t w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7],
+                            w8 = w[8];
+                    for (; ow < ow_b; ++ow, r += sw) {
+                        const int8_t *r1 = r + W, *r2 = r1 + W;
+                        acc = r[0] * w0 + r[1] * w1 + r[2] * w2 + r1[0] * w3 + r1[1] * w4 + r1[2] * w5 + r2[0] * w6
+                              + r2[1] * w7 + r2[2] * w8;
+                        dst[oh * d->ow + ow] = store(q, ch, acc - x_zp * wsum);
+                    }
+#endif
+                } else {
+                    for (; ow < ow_b; ++ow, r += sw) {
+                        acc = 0;
+                        for (ky = 0; ky < KH; ++ky) {
+                            const int8_t *rk = r + ky * dh * W;
+                            for (kx = 0; kx < KW; ++kx) {
+                                acc += (int32_t)rk[kx * dw] * (int32_t)w[ky * KW + kx];
+                            }
+                        }
+                        dst[oh * d->ow + ow] = store(q, ch, acc - x_zp * wsum);
+                    }
+                }
+                --ow; /* the loop's ++ow moves to ow_b */
+                continue;
+            }
+            for (ky = 0; ky < KH; ++ky) {
+                int32_t ih = ih0 + ky * dh;
+                if (ih < 0 || ih >= H) {
+                    continue;
+                }
+                for (kx = 0; kx < KW; ++kx) {
+                    int32_t iw = iw0 + kx * dw;
+                    if (iw >= 0 && iw < W) {
+                        acc += ((int32_t)src[ih * W + iw] - x_zp) * (int32_t)w[ky * KW + kx];
+                    }
+                }
+            }
+            dst[oh * d->ow + ow] = store(q, ch, acc);
+        }
+    }
+}
+
+/* A depthwise conv (group == C == M), in place through temp (one channel, copied
+ * before its output is written: arena_dw_in_place) or from x directly (temp NULL). */
+static void conv_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q, int8_t *temp)
+{
+    const int8_t *x = (const int8_t *)arena_in_data(c, 0), *w = (const int8_t *)arena_in_data(c, 3);
+    int8_t *y = (int8_t *)arena_out_data(c, 0);
+    int32_t x_zp = arena_q_zp(c, 2, 0), taps = c->op->attrs.kernel[0] * c->op->attrs.kernel[1];
+    size_t plane = (size_t)d->h * (size_t)d->w, oplane = (size_t)d->oh * (size_t)d->ow;
+    size_t chans = (size_t)d->n * (size_t)d->c, i;
+    for (i = 0; i < chans; ++i) { /* increasing i: see arena_dw_in_place */
+        int32_t m = (int32_t)(i % (size_t)d->c);
+        chan_t ch = conv_chan(c, m);
+        const int8_t *src = x + i * plane;
+        if (temp != NULL) {
+            memcpy(temp, src, plane);
+            src = temp;
+        }
+        dw_plane(src, y + i * oplane, w + (size_t)m * (size_t)taps, d, &c->op->attrs, x_zp, q, &ch);
+    }
+}
+
+int arena_i8_conv(const arena_ctx_t *c, const arena_conv_dims_t *d, int32_t lo, int32_t hi, void *dw_temp)
+{
+    qpar_t q = qpar(arena_q_zp(c, 7, 0), lo, hi);
+    int32_t m;
+    if (arena_in(c, 0)->dtype != ARENA_DT_INT8 || arena_in(c, 3)->dtype != ARENA_DT_INT8
+        || arena_out(c, 0)->dtype != ARENA_DT_INT8 || !w_zp_zero(c, 5)) {
+        return 0;
+    }
+    for (m = 0; m < d->m; ++m) {
+        if (!mult_ok(conv_chan(c, m).mult)) {
+            return 0;
+        }
+    }
+    if (d->groups == d->c && d->m == d->c) {
+        conv_depthwise(c, d, &q, (int8_t *)dw_temp);
+        return 1;
+    }
+    return conv_im2col(c, d, &q);
+}
+
+/* --- QGemm ---------------------------------------------------------------------------- */
+
+/* Y = A B^T for int8 A (M x K, rows contiguous) and B (N x K: transB), weight zero points
+ * 0: rows of B in pairs against each row of A. scale_j, bias and output as arena_k_qgemm. */
+int arena_i8_qgemm(const arena_ctx_t *c, int32_t M, int32_t N, int32_t K, uint32_t si, uint32_t sj, int quant_out,
+                   int32_t lo, int32_t hi)
+{
+    const arena_attrs_t *at = &c->op->attrs;
+    const int8_t *A = (const int8_t *)arena_in_data(c, 0), *B = (const int8_t *)arena_in_data(c, 3);
+    const int32_t *C = (const int32_t *)arena_in_data(c, 6);
+    void *Yv = arena_out_data(c, 0);
+    float a_scale, y_scale = 1.0f;
+    qpar_t q = qpar(0, lo, hi);
+    int32_t a_zp, i, j, s[2];
+    if (arena_in(c, 0)->dtype != ARENA_DT_INT8 || arena_in(c, 3)->dtype != ARENA_DT_INT8 || at->trans_a != 0
+        || at->trans_b != 1 || !w_zp_zero(c, 5) || (quant_out && arena_out(c, 0)->dtype != ARENA_DT_INT8)) {
+        return 0;
+    }
+    a_scale = arena_q_scale(c, 1, 0);
+    a_zp = arena_q_zp(c, 2, 0);
+    if (quant_out) {
+        y_scale = arena_q_scale(c, 7, 0);
+        q = qpar(arena_q_zp(c, 8, 0), lo, hi);
+        for (j = 0; j < N; ++j) {
+            if (!mult_ok(at->alpha * a_scale * arena_q_scale(c, 4, (uint32_t)j) / y_scale)) {
+                return 0;
+            }
+        }
+    }
+    for (j = 0; j < N; j += 2) {
+        int two = j + 1 < N;
+        float sc[2];
+        int32_t t;
+        for (t = 0; t < 1 + two; ++t) {
+            sc[t] = at->alpha * a_scale * arena_q_scale(c, 4, (uint32_t)(j + t));
+            if (quant_out) {
+                sc[t] /= y_scale;
+            }
+        }
+        for (i = 0; i < M; ++i) {
+            const int8_t *ar = A + (size_t)i * (size_t)K;
+            if (two) {
+                dot2x1(s, B + (size_t)j * (size_t)K, ar, K, a_zp);
+            } else {
+                s[0] = dot1x1(B + (size_t)j * (size_t)K, ar, K, a_zp);
+            }
+            for (t = 0; t < 1 + two; ++t) {
+                uint32_t yi = (uint32_t)i * (uint32_t)N + (uint32_t)(j + t);
+                int32_t acc = s[t];
+                if (C != NULL) {
+                    acc = bias_add(C[(uint32_t)i * si + (uint32_t)(j + t) * sj], acc);
+                }
+                if (quant_out) {
+                    ((int8_t *)Yv)[yi] = (int8_t)requant(acc, sc[t], &q);
+                } else {
+                    ((float *)Yv)[yi] = (float)acc * sc[t];
+                }
+            }
+        }
+    }
+    return 1;
+}

@@ -1,0 +1,183 @@
+"""The int8 fast paths (arena_tool/runtime/kernels_int8.c) give exactly onnxruntime's codes.
+
+Random QLinearConv shapes (1x1, 3x3, KWS's 10x4, strided, padded, dilated, grouped, depthwise
+in place and not, 1-D), zero points, per-channel scales, biases and absorbed-Relu ranges, and
+QGemm shapes, each with K not a multiple of 4 and odd pixel and channel counts somewhere (the
+tails of the 2 x 2 blocks), plus the cases the fast paths hand back to the reference loops
+(weight zero points, a column longer than the stack buffer). All of them run in one host
+firmware (the portable C path, AddressSanitizer + UBSan) and under QEMU on mps2_an386
+(Cortex-M4) and mps2_an500 (Cortex-M7), the DSP path: every output equal to onnxruntime's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+from conftest import require_tool
+from onnx import TensorProto, helper, numpy_helper
+
+import fwbuild
+from arena_tool import planfile, qemu, verify
+from arena_tool.problem import ModelOptions
+
+I8 = np.int8
+
+
+class _G:
+    """A one-op graph builder with seeded random constants."""
+
+    def __init__(self, seed: int) -> None:
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[TensorProto] = []
+        self.rng = np.random.default_rng(seed)
+
+    def const(self, name: str, value: Any, dtype: Any) -> str:
+        self.inits.append(numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
+        return name
+
+    def model(self, x_shape: list[int], y_shape: list[int]) -> onnx.ModelProto:
+        graph = helper.make_graph(self.nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT8, x_shape)],
+                                  [helper.make_tensor_value_info("y", TensorProto.INT8, y_shape)], self.inits)
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)])
+
+
+def _out(n: int, k: int, s: int, d: int, p0: int, p1: int) -> int:
+    return (n + p0 + p1 - ((k - 1) * d + 1)) // s + 1
+
+
+def conv(seed: int, cin: int, cout: int, hw: tuple[int, ...], k: tuple[int, ...], stride: int = 1,
+         pads: tuple[int, ...] | None = None, dil: int = 1, group: int = 1, x_zp: int = 3, y_zp: int = -5,
+         w_zp: int = 0, per_channel: bool = True, bias: bool = True, chain: bool = False) -> onnx.ModelProto:
+    """One QLinearConv (rank 4, or rank 3 when hw has one dim); chain: a 1x1 conv first, so the
+    conv's input is an arena tensor that dies there (a depthwise conv then runs in place)."""
+    g = _G(seed)
+    r = len(hw)
+    pads = pads if pads is not None else tuple([k[i] // 2 for i in range(r)] * 2)
+    x_shape = [1, cin, *hw]
+    x = "x"
+    if chain:
+        g.nodes.append(helper.make_node("QLinearConv", [
+            "x", g.const("x_s", 0.05, np.float32), g.const("x_z", x_zp, I8),
+            g.const("w0", g.rng.integers(-90, 90, [cin, cin, *([1] * r)]), I8), g.const("w0_s", 0.004, np.float32),
+            g.const("w0_z", 0, I8), g.const("h_s", 0.04, np.float32), g.const("h_z", x_zp, I8)], ["h"]))
+        x = "h"
+    w = g.rng.integers(-127, 128, [cout, cin // group, *k])
+    w_s = (0.001 + 0.003 * g.rng.random(cout)).astype(np.float32) if per_channel else np.float32(0.002)
+    w_z = np.full(cout, w_zp) if per_channel else np.asarray(w_zp)
+    ins = [x, g.const("xs", 0.04 if chain else 0.05, np.float32), g.const("xz", x_zp, I8), g.const("w", w, I8),
+           g.const("w_s", w_s, np.float32), g.const("w_z", w_z, I8), g.const("y_s", 0.2, np.float32),
+           g.const("y_z", y_zp, I8)]
+    if bias:
+        ins.append(g.const("b", g.rng.integers(-4000, 4000, cout), np.int32))
+    out_hw = [_out(hw[i], k[i], stride, dil, pads[i], pads[i + r]) for i in range(r)]
+    g.nodes.append(helper.make_node("QLinearConv", ins, ["y"], strides=[stride] * r, pads=list(pads),
+                                    dilations=[dil] * r, group=group, kernel_shape=list(k)))
+    return g.model(x_shape, [1, cout, *out_hw])
+
+
+def qgemm(seed: int, M: int, K: int, N: int, trans_b: int = 1, b_zp: int = 0, bias: bool = True,
+          alpha: float = 1.0) -> onnx.ModelProto:
+    g = _G(seed)
+    b = g.rng.integers(-127, 128, [N, K] if trans_b else [K, N])
+    ins = ["x", g.const("a_s", 0.05, np.float32), g.const("a_z", -7, I8), g.const("b", b, I8),
+           g.const("b_s", (0.001 + 0.003 * g.rng.random(N)).astype(np.float32), np.float32),
+           g.const("b_z", np.full(N, b_zp), I8),
+           g.const("c", g.rng.integers(-4000, 4000, N), np.int32) if bias else "",
+           g.const("y_s", 0.3, np.float32), g.const("y_z", 4, I8)]
+    g.nodes.append(helper.make_node("QGemm", ins, ["y"], domain="com.microsoft", transA=0, transB=trans_b,
+                                    alpha=alpha))
+    return g.model([M, K], [M, N])
+
+
+CASES: dict[str, Any] = {
+    "pw_k8": lambda: conv(1, 8, 16, (7, 9), (1, 1)),
+    "pw_k13_odd": lambda: conv(2, 13, 7, (5, 5), (1, 1), x_zp=-128, y_zp=127),
+    "pw_k64": lambda: conv(3, 64, 10, (3, 3), (1, 1), per_channel=False),
+    "pw_stride2": lambda: conv(4, 12, 6, (7, 8), (1, 1), stride=2, pads=(0, 0, 0, 0)),
+    "pw_padded": lambda: conv(5, 6, 5, (4, 4), (1, 1), pads=(1, 0, 0, 1)),
+    "c3_s1": lambda: conv(6, 5, 9, (8, 7), (3, 3)),
+    "c3_s2_nobias": lambda: conv(7, 16, 8, (9, 9), (3, 3), stride=2, bias=False),
+    "c3_dilated": lambda: conv(8, 4, 6, (9, 10), (3, 3), dil=2, pads=(2, 1, 2, 2)),
+    "c3_grouped": lambda: conv(9, 6, 4, (6, 6), (3, 3), group=2, stride=2, pads=(1, 1, 0, 1)),
+    "kws_first": lambda: conv(10, 1, 12, (20, 10), (10, 4), stride=2, pads=(4, 1, 5, 1), x_zp=0),
+    "c5_big_zp": lambda: conv(11, 3, 5, (11, 11), (5, 5), x_zp=100, y_zp=-100),
+    "conv1d": lambda: conv(12, 7, 6, (19,), (3,), stride=2, pads=(1, 1)),
+    "dw3_s1": lambda: conv(13, 6, 6, (9, 11), (3, 3), group=6),
+    "dw3_s1_in_place": lambda: conv(14, 5, 5, (8, 8), (3, 3), group=5, chain=True),
+    "dw3_s2_chained": lambda: conv(15, 4, 4, (9, 8), (3, 3), group=4, stride=2, pads=(0, 0, 1, 1), chain=True),
+    "dw3_tiny": lambda: conv(16, 3, 3, (2, 3), (3, 3), group=3),
+    "dw5_dilated": lambda: conv(17, 4, 4, (12, 12), (5, 5), group=4, dil=2, pads=(4, 4, 4, 4)),
+    "dw3_nopad": lambda: conv(18, 3, 3, (6, 9), (3, 3), group=3, pads=(0, 0, 0, 0), x_zp=-60),
+    "dw_1d": lambda: conv(19, 5, 5, (17,), (3,), group=5),
+    "ref_w_zp": lambda: conv(20, 4, 6, (5, 5), (3, 3), w_zp=3, per_channel=False),
+    "ref_long_column": lambda: conv(21, 120, 3, (3, 3), (3, 3)),
+    "gemm_m1": lambda: qgemm(22, 1, 13, 7),
+    "gemm_m3": lambda: qgemm(23, 3, 64, 10, alpha=0.5),
+    "gemm_nobias": lambda: qgemm(24, 2, 30, 3, bias=False),
+    "gemm_ref_trans0": lambda: qgemm(25, 2, 9, 5, trans_b=0),
+    "gemm_ref_b_zp": lambda: qgemm(26, 1, 12, 4, b_zp=2),
+}
+SCRATCH = {"c3_s1": ("row", "full"), "c3_grouped": ("row",)}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> dict[str, Any]:
+    """Every case planned and run in one host firmware: {'run', 'text', 'models': {sym: (path, plan)}}."""
+    d = tmp_path_factory.mktemp("int8")
+    entries = []
+    for name, make in CASES.items():
+        path = d / f"{name}.onnx"
+        onnx.save(make(), str(path))
+        for scratch in ("none", *SCRATCH.get(name, ())):
+            sym = name if scratch == "none" else f"{name}_{scratch}"
+            entries.append((sym, str(path), fwbuild.plan(str(path), "greedy_size", ModelOptions(scratch=scratch))))
+    rc, text = fwbuild.run_host(fwbuild.build_host(d / "fw", fwbuild.generate(d / "fw", entries)))
+    assert rc == 0 and "runtime error" not in text and "AddressSanitizer" not in text, text[-3000:]
+    return {"run": verify.parse_output(text), "text": text, "models": {s: (p, doc) for s, p, doc in entries},
+            "dir": d}
+
+
+def _want(path: str, doc: planfile.PlanFile) -> np.ndarray:
+    return verify.reference(path, doc, ["y"])["y"].reshape(-1)
+
+
+@pytest.mark.parametrize("sym", sorted([n for n in CASES] + [f"{n}_{s}" for n, ss in SCRATCH.items() for s in ss]))
+def test_host_portable_path_equals_onnxruntime(built, sym):
+    path, doc = built["models"][sym]
+    assert built["run"].status.get(sym) == 0, built["text"][-2000:]
+    got, want = built["run"].outputs[sym]["y"], _want(path, doc)
+    assert got.dtype == want.dtype and np.array_equal(got, want), (sym, got, want)
+    assert len(np.unique(want)) > 2, (sym, want)  # the case exercises a range of codes
+
+
+def test_cases_reach_the_paths_they_name(built):
+    """The in-place cases run in place (output at the input's address), the scratch ones have
+    their workspace, the depthwise ones none."""
+    for sym, (_, doc) in built["models"].items():
+        step = doc.schedule[-1]
+        bufs = doc.by_name
+        if sym.endswith("in_place"):
+            y, x = bufs[step.outputs[0]], bufs[step.inputs[0]]
+            assert (y.alias_of or y.name) == (x.alias_of or x.name) or y.offset == x.offset, sym
+        if sym.endswith(("_row", "_full")):
+            assert step.workspace is not None, sym
+
+
+@pytest.mark.parametrize("board", ["mps2_an386", "mps2_an500"])
+def test_qemu_dsp_path_equals_the_host(built, board, tmp_path: Path):
+    """The same tables on Cortex-M4 / Cortex-M7 (DSP extension: SXTB16, SMLAD): every status
+    and every output identical to the host's, so to onnxruntime's."""
+    require_tool("arm-none-eabi-gcc")
+    require_tool("qemu-system-arm")
+    entries = [(sym, path, doc) for sym, (path, doc) in built["models"].items()]
+    gen = fwbuild.generate(tmp_path, entries, board)
+    elf = fwbuild.build_elf(tmp_path, gen, board, max(doc.arena_size for _, _, doc in entries))
+    rc, text = qemu.run(str(elf), board.replace("_", "-"), timeout=120)
+    run = verify.parse_output(text)
+    assert rc == 0 and run.status == built["run"].status, text[-2000:]
+    for sym, outputs in built["run"].outputs.items():
+        assert np.array_equal(run.outputs[sym]["y"], outputs["y"]), (board, sym, run.outputs[sym]["y"], outputs["y"])
