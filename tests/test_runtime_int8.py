@@ -21,8 +21,9 @@ from conftest import require_tool
 from onnx import TensorProto, helper, numpy_helper
 
 import fwbuild
-from arena_tool import planfile, qemu, verify
-from arena_tool.problem import ModelOptions
+from arena_tool.core.problem import ModelOptions
+from arena_tool.plan import planfile
+from arena_tool.run import qemu, verify
 
 I8 = np.int8
 
