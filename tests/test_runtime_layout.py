@@ -1,5 +1,5 @@
 """The C runtime's layout kernels (Transpose, Pad, Slice, Split, Resize, ReduceMean), its newer
-element-wise kernels (HardSigmoid, HardSwish, Tanh, Exp, Neg, Abs, Sqrt, Erf, Elu, Max, Min,
+element-wise kernels (HardSigmoid, HardSwish, Tanh, Exp, Neg, Abs, Sqrt, Erf, Elu, Softsign, Max, Min,
 PRelu) and its integer MaxPool / GlobalMaxPool / Clip compute what onnxruntime computes.
 
 Small models built here with onnx.helper cover every mode and attribute form (opset 13, and the
@@ -328,7 +328,7 @@ UNARY = {
     "Exp": (1e-4, 1, 10, 40, 85), "Neg": (1e-3, 1, 1e3, 1e20, 1e30), "Abs": (1e-3, 1, 1e3, 1e20, 1e30),
     "Sqrt": (1e-6, 1e-2, 1, 1e6, 1e30), "Erf": (1e-4, 0.5, 1, 3, 1e3), "Elu": (1e-3, 1, 3, 10, 100),
     "Sigmoid": (1e-3, 1, 10, 50, 100), "LeakyRelu": (1e-3, 1, 10, 1e3, 1e30), "Relu": (1e-3, 1, 10, 1e3, 1e30),
-    "Clip": (1e-3, 0.5, 1, 10, 1e30),
+    "Clip": (1e-3, 0.5, 1, 10, 1e30), "Softsign": (1e-3, 1, 10, 1e3, 1e30),
 }
 ATTRS = {"HardSigmoid": {"alpha": 0.3, "beta": 0.4}, "Elu": {"alpha": 0.7}, "LeakyRelu": {"alpha": 0.15}}
 

@@ -127,6 +127,7 @@ MAX = _rt("MAX", "binary")
 MIN = _rt("MIN", "binary")
 PRELU = _rt("PRELU", "binary")
 LRN = _rt("LRN", "lrn", "alpha, beta; ints: size; floats: bias")
+SOFTSIGN = _rt("SOFTSIGN", "unary")
 
 
 # --- what a kernel requires of a model (coverage.py tests each against the model) -----------
@@ -593,7 +594,8 @@ TABLE: dict[str, OpSpec] = _specs(
            checks=(Dtypes(FLOAT),)),
     OpSpec("Elu", ELU, X, attrs=_elu, inplace=UNARY, checks=(Dtypes(FLOAT),)),
     *(OpSpec(t, r, X, inplace=UNARY, checks=(Dtypes(FLOAT),))
-      for t, r in (("Tanh", TANH), ("Exp", EXP), ("Neg", NEG), ("Abs", ABS), ("Sqrt", SQRT), ("Erf", ERF))),
+      for t, r in (("Tanh", TANH), ("Exp", EXP), ("Neg", NEG), ("Abs", ABS), ("Sqrt", SQRT), ("Erf", ERF),
+                   ("Softsign", SOFTSIGN))),
     OpSpec("PRelu", PRELU, inplace=UNARY, checks=(Dtypes(FLOAT),)),  # the slope is only read
     OpSpec("BatchNormalization", BATCH_NORM, (0, 1, 2, 3, 4), attrs=_batch_norm,
            inplace=Inplace((0,), same_shape=False, unless="training_mode"),
@@ -602,7 +604,7 @@ TABLE: dict[str, OpSpec] = _specs(
            checks=(Converts(FLOAT, INT8), Check.PER_AXIS_ONLY)),
     OpSpec("DequantizeLinear", DEQUANTIZE_LINEAR, attrs=_quant_axis, inplace=UNARY, quant_io=(((0, 1, 2),), None),
            checks=(Converts(INT8 | {"int32"}, FLOAT), Check.PER_AXIS_ONLY)),
-    *(OpSpec(t, inplace=UNARY) for t in ("Log", "Selu", "Celu", "Softplus", "Softsign", "Gelu", "Mish",
+    *(OpSpec(t, inplace=UNARY) for t in ("Log", "Selu", "Celu", "Softplus", "Gelu", "Mish",
                                          "ThresholdedRelu", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Sin",
                                          "Cos", "Not", "Cast")),
     # Element-wise, several inputs (broadcasting).

@@ -59,6 +59,7 @@ ARENA_OP(ARENA_OP_MAX, arena_k_binary)                                      /* M
 ARENA_OP(ARENA_OP_MIN, arena_k_binary)                                      /* Min */
 ARENA_OP(ARENA_OP_PRELU, arena_k_binary)                                    /* PRelu */
 ARENA_OP(ARENA_OP_LRN, arena_k_lrn)                                         /* LRN; alpha, beta; ints: size; floats: bias */
+ARENA_OP(ARENA_OP_SOFTSIGN, arena_k_unary)                                  /* Softsign */
 #endif
 
 #ifdef ARENA_KERNEL

@@ -936,6 +936,7 @@ static float unary_f(const arena_attrs_t *a, uint8_t op, float v)
     case ARENA_OP_ABS: return v < 0.0f ? -v : (v == 0.0f ? 0.0f : v);
     case ARENA_OP_SQRT: return arena_sqrtf(v);
     case ARENA_OP_ERF: return erf_f(v);
+    case ARENA_OP_SOFTSIGN: return v / (1.0f + (v < 0.0f ? -v : v));
     default: return v >= 0.0f ? v : a->alpha * (arena_expf(v) - 1.0f); /* Elu */
     }
 }
