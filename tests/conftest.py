@@ -135,6 +135,10 @@ SLOW_TESTS = {
     "test_linker_fragment.py::test_scons_vendor_script_errors",
     "test_linker_fragment.py::test_script_without_a_known_stack_symbol_links",
     "test_linker_fragment.py::test_split_arena_and_copied_weights_link",
+    "test_int8_io.py::test_every_int8_model_runs_on_the_host_like_onnxruntime",  # gcc, every int8 model
+    "test_int8_io.py::test_int8_models_run_on_qemu_like_onnxruntime",
+    "test_int8_io.py::test_the_header_helpers_compile_and_quantize_like_onnxruntime",  # gcc
+    "test_int8_io.py::test_no_int8_model_is_above_its_model_io_plan",  # quantizes every zoo and MLPerf model
     "test_lowering.py::test_lowered_qdq_runs_on_the_host_runtime_like_onnxruntime",
     "test_run_cli.py::test_firmware_that_fails_is_an_arena_bug",  # test_run_cli: host builds, QEMU
     "test_run_cli.py::test_host_run_of_each_example_matches",

@@ -158,6 +158,7 @@ KINDS = ("input", "activation", "output", "scratch")
 SCHEDULES = ("graph", "memory")
 EXECUTIONS = ("sequential", "pipelined")
 SCRATCHES = ("none", "row", "full")
+IOS = ("model", "int8")  # ModelOptions.io
 CLI_KINDS = ("text", "positive", "switch", "input_shape", "bitwidths_file")  # Option.cli
 
 
@@ -185,6 +186,8 @@ class Option:
     plan_required: every plan file carries it (the others came later: a plan without them
       takes the defaults).
     encode, decode: the field's value to its JSON value and back (default: as is).
+    omit_default: to_doc leaves the field out at its default, so the plans, specs and cache keys
+      made before it existed keep their bytes.
     """
 
     flag: str
@@ -200,6 +203,7 @@ class Option:
     plan_required: bool = False
     encode: Callable[[Any], Any] = _same
     decode: Callable[[Any], Any] = _same
+    omit_default: bool = False
 
     def __post_init__(self) -> None:
         if self.cli not in CLI_KINDS:
@@ -366,10 +370,19 @@ class ModelOptions:
         schema={"type": "boolean",
                 "description": "read external-data files outside the model's folder (off: such a model is refused)"},
         plan_schema={"type": "boolean"})
+    io: str = option(
+        "model", flag="--io", choices=IOS, cli_rank=12, omit_default=True,
+        help="model: the graph's own inputs and outputs; int8: a quantized model's boundary "
+             "QuantizeLinear/DequantizeLinear removed, the firmware takes and gives the integers",
+        schema={"enum": list(IOS), "description": "model: the graph's inputs and outputs as they are; int8: a "
+                "quantized model's boundary QuantizeLinear/DequantizeLinear are removed, so the firmware's inputs "
+                "and outputs are the integer tensors (the header gives their scale and zero point)"},
+        plan_schema={"enum": list(IOS)})
 
     def to_doc(self) -> dict[str, Any]:
-        """Every option as JSON values, maps sorted by key."""
-        return {f.name: o.encode(getattr(self, f.name)) for f, o in option_fields(type(self))}
+        """Every option as JSON values, maps sorted by key (an omit_default one only when set)."""
+        return {f.name: o.encode(getattr(self, f.name)) for f, o in option_fields(type(self))
+                if not (o.omit_default and getattr(self, f.name) == f.default)}
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> "ModelOptions":

@@ -193,7 +193,76 @@ def header_ids(symbol: str, plan: PlanFile) -> list[str]:
     ids = _tensor_ids(*_table_names(plan))
     return [f"ARENA_MODEL_{SYM}_H", *(f"{SYM}_{m}" for m in ("ARENA_SIZE", "LOWER_BOUND", "WEIGHTS_BYTES",
                                                              "N_TENSORS", "N_OPS")),
-            f"{sym}_tensor", *(f"{SYM}_T_{i.upper()}" for i in ids), f"{SYM}_T_{COUNT_ID}", f"{sym}_model"]
+            f"{sym}_tensor", *(f"{SYM}_T_{i.upper()}" for i in ids), f"{SYM}_T_{COUNT_ID}",
+            *io_helper_ids(sym, plan), f"{sym}_model"]
+
+
+QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}  # the integer I/O types (io: int8)
+
+
+def io_quant(plan: PlanFile, outputs: Sequence[str] | None = None) -> list[tuple[str, str, str, float, int]]:
+    """(macro stem, tensor, dtype, scale, zero point) of each graph input (INPUT<k>: m->inputs[k]),
+    then output (OUTPUT<k>: m->outputs[k], in ``outputs``' order; None: the plan's), whose header
+    carries its quantization and helper: every integer one with one scale of an ``io: int8`` plan
+    (none otherwise, so the default header keeps its bytes)."""
+    if plan.options.io != "int8":
+        return []
+    out = []
+    by_name = plan.by_name
+    for kind in ("input", "output"):
+        ios = [b for b in plan.buffers if b.kind == kind]
+        if kind == "output" and outputs is not None:
+            ios = [by_name[n] for n in outputs if n in by_name]
+        for k, b in enumerate(ios):
+            if b.dtype in QRANGE and b.quant is not None and len(b.quant.scale) == 1:
+                out.append((f"{kind.upper()}{k}", b.name, b.dtype, float(b.quant.scale[0]), int(b.quant.zero_point[0])))
+    return out
+
+
+def _io_helpers(sym: str, plan: PlanFile, enum_of: dict[str, str], outputs: Sequence[str]) -> list[str]:
+    """The header's scale and zero point of each integer graph input and output (io: int8), an
+    inline quantize per input and dequantize per output: the arithmetic of onnxruntime's
+    QuantizeLinear (x / scale rounded half to even, plus the zero point, saturated) and
+    DequantizeLinear ((q - zero point) * scale), in float, without libm."""
+    rows = io_quant(plan, outputs)
+    if not rows:
+        return []
+    SYM = sym.upper()
+    h = ["/* int8 I/O (io: int8): the inputs m->inputs[k] and outputs m->outputs[k] are the model's integer",
+         " * tensors, real = scale * (q - zero_point): <sym>_quantize_input<k>(x) makes input k from the float",
+         " * the model took, <sym>_dequantize_output<k>(q) gives the float the model returned. */"]
+    for stem, name, dtype, scale, zp in rows:
+        m = f"{SYM}_{stem}"
+        ctype = C_TYPES[dtype]
+        lo, hi = QRANGE[dtype]
+        h += [f"/* {c_comment(name)} ({enum_of[name]}, {dtype}) */",
+              f"#define {m}_SCALE {c_float(scale)}", f"#define {m}_ZERO_POINT {zp}"]
+        if stem.startswith("INPUT"):
+            h += [f"static inline {ctype} {sym}_quantize_{stem.lower()}(float x) {{",
+                  f"    float v = x / {m}_SCALE;",
+                  "    int32_t i;",
+                  "    float f;",
+                  "    if (!(v > -1024.0f)) v = -1024.0f; /* and NaN */",
+                  "    if (v > 1024.0f) v = 1024.0f;",
+                  "    i = (int32_t)v;  /* toward zero; then to the nearest, ties to even */",
+                  "    f = v - (float)i;",
+                  "    if (f > 0.5f || (f == 0.5f && (i & 1))) i++;",
+                  "    else if (f < -0.5f || (f == -0.5f && (i & 1))) i--;",
+                  f"    i += {m}_ZERO_POINT;",
+                  f"    return ({ctype})(i < {lo} ? {lo} : i > {hi} ? {hi} : i);", "}"]
+        else:
+            h += [f"static inline float {sym}_dequantize_{stem.lower()}({ctype} q) {{",
+                  f"    return (float)((int32_t)q - {m}_ZERO_POINT) * {m}_SCALE;", "}"]
+    return h + [""]
+
+
+def io_helper_ids(sym: str, plan: PlanFile) -> list[str]:
+    """The names _io_helpers defines (for header_ids)."""
+    out = []
+    for stem, *_ in io_quant(plan):
+        fn = "quantize" if stem.startswith("INPUT") else "dequantize"
+        out += [f"{sym.upper()}_{stem}_SCALE", f"{sym.upper()}_{stem}_ZERO_POINT", f"{sym}_{fn}_{stem.lower()}"]
+    return out
 
 
 def c_string(text: str) -> str:
@@ -350,7 +419,7 @@ def model_sources(plan: PlanFile, model: Lowered, symbol: str) -> tuple[str, str
           "/* Tensor indices: arena tensors, then constants. */", f"enum {sym}_tensor {{"]
     for n in arena_names + const_names:
         h.append(f"    {enum_of[n]} = {index[n]},")
-    h += [f"    {SYM}_T_{COUNT_ID} = {len(index)}", "};", "",
+    h += [f"    {SYM}_T_{COUNT_ID} = {len(index)}", "};", "", *_io_helpers(sym, plan, enum_of, model.outputs),
           f"extern const arena_model_t {sym}_model;", "", f"#endif /* {guard} */", ""]
 
     # The source names no generated header, so build tools may name the files freely.

@@ -74,6 +74,12 @@ def model_problem(path: str, options: ModelOptions, order: Sequence[int] | None 
     from arena_tool.model import tflite_model
 
     if tflite_model.is_tflite(path):  # by content (TFL3 at bytes 4..8), or a .tflite name
+        for key, default in (("io", "model"),):
+            if getattr(options, key) != default:
+                fail(f"{key}: {getattr(options, key)} applies to ONNX models; a .tflite model's inputs, outputs "
+                     f"and their buffers are TFLite Micro's", file=path, field=key,
+                     hint=f"drop {key} for this model (a full-integer .tflite already takes int8: convert it with "
+                          f"inference_input_type=tf.int8), or plan its ONNX export")
         mp = tflite_model.model_problem(path, options, order=order)
         if order is None and options.schedule == "memory":
             sched = scheduling.memory_order(scheduling.graph_of(mp))
@@ -89,8 +95,9 @@ def model_problem(path: str, options: ModelOptions, order: Sequence[int] | None 
 def lower(path: str, options: ModelOptions) -> Lowered:
     """The ONNX model at ``path`` lowered under the options that change what is loaded."""
     try:
-        return lowering.load(path, options.input_shapes,
-                             allow_external_data_outside=options.allow_external_data_outside)
+        lowered = lowering.load(path, options.input_shapes,
+                                allow_external_data_outside=options.allow_external_data_outside)
+        return lowering.integer_io(lowered) if options.io == "int8" else lowered
     except ArenaError as e:
         raise e.located(file=path)
 

@@ -153,6 +153,94 @@ def lower(g: Graph) -> Lowered:
     )
 
 
+# --- integer inputs and outputs (io: int8) ----------------------------------------------------
+
+IO_HINT = ("quantize the model (onnxruntime.quantization.quantize_static, QDQ or QOperator) so each float "
+           "input goes straight into a QuantizeLinear and each output comes out of a DequantizeLinear, "
+           "or drop io: int8 (io: model runs the graph's own inputs and outputs)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Boundary:
+    """One graph input or output io: int8 changed: the model's float tensor and the integer
+    tensor the firmware takes or gives instead (its Quant: scale, zero point)."""
+
+    model: str
+    integer: str
+    dtype: str
+    quant: Quant
+
+
+def boundary(lw: Lowered) -> tuple[tuple[Boundary, ...], tuple[Boundary, ...]]:
+    """The boundary QuantizeLinear of every float input and DequantizeLinear of every float
+    output, as (inputs, outputs); a tensor already integer has none. A float input not read by
+    exactly one per-tensor QuantizeLinear (and nothing else), or a float output not made by one
+    per-tensor DequantizeLinear read by nothing else, cannot become an integer: an error
+    naming it (field io)."""
+    readers: dict[str, list[Op]] = {}
+    producer: dict[str, Op] = {}
+    for op in lw.ops:
+        for x in dict.fromkeys(op.inputs):
+            if x:
+                readers.setdefault(x, []).append(op)
+        for y in op.outputs:
+            if y:
+                producer[y] = op
+
+    def per_tensor(name: str, what: str) -> Quant:
+        q = lw.quant.get(name)
+        if q is None or len(q.scale) != 1:
+            fail(f"{what}: its quantization is {'per channel' if q else 'not constant'}, so one scale "
+                 f"and zero point cannot describe it", field="io", file=lw.path, hint=IO_HINT)
+        return q
+
+    ins: list[Boundary] = []
+    for x in lw.inputs:
+        if lw.types[x].dtype in INTEGER:
+            continue
+        rs = readers.get(x, [])
+        what = f"int8 I/O: input {x!r} ({lw.types[x].dtype})"
+        if len(rs) != 1 or rs[0].op_type != "QuantizeLinear" or x in lw.outputs:
+            used = ", ".join(sorted({f"{op.op_type} {op.name}" for op in rs})) or "nothing"
+            fail(f"{what} is not quantized at the boundary: it is read by {used}, not by one QuantizeLinear",
+                 field="io", file=lw.path, hint=IO_HINT)
+        y = rs[0].outputs[0]
+        ins.append(Boundary(x, y, lw.types[y].dtype, per_tensor(y, what)))
+    outs: list[Boundary] = []
+    for y in lw.outputs:
+        if y not in lw.types or lw.types[y].dtype in INTEGER:
+            continue
+        made_by = producer.get(y)
+        what = f"int8 I/O: output {y!r} ({lw.types[y].dtype})"
+        if made_by is None or made_by.op_type != "DequantizeLinear" or made_by.inputs[0] not in lw.types \
+                or readers.get(y):
+            made = f"{made_by.op_type} {made_by.name}" if made_by is not None else "no op"
+            fail(f"{what} is not dequantized at the boundary: it is made by {made}"
+                 f"{' and read by other ops' if readers.get(y) else ''}, not by a DequantizeLinear",
+                 field="io", file=lw.path, hint=IO_HINT)
+        q = made_by.inputs[0]
+        outs.append(Boundary(y, q, lw.types[q].dtype, per_tensor(q, what)))
+    return tuple(ins), tuple(outs)
+
+
+def integer_io(lw: Lowered) -> Lowered:
+    """``lw`` without its boundary QuantizeLinear/DequantizeLinear (``boundary``): the integer
+    tensors become the graph's inputs and outputs (io: int8). The tensors keep the model's
+    names, so onnxruntime on the model still gives every value."""
+    ins, outs = boundary(lw)
+    if not ins and not outs:
+        return lw
+    swap = {b.model: b.integer for b in (*ins, *outs)}
+    removed = {("QuantizeLinear", b.model) for b in ins} | {("DequantizeLinear", b.integer) for b in outs}
+    ops_ = tuple(op for op in lw.ops if (op.op_type, op.inputs[0] if op.inputs else "") not in removed)
+    inputs = tuple(swap.get(x, x) for x in lw.inputs)
+    outputs = tuple(dict.fromkeys(swap.get(y, y) for y in lw.outputs))
+    gone = set(swap)
+    types = {k: v for k, v in lw.types.items() if k not in gone}
+    return dataclasses.replace(lw, inputs=inputs, outputs=outputs, ops=ops_, types=types,
+                               constants=_constants(lw.graph, ops_), _cache=lw._cache)
+
+
 # --- constants ------------------------------------------------------------------------------
 
 def _constants(g: Graph, ops: Sequence[Op]) -> dict[str, Constant]:

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from arena_tool.plan import planners
     from arena_tool.target.boards import Board
     from arena_tool.emit.coverage import Gap
-    from arena_tool.model.lowering import Lowered
+    from arena_tool.model.lowering import Boundary, Lowered
     from arena_tool.plan.planfile import PlanFile
     from arena_tool.core.problem import ModelOptions
     from arena_tool.target.board_report import RegionUse
@@ -407,9 +407,18 @@ def reference(model_path: str, feeds: dict[str, np.ndarray], names: Sequence[str
     opts.log_severity_level = 3
     if lowered is not None and lowered.qdq_fused:
         from arena_tool.model import lowering
-        source: Any = lowering.to_onnx(lowered).SerializeToString()
+        source: Any = lowering.to_onnx(lowered)
     else:
         source = model_path
+    if lowered is not None and not set(names) <= set(lowered.graph.outputs):  # tensors inside (io: int8)
+        import onnx
+
+        if isinstance(source, str):
+            source = onnx.load(source)
+        outs = {o.name for o in source.graph.output}
+        source.graph.output.extend(onnx.ValueInfoProto(name=n) for n in names if n not in outs)
+    if not isinstance(source, str):
+        source = source.SerializeToString()
     try:
         sess = ort.InferenceSession(source, opts, providers=["CPUExecutionProvider"])
         values = sess.run(list(names), feeds)
@@ -682,6 +691,60 @@ def summary(model: str, plan: PlanFile, board: Board | None, fw: Firmware, input
     return lines
 
 
+def quantize(x: np.ndarray, dtype: str, scale: float, zero_point: int) -> np.ndarray:
+    """onnxruntime's QuantizeLinear (and the header's <tensor>_quantize): x / scale in float32,
+    rounded half to even, plus the zero point, saturated to ``dtype``."""
+    lo, hi = (0, 255) if dtype == "uint8" else (-128, 127)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        v = np.rint(np.asarray(x, np.float32) / np.float32(scale))
+    v = np.clip(np.nan_to_num(v, nan=-1024.0), -1024.0, 1024.0)  # as the header's helper: NaN to the low end
+    out: np.ndarray = np.clip(v.astype(np.float64) + zero_point, lo, hi).astype(NUMPY_TYPES[dtype])
+    return out
+
+
+def dequantize(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    """onnxruntime's DequantizeLinear (and the header's <tensor>_dequantize): (q - zero point) * scale in float32."""
+    return (np.asarray(q).astype(np.int32) - np.int32(zero_point)).astype(np.float32) * np.float32(scale)
+
+
+@dataclasses.dataclass(frozen=True)
+class IntegerIO:
+    """An ``io: int8`` run: the model's float inputs (``specs``, what --input holds), the boundary
+    QuantizeLinear/DequantizeLinear the plan removed (``inputs``, ``outputs``), and the model
+    lowered with its own I/O (``lowered``), which onnxruntime runs for the reference."""
+
+    specs: list[TensorSpec]
+    inputs: tuple[Boundary, ...]
+    outputs: tuple[Boundary, ...]
+    lowered: Lowered
+
+    @classmethod
+    def of(cls, model: str, plan: PlanFile) -> "IntegerIO":
+        from arena_tool.model import liveness, lowering
+
+        low = liveness.lower(model, dataclasses.replace(plan.options, io="model"))
+        ins, outs = lowering.boundary(low)
+        changed = {b.model: b.integer for b in ins}
+        by_name = plan.by_name
+        specs = [TensorSpec(n, low.types[n].dtype, tuple(low.types[n].shape)) if n in changed
+                 else TensorSpec(n, by_name[n].dtype, by_name[n].shape) for n in low.inputs]
+        return cls(specs, ins, outs, low)
+
+    def quantize(self, inputs: Sequence[np.ndarray]) -> list[tuple[str, np.ndarray]]:
+        """The firmware's inputs (integer name, array) from the model's (in ``specs`` order)."""
+        by_model = {b.model: b for b in self.inputs}
+        out = []
+        for s, a in zip(self.specs, inputs):
+            b = by_model.get(s.name)
+            out.append((s.name, a) if b is None else
+                       (b.integer, quantize(a, b.dtype, b.quant.scale[0], b.quant.zero_point[0])))
+        return out
+
+    def dequantize(self, outputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        """The model's float outputs (``outputs`` order) from the firmware's integers."""
+        return [dequantize(outputs[b.integer], b.quant.scale[0], b.quant.zero_point[0]) for b in self.outputs]
+
+
 def run(model: str, board_name: str, options: ModelOptions, planner: str, params: planners.Params, *,
         input_path: str | None = None, seed: int = 0, output: str | None = None, json_path: str | None = None,
         build_dir: str | None = None, timeout: float = TIMEOUT, out: TextIO | None = None,
@@ -701,7 +764,8 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
             raise e.located(field="--weights") from None
     plan = planning.plan_model(model, options, planner, params).plan_file
     lowered = plancheck.lowered_model(model, plan)
-    in_specs = graph_specs(plan, list(lowered.inputs))
+    io = IntegerIO.of(model, plan) if options.io == "int8" else None
+    in_specs = io.specs if io is not None else graph_specs(plan, list(lowered.inputs))
     input_kind, input_file = ("file", input_path) if input_path else ("random", None)
     report_of = functools.partial(report_doc, model=model, plan=plan, board=board_name,
                                   machine=None if board is None else board.qemu, input_kind=input_kind,
@@ -728,13 +792,17 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
     inputs = load_inputs(input_path, in_specs) if input_path else random_inputs(in_specs, seed)
     require_tools(board)
     feeds = {s.name: a for s, a in zip(in_specs, inputs)}
-    want = reference(model, feeds, list(lowered.outputs), lowered)
+    if io is not None:  # the model's own float inputs and outputs, and the integers at its boundary
+        want = reference(model, feeds, [*lowered.outputs, *(b.model for b in io.outputs)], io.lowered)
+        fw_inputs = io.quantize(inputs)
+    else:
+        want = reference(model, feeds, list(lowered.outputs), lowered)
+        fw_inputs = [(s.name, a) for s, a in zip(in_specs, inputs)]
 
     symbol = codegen.sanitize(Path(model).stem).lower()
     work = Path(build_dir) if build_dir else Path(tempfile.mkdtemp(prefix="arena-run-"))
     try:
-        fw = build_and_run(work, symbol, model, plan, lowered, board, [(s.name, a) for s, a in zip(in_specs, inputs)],
-                           timeout, optimize)
+        fw = build_and_run(work, symbol, model, plan, lowered, board, fw_inputs, timeout, optimize)
     finally:
         if not build_dir:
             shutil.rmtree(work, ignore_errors=True)
@@ -751,12 +819,16 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
                          hint=BUG_HINT + (f"; the build is kept in {build_dir}" if build_dir else
                                           "; --build-dir DIR keeps the build"))
     comparisons = [compare(n, fw.outputs[n], want[n], quant_step(lowered, plan, n)) for n in lowered.outputs]
+    if io is not None:  # the firmware's integers dequantized with the header's parameters: the model's floats
+        for edge, value in zip(io.outputs, io.dequantize(fw.outputs)):
+            fw.outputs[edge.model] = value
+            comparisons.append(compare(edge.model, value, want[edge.model], float(edge.quant.scale[0])))
     words = f"{input_path}" if input_path else f"seeded random (seed {seed})"
     ok = all(c.ok for c in comparisons)
     for line in summary(model, plan, board, fw, words, comparisons):
         print(line, file=out)
     if output:
-        _write_npz(output, {n: fw.outputs[n] for n in lowered.outputs})
+        _write_npz(output, {n: fw.outputs[n] for n in [*lowered.outputs, *(b.model for b in (io.outputs if io else ()))]})
         print(f"wrote {output}", file=out)
     if json_path:
         write_report(json_path, report_of(result="match" if ok else "mismatch", fw=fw,

@@ -86,8 +86,12 @@ def reference(model_path: str, plan: PlanFile, names: list[str] | None = None) -
     buffers = plan.by_name
     ins = graph_inputs(model)
     feeds = {}
+    quantized = {n.input[0]: n.output[0] for n in model.graph.node if n.op_type == "QuantizeLinear" and n.input}
     for k, name in enumerate(ins):
         b = buffers.get(name)
+        if b is None and plan.options.io == "int8" and quantized.get(name) in buffers:  # the float side
+            q = buffers[quantized[name]]
+            b = dataclasses.replace(q, name=name, dtype="float32", quant=None)
         if b is None:
             raise ArenaError(f"graph input {name!r} is not in the plan", field="buffers", file=model_path)
         feeds[name] = input_pattern(b.shape, b.dtype, k)
@@ -125,8 +129,6 @@ class VerifyResult:
 
 def verify(model_path: str, plan: PlanFile) -> VerifyResult:
     """Replay the plan in one bytearray; see the module docstring."""
-    import onnx
-
     buffers = plan.buffers
     names = [b.name for b in buffers]
     tid = {n: i for i, n in enumerate(names)}
@@ -199,9 +201,9 @@ def verify(model_path: str, plan: PlanFile) -> VerifyResult:
                    f"{wop_name} writing {wname} (offset {offset[w]}) at arena byte {at}")
         return VerifyResult(False, reads, names[i], reader, wname, wop_name if w >= 0 else None, msg)
 
-    model = _load(model_path, plan)
-    for name in graph_inputs(model):
-        write(tid[name], -1)
+    for b in buffers:  # the plan's inputs: the model's, or their integers (io: int8)
+        if b.kind == "input":
+            write(tid[b.name], -1)
     for k, step in enumerate(schedule):
         label = step.name or step.outputs[0]
         ins = [tid[n] for n in step.inputs if n in tid]
@@ -218,11 +220,11 @@ def verify(model_path: str, plan: PlanFile) -> VerifyResult:
         for i in ins:
             if group[i] not in out_groups and first_bad(i) is not None:
                 return clobber(i, f"op {label} (its own output or workspace overlaps it)")
-    for o in model.graph.output:
-        if o.name in tid:
+    for b in buffers:
+        if b.kind == "output":
             reads += 1
-            if first_bad(tid[o.name]) is not None:
-                return clobber(tid[o.name], "the graph output")
+            if first_bad(tid[b.name]) is not None:
+                return clobber(tid[b.name], "the graph output")
     return VerifyResult(True, reads, message=f"ok: {reads} tensor reads intact in {len(schedule)} ops, "
                                               f"arena {size} B")
 
