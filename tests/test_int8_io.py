@@ -248,8 +248,10 @@ def test_the_header_helpers_compile_and_quantize_like_onnxruntime(tmp_path):
     (tmp_path / "t.c").write_text(
         '#include <stdio.h>\n#include "model_kws_int8.h"\n'
         "int main(void) { float x; int q;\n"
-        '  FILE *f = fopen("x.bin", "rb"); while (fread(&x, 4, 1, f) == 1) printf("%d\\n", kws_int8_quantize_input0(x));\n'
-        '  for (q = -128; q < 128; q++) printf("%a\\n", kws_int8_dequantize_output0((int8_t)q)); return 0; }\n')
+        '  FILE *f = fopen("x.bin", "rb");\n'
+        '  while (fread(&x, 4, 1, f) == 1) printf("%d\\n", kws_int8_quantize_input0(x));\n'
+        '  for (q = -128; q < 128; q++) printf("%a\\n", kws_int8_dequantize_output0((int8_t)q));\n'
+        '  return 0; }\n')
     exe = tmp_path / "t"
     subprocess.run([gcc, "-std=c99", "-Wall", "-Werror", "-O2", "-I", str(tmp_path), "-I",
                     str(firmware.RUNTIME), str(tmp_path / "t.c"), "-o", str(exe)], check=True)
