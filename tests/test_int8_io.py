@@ -17,7 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import quantized as Q
 import zoo
-from arena_tool import cli, codegen, firmware, lowering, planfile, planners, planning
+from arena_tool import cli, codegen, firmware, lowering, plancheck, planners, planning
 from arena_tool.errors import ArenaError
 from arena_tool.problem import ModelOptions
 
@@ -106,7 +106,7 @@ def test_default_options_write_no_io_keys():
 
 def test_the_header_carries_scale_zero_point_and_helpers():
     pm = planning.plan_model(str(KWS_INT8), INT8, "optimal", PARAMS)
-    low = planfile.lowered_model(str(KWS_INT8), pm.plan_file)
+    low = plancheck.lowered_model(str(KWS_INT8), pm.plan_file)
     header, _ = codegen.model_sources(pm.plan_file, low, "kws_int8")
     by_name = pm.plan_file.by_name
     q_in, q_out = by_name[low.inputs[0]].quant, by_name[low.outputs[0]].quant
@@ -118,7 +118,7 @@ def test_the_header_carries_scale_zero_point_and_helpers():
     ids = codegen.header_ids("kws_int8", pm.plan_file)
     assert {"KWS_INT8_INPUT0_SCALE", "kws_int8_quantize_input0", "kws_int8_dequantize_output0"} <= set(ids)
     default = planning.plan_model(str(KWS_INT8), ModelOptions(), "optimal", PARAMS)
-    plain, _ = codegen.model_sources(default.plan_file, planfile.lowered_model(str(KWS_INT8), default.plan_file),
+    plain, _ = codegen.model_sources(default.plan_file, plancheck.lowered_model(str(KWS_INT8), default.plan_file),
                                      "kws_int8")
     assert "INPUT0_SCALE" not in plain and "_quantize_input0" not in plain
 
@@ -237,7 +237,7 @@ def test_the_header_helpers_compile_and_quantize_like_onnxruntime(tmp_path):
     """The header's inline quantize/dequantize, compiled by gcc, against firmware.quantize."""
     gcc = require_tool("gcc")
     pm = planning.plan_model(str(KWS_INT8), INT8, "optimal", PARAMS)
-    low = planfile.lowered_model(str(KWS_INT8), pm.plan_file)
+    low = plancheck.lowered_model(str(KWS_INT8), pm.plan_file)
     header, _ = codegen.model_sources(pm.plan_file, low, "kws_int8")
     (tmp_path / "model_kws_int8.h").write_text(header)
     q = pm.plan_file.by_name[low.inputs[0]].quant
