@@ -17,9 +17,13 @@ from onnx import TensorProto, helper, numpy_helper
 
 import quantized as Q
 import zoo
-from arena_tool import cli, codegen, firmware, lowering, plancheck, planners, planning
-from arena_tool.errors import ArenaError
-from arena_tool.problem import ModelOptions
+from arena_tool import cli
+from arena_tool.core.errors import ArenaError
+from arena_tool.core.problem import ModelOptions
+from arena_tool.emit import codegen
+from arena_tool.model import lowering
+from arena_tool.plan import plancheck, planners, planning
+from arena_tool.run import firmware
 
 MLPERF = Path(Q.MLPERF_DIR)
 VWW_INT8 = MLPERF / "visual_wake_words__vww_96_float_tflite2onnx_int8.onnx"
@@ -184,7 +188,7 @@ def test_a_tflite_model_with_io_int8_is_refused(capsys):
 
 
 def test_the_manifest_takes_io(tmp_path):
-    from arena_tool import manifest
+    from arena_tool.target import manifest
 
     (tmp_path / "m.onnx").write_bytes(KWS_INT8.read_bytes())
     (tmp_path / "arena.yaml").write_text("defaults: {io: int8}\nmodels:\n  - {name: a, path: m.onnx}\n"
