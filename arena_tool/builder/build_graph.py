@@ -50,6 +50,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 from arena_tool.target import board_choice, flags
+from arena_tool import runtime_dir
+from arena_tool.builder import manifest_cache
 
 if TYPE_CHECKING:
     from arena_tool.target.manifest import Manifest
@@ -354,7 +356,6 @@ def compile_env(gcc_flags: Sequence[str], toolchain: Toolchain, optimize: str | 
 def _runtime_dir(toolchain: Toolchain) -> str:
     if toolchain.runtime_dir:
         return toolchain.runtime_dir
-    from arena_tool import runtime_dir
 
     return runtime_dir()
 
@@ -391,7 +392,6 @@ def plan(manifest: Mapping[str, Any] | Manifest, build_dir: str = "build", toolc
         from arena_tool.target import manifest as manifest_module
 
         doc = manifest_module.to_doc(manifest)
-    from arena_tool.builder import manifest_cache
 
     by_name = {t["name"]: t for t in doc["targets"]}
     spec = boards if boards is None or isinstance(boards, str) else ",".join(boards)

@@ -32,6 +32,7 @@ from arena_tool.model import tflite_model
 from arena_tool.core.errors import ArenaError, CheckFailed
 from arena_tool.core.problem import ModelOptions
 from arena_tool.core.files import write_atomic
+from arena_tool.plan import plancheck, planfile, planning
 
 if TYPE_CHECKING:
     from arena_tool.plan import planners
@@ -138,8 +139,6 @@ def realign(data: bytes) -> bytes:
 
 def check_plan(model_path: str, plan: PlanFile, plan_path: str) -> tflite_model.TfliteProblem:
     """The model re-derived in the plan's operator order, after every check TFLM does not do."""
-    from arena_tool.plan import plancheck
-
     if plan.kind != tflite_model.KIND:
         raise ArenaError("the plan is not a plan of a .tflite model", file=plan_path, field="model_kind",
                          hint="plan the .tflite model itself: arena-tool plan MODEL.tflite -o PLANNED.tflite")
@@ -164,8 +163,6 @@ def check_plan(model_path: str, plan: PlanFile, plan_path: str) -> tflite_model.
 def plan(model_path: str, options: ModelOptions, planner: str, params: planners.Params,
          order: Sequence[int] | None = None) -> PlannedModel:
     """planning.plan_model for a .tflite in a given operator order (None: the model's)."""
-    from arena_tool.plan import planfile, planning
-
     if order is None:
         return planning.plan_model(model_path, options, planner, params)
     planning.check_planner_name(planner)

@@ -53,7 +53,7 @@ import math
 from typing import Iterator, Mapping, Sequence
 
 from arena_tool.core import dtypes, files, schema
-from arena_tool.model import lowering, optable, scheduling
+from arena_tool.model import lowering, optable, scheduling, tflite_model
 from arena_tool.core.errors import ArenaError, fail
 from arena_tool.model.lowering import Lowered, Op
 from arena_tool.core.problem import EXECUTIONS, KINDS, SCHEDULES, SCRATCHES, ModelOptions, ModelProblem, Quant, Step, \
@@ -71,7 +71,6 @@ def model_problem(path: str, options: ModelOptions, order: Sequence[int] | None 
     caller deriving it under several options loads it once.
     """
     _check_options(options)
-    from arena_tool.model import tflite_model
 
     if tflite_model.is_tflite(path):  # by content (TFL3 at bytes 4..8), or a .tflite name
         for key, default in (("io", "model"),):

@@ -43,6 +43,7 @@ from arena_tool.model import onnx_graph, optable
 from arena_tool.core.errors import fail
 from arena_tool.model.onnx_graph import Graph, Node, Shape, TensorType
 from arena_tool.core.problem import Quant
+from arena_tool.model.onnx_fold import _run_node
 
 if TYPE_CHECKING:
     import onnx
@@ -256,8 +257,6 @@ def _constants(g: Graph, ops: Sequence[Op]) -> dict[str, Constant]:
 
 def _evaluate(g: Graph, name: str, cache: dict[str, np.ndarray]) -> np.ndarray:
     from onnx import numpy_helper
-
-    from arena_tool.model.onnx_fold import _run_node
 
     c = g.consts.get(name)
     if c is None:

@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from arena_tool import __version__
 from arena_tool.core import dtypes
-from arena_tool.plan import planners
+from arena_tool.plan import planners, planning
 from arena_tool.core.errors import ArenaBug
 from arena_tool.core.files import write_atomic
 from arena_tool.core.problem import Buffer, Problem, align_up, fmt_bytes, lower_bound
 from arena_tool.core.schema import check_json
+from arena_tool.plan.planfile import PlanBaselines
 
 if TYPE_CHECKING:
     from arena_tool.plan.planfile import PlanBuffer, PlanFile
@@ -80,8 +81,6 @@ def explain(plan: PlanFile, planner: str, params: planners.Params) -> dict[str, 
     planner/params plan the comparisons (greedy_size always; the int8 what-if with ``planner``).
     Raises errors.ArenaBug when the live-bytes peak is not the plan's lower bound.
     """
-    from arena_tool.plan import planning
-
     bufs = plan.buffers
     schedule = plan.schedule
     align = plan.alignment
@@ -124,7 +123,6 @@ def explain(plan: PlanFile, planner: str, params: planners.Params) -> dict[str, 
         _saving("planner", f"{plan.planner} arena vs greedy_size arena",
                 greedy.arena_size, arena, naive),
     ]
-    from arena_tool.plan.planfile import PlanBaselines
 
     base = plan.baselines or PlanBaselines()
     if base.no_inplace_depthwise is not None:  # before the planner row: they lower the bound

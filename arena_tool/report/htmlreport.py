@@ -31,6 +31,13 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from arena_tool.target.boards import reserve_bytes
 from arena_tool.target.flags import LEVELS
+from arena_tool.core.errors import ArenaError
+from arena_tool.core.files import write_atomic
+from arena_tool.plan import planners
+from arena_tool.plan.planfile import PlanFile
+from arena_tool.report import explain
+from arena_tool.run.runreport import elf_sizes
+from arena_tool.target.board_report import TFLM_NOTE
 
 if TYPE_CHECKING:
     from arena_tool.plan.planfile import PlanFile
@@ -192,9 +199,6 @@ def _rows(rows: Iterable[Mapping[str, Any]]) -> tuple[BufferRow, ...]:
 def peak_of(plan: PlanFile) -> Peak:
     """explain's peak, live set and largest buffers of a plan (greedy_size for its comparisons:
     this report does not show them, so the cheapest planner)."""
-    from arena_tool.plan import planners
-    from arena_tool.report import explain
-
     r = explain.explain(plan, "greedy_size", planners.Params())  # explain's document: the dict boundary
     return Peak(r["peak_op"], r["peak_name"], r["peak_op_type"], r["peak_bytes"], _rows(r["live_at_peak"]),
                 _rows(r["largest"]))
@@ -202,8 +206,6 @@ def peak_of(plan: PlanFile) -> Peak:
 
 def _model(m: ModelUse, rep: Report, plan: PlanFile | str, picture: Picture | None) -> ModelView:
     """plan: the model's plan file, or why there is none."""
-    from arena_tool.core.errors import ArenaError
-
     notes: list[str] = []
     peak = svg = None
     if isinstance(plan, str):
@@ -291,8 +293,6 @@ def build(rep: Report, plans: Mapping[str, PlanFile | str], memory: Memory,
     """The view of one report. plans: model name -> its plan file, or why there is none (missing: not found);
     sections: the linked ELF's allocated sections (runreport.Section), for a ``linked`` report;
     picture: plot.svg, or None."""
-    from arena_tool.target.board_report import TFLM_NOTE
-
     who = "+".join(m.name for m in rep.models)
     models = f"{'shared by' if rep.sharing == 'sequential' else 'slices of'} {who}"
     linked = sections is not None and rep.stage == "linked"
@@ -641,9 +641,6 @@ def _picture() -> Picture | None:
 
 def _plans(rep: Report, root: str) -> dict[str, PlanFile | str]:
     """Each model's plan file, read from the path the report names, or why there is none."""
-    from arena_tool.core.errors import ArenaError
-    from arena_tool.plan.planfile import PlanFile
-
     out: dict[str, PlanFile | str] = {}
     for m in rep.models:
         path = os.path.join(root, m.plan)
@@ -660,7 +657,6 @@ def _plans(rep: Report, root: str) -> dict[str, PlanFile | str]:
 def _sections(elf_path: str | None) -> tuple["Section", ...] | None:
     if elf_path is None:
         return None
-    from arena_tool.run.runreport import elf_sizes
 
     return elf_sizes(elf_path).sections
 
@@ -675,8 +671,6 @@ def write(json_path: str, rep: Report, memory: Memory, elf_path: str | None = No
           root: str = "") -> BoardView:
     """Write both views of ``rep`` beside ``json_path``, atomically. root: the folder the report's
     plan paths are relative to (the SCons top directory). Returns the view it rendered."""
-    from arena_tool.core.files import write_atomic
-
     view = build(rep, _plans(rep, root), memory, _sections(elf_path), _picture())
     html_path, md_path = paths(json_path)
     write_atomic(html_path, render_html(view))

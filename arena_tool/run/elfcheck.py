@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from arena_tool.core.errors import ArenaError, CheckFailed
 from arena_tool.core.problem import align_up
+from arena_tool.run.runreport import elf_sizes
 
 if TYPE_CHECKING:
     from arena_tool.target.boards import Board, Region
@@ -131,7 +132,5 @@ def check(elf_path: str, board: Board, rep: Report) -> None:
 
 def usage(elf_path: str) -> tuple[int, int]:
     """(RAM bytes, flash bytes) the linked ELF takes (see the module docstring)."""
-    from arena_tool.run.runreport import elf_sizes
-
     sizes = elf_sizes(elf_path)
     return sizes.ram, sizes.flash

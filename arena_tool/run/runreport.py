@@ -42,6 +42,7 @@ import numpy as np
 from arena_tool.core.errors import ArenaError
 from arena_tool.core.files import write_atomic
 from arena_tool.core.schema import check_json
+from arena_tool.run import verify
 
 if TYPE_CHECKING:
     from arena_tool.target.board_report import Report
@@ -251,8 +252,6 @@ class RunReport:
 def build(board: str, machine: str, elf_path: str, exit_status: int, output: str, clock_hz: int | None,
           arena: Report | None) -> RunReport:
     """The run report of one QEMU run (validated when written); arena: the board's report, if any."""
-    from arena_tool.run import verify
-
     if not clock_hz:
         raise ArenaError(f"board {board} has no cpu.clock_hz: it is needed to turn SysTick ticks into "
                          "instructions", field="cpu.clock_hz",

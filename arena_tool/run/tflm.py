@@ -35,7 +35,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from arena_tool.model import tflite_model
-from arena_tool.plan import validate
+from arena_tool.plan import planfile, validate
 from arena_tool.target import board_report
 from arena_tool.emit import tflite_write
 from arena_tool.core.errors import EXIT_CHECK_FAILED, EXIT_OK, ArenaError, CheckFailed
@@ -263,8 +263,6 @@ def planned_head(mp: tflite_model.TfliteProblem, offsets: Sequence[int]) -> tupl
 
 def verify(model_path: str, planned_path: str, runs: int = 5, seed: int = 0) -> Report:
     """Run MODEL and PLANNED (a planned .tflite, or a plan JSON to write one from) in TFLM."""
-    from arena_tool.plan import planfile
-
     if runs < 1:
         raise ArenaError(f"--runs {runs}: at least one run", field="--runs")
     data = tflite_model.read_bytes(model_path)

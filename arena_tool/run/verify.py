@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from arena_tool.core.errors import EXIT_CHECK_FAILED, EXIT_OK, ArenaError
+from arena_tool.model import onnx_graph
+from arena_tool.plan import planfile
 
 if TYPE_CHECKING:
     from arena_tool.plan.planfile import PlanFile
@@ -62,8 +64,6 @@ def graph_inputs(model: Any) -> list[str]:
 def _load(model_path: str, plan: PlanFile) -> Any:
     """The model with its external data, after the same location check planning made."""
     import onnx
-
-    from arena_tool.model import onnx_graph
 
     try:
         model = onnx.load(model_path, load_external_data=False)
@@ -231,8 +231,6 @@ def verify(model_path: str, plan: PlanFile) -> VerifyResult:
 
 def main_verify(model: str, plan_path: str) -> int:
     """`arena-tool verify MODEL PLAN`: print the verdict; 0 ok, 1 clobber found, 2 bad input."""
-    from arena_tool.plan import planfile
-
     try:
         result = verify(model, planfile.load(plan_path))
     except ArenaError as e:

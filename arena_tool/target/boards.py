@@ -27,6 +27,7 @@ from typing import Any, Mapping
 from arena_tool.target import yamlio
 from arena_tool.core.errors import ArenaError, did_you_mean
 from arena_tool.target.yamlio import parse_size
+from arena_tool.core.schema import check_json
 
 __all__ = ["Board", "Cpu", "Region", "board_dirs", "default_board_dir", "list_boards",
            "load_board", "parse_size"]
@@ -185,8 +186,6 @@ class Board:
         """``to_json``'s inverse, schema-checked (a damaged cache is an ArenaError naming ``file``);
         the flash gets the loader's attributes. Not ``load_board_file``'s cross-checks: the
         document comes from a Board that passed them."""
-        from arena_tool.core.schema import check_json
-
         check_json(doc, "board", file or "(board document)")
         f = doc["flash"]
         return cls(name=doc["name"], description=doc["description"], source=doc["source"],

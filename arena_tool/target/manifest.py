@@ -30,9 +30,12 @@ import os
 from typing import TYPE_CHECKING, Any, Iterable
 
 from arena_tool.target.board_choice import select_names
-from arena_tool.target.boards import reserve_bytes
+from arena_tool.target.boards import Board, reserve_bytes
 from arena_tool.core.errors import ArenaError, did_you_mean
 from arena_tool.core.problem import ModelOptions, fmt_bytes, option_fields
+from arena_tool.plan import planners
+from arena_tool.target import boards, linkscript, yamlio
+from arena_tool.target.yamlio import field_name
 
 if TYPE_CHECKING:
     from arena_tool.target.boards import Board
@@ -261,8 +264,6 @@ def load(path: str, board_dirs: Iterable[str] = ()) -> Manifest:
     Boards are searched in the manifest's own ``board_dirs``, then ``board_dirs``,
     then the shipped ``boards/`` folder.
     """
-    from arena_tool.target import yamlio
-
     doc = yamlio.load(path)
     if doc.data is None:
         raise ArenaError("the manifest is empty", file=path, line=1, col=1,
@@ -291,8 +292,6 @@ class _Loader:
         return self.doc.error(msg, where, hint=hint, at_value=at_value)
 
     def size(self, value: Any, where: tuple[Any, ...]) -> int:
-        from arena_tool.target import yamlio
-
         try:
             return yamlio.parse_size(value)
         except ArenaError as e:
@@ -316,8 +315,6 @@ class _Loader:
         return out
 
     def check_planner(self, name: str, where: tuple[Any, ...]) -> None:
-        from arena_tool.plan import planners
-
         names = sorted(planners.PLANNERS)
         if name not in names:
             raise self.err(f"unknown planner '{name}'", where, hint=_did_you_mean(name, names))
@@ -386,8 +383,6 @@ class _Loader:
         return Budget(text=str(value).strip(), size=size)
 
     def manifest(self) -> Manifest:
-        from arena_tool.target import boards
-
         specs, raws = self.models()
         dirs = tuple(boards.board_dirs(list(self.board_dirs())))
         known = sorted(boards.list_boards(list(dirs)))
@@ -526,8 +521,6 @@ class _Loader:
                region: str) -> tuple[str, str | None, tuple[tuple[str, str], ...]]:
         """(linker, linker_script, linker_regions) of one board, checked: a fragment needs a script
         that exists and INCLUDEs it; the mapped names are board regions (or its flash)."""
-        from arena_tool.target import linkscript
-
         mode, script, names = pick("linker", "full"), pick("linker_script", None), pick("linker_regions", None)
         if mode == "full":
             for key, value in (("linker_script", script), ("linker_regions", names)):
@@ -548,7 +541,6 @@ class _Loader:
                            hint=f"the path is relative to the manifest's folder ({self.base or '.'})")
         needed = {} if region == "auto" else linkscript.needed_names([region], dict(pairs))
         origins = {r.name: r.origin for r in (*board.ram, board.flash)}
-        from arena_tool.target.yamlio import field_name
 
         script_at = where_of("linker_script")  # linker_regions: belongs beside it when not written yet
         regions_at = where_of("linker_regions") if names is not None else script_at[:-1] + ("linker_regions",)
@@ -646,8 +638,6 @@ def target_doc(t: BoardTarget) -> dict[str, Any]:
 
 def target_from_doc(d: dict[str, Any]) -> BoardTarget:
     """``target_doc``'s inverse (the board schema-checked by ``Board.from_json``)."""
-    from arena_tool.target.boards import Board
-
     return BoardTarget(
         name=d["name"], board=Board.from_json(d["board"], d["board_file"]), region=d["region"],
         budget=Budget(**d["budget"]), reserve_stack=d["reserve_stack"], reserve_heap=d["reserve_heap"],

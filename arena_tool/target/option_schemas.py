@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 from arena_tool.plan.planfile import TOP_LEVEL_OPTIONS as PLAN_TOP_LEVEL
 from arena_tool.core.problem import ModelOptions, option_fields
+from arena_tool.core import schema
 
 SPEC_KEYS = ("planner", "k", "time_limit")  # per-model manifest keys that are ModelSpec's, not options
 
@@ -106,8 +107,6 @@ def with_options(manifest: dict[str, Any], plan: dict[str, Any],
 
 
 def main() -> int:
-    from arena_tool.core import schema
-
     lines = differences(schema.load_schema("manifest"), schema.load_schema("plan"))
     for line in lines:
         print(line)
