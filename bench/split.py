@@ -9,7 +9,7 @@ SLOW just the largest buffer (a small second SRAM), or the two halves; the other
 the rest of the sum (16 B aligned). Printed: the assignment's method and status ('infeasible' with
 method exact is a proof that no assignment fits: the sum is necessary, not sufficient, when a
 peak's buffers cannot be divided between the regions), the accessed bytes per inference
-(regions.COST_MODEL) in FAST for the split plan and for the greedy small-buffers-first
+(split_arena.COST_MODEL) in FAST for the split plan and for the greedy small-buffers-first
 assignment (where that fits), the share of all accessed bytes, and the planning time.
 ``--run host`` (default) builds each plan that fits natively (gcc; arena_tool.run.firmware with the
 regions as separate arrays), ``--run qemu`` for an mps2_an500 cut to those regions, and compares
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
 from arena_tool.model import lowering  # noqa: E402
-from arena_tool.plan import plancheck, planfile, planners, planning, regions  # noqa: E402
+from arena_tool.plan import plancheck, planfile, planners, planning, split_arena  # noqa: E402
 from arena_tool.target import boards  # noqa: E402
 from arena_tool.run import firmware, verify  # noqa: E402
 from arena_tool.core.problem import ModelOptions, align_up  # noqa: E402
@@ -50,13 +50,13 @@ def models() -> list[tuple[str, Path]]:
     return out
 
 
-def caps(scenario: str, arena: int, largest: int) -> list[regions.RegionCap]:
+def caps(scenario: str, arena: int, largest: int) -> list[split_arena.RegionCap]:
     total = align_up(int(arena * SLACK), 16)
     fast = {"FAST = largest": largest, "SLOW = largest": total - largest, "halves": align_up(total // 2, 16)}[scenario]
-    return [regions.RegionCap("FAST", fast), regions.RegionCap("SLOW", total - fast)]
+    return [split_arena.RegionCap("FAST", fast), split_arena.RegionCap("SLOW", total - fast)]
 
 
-def bench_board(c: list[regions.RegionCap]) -> boards.Board:
+def bench_board(c: list[split_arena.RegionCap]) -> boards.Board:
     """mps2_an500 with FAST in SSRAM2&3, SLOW in PSRAM and a 1 MiB data region, as QEMU runs it."""
     base = boards.load_board("mps2_an500")
     ram = (dataclasses.replace(base.ram[0], name="FAST", length=c[0].capacity, speed=1),
@@ -65,7 +65,7 @@ def bench_board(c: list[regions.RegionCap]) -> boards.Board:
     return dataclasses.replace(base, name="split_bench", ram=ram, default_region="FAST", data_region="DATA")
 
 
-def run(sym: str, path: Path, plan: planfile.PlanFile, mode: str, c: list[regions.RegionCap]) -> str:
+def run(sym: str, path: Path, plan: planfile.PlanFile, mode: str, c: list[split_arena.RegionCap]) -> str:
     """'match', 'MISMATCH ...' or 'failed ...' for the split plan's firmware."""
     with tempfile.TemporaryDirectory(prefix="arena-split-") as tmp:
         out = Path(tmp)

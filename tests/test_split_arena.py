@@ -1,4 +1,4 @@
-"""Split arena and weights in RAM (issue 12 items 1 and 2; arena_tool/plan/regions.py, gate.py).
+"""Split arena and weights in RAM (issue 12 items 1 and 2; arena_tool/plan/split_arena.py, gate.py).
 
 The board is written here: mps2_an500's memory map cut into a 20 KiB fast region (FAST, in
 SSRAM2&3), 20 KiB of PSRAM (SLOW) and a data region (DATA, SSRAM2&3 again) for .data, .bss
@@ -19,7 +19,7 @@ from conftest import require_tool
 
 from test_scons import ROOT, copy_example, scons
 from arena_tool.model import liveness, lowering
-from arena_tool.plan import plancheck, planfile, planners, planning, regions
+from arena_tool.plan import plancheck, planfile, planners, planning, split_arena
 from arena_tool.target import board_report, boards, manifest
 from arena_tool.run import elfcheck, firmware, verify
 from arena_tool.core.errors import ArenaError
@@ -70,14 +70,14 @@ def test_assignment_by_hand() -> None:
     search keep A and B fast and C slow: 4 accessed bytes outside instead of 90."""
     bufs = [Buffer("A", 10, 0, 1), Buffer("B", 10, 1, 2), Buffer("C", 4, 0, 2)]
     access = [100, 90, 4]
-    caps = [regions.RegionCap("FAST", 20), regions.RegionCap("SLOW", 20)]
-    a = regions.assign(bufs, access, caps)
+    caps = [split_arena.RegionCap("FAST", 20), split_arena.RegionCap("SLOW", 20)]
+    a = split_arena.assign(bufs, access, caps)
     assert (a.regions, a.cost, a.method, a.status) == ((0, 0, 1), 4, "exact", "proven")
-    base, ok = regions.small_first(bufs, caps, access)
-    assert ok and base == [0, 1, 0] and regions.cost_of(base, access) == 90
+    base, ok = split_arena.small_first(bufs, caps, access)
+    assert ok and base == [0, 1, 0] and split_arena.cost_of(base, access) == 90
     # Nothing fits: the last region takes what the others cannot, and says so.
-    tight = [regions.RegionCap("FAST", 10), regions.RegionCap("SLOW", 10)]
-    assert regions.assign(bufs, access, tight).status == "infeasible"
+    tight = [split_arena.RegionCap("FAST", 10), split_arena.RegionCap("SLOW", 10)]
+    assert split_arena.assign(bufs, access, tight).status == "infeasible"
 
 
 def test_access_model_counts_conv_windows(tmp_path: Path) -> None:
@@ -97,12 +97,12 @@ def test_access_model_counts_conv_windows(tmp_path: Path) -> None:
     low = lowering.load(str(path))
     mp = liveness.build(low, opts)
     names = [b.name for b in mp.problem().buffers]
-    assert dict(zip(names, regions.access_bytes(mp, low))) == {"x": 9 * 256, "y": 3 * 288}
+    assert dict(zip(names, split_arena.access_bytes(mp, low))) == {"x": 9 * 256, "y": 3 * 288}
 
 
 def test_kws_split_plan_fits_two_regions_not_one() -> None:
     opts = ModelOptions(input_shapes=KWS_SHAPES)
-    caps = [regions.RegionCap("FAST", FAST), regions.RegionCap("SLOW", SLOW)]
+    caps = [split_arena.RegionCap("FAST", FAST), split_arena.RegionCap("SLOW", SLOW)]
     pm = planning.plan_split(KWS, opts, "optimal", planners.Params(time_limit=5), caps)
     plan = pm.plan_file
     assert plan.regions is not None and plan.split is not None and plan.split.small_first_accessed is not None
@@ -111,11 +111,11 @@ def test_kws_split_plan_fits_two_regions_not_one() -> None:
     assert all(r.arena_size <= r.capacity for r in plan.regions)
     assert plan.arena_size == sum(r.arena_size for r in plan.regions)
     assert plan.split.method == "exact" and plan.split.status == "proven"
-    assert regions.check(plan) == []
+    assert split_arena.check(plan) == []
     assert plancheck.check(plan, liveness.model_problem(KWS, opts), "kws.plan.json") == []
     # At least the accessed bytes of small-buffers-first in the fast region; the hottest buffer there.
     assert plan.regions[0].accessed_bytes >= plan.split.small_first_accessed[0]
-    access = regions.access_bytes(pm.mp, lowering.load(KWS, KWS_SHAPES))
+    access = split_arena.access_bytes(pm.mp, lowering.load(KWS, KWS_SHAPES))
     density = {b.name: a / b.size for b, a in zip(pm.problem.buffers, access)}
     region_of = {b.name: b.region for b in plan.buffers}
     assert region_of[max(density, key=lambda n: (density[n], n))] == "FAST"
@@ -131,7 +131,7 @@ def test_a_planner_above_capacity_falls_back_to_the_packing_that_proved_it() -> 
     """naive (no reuse) needs more than 20 KiB in FAST; the layout that proved the region
     feasible is kept instead, and says so."""
     opts = ModelOptions(input_shapes=KWS_SHAPES)
-    caps = [regions.RegionCap("FAST", FAST), regions.RegionCap("SLOW", SLOW)]
+    caps = [split_arena.RegionCap("FAST", FAST), split_arena.RegionCap("SLOW", SLOW)]
     plan = planning.plan_split(KWS, opts, "naive", planners.Params(time_limit=5), caps).plan_file
     assert plan.regions is not None
     assert [r.planner for r in plan.regions] == ["packing", "packing"] and plan.optimal is False

@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, AbstractSet, Any, Callable, Mapping, Sequence
 
-from arena_tool.plan import regions
+from arena_tool.plan import split_arena
 from arena_tool.emit import codegen, coverage
 from arena_tool.builder import hints
 from arena_tool.target.board_report import ModelUse, Problem, RegionUse, Report, Usage, arena_section, status_of, \
@@ -63,7 +63,7 @@ def model_use(name: str, plan_path: str, plan: PlanFile) -> ModelUse:
     return ModelUse(
         regions=tuple((r.name, r.arena_size) for r in plan.regions or ()),
         weights_region=weights_region,
-        weights_ram=0 if weights_region == "flash" else regions.weights_ram_bytes_plan(plan),
+        weights_ram=0 if weights_region == "flash" else split_arena.weights_ram_bytes_plan(plan),
         name=name, planner=plan.planner, arena_size=plan.arena_size, lower_bound=plan.lower_bound,
         optimal=plan.optimal, status=str(plan.status), base=0, plan=project_path(plan_path),
         model=project_path(plan.model), model_sha256=plan.model_sha256, weights_bytes=plan.weights_bytes,

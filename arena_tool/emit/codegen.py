@@ -544,7 +544,7 @@ def _tensor_row(name: str, data: str, offset: int, size: int, elements: int, dty
             f" {{{dims}}}}},")
 
 
-# --- split arenas and weights in RAM (regions.py, gate.py) -----------
+# --- split arenas and weights in RAM (split_arena.py, gate.py) -----------
 
 def region_symbol(region: str) -> str:
     """The C array of a split arena's region: arena_<region> (section .arena_<region>)."""

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from arena_tool.model import liveness
-from arena_tool.plan import regions
+from arena_tool.plan import split_arena
 from arena_tool.core.errors import ArenaError, CheckFailed
 from arena_tool.model.lowering import Lowered
 from arena_tool.plan.planfile import PlanBuffer, PlanFile, load, model_kind, quant_doc
@@ -103,7 +103,7 @@ def check(plan: PlanFile, mp: ModelProblem, plan_path: str) -> list[str]:
     if plan.lower_bound != bound:
         problems.append(f"lower_bound {plan.lower_bound} B, the model's is {bound} B")
     if plan.is_split:
-        problems += regions.check(plan)
+        problems += split_arena.check(plan)
     return problems
 
 

@@ -198,7 +198,7 @@ class PlanBaselines:
 
 @dataclasses.dataclass(frozen=True)
 class PlanRegion:
-    """One ``regions`` entry of a split plan (regions.py)."""
+    """One ``regions`` entry of a split plan (split_arena.py)."""
 
     name: str
     capacity: int
@@ -296,7 +296,7 @@ class PlanFile:
 
     @property
     def is_split(self) -> bool:
-        """A split plan: a region per buffer (regions.py)."""
+        """A split plan: a region per buffer (split_arena.py)."""
         return bool(self.regions)
 
     def offsets(self) -> dict[str, int]:

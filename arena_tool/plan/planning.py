@@ -12,7 +12,7 @@ import time
 from typing import Sequence
 
 from arena_tool.model import liveness, optable, tflite_model
-from arena_tool.plan import planfile, planners, regions as split, validate
+from arena_tool.plan import planfile, planners, split_arena, validate
 from arena_tool.core.errors import ArenaBug, ArenaError, did_you_mean
 from arena_tool.model.lowering import Lowered
 from arena_tool.plan.planfile import PlanBaselines, PlanFile
@@ -59,7 +59,7 @@ def plan_model(path: str, options: ModelOptions, planner: str, params: planners.
     """regions: (name, capacity in bytes) fastest first, for a split arena (plan_split);
     empty: one arena."""
     if regions:
-        return plan_split(path, options, planner, params, [split.RegionCap(n, int(c)) for n, c in regions])
+        return plan_split(path, options, planner, params, [split_arena.RegionCap(n, int(c)) for n, c in regions])
     check_planner_name(planner)
     lowered = None if tflite_model.is_tflite(path) else liveness.lower(path, options)  # loaded once
     mp = liveness.model_problem(path, options, lowered=lowered)
@@ -80,16 +80,16 @@ def plan_model(path: str, options: ModelOptions, planner: str, params: planners.
 
 
 def plan_split(path: str, options: ModelOptions, planner: str, params: planners.Params,
-               caps: Sequence[split.RegionCap]) -> PlannedModel:
+               caps: Sequence[split_arena.RegionCap]) -> PlannedModel:
     """``plan_model`` for a split arena: a PlannedModel whose plan file carries a region per
-    buffer (regions.plan_split, the split planner, says how)."""
+    buffer (split_arena.plan_split, the split planner, says how)."""
     check_planner_name(planner)
     if not caps:
         raise ArenaError("a split arena needs at least one region", field="region")
     lowered = liveness.lower(path, options)
     mp = liveness.model_problem(path, options, lowered=lowered)
     problem = mp.problem()
-    s = split.plan_split(mp, lowered, problem, caps, planner,
+    s = split_arena.plan_split(mp, lowered, problem, caps, planner,
                          lambda sub, seconds: run_planner(planner, sub, dataclasses.replace(params, time_limit=seconds)),
                          params.time_limit)
     one = planfile.build(mp, s.plan, problem, k=params.k, baselines=_baselines(path, mp, lowered))

@@ -57,7 +57,7 @@ from arena_tool.run.verify import NUMPY_TYPES
 from arena_tool.core.schema import check_json
 from arena_tool.emit import codegen, coverage, linker
 from arena_tool.model import lowering
-from arena_tool.plan import plancheck, planfile, planning, regions
+from arena_tool.plan import plancheck, planfile, planning, split_arena
 from arena_tool.run import qemu, runreport, verify
 from arena_tool.target.board_report import RegionUse
 
@@ -184,7 +184,7 @@ def board_regions(plans: Sequence[PlanFile], copies: bool = True) -> tuple[Regio
             arena[r.name] = max(arena.get(r.name, 0), r.arena_size)
         w = plan.options.weights
         if copies and w != "flash":
-            weights[w] = weights.get(w, 0) + regions.weights_ram_bytes_plan(plan)
+            weights[w] = weights.get(w, 0) + split_arena.weights_ram_bytes_plan(plan)
     names = list(arena) + sorted(n for n in weights if n not in arena)
     return tuple(RegionUse(name=n, origin=0, length=1, arena=arena.get(n, 0), weights=weights.get(n, 0), reserve=0,
                            limit=0, arena_section=f".arena_{n}" if n in arena else None,

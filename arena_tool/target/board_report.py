@@ -81,7 +81,7 @@ class ModelUse:
     tail: int | None = None  # runtime tflm: TFLM's persistent tail measured on the host (bytes)
     regions: tuple[tuple[str, int], ...] = ()  # a split plan: (region, arena bytes there), fastest first
     weights_region: str = "flash"  # where the weights run from (weights: <region> copies them there)
-    weights_ram: int = 0  # bytes they take in that region (regions.weights_ram_bytes), 0 in flash
+    weights_ram: int = 0  # bytes they take in that region (split_arena.weights_ram_bytes), 0 in flash
 
     @property
     def proven(self) -> bool:
