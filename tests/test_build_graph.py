@@ -21,7 +21,7 @@ import pytest
 import arena_tool
 from arena_tool.builder import build_graph as bg
 from arena_tool.target import manifest
-from arena_tool.builder import manifest_cache
+from arena_tool.builder import noop_cache
 from arena_tool.builder.build_graph import BuildGraph, Value
 from arena_tool.core.errors import ArenaError
 from conftest import ROOT
@@ -34,7 +34,7 @@ GEN = "digest"  # a fixed generator digest: graphs independent of arena's own so
 
 
 def example_doc(tmp_path: Path) -> dict[str, Any]:
-    return manifest_cache.cached(str(EXAMPLE.relative_to(ROOT)), (), str(tmp_path / "cache.json"))
+    return noop_cache.cached(str(EXAMPLE.relative_to(ROOT)), (), str(tmp_path / "cache.json"))
 
 
 def toolchain(root: Path, link: bool = True) -> bg.Toolchain:
@@ -168,8 +168,8 @@ def test_graph_is_deterministic(tmp_path: Path, in_root: None) -> None:
     assert g == bg.plan(manifest.load(str(EXAMPLE.relative_to(ROOT))), "build", toolchain(ROOT), generator=GEN)
     assert bg.plan(doc, "build/", toolchain(ROOT), generator=GEN) == g
     # the same bytes whatever the hash seed (no set or dict order leaks into the graph)
-    code = ("import sys; from arena_tool.builder import build_graph as bg, manifest_cache\n"
-            f"doc = manifest_cache.cached({str(EXAMPLE.relative_to(ROOT))!r}, (), sys.argv[1])\n"
+    code = ("import sys; from arena_tool.builder import build_graph as bg, noop_cache\n"
+            f"doc = noop_cache.cached({str(EXAMPLE.relative_to(ROOT))!r}, (), sys.argv[1])\n"
             f"print(repr(bg.plan(doc, 'build', bg.Toolchain(link=True, root={str(ROOT)!r}), generator='x')))\n")
     out = {subprocess.run([sys.executable, "-c", code, str(tmp_path / f"c{seed}.json")], cwd=ROOT, check=True,
                           capture_output=True, text=True, env=dict(os.environ, PYTHONHASHSEED=seed)).stdout
@@ -236,7 +236,7 @@ def project(tmp_path: Path) -> Path:
 
 def project_graph(proj: Path, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> tuple[dict[str, Any], BuildGraph]:
     monkeypatch.chdir(proj)
-    doc = manifest_cache.cached("arena.yaml", (), str(proj / "build" / ".arena_manifest.json"))
+    doc = noop_cache.cached("arena.yaml", (), str(proj / "build" / ".arena_manifest.json"))
     return doc, bg.plan(doc, "build", toolchain(proj), **{"generator": GEN, **kw})
 
 

@@ -27,7 +27,7 @@ from arena_tool import cli
 from arena_tool.core import files
 from arena_tool.model import liveness
 from arena_tool.plan import plancheck, planfile, planners, planning
-from arena_tool.builder import manifest_cache
+from arena_tool.builder import noop_cache
 from arena_tool.core.problem import ModelOptions
 from conftest import ROOT, require_tool
 
@@ -362,7 +362,7 @@ def test_cli_plan_records_the_model_relative_to_the_current_folder(tmp_path: Pat
 
 
 def test_package_files_are_every_module_and_schema() -> None:
-    names = {os.path.relpath(f, ROOT).replace(os.sep, "/") for f in manifest_cache.package_files()}
+    names = {os.path.relpath(f, ROOT).replace(os.sep, "/") for f in noop_cache.package_files()}
     for needed in ("arena_tool/core/schema.py", "arena_tool/target/manifest.py", "arena_tool/plan/planners/__init__.py",
                    "schemas/manifest.schema.json", "schemas/board.schema.json"):
         assert needed in names
@@ -377,7 +377,7 @@ def test_editing_any_package_file_invalidates_the_manifest_cache(tmp_path: Path)
     for name in ("arena_tool", "schemas", "boards"):
         shutil.copytree(ROOT / name, pkg / name, ignore=shutil.ignore_patterns("__pycache__"))
     proj = make_project(tmp_path / "p")
-    load = ("from arena_tool.builder import manifest_cache as m; import json; "
+    load = ("from arena_tool.builder import noop_cache as m; import json; "
             "print(json.dumps(m.cached('app/arena.yaml', (), 'cache.json')['models'][0]['planner']))")
 
     def planner() -> str:

@@ -25,7 +25,7 @@ from onnx import TensorProto, helper, numpy_helper
 import fwbuild
 import models as M
 from arena_tool.model import lowering, onnx_graph
-from arena_tool.emit import codegen, coverage
+from arena_tool.emit import codegen, runtime_support
 from arena_tool.builder import build_graph
 from arena_tool.run import firmware, verify
 from arena_tool.core.errors import EXIT_USAGE, ArenaError
@@ -224,8 +224,8 @@ def test_tensors_x_X_and__COUNT_give_distinct_c_names(tmp_path: Path) -> None:
 
 # --- 4. coverage names what the runtime cannot run ----------------------------------------------
 
-def _gaps(path: str) -> list[coverage.Gap]:
-    return coverage.gaps(lowering.load(path))
+def _gaps(path: str) -> list[runtime_support.Gap]:
+    return runtime_support.gaps(lowering.load(path))
 
 
 def _unsupported(tmp: Path, case: str) -> str:

@@ -10,12 +10,12 @@ from onnx import TensorProto
 import models as M
 import zoo
 from arena_tool.model import lowering
-from arena_tool.emit import coverage
+from arena_tool.emit import runtime_support
 
 
 def _gaps(tmp_path, nodes, inputs, outputs, inits=(), opset=13):
     path = M.save(M.model(nodes, inputs, outputs, list(inits), opset=opset), tmp_path / "m.onnx")
-    return coverage.gaps(lowering.load(path))
+    return runtime_support.gaps(lowering.load(path))
 
 
 @pytest.mark.parametrize("case, why", [
@@ -59,4 +59,4 @@ def test_what_the_runtime_cannot_run_is_named(tmp_path, case, why):
 
 @pytest.mark.parametrize("name", zoo.NAMES)
 def test_the_cnn_families_run_entirely(zoo_dir, name):
-    assert coverage.gaps(lowering.load(str(zoo_dir / f"{name}.onnx"))) == []
+    assert runtime_support.gaps(lowering.load(str(zoo_dir / f"{name}.onnx"))) == []

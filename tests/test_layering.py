@@ -24,7 +24,7 @@ TOP = ("arena_tool.cli", "arena_tool.__main__")  # above every stage
 LAZY: dict[str, tuple[frozenset[str] | None, str]] = {
     "arena_tool.cli": (None, "each command imports its stages when it runs: `arena-tool --help` and a "
                              "CSV plan import no onnx, matplotlib or TFLM"),
-    "arena_tool.builder.manifest_cache": (None, "a cache hit imports nothing but json, os and hashlib "
+    "arena_tool.builder.noop_cache": (None, "a cache hit imports nothing but json, os and hashlib "
                                                 "(a no-op build starts here)"),
     "arena_tool.builder.build_graph": (frozenset({"arena_tool.target.manifest", "arena_tool.target.boards"}),
                                        "a no-op build wires the graph from the cached manifest document, "

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from arena_tool.target import boards, manifest
-from arena_tool.builder import manifest_cache
+from arena_tool.builder import noop_cache
 from arena_tool.core.errors import ArenaError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -126,20 +126,20 @@ def test_keys_are_canonical(tmp_path: Path) -> None:
 def test_cached_load_skips_yaml_until_an_input_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write(tmp_path, "models: [{name: a, path: m.onnx}]\nboards: [rpi_pico]\n")
     cache = str(tmp_path / "build" / "cache.pickle")
-    first = manifest_cache.load(path, (), cache)
+    first = noop_cache.load(path, (), cache)
 
     def boom(*a: object, **k: object) -> None:
         raise AssertionError("load called although nothing changed")
 
     monkeypatch.setattr(manifest, "load", boom)
-    assert manifest_cache.load(path, (), cache) == first
+    assert noop_cache.load(path, (), cache) == first
     monkeypatch.undo()
     Path(path).write_text("budget: 50%\nmodels: [{name: a, path: m.onnx}]\nboards: [rpi_pico]\n")
     os.utime(path, ns=(1, 1))  # a different mtime even on coarse clocks
-    assert manifest_cache.load(path, (), cache).targets[0].budget.percent == 50.0
+    assert noop_cache.load(path, (), cache).targets[0].budget.percent == 50.0
     os.remove(tmp_path / "m.onnx")  # a vanished model is noticed, not served from the cache
     with pytest.raises(ArenaError, match="model file not found"):
-        manifest_cache.load(path, (), cache)
+        noop_cache.load(path, (), cache)
 
 
 def test_the_cache_document_carries_the_whole_board(tmp_path: Path) -> None:
@@ -157,12 +157,12 @@ def test_the_cache_document_carries_the_whole_board(tmp_path: Path) -> None:
         assert d["gcc_flags"] == list(t.board.cpu.gcc_flags()) and d["key"] == t.key()
     path = write(tmp_path, "models: [{name: a, path: m.onnx}]\nboards: [rpi_pico]\n")
     cache = tmp_path / "cache.json"
-    manifest_cache.cached(path, (), str(cache))
+    noop_cache.cached(path, (), str(cache))
     entry = json.loads(cache.read_text())
-    assert entry["key"][0] == manifest_cache.FORMAT == 3
+    assert entry["key"][0] == noop_cache.FORMAT == 3
     board = entry["manifest"]["targets"][0].pop("board")  # format 2 had copies of some board fields
     cache.write_text(json.dumps(dict(entry, key=[2, *entry["key"][1:]])))
-    assert manifest_cache.cached(path, (), str(cache))["targets"][0]["board"] == board
+    assert noop_cache.cached(path, (), str(cache))["targets"][0]["board"] == board
 
 
 def test_copying_the_example_keeps_it_valid(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from arena_tool.model import optable
-from arena_tool.emit import coverage
+from arena_tool.emit import runtime_support
 
 RUNTIME_DIR = optable.HEADER.parent
 
@@ -68,7 +68,7 @@ def test_every_runtime_op_is_in_the_table_and_states_its_element_types() -> None
 
 def test_coverage_tests_every_kind_of_check() -> None:
     for check in optable.Check:
-        assert coverage.rule(check) is not None
+        assert runtime_support.rule(check) is not None
     kinds = {type(c) for s in optable.TABLE.values() for c in s.checks}
     assert kinds == {optable.Check, optable.Dtypes, optable.Needs, optable.InputsAtMost, optable.Converts,
                      optable.PerTensor, optable.FirstOutputOnly}

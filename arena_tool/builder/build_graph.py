@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 from arena_tool.target import board_choice, flags
 from arena_tool import runtime_dir
-from arena_tool.builder import manifest_cache
+from arena_tool.builder import noop_cache
 
 if TYPE_CHECKING:
     from arena_tool.target.manifest import Manifest
@@ -378,12 +378,12 @@ def manifest_names(t: Mapping[str, Any]) -> tuple[str, ...]:
 
 def plan(manifest: Mapping[str, Any] | Manifest, build_dir: str = "build", toolchain: Toolchain | None = None,
          boards: str | Sequence[str] | None = None, generator: str | None = None) -> BuildGraph:
-    """The build graph of ``manifest`` (``manifest.to_doc``'s or ``manifest_cache.cached``'s
+    """The build graph of ``manifest`` (``manifest.to_doc``'s or ``noop_cache.cached``'s
     plain data, or a ``Manifest``) for the boards ``boards`` picks (``board=``'s text:
     ``all``/None, ``a,b``, one name; or a list of names; an unknown name is an ArenaError).
 
     generator: the digest of arena's own code every output depends on (default
-    ``manifest_cache.package_digest()``).
+    ``noop_cache.package_digest()``).
     """
     doc: Mapping[str, Any]
     if isinstance(manifest, Mapping):
@@ -397,7 +397,7 @@ def plan(manifest: Mapping[str, Any] | Manifest, build_dir: str = "build", toolc
     spec = boards if boards is None or isinstance(boards, str) else ",".join(boards)
     names = board_choice.select_names(list(by_name), spec, doc["file"])
     if generator is None:
-        generator = manifest_cache.package_digest()
+        generator = noop_cache.package_digest()
     g = _Graph(build_dir.rstrip("/") or build_dir, toolchain or Toolchain(), Value("arena_tool sources " + generator),
                doc["file"])
     for name in names:

@@ -7,7 +7,7 @@ one after the other at the largest model alignment. It then resolves the
 region (``auto`` = the fastest region that fits), the budget (bytes, or a
 percentage of that region) and the room left beside the stack+heap reserve,
 checks the weights against the board's flash, adds what the runtime cannot
-run (``runtime_problems``, from ``coverage``), and returns a board_report.Report whatever
+run (``runtime_problems``, from ``runtime_support``), and returns a board_report.Report whatever
 the outcome (its ``status``: see ``board_report``).
 
 ``board_report.failure(report)`` is the CheckFailed (exit status 1) to raise when the
@@ -43,7 +43,7 @@ import dataclasses
 from typing import TYPE_CHECKING, AbstractSet, Any, Callable, Mapping, Sequence
 
 from arena_tool.plan import split_arena
-from arena_tool.emit import codegen, coverage
+from arena_tool.emit import codegen, runtime_support
 from arena_tool.builder import hints
 from arena_tool.target.board_report import ModelUse, Problem, RegionUse, Report, Usage, arena_section, status_of, \
     tflm_arena_size, weights_section
@@ -321,7 +321,7 @@ def runtime_problems(board: str, model: str, plan: PlanFile, lowered: Lowered) -
     int8-sized buffers. lowered: ``plancheck.lowered_model(path, plan)``.
     """
     out = [Problem("unsupported", f"arena: {board}: {g.message(model)}", model=model, op_index=g.index,
-                   node=g.name, op_type=g.op_type, why=g.why) for g in coverage.gaps(lowered)]
+                   node=g.name, op_type=g.op_type, why=g.why) for g in runtime_support.gaps(lowered)]
     for b in plan.buffers:
         t = lowered.types.get(b.name)
         if b.kind != "scratch" and t is not None and b.dtype != t.dtype:

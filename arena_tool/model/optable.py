@@ -12,7 +12,7 @@ an ``OpSpec``:
   ONNX domain only);
 * codegen: ``runtime`` (the C op and its kernel), ``reads`` (the inputs the kernel reads, so
   the tables hold those constants only), ``spatial`` and ``c_fields`` (arena_attrs_t);
-* coverage: ``checks``, what the kernel requires of a model (``Check`` and its kinds).
+* runtime support: ``checks``, what the kernel requires of a model (``Check`` and its kinds).
 
 The C side is generated from ``RUNTIME`` (enum order, append only: enum values never change)
 as the X-macro header runtime/arena_ops.h (``python3 -m arena_tool.model.optable`` rewrites it;
@@ -130,10 +130,10 @@ LRN = _rt("LRN", "lrn", "alpha, beta; ints: size; floats: bias")
 SOFTSIGN = _rt("SOFTSIGN", "unary")
 
 
-# --- what a kernel requires of a model (coverage.py tests each against the model) -----------
+# --- what a kernel requires of a model (runtime_support.py tests each against the model) -----------
 
 class Check(enum.Enum):
-    """A requirement without parameters (coverage.py implements each)."""
+    """A requirement without parameters (runtime_support.py implements each)."""
 
     SPATIAL = "a 1-D or 2-D kernel window"
     RESIZE = "nearest or linear, a known coordinate transform; linear on floats only"
@@ -252,7 +252,7 @@ class OpSpec:
     depthwise: a depthwise form may run in place, one channel saved in its workspace (TinyEngine).
     onnx_only: view, inplace and depthwise hold only for the ONNX domain's op of this name.
     c_fields: the op-specific arena_attrs_t fields from the normalized attributes and input rank.
-    checks: what the kernel requires of a model (coverage).
+    checks: what the kernel requires of a model (runtime_support).
     qoperator: the integer op it lowers to between DequantizeLinear and QuantizeLinear (QOperator).
     moves_integers: it moves or selects elements unchanged, so between a DequantizeLinear and a
       QuantizeLinear of equal parameters it runs on the integers (Relu/Clip as an integer Clip).

@@ -55,7 +55,7 @@ from arena_tool.core.files import project_path, write_atomic
 from arena_tool.target.manifest import DEFAULT_STACK
 from arena_tool.run.verify import NUMPY_TYPES
 from arena_tool.core.schema import check_json
-from arena_tool.emit import codegen, coverage, linker
+from arena_tool.emit import codegen, runtime_support, linker
 from arena_tool.model import lowering
 from arena_tool.plan import plancheck, planfile, planning, split_arena
 from arena_tool.run import qemu, runreport, verify
@@ -64,7 +64,7 @@ from arena_tool.target.board_report import RegionUse
 if TYPE_CHECKING:
     from arena_tool.plan import planners
     from arena_tool.target.boards import Board
-    from arena_tool.emit.coverage import Gap
+    from arena_tool.emit.runtime_support import Gap
     from arena_tool.model.lowering import Boundary, Lowered
     from arena_tool.plan.planfile import PlanFile
     from arena_tool.core.problem import ModelOptions
@@ -748,7 +748,7 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
                                   machine=None if board is None else board.qemu, input_kind=input_kind,
                                   input_file=input_file, seed=None if input_path else seed, inputs=in_specs)
 
-    gaps = coverage.gaps(lowered)
+    gaps = runtime_support.gaps(lowered)
     if gaps:
         for g in gaps:
             print(f"arena-tool: {model}: error: {g.message(Path(model).stem)}", file=err)

@@ -19,7 +19,7 @@ Invariants of a loaded Manifest:
 
 The module imports only the standard library at import time (``yamlio`` pulls
 in jsonschema and PyYAML). A no-op SCons build does not import it at all: it
-reads ``manifest_cache``'s JSON (``to_doc``/``from_doc`` convert).
+reads ``noop_cache``'s JSON (``to_doc``/``from_doc`` convert).
 """
 
 from __future__ import annotations

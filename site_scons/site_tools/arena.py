@@ -604,7 +604,7 @@ def _arena_firmware(env, manifest_path, sources=(), cpppath=(), board=None, link
 
     arena_tool = _import_arena_tool()
     from arena_tool.core import files
-    from arena_tool.builder import build_graph, manifest_cache
+    from arena_tool.builder import build_graph, noop_cache
     from arena_tool.core.errors import ArenaError
 
     build_dir = build_dir or env.subst("$ARENA_BUILD_DIR")
@@ -622,7 +622,7 @@ def _arena_firmware(env, manifest_path, sources=(), cpppath=(), board=None, link
         user=_user_flags(env))
     try:
         manifest_path = files.project_path(str(manifest_path), top)  # no clone's path in outputs
-        m = manifest_cache.cached(manifest_path, tuple(board_dirs) + tuple(env["ARENA_BOARD_DIRS"]),
+        m = noop_cache.cached(manifest_path, tuple(board_dirs) + tuple(env["ARENA_BOARD_DIRS"]),
                                   os.path.join(build_dir, ".arena_manifest.json"))
         graph = build_graph.plan(m, build_dir, toolchain, board)
     except ArenaError as err:
@@ -847,9 +847,9 @@ def _print_summary(report_nodes, state, cache_file) -> None:
     paths = [n.path for n in report_nodes
              if (n.get_state() in (executed, up_to_date) or n.path in state.written) and os.path.exists(n.path)]
     if paths:
-        from arena_tool.builder import manifest_cache
+        from arena_tool.builder import noop_cache
 
-        sys.stdout.write(manifest_cache.summary(paths, cache_file) + "\n")
+        sys.stdout.write(noop_cache.summary(paths, cache_file) + "\n")
         sys.stdout.flush()
 
 
