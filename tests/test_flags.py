@@ -82,7 +82,7 @@ def test_unknown_optimize_is_one_line(tmp_path: Path) -> None:
                                      "(hint: expected one of: size, speed)")
 
 
-def report_of(tmp_path: Path, top: str) -> board_report.Report:
+def report_of(tmp_path: Path, top: str) -> board_report.BoardReport:
     from test_report import plan_doc, plans
 
     t = project(tmp_path, top, "[nucleo_f746]").targets[0]
@@ -95,7 +95,7 @@ def test_report_states_the_level_the_manifest_chose(tmp_path: Path) -> None:
     doc = rep.to_json()
     jsonschema.validate(doc, schema)
     assert doc["optimize"] == {"level": "speed", "flag": "-O2"}
-    assert board_report.Report.from_json(doc) == rep
+    assert board_report.BoardReport.from_json(doc) == rep
     view = htmlreport.build(rep, {}, htmlreport.Memory.of_board(project(tmp_path, "", "[nucleo_f746]").targets[0].board))
     assert 'data-key="optimize.level"' in htmlreport.render_html(view) and "speed (-O2)" in htmlreport.render_markdown(view)
     plain = report_of(tmp_path, "").to_json()  # a manifest that says nothing: the document it always was

@@ -274,11 +274,12 @@ def test_hostile_tensor_name_is_escaped(failed: Path) -> None:
 def test_hostile_strings_from_every_source_are_escaped() -> None:
     """Board, region, op and problem strings too (built in memory: no schema stops them here)."""
     evil = '"><img src=x onerror=alert(1)>|*_`'
-    rep = board_report.Report(
+    rep = board_report.BoardReport(
         board=evil, region=evil, region_origin=0, region_length=64, region_auto=False, sharing="sequential",
         arena_size=16, lower_bound=16, alignment=16, budget=64, budget_spec=evil, limit=64, reserve_stack=0,
         reserve_heap=0, warn_above=None, status="error", warning=evil, arena_tool_version="0",
-        problems=(board_report.Problem("link", evil),), ram=board_report.Usage(16, 64, "plan"), flash=board_report.Usage(0, 64, "plan"),
+        problems=(board_report.BoardProblem("link", evil),), ram=board_report.Usage(16, 64, "plan"),
+        flash=board_report.Usage(0, 64, "plan"),
         models=(board_report.ModelUse(name="m", planner=evil, arena_size=16, lower_bound=16, optimal=True, status=evil,
                                 base=0, plan=evil, model=evil, model_sha256="0" * 64, weights_bytes=0),))
     plan = typed({"arena_size": 16, "lower_bound": 16, "alignment": 16, "planner": evil, "model": evil,

@@ -228,9 +228,9 @@ def _arena_section(elf: Path) -> tuple[int, int, str]:
         return s["sh_addr"], s["sh_size"], s["sh_type"]
 
 
-def _doc(region: str, size: int, align: int = 16, **fields: object) -> board_report.Report:
+def _doc(region: str, size: int, align: int = 16, **fields: object) -> board_report.BoardReport:
     """A gate report of one arena: what the ELF check and the fragment read, the rest placeholders."""
-    base = board_report.Report(board="b", region=region, region_origin=0, region_length=1, region_auto=False,
+    base = board_report.BoardReport(board="b", region=region, region_origin=0, region_length=1, region_auto=False,
                          sharing="sequential", arena_size=size, lower_bound=size, alignment=align, budget=1,
                          budget_spec="100%", limit=size, reserve_stack=0, reserve_heap=0, warn_above=None, models=(),
                          status="ok", warning=None)

@@ -301,7 +301,7 @@ SPLIT_REGIONS = [{"name": n, "capacity": c, "arena_size": a, "lower_bound": a, "
                                                                                    ("AXI_SRAM", 500000, 2000))]
 
 
-def _reports(tmp_path: Path) -> dict[str, board_report.Report]:
+def _reports(tmp_path: Path) -> dict[str, board_report.BoardReport]:
     """One report of every shape the build writes: planned (warn), linked, over the flash once linked,
     a failed link, a failed ELF check, an over-budget gate, a split arena, weights copied to RAM, tflm."""
     t = target(tmp_path, "{name: nucleo_f746, region: DTCM, budget: 60K, warn_above: 40}")
@@ -322,7 +322,8 @@ def _reports(tmp_path: Path) -> dict[str, board_report.Report]:
         "planned": planned, "linked": linked,
         "flash over when linked": board_report.with_elf(planned, ram_used=40000, flash_used=2 << 20),
         "failed link": linker.link_failure(planned, "ld: region `FLASH' overflowed by 8 bytes\n", "FLASH", {}),
-        "failed ELF check": board_report.with_problem(linked, board_report.Problem("elf", "arena: nucleo_f746: ELF check failed")),
+        "failed ELF check": board_report.with_problem(
+            linked, board_report.BoardProblem("elf", "arena: nucleo_f746: ELF check failed")),
         "over": gate.gate(t, plans(t, plan_doc(71680, 60000), plan_doc(1000, 1000))),
         "split": gate.gate(split, plans(split, dict(plan_doc(3000, 3000), regions=SPLIT_REGIONS))),
         "weights copied": gate.gate(copied, plans(copied, weights)),

@@ -7,7 +7,7 @@ one after the other at the largest model alignment. It then resolves the
 region (``auto`` = the fastest region that fits), the budget (bytes, or a
 percentage of that region) and the room left beside the stack+heap reserve,
 checks the weights against the board's flash, adds what the runtime cannot
-run (``runtime_problems``, from ``runtime_support``), and returns a board_report.Report whatever
+run (``runtime_problems``, from ``runtime_support``), and returns a board_report.BoardReport whatever
 the outcome (its ``status``: see ``board_report``).
 
 ``board_report.failure(report)`` is the CheckFailed (exit status 1) to raise when the
@@ -45,7 +45,8 @@ from typing import TYPE_CHECKING, AbstractSet, Any, Callable, Mapping, Sequence
 from arena_tool.plan import split_arena
 from arena_tool.emit import codegen, runtime_support
 from arena_tool.builder import hints
-from arena_tool.target.board_report import ModelUse, Problem, RegionUse, Report, Usage, arena_section, status_of, \
+from arena_tool.target.board_report import ModelUse, BoardProblem, RegionUse, BoardReport, Usage, arena_section, \
+    status_of, \
     tflm_arena_size, weights_section
 from arena_tool.core.files import project_path
 from arena_tool.model.lowering import Lowered
@@ -100,16 +101,16 @@ def _layout(sharing: str, uses: list[ModelUse], align: int) -> tuple[list[ModelU
         lb += align_up(u.lower_bound, align)
     return placed, end, lb
 
-def _name_clashes(board: str, plans: Sequence[tuple[str, str, PlanFile]]) -> list[Problem]:
+def _name_clashes(board: str, plans: Sequence[tuple[str, str, PlanFile]]) -> list[BoardProblem]:
     """Models whose generated headers define the same name (codegen.header_ids): one firmware
     includes them all, so it would not compile; said here, with the fix, before any C is made."""
     owner: dict[str, str] = {}
-    out: list[Problem] = []
+    out: list[BoardProblem] = []
     for name, _, plan in plans:
         for ident in codegen.header_ids(name, plan):
             other = owner.setdefault(ident, name)
             if other != name:
-                out.append(Problem(
+                out.append(BoardProblem(
                     "names", f"arena: {board}: models '{other}' and '{name}' would both define {ident} in their "
                     f"generated C headers (model_{other}.h, model_{name}.h); rename one of them in the manifest "
                     f"(a name that does not start with '{other}_t', in any case)", model=name))
@@ -118,8 +119,8 @@ def _name_clashes(board: str, plans: Sequence[tuple[str, str, PlanFile]]) -> lis
 
 def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
          fastest: Callable[[int, int], str | None] | None = None,
-         runtime_problems: Sequence[Problem] = (),
-         tflm: Mapping[str, Mapping[str, Any]] | None = None) -> Report:
+         runtime_problems: Sequence[BoardProblem] = (),
+         tflm: Mapping[str, Mapping[str, Any]] | None = None) -> BoardReport:
     """Check one board (a manifest.BoardTarget): RAM budget, flash for the weights, runtime coverage.
 
     plans: (model name, plan path, plan file: planfile.load), in manifest order.
@@ -129,7 +130,7 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
     tflm: runtime tflm: model name -> its allocation document (``tflm_measure``); each model
     then needs its tensor_arena, head + tail rounded up to 16, and its planned model's bytes
     of flash (the C array holds the whole model, not only the weights: ``tflm_use``).
-    Never raises for a board that does not fit: see ``Report.status`` and ``failure``.
+    Never raises for a board that does not fit: see ``BoardReport.status`` and ``failure``.
     """
     uses0 = [model_use(n, p, d) for n, p, d in plans]
     if tflm is not None:
@@ -140,7 +141,7 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
     reserve = target.reserve
     auto = target.region == "auto"
     names = "+".join(u.name for u in uses)
-    problems: list[Problem] = []
+    problems: list[BoardProblem] = []
 
     def room(region_name: str) -> int:
         return target.region_room(region_name)
@@ -152,7 +153,7 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
             largest = max(target.board.ram, key=lambda r: (room(r.name), r.name))
             tries = hints.tries(target, uses, floats, need, lb, region=None)
             region = largest.name
-            problems.append(Problem(
+            problems.append(BoardProblem(
                 "ram", f"arena: {target.name}: {_who(uses)} {fmt_bytes(need)}, more than any region of the board "
                 f"(largest {largest.name}, {fmt_bytes(room(largest.name))} usable; lower bound {fmt_bytes(lb)})"
                 + (f"; try {tries}" if tries else ""), region=region, need=need, limit=room(largest.name)))
@@ -176,7 +177,7 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
         why = f"budget {fmt_bytes(budget)}"
         if usable < budget:
             why = f"room {fmt_bytes(usable)} ({fmt_bytes(info.length)} less the {fmt_bytes(reserve)} stack+heap reserve)"
-        problems.append(Problem(
+        problems.append(BoardProblem(
             "ram", f"arena: {target.name}: {_who(offending)} {fmt_bytes(need)} in {region}, {why} "
             f"(over by {fmt_bytes(over)}, lower bound {fmt_bytes(lb)})" + (f"; try {tries}" if tries else ""),
             region=region, need=need, limit=limit))
@@ -195,7 +196,7 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
         warning = (f"arena: {target.name}: warning: {names} use {pct:.1f}% of the {fmt_bytes(limit)} budget in "
                    f"{region} (warn_above {target.warn_above:g}%)")
     ram_total = sum(r.length for r in target.board.ram)
-    return Report(
+    return BoardReport(
         board=target.name, region=region, region_origin=info.origin, region_length=info.length,
         region_auto=auto, sharing=target.sharing, arena_size=need, lower_bound=lb, alignment=align,
         budget=budget, budget_spec=target.budget.text, limit=limit, reserve_stack=target.reserve_stack,
@@ -206,7 +207,8 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
         regions=placed,
     )
 
-def _flash_problem(target: BoardTarget, uses: Sequence[ModelUse], floats: AbstractSet[str], weights: int) -> Problem:
+def _flash_problem(target: BoardTarget, uses: Sequence[ModelUse], floats: AbstractSet[str],
+                   weights: int) -> BoardProblem:
     """Weights above the flash: name the model whose weights do not fit."""
     flash = target.board.flash
     alone = [u for u in uses if u.weights_bytes > flash.length]
@@ -233,7 +235,7 @@ def _flash_problem(target: BoardTarget, uses: Sequence[ModelUse], floats: Abstra
     if by_weights:
         tries.append(hints.quantize_hint(target, by_weights, "int8 weights take a quarter of float32's"))
     tries.append("a board with more flash")
-    return Problem(
+    return BoardProblem(
         "flash", f"arena: {target.name}: {what}, {flash.name} has {fmt_bytes(flash.length)} "
         f"(over by {fmt_bytes(need - flash.length)}, before any code); try " + ", or ".join(tries),
         region=flash.name, need=need, limit=flash.length, model=who.name)
@@ -284,8 +286,8 @@ def region_uses(target: BoardTarget, models: Sequence[ModelUse], arena_region: s
     return tuple(out)
 
 def region_problems(target: BoardTarget, regions: Sequence[RegionUse], models: Sequence[ModelUse],
-                    arena_over: bool) -> list[Problem]:
-    """One Problem per region over its limit; arena_over: the gate already reported the one
+                    arena_over: bool) -> list[BoardProblem]:
+    """One BoardProblem per region over its limit; arena_over: the gate already reported the one
     arena over (then only the weights' share is news)."""
     split = bool(target.split)
     out = []
@@ -306,28 +308,28 @@ def region_problems(target: BoardTarget, regions: Sequence[RegionUse], models: S
             tries.append("weights: flash for " + "+".join(m.name for m in models if m.weights_region == r.name))
         if split:
             tries.append("another region in region: [...] (a larger or a further one)")
-        out.append(Problem(
+        out.append(BoardProblem(
             "ram", f"arena: {target.name}: {' and '.join(parts)} need {fmt_bytes(r.used)} in {r.name}, {why} "
             f"(over by {fmt_bytes(r.used - r.limit)})" + (f"; try {', or '.join(tries)}" if tries else ""),
             region=r.name, need=r.used, limit=r.limit))
     return out
 
 
-def runtime_problems(board: str, model: str, plan: PlanFile, lowered: Lowered) -> list[Problem]:
+def runtime_problems(board: str, model: str, plan: PlanFile, lowered: Lowered) -> list[BoardProblem]:
     """What arena's runtime cannot run of one model: every coverage gap, and a plan that is a what-if.
 
     A plan whose activations are of another type than the lowered model's (``activation_dtype``,
     ``bitwidths``) sizes a model that does not exist: its tables would hold float kernels over
     int8-sized buffers. lowered: ``plancheck.lowered_model(path, plan)``.
     """
-    out = [Problem("unsupported", f"arena: {board}: {g.message(model)}", model=model, op_index=g.index,
+    out = [BoardProblem("unsupported", f"arena: {board}: {g.message(model)}", model=model, op_index=g.index,
                    node=g.name, op_type=g.op_type, why=g.why) for g in runtime_support.gaps(lowered)]
     for b in plan.buffers:
         t = lowered.types.get(b.name)
         if b.kind != "scratch" and t is not None and b.dtype != t.dtype:
             why = (f"the plan sizes {b.name!r} as {b.dtype} but the model computes it in {t.dtype} "
                    "(activation_dtype/bitwidths are a what-if that re-sizes the plan, not the model)")
-            out.append(Problem(
+            out.append(BoardProblem(
                 "unsupported", f"arena: {board}: model {model}: {why}; quantize the model instead "
                 f"({hints.quantize_command(plan.model, planfile_shapes(plan))}), "
                 "or drop the option to build it", model=model, why=why))

@@ -30,8 +30,7 @@ import os
 import re
 from typing import Mapping, Sequence
 
-from arena_tool.target import board_report
-from arena_tool.target.board_report import RegionUse
+from arena_tool.target.board_report import BoardProblem, BoardReport, RegionUse, with_problem
 from arena_tool.target.boards import Board, Region, reserve_bytes
 from arena_tool.core.errors import EXIT_CHECK_FAILED, ArenaError
 from arena_tool.core.files import write_atomic
@@ -344,33 +343,33 @@ def failed_asserts(ld_output: str) -> list[str]:
     return seen
 
 
-def link_failure(rep: board_report.Report, ld_output: str, flash_name: str, region_lengths: Mapping[str, int]) -> board_report.Report:
+def link_failure(rep: BoardReport, ld_output: str, flash_name: str, region_lengths: Mapping[str, int]) -> BoardReport:
     """The report after a failed link: each region ld says overflowed (flash: over; RAM: over),
     each failed ``arena:`` ASSERT of the script, else one 'link' problem."""
     board = rep.board
     for region, over in overflows(ld_output):
         if region == flash_name:
             total = rep.flash.total
-            rep = board_report.with_problem(rep, board_report.Problem(
+            rep = with_problem(rep, BoardProblem(
                 "flash", f"arena: {board}: code, constants and weights overflow {region} by {fmt_bytes(over)} "
                 f"(flash {fmt_bytes(total)}, of which the weights take {fmt_bytes(rep.weights)})",
                 region=region, need=total + over, limit=total))
         else:
             length = region_lengths.get(region, 0)
-            rep = board_report.with_problem(rep, board_report.Problem(
+            rep = with_problem(rep, BoardProblem(
                 "ram", f"arena: {board}: the firmware's RAM sections overflow {region} by {fmt_bytes(over)} "
                 f"({fmt_bytes(length)}; .data, .bss, the arena and the stack/heap reserve)",
                 region=region, need=length + over, limit=length))
     for text in failed_asserts(ld_output):
         if not any(text in p.message for p in rep.problems):
             kind = "ram" if "overflow" in text or "larger" in text else "link"
-            rep = board_report.with_problem(rep, board_report.Problem(kind, f"arena: {board}: the link refused the firmware: {text}"))
+            rep = with_problem(rep, BoardProblem(kind, f"arena: {board}: the link refused the firmware: {text}"))
     if rep.passed:
         why = "the linker's messages above say why"
         if rep.runtime == "none" and "undefined reference to `arena_" in ld_output:
             why += ("; with runtime: none the firmware defines arena_run, arena_tensor_data and what else it "
                     "calls itself: link your kernels, or use runtime: arena")
-        rep = board_report.with_problem(rep, board_report.Problem("link", f"arena: {board}: the link failed ({why})"))
+        rep = with_problem(rep, BoardProblem("link", f"arena: {board}: the link failed ({why})"))
     return rep
 
 

@@ -41,7 +41,7 @@ from arena_tool.core.problem import align_up, fmt_bytes
 from arena_tool.core.files import write_atomic
 
 if TYPE_CHECKING:
-    from arena_tool.target.board_report import Report
+    from arena_tool.target.board_report import BoardReport
 
 STACK_TOPS = ("_estack", "__StackTop")  # STM32CubeMX; CMSIS gcc templates, nRF MDK, NXP
 _ALIGN_OK = tuple(1 << i for i in range(13))  # 1 .. 4096, as arena_tool.emit.linker
@@ -85,7 +85,7 @@ class CopiedSection:
         return "__" + self.name.lstrip(".")
 
 
-def sections_of(rep: Report) -> list[ArenaSection]:
+def sections_of(rep: BoardReport) -> list[ArenaSection]:
     """The arena sections a gate report asks for: one ``.arena`` in its region, or, where the
     report lists ``regions`` (board_report.RegionUse: a split arena), each region's arena section."""
     inputs = ".tensor_arena" if rep.runtime == "tflm" else ".arena"
@@ -96,12 +96,12 @@ def sections_of(rep: Report) -> list[ArenaSection]:
             for r, section in held]
 
 
-def copies_of(rep: Report) -> list[CopiedSection]:
+def copies_of(rep: BoardReport) -> list[CopiedSection]:
     """The weights a gate report copies to RAM (``weights: <region>``): one section per region."""
     return [CopiedSection(r.weights_section, r.name, r.weights) for r in rep.regions if r.weights_section]
 
 
-def regions_of(board: Board, rep: Report) -> list[str]:
+def regions_of(board: Board, rep: BoardReport) -> list[str]:
     """The board regions a report's fragment names: its arena and weights regions, and the
     flash when weights are copied from it (their load address)."""
     names = [s.region for s in sections_of(rep)] + [c.region for c in copies_of(rep)]
@@ -220,7 +220,7 @@ def fragment(board: Board, sections: Sequence[ArenaSection], stack_size: int,
     return "\n".join(out[:-1]) + "\n"
 
 
-def render_for_report(board: Board, rep: Report, names: Mapping[str, str] | None = None) -> str:
+def render_for_report(board: Board, rep: BoardReport, names: Mapping[str, str] | None = None) -> str:
     """The fragment a gate report asks for."""
     return fragment(board, sections_of(rep), rep.reserve_stack, names, copies_of(rep))
 

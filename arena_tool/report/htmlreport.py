@@ -1,6 +1,6 @@
 """The build report for people: ``build/<board>/arena_report.html`` and ``arena_report.md``.
 
-Both are views of the one report ``arena_report.json`` holds (``board_report.Report``: the gate's,
+Both are views of the one report ``arena_report.json`` holds (``board_report.BoardReport``: the gate's,
 ``with_elf``, ``with_problem``), so every number in them is that document's, or the plan
 file's it names: per model the planner, arena size, lower bound, gap, region, budget,
 headroom, the peak op and what is live there (``explain``: an alias group counted once),
@@ -41,7 +41,7 @@ from arena_tool.target.board_report import TFLM_NOTE
 
 if TYPE_CHECKING:
     from arena_tool.plan.planfile import PlanFile
-    from arena_tool.target.board_report import ModelUse, Report, Usage
+    from arena_tool.target.board_report import ModelUse, BoardReport, Usage
     from arena_tool.run.runreport import Section
 
 HTML_NAME = "arena_report.html"
@@ -204,7 +204,7 @@ def peak_of(plan: PlanFile) -> Peak:
                 _rows(r["largest"]))
 
 
-def _model(m: ModelUse, rep: Report, plan: PlanFile | str, picture: Picture | None) -> ModelView:
+def _model(m: ModelUse, rep: BoardReport, plan: PlanFile | str, picture: Picture | None) -> ModelView:
     """plan: the model's plan file, or why there is none."""
     notes: list[str] = []
     peak = svg = None
@@ -271,7 +271,7 @@ def _elf_uses(memory: Memory, sections: Sequence["Section"], models: str) -> tup
     return tuple(out) + (RegionUse(memory.flash, tuple(flash)),)
 
 
-def _plan_uses(memory: Memory, rep: Report, models: str) -> tuple[RegionUse, ...]:
+def _plan_uses(memory: Memory, rep: BoardReport, models: str) -> tuple[RegionUse, ...]:
     """Before linking: the arena in its region, the stack/heap reserve in the data region, the weights."""
     out = []
     for r in memory.ram:
@@ -288,7 +288,7 @@ def _plan_uses(memory: Memory, rep: Report, models: str) -> tuple[RegionUse, ...
     return tuple(out) + (RegionUse(memory.flash, weights),)
 
 
-def build(rep: Report, plans: Mapping[str, PlanFile | str], memory: Memory,
+def build(rep: BoardReport, plans: Mapping[str, PlanFile | str], memory: Memory,
           sections: Sequence["Section"] | None = None, picture: Picture | None = None) -> BoardView:
     """The view of one report. plans: model name -> its plan file, or why there is none (missing: not found);
     sections: the linked ELF's allocated sections (runreport.Section), for a ``linked`` report;
@@ -639,7 +639,7 @@ def _picture() -> Picture | None:
     return getattr(plot, "svg", None)
 
 
-def _plans(rep: Report, root: str) -> dict[str, PlanFile | str]:
+def _plans(rep: BoardReport, root: str) -> dict[str, PlanFile | str]:
     """Each model's plan file, read from the path the report names, or why there is none."""
     out: dict[str, PlanFile | str] = {}
     for m in rep.models:
@@ -667,7 +667,7 @@ def paths(json_path: str) -> tuple[str, str]:
     return os.path.join(folder, HTML_NAME), os.path.join(folder, MD_NAME)
 
 
-def write(json_path: str, rep: Report, memory: Memory, elf_path: str | None = None,
+def write(json_path: str, rep: BoardReport, memory: Memory, elf_path: str | None = None,
           root: str = "") -> BoardView:
     """Write both views of ``rep`` beside ``json_path``, atomically. root: the folder the report's
     plan paths are relative to (the SCons top directory). Returns the view it rendered."""

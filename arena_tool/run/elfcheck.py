@@ -30,7 +30,7 @@ from arena_tool.run.runreport import elf_sizes
 
 if TYPE_CHECKING:
     from arena_tool.target.boards import Board, Region
-    from arena_tool.target.board_report import Report
+    from arena_tool.target.board_report import BoardReport
 
 SHF_WRITE = 0x1
 SHF_ALLOC = 0x2
@@ -41,7 +41,7 @@ def _inside(addr: int, size: int, region: Region) -> bool:
     return region.origin <= addr and addr + size <= region.origin + region.length
 
 
-def problems(elf_path: str, board: Board, rep: Report) -> list[str]:
+def problems(elf_path: str, board: Board, rep: BoardReport) -> list[str]:
     """Every way the ELF disagrees with the board and the report (empty = fine)."""
     from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
@@ -122,7 +122,7 @@ def _weights_problems(sections: list[tuple[Any, ...]], name: str, region: Region
     return out
 
 
-def check(elf_path: str, board: Board, rep: Report) -> None:
+def check(elf_path: str, board: Board, rep: BoardReport) -> None:
     """Raise CheckFailed naming every problem ``problems`` finds."""
     found = problems(elf_path, board, rep)
     if found:

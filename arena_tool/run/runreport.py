@@ -45,7 +45,7 @@ from arena_tool.core.schema import check_json
 from arena_tool.run import verify
 
 if TYPE_CHECKING:
-    from arena_tool.target.board_report import Report
+    from arena_tool.target.board_report import BoardReport
 
 FORMAT_VERSION = 1
 ICOUNT_SHIFT = 0
@@ -250,7 +250,7 @@ class RunReport:
 
 
 def build(board: str, machine: str, elf_path: str, exit_status: int, output: str, clock_hz: int | None,
-          arena: Report | None) -> RunReport:
+          arena: BoardReport | None) -> RunReport:
     """The run report of one QEMU run (validated when written); arena: the board's report, if any."""
     if not clock_hz:
         raise ArenaError(f"board {board} has no cpu.clock_hz: it is needed to turn SysTick ticks into "

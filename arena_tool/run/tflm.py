@@ -230,7 +230,7 @@ def _differences(a: list[list[np.ndarray]], b: list[list[np.ndarray]], names: Se
 
 
 @dataclasses.dataclass
-class Report:
+class TflmCheck:
     """lines: what was measured; failures: every difference (empty = proven).
     tflm_model / tflm_planned: TFLM's allocation of each; arena_head: the head of arena's plan."""
 
@@ -261,7 +261,7 @@ def planned_head(mp: tflite_model.TfliteProblem, offsets: Sequence[int]) -> tupl
     return head, online, overlaps
 
 
-def verify(model_path: str, planned_path: str, runs: int = 5, seed: int = 0) -> Report:
+def verify(model_path: str, planned_path: str, runs: int = 5, seed: int = 0) -> TflmCheck:
     """Run MODEL and PLANNED (a planned .tflite, or a plan JSON to write one from) in TFLM."""
     if runs < 1:
         raise ArenaError(f"--runs {runs}: at least one run", field="--runs")
@@ -325,7 +325,7 @@ def verify(model_path: str, planned_path: str, runs: int = 5, seed: int = 0) -> 
         agree = "bit-identical to TFLM" if not vs else f"differs from TFLM ({'; '.join(vs)})"
         litert = f"LiteRT (reference kernels): planned model {'= model' if not ld else 'DIFFERS'}, {agree}"
     lines.append(litert)
-    return Report(lines, failures, ref.allocation, got.allocation, head, litert)
+    return TflmCheck(lines, failures, ref.allocation, got.allocation, head, litert)
 
 
 def main_verify(model: str, planned: str, runs: int = 5, seed: int = 0) -> int:

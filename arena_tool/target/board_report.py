@@ -1,15 +1,15 @@
 """The per-board report (schemas/report.schema.json): the document the gate writes and the link
 and the ELF check update, and its text (the end-of-build summary).
 
-``Report`` is the report as a value (ModelUse, Problem, Usage and RegionUse below it);
-``Report.from_json`` (schema-checked) and ``to_json`` are the one conversion between it and the
+``BoardReport`` is the report as a value (ModelUse, BoardProblem, Usage and RegionUse below it);
+``BoardReport.from_json`` (schema-checked) and ``to_json`` are the one conversion between it and the
 file, key order and optional keys included, so ``read`` then ``write`` gives the same bytes.
-``with_problem`` and ``with_elf`` (and ``linker.link_failure``) return a new Report. Its
+``with_problem`` and ``with_elf`` (and ``linker.link_failure``) return a new BoardReport. Its
 ``status``:
 
 - ``ok``, ``warn`` (above ``warn_above``): the board passed the gate;
 - ``over``: the arena does not fit its RAM budget, or the weights (later: the
-  linked code and data) do not fit the flash; each Problem names the region,
+  linked code and data) do not fit the flash; each BoardProblem names the region,
   what it needs, its limit and by how much it is over;
 - ``unsupported``: an op of a model that arena's runtime cannot execute (or a
   plan that is only a what-if: see ``gate.runtime_problems``);
@@ -112,7 +112,7 @@ class ModelUse:
                    weights_region=str(doc.get("weights_region", "flash")), weights_ram=int(doc.get("weights_ram", 0)))
 
 @dataclasses.dataclass(frozen=True)
-class Problem:
+class BoardProblem:
     """Why a board does not build. ``message`` is the one line printed (``arena: <board>: ...``).
 
     kind: ram | flash (over: region, need, limit in bytes) | unsupported (model, op_index,
@@ -141,7 +141,7 @@ class Problem:
                 "node": self.node, "op_type": self.op_type, "why": self.why}
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> Problem:
+    def from_json(cls, doc: Mapping[str, Any]) -> BoardProblem:
         return cls(kind=str(doc["kind"]), message=str(doc["message"]), region=doc["region"], need=doc["need"],
                    limit=doc["limit"], model=doc["model"], op_index=doc["op_index"], node=doc["node"],
                    op_type=doc["op_type"], why=doc["why"])
@@ -211,7 +211,7 @@ def weights_section(region: str) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
-class Report:
+class BoardReport:
     """One board's report (schemas/report.schema.json) after the gate, the link or the ELF
     check. All sizes in bytes. ``region_*`` and ``reserve_*`` are the document's ``region`` and
     ``reserve`` objects; ``headroom``, ``percent``, ``over_by``, each percent of ram/flash,
@@ -244,7 +244,7 @@ class Report:
     runtime: str = "arena"
     ram: Usage = Usage(0, 0, "plan")
     flash: Usage = Usage(0, 0, "plan")
-    problems: tuple[Problem, ...] = ()
+    problems: tuple[BoardProblem, ...] = ()
     regions: tuple[RegionUse, ...] = ()  # a split arena's regions, regions with copied weights
     stage: str = "planned"
     arena_tool_version: str = __version__
@@ -306,7 +306,7 @@ class Report:
         }
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any], path: str = "<report>") -> Report:
+    def from_json(cls, doc: Mapping[str, Any], path: str = "<report>") -> BoardReport:
         """The report in ``doc``, once it is valid against the schema (else ArenaError naming ``path``)."""
         check_json(doc, "report", path)
         region, reserve = doc["region"], doc["reserve"]
@@ -318,7 +318,7 @@ class Report:
             reserve_stack=int(reserve["stack"]), reserve_heap=int(reserve["heap"]), warn_above=doc["warn_above"],
             models=tuple(ModelUse.from_json(m) for m in doc["models"]), status=str(doc["status"]),
             warning=doc["warning"], runtime=str(doc["runtime"]), ram=Usage.from_json(doc["ram"]),
-            flash=Usage.from_json(doc["flash"]), problems=tuple(Problem.from_json(p) for p in doc["problems"]),
+            flash=Usage.from_json(doc["flash"]), problems=tuple(BoardProblem.from_json(p) for p in doc["problems"]),
             regions=tuple(RegionUse.from_json(r) for r in doc.get("regions") or ()),
             stage=str(doc["stage"]), arena_tool_version=str(doc["arena_tool_version"]),
             optimize=doc["optimize"]["level"] if "optimize" in doc else None)
@@ -328,7 +328,7 @@ def tflm_arena_size(head: int, tail: int) -> int:
     """TFLM's tensor_arena for a planned head and a measured persistent tail: their sum, rounded up to 16."""
     return align_up(head + tail, TFLM_ALIGNMENT)
 
-def status_of(problems: Sequence[Problem], warned: bool) -> str:
+def status_of(problems: Sequence[BoardProblem], warned: bool) -> str:
     """over before unsupported before error; else warn or ok."""
     kinds = {p.kind for p in problems}
     if kinds & {"ram", "flash"}:
@@ -339,23 +339,23 @@ def status_of(problems: Sequence[Problem], warned: bool) -> str:
         return "error"
     return "warn" if warned else "ok"
 
-def failure(rep: Report) -> CheckFailed | None:
+def failure(rep: BoardReport) -> CheckFailed | None:
     """The CheckFailed of a board that did not pass (one line per problem), or None."""
     lines = [p.message for p in rep.problems]
     return CheckFailed("\n".join(lines)) if lines else None
 
-def with_problem(rep: Report, problem: Problem) -> Report:
+def with_problem(rep: BoardReport, problem: BoardProblem) -> BoardReport:
     """The report after a later stage failed (link, ELF check): the problem added, the status updated."""
     problems = rep.problems + (problem,)
     return dataclasses.replace(rep, problems=problems, status=status_of(problems, rep.status == "warn"), warning=None)
 
-def with_elf(rep: Report, ram_used: int, flash_used: int, flash_name: str = "FLASH") -> Report:
+def with_elf(rep: BoardReport, ram_used: int, flash_used: int, flash_name: str = "FLASH") -> BoardReport:
     """The linked report: RAM and flash as the ELF's sections take them; over the flash -> status over."""
     total = rep.flash.total
     out = dataclasses.replace(rep, stage="linked", ram=Usage(ram_used, rep.ram.total, "elf"),
                               flash=Usage(flash_used, total, "elf"))
     if total and flash_used > total:
-        out = with_problem(out, Problem(
+        out = with_problem(out, BoardProblem(
             "flash", f"arena: {rep.board}: the firmware takes {fmt_bytes(flash_used)} of flash, {flash_name} has "
             f"{fmt_bytes(total)} (over by {fmt_bytes(flash_used - total)})",
             region=flash_name, need=flash_used, limit=total))
@@ -364,15 +364,15 @@ def with_elf(rep: Report, ram_used: int, flash_used: int, flash_name: str = "FLA
 def dumps(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=1) + "\n"
 
-def write(path: str, rep: Report) -> None:
+def write(path: str, rep: BoardReport) -> None:
     """Schema-check, then write atomically."""
     doc = rep.to_json()
     check_json(doc, "report", path)
     write_atomic(path, dumps(doc))
 
-def read(path: str) -> Report:
+def read(path: str) -> BoardReport:
     """The report at ``path``, checked against the schema (one ArenaError naming the file if not)."""
-    return Report.from_json(read_json(path, "report", "build the board first (scons board=NAME)"), path)
+    return BoardReport.from_json(read_json(path, "report", "build the board first (scons board=NAME)"), path)
 
 
 # ---------------------------------------------------------------- as text
@@ -388,7 +388,7 @@ def usage_line(label: str, used: int, total: int) -> str:
     pct = 100.0 * used / total if total else 100.0
     return f"{label + ':':<6} {bar(pct)} {pct:5.1f}% (used {used:,} bytes from {total:,} bytes)"
 
-def usage_lines(rep: Report) -> list[str]:
+def usage_lines(rep: BoardReport) -> list[str]:
     """The RAM and Flash lines of a report; before linking they say what they count."""
     lines = [usage_line("RAM", rep.ram.used, rep.ram.total), usage_line("Flash", rep.flash.used, rep.flash.total)]
     if rep.stage != "linked":
@@ -396,7 +396,7 @@ def usage_lines(rep: Report) -> list[str]:
         lines[1] += " [weights only, before linking]"
     return lines
 
-def summary(reps: Sequence[Report]) -> str:
+def summary(reps: Sequence[BoardReport]) -> str:
     """The end-of-build table: one block per board."""
     lines: list[str] = []
     for d in reps:
@@ -430,7 +430,7 @@ def summary(reps: Sequence[Report]) -> str:
     return "\n".join(lines)
 
 
-def summary_lines(rep: Report) -> list[str]:
+def summary_lines(rep: BoardReport) -> list[str]:
     """Per region: arena and weights against its limit, for ``summary``."""
     out = []
     for r in rep.regions:

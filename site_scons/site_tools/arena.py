@@ -185,7 +185,7 @@ class _State:
 
 
 def _write_failed(state, path: str, rep) -> None:
-    """Write a failed board's report (a board_report.Report) and its views."""
+    """Write a failed board's report (a board_report.BoardReport) and its views."""
     from arena_tool.target import board_report
 
     board_report.write(path, rep)
@@ -392,7 +392,7 @@ def _tables_action(target, source, env) -> None:
 
 
 def _write_arena(rep, c_path, h_path) -> None:
-    """arena_board.{c,h} from a report (a board_report.Report)."""
+    """arena_board.{c,h} from a report (a board_report.BoardReport)."""
     from arena_tool.emit import codegen
 
     if rep.runtime == "tflm":
@@ -404,7 +404,7 @@ def _write_arena(rep, c_path, h_path) -> None:
 
 
 def _write_ld(rep, board, path) -> None:
-    """<board>.ld for the gate's report ``rep`` (a board_report.Report) on ``board`` (a boards.Board)."""
+    """<board>.ld for the gate's report ``rep`` (a board_report.BoardReport) on ``board`` (a boards.Board)."""
     from arena_tool.emit import linker
 
     text = linker.render(board, rep.region, rep.arena_size, rep.reserve_stack, rep.reserve_heap,
@@ -501,7 +501,7 @@ def _elfcheck_action(target, source, env) -> None:
         if os.path.exists(elf):
             os.unlink(elf)
         msg = err.msg if err.msg.startswith(rep.board + ": ") else f"{rep.board}: {err.msg}"
-        failed = board_report.with_problem(rep, board_report.Problem("elf", f"arena: {msg}"))
+        failed = board_report.with_problem(rep, board_report.BoardProblem("elf", f"arena: {msg}"))
         _write_failed(state, report_path, failed)
         raise
 
