@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable
 
 from arena_tool import __version__
 from arena_tool.core.files import project_path, read_json, write_atomic
-from arena_tool.core.problem import ModelOptions, ModelProblem, Plan, Problem, Quant, Status, Tensor, lower_bound
+from arena_tool.core.problem import Buffer, ModelOptions, ModelProblem, Plan, Problem, Quant, Status, Tensor, \
+    lower_bound
 from arena_tool.core.schema import check_json
 
 FORMAT_VERSION = 1
@@ -363,3 +364,30 @@ def load(path: str, hint: str | None = None) -> PlanFile:
     good one, for the messages (READ_HINT by default)."""
     doc = read_json(path, "plan file", hint or READ_HINT, schema="plan")
     return PlanFile._parse(doc)
+
+
+# ---------------------------------------------------------------- alias groups (explain, timeline)
+
+
+def alias_groups(buffers: Sequence[PlanBuffer]) -> dict[str, list[PlanBuffer]]:
+    """Root name -> its members (root first), in plan order: an alias group shares its root's bytes."""
+    groups: dict[str, list[PlanBuffer]] = {}
+    for b in buffers:
+        if b.alias_of is None:
+            groups.setdefault(b.name, []).insert(0, b)
+        else:
+            groups.setdefault(b.alias_of, []).append(b)
+    return groups
+
+
+
+def group_buffers(buffers: Sequence[PlanBuffer], alignment: int,
+                   size_of: Callable[[PlanBuffer], int] | None = None) -> list[Buffer]:
+    """One Buffer per alias group: the root's planned size (or the largest re-sized member),
+    over the union of the members' live ranges (as ModelProblem.problem)."""
+    out = []
+    for root, g in alias_groups(buffers).items():
+        size = max(size_of(m) for m in g) if size_of else g[0].size
+        out.append(Buffer(root, size, min(m.first_op for m in g), max(m.last_op for m in g), alignment))
+    return out
+

@@ -11,7 +11,7 @@ peak of that sweep must equal the plan's lower bound; anything else is an arena 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable
 
 from arena_tool import __version__
 from arena_tool.core import dtypes
@@ -20,7 +20,7 @@ from arena_tool.core.errors import ArenaBug
 from arena_tool.core.files import write_atomic
 from arena_tool.core.problem import Buffer, Problem, align_up, fmt_bytes, lower_bound
 from arena_tool.core.schema import check_json
-from arena_tool.plan.planfile import PlanBaselines
+from arena_tool.plan.planfile import PlanBaselines, alias_groups, group_buffers
 
 if TYPE_CHECKING:
     from arena_tool.plan.planfile import PlanBuffer, PlanFile
@@ -28,28 +28,6 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 1
 TOP = 10
 WHAT_IF_DTYPE = "int8"
-
-
-def _groups(buffers: Sequence[PlanBuffer]) -> dict[str, list[PlanBuffer]]:
-    """Root name -> its members (root first), in plan order."""
-    groups: dict[str, list[PlanBuffer]] = {}
-    for b in buffers:
-        if b.alias_of is None:
-            groups.setdefault(b.name, []).insert(0, b)
-        else:
-            groups.setdefault(b.alias_of, []).append(b)
-    return groups
-
-
-def _group_buffers(buffers: Sequence[PlanBuffer], alignment: int,
-                   size_of: Callable[[PlanBuffer], int] | None = None) -> list[Buffer]:
-    """One Buffer per alias group: the root's planned size (or the largest re-sized member),
-    over the union of the members' live ranges (as ModelProblem.problem)."""
-    out = []
-    for root, g in _groups(buffers).items():
-        size = max(size_of(m) for m in g) if size_of else g[0].size
-        out.append(Buffer(root, size, min(m.first_op for m in g), max(m.last_op for m in g), alignment))
-    return out
 
 
 def _pct(part: int, whole: int) -> float:
@@ -85,8 +63,8 @@ def explain(plan: PlanFile, planner: str, params: planners.Params) -> dict[str, 
     schedule = plan.schedule
     align = plan.alignment
     by_name = {b.name: b for b in bufs}
-    groups = _groups(bufs)
-    gbufs = _group_buffers(bufs, align)
+    groups = alias_groups(bufs)
+    gbufs = group_buffers(bufs, align)
     horizon = max([len(schedule)] + [b.end + 1 for b in gbufs])
 
     live = [0] * horizon
@@ -139,7 +117,7 @@ def explain(plan: PlanFile, planner: str, params: planners.Params) -> dict[str, 
     by_dtype: dict[str, int] = {}
     for b in act:
         by_dtype[b.dtype] = by_dtype.get(b.dtype, 0) + b.size
-    resized = _group_buffers(bufs, align, _int8_size(plan))
+    resized = group_buffers(bufs, align, _int8_size(plan))
     what_if = planning.run_planner(planner, Problem(tuple(resized)), params)
     dtype_doc = {
         "activation_dtypes": [{"dtype": k, "bytes": v} for k, v in sorted(by_dtype.items(), key=lambda kv: -kv[1])],

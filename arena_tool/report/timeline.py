@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from arena_tool.report.explain import _group_buffers, _groups
-from arena_tool.plan.planfile import PlanFile
+from arena_tool.plan.planfile import PlanFile, alias_groups, group_buffers
 from arena_tool.core.problem import Bytes, OpIndex, fmt_bytes
 
 WIDTH = 100  # the widest line render() writes
@@ -90,9 +89,9 @@ def layout(plan: PlanFile) -> Layout:
     by_name = {b.name: b for b in bufs}
     rects = tuple(Rect(i, b.name, b.kind, b.dtype, b.shape, b.size, b.offset, b.first_op, b.last_op, b.alias_of)
                   for i, b in enumerate(bufs))
-    members = _groups(bufs)
+    members = alias_groups(bufs)
     groups: list[Group] = []
-    for buf in _group_buffers(bufs, plan.alignment):
+    for buf in group_buffers(bufs, plan.alignment):
         root = by_name[buf.name]
         groups.append(Group(tuple(m.name for m in members[buf.name]), root.kind, root.dtype, buf.size,
                             root.offset, buf.start, buf.end))
