@@ -56,7 +56,7 @@ from arena_tool.target.manifest import DEFAULT_STACK
 from arena_tool.run.verify import NUMPY_TYPES
 from arena_tool.core.schema import check_json
 from arena_tool.emit import codegen, runtime_support, linker
-from arena_tool.model import lowering
+from arena_tool.model import liveness, lowering
 from arena_tool.plan import plancheck, planfile, planning, split_arena
 from arena_tool.run import qemu, runreport, verify
 from arena_tool.target.board_report import RegionUse
@@ -700,8 +700,6 @@ class IntegerIO:
 
     @classmethod
     def of(cls, model: str, plan: PlanFile) -> "IntegerIO":
-        from arena_tool.model import liveness, lowering
-
         low = liveness.lower(model, dataclasses.replace(plan.options, io="model"))
         ins, outs = lowering.boundary(low)
         changed = {b.model: b.integer for b in ins}
