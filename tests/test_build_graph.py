@@ -25,8 +25,7 @@ from arena_tool.builder import noop_cache
 from arena_tool.builder.build_graph import BuildGraph, Value
 from arena_tool.core.errors import ArenaError
 from conftest import ROOT
-from test_linker_fragment import H743_MEMORY, vendor_script
-from test_split_arena import BOARD as SPLIT_BOARD
+from builders import H743_MEMORY, SPLIT_BOARD, vendor_script
 
 EXAMPLE = ROOT / "example_firmware" / "arena.yaml"
 APP = Path(arena_tool.runtime_dir()) / "example"

@@ -83,7 +83,7 @@ def test_unknown_optimize_is_one_line(tmp_path: Path) -> None:
 
 
 def report_of(tmp_path: Path, top: str) -> board_report.BoardReport:
-    from test_report import plan_doc, plans
+    from builders import plan_doc, plans
 
     t = project(tmp_path, top, "[nucleo_f746]").targets[0]
     return gate.gate(t, plans(t, plan_doc(1000, 1000, planner="optimal", dtype="int8")))

@@ -24,8 +24,7 @@ from arena_tool.plan import planfile, planners
 from arena_tool.target import board_report, boards
 from arena_tool.report import explain, htmlreport
 from conftest import ROOT, require_tool
-from test_report import typed
-from test_scons import copy_example, copy_package, scons, set_budget
+from builders import copy_example, copy_package, scons, set_budget, typed
 
 BOARD = "nucleo_f746"
 HOSTILE = '<script>console.error("pwned")</script>'

@@ -22,161 +22,13 @@ from arena_tool.target import board_report, boards, linkscript, manifest
 from arena_tool.emit import linker, linker_fragment
 from arena_tool.run import elfcheck
 from arena_tool.core.errors import ArenaError
+from builders import ACTION, H743_MEMORY, INCLUDE, copy_example, scons, vendor_script
 from conftest import require_tool
 
 ROOT = Path(__file__).resolve().parent.parent
-INCLUDE = "  INCLUDE arena_fragment.ld\n"
-H743_MEMORY = [("DTCMRAM", "xrw", 0x20000000, "128K"), ("ITCMRAM", "xrw", 0x00000000, "64K"),
-               ("RAM_D1", "xrw", 0x24000000, "512K"), ("RAM_D2", "xrw", 0x30000000, "288K"),
-               ("RAM_D3", "xrw", 0x38000000, "64K"), ("FLASH", "rx", 0x08000000, "2048K")]
 MPS2_MEMORY = [("FLASH", "rx", 0x00000000, "4096K"), ("RAM", "xrw", 0x20000000, "4096K"),
                ("PSRAM", "xrw", 0x60000000, "16M")]
 H743_NAMES = {"AXI_SRAM": "RAM_D1", "DTCM": "DTCMRAM"}
-
-
-def vendor_script(memory: list[tuple[str, str, int, str]], data: str, include: str = INCLUDE,
-                  after_heap: str = "", stack_top: str = "_estack") -> str:
-    """An STM32CubeMX-style linker script: ``include`` sits after .bss, ``after_heap`` after the heap/stack;
-    ``stack_top`` names the initial stack pointer's symbol (CubeMX's _estack)."""
-    regions = "\n".join(f"  {n:<10} ({a}) : ORIGIN = 0x{o:X}, LENGTH = {length}" for n, a, o, length in memory)
-    top = f"{stack_top} = ORIGIN({data}) + LENGTH({data});    /* end of RAM */\n"
-    return f"""/*
-******************************************************************************
-**  File        : LinkerScript.ld (STM32CubeMX style, written by tests/test_linker_fragment.py)
-**  Abstract    : the vendor's own memory map and sections; arena's are INCLUDEd
-******************************************************************************
-*/
-
-/* Entry Point */
-ENTRY(Reset_Handler)
-
-/* Highest address of the user mode stack */
-{top}/* Generate a link error if heap and stack don't fit into RAM */
-_Min_Heap_Size = 0x200;      /* required amount of heap  */
-_Min_Stack_Size = 0x400; /* required amount of stack */
-
-/* Specify the memory areas */
-MEMORY
-{{
-{regions}
-}}
-
-/* Define output sections */
-SECTIONS
-{{
-  /* The startup code goes first into FLASH */
-  .isr_vector :
-  {{
-    . = ALIGN(4);
-    KEEP(*(.isr_vector)) /* Startup code */
-    . = ALIGN(4);
-  }} >FLASH
-
-  .text :
-  {{
-    . = ALIGN(4);
-    *(.text)           /* .text sections (code) */
-    *(.text*)          /* .text* sections (code) */
-    *(.glue_7)         /* glue arm to thumb code */
-    *(.glue_7t)        /* glue thumb to arm code */
-    *(.eh_frame)
-    KEEP (*(.init))
-    KEEP (*(.fini))
-    . = ALIGN(4);
-    _etext = .;        /* define a global symbols at end of code */
-  }} >FLASH
-
-  .rodata :
-  {{
-    . = ALIGN(4);
-    *(.rodata)         /* .rodata sections (constants, strings, etc.) */
-    *(.rodata*)        /* .rodata* sections (constants, strings, etc.) */
-    . = ALIGN(4);
-  }} >FLASH
-
-  .ARM.extab   : {{ *(.ARM.extab* .gnu.linkonce.armextab.*) }} >FLASH
-  .ARM : {{
-    __exidx_start = .;
-    *(.ARM.exidx*)
-    __exidx_end = .;
-  }} >FLASH
-
-  .preinit_array     :
-  {{
-    PROVIDE_HIDDEN (__preinit_array_start = .);
-    KEEP (*(.preinit_array*))
-    PROVIDE_HIDDEN (__preinit_array_end = .);
-  }} >FLASH
-  .init_array :
-  {{
-    PROVIDE_HIDDEN (__init_array_start = .);
-    KEEP (*(SORT(.init_array.*)))
-    KEEP (*(.init_array*))
-    PROVIDE_HIDDEN (__init_array_end = .);
-  }} >FLASH
-  .fini_array :
-  {{
-    PROVIDE_HIDDEN (__fini_array_start = .);
-    KEEP (*(SORT(.fini_array.*)))
-    KEEP (*(.fini_array*))
-    PROVIDE_HIDDEN (__fini_array_end = .);
-  }} >FLASH
-
-  /* used by the startup to initialize data */
-  _sidata = LOADADDR(.data);
-
-  /* Initialized data sections goes into RAM, load LMA copy after code */
-  .data :
-  {{
-    . = ALIGN(4);
-    _sdata = .;        /* create a global symbol at data start */
-    *(.data)           /* .data sections */
-    *(.data*)          /* .data* sections */
-    *(.RamFunc)        /* .RamFunc sections */
-    *(.RamFunc*)       /* .RamFunc* sections */
-    . = ALIGN(4);
-    _edata = .;        /* define a global symbol at data end */
-  }} >{data} AT> FLASH
-
-  /* Uninitialized data section */
-  . = ALIGN(4);
-  .bss :
-  {{
-    /* This is used by the startup in order to initialize the .bss secion */
-    _sbss = .;         /* define a global symbol at bss start */
-    __bss_start__ = _sbss;
-    *(.bss)
-    *(.bss*)
-    *(COMMON)
-    . = ALIGN(4);
-    _ebss = .;         /* define a global symbol at bss end */
-    __bss_end__ = _ebss;
-  }} >{data}
-
-  /* arena's activation arena (NOLOAD) and its checks */
-{include}
-  /* User_heap_stack section, used to check that there is enough RAM left */
-  ._user_heap_stack :
-  {{
-    . = ALIGN(8);
-    PROVIDE ( end = . );
-    PROVIDE ( _end = . );
-    . = . + _Min_Heap_Size;
-    . = . + _Min_Stack_Size;
-    . = ALIGN(8);
-  }} >{data}
-{after_heap}
-  /* Remove information from the standard libraries */
-  /DISCARD/ :
-  {{
-    libc.a ( * )
-    libm.a ( * )
-    libgcc.a ( * )
-  }}
-
-  .ARM.attributes 0 : {{ *(.ARM.attributes) }}
-}}
-"""
 
 
 FIRMWARE = r"""
@@ -552,7 +404,6 @@ def _fragment_project(tmp_path: Path) -> Path:
     """The example with nucleo_h743 (arena in AXI_SRAM = CubeMX's RAM_D1) and mps2_an500 (region
     auto, the vendor's RAM; kws_int8's weights copied to PSRAM), each linked against a vendor
     script of its own."""
-    from test_scons import copy_example
 
     proj = copy_example(tmp_path / "p")
     fw = proj / "example_firmware"
@@ -579,7 +430,6 @@ def _outputs(run_stdout: str) -> list[str]:
 
 def test_scons_links_the_firmware_against_the_vendor_script(tmp_path: Path) -> None:
     require_tool("arm-none-eabi-gcc")
-    from test_scons import ACTION, scons
 
     proj = _fragment_project(tmp_path)
     both = "board=nucleo_h743,mps2_an500"
@@ -631,7 +481,6 @@ def test_scons_links_the_firmware_against_the_vendor_script(tmp_path: Path) -> N
 
 def test_scons_vendor_script_errors(tmp_path: Path) -> None:
     require_tool("arm-none-eabi-gcc")
-    from test_scons import scons
 
     proj = _fragment_project(tmp_path)
     script = proj / "example_firmware" / "vendor" / "STM32H743ZITX_FLASH.ld"

@@ -4,47 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from arena_tool.plan import plancheck, planfile
+from arena_tool.plan import plancheck
 from arena_tool.target import board_report, boards, manifest
 from arena_tool.emit import linker
 from arena_tool.builder import gate, hints
 from arena_tool.core.errors import EXIT_CHECK_FAILED, ArenaError, CheckFailed
 from arena_tool.core.schema import check_json
+from builders import plan_doc, plans, target
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def plan_doc(arena: int, lb: int, planner: str = "greedy_size", dtype: str = "float32",
-             alignment: int = 16) -> dict[str, Any]:
-    return {"planner": planner, "arena_size": arena, "lower_bound": lb, "optimal": None, "status": "heuristic",
-            "model": "m.onnx", "model_sha256": "0" * 64, "weights_bytes": 100, "alignment": alignment,
-            "buffers": [{"name": "t", "kind": "activation", "dtype": dtype}]}
-
-
-def target(tmp_path: Path, board_yaml: str, models: str = "a,b", **extra: str) -> manifest.BoardTarget:
-    for name in models.split(","):
-        (tmp_path / f"{name}.onnx").write_bytes(b"")
-    top = "".join(f"{k}: {v}\n" for k, v in extra.items())
-    items = ", ".join(f"{{name: {n}, path: {n}.onnx}}" for n in models.split(","))
-    (tmp_path / "arena.yaml").write_text(f"{top}models: [{items}]\nboards: [{board_yaml}]\n")
-    return manifest.load(str(tmp_path / "arena.yaml")).targets[0]
-
-
-def typed(doc: dict[str, Any]) -> planfile.PlanFile:
-    """plan_doc's few fields completed to a schema-valid plan file (empty schedule, 1-element buffers)."""
-    options = {"activation_dtype": None, "bitwidths": {}, "inplace": True, "scratch": "none", "input_shapes": {}}
-    buffer = {"shape": [1], "elements": 1, "size": 0, "offset": 0, "first_op": 0, "last_op": 0, "alias_of": None}
-    full = {"format_version": 1, "k": 1, "options": options, "best_bound": None, "schedule": [], **doc,
-            "buffers": [{**buffer, **b} for b in doc["buffers"]]}
-    return planfile.PlanFile.from_json(full, "p.json")
-
-
-def plans(t: manifest.BoardTarget, *docs: dict[str, Any]) -> list[tuple[str, str, planfile.PlanFile]]:
-    return [(s.name, f"build/plans/{s.name}.plan.json", typed(d)) for s, d in zip(t.models, docs)]
 
 
 def test_sequential_takes_the_largest(tmp_path: Path) -> None:

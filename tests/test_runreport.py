@@ -20,7 +20,7 @@ from arena_tool.plan import planfile
 from arena_tool.builder import gate
 from arena_tool.run import qemu, runreport
 from arena_tool.core.errors import ArenaError
-from test_report import target
+from builders import target
 
 
 @pytest.fixture(scope="module")

@@ -23,52 +23,19 @@ import pytest
 
 from arena_tool.target import board_report, boards
 from arena_tool.run import elfcheck, runreport
+from builders import ACTION, copy_example, copy_package, scons, set_budget
 
 ROOT = Path(__file__).resolve().parent.parent
 TWO = "board=nucleo_f746,mps2_an500"
 THREE = TWO + ",nucleo_h743"
 M7DP = "cortex-m7_fpv5-d16_hard"  # mps2_an500 and nucleo_h743
 M7SP = "cortex-m7_fpv5-sp-d16_hard"  # nucleo_f746
-ACTION = re.compile(r"^(Planning|Checking|Generating|Compiling|Linking) ", re.M)
 HAVE_GCC = shutil.which("arm-none-eabi-gcc") is not None
-
-
-def copy_example(dest: Path) -> Path:
-    dest.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(ROOT / "SConstruct", dest / "SConstruct")
-    shutil.copytree(ROOT / "site_scons", dest / "site_scons", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "example_firmware", dest / "example_firmware",
-                    ignore=shutil.ignore_patterns("__pycache__", "build"))
-    return dest
-
-
-def copy_package(dest: Path) -> Path:
-    """A copy of the package (arena_tool with its runtime, schemas, boards) to edit and run from."""
-    for name in ("arena_tool", "schemas", "boards"):
-        shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
-    return dest
-
-
-def scons(cwd: Path, *args: str, seed: str = "0", pkg: Path = ROOT) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(pkg), PYTHONHASHSEED=seed)
-    env.pop("VERBOSE", None)
-    return subprocess.run([sys.executable, "-m", "SCons", "-Q", *args], cwd=cwd, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
 
 
 def mtimes(folder: Path) -> dict[str, int]:
     return {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in sorted(folder.rglob("*"))
             if p.is_file() and ".sconsign" not in p.name and not p.name.startswith(".arena_")}
-
-
-def set_budget(proj: Path, board: str, budget: str) -> None:
-    path = proj / "example_firmware" / "arena.yaml"
-    text = path.read_text()
-    if f"  - {board}\n" in text:
-        text = text.replace(f"  - {board}\n", f"  - name: {board}\n    budget: {budget}\n")
-    else:
-        text = re.sub(rf"(  - name: {board}\n(?:    .*\n)*?    budget: )\S+", rf"\g<1>{budget}", text)
-    path.write_text(text)
 
 
 MODELS = ("kws", "resnet8", "autoencoder", "kws_int8")

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from arena_tool.target import board_report
-from test_tflite import MLPERF, chain_model
+from tflite_models import MLPERF, chain_model
 
 ROOT = Path(__file__).resolve().parent.parent
 HAVE_GCC = shutil.which("arm-none-eabi-gcc") is not None

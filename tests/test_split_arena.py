@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from conftest import require_tool
 
-from test_scons import ROOT, copy_example, scons
+from builders import ROOT, SPLIT_BOARD, copy_example, scons
 from arena_tool.model import liveness, lowering
 from arena_tool.plan import plancheck, planfile, planners, planning, split_arena
 from arena_tool.target import board_report, boards, manifest
@@ -28,20 +28,6 @@ from arena_tool.core.problem import Buffer, ModelOptions
 KWS = str(ROOT / "example_firmware" / "models" / "kws.onnx")
 KWS_SHAPES = (("input", (1, 1, 49, 10)),)
 FAST = SLOW = 20 * 1024
-BOARD = """\
-name: split_an500
-description: mps2_an500 cut into a 20 KiB fast region, 20 KiB of PSRAM and a data region (a test board)
-source: boards/mps2_an500.yaml (QEMU 7.2 -M mps2-an500 memory map)
-cpu: {core: cortex-m7, fpu: fpv5-d16, float_abi: hard, clock_hz: 25000000, irqs: 32}
-flash: {origin: 0x00000000, length: 4M}
-ram:
-  - {name: FAST, origin: 0x20000000, length: 20K, zero_wait: true, cacheable: false, dma: true, executable: true, speed: 1}
-  - {name: SLOW, origin: 0x60000000, length: 20K, zero_wait: false, cacheable: false, dma: true, executable: true, speed: 2}
-  - {name: DATA, origin: 0x20100000, length: 64K, zero_wait: true, cacheable: false, dma: true, executable: true, speed: 3}
-default_region: FAST
-data_region: DATA
-qemu: mps2-an500
-"""
 MANIFEST = """\
 board_dirs: [boards]
 defaults: {time_limit: 5}
@@ -56,7 +42,7 @@ boards:
 def project(tmp: Path, manifest_text: str = MANIFEST) -> Path:
     proj = copy_example(tmp)
     (proj / "example_firmware" / "boards").mkdir()
-    (proj / "example_firmware" / "boards" / "split_an500.yaml").write_text(BOARD)
+    (proj / "example_firmware" / "boards" / "split_an500.yaml").write_text(SPLIT_BOARD)
     (proj / "example_firmware" / "arena.yaml").write_text(manifest_text)
     return proj
 
@@ -166,7 +152,7 @@ def test_gate_names_the_region_over(tmp_path: Path) -> None:
     """Regions of 12 KiB cannot hold kws's 16,000 B activations: the gate fails before compiling."""
     proj = project(tmp_path / "p", MANIFEST.replace("  - {name: kws_int8, path: models/kws_int8.onnx, weights: DATA}\n", ""))
     board = proj / "example_firmware" / "boards" / "split_an500.yaml"
-    board.write_text(BOARD.replace("length: 20K", "length: 12K"))
+    board.write_text(SPLIT_BOARD.replace("length: 20K", "length: 12K"))
     p = scons(proj, "board=split_an500", "link=0")
     assert p.returncode == 1, p.stdout + p.stderr
     doc = board_report.read(str(proj / "build" / "split_an500" / "arena_report.json")).to_json()
