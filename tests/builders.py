@@ -107,7 +107,7 @@ def vendor_script(memory: list[tuple[str, str, int, str]], data: str, include: s
     top = f"{stack_top} = ORIGIN({data}) + LENGTH({data});    /* end of RAM */\n"
     return f"""/*
 ******************************************************************************
-**  File        : LinkerScript.ld (STM32CubeMX style, written by tests/test_linker_fragment.py)
+**  File        : LinkerScript.ld (STM32CubeMX style, written by tests/builders.py)
 **  Abstract    : the vendor's own memory map and sections; arena's are INCLUDEd
 ******************************************************************************
 */

@@ -88,8 +88,8 @@ FAST_TESTS = {
 # Module-local fixtures (module::fixture) that build firmware or run scons: every test using one is slow.
 SLOW_FIXTURES = {
     "test_build_integrity.py::generated",  # scons generation of the one-model project
-    "test_html_report.py::ok",  # scons report of the example
-    "test_html_report.py::failed",  # scons report of a failing build
+    "test_htmlreport.py::ok",  # scons report of the example
+    "test_htmlreport.py::failed",  # scons report of a failing build
     "test_inplace_depthwise.py::small",  # one host sanitizer firmware of the small models
     "test_runreport.py::fw",  # kws_int8 built for and run on QEMU
     "test_runtime_layout.py::op_run",  # one host sanitizer firmware of every layout op model
@@ -114,10 +114,10 @@ SLOW_TESTS = {
     "test_codegen_hardening.py::test_tensors_x_X_and__COUNT_give_distinct_c_names",
     "test_execution.py::test_io_aligned_pipelined_model_runs_on_the_host",
     "test_hardening.py::test_scons_uses_model_paths_exactly_as_written",
-    "test_html_report.py::test_failing_build_writes_views_that_say_so",
-    "test_html_report.py::test_html_numbers_are_the_reports_and_the_plans",
-    "test_html_report.py::test_opens_in_chromium_without_console_messages",
-    "test_html_report.py::test_views_are_the_json_document_rendered_and_rebuilt_only_when_it_changes",
+    "test_htmlreport.py::test_failing_build_writes_views_that_say_so",
+    "test_htmlreport.py::test_html_numbers_are_the_reports_and_the_plans",
+    "test_htmlreport.py::test_opens_in_chromium_without_console_messages",
+    "test_htmlreport.py::test_views_are_the_json_document_rendered_and_rebuilt_only_when_it_changes",
     "test_inplace_depthwise.py::test_mobilenet_v2_runs_in_place_on_qemu",
     "test_inplace_depthwise.py::test_zoo_depthwise_networks_run_in_place_on_the_host",
     "test_linker.py::test_arena_larger_than_planned_fails_the_link",  # test_linker: arm-none-eabi-gcc links
@@ -140,13 +140,13 @@ SLOW_TESTS = {
     "test_int8_io.py::test_the_header_helpers_compile_and_quantize_like_onnxruntime",  # gcc
     "test_int8_io.py::test_no_int8_model_is_above_its_model_io_plan",  # quantizes every zoo and MLPerf model
     "test_lowering.py::test_lowered_qdq_runs_on_the_host_runtime_like_onnxruntime",
-    "test_run_cli.py::test_firmware_that_fails_is_an_arena_bug",  # test_run_cli: host builds, QEMU
-    "test_run_cli.py::test_host_run_of_each_example_matches",
-    "test_run_cli.py::test_input_npz_round_trip",
-    "test_run_cli.py::test_json_report_validates_against_its_schema",
-    "test_run_cli.py::test_mismatch_exits_1",
-    "test_run_cli.py::test_qemu_mps2_an500_counts_instructions_and_matches",
-    "test_run_cli.py::test_same_input_prints_the_same_numbers",
+    "test_firmware.py::test_firmware_that_fails_is_an_arena_bug",  # test_firmware: host builds, QEMU
+    "test_firmware.py::test_host_run_of_each_example_matches",
+    "test_firmware.py::test_input_npz_round_trip",
+    "test_firmware.py::test_json_report_validates_against_its_schema",
+    "test_firmware.py::test_mismatch_exits_1",
+    "test_firmware.py::test_qemu_mps2_an500_counts_instructions_and_matches",
+    "test_firmware.py::test_same_input_prints_the_same_numbers",
     "test_runreport.py::test_elf_sizes_agree_with_size_A",
     "test_runtime_layout.py::test_kernels_refuse_tables_that_disagree_with_the_tensors",
     "test_runtime_qlinear.py::test_qemu_mps2_an500_prints_what_the_host_build_prints",

@@ -278,7 +278,7 @@ class ModelOptions:
     and ``to_doc``/``from_doc`` give the JSON form the plan file, the manifest (same keys)
     and the build's specs share. The field order is the JSON's (plan files keep their bytes).
     An option added here reaches the CLI, the manifest and the plan file; the two schemas are
-    static files that tests/test_options.py (``python3 -m arena_tool.target.option_schemas``) keeps equal.
+    static files that tests/core/test_options.py (``python3 -m arena_tool.target.option_schemas``) keeps equal.
     """
 
     alignment: int = option(

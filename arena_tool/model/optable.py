@@ -16,7 +16,7 @@ an ``OpSpec``:
 
 The C side is generated from ``RUNTIME`` (enum order, append only: enum values never change)
 as the X-macro header runtime/arena_ops.h (``python3 -m arena_tool.model.optable`` rewrites it;
-tests/test_optable.py fails when it differs), which the runtime uses for the enum, the dispatch
+tests/model/test_optable.py fails when it differs), which the runtime uses for the enum, the dispatch
 switch and the kernel prototypes. Adding an op: one ``OpSpec`` (and a ``Runtime`` when it
 runs), its C kernel, and the regenerated header.
 """

@@ -2,7 +2,7 @@
 
 schemas/*.schema.json stay static files (editors read them); ``differences`` compares their
 option parts with what each field's Option (problem.ModelOptions) gives, so an option added
-there but not to a schema fails loudly (tests/test_options.py), with the fragment to paste:
+there but not to a schema fails loudly (tests/core/test_options.py), with the fragment to paste:
 
     python3 -m arena_tool.target.option_schemas     # exit 1 and one line per difference
 """

@@ -19,7 +19,7 @@ seed reproduces a plan. Fixed offsets are placed first.
 
 Worked example: TFLite Micro's TestGreedyMedium (10,0,1) (20,1,2) (30,2,3)
 (40,3,4) (50,0,1): greedy by size gives 90; swapping around the bottleneck
-reaches the load bound 80 (seed 0), see tests/planners/test_hill_climb.py.
+reaches the load bound 80 (seed 0), see tests/plan/planners/test_hill_climb.py.
 """
 
 from __future__ import annotations

@@ -89,7 +89,7 @@ def test_plan_file_is_stable_text(planned, tmp_path):
 
 # --- the typed plan (PlanFile): from_json / to_json give back the same bytes -----------------
 
-EXAMPLES = __import__("pathlib").Path(__file__).resolve().parent.parent / "example_firmware" / "models"
+EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "example_firmware" / "models"
 TYPED_CASES = [
     ("kws.onnx", ModelOptions(), ()),
     ("kws.onnx", ModelOptions(), (("FAST", 20_000), ("SLOW", 100_000))),  # a split plan: regions, split

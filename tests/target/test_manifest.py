@@ -12,7 +12,7 @@ from arena_tool.target import boards, manifest
 from arena_tool.builder import noop_cache
 from arena_tool.core.errors import ArenaError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "example_firmware" / "arena.yaml"
 
 

@@ -17,7 +17,7 @@ from arena_tool.core.errors import ArenaError
 
 GCC = shutil.which("arm-none-eabi-gcc")
 needs_gcc = pytest.mark.skipif(GCC is None, reason="arm-none-eabi-gcc not on PATH")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 STACK, HEAP = 2048, 1024
 
 FIRMWARE = r"""

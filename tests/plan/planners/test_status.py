@@ -11,7 +11,7 @@ from _peer_cases import GAPS
 from arena_tool.plan.planners import PLANNERS, Params, run
 from arena_tool.core.problem import Plan, Status
 
-SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "plan.schema.json"
+SCHEMA = Path(__file__).resolve().parents[3] / "schemas" / "plan.schema.json"
 
 
 def test_schema_enum_is_the_status_enum() -> None:

@@ -186,7 +186,7 @@ def test_code_generation_needs_no_onnxruntime(tmp_path):
             f"p = {path!r}; d = fwbuild.plan(p, 'optimal');"
             "h, c = codegen.model_sources(d, plancheck.lowered_model(p, d), 't');"
             "import onnxruntime")  # proves the hiding works: this last import must fail
-    r = subprocess.run([sys.executable, "-c", code], cwd=str(M.Path(__file__).parent.parent),
+    r = subprocess.run([sys.executable, "-c", code], cwd=str(M.Path(__file__).resolve().parents[2]),
                        capture_output=True, text=True)
     assert "import of onnxruntime halted" in r.stderr or "ModuleNotFoundError" in r.stderr, r.stderr
     assert r.stderr.count("Traceback") == 1 and "line 1, in <module>" in r.stderr

@@ -24,7 +24,7 @@ from arena_tool.model.csvio import write_problem
 from arena_tool.core.progress import Progress
 from bench.problems import tiled_problem
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class FakeClock:

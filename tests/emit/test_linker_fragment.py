@@ -25,7 +25,7 @@ from arena_tool.core.errors import ArenaError
 from builders import ACTION, H743_MEMORY, INCLUDE, copy_example, scons, vendor_script
 from conftest import require_tool
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MPS2_MEMORY = [("FLASH", "rx", 0x00000000, "4096K"), ("RAM", "xrw", 0x20000000, "4096K"),
                ("PSRAM", "xrw", 0x60000000, "16M")]
 H743_NAMES = {"AXI_SRAM": "RAM_D1", "DTCM": "DTCMRAM"}

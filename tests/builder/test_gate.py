@@ -15,7 +15,7 @@ from arena_tool.core.errors import EXIT_CHECK_FAILED, ArenaError, CheckFailed
 from arena_tool.core.schema import check_json
 from builders import plan_doc, plans, target
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_sequential_takes_the_largest(tmp_path: Path) -> None:

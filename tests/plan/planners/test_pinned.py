@@ -9,7 +9,7 @@ on the machine's speed (exact_cover stops at its size limit on ``crowded``, befo
 any search).
 
 A change meant to change results regenerates the file (and says so in review):
-    python3 tests/planners/test_pinned.py
+    python3 tests/plan/planners/test_pinned.py
 """
 
 from __future__ import annotations

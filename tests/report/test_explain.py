@@ -13,7 +13,7 @@ from arena_tool.plan import planfile
 from arena_tool.cli import main
 
 KB = 1024
-KWS = str(Path(__file__).resolve().parent.parent / "example_firmware" / "models" / "kws.onnx")
+KWS = str(Path(__file__).resolve().parents[2] / "example_firmware" / "models" / "kws.onnx")
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

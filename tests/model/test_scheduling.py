@@ -193,7 +193,7 @@ def test_rescheduled_model_runs_on_the_host(tmp_path: Path, capsys: pytest.Captu
     assert rc == 0, out
 
 
-MLPERF = Path(__file__).resolve().parent.parent.parent / "shared" / "models" / "mlperf_tiny"
+MLPERF = Path(__file__).resolve().parents[3] / "shared" / "models" / "mlperf_tiny"
 
 
 @pytest.mark.skipif(not (MLPERF / "image_classification__pretrainedResnet_quant.tflite").is_file(),
