@@ -1,0 +1,351 @@
+"""Issue 23: untrusted input never crashes, hangs or lies.
+
+One test per defect of the audit (each failed before its fix): hostile .tflite content TFLM
+trusts, the inputs that raised an arena bug (exit 3), the checks that passed a lie, and the
+work that grew without a bound. Every bad input is one line and exit 2 (or 1 for a failed
+check), never a signal, a traceback or exit 3.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import models as M
+from arena_tool import tflite_model, tflite_write
+from arena_tool.cli import main
+
+fb = tflite_model.schema()
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(capsys: pytest.CaptureFixture, *argv: object) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_error(code: int, err: str, want: int = 2, words: str = "") -> str:
+    """The command failed with exit ``want`` and exactly one error line (containing ``words``)."""
+    lines = [ln for ln in err.strip().splitlines() if ln]
+    assert code == want and len(lines) == 1 and "Traceback" not in err, (code, err)
+    assert words in lines[0], lines[0]
+    return lines[0]
+
+
+# --- .tflite files edited after the converter --------------------------------------------
+
+def relu_model(rank: int = 2, outputs: list[int] | None = None) -> Any:
+    """x -> RELU -> y (float32 [1, 16]) as a ModelT to edit."""
+    m = fb.ModelT()
+    m.version = 3
+    m.buffers = [fb.BufferT()]
+    sg = fb.SubGraphT()
+    shape = [1] * (rank - 1) + [16]
+    sg.tensors = []
+    for name in ("x", "y"):
+        t = fb.TensorT()
+        t.name, t.type, t.shape, t.buffer = name, fb.TensorType.FLOAT32, np.array(shape, np.int32), 0
+        sg.tensors.append(t)
+    op = fb.OperatorT()
+    op.opcodeIndex, op.inputs, op.outputs = 0, np.array([0], np.int32), np.array([1], np.int32)
+    sg.operators = [op]
+    sg.inputs = np.array([0], np.int32)
+    sg.outputs = np.array([1] if outputs is None else outputs, np.int32)
+    oc = fb.OperatorCodeT()
+    oc.builtinCode = oc.deprecatedBuiltinCode = fb.BuiltinOperator.RELU
+    oc.version = 1
+    m.operatorCodes = [oc]
+    m.subgraphs = [sg]
+    return m
+
+
+def pack(m: Any) -> bytes:
+    import flatbuffers
+
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def _edit(what: str) -> Any:
+    m = relu_model()
+    sg = m.subgraphs[0]
+    if what == "operator input":
+        sg.operators[0].inputs = np.array([99], np.int32)
+    elif what == "operator output":
+        sg.operators[0].outputs = np.array([99], np.int32)
+    elif what == "opcode":
+        sg.operators[0].opcodeIndex = 99
+    elif what == "tensor buffer":
+        sg.tensors[0].buffer = 99
+    elif what == "metadata buffer":
+        md = fb.MetadataT()
+        md.name, md.buffer = "OfflineMemoryAllocation", 99
+        m.metadata = [md]
+    elif what == "graph input":
+        sg.inputs = np.array([7], np.int32)
+    elif what == "graph output":
+        sg.outputs = np.array([9999], np.int32)
+    elif what == "no outputs":
+        sg.outputs = np.array([], np.int32)
+    elif what == "rank 100":
+        m = relu_model(rank=100)
+    elif what == "negative dimension":
+        sg.tensors[0].shape = np.array([1, -3], np.int32)
+    return m
+
+
+EDITS = ["operator input", "operator output", "opcode", "tensor buffer", "metadata buffer", "graph input",
+         "graph output", "no outputs", "rank 100"]
+
+
+@pytest.mark.parametrize("what", EDITS)
+@pytest.mark.parametrize("command", ["plan", "plan-tflite"])
+def test_tflite_index_out_of_range_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture, what: str,
+                                               command: str) -> None:
+    path = tmp_path / "m.tflite"
+    path.write_bytes(pack(_edit(what)))
+    argv = ["plan", path] + (["-o", tmp_path / "p.tflite"] if command == "plan-tflite" else [])
+    code, _, err = run(capsys, *argv)
+    one_error(code, err, 2, str(path))
+
+
+def _planned(tmp_path: Path, offsets: list[int], second_entry: bool = False) -> tuple[Path, Path]:
+    model = tmp_path / "m.tflite"
+    model.write_bytes(pack(relu_model()))
+    data = tflite_write.planned_bytes(model.read_bytes(), str(model), offsets)
+    if second_entry:
+        m = tflite_model.parse(data, "x")
+        b = fb.BufferT()
+        m.buffers.append(b)
+        md = fb.MetadataT()
+        md.name, md.buffer = "OfflineMemoryAllocation", len(m.buffers) - 1
+        m.metadata.append(md)
+        data = pack(m)
+    planned = tmp_path / "p.tflite"
+    planned.write_bytes(data)
+    return model, planned
+
+
+@pytest.mark.parametrize("offsets,second", [([-7, 0], False), ([0, 64], True), ([0, 1 << 30], False)])
+def test_hostile_offline_plan_is_refused_before_tflm(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                    offsets: list[int], second: bool) -> None:
+    """TFLM takes offsets and metadata as they are: -7 was a double free, a second entry SIGSEGV."""
+    model, planned = _planned(tmp_path, offsets, second)
+    code, _, err = run(capsys, "verify", model, planned)
+    one_error(code, err, 2, str(planned))
+
+
+def test_a_tflm_crash_is_one_error_naming_the_model(tmp_path: Path) -> None:
+    """TFLM runs in a child process: a crash there (offset -7, unchecked here) is exit 2, not a signal."""
+    from arena_tool import tflm
+    from arena_tool.errors import ArenaError
+
+    model, planned = _planned(tmp_path, [-7, 0])
+    x = [[np.zeros((1, 16), np.float32)]]
+    with pytest.raises(ArenaError) as info:
+        tflm.run_tflm(planned.read_bytes(), str(planned), x)
+    assert info.value.exit_code == 2 and str(planned) in info.value.render() and "\n" not in info.value.render()
+
+
+def test_rank_100_does_not_reach_tflm(tmp_path: Path) -> None:
+    """plan accepted a rank-100 tensor and verify died of SIGSEGV in TFLM; now plan refuses it."""
+    path = tmp_path / "m.tflite"
+    path.write_bytes(pack(relu_model(rank=100)))
+    r = subprocess.run([sys.executable, "-m", "arena_tool", "verify", str(path), str(path)], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, (r.returncode, r.stderr)
+
+
+def test_100000_unused_tensors_plan_in_seconds(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    m = relu_model()
+    sg = m.subgraphs[0]
+    for i in range(100_000):
+        t = fb.TensorT()
+        t.name, t.type, t.shape, t.buffer = f"u{i}", fb.TensorType.FLOAT32, np.array([1, 4], np.int32), 0
+        sg.tensors.append(t)
+    path = tmp_path / "m.tflite"
+    path.write_bytes(pack(m))
+    t0 = time.perf_counter()
+    code, out, err = run(capsys, "plan", path, "--planner", "greedy_size")
+    assert code == 0, err
+    assert time.perf_counter() - t0 < 20
+
+
+def test_tflite_zero_scale_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    m = relu_model()
+    for t in m.subgraphs[0].tensors:
+        t.type = fb.TensorType.INT8
+        q = fb.QuantizationParametersT()
+        q.scale, q.zeroPoint = np.array([0.0], np.float32), np.array([0], np.int64)
+        t.quantization = q
+    path = tmp_path / "m.tflite"
+    path.write_bytes(pack(m))
+    code, _, err = run(capsys, "plan", path)
+    one_error(code, err, 2, "scale")
+
+
+# --- ONNX: quantization parameters, opsets, shapes -----------------------------------------
+
+def qdq(scale: float = 0.05, w_scales: Any = None, w_zeros: Any = None) -> Any:
+    from test_lowering import qdq_conv
+
+    m = qdq_conv()
+    for init in m.graph.initializer:
+        if init.name == "x_s":
+            init.CopyFrom(M.const("x_s", np.array(scale, np.float32)))
+        if init.name == "w_s" and w_scales is not None:
+            init.CopyFrom(M.const("w_s", np.asarray(w_scales, np.float32)))
+        if init.name == "w_z" and w_zeros is not None:
+            init.CopyFrom(M.const("w_z", np.asarray(w_zeros, np.int8)))
+    return m
+
+
+@pytest.mark.parametrize("case", ["zero", "nan", "negative", "inf", "w zero", "w nan", "zp length", "scale length"])
+def test_bad_quantization_parameters_are_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture, case: str) -> None:
+    ws = np.linspace(0.01, 0.02, 8)
+    model = {"zero": qdq(0.0), "nan": qdq(math.nan), "negative": qdq(-0.05), "inf": qdq(math.inf),
+             "w zero": qdq(w_scales=np.where(np.arange(8) == 3, 0.0, ws)),
+             "w nan": qdq(w_scales=np.where(np.arange(8) == 3, math.nan, ws)),
+             "zp length": qdq(w_zeros=np.zeros(5)), "scale length": qdq(w_scales=ws[:5])}[case]
+    path = M.save(model, tmp_path / "m.onnx")
+    code, _, err = run(capsys, "plan", path)
+    line = one_error(code, err, 2, path)
+    assert "onnxsim" not in line
+
+
+def relu(shape: list[Any], opset: int = 17) -> Any:
+    return M.model([M.node("Relu", ["x"], ["y"])], [M.vi("x", shape)], [M.vi("y", shape)], opset=opset)
+
+
+def test_opset_99_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = M.save(relu([1, 16], opset=99), tmp_path / "m.onnx")
+    code, _, err = run(capsys, "plan", path)
+    one_error(code, err, 2, "opset")
+
+
+def test_negative_dimension_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = M.save(relu([1, -3]), tmp_path / "m.onnx")
+    code, _, err = run(capsys, "plan", path)
+    one_error(code, err, 2, "-3")
+    path = M.save(relu([1, "n"]), tmp_path / "n.onnx")
+    code, _, err = run(capsys, "plan", path, "--input-shape", "x=1,-3")
+    one_error(code, err, 2, "-3")
+
+
+def test_huge_shape_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A Relu on [2^31, 2^31, 4] was an OverflowError in validate."""
+    path = M.save(relu([2 ** 31, 2 ** 31, 4]), tmp_path / "m.onnx")
+    code, _, err = run(capsys, "plan", path)
+    assert code in (1, 2) and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+
+
+def test_initializer_as_graph_output_is_named(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    m = M.model([M.node("Relu", ["x"], ["y"])], [M.vi("x", [1, 16])], [M.vi("y", [1, 16]), M.vi("w", [4])],
+                [M.const("w", np.ones(4, np.float32))])
+    path = M.save(m, tmp_path / "m.onnx")
+    code, _, err = run(capsys, "plan", path)
+    line = one_error(code, err, 2, "'w'")
+    assert "re-plan" not in line and "initializer" in line
+
+
+# --- plan files that lie -------------------------------------------------------------------
+
+def _plan(tmp_path: Path, capsys: pytest.CaptureFixture, model: Any = None, planner: str = "optimal") -> tuple[str, Path, dict[str, Any]]:
+    path = M.save(model if model is not None else M.chain(), tmp_path / "m.onnx")
+    plan = tmp_path / "p.json"
+    code, _, err = run(capsys, "plan", path, "--planner", planner, "-o", plan)
+    assert code == 0, err
+    return path, plan, json.loads(plan.read_text())
+
+
+def test_check_refuses_an_arena_size_bigger_than_its_buffers(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    model, plan, doc = _plan(tmp_path, capsys)
+    doc["arena_size"] = 2 ** 40
+    plan.write_text(json.dumps(doc))
+    code, _, err = run(capsys, "check", model, plan)
+    assert code == 1 and "arena_size" in err, err
+
+
+def test_check_refuses_a_false_optimal_claim(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A plan claiming optimal: true 4,096 B above what a greedy planner reaches is a lie."""
+    model, plan, doc = _plan(tmp_path, capsys)
+    top = max(b["offset"] + b["size"] for b in doc["buffers"])
+    for b in doc["buffers"]:
+        if b["offset"] + b["size"] == top:
+            b["offset"] += 4096
+    doc["arena_size"] = top + 4096
+    doc["optimal"] = True
+    plan.write_text(json.dumps(doc))
+    code, _, err = run(capsys, "check", model, plan)
+    assert code == 1 and "optimal" in err, err
+
+
+@pytest.mark.parametrize("edit", ["permuted input shape", "arena_size 2^40", "extra buffer"])
+def test_verify_on_an_edited_plan_is_not_a_bug(tmp_path: Path, capsys: pytest.CaptureFixture, edit: str) -> None:
+    model, plan, doc = _plan(tmp_path, capsys)
+    if edit == "permuted input shape":
+        b = next(b for b in doc["buffers"] if b["kind"] == "input")
+        b["shape"] = list(reversed(b["shape"]))
+    elif edit == "arena_size 2^40":
+        doc["arena_size"] = 2 ** 40
+    else:
+        extra = dict(doc["buffers"][0])
+        extra["name"] = "extra"
+        doc["buffers"].append(extra)
+    plan.write_text(json.dumps(doc))
+    code, _, err = run(capsys, "verify", model, plan)
+    assert code in (1, 2) and "Traceback" not in err and len(err.strip().splitlines()) == 1, (code, err)
+
+
+# --- inputs (.npz) ---------------------------------------------------------------------------
+
+def _specs() -> Any:
+    from arena_tool.firmware import TensorSpec
+
+    return [TensorSpec("x", "float32", (1, 16))]
+
+
+def test_npz_member_that_is_not_npy_is_exit_2(tmp_path: Path) -> None:
+    from arena_tool import firmware
+    from arena_tool.errors import ArenaError
+
+    path = tmp_path / "in.npz"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("x.npy", b"not an array at all")
+    with pytest.raises(ArenaError) as info:
+        firmware.load_inputs(str(path), _specs())
+    assert info.value.exit_code == 2
+
+
+def test_npz_shape_is_checked_before_the_member_is_inflated(tmp_path: Path) -> None:
+    """A 4 MB zip declaring a 4 GiB array: the header's shape is refused without reading the data."""
+    import resource
+
+    from arena_tool import firmware
+    from arena_tool.errors import ArenaError
+
+    header = {"descr": "<f4", "fortran_order": False, "shape": (1 << 30,)}
+    path = tmp_path / "in.npz"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        with z.open("x.npy", "w", force_zip64=True) as f:
+            np.lib.format.write_array_header_1_0(f, header)
+            zeros = bytes(1 << 20)
+            for _ in range(64):  # 64 MiB written: the test stays small, the header says 4 GiB
+                f.write(zeros)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    with pytest.raises(ArenaError) as info:
+        firmware.load_inputs(str(path), _specs())
+    assert "shape" in info.value.render() and time.perf_counter() - t0 < 1
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 32 * 1024  # KiB: nothing inflated
