@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 import models as M
-from arena_tool import tflite_model, tflite_write
+from arena_tool.emit import tflite_write
+from arena_tool.model import tflite_model
 from arena_tool.cli import main
 
 fb = tflite_model.schema()
@@ -147,14 +148,15 @@ def test_hostile_offline_plan_is_refused_before_tflm(tmp_path: Path, capsys: pyt
 
 
 def test_a_tflm_crash_is_one_error_naming_the_model(tmp_path: Path) -> None:
-    """TFLM runs in a child process: a crash there (offset -7, unchecked here) is exit 2, not a signal."""
-    from arena_tool import tflm
-    from arena_tool.errors import ArenaError
+    """TFLM runs in a child process: a crash there (offset -7, past the checks run_tflm makes first) is exit 2,
+    not a signal."""
+    from arena_tool.core.errors import ArenaError
+    from arena_tool.run import tflm
 
     model, planned = _planned(tmp_path, [-7, 0])
     x = [[np.zeros((1, 16), np.float32)]]
     with pytest.raises(ArenaError) as info:
-        tflm.run_tflm(planned.read_bytes(), str(planned), x)
+        tflm.run_child(planned.read_bytes(), str(planned), x, 1 << 20)
     assert info.value.exit_code == 2 and str(planned) in info.value.render() and "\n" not in info.value.render()
 
 
@@ -311,14 +313,14 @@ def test_verify_on_an_edited_plan_is_not_a_bug(tmp_path: Path, capsys: pytest.Ca
 # --- inputs (.npz) ---------------------------------------------------------------------------
 
 def _specs() -> Any:
-    from arena_tool.firmware import TensorSpec
+    from arena_tool.run.firmware import TensorSpec
 
     return [TensorSpec("x", "float32", (1, 16))]
 
 
 def test_npz_member_that_is_not_npy_is_exit_2(tmp_path: Path) -> None:
-    from arena_tool import firmware
-    from arena_tool.errors import ArenaError
+    from arena_tool.core.errors import ArenaError
+    from arena_tool.run import firmware
 
     path = tmp_path / "in.npz"
     with zipfile.ZipFile(path, "w") as z:
@@ -332,8 +334,8 @@ def test_npz_shape_is_checked_before_the_member_is_inflated(tmp_path: Path) -> N
     """A 4 MB zip declaring a 4 GiB array: the header's shape is refused without reading the data."""
     import resource
 
-    from arena_tool import firmware
-    from arena_tool.errors import ArenaError
+    from arena_tool.core.errors import ArenaError
+    from arena_tool.run import firmware
 
     header = {"descr": "<f4", "fortran_order": False, "shape": (1 << 30,)}
     path = tmp_path / "in.npz"

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from arena_tool.plan.planfile import PlanFile
     from arena_tool.plan.planning import PlannedModel
 
-METADATA_NAME = "OfflineMemoryAllocation"
+METADATA_NAME = tflite_model.METADATA_NAME
 FORMAT_VERSION = 1
 
 
@@ -50,15 +50,7 @@ def _name(md: Any) -> str:
 
 def offline_plan(model: Any) -> list[int] | None:
     """The offsets of an existing OfflineMemoryAllocation metadata entry, or None."""
-    for md in model.metadata or []:
-        if _name(md) == METADATA_NAME:
-            buf = model.buffers[md.buffer]
-            if buf.data is None or len(buf.data) < 12:
-                return None
-            words = np.frombuffer(np.asarray(buf.data, dtype=np.uint8).tobytes(), dtype="<i4")
-            n = int(words[2])
-            return [int(w) for w in words[3:3 + n]]
-    return None
+    return tflite_model.offline_offsets(model)
 
 
 def offsets_for(mp: tflite_model.TfliteProblem, plan: PlanFile) -> list[int]:

@@ -41,6 +41,8 @@ import math
 import os
 from typing import Any, NoReturn, Sequence
 
+import numpy as np
+
 from arena_tool.core import dtypes
 from arena_tool.core.errors import ArenaError
 from arena_tool.core.problem import ModelOptions, ModelProblem, Quant, Step, Tensor, align_up
@@ -136,7 +138,68 @@ def parse(data: bytes, path: str) -> Any:
                              f"{len(data):,}", file=path, hint="the file was cut short; copy or convert it again")
     if not model.subgraphs:
         raise ArenaError("the TFLite model has no subgraph", file=path, hint="convert the model again")
+    _check_indices(model, path)
     return model
+
+
+MAX_RANK = 6  # TFLM's RuntimeShape::kMaxSmallSize: its kernels copy dimensions into 6 fixed slots
+METADATA_NAME = "OfflineMemoryAllocation"
+
+
+def _check_indices(model: Any, path: str) -> None:
+    """Every index and count TFLM uses unchecked (it indexes flatbuffer vectors as they are, so a bad
+    one is a crash in the interpreter, not an error): operator codes, tensors of operators and of
+    the subgraph, tensor buffers, metadata buffers, ranks, and one offline plan at most."""
+    def bad(msg: str) -> NoReturn:
+        raise ArenaError(msg, file=path, hint="the file was edited or damaged; convert the model again")
+
+    n_codes, n_buffers = len(model.operatorCodes or []), len(model.buffers or [])
+    for s, sg in enumerate(model.subgraphs):
+        tensors = sg.tensors or []
+        n = len(tensors)
+        for i, t in enumerate(tensors):
+            if not 0 <= int(t.buffer) < max(n_buffers, 1):
+                bad(f"tensor {i} of subgraph {s} uses buffer {t.buffer}; the model has {n_buffers} buffers")
+            rank = len(t.shape) if t.shape is not None else 0
+            if rank > MAX_RANK:
+                bad(f"tensor {i} of subgraph {s} has {rank} dimensions; TFLM's kernels take at most {MAX_RANK}")
+        for what, vector in (("input", sg.inputs), ("output", sg.outputs)):
+            for x in (vector if vector is not None else []):
+                if not 0 <= int(x) < n:
+                    bad(f"subgraph {s} {what} is tensor {int(x)}; the subgraph has {n} tensors (0..{n - 1})")
+        if s == 0 and (sg.outputs is None or not len(sg.outputs)):
+            bad("the subgraph has no outputs, so nothing it computes is kept")
+        for k, op in enumerate(sg.operators or []):
+            if not 0 <= int(op.opcodeIndex) < n_codes:
+                bad(f"operator {k} of subgraph {s} has opcode index {op.opcodeIndex}; the model has {n_codes} "
+                    f"operator codes")
+            for what, vector, least in (("input", op.inputs, -1), ("output", op.outputs, 0),
+                                        ("intermediate", op.intermediates, 0)):
+                for x in (vector if vector is not None else []):
+                    if not least <= int(x) < n:
+                        bad(f"operator {k} of subgraph {s} has {what} tensor {int(x)}; the subgraph has {n} "
+                            f"tensors (0..{n - 1})")
+    entries = 0
+    for md in model.metadata or []:
+        if not 0 <= int(md.buffer) < n_buffers:
+            bad(f"metadata {_text(md.name)!r} uses buffer {md.buffer}; the model has {n_buffers} buffers")
+        if _text(md.name) == METADATA_NAME:
+            entries += 1
+            data = model.buffers[md.buffer].data
+            words = len(data) // 4 if data is not None else 0
+            if entries > 1:
+                bad(f"{entries} {METADATA_NAME} metadata entries; TFLM reads one offline plan")
+            if words < 3 or words < 3 + int(np.frombuffer(bytes(np.asarray(data[8:12], np.uint8)), "<i4")[0]):
+                bad(f"the {METADATA_NAME} buffer ({words * 4} B) is shorter than its header says")
+
+
+def offline_offsets(model: Any) -> list[int] | None:
+    """The offsets of the model's OfflineMemoryAllocation entry (checked by parse), or None."""
+    for md in model.metadata or []:
+        if _text(md.name) == METADATA_NAME:
+            words = np.frombuffer(np.asarray(model.buffers[md.buffer].data, dtype=np.uint8).tobytes(), dtype="<i4")
+            return [int(w) for w in words[3:3 + int(words[2])]]
+    return None
 
 
 def builtin_name(model: Any, op: Any) -> str:
@@ -318,6 +381,7 @@ class _Builder:
             info[i] = (dtype, esize, shape, elements)
 
         self._check_hybrid(ops, op_type, tensors, weight, info, names)
+        self._check_offline_plan(tensors, weight, info)
 
         # TFLM's lifetimes (MarkAllocationLifetimes), scope 0 = the subgraph's inputs.
         first: dict[int, int] = {}
@@ -431,6 +495,25 @@ class _Builder:
                           f"supported on TFLite Micro')",
                           "convert with full integer quantization (a representative dataset: int8 activations "
                           "and weights) or keep float32 weights")
+
+    def _check_offline_plan(self, tensors: Sequence[Any], weight: list[bool], info: dict[int, TensorInfo]) -> None:
+        """An offline plan TFLM can use as it is: one offset per tensor, each -1 (TFLM places it) or
+        inside the no-reuse total (TFLM frees a negative one twice and sizes its head by the largest)."""
+        offsets = offline_offsets(self.m)
+        if offsets is None:
+            return
+        n = sum(len(s.tensors or []) for s in self.m.subgraphs)
+        if len(offsets) != n:
+            self.fail(f"the {METADATA_NAME} plan has {len(offsets)} offsets for {n} tensors",
+                      "re-plan with arena-tool plan MODEL.tflite -o PLANNED.tflite")
+        sizes = [0 if weight[i] else align_up(info[i][3] * (info[i][1] or 1), TFLM_ALIGNMENT)
+                 for i in range(len(tensors))]
+        room = sum(sizes)
+        for i, o in enumerate(offsets[:len(tensors)]):
+            if o != -1 and not 0 <= o <= room - sizes[i]:
+                self.fail(f"the {METADATA_NAME} plan puts tensor {i} at offset {o}; an offset is -1 (TFLM places "
+                          f"the tensor) or from 0 to {room - sizes[i]:,} (inside the {room:,} B all tensors take)",
+                          "re-plan with arena-tool plan MODEL.tflite -o PLANNED.tflite")
 
     def _check_stateful_order(self, order: Sequence[int], touching: list[int]) -> None:
         """Operators that read or write variable tensors keep their model order among themselves."""

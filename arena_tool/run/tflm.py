@@ -26,8 +26,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import json
 import os
 import re
+import signal
+import subprocess
 import sys
 import tempfile
 from typing import Any, Iterator, Sequence
@@ -129,29 +132,50 @@ def _tflm_arena_size(data: bytes, path: str) -> int:
 
 def run_tflm(data: bytes, path: str, inputs: Sequence[Sequence[np.ndarray]]) -> Run:
     """Run ``data`` in TFLM's host interpreter once per input set; its outputs and allocation."""
-    from tflite_micro.python.tflite_micro import runtime
+    return run_child(data, path, inputs, _tflm_arena_size(data, path))
 
-    arena = _tflm_arena_size(data, path)
-    outputs: list[list[np.ndarray]] = []
-    log = [""]
-    try:
-        with captured_stderr() as log:
-            interp = runtime.Interpreter.from_bytes(data, arena_size=arena)
-            n_out = len(tflite_model.parse(data, path).subgraphs[0].outputs)
-            for xs in inputs:
-                for k, x in enumerate(xs):
-                    interp.set_input(x, k)
-                interp.invoke()
-                outputs.append([np.array(interp.get_output(k), copy=True) for k in range(n_out)])
-    except (RuntimeError, ValueError) as e:
-        said = " ".join(line.strip() for line in log[0].splitlines() if line.strip())
-        raise ArenaError(f"TFLite Micro cannot run the model: {e}" + (f": {said}" if said else ""), file=path,
-                         hint="TFLM refused it; check the model runs with TFLM's reference kernels") from e
-    with captured_stderr() as text:
-        interp.print_allocations()
-    found = {k: int(v) for k, v in re.findall(r"Arena allocation (head|tail|total) (\d+) bytes", text[0])}
+
+CHILD_SECONDS = 300.0
+
+
+def run_child(data: bytes, path: str, inputs: Sequence[Sequence[np.ndarray]], arena: int) -> Run:
+    """``data`` in TFLM in a child process (tflm_child): a crash there is one ArenaError naming the model."""
+    n_out = len(tflite_model.parse(data, path).subgraphs[0].outputs)
+    n_in = len(inputs[0]) if inputs else 0
+    with tempfile.TemporaryDirectory(prefix="arena-tflm-") as d:
+        with open(os.path.join(d, "model.tflite"), "wb") as f:
+            f.write(data)
+        with open(os.path.join(d, "arena.txt"), "w", encoding="ascii") as f:
+            f.write(f"{arena} {len(inputs)} {n_in} {n_out}")
+        for r, xs in enumerate(inputs):
+            for k, x in enumerate(xs):
+                np.save(os.path.join(d, f"in_{r}_{k}.npy"), np.asarray(x), allow_pickle=False)
+        try:
+            child = subprocess.run([sys.executable, "-m", "arena_tool.run.tflm_child", d], capture_output=True,
+                                   text=True, errors="replace", timeout=CHILD_SECONDS)
+        except subprocess.TimeoutExpired:
+            raise ArenaError(f"TFLite Micro did not finish the model in {CHILD_SECONDS:.0f} s", file=path,
+                             hint="TFLM hangs on it; check the model runs with TFLM's reference kernels") from None
+        log, _, allocations = child.stderr.partition("--arena-allocations--")
+        said = " ".join(line.strip() for line in log.splitlines() if line.strip())[:400]
+        try:
+            with open(os.path.join(d, "result.json"), encoding="utf-8") as f:
+                result = json.load(f)
+        except (OSError, ValueError):
+            result = None
+        if child.returncode != 0 or result is None:
+            how = (f"signal {signal.Signals(-child.returncode).name}" if child.returncode < 0
+                   else f"exit status {child.returncode}")
+            raise ArenaError(f"TFLite Micro crashed on the model ({how})" + (f": {said}" if said else ""),
+                             file=path, hint="the model has content TFLM does not check; convert it again")
+        if "error" in result:
+            raise ArenaError(f"TFLite Micro cannot run the model: {result['error']}" + (f": {said}" if said else ""),
+                             file=path, hint="TFLM refused it; check the model runs with TFLM's reference kernels")
+        outputs = [[np.load(os.path.join(d, f"out_{r}_{k}.npy"), allow_pickle=False) for k in range(n_out)]
+                   for r in range(len(inputs))]
+    found = {k: int(v) for k, v in re.findall(r"Arena allocation (head|tail|total) (\d+) bytes", allocations)}
     if set(found) != {"head", "tail", "total"}:
-        raise ArenaError(f"TFLM's allocation report has no head/tail/total: {text[0][:200]!r}", file=path,
+        raise ArenaError(f"TFLM's allocation report has no head/tail/total: {allocations[:200]!r}", file=path,
                          exit_code=3, hint="this tflite-micro version prints allocations differently")
     return Run(Allocation(found["head"], found["tail"], found["total"]), outputs)
 
