@@ -145,6 +145,7 @@ def load(path: str, input_shapes: Sequence[tuple[str, Sequence[int]]] = (), *,
 
 
 def lower(g: Graph) -> Lowered:
+    _check_qparams(g)
     ops = [_op(g, g.nodes[i]) for i in g.schedule]
     ops, fused = _Fusion(g, ops).run()
     ops = [dataclasses.replace(op, workspace=_workspace(g, op)) for op in ops]
@@ -153,6 +154,48 @@ def lower(g: Graph) -> Lowered:
         constants=_constants(g, ops), quant=_quant(g, ops), qdq_fused=fused, graph=g,
     )
 
+
+def _check_qparams(g: Graph) -> None:
+    """Every constant scale and zero point a quantized node states (folded weight DequantizeLinears
+    too): scales finite and > 0 (a zero divides by zero, a negative one flips every value), one
+    zero point per scale, and a per-channel list as long as its tensor's axis."""
+    for node in g.nodes:
+        spec = optable.spec(node.op_type)
+        if spec is None or spec.quant_io is None:
+            continue
+        triples, result = spec.quant_io
+        if node.op_type == "QLinearConcat":
+            triples = tuple((i, i + 1, i + 2) for i in range(2, len(node.inputs), 3))
+        at = [(t, s, z) for t, s, z in triples]
+        if result is not None and node.outputs:
+            at.append((-1, *result))
+        qdq = node.op_type in ("QuantizeLinear", "DequantizeLinear")
+        axis = int(node.attrs.get("axis", 1)) if qdq and isinstance(node.attrs.get("axis", 1), int) else 0
+        for t, si, zi in at:
+            s = node.inputs[si] if si < len(node.inputs) else ""
+            z = node.inputs[zi] if zi < len(node.inputs) else ""
+            sc, zc = g.consts.get(s) if s else None, g.consts.get(z) if z else None
+            sv = sc.array() if sc is not None else None
+            if sv is None:
+                continue
+            scale = np.asarray(sv, np.float64).reshape(-1)
+            where = f"node {node.name!r} ({node.op_type}): scale {s!r}"
+            if not scale.size or not np.all(np.isfinite(scale)) or not np.all(scale > 0):
+                bad = scale[~(np.isfinite(scale) & (scale > 0))] if scale.size else scale
+                fail(f"{where} is {float(bad[0]) if bad.size else 'empty'}; a quantization scale is finite and > 0",
+                     file=g.path, hint="quantize the model again (calibrate on real samples)")
+            zv = zc.array() if zc is not None else None
+            if zv is not None and np.asarray(zv).size != scale.size:
+                fail(f"{where} has {scale.size} value(s) but zero point {z!r} has {np.asarray(zv).size}; one zero "
+                     f"point per scale", file=g.path, hint="quantize the model again")
+            name = node.outputs[0] if t == -1 else node.inputs[t] if t < len(node.inputs) else ""
+            shape = g.types[name].shape if name in g.types else g.constant_shapes.get(name)
+            if scale.size > 1 and shape is not None and all(isinstance(d, int) for d in shape):
+                ax = axis + len(shape) if axis < 0 else axis
+                if not 0 <= ax < len(shape) or shape[ax] != scale.size:
+                    fail(f"{where} has {scale.size} per-channel values for tensor {name!r} of shape {list(shape)} "
+                         f"(axis {axis}); one scale per channel of the axis", file=g.path,
+                         hint="quantize the model again")
 
 # --- integer inputs and outputs (io: int8) ----------------------------------------------------
 

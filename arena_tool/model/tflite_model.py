@@ -379,6 +379,7 @@ class _Builder:
                 self.fail(f"tensor {what} is {dtype} but not a weight; TFLM keeps {dtype} only as packed weights",
                           "quantize activations to int8 or int16")
             info[i] = (dtype, esize, shape, elements)
+            self._check_quant(t, what, shape)
 
         self._check_hybrid(ops, op_type, tensors, weight, info, names)
         self._check_offline_plan(tensors, weight, info)
@@ -520,6 +521,26 @@ class _Builder:
         if touching != sorted(touching):
             self.fail(f"operators {touching} use variable (stateful) tensors and must keep their relative order",
                       "reorder only operators that do not touch variable tensors", field="schedule")
+
+    def _check_quant(self, t: Any, what: str, shape: tuple[int, ...]) -> None:
+        """Scales finite and > 0, one zero point per scale, a per-channel list as long as its axis
+        (TFLM's kernels divide by the scales and index the lists by channel unchecked)."""
+        q = t.quantization
+        if q is None or q.scale is None or not len(q.scale):
+            return
+        scale = np.asarray(q.scale, np.float64)
+        hint = "quantize the model again (the converter with a representative dataset)"
+        if not np.all(np.isfinite(scale) & (scale > 0)):
+            self.fail(f"tensor {what} has quantization scale {float(scale[~(np.isfinite(scale) & (scale > 0))][0])}; "
+                      f"a scale is finite and > 0", hint)
+        zeros = len(q.zeroPoint) if q.zeroPoint is not None else 0
+        if zeros and zeros != len(scale):
+            self.fail(f"tensor {what} has {len(scale)} quantization scales and {zeros} zero points", hint)
+        if len(scale) > 1:
+            axis = int(q.quantizedDimension)
+            if not 0 <= axis < len(shape) or shape[axis] != len(scale):
+                self.fail(f"tensor {what} of shape {list(shape)} has {len(scale)} per-channel scales along "
+                          f"dimension {axis}", hint)
 
     @staticmethod
     def _quant(t: Any) -> Quant | None:
