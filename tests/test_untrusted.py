@@ -258,7 +258,7 @@ def test_initializer_as_graph_output_is_named(tmp_path: Path, capsys: pytest.Cap
     path = M.save(m, tmp_path / "m.onnx")
     code, _, err = run(capsys, "plan", path)
     line = one_error(code, err, 2, "'w'")
-    assert "re-plan" not in line and "initializer" in line
+    assert "re-plan" not in line and "constant" in line
 
 
 # --- plan files that lie -------------------------------------------------------------------

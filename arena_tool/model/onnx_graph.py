@@ -105,6 +105,7 @@ def load(path: str, input_shapes: Sequence[tuple[str, Sequence[int]]] = (), *,
     _reject_subgraphs(graph, path)
     order = _topological(graph, path)
     _check(model, order, path)
+    _check_declared(model, path)
     init_names = {t.name for t in graph.initializer}
     inputs = tuple(v.name for v in graph.input if v.name not in init_names)
     pinned = _pin(graph, inputs, input_shapes, path)
@@ -284,6 +285,29 @@ def _check(model: onnx.ModelProto, order: Sequence[int], path: str) -> None:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ArenaError(f"the ONNX checker rejects the model: {first}", file=path,
                          hint="repair or re-export the model so that onnx.checker.check_model accepts it") from e
+
+
+def _check_declared(model: onnx.ModelProto, path: str) -> None:
+    """What the checker lets pass and no runtime runs: an ONNX opset newer than onnx knows, a
+    negative dimension, a constant as a graph output (the firmware writes outputs from the arena)."""
+    newest = onnx.defs.onnx_opset_version()
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx") and not 1 <= o.version <= newest:
+            fail(f"the model imports ONNX opset {o.version}; onnx {onnx.__version__} knows opsets 1..{newest}",
+                 file=path, hint="export the model at an opset onnxruntime runs (e.g. 13..17)")
+    g = model.graph
+    for what, infos in (("graph input", g.input), ("graph output", g.output), ("value_info", g.value_info)):
+        for v in infos:
+            for k, d in enumerate(v.type.tensor_type.shape.dim):
+                if d.HasField("dim_value") and d.dim_value < 0:
+                    fail(f"{what} {v.name!r} dim {k} is {d.dim_value}; a dimension is >= 0", file=path,
+                         hint="export the model again with its real shape, or a symbolic dim and --input-shape")
+    constants = {t.name for t in g.initializer} | {n.output[0] for n in g.node if n.op_type == "Constant" and n.output}
+    for v in g.output:
+        if v.name in constants and v.name not in {i.name for i in g.input}:
+            fail(f"graph output {v.name!r} is a constant (an initializer or a Constant node), not computed at run time; the firmware "
+                 f"writes graph outputs from the arena", file=path,
+                 hint="drop it from the graph outputs (its value is in the model already)")
 
 
 def _copy_without(model: onnx.ModelProto, target: onnx.ModelProto, drop: set[str]) -> None:

@@ -17,7 +17,9 @@ from arena_tool.plan import split_arena
 from arena_tool.core.errors import ArenaError, CheckFailed
 from arena_tool.model.lowering import Lowered
 from arena_tool.plan.planfile import PlanBuffer, PlanFile, load, model_kind, quant_doc
-from arena_tool.core.problem import ModelProblem, Tensor, lower_bound
+from arena_tool.core.problem import ModelProblem, Status, Tensor, lower_bound
+from arena_tool.plan.planners import greedy_size
+from arena_tool.plan.planners.params import Params
 
 
 def lowered_model(model_path: str, plan: PlanFile) -> Lowered:
@@ -30,7 +32,7 @@ def lowered_model(model_path: str, plan: PlanFile) -> Lowered:
     return liveness.lower(model_path, plan.options)
 
 
-def check(plan: PlanFile, mp: ModelProblem, plan_path: str) -> list[str]:
+def check(plan: PlanFile, mp: ModelProblem, plan_path: str, pairs: bool = True) -> list[str]:
     """Every way the plan disagrees with the model it claims to plan; [] when it holds.
 
     mp is the model re-derived with the plan's own options. Everything codegen and
@@ -39,7 +41,8 @@ def check(plan: PlanFile, mp: ModelProblem, plan_path: str) -> list[str]:
     dtype, quant, size, live range and alias (an alias at its root's offset), the
     offsets (aligned, inside arena_size), lower_bound and the model-wide totals.
     Pairs are checked naively (O(n^2)) with each tensor's own live range; two
-    tensors of one alias group share bytes by design and are not compared.
+    tensors of one alias group share bytes by design and are not compared. pairs=False leaves
+    the pairs out (verify replays the plan to name the tensor an overlap clobbers).
     """
     problems: list[str] = []
     kind = plan.kind
@@ -84,7 +87,7 @@ def check(plan: PlanFile, mp: ModelProblem, plan_path: str) -> list[str]:
                               for k in ("first_op", "last_op", "offset", "size"))
     names = sorted({b.region or "" for b in bufs})  # a split plan: pairs meet only in one region
     reg = np.array([names.index(b.region or "") for b in bufs], dtype=np.int64)
-    for i, a in enumerate(bufs):  # every pair, naively; numpy runs one row of the pair matrix
+    for i, a in enumerate(bufs if pairs else ()):  # every pair, naively; numpy runs one row of the pair matrix
         rest = slice(i + 1, None)
         hit = (first[i] <= last[rest]) & (first[rest] <= last[i]) & (reg[i] == reg[rest]) & \
             (off[i] < off[rest] + size[rest]) & (off[rest] < off[i] + size[i])
@@ -102,9 +105,27 @@ def check(plan: PlanFile, mp: ModelProblem, plan_path: str) -> list[str]:
         problems.append(f"arena_size {arena} B is below the lower bound {bound} B")
     if plan.lower_bound != bound:
         problems.append(f"lower_bound {plan.lower_bound} B, the model's is {bound} B")
+    problems += _claims(plan, planned_as, optimal=pairs)
     if plan.is_split:
         problems += split_arena.check(plan)
     return problems
+
+
+def _claims(plan: PlanFile, mp: ModelProblem, optimal: bool) -> list[str]:
+    """What the plan says of itself: arena_size is where its buffers end (the gate reserves it), and
+    an optimal claim is not above what greedy_size reaches on the same buffers (a cheap disproof)."""
+    if plan.is_split:
+        return []  # regions.check: each region's arena_size and the sum
+    top = max((b.offset + b.size for b in plan.buffers), default=0)
+    if plan.arena_size != top:
+        return [f"arena_size {plan.arena_size} B, but its buffers end at {top} B"]
+    if plan.optimal is not True or not optimal:
+        return []
+    greedy = greedy_size.plan(mp.problem(), Params(time_limit=2.0))
+    if greedy.status != Status.TIME_LIMIT and greedy.arena_size < plan.arena_size:
+        return [f"optimal: true, but greedy_size fits the same buffers in {greedy.arena_size} B < arena_size "
+                f"{plan.arena_size} B"]
+    return []
 
 
 def _totals(plan: PlanFile, mp: ModelProblem) -> list[str]:

@@ -343,39 +343,56 @@ def load_inputs(path: str, specs: Sequence[TensorSpec]) -> list[np.ndarray]:
     if not magic.startswith(b"PK"):
         raise ArenaError("not an .npz archive (no zip header)", file=path, field="--input", hint=hint)
     try:
-        z = np.load(path, allow_pickle=False)
+        z = zipfile.ZipFile(path)
     except FileNotFoundError as e:
         raise ArenaError("input file not found", file=path, field="--input", hint=hint) from e
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
         raise ArenaError(f"cannot read it as an .npz archive: {e}", file=path, field="--input", hint=hint) from e
-    if not isinstance(z, np.lib.npyio.NpzFile):
-        raise ArenaError("a single .npy array, not an .npz archive of named arrays", file=path,
-                         field="--input", hint=hint)
     with z:
-        names = list(z.files)
+        members = {n[:-4] if n.endswith(".npy") else n: n for n in z.namelist()}
         wanted = {s.name for s in specs}
-        for n in names:
+        for n in members:
             if n not in wanted:
                 raise ArenaError(f"the model has no graph input named {n!r}", file=path, field=n,
                                  hint=did_you_mean(n, sorted(wanted)) + hint)
         out = []
         for s in specs:
-            if s.name not in names:
+            if s.name not in members:
                 raise ArenaError(f"no array for graph input {s.name!r}", file=path, field=s.name, hint=hint)
-            try:
-                arr = z[s.name]
-            except (ValueError, OSError, zipfile.BadZipFile) as e:
-                raise ArenaError(f"cannot read the array: {e}", file=path, field=s.name, hint=hint) from e
-            if str(arr.dtype) != s.dtype:
-                raise ArenaError(f"dtype {arr.dtype}, but the model takes {s.dtype}", file=path, field=s.name,
+            out.append(_member(z, members[s.name], s, path, hint))
+    return out
+
+
+def _member(z: zipfile.ZipFile, member: str, s: TensorSpec, path: str, hint: str) -> np.ndarray:
+    """One .npy member, its header's dtype and shape checked before a byte of its data is inflated
+    (a small zip can declare gigabytes), then exactly the bytes the shape needs read."""
+    try:
+        with z.open(member) as f:
+            version = np.lib.format.read_magic(f)
+            if version not in ((1, 0), (2, 0)):
+                raise ValueError(f".npy format version {version[0]}.{version[1]}; arena reads 1.0 and 2.0")
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = read(f)
+            if dtype.hasobject:
+                raise ValueError("an array of Python objects (pickle), which arena never loads")
+            if str(dtype) != s.dtype:
+                raise ArenaError(f"dtype {dtype}, but the model takes {s.dtype}", file=path, field=s.name,
                                  hint=f"save numpy.asarray(x, dtype=numpy.{s.dtype}) as {s.name!r}")
-            if tuple(arr.shape) != s.shape:
-                raise ArenaError(f"shape {list(arr.shape)}, but the model takes {list(s.shape)}", file=path,
+            if tuple(shape) != s.shape:
+                raise ArenaError(f"shape {list(shape)}, but the model takes {list(s.shape)}", file=path,
                                  field=s.name, hint=f"save x.reshape({', '.join(map(str, s.shape))}) as "
                                                     f"{s.name!r}; a symbolic dimension is pinned with "
                                                     f"--input-shape")
-            out.append(np.ascontiguousarray(arr))
-    return out
+            need = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            data = f.read(need)
+            if len(data) != need:
+                raise ValueError(f"the array has {len(data):,} of its {need:,} bytes")
+    except ArenaError:
+        raise
+    except (OSError, ValueError, EOFError, SyntaxError, zipfile.BadZipFile, NotImplementedError) as e:
+        raise ArenaError(f"cannot read the array: {e}", file=path, field=s.name, hint=hint) from e
+    arr = np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C")
+    return np.ascontiguousarray(arr)
 
 
 def reference(model_path: str, feeds: dict[str, np.ndarray], names: Sequence[str],
