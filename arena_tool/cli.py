@@ -286,10 +286,19 @@ def cmd_verify(args: argparse.Namespace) -> int:
         from arena_tool.run import tflm
 
         return tflm.main_verify(args.model, args.plan, runs=args.runs or 5, seed=args.input_seed)
+    from arena_tool.model import liveness
+    from arena_tool.plan import plancheck, planfile
     from arena_tool.run import verify
 
     if args.runs is not None:
         raise ArenaError("--runs applies to .tflite models", field="--runs", hint="drop --runs for an ONNX model")
+    # The replay trusts the plan's buffers, shapes and arena_size: all but the pairs it replays are checked first.
+    plan = planfile.load(args.plan)
+    problems = plancheck.check(plan, liveness.model_problem(args.model, plan.options), args.plan, pairs=False)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise CheckFailed(f"the plan does not match the model: {problems[0]}{more}", file=args.plan,
+                          hint="re-plan with arena-tool plan, or check it with arena-tool check")
     return verify.main_verify(args.model, args.plan)
 
 

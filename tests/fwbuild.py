@@ -87,6 +87,6 @@ def corrupt(plan: planfile.PlanFile) -> tuple[planfile.PlanFile, str, str, str]:
                     for b in bad["buffers"]:
                         if root[b["name"]] == root[y]:
                             b["offset"] = bufs[x]["offset"]
-                    bad["arena_size"] = max(b["offset"] + b["size"] for b in bad["buffers"])
+                    bad["arena_size"] = max(bad["arena_size"], max(b["offset"] + b["size"] for b in bad["buffers"]))
                     return planfile.PlanFile.from_json(bad), x, y, step["name"] or step["outputs"][0]
     raise ValueError("no op with a separate input and output")

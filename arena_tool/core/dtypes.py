@@ -96,3 +96,13 @@ def with_bits(dtype: str, nbits: int) -> str:
 def nbytes(elements: int, nbits: int) -> int:
     """ceil(elements * bits / 8): packed sub-byte elements share bytes."""
     return -(-elements * nbits // 8)
+
+
+MAX_TENSOR_BYTES = 1 << 32  # a Cortex-M's whole address space; past it sizes stop fitting int64 sums
+
+
+def check_tensor_bytes(name: str, size: int, path: str) -> None:
+    """A tensor no 32-bit microcontroller can hold is refused before any planner sums sizes."""
+    if size > MAX_TENSOR_BYTES:
+        fail(f"tensor {name!r} takes {size:,} B, more than a 32-bit address space ({MAX_TENSOR_BYTES:,} B)",
+             file=path, hint="check the model's shapes (or pin a smaller --input-shape)")

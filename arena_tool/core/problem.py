@@ -24,8 +24,6 @@ import dataclasses
 import enum
 from typing import Any, Callable, Mapping, Sequence
 
-from arena_tool.core.errors import ArenaError
-
 Bytes = int  # a size or an offset, in bytes
 OpIndex = int  # an index into the schedule (0-based, inclusive ranges)
 
@@ -137,16 +135,6 @@ def lower_bound(buffers: Sequence[Buffer]) -> Bytes:
         load += delta
         best = max(best, load)
     return best
-
-
-MAX_TENSOR_BYTES = 1 << 32  # a Cortex-M's whole address space; past it sizes stop fitting int64 sums
-
-
-def check_tensor_bytes(name: str, size: int, path: str) -> None:
-    """A tensor no 32-bit microcontroller can hold is refused before any planner sums sizes."""
-    if size > MAX_TENSOR_BYTES:
-        raise ArenaError(f"tensor {name!r} takes {size:,} B, more than a 32-bit address space ({MAX_TENSOR_BYTES:,} B)",
-                         file=path, hint="check the model's shapes (or pin a smaller --input-shape)")
 
 
 def align_up(value: int, alignment: int) -> int:

@@ -56,7 +56,6 @@ from arena_tool.core import dtypes, files, schema
 from arena_tool.model import lowering, optable, scheduling, tflite_model
 from arena_tool.core.errors import ArenaError, fail
 from arena_tool.model.lowering import Lowered, Op
-from arena_tool.core.problem import check_tensor_bytes
 from arena_tool.core.problem import EXECUTIONS, KINDS, SCHEDULES, SCRATCHES, ModelOptions, ModelProblem, Quant, Step, \
     Tensor, align_up, lower_bound
 
@@ -272,7 +271,7 @@ class _Builder:
         q = self.g.quant.get(name)
         quant = q if q is not None and self.dtype[name] == t.dtype else None
         size, align = self._size(t.elements, self.dtype[name]), None
-        check_tensor_bytes(name, size, self.g.path)
+        dtypes.check_tensor_bytes(name, size, self.g.path)
         io_align = self.opt.io_alignment or 0
         if kind in ("input", "output") and io_align > self.opt.alignment:
             align = io_align

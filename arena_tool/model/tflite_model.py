@@ -45,7 +45,7 @@ import numpy as np
 
 from arena_tool.core import dtypes
 from arena_tool.core.errors import ArenaError
-from arena_tool.core.problem import ModelOptions, ModelProblem, Quant, Step, Tensor, align_up, check_tensor_bytes
+from arena_tool.core.problem import ModelOptions, ModelProblem, Quant, Step, Tensor, align_up
 
 IDENTIFIER = b"TFL3"
 KIND = "tflite"
@@ -379,7 +379,7 @@ class _Builder:
                 self.fail(f"tensor {what} is {dtype} but not a weight; TFLM keeps {dtype} only as packed weights",
                           "quantize activations to int8 or int16")
             info[i] = (dtype, esize, shape, elements)
-            check_tensor_bytes(names[i], elements * (esize or 1), self.path)
+            dtypes.check_tensor_bytes(names[i], elements * (esize or 1), self.path)
             self._check_quant(t, what, shape)
 
         self._check_hybrid(ops, op_type, tensors, weight, info, names)

@@ -15,8 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from arena_tool.core.errors import CheckFailed
 from conftest import require_tool
 
 from builders import ROOT, SPLIT_BOARD, copy_example, scons
@@ -110,11 +108,9 @@ def test_kws_split_plan_fits_two_regions_not_one() -> None:
     # A buffer moved to the other region overlaps there: check names the pair.
     bad = dataclasses.replace(plan, buffers=tuple(dataclasses.replace(b, region="FAST") for b in plan.buffers))
     assert any("overlap" in p for p in plancheck.check(bad, liveness.model_problem(KWS, opts), "p"))
-    # verify replays the regions end to end: the split plan holds; the moved one is refused before
-    # the replay (its regions' arena sizes and its arena below the lower bound give it away).
+    # verify replays the regions end to end: the split plan holds, the moved one does not.
     assert verify.verify(KWS, plan).ok
-    with pytest.raises(CheckFailed, match="region SLOW"):
-        verify.verify(KWS, bad)
+    assert not verify.verify(KWS, bad).ok
 
 
 def test_a_planner_above_capacity_falls_back_to_the_packing_that_proved_it() -> None:
