@@ -48,15 +48,15 @@ static qpar_t qpar(int32_t zp, int32_t lo, int32_t hi)
     return q;
 }
 
-/* arena_q_round(acc * mult, zp, lo, hi), inline: the same float product, the same
+/* arena_q_round(v, zp, lo, hi), inline (v = acc * mult for requant): the same
  * round-half-even, the same clamp (clamping rint(v) to integers equals clamping v first).
  * With a single-precision FPU one VCVTR rounds (the FPSCR's default mode, to nearest even)
- * and converts, saturating; mult is finite (the caller checks: chan_ok), so v is no NaN.
+ * and converts, saturating; v must be no NaN (the callers check that their multipliers
+ * are finite: mult_ok).
  * Without one, v is clamped in float first (NaN gives lo, as in arena_q_round) and adding
  * 1.5 * 2^23 rounds it to an integer with ties to even, as arena_rintf. */
-static inline __attribute__((always_inline)) int32_t requant(int32_t acc, float mult, const qpar_t *q)
+static inline __attribute__((always_inline)) int32_t requant_f(float v, const qpar_t *q)
 {
-    float v = (float)acc * mult;
 #if defined(__arm__) && defined(__ARM_FP) && (__ARM_FP & 4)
     int32_t r;
     __asm__("vcvtr.s32.f32 %0, %0" : "+t"(v));
@@ -70,6 +70,11 @@ static inline __attribute__((always_inline)) int32_t requant(int32_t acc, float 
     v = (v + 12582912.0f) - 12582912.0f;
     return (int32_t)v + q->zp;
 #endif
+}
+
+static inline __attribute__((always_inline)) int32_t requant(int32_t acc, float mult, const qpar_t *q)
+{
+    return requant_f((float)acc * mult, q);
 }
 
 /* A multiplier requant() takes: finite (any product with an int32 is then no NaN). */
@@ -136,24 +141,36 @@ static __attribute__((noinline)) void dot2x2(int32_t s[4], const int8_t *w, cons
 #if defined(__ARM_FEATURE_DSP)
     uint32_t nz = ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u;
     const int8_t *end = x + (K & ~3);
-    for (; x != end; x += 4, w += 4) {
-        uint32_t a = ld4(x), u = ld4(w);
-        uint32_t a0 = LO16(a, nz), a1 = HI16(a, nz), u0 = W_LO(u), u1 = W_HI(u), b, v, b0, b1, v0, v1;
-        s00 = MAC2(u0, a0, s00);
-        s00 = MAC2(u1, a1, s00);
-        b = ld4(x + K);
-        b0 = LO16(b, nz);
-        b1 = HI16(b, nz);
-        s01 = MAC2(u0, b0, s01);
-        s01 = MAC2(u1, b1, s01);
-        v = ld4(w + K);
-        v0 = W_LO(v);
-        v1 = W_HI(v);
-        s10 = MAC2(v0, a0, s10);
-        s10 = MAC2(v1, a1, s10);
-        s11 = MAC2(v0, b0, s11);
-        s11 = MAC2(v1, b1, s11);
+/* One step of 4 taps at offset o: both columns against both rows. */
+#define STEP2X2(o)                                                                                                  \
+    do {                                                                                                            \
+        uint32_t a = ld4(x + (o)), u = ld4(w + (o)), b, v, b0, b1, v0, v1;                                          \
+        uint32_t a0 = LO16(a, nz), a1 = HI16(a, nz), u0 = W_LO(u), u1 = W_HI(u);                                    \
+        s00 = MAC2(u0, a0, s00);                                                                                    \
+        s00 = MAC2(u1, a1, s00);                                                                                    \
+        b = ld4(x + K + (o));                                                                                       \
+        b0 = LO16(b, nz);                                                                                           \
+        b1 = HI16(b, nz);                                                                                           \
+        s01 = MAC2(u0, b0, s01);                                                                                    \
+        s01 = MAC2(u1, b1, s01);                                                                                    \
+        v = ld4(w + K + (o));                                                                                       \
+        v0 = W_LO(v);                                                                                               \
+        v1 = W_HI(v);                                                                                               \
+        s10 = MAC2(v0, a0, s10);                                                                                    \
+        s10 = MAC2(v1, a1, s10);                                                                                    \
+        s11 = MAC2(v0, b0, s11);                                                                                    \
+        s11 = MAC2(v1, b1, s11);                                                                                    \
+    } while (0)
+    if (K & 4) {
+        STEP2X2(0);
+        x += 4;
+        w += 4;
     }
+    for (; x != end; x += 8, w += 8) {
+        STEP2X2(0);
+        STEP2X2(4);
+    }
+#undef STEP2X2
     n = K & 3;
 #endif
     for (k = 0; k < n; ++k) {
@@ -243,23 +260,69 @@ static int w_zp_zero(const arena_ctx_t *c, int z)
     return 1;
 }
 
+/* Column bytes of a window inside the plane: per channel, KH rows of KW taps. Leaf
+ * functions (not inlined), so their loops keep their variables in registers. */
+static __attribute__((noinline)) int8_t *window(int8_t *col, const int8_t *xr, int32_t cg, int32_t plane,
+                                                int32_t KH, int32_t KW, int32_t row, int32_t dw)
+{
+    int32_t ci, ky, kx;
+    if (KW == 3 && dw == 1) {
+        for (ci = 0; ci < cg; ++ci, xr += plane) {
+            const int8_t *r = xr;
+            for (ky = 0; ky < KH; ++ky, r += row, col += 3) {
+                col[0] = r[0];
+                col[1] = r[1];
+                col[2] = r[2];
+            }
+        }
+        return col;
+    }
+    for (ci = 0; ci < cg; ++ci, xr += plane) {
+        const int8_t *r = xr;
+        for (ky = 0; ky < KH; ++ky, r += row) {
+            for (kx = 0; kx < KW; ++kx) {
+                *col++ = r[kx * dw];
+            }
+        }
+    }
+    return col;
+}
+
+/* col[p][ci] = src[ci * plane + p] for np pixels, K = cg bytes a column: a 1x1 conv's
+ * columns (stride 1, no padding), four channels a step. */
+static __attribute__((noinline)) void slab(int8_t *col, const int8_t *src, int32_t cg, int32_t plane, int32_t np,
+                                           int32_t K)
+{
+    int32_t ci = 0, p;
+    for (; ci + 4 <= cg; ci += 4, src += 4 * plane) {
+        const int8_t *s0 = src, *s1 = s0 + plane, *s2 = s1 + plane, *s3 = s2 + plane;
+        int8_t *dst = col + ci;
+        for (p = 0; p < np; ++p, dst += K) {
+            dst[0] = s0[p];
+            dst[1] = s1[p];
+            dst[2] = s2[p];
+            dst[3] = s3[p];
+        }
+    }
+    for (; ci < cg; ++ci, src += plane) {
+        int8_t *dst = col + ci;
+        for (p = 0; p < np; ++p, dst += K) {
+            *dst = src[p];
+        }
+    }
+}
+
 /* im2col of output pixels [p0, p0 + np) (flat over OH * OW) of image n, group g into
- * col[p][k]; a 1x1 conv with stride 1 and no padding is a transpose of a slab. */
+ * col[p][k]; taps in the padding hold x_zp. */
 static void im2col(const int8_t *x, const arena_conv_dims_t *d, const arena_attrs_t *a, int32_t n, int32_t g,
                    int32_t p0, int32_t np, int8_t x_zp, int8_t *col)
 {
     const int8_t *xg = x + (size_t)(n * d->c + g * d->cg) * (size_t)d->h * (size_t)d->w;
     int32_t plane = d->h * d->w, p, ci, ky, kx, oh, ow;
     int32_t KH = a->kernel[0], KW = a->kernel[1], dh = a->dilations[0], dw = a->dilations[1];
-    if (a->kernel[0] == 1 && a->kernel[1] == 1 && a->strides[0] == 1 && a->strides[1] == 1 && a->pads[0] == 0
-        && a->pads[1] == 0 && d->oh == d->h && d->ow == d->w) {
-        for (ci = 0; ci < d->cg; ++ci) {
-            const int8_t *src = xg + (size_t)ci * (size_t)plane + (size_t)p0;
-            int8_t *dst = col + ci;
-            for (p = 0; p < np; ++p) {
-                dst[(size_t)p * (size_t)d->kk] = src[p];
-            }
-        }
+    if (KH == 1 && KW == 1 && a->strides[0] == 1 && a->strides[1] == 1 && a->pads[0] == 0 && a->pads[1] == 0
+        && d->oh == d->h && d->ow == d->w) {
+        slab(col, xg + p0, d->cg, plane, np, d->kk);
         return;
     }
     oh = p0 / d->ow;
@@ -267,29 +330,15 @@ static void im2col(const int8_t *x, const arena_conv_dims_t *d, const arena_attr
     for (p = 0; p < np; ++p) {
         int32_t ih0 = oh * a->strides[0] - a->pads[0], iw0 = ow * a->strides[1] - a->pads[1];
         if (ih0 >= 0 && ih0 + (KH - 1) * dh < d->h && iw0 >= 0 && iw0 + (KW - 1) * dw < d->w) {
-            /* the window inside the plane: no checks */
-            const int8_t *xr = xg + ih0 * d->w + iw0;
-            for (ci = 0; ci < d->cg; ++ci, xr += plane) {
-                for (ky = 0; ky < KH; ++ky) {
-                    const int8_t *r = xr + ky * dh * d->w;
-                    for (kx = 0; kx < KW; ++kx) {
-                        *col++ = r[kx * dw];
-                    }
-                }
-            }
+            col = window(col, xg + ih0 * d->w + iw0, d->cg, plane, KH, KW, dh * d->w, dw);
         } else {
             for (ci = 0; ci < d->cg; ++ci) {
                 const int8_t *xc = xg + (size_t)ci * (size_t)plane;
                 for (ky = 0; ky < KH; ++ky) {
                     int32_t ih = ih0 + ky * dh;
-                    if (ih < 0 || ih >= d->h) {
-                        memset(col, x_zp, (size_t)KW);
-                        col += KW;
-                        continue;
-                    }
                     for (kx = 0; kx < KW; ++kx) {
                         int32_t iw = iw0 + kx * dw;
-                        *col++ = iw >= 0 && iw < d->w ? xc[ih * d->w + iw] : x_zp;
+                        *col++ = ih >= 0 && ih < d->h && iw >= 0 && iw < d->w ? xc[ih * d->w + iw] : x_zp;
                     }
                 }
             }
@@ -369,97 +418,127 @@ static int conv_im2col(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
     return 1;
 }
 
+#if defined(__ARM_FEATURE_DSP)
+/* n interior outputs of a 3x3 depthwise row from window start r (stride sw): per kernel row
+ * one 32-bit load x0..x3, (x0, x2) . (w0, w2) by SMLAD and x1 * w1 by SMLABB; at stride 1
+ * the same load gives the next output too, (x1, x3) . (w0, w2) and x2 * w1 (SMLATB).
+ * Each sum minus fold (x_zp * the kernel's sum) is requantized. Returns n. */
+static __attribute__((noinline)) int32_t dw3_run(const int8_t *r, int32_t W, int32_t n, int32_t sw, const int8_t *w,
+                                                 int8_t *dst, int32_t fold, const qpar_t *q, const chan_t *ch)
+{
+    uint32_t w02[3], w1[3];
+    int32_t i = 0, ky;
+    for (ky = 0; ky < 3; ++ky) {
+        w02[ky] = ((uint32_t)(uint16_t)w[3 * ky]) | ((uint32_t)(uint16_t)w[3 * ky + 2] << 16);
+        w1[ky] = (uint32_t)(uint16_t)w[3 * ky + 1];
+    }
+    if (sw == 1) {
+        for (; i + 1 < n; i += 2, r += 2) {
+            int32_t a0 = 0, a1 = 0;
+            for (ky = 0; ky < 3; ++ky) {
+                uint32_t v = ld4(r + ky * W), lo = W_LO(v), hi = W_HI(v);
+                a0 = MAC2(lo, w02[ky], a0);
+                a0 = __smlabb((int32_t)hi, (int32_t)w1[ky], a0);
+                a1 = MAC2(hi, w02[ky], a1);
+                a1 = __smlatb((int32_t)lo, (int32_t)w1[ky], a1);
+            }
+            dst[i] = store(q, ch, a0 - fold);
+            dst[i + 1] = store(q, ch, a1 - fold);
+        }
+    }
+    for (; i < n; ++i, r += sw) {
+        int32_t acc = 0;
+        for (ky = 0; ky < 3; ++ky) {
+            uint32_t v = ld4(r + ky * W);
+            acc = MAC2(W_LO(v), w02[ky], acc);
+            acc = __smlabb((int32_t)W_HI(v), (int32_t)w1[ky], acc);
+        }
+        dst[i] = store(q, ch, acc - fold);
+    }
+    return n;
+}
+#endif
+
+/* Bytes of the stack band a depthwise plane is computed from (KH padded input rows). */
+#define DW_BAND_BYTES 1024
+
+/* row[j] = srow[j0 + j] for j < width where that is inside [0, W), else zp. */
+static void band_row(int8_t *row, const int8_t *srow, int32_t j0, int32_t width, int32_t W, int8_t zp)
+{
+    int32_t lo = j0 < 0 ? -j0 : 0, hi = W - j0 < width ? W - j0 : width;
+    if (lo > width) {
+        lo = width;
+    }
+    if (hi < lo) {
+        hi = lo;
+    }
+    memset(row, zp, (size_t)lo);
+    memcpy(row + lo, srow + j0 + lo, (size_t)(hi - lo));
+    memset(row + hi, zp, (size_t)(width - hi));
+}
+
+/* Outputs per band of a depthwise conv: its KH rows of padded input hold n outputs'
+ * windows plus 3 bytes (a 32-bit load past the last window's start); 0 when not one fits. */
+static int32_t dw_per_band(const arena_attrs_t *a)
+{
+    int32_t width = DW_BAND_BYTES / a->kernel[0], span = (a->kernel[1] - 1) * a->dilations[1] + 1;
+    return width < span + 3 ? 0 : (width - span - 3) / a->strides[1] + 1;
+}
+
 /* A depthwise plane: src (H x W, one channel) through kernel w (KH x KW) into dst
- * (OH x OW). Pixels whose window lies inside the plane sum x * w and subtract
- * x_zp * sum(w) once; the others sum (x - x_zp) * w over the taps inside. */
+ * (OH x OW). Each output row is computed from a band: the KH input rows its windows
+ * read, copied with the padding filled with x_zp, so every window is inside the band and
+ * its sum is sum(x * w) - x_zp * sum(w), no bounds checks (a row of more outputs than a
+ * band holds takes several bands). */
 static void dw_plane(const int8_t *src, int8_t *dst, const int8_t *w, const arena_conv_dims_t *d,
                      const arena_attrs_t *a, int32_t x_zp, const qpar_t *q, const chan_t *ch)
 {
+    int8_t band[DW_BAND_BYTES];
     int32_t KH = a->kernel[0], KW = a->kernel[1], sh = a->strides[0], sw = a->strides[1];
-    int32_t dh = a->dilations[0], dw = a->dilations[1], H = d->h, W = d->w;
-    int32_t oh, ow, ky, kx, wsum = 0, oh_a, oh_b, ow_a, ow_b, need_w;
-    int fast3 = KH == 3 && KW == 3 && dh == 1 && dw == 1;
-    for (ky = 0; ky < KH * KW; ++ky) {
-        wsum += w[ky];
+    int32_t dh = a->dilations[0], dw = a->dilations[1], span = (KW - 1) * dw + 1, per = dw_per_band(a);
+    int32_t oh, ow0, ky, kx, i, wsum = 0, fold;
+    int fast3 = KH == 3 && KW == 3 && dw == 1;
+    for (i = 0; i < KH * KW; ++i) {
+        wsum += w[i];
     }
-    /* Interior: ih0 >= 0 and ih0 + (KH-1)*dh < H (same for w; the 3x3 word path reads
-     * 4 bytes from iw0, so it needs iw0 + 3 < W). */
-    need_w = fast3 ? 4 : (KW - 1) * dw + 1;
-    oh_a = (a->pads[0] + sh - 1) / sh;
-    oh_b = H - (KH - 1) * dh - 1 + a->pads[0] >= 0 ? (H - (KH - 1) * dh - 1 + a->pads[0]) / sh + 1 : 0;
-    ow_a = (a->pads[1] + sw - 1) / sw;
-    ow_b = W - need_w + a->pads[1] >= 0 ? (W - need_w + a->pads[1]) / sw + 1 : 0;
-    oh_b = oh_b < d->oh ? oh_b : d->oh;
-    ow_b = ow_b < d->ow ? ow_b : d->ow;
-    if (oh_a > oh_b) {
-        oh_a = oh_b;
-    }
-    if (ow_a > ow_b) {
-        ow_a = ow_b;
-    }
+    fold = x_zp * wsum;
     for (oh = 0; oh < d->oh; ++oh) {
         int32_t ih0 = oh * sh - a->pads[0];
-        int inner_row = oh >= oh_a && oh < oh_b;
-        for (ow = 0; ow < d->ow; ++ow) {
-            int32_t iw0 = ow * sw - a->pads[1], acc = 0;
-            if (inner_row && ow == ow_a && ow_a < ow_b) {
-                /* the interior run of this row */
-                const int8_t *r = src + ih0 * W + iw0;
-                if (fast3) {
-#if defined(__ARM_FEATURE_DSP)
-                    uint32_t w02[3], w1[3];
-                    for (ky = 0; ky < 3; ++ky) {
-                        w02[ky] = ((uint32_t)(uint16_t)w[3 * ky]) | ((uint32_t)(uint16_t)w[3 * ky + 2] << 16);
-                        w1[ky] = (uint32_t)(uint16_t)w[3 * ky + 1];
-                    }
-                    for (; ow < ow_b; ++ow, r += sw) {
-                        uint32_t r0 = ld4(r), r1 = ld4(r + W), r2 = ld4(r + 2 * W);
-                        acc = MAC2(W_LO(r0), w02[0], 0);
-                        acc = MAC2(W_HI(r0), w1[0], acc);
-                        acc = MAC2(W_LO(r1), w02[1], acc);
-                        acc = MAC2(W_HI(r1), w1[1], acc);
-                        acc = MAC2(W_LO(r2), w02[2], acc);
-                        acc = MAC2(W_HI(r2), w1[2], acc);
-                        dst[oh * d->ow + ow] = store(q, ch, acc - x_zp * wsum);
-                    }
-#else
-                    int32_t w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7],
-                            w8 = w[8];
-                    for (; ow < ow_b; ++ow, r += sw) {
-                        const int8_t *r1 = r + W, *r2 = r1 + W;
-                        acc = r[0] * w0 + r[1] * w1 + r[2] * w2 + r1[0] * w3 + r1[1] * w4 + r1[2] * w5 + r2[0] * w6
-                              + r2[1] * w7 + r2[2] * w8;
-                        dst[oh * d->ow + ow] = store(q, ch, acc - x_zp * wsum);
-                    }
-#endif
-                } else {
-                    for (; ow < ow_b; ++ow, r += sw) {
-                        acc = 0;
-                        for (ky = 0; ky < KH; ++ky) {
-                            const int8_t *rk = r + ky * dh * W;
-                            for (kx = 0; kx < KW; ++kx) {
-                                acc += (int32_t)rk[kx * dw] * (int32_t)w[ky * KW + kx];
-                            }
-                        }
-                        dst[oh * d->ow + ow] = store(q, ch, acc - x_zp * wsum);
-                    }
-                }
-                --ow; /* the loop's ++ow moves to ow_b */
-                continue;
-            }
+        for (ow0 = 0; ow0 < d->ow; ow0 += per) {
+            int32_t n = d->ow - ow0 < per ? d->ow - ow0 : per, width = (n - 1) * sw + span + 3;
+            int8_t *out = dst + oh * d->ow + ow0;
             for (ky = 0; ky < KH; ++ky) {
                 int32_t ih = ih0 + ky * dh;
-                if (ih < 0 || ih >= H) {
-                    continue;
-                }
-                for (kx = 0; kx < KW; ++kx) {
-                    int32_t iw = iw0 + kx * dw;
-                    if (iw >= 0 && iw < W) {
-                        acc += ((int32_t)src[ih * W + iw] - x_zp) * (int32_t)w[ky * KW + kx];
-                    }
+                if (ih < 0 || ih >= d->h) {
+                    memset(band + ky * width, x_zp, (size_t)width);
+                } else {
+                    band_row(band + ky * width, src + ih * d->w, ow0 * sw - a->pads[1], width, d->w, (int8_t)x_zp);
                 }
             }
-            dst[oh * d->ow + ow] = store(q, ch, acc);
+            if (fast3) {
+#if defined(__ARM_FEATURE_DSP)
+                dw3_run(band, width, n, sw, w, out, fold, q, ch);
+                continue;
+#else
+                const int8_t *r0 = band, *r1 = band + width, *r2 = r1 + width;
+                for (i = 0; i < n; ++i, r0 += sw, r1 += sw, r2 += sw) {
+                    int32_t acc = r0[0] * w[0] + r0[1] * w[1] + r0[2] * w[2] + r1[0] * w[3] + r1[1] * w[4]
+                                  + r1[2] * w[5] + r2[0] * w[6] + r2[1] * w[7] + r2[2] * w[8];
+                    out[i] = store(q, ch, acc - fold);
+                }
+                continue;
+#endif
+            }
+            for (i = 0; i < n; ++i) {
+                int32_t acc = 0;
+                for (ky = 0; ky < KH; ++ky) {
+                    const int8_t *r = band + ky * width + i * sw;
+                    for (kx = 0; kx < KW; ++kx) {
+                        acc += (int32_t)r[kx * dw] * (int32_t)w[ky * KW + kx];
+                    }
+                }
+                out[i] = store(q, ch, acc - fold);
+            }
         }
     }
 }
@@ -499,10 +578,38 @@ int arena_i8_conv(const arena_ctx_t *c, const arena_conv_dims_t *d, int32_t lo, 
         }
     }
     if (d->groups == d->c && d->m == d->c) {
+        if (dw_per_band(&c->op->attrs) == 0) {
+            return 0;
+        }
         conv_depthwise(c, d, &q, (int8_t *)dw_temp);
         return 1;
     }
     return conv_im2col(c, d, &q);
+}
+
+/* --- QLinearAdd, QLinearMul ------------------------------------------------------------ */
+
+int arena_i8_binary(const int8_t *a, const int8_t *b, int8_t *y, uint32_t n, int32_t a_zp, int32_t b_zp, float ra,
+                    float rb, float rm, int is_add, int32_t y_zp, int32_t lo, int32_t hi)
+{
+    qpar_t q = qpar(y_zp, lo, hi);
+    uint32_t i;
+    /* Scaled by 2^16 > 255 * 255 and still finite: no product or sum below is inf, so none NaN. */
+    if (!mult_ok(ra * 65536.0f) || !mult_ok(rb * 65536.0f) || !mult_ok(rm * 65536.0f)) {
+        return 0;
+    }
+    if (is_add) {
+        for (i = 0; i < n; ++i) {
+            int32_t u = (int32_t)a[i] - a_zp, v = (int32_t)b[i] - b_zp;
+            y[i] = (int8_t)requant_f(ra * (float)u + rb * (float)v, &q);
+        }
+    } else {
+        for (i = 0; i < n; ++i) {
+            int32_t u = (int32_t)a[i] - a_zp, v = (int32_t)b[i] - b_zp;
+            y[i] = (int8_t)requant_f(rm * (float)(u * v), &q);
+        }
+    }
+    return 1;
 }
 
 /* --- QGemm ---------------------------------------------------------------------------- */

@@ -243,6 +243,12 @@ int arena_k_qlinear_binary(const arena_ctx_t *c)
     ra = a.scale / y.scale;
     rb = b.scale / y.scale;
     rm = a.scale * b.scale / y.scale;
+    if (same_shape(a.t, y.t) && same_shape(b.t, y.t) && a.t->dtype == ARENA_DT_INT8 && b.t->dtype == ARENA_DT_INT8
+        && y.t->dtype == ARENA_DT_INT8
+        && arena_i8_binary((const int8_t *)a.data, (const int8_t *)b.data, (int8_t *)y.data, y.t->elements, a.zp,
+                           b.zp, ra, rb, rm, is_add, y.zp, y.lo, y.hi)) {
+        return ARENA_OK;
+    }
     r = (int)y.t->rank;
     len = r > 0 ? (uint32_t)y.t->shape[r - 1] : 1u;
     la = r > 0 ? sa[r - 1] : 0u;

@@ -287,11 +287,11 @@ static conv_chan_t conv_chan(const arena_ctx_t *c, int32_t m, int32_t lo, int32_
 }
 
 /* One output pixel's taps over one input plane (x from element x_base, H x W) and
- * one kernel (w from w_base): any int8/uint8 mix through arena_q_load, int8 x and w
- * (fast) loaded directly; the loop the reference pixel and the in-place depthwise
- * conv share (integer, so every path gives the same codes). */
+ * one kernel (w from w_base), any int8/uint8 mix: the loop the reference pixel and the
+ * in-place depthwise conv share (integer, so every path gives the same codes). The int8
+ * fast paths are kernels_int8.c's. */
 static int32_t qconv_taps(const arena_tensor_t *xt, const void *x, uint32_t x_base, const arena_tensor_t *wt,
-                          const void *w, uint32_t w_base, int fast, const conv_dims_t *d, const arena_attrs_t *a,
+                          const void *w, uint32_t w_base, const conv_dims_t *d, const arena_attrs_t *a,
                           int32_t oh, int32_t ow, int32_t x_zp, int32_t w_zp)
 {
     int32_t acc = 0, ky, kx;
@@ -308,8 +308,7 @@ static int32_t qconv_taps(const arena_tensor_t *xt, const void *x, uint32_t x_ba
             }
             xi = x_base + (uint32_t)(ih * d->w + iw);
             wi = w_base + (uint32_t)(ky * a->kernel[1] + kx);
-            acc += fast ? ((int32_t)((const int8_t *)x)[xi] - x_zp) * ((int32_t)((const int8_t *)w)[wi] - w_zp)
-                        : (arena_q_load(xt, x, xi) - x_zp) * (arena_q_load(wt, w, wi) - w_zp);
+            acc += (arena_q_load(xt, x, xi) - x_zp) * (arena_q_load(wt, w, wi) - w_zp);
         }
     }
     return acc;
@@ -325,73 +324,7 @@ static int32_t qconv_pixel(const arena_ctx_t *c, const conv_dims_t *d, int32_t n
     for (ci = 0; ci < d->cg; ++ci) {
         uint32_t x_base = (uint32_t)(n * d->c + g * d->cg + ci) * plane;
         acc += qconv_taps(arena_in(c, 0), arena_in_data(c, 0), x_base, arena_in(c, 3), arena_in_data(c, 3),
-                          (uint32_t)(m * d->cg + ci) * taps, 0, d, a, oh, ow, x_zp, w_zp);
-    }
-    return acc;
-}
-
-/* One output pixel's accumulator for int8 x and int8 w (every int8 model's
- * convs): the reference loop's arithmetic with direct int8 loads, the kernel
- * window's bounds checked once per tap and the channels innermost (a 1x1
- * conv is then one strided dot product). */
-static int32_t qconv_i8_pixel(const int8_t *x, const int8_t *w, const conv_dims_t *d, const arena_attrs_t *a,
-                              int32_t n, int32_t m, int32_t oh, int32_t ow, int32_t x_zp, int32_t w_zp)
-{
-    int32_t ih0 = oh * a->strides[0] - a->pads[0], iw0 = ow * a->strides[1] - a->pads[1];
-    int32_t taps = a->kernel[0] * a->kernel[1], plane = d->h * d->w;
-    int32_t acc = 0, ci, ky, kx;
-    const int8_t *xg = x + (size_t)(n * d->c + (m / d->mg) * d->cg) * (size_t)plane;
-    const int8_t *wm = w + (size_t)(m * d->cg) * (size_t)taps;
-    for (ky = 0; ky < a->kernel[0]; ++ky) {
-        int32_t ih = ih0 + ky * a->dilations[0];
-        if (ih < 0 || ih >= d->h) {
-            continue;
-        }
-        for (kx = 0; kx < a->kernel[1]; ++kx) {
-            int32_t iw = iw0 + kx * a->dilations[1];
-            const int8_t *xp, *wp;
-            if (iw < 0 || iw >= d->w) {
-                continue;
-            }
-            xp = xg + ih * d->w + iw;
-            wp = wm + ky * a->kernel[1] + kx;
-            for (ci = 0; ci < d->cg; ++ci) {
-                acc += ((int32_t)xp[ci * plane] - x_zp) * ((int32_t)wp[ci * taps] - w_zp);
-            }
-        }
-    }
-    return acc;
-}
-
-/* im2col of output rows [oh0, oh0 + rows) of image n, group g: col[p][k], p an
- * output pixel, k = (ci, ky, kx) as in the weights; taps in the padding get
- * x_zp, so they add (x_zp - x_zp) * w = 0 exactly as the direct loop skips them. */
-static void im2col_i8(const int8_t *x, const conv_dims_t *d, const arena_attrs_t *a, int32_t n, int32_t g,
-                      int32_t oh0, int32_t rows, int8_t x_zp, int8_t *col)
-{
-    int32_t oh, ow, ci, ky, kx;
-    for (oh = oh0; oh < oh0 + rows; ++oh) {
-        for (ow = 0; ow < d->ow; ++ow) {
-            for (ci = 0; ci < d->cg; ++ci) {
-                const int8_t *xc = x + (size_t)(n * d->c + g * d->cg + ci) * (size_t)d->h * (size_t)d->w;
-                for (ky = 0; ky < a->kernel[0]; ++ky) {
-                    int32_t ih = oh * a->strides[0] - a->pads[0] + ky * a->dilations[0];
-                    for (kx = 0; kx < a->kernel[1]; ++kx) {
-                        int32_t iw = ow * a->strides[1] - a->pads[1] + kx * a->dilations[1];
-                        int inside = ih >= 0 && ih < d->h && iw >= 0 && iw < d->w;
-                        *col++ = inside ? xc[(size_t)ih * (size_t)d->w + (size_t)iw] : x_zp;
-                    }
-                }
-            }
-        }
-    }
-}
-
-static int32_t dot_i8(const int8_t *u, int32_t u_zp, const int8_t *v, int32_t v_zp, int32_t len)
-{
-    int32_t acc = 0, k;
-    for (k = 0; k < len; ++k) {
-        acc += ((int32_t)u[k] - u_zp) * ((int32_t)v[k] - v_zp);
+                          (uint32_t)(m * d->cg + ci) * taps, d, a, oh, ow, x_zp, w_zp);
     }
     return acc;
 }
@@ -402,40 +335,6 @@ static void qconv_store(const conv_dims_t *d, const conv_chan_t *ch, int32_t n, 
     uint32_t yi = (uint32_t)((n * d->m + m) * d->oh * d->ow + p);
     float v = (float)arena_q_bias_add(ch->bias, acc) * ch->mult;
     arena_q_put(ch->y, yi, arena_q_round(v, ch->y_zp, ch->lo, ch->hi));
-}
-
-/* int8 conv through the planned workspace: as many output rows of im2col columns
- * as it holds, then one dot product per (channel, pixel). 0 when it holds no row. */
-static int qconv_i8_im2col(const arena_ctx_t *c, const conv_dims_t *d, int32_t lo, int32_t hi)
-{
-    const arena_attrs_t *a = &c->op->attrs;
-    const arena_tensor_t *wst = &c->m->tensors[c->op->workspace];
-    const int8_t *x = (const int8_t *)arena_in_data(c, 0), *w = (const int8_t *)arena_in_data(c, 3);
-    int8_t *col = (int8_t *)arena_tensor_data(c->m, c->base, c->op->workspace);
-    int32_t x_zp = arena_q_zp(c, 2, 0), rows, n, g, r0, m, p;
-    uint32_t row_elems = (uint32_t)d->ow * (uint32_t)d->kk;
-    if (wst->dtype != ARENA_DT_INT8 || row_elems == 0u || wst->elements < row_elems) {
-        return 0;
-    }
-    rows = (int32_t)(wst->elements / row_elems);
-    rows = rows < d->oh ? rows : d->oh;
-    for (n = 0; n < d->n; ++n) {
-        for (g = 0; g < d->groups; ++g) {
-            for (r0 = 0; r0 < d->oh; r0 += rows) {
-                int32_t nr = d->oh - r0 < rows ? d->oh - r0 : rows;
-                im2col_i8(x, d, a, n, g, r0, nr, (int8_t)x_zp, col);
-                for (m = g * d->mg; m < (g + 1) * d->mg; ++m) {
-                    conv_chan_t ch = conv_chan(c, m, lo, hi);
-                    for (p = 0; p < nr * d->ow; ++p) {
-                        int32_t acc = dot_i8(col + (size_t)p * (size_t)d->kk, x_zp, w + (size_t)m * (size_t)d->kk,
-                                             ch.w_zp, d->kk);
-                        qconv_store(d, &ch, n, m, r0 * d->ow + p, acc);
-                    }
-                }
-            }
-        }
-    }
-    return 1;
 }
 
 /* Depthwise in place (arena_dw_in_place, TinyEngine's scheme) for a QLinearConv:
@@ -449,14 +348,12 @@ static int dw_in_place(const arena_ctx_t *c, const conv_dims_t *d, void **temp)
 
 /* The in-place depthwise conv through the one-channel temp (see dw_in_place):
  * the direct loop's integer arithmetic (exact, so the same codes), reading
- * input channel i only from its copy. int8 x and w load directly, any other
- * int8/uint8 mix through arena_q_load (the copy keeps x's element type). */
+ * input channel i only from its copy (which keeps x's element type). */
 static void qconv_dw_in_place(const arena_ctx_t *c, const conv_dims_t *d, void *temp, int32_t lo, int32_t hi)
 {
     const arena_attrs_t *a = &c->op->attrs;
     const arena_tensor_t *xt = arena_in(c, 0), *wt = arena_in(c, 3);
     const uint8_t *x = (const uint8_t *)arena_in_data(c, 0);
-    int fast = xt->dtype == ARENA_DT_INT8 && wt->dtype == ARENA_DT_INT8;
     int32_t x_zp = arena_q_zp(c, 2, 0), taps = a->kernel[0] * a->kernel[1], oh, ow;
     size_t plane = (size_t)d->h * (size_t)d->w, chans = (size_t)d->n * (size_t)d->c, i;
     for (i = 0; i < chans; ++i) { /* increasing i: see dw_in_place */
@@ -465,7 +362,7 @@ static void qconv_dw_in_place(const arena_ctx_t *c, const conv_dims_t *d, void *
         memcpy(temp, x + i * plane, plane);
         for (oh = 0; oh < d->oh; ++oh) {
             for (ow = 0; ow < d->ow; ++ow) {
-                int32_t acc = qconv_taps(xt, temp, 0u, wt, arena_in_data(c, 3), (uint32_t)(m * taps), fast, d, a,
+                int32_t acc = qconv_taps(xt, temp, 0u, wt, arena_in_data(c, 3), (uint32_t)(m * taps), d, a,
                                          oh, ow, x_zp, ch.w_zp);
                 qconv_store(d, &ch, (int32_t)(i / (size_t)d->c), m, oh * d->ow + ow, acc);
             }
@@ -475,10 +372,9 @@ static void qconv_dw_in_place(const arena_ctx_t *c, const conv_dims_t *d, void *
 
 int arena_k_qlinear_conv(const arena_ctx_t *c)
 {
-    const arena_attrs_t *a = &c->op->attrs;
     conv_dims_t d;
     int32_t lo, hi, x_zp, n, m, oh, ow;
-    int fast, dw, rc = conv_dims(c, &d);
+    int dw, rc = conv_dims(c, &d);
     if (rc == ARENA_OK) {
         rc = arena_q_check(c, 0, 1u);
     }
@@ -491,7 +387,6 @@ int arena_k_qlinear_conv(const arena_ctx_t *c)
     if (rc != ARENA_OK) {
         return rc;
     }
-    fast = arena_in(c, 0)->dtype == ARENA_DT_INT8 && arena_in(c, 3)->dtype == ARENA_DT_INT8;
     dw = d.groups == d.c && d.m == d.c;
     if (dw) {
         /* Depthwise (one input channel per output channel): in place through its temp. */
@@ -510,21 +405,15 @@ int arena_k_qlinear_conv(const arena_ctx_t *c)
     } else if (arena_i8_conv(c, &d, lo, hi, NULL)) {
         return ARENA_OK;
     }
-    /* A depthwise op's workspace (group > 1) is the in-place channel temp, never im2col
-     * columns: not in place, it runs direct. group == 1 (one channel) keeps im2col. */
-    if (fast && !(dw && d.groups > 1) && c->op->workspace >= 0 && qconv_i8_im2col(c, &d, lo, hi)) {
-        return ARENA_OK;
-    }
+    /* The reference loop: any int8/uint8 mix, weight zero points, and what the fast paths
+     * leave (kernels_int8.c: a column longer than its buffer, a band too narrow). */
     x_zp = arena_q_zp(c, 2, 0);
     for (n = 0; n < d.n; ++n) {
         for (m = 0; m < d.m; ++m) {
             conv_chan_t ch = conv_chan(c, m, lo, hi);
             for (oh = 0; oh < d.oh; ++oh) {
                 for (ow = 0; ow < d.ow; ++ow) {
-                    int32_t acc = fast ? qconv_i8_pixel((const int8_t *)arena_in_data(c, 0),
-                                                        (const int8_t *)arena_in_data(c, 3), &d, a, n, m, oh, ow,
-                                                        x_zp, ch.w_zp)
-                                       : qconv_pixel(c, &d, n, m, oh, ow, x_zp, ch.w_zp);
+                    int32_t acc = qconv_pixel(c, &d, n, m, oh, ow, x_zp, ch.w_zp);
                     qconv_store(&d, &ch, n, m, oh * d.ow + ow, acc);
                 }
             }

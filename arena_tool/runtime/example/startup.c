@@ -91,16 +91,45 @@ const vector_t arena_vectors[16] = {
     SysTick_Handler,
 };
 
-/* The compiler may emit calls to these even in freestanding code; the
- * firmware links no libc, so define them here (byte loops: small, and only
- * used for view copies). */
+/* The compiler may emit calls to these even in freestanding code, and the kernels call
+ * them to copy channels and rows; the firmware links no libc, so they are defined here,
+ * a word at a time where the addresses allow it (the bytes before and after one at a
+ * time). The accesses are volatile so that GCC does not turn these loops back into calls
+ * to memcpy/memset themselves. */
+#if defined(__ARM_FEATURE_UNALIGNED)
+#define WORDS_OK(d, s) 1 /* LDR/STR take any address on these cores */
+#else
+#define WORDS_OK(d, s) ((((uintptr_t)(d) ^ (uintptr_t)(s)) & 3u) == 0u)
+#endif
+
+/* Copies n bytes upwards, which is also right for an overlap with dst below src. */
+static void copy_up(uint8_t *d, const uint8_t *s, size_t n)
+{
+    if (n >= 8u && WORDS_OK(d, s)) {
+        while (((uintptr_t)d & 3u) != 0u) {
+            *(volatile uint8_t *)d++ = *s++;
+            --n;
+        }
+        for (; n >= 16u; n -= 16u, d += 16, s += 16) {
+            uint32_t a = *(const volatile uint32_t *)s, b = *(const volatile uint32_t *)(s + 4);
+            uint32_t c = *(const volatile uint32_t *)(s + 8), e = *(const volatile uint32_t *)(s + 12);
+            *(volatile uint32_t *)d = a;
+            *(volatile uint32_t *)(d + 4) = b;
+            *(volatile uint32_t *)(d + 8) = c;
+            *(volatile uint32_t *)(d + 12) = e;
+        }
+        for (; n >= 4u; n -= 4u, d += 4, s += 4) {
+            *(volatile uint32_t *)d = *(const volatile uint32_t *)s;
+        }
+    }
+    while (n--) {
+        *(volatile uint8_t *)d++ = *s++;
+    }
+}
+
 void *memcpy(void *dst, const void *src, size_t n)
 {
-    volatile uint8_t *d = (volatile uint8_t *)dst;
-    const uint8_t *s = (const uint8_t *)src;
-    while (n--) {
-        *d++ = *s++;
-    }
+    copy_up((uint8_t *)dst, (const uint8_t *)src, n);
     return dst;
 }
 
@@ -109,9 +138,7 @@ void *memmove(void *dst, const void *src, size_t n)
     volatile uint8_t *d = (volatile uint8_t *)dst;
     const uint8_t *s = (const uint8_t *)src;
     if (d < s) {
-        while (n--) {
-            *d++ = *s++;
-        }
+        copy_up((uint8_t *)dst, s, n);
     } else if (d > s) {
         while (n--) {
             d[n] = s[n];
@@ -122,9 +149,25 @@ void *memmove(void *dst, const void *src, size_t n)
 
 void *memset(void *dst, int c, size_t n)
 {
-    volatile uint8_t *d = (volatile uint8_t *)dst;
+    uint8_t *d = (uint8_t *)dst;
+    if (n >= 8u) {
+        uint32_t v = (uint32_t)(uint8_t)c * 0x01010101u;
+        while (((uintptr_t)d & 3u) != 0u) {
+            *(volatile uint8_t *)d++ = (uint8_t)c;
+            --n;
+        }
+        for (; n >= 16u; n -= 16u, d += 16) {
+            *(volatile uint32_t *)d = v;
+            *(volatile uint32_t *)(d + 4) = v;
+            *(volatile uint32_t *)(d + 8) = v;
+            *(volatile uint32_t *)(d + 12) = v;
+        }
+        for (; n >= 4u; n -= 4u, d += 4) {
+            *(volatile uint32_t *)d = v;
+        }
+    }
     while (n--) {
-        *d++ = (uint8_t)c;
+        *(volatile uint8_t *)d++ = (uint8_t)c;
     }
     return dst;
 }
