@@ -122,3 +122,32 @@ def loop() -> onnx.ModelProto:
         [vi("x", [2])], [vi("y", [2])],
         [const("trip", np.array(3, np.int64)), const("cond", np.array(True))],
     )
+
+
+def qparams(name: str, scale: float, zp: int = 0) -> list:
+    """Per-tensor scale and int8 zero point initializers NAME_s, NAME_z."""
+    return [const(f"{name}_s", np.array(scale, np.float32)), const(f"{name}_z", np.array(zp, np.int8))]
+
+
+def qdq_conv(relu: bool = True, bias_scale: float | None = None) -> onnx.ModelProto:
+    """x -Q-> xq -DQ-> xf -Conv(DQ(w), DQ(b))-> y [-Relu-> r] -Q-> yq -DQ-> out (per-channel weights)."""
+    w = np.arange(8 * 4 * 3 * 3, dtype=np.int8).reshape(8, 4, 3, 3) % 7
+    ws = np.linspace(0.01, 0.02, 8).astype(np.float32)
+    xs = 0.05
+    bs = xs * ws if bias_scale is None else np.full(8, bias_scale, np.float32)
+    nodes = [node("QuantizeLinear", ["x", "x_s", "x_z"], ["xq"], "qx"),
+             node("DequantizeLinear", ["xq", "x_s", "x_z"], ["xf"], "dqx"),
+             node("DequantizeLinear", ["w", "w_s", "w_z"], ["wf"], "dqw", axis=0),
+             node("DequantizeLinear", ["b", "b_s", "b_z"], ["bf"], "dqb", axis=0),
+             node("Conv", ["xf", "wf", "bf"], ["y"], "conv", kernel_shape=[3, 3], auto_pad="SAME_UPPER")]
+    last = "y"
+    if relu:
+        nodes.append(node("Relu", ["y"], ["r"], "relu"))
+        last = "r"
+    nodes += [node("QuantizeLinear", [last, "y_s", "y_z"], ["yq"], "qy"),
+              node("DequantizeLinear", ["yq", "y_s", "y_z"], ["out"], "dqy")]
+    inits = [*qparams("x", xs, 3), *qparams("y", 0.1, -5),
+             const("w", w), const("w_s", ws), const("w_z", np.zeros(8, np.int8)),
+             const("b", np.arange(8, dtype=np.int32)), const("b_s", bs.astype(np.float32)),
+             const("b_z", np.zeros(8, np.int32))]
+    return model(nodes, [vi("x", [1, 4, 8, 8])], [vi("out", [1, 8, 8, 8])], inits, opset=13)

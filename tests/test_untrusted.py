@@ -200,9 +200,7 @@ def test_tflite_zero_scale_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixtu
 # --- ONNX: quantization parameters, opsets, shapes -----------------------------------------
 
 def qdq(scale: float = 0.05, w_scales: Any = None, w_zeros: Any = None) -> Any:
-    from test_lowering import qdq_conv
-
-    m = qdq_conv()
+    m = M.qdq_conv()
     for init in m.graph.initializer:
         if init.name == "x_s":
             init.CopyFrom(M.const("x_s", np.array(scale, np.float32)))

@@ -11,39 +11,13 @@ import pytest
 from onnx import TensorProto
 
 import models as M
+from models import qdq_conv
+from models import qparams as _q
 from arena_tool.model import liveness, lowering
 from arena_tool.plan import plancheck, planfile
 from arena_tool.core.problem import ModelOptions
 
 INT32 = TensorProto.INT32
-
-
-def _q(name: str, scale: float, zp: int = 0) -> list:
-    return [M.const(f"{name}_s", np.array(scale, np.float32)), M.const(f"{name}_z", np.array(zp, np.int8))]
-
-
-def qdq_conv(relu: bool = True, bias_scale: float | None = None) -> M.onnx.ModelProto:
-    """x -Q-> xq -DQ-> xf -Conv(DQ(w), DQ(b))-> y [-Relu-> r] -Q-> yq -DQ-> out (per-channel weights)."""
-    w = np.arange(8 * 4 * 3 * 3, dtype=np.int8).reshape(8, 4, 3, 3) % 7
-    ws = np.linspace(0.01, 0.02, 8).astype(np.float32)
-    xs = 0.05
-    bs = xs * ws if bias_scale is None else np.full(8, bias_scale, np.float32)
-    nodes = [M.node("QuantizeLinear", ["x", "x_s", "x_z"], ["xq"], "qx"),
-             M.node("DequantizeLinear", ["xq", "x_s", "x_z"], ["xf"], "dqx"),
-             M.node("DequantizeLinear", ["w", "w_s", "w_z"], ["wf"], "dqw", axis=0),
-             M.node("DequantizeLinear", ["b", "b_s", "b_z"], ["bf"], "dqb", axis=0),
-             M.node("Conv", ["xf", "wf", "bf"], ["y"], "conv", kernel_shape=[3, 3], auto_pad="SAME_UPPER")]
-    last = "y"
-    if relu:
-        nodes.append(M.node("Relu", ["y"], ["r"], "relu"))
-        last = "r"
-    nodes += [M.node("QuantizeLinear", [last, "y_s", "y_z"], ["yq"], "qy"),
-              M.node("DequantizeLinear", ["yq", "y_s", "y_z"], ["out"], "dqy")]
-    inits = [*_q("x", xs, 3), *_q("y", 0.1, -5),
-             M.const("w", w), M.const("w_s", ws), M.const("w_z", np.zeros(8, np.int8)),
-             M.const("b", np.arange(8, dtype=np.int32)), M.const("b_s", bs.astype(np.float32)),
-             M.const("b_z", np.zeros(8, np.int32))]
-    return M.model(nodes, [M.vi("x", [1, 4, 8, 8])], [M.vi("out", [1, 8, 8, 8])], inits, opset=13)
 
 
 def _low(tmp_path, model) -> lowering.Lowered:
