@@ -17,6 +17,7 @@ def better_region(target: BoardTarget, need: int, current: str, room: Callable[[
             if r.name != current and room(r.name) >= need]
     return min(fits)[2] if fits else None
 
+
 def tries(target: BoardTarget, uses: Sequence[ModelUse], floats: AbstractSet[str], need: int, lb: int, *,
            region: str | None, limit: int | None = None) -> str:
     """'region X, planner optimal for a, or quantizing b to int8: <command>': only what could help.
@@ -41,6 +42,7 @@ def tries(target: BoardTarget, uses: Sequence[ModelUse], floats: AbstractSet[str
         return ", ".join(out[:-1]) + ", or " + out[-1]
     return out[0] if out else ""
 
+
 def quantize_hint(target: BoardTarget, floats: Sequence[ModelUse], why: str) -> str:
     """How to quantize the float models (the command for the first): activation_dtype int8 is a
     what-if that re-sizes the plan, so it is not the advice."""
@@ -50,6 +52,7 @@ def quantize_hint(target: BoardTarget, floats: Sequence[ModelUse], why: str) -> 
     names = first.name + (f" (and likewise {'+'.join(u.name for u in floats[1:])})" if len(floats) > 1 else "")
     return (f"quantizing {names} to int8 ({why}): {quantize_command(first.model, shapes)}; "
             "activation_dtype int8 alone only re-sizes the plan, the model still runs float32")
+
 
 def quantize_command(model: str, input_shapes: Mapping[str, Sequence[int]] | None = None) -> str:
     """A shell command that writes ``<model>.int8.onnx`` with onnxruntime's quantize_static (QDQ).

@@ -1,0 +1,63 @@
+"""files: paths as outputs record them, the one JSON reader, the one atomic writer.
+
+(A full disk, a failing os.replace and a folder that is a file: tests/test_hardening.py.)
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from arena_tool.core import files
+from arena_tool.core.errors import ArenaError
+
+
+def test_a_path_inside_the_project_is_relative_with_forward_slashes(tmp_path: Path) -> None:
+    inside = tmp_path / "models" / "kws.onnx"
+    assert files.project_path(str(inside), str(tmp_path)) == "models/kws.onnx"
+    assert files.project_path(str(tmp_path), str(tmp_path)) == "."
+    outside = tmp_path.parent / "elsewhere.onnx"
+    assert files.project_path(str(outside), str(tmp_path)) == str(outside).replace(os.sep, "/")
+
+
+def test_the_project_is_the_current_folder_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert files.project_path(str(tmp_path / "a" / "b.json")) == "a/b.json"
+    assert files.project_path("a/../c.json") == "c.json"
+
+
+def test_read_json_says_what_is_wrong_with_the_file(tmp_path: Path) -> None:
+    with pytest.raises(ArenaError) as e:
+        files.read_json(str(tmp_path / "none.json"), "plan file", "re-plan it")
+    assert (e.value.msg, e.value.hint) == ("plan file not found", "re-plan it")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"a": 1,\n  "b": }\n')
+    with pytest.raises(ArenaError) as e:
+        files.read_json(str(bad), "plan file", "re-plan it")
+    assert e.value.msg.startswith("not JSON: ") and (e.value.line, e.value.file) == (2, str(bad))
+    bad.write_text('{"a": NaN}')
+    with pytest.raises(ArenaError, match="NaN is not a JSON number"):
+        files.read_json(str(bad), "plan file", "re-plan it")
+
+
+def test_read_json_checks_the_schema_when_named(tmp_path: Path) -> None:
+    doc = tmp_path / "bits.json"
+    doc.write_text('{"t": 8}')
+    assert files.read_json(str(doc), "bitwidth file", "fix it", schema="bitwidths") == {"t": 8}
+    doc.write_text('{"t": "eight"}')
+    with pytest.raises(ArenaError, match=r"schema bitwidths\.schema\.json"):
+        files.read_json(str(doc), "bitwidth file", "fix it", schema="bitwidths")
+
+
+def test_write_atomic_writes_text_and_bytes_as_ordinary_files(tmp_path: Path) -> None:
+    text, data = tmp_path / "sub" / "a.c", tmp_path / "b.bin"
+    files.write_atomic(text, "int x;\n")
+    files.write_atomic(str(data), b"\x00\x01")
+    assert text.read_bytes() == b"int x;\n" and data.read_bytes() == b"\x00\x01"
+    assert stat.S_IMODE(text.stat().st_mode) == 0o644
+    files.write_atomic(text, "int y;\r\n")  # replaced whole, newlines as given
+    assert text.read_bytes() == b"int y;\r\n"
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["a.c", "b.bin"]  # no temporary left
