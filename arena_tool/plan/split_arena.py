@@ -61,7 +61,9 @@ import time
 from typing import Any, Callable, Mapping, Sequence
 
 from arena_tool.model import optable
-from arena_tool.plan import planners, validate
+from arena_tool.plan import validate
+from arena_tool.plan.planners import first_fit, greedy_size, optimal
+from arena_tool.plan.planners.params import Params
 from arena_tool.core.errors import ArenaBug, ArenaError
 from arena_tool.plan.planfile import PlanFile, PlanRegion, PlanSplit
 from arena_tool.core.problem import Buffer, ModelProblem, Plan, Problem, Status, align_up, lower_bound
@@ -177,12 +179,12 @@ class _Packer:
         if lower_bound(bufs) > cap:
             return None
         problem = Problem(tuple(bufs), cap)
-        quick = planners.Params(time_limit=LEAF_LIMIT)
-        for name in ("greedy_size", "first_fit"):
-            plan = planners.run(name, problem, quick)
+        quick = Params(time_limit=LEAF_LIMIT)  # no progress line: the planners run as the registry would
+        for heuristic in (greedy_size.plan, first_fit.plan):
+            plan = heuristic(problem, quick)
             if plan.arena_size <= cap:
                 return plan.offsets
-        plan = planners.run("optimal", problem, quick)
+        plan = optimal.plan(problem, quick)
         if plan.arena_size <= cap:
             return plan.offsets
         if plan.status != "infeasible":
