@@ -81,12 +81,12 @@ def conv(seed: int, cin: int, cout: int, hw: tuple[int, ...], k: tuple[int, ...]
 
 
 def qgemm(seed: int, M: int, K: int, N: int, trans_b: int = 1, b_zp: int = 0, bias: bool = True,
-          alpha: float = 1.0) -> onnx.ModelProto:
+          alpha: float = 1.0, per_column: bool = True) -> onnx.ModelProto:
     g = _G(seed)
     b = g.rng.integers(-127, 128, [N, K] if trans_b else [K, N])
+    b_s = (0.001 + 0.003 * g.rng.random(N)).astype(np.float32) if per_column else np.float32(0.002)
     ins = ["x", g.const("a_s", 0.05, np.float32), g.const("a_z", -7, I8), g.const("b", b, I8),
-           g.const("b_s", (0.001 + 0.003 * g.rng.random(N)).astype(np.float32), np.float32),
-           g.const("b_z", np.full(N, b_zp), I8),
+           g.const("b_s", b_s, np.float32), g.const("b_z", np.full(N, b_zp) if per_column else np.int8(b_zp), I8),
            g.const("c", g.rng.integers(-4000, 4000, N), np.int32) if bias else "",
            g.const("y_s", 0.3, np.float32), g.const("y_z", 4, I8)]
     g.nodes.append(helper.make_node("QGemm", ins, ["y"], domain="com.microsoft", transA=0, transB=trans_b,
@@ -119,7 +119,7 @@ CASES: dict[str, Any] = {
     "gemm_m1": lambda: qgemm(22, 1, 13, 7),
     "gemm_m3": lambda: qgemm(23, 3, 64, 10, alpha=0.5),
     "gemm_nobias": lambda: qgemm(24, 2, 30, 3, bias=False),
-    "gemm_ref_trans0": lambda: qgemm(25, 2, 9, 5, trans_b=0),
+    "gemm_ref_trans0": lambda: qgemm(25, 2, 9, 5, trans_b=0, per_column=False),
     "gemm_ref_b_zp": lambda: qgemm(26, 1, 12, 4, b_zp=2),
 }
 SCRATCH = {"c3_s1": ("row", "full"), "c3_grouped": ("row",)}
