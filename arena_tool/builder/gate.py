@@ -68,7 +68,16 @@ def model_use(name: str, plan_path: str, plan: PlanFile) -> ModelUse:
         name=name, planner=plan.planner, arena_size=plan.arena_size, lower_bound=plan.lower_bound,
         optimal=plan.optimal, status=str(plan.status), base=0, plan=project_path(plan_path),
         model=project_path(plan.model), model_sha256=plan.model_sha256, weights_bytes=plan.weights_bytes,
+        caller_io=caller_io_bytes(plan),
     )
+
+
+def caller_io_bytes(plan: PlanFile) -> int:
+    """Bytes of the graph inputs and outputs the application owns (io_buffers: caller), 0 otherwise:
+    counted apart from the arena and its budget (they live wherever the application puts them)."""
+    if plan.options.io_buffers != "caller":
+        return 0
+    return sum(b.size for b in plan.buffers if b.kind in ("input", "output"))
 
 def plan_alignment(plan: PlanFile) -> int:
     """The alignment a model's slice needs: the plan's, or a buffer's above it."""
@@ -137,6 +146,7 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
         uses0 = [tflm_use(u, tflm[u.name]) for u in uses0]
     align = max((plan_alignment(d) for _, _, d in plans), default=16)
     floats = {n for n, _, d in plans if float_model(d)}
+    float_inputs = {n: share for n, _, d in plans if (share := hints.float_input_share(d)) is not None}
     uses, need, lb = _layout(target.sharing, uses0, align)
     reserve = target.reserve
     auto = target.region == "auto"
@@ -151,7 +161,7 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
         chosen = fastest(need, reserve) if fastest else None
         if chosen is None or room(chosen) < need:
             largest = max(target.board.ram, key=lambda r: (room(r.name), r.name))
-            tries = hints.tries(target, uses, floats, need, lb, region=None)
+            tries = hints.tries(target, uses, floats, need, lb, region=None, float_inputs=float_inputs)
             region = largest.name
             problems.append(BoardProblem(
                 "ram", f"arena: {target.name}: {_who(uses)} {fmt_bytes(need)}, more than any region of the board "
@@ -173,7 +183,7 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
         offending = [u for u in uses if target.sharing == "concurrent" or u.arena_size > limit]
         alt = hints.better_region(target, need, region, room) if (
             target.budget.percent is not None or usable < budget) else None
-        tries = hints.tries(target, offending, floats, need, lb, region=alt, limit=limit)
+        tries = hints.tries(target, offending, floats, need, lb, region=alt, limit=limit, float_inputs=float_inputs)
         why = f"budget {fmt_bytes(budget)}"
         if usable < budget:
             why = f"room {fmt_bytes(usable)} ({fmt_bytes(info.length)} less the {fmt_bytes(reserve)} stack+heap reserve)"

@@ -1,4 +1,4 @@
-"""What the gate suggests when a board does not fit: only what could help (another region,
+"""What the gate suggests when a board does not fit: only what could help (another region, io: int8,
 planner optimal, a longer time limit, quantizing a float model: the command for it)."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, AbstractSet, Callable, Mapping, Sequence
 from arena_tool.target.board_report import ModelUse
 
 if TYPE_CHECKING:
+    from arena_tool.plan.planfile import PlanBuffer, PlanFile
     from arena_tool.target.manifest import BoardTarget
 
 
@@ -18,13 +19,50 @@ def better_region(target: BoardTarget, need: int, current: str, room: Callable[[
     return min(fits)[2] if fits else None
 
 
+def float_input_share(plan: PlanFile) -> tuple[str, float] | None:
+    """(input, its share of the peak) when a float graph input that goes straight into a
+    QuantizeLinear is at least half of the live bytes at the arena's peak: ``io: int8`` would take
+    it out. None for a plan that already has integer I/O or caller-owned buffers, or a float model."""
+    if plan.options.io != "model" or plan.options.io_buffers != "arena" or not plan.integer_ops:
+        return None
+    bufs = plan.in_arena
+    group: dict[str, list[PlanBuffer]] = {}
+    for b in bufs:
+        group.setdefault(b.root, []).append(b)
+    spans = {r: (max(m.size for m in g), min(m.first_op for m in g), max(m.last_op for m in g))
+             for r, g in group.items()}
+    horizon = max([len(plan.schedule)] + [e + 1 for _, _, e in spans.values()])
+    live = [0] * horizon
+    for size, a, e in spans.values():
+        for i in range(a, e + 1):
+            live[i] += size
+    peak = max(live, default=0)
+    at = live.index(peak) if peak else 0
+    for b in bufs:
+        readers = [s for s in plan.schedule if b.name in s.inputs]
+        if (b.kind == "input" and b.dtype == "float32" and readers
+                and all(s.op_type == "QuantizeLinear" for s in readers) and b.root in spans):
+            size, a, e = spans[b.root]
+            if a <= at <= e and 2 * size >= peak:
+                return b.name, size / peak
+    return None
+
+
 def tries(target: BoardTarget, uses: Sequence[ModelUse], floats: AbstractSet[str], need: int, lb: int, *,
-           region: str | None, limit: int | None = None) -> str:
-    """'region X, planner optimal for a, or quantizing b to int8: <command>': only what could help.
-    floats: the names of the float models (``float_model``)."""
+           region: str | None, limit: int | None = None,
+           float_inputs: Mapping[str, tuple[str, float]] | None = None) -> str:
+    """'region X, planner optimal for a, io: int8 for c, or quantizing b to int8: <command>': only
+    what could help, never what the plan already does. floats: the names of the float models
+    (``float_model``); float_inputs: model -> its float input that dominates the peak
+    (``float_input_share``)."""
     out: list[str] = []
     if region:
         out.append(f"region {region}")
+    dominated = [(u.name, *float_inputs[u.name]) for u in uses if float_inputs and u.name in float_inputs]
+    if dominated:
+        out.append("io: int8 for " + ", ".join(
+            f"{n} (its float input {x!r} is {100 * share:.0f} % of the peak; the firmware then takes the "
+            f"int8 tensor the model quantizes it to)" for n, x, share in dominated))
     specs = {m.name: m for m in target.models}
     reachable = limit is None or lb <= limit  # a better plan can only help down to the lower bound
     open_ = [u for u in uses if not u.proven]

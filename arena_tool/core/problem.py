@@ -159,6 +159,7 @@ SCHEDULES = ("graph", "memory")
 EXECUTIONS = ("sequential", "pipelined")
 SCRATCHES = ("none", "row", "full")
 IOS = ("model", "int8")  # ModelOptions.io
+IO_BUFFERS = ("arena", "caller")  # ModelOptions.io_buffers
 CLI_KINDS = ("text", "positive", "switch", "input_shape", "bitwidths_file")  # Option.cli
 
 
@@ -266,6 +267,10 @@ class ModelOptions:
     execution: 'sequential' runs one op at a time; 'pipelined' lets op N+1 run while op N
       still runs (dual core, CPU + NPU): no aliases, and every live range extended by one op
       each way, so nothing an op touches is reused by its neighbours (double buffering).
+    io: 'model' keeps the graph's inputs and outputs; 'int8' removes a quantized model's boundary
+      QuantizeLinear/DequantizeLinear, so they are the integer tensors (lowering.integer_io).
+    io_buffers: 'arena' plans the graph inputs and outputs in the arena; 'caller' leaves them out,
+      in buffers the application owns (never aliased with an arena tensor; ``problem`` skips them).
     io_alignment: bytes, for the graph's inputs and outputs (the buffers a DMA or cache
       maintenance touches, e.g. 32 for the Cortex-M7 cache line): their offsets and sizes are
       multiples of it; None: the alignment.
@@ -378,6 +383,13 @@ class ModelOptions:
                 "quantized model's boundary QuantizeLinear/DequantizeLinear are removed, so the firmware's inputs "
                 "and outputs are the integer tensors (the header gives their scale and zero point)"},
         plan_schema={"enum": list(IOS)})
+    io_buffers: str = option(
+        "arena", flag="--io-buffers", choices=IO_BUFFERS, cli_rank=13, omit_default=True,
+        help="arena: the graph inputs and outputs live in the arena (default); caller: in buffers the "
+             "application owns, outside it (arena_run_io takes their pointers)",
+        schema={"enum": list(IO_BUFFERS), "description": "arena: graph inputs and outputs are planned in the arena; "
+                "caller: they live in buffers the application owns (a camera DMA buffer), outside the arena"},
+        plan_schema={"enum": list(IO_BUFFERS)})
 
     def to_doc(self) -> dict[str, Any]:
         """Every option as JSON values, maps sorted by key (an omit_default one only when set)."""
@@ -475,6 +487,10 @@ class ModelProblem:
     integer_ops: int = 0
     qdq_fused: int = 0
 
+    def caller_owned(self, t: Tensor) -> bool:
+        """A graph input or output the application owns (io_buffers: caller): not in the arena."""
+        return self.options.io_buffers == "caller" and t.kind in ("input", "output")
+
     def without_aliases(self) -> "ModelProblem":
         """The same model with every tensor in a buffer of its own."""
         return dataclasses.replace(self, tensors=tuple(dataclasses.replace(t, alias_of=None) for t in self.tensors))
@@ -490,7 +506,7 @@ class ModelProblem:
             groups.setdefault(t.alias_of or t.name, []).append(t)
         buffers = []
         for t in self.tensors:
-            if t.alias_of is not None:
+            if t.alias_of is not None or self.caller_owned(t):
                 continue
             g = groups[t.name]
             buffers.append(Buffer(

@@ -194,7 +194,7 @@ def header_ids(symbol: str, plan: PlanFile) -> list[str]:
     return [f"ARENA_MODEL_{SYM}_H", *(f"{SYM}_{m}" for m in ("ARENA_SIZE", "LOWER_BOUND", "WEIGHTS_BYTES",
                                                              "N_TENSORS", "N_OPS")),
             f"{sym}_tensor", *(f"{SYM}_T_{i.upper()}" for i in ids), f"{SYM}_T_{COUNT_ID}",
-            *io_helper_ids(sym, plan), f"{sym}_model"]
+            *io_helper_ids(sym, plan), *(f"{sym}_{c}" for c, _, _ in caller_buffers(plan)), f"{sym}_model"]
 
 
 QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}  # the integer I/O types (io: int8)
@@ -253,6 +253,16 @@ def _io_helpers(sym: str, plan: PlanFile, enum_of: dict[str, str], outputs: Sequ
         else:
             h += [f"static inline float {sym}_dequantize_{stem.lower()}({ctype} q) {{",
                   f"    return (float)((int32_t)q - {m}_ZERO_POINT) * {m}_SCALE;", "}"]
+    return h + [""]
+
+
+def _caller_decls(sym: str, plan: PlanFile) -> list[str]:
+    bufs = caller_buffers(plan)
+    if not bufs:
+        return []
+    h = ["/* io_buffers: caller: the inputs and outputs live in these buffers, outside the arena (weak",
+         " * defaults: define your own of the same name, or pass others to arena_run_io). */"]
+    h += [f"extern uint8_t {sym}_{c}[{max(1, n)}]; /* {c_comment(t)} */" for c, t, n in bufs]
     return h + [""]
 
 
@@ -420,6 +430,7 @@ def model_sources(plan: PlanFile, model: Lowered, symbol: str) -> tuple[str, str
     for n in arena_names + const_names:
         h.append(f"    {enum_of[n]} = {index[n]},")
     h += [f"    {SYM}_T_{COUNT_ID} = {len(index)}", "};", "", *_io_helpers(sym, plan, enum_of, model.outputs),
+          *_caller_decls(sym, plan),
           f"extern const arena_model_t {sym}_model;", "", f"#endif /* {guard} */", ""]
 
     # The source names no generated header, so build tools may name the files freely.
@@ -498,7 +509,8 @@ def model_sources(plan: PlanFile, model: Lowered, symbol: str) -> tuple[str, str
     for field, count in (("arena_size", plan.arena_size), ("n_tensors", len(index)),
                          ("n_ops", len(plan.schedule)), ("n_inputs", len(g_in)), ("n_outputs", len(g_out))):
         fits.add(f"arena_model_t.{field}", count, f"model {symbol!r}")
-    regions_c, first_size, regions_tail = _split_parts(plan, sym, len(index))
+    regions_c, first_size, regions_tail = (_caller_parts if caller_buffers(plan) else _split_parts)(
+        plan, sym, len(index))
     s += regions_c + ["", f"const arena_model_t {sym}_model = {{",
           f"    {c_string(symbol)}, {first_size}u, {len(index)}u, {len(plan.schedule)}u,"
           f" {len(g_in)}, {len(g_out)},",
@@ -560,6 +572,52 @@ def _const_storage(plan: PlanFile) -> tuple[str, str, str]:
         return "static const ", "flash", ""
     return ("static ", f"flash, copied to {c_comment(region)} at start-up: section .weights_{c_comment(region)}",
             f' __attribute__((section(".weights_{sanitize(region)}")))')
+
+
+def caller_buffers(plan: PlanFile) -> list[tuple[str, str, int]]:
+    """(C symbol, tensor, bytes) of each caller-owned graph input, then output (io_buffers:
+    caller): ``<sym>_input<k>`` / ``<sym>_output<k>`` in plan order, the default buffers the
+    tables point at until arena_run_io is given others; [] otherwise."""
+    if plan.options.io_buffers != "caller":
+        return []
+    out = []
+    for kind in ("input", "output"):
+        for k, b in enumerate(b for b in plan.buffers if b.kind == kind):
+            out.append((f"{kind}{k}", b.name, b.size))
+    return out
+
+
+def _caller_parts(plan: PlanFile, sym: str, n_tensors: int) -> tuple[list[str], int, str]:
+    """_split_parts for io_buffers: caller: the arena (or the split plan's regions) first, then one
+    region named "caller" per graph input and output, pointing at its weak default buffer (the
+    application may define a strong one, or pass its own to arena_run_io); the table is writable,
+    since arena_run_io points those regions at the application's buffers."""
+    bufs = caller_buffers(plan)
+    regions = plan.regions or ()
+    arena = [(r.name, region_symbol(r.name), r.arena_size) for r in regions] or [("arena", "arena", plan.arena_size)]
+    names = [r.name for r in regions]
+    slot = {name: len(arena) + k for k, (_, name, _) in enumerate(bufs)}
+    index = [slot[b.name] if b.name in slot else (names.index(b.region or "") if regions else 0)
+             for b in plan.buffers]
+    index += [0] * (n_tensors - len(index))
+    align = max(16, plan.alignment, *(b.alignment or 1 for b in plan.buffers))
+    out = ["", "/* Caller-owned inputs and outputs (io_buffers: caller): outside the arena, one buffer each.",
+           "   These weak defaults are used until the application defines its own (same name) or passes",
+           "   others to arena_run_io. */"]
+    out += [f"extern uint8_t {ident}[];" for _, ident, _ in arena if ident != "arena"]
+    out += [f"__attribute__((weak, aligned({align}))) uint8_t {sym}_{c}[{max(1, n)}];"
+            for c, _, n in bufs]
+    out.append(f"static arena_region_t {sym}_regions[{len(arena) + len(bufs)}] = {{")
+    out += [f"    {{{c_string(name)}, {ident}, {n}u}}," for name, ident, n in arena]
+    out += [f"    {{{c_string(CALLER)}, {sym}_{c}, {n}u}}, /* {c_comment(t)} */" for c, t, n in bufs]
+    out.append("};")
+    out.append(f"static const uint8_t {sym}_tensor_regions[{max(1, len(index))}] = {{")
+    out.append(_wrap([str(i) for i in index], 32))
+    out.append("};")
+    return out, arena[0][2], f",\n    {len(arena) + len(bufs)}u, {sym}_regions, {sym}_tensor_regions"
+
+
+CALLER = "caller"  # the region name of a caller-owned buffer (arena_model.h: arena_run_io)
 
 
 def _split_parts(plan: PlanFile, sym: str, n_tensors: int) -> tuple[list[str], int, str]:

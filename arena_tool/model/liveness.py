@@ -73,7 +73,7 @@ def model_problem(path: str, options: ModelOptions, order: Sequence[int] | None 
     _check_options(options)
 
     if tflite_model.is_tflite(path):  # by content (TFL3 at bytes 4..8), or a .tflite name
-        for key, default in (("io", "model"),):
+        for key, default in (("io", "model"), ("io_buffers", "arena")):
             if getattr(options, key) != default:
                 fail(f"{key}: {getattr(options, key)} applies to ONNX models; a .tflite model's inputs, outputs "
                      f"and their buffers are TFLite Micro's", file=path, field=key,
@@ -304,7 +304,11 @@ class _Builder:
             root[y] = r
             members.setdefault(r, [r]).append(y)
 
+        caller = self.opt.io_buffers == "caller"  # I/O in the application's buffers shares nothing
         for s, node, y, view in self._alias_sites():
+            if caller and (y in self.outputs or y in inputs or (view is not None and any(
+                    m in self.outputs or m in inputs for m in members.get(root_of(view), [root_of(view)])))):
+                continue
             if view is not None:
                 join(y, view)
                 continue

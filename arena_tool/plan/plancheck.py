@@ -77,16 +77,26 @@ def check(plan: PlanFile, mp: ModelProblem, plan_path: str, pairs: bool = True) 
             problems.append(f"{t.name}: dtype {b.dtype}, the model runs it as {t.dtype}")
         problems += _described(t, b)
         need = max(align, t.alignment or 1)
+        if mp.caller_owned(t):  # in a buffer of its own the application passes: offset 0, shares nothing
+            if b.offset != 0:
+                problems.append(f"{t.name}: offset {b.offset} in its caller-owned buffer, not 0")
+            if b.alias_of is not None:
+                problems.append(f"{t.name}: caller-owned, but alias_of {b.alias_of!r} puts it in the arena")
+            continue
         if b.offset % need:
             problems.append(f"{t.name}: offset {b.offset} is not a multiple of the alignment {need}")
         if b.offset + b.size > arena:
             problems.append(f"{t.name}: ends at {b.offset + b.size} B, past arena_size {arena} B")
     problems += _alias_offsets(bufs)
+    caller = {t.name for t in mp.tensors if mp.caller_owned(t)}
+    problems += [f"{b.name}: alias_of {b.alias_of!r}, a caller-owned buffer outside the arena"
+                 for b in bufs if b.alias_of in caller]
     group = [b.root for b in bufs]
     first, last, off, size = (np.array([getattr(b, k) for b in bufs], dtype=np.int64)
                               for k in ("first_op", "last_op", "offset", "size"))
     names = sorted({b.region or "" for b in bufs})  # a split plan: pairs meet only in one region
-    reg = np.array([names.index(b.region or "") for b in bufs], dtype=np.int64)
+    reg = np.array([names.index(b.region or "") if b.name not in caller else -1 - i  # each its own buffer
+                    for i, b in enumerate(bufs)], dtype=np.int64)
     for i, a in enumerate(bufs if pairs else ()):  # every pair, naively; numpy runs one row of the pair matrix
         rest = slice(i + 1, None)
         hit = (first[i] <= last[rest]) & (first[rest] <= last[i]) & (reg[i] == reg[rest]) & \

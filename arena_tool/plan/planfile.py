@@ -65,8 +65,9 @@ def build(mp: ModelProblem, plan: Plan, problem: Problem, k: int = 1,
                                 workspace=s.workspace) for s in mp.schedule),
         buffers=tuple(PlanBuffer(name=t.name, kind=t.kind, dtype=t.dtype, shape=tuple(t.shape),
                                  elements=t.elements,
-                                 size=root_size[t.name] if t.alias_of is None else t.size,
-                                 offset=root_offset[t.alias_of or t.name], first_op=t.first_op,
+                                 size=root_size[t.name] if t.alias_of is None and not mp.caller_owned(t) else t.size,
+                                 offset=0 if mp.caller_owned(t) else root_offset[t.alias_of or t.name],
+                                 first_op=t.first_op,
                                  last_op=t.last_op, alias_of=t.alias_of, quant=t.quant,
                                  alignment=t.alignment or None) for t in mp.tensors),
     )
@@ -284,6 +285,14 @@ class PlanFile:
     def kind(self) -> str:
         """'onnx' or 'tflite' (``model_kind``, absent: onnx)."""
         return self.model_kind or "onnx"
+
+    @property
+    def in_arena(self) -> tuple[PlanBuffer, ...]:
+        """The buffers the arena holds: all but the caller-owned inputs and outputs (io_buffers:
+        caller), which live in the application's own buffers."""
+        if self.options.io_buffers != "caller":
+            return self.buffers
+        return tuple(b for b in self.buffers if b.kind not in ("input", "output"))
 
     @property
     def by_name(self) -> dict[str, PlanBuffer]:

@@ -10,13 +10,14 @@ peak of that sweep must equal the plan's lower bound; anything else is an arena 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import TYPE_CHECKING, Any, Callable
 
 from arena_tool import __version__
 from arena_tool.core import dtypes
 from arena_tool.plan import planners, planning
-from arena_tool.core.errors import ArenaBug
+from arena_tool.core.errors import ArenaBug, ArenaError
 from arena_tool.core.files import write_atomic
 from arena_tool.core.problem import Buffer, Problem, align_up, fmt_bytes, lower_bound
 from arena_tool.core.schema import check_json
@@ -52,14 +53,16 @@ def _int8_size(plan: PlanFile) -> Callable[[PlanBuffer], int]:
     return size
 
 
-def explain(plan: PlanFile, planner: str, params: planners.Params) -> dict[str, Any]:
+def explain(plan: PlanFile, planner: str, params: planners.Params, io: bool = True) -> dict[str, Any]:
     """The explain report (schemas/explain.schema.json) of one plan file (planfile.load or
     planfile.build).
 
     planner/params plan the comparisons (greedy_size always; the int8 what-if with ``planner``).
     Raises errors.ArenaBug when the live-bytes peak is not the plan's lower bound.
+    io: also plan the model with and without each I/O choice (``io_choices``; the build report,
+    which shows only the peak, leaves them out).
     """
-    bufs = plan.buffers
+    bufs = plan.in_arena
     schedule = plan.schedule
     align = plan.alignment
     by_name = {b.name: b for b in bufs}
@@ -134,6 +137,7 @@ def explain(plan: PlanFile, planner: str, params: planners.Params) -> dict[str, 
     }
 
     ops = []
+    io_doc = {"io": io_choices(plan, planner, params)} if io else {}
     for i, s in enumerate(schedule):
         outs = [by_name[o] for o in s.outputs if o in by_name]
         ws = by_name.get(s.workspace) if s.workspace else None
@@ -158,9 +162,54 @@ def explain(plan: PlanFile, planner: str, params: planners.Params) -> dict[str, 
         "largest": largest,
         "savings": {"naive": naive, "no_alias_lower_bound": no_alias_lb, "lower_bound": peak_bytes,
                     "greedy_arena": greedy.arena_size, "arena": arena,
-                    "techniques": techniques, "dtype": dtype_doc},
+                    "techniques": techniques, "dtype": dtype_doc, **io_doc},
         "ops": ops,
     }
+
+
+IO_CHOICES = (("io", "model", "int8"), ("io_buffers", "arena", "caller"))  # (option, default, the choice)
+
+
+def io_choices(plan: PlanFile, planner: str, params: planners.Params) -> list[dict[str, Any]]:
+    """What ``io: int8`` and ``io_buffers: caller`` save on this model: the model planned with the
+    choice and without it (the one the plan did not make, re-planned from plan.model under the
+    plan's other options), or why a choice does not apply (a float model for io: int8)."""
+    out: list[dict[str, Any]] = []
+    for key, default, choice in IO_CHOICES:
+        chosen = getattr(plan.options, key) == choice
+        row: dict[str, Any] = {"option": key, "choice": choice, "chosen": chosen, "without": None, "with": None,
+                               "saved": None, "why": None}
+        if plan.kind != "onnx":
+            row["why"] = "applies to ONNX models"
+            out.append(row)
+            continue
+        value = default if chosen else choice
+        other = (dataclasses.replace(plan.options, io=value) if key == "io"
+                 else dataclasses.replace(plan.options, io_buffers=value))
+        try:
+            alt = planning.plan_model(plan.model, other, planner, params).plan.arena_size
+        except ArenaError as e:
+            row["why"] = e.msg
+            out.append(row)
+            continue
+        row["without"], row["with"] = (alt, plan.arena_size) if chosen else (plan.arena_size, alt)
+        row["saved"] = row["without"] - row["with"]
+        out.append(row)
+    return out
+
+
+def _io_lines(rows: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for r in rows:
+        name = f"{r['option']}: {r['choice']}"
+        if r["saved"] is None:
+            out.append(f"  {name:<20} does not apply: {r['why']}")
+            continue
+        state = "this plan" if r["chosen"] else "not this plan"
+        saves = (f"saves {fmt_bytes(r['saved'])} ({fmt_bytes(r['without'])} -> {fmt_bytes(r['with'])})"
+                 if r["saved"] > 0 else f"saves nothing here (arena {fmt_bytes(r['with'])} either way)")
+        out.append(f"  {name:<20} {saves}; {state}")
+    return out
 
 
 def _table(header: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
@@ -210,6 +259,8 @@ def render(r: dict[str, Any]) -> str:
             f"(lower bound {fmt_bytes(w['lower_bound'])}), "
             + (f"{fmt_bytes(w['saved'])} less ({w['percent']:.1f} % of naive)" if w["saved"] > 0
                else "no smaller: the buffers that set the peak are already 8-bit or narrower"),
+            *(["", "inputs and outputs (each choice planned with and without it on this model):",
+               *_io_lines(s["io"])] if "io" in s else []),
             "", "per op (live bytes: alias groups once; output bytes of in-place outputs and views marked *):"]
     out += ["  " + x for x in _table(
         ["op", "name", "type", "live B", "output B", "workspace B", ""],

@@ -199,7 +199,7 @@ def _rows(rows: Iterable[Mapping[str, Any]]) -> tuple[BufferRow, ...]:
 def peak_of(plan: PlanFile) -> Peak:
     """explain's peak, live set and largest buffers of a plan (greedy_size for its comparisons:
     this report does not show them, so the cheapest planner)."""
-    r = explain.explain(plan, "greedy_size", planners.Params())  # explain's document: the dict boundary
+    r = explain.explain(plan, "greedy_size", planners.Params(), io=False)  # explain's document: the dict boundary
     return Peak(r["peak_op"], r["peak_name"], r["peak_op_type"], r["peak_bytes"], _rows(r["live_at_peak"]),
                 _rows(r["largest"]))
 
@@ -506,6 +506,9 @@ def _model_html(v: BoardView, m: ModelView) -> list[str]:
             ("headroom", "headroom", _room(m.headroom)),
             ("weights", "weights_bytes", f"{_num(u.weights_bytes)} B"),
             ("model", "model", u.model), ("plan", "plan", u.plan)]
+    if u.caller_io:
+        rows[2:2] = [("caller-owned I/O", "caller_io",
+                      f"{_num(u.caller_io)} B (the application's buffers, outside the arena)")]
     if u.head is not None:
         rows[2:2] = [("TFLM head (the plan)", "head", f"{_num(u.head)} B"),
                      ("TFLM persistent tail", "tail", f"{_num(u.tail or 0)} B")]
@@ -620,6 +623,8 @@ def render_markdown(v: BoardView) -> str:
         out += [f"- {md_escape(n)}" for n in m.notes]
         out.append(f"- model {md_escape(m.use.model)}, plan {md_escape(m.use.plan)}, "
                    f"weights {_num(m.use.weights_bytes)} B")
+        if m.use.caller_io:
+            out.append(f"- caller-owned I/O {_num(m.use.caller_io)} B (the application's buffers, outside the arena)")
         if m.peak is not None:
             out += [f"- {md_escape(_peak_line(m.peak))}", "", "Live at the peak:", ""]
             out += _md_table(_BUFFER_COLUMNS, [_buffer_cells(b, True) for b in m.peak.live], {2, 3})

@@ -85,7 +85,7 @@ class Layout:
 
 def layout(plan: PlanFile) -> Layout:
     """The Layout of a plan file (planfile.load, planfile.build)."""
-    bufs = plan.buffers
+    bufs = plan.in_arena
     by_name = {b.name: b for b in bufs}
     rects = tuple(Rect(i, b.name, b.kind, b.dtype, b.shape, b.size, b.offset, b.first_op, b.last_op, b.alias_of)
                   for i, b in enumerate(bufs))

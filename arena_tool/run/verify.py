@@ -138,9 +138,13 @@ def verify(model_path: str, plan: PlanFile) -> VerifyResult:
     for r in plan.regions or ():
         base[r.name], top = top, top + r.arena_size
     offset = [b.offset + base.get(b.region or "", 0) for b in buffers]
+    # Caller-owned inputs and outputs (io_buffers: caller) each in a buffer of their own, past the arena.
+    size = max(top, plan.arena_size)
+    for i, b in enumerate(buffers):
+        if plan.options.io_buffers == "caller" and b.kind in ("input", "output"):
+            offset[i], size = size + b.offset, size + b.size
     group_arr = np.array(group, dtype=np.int64)
     ref = reference(model_path, plan)
-    size = plan.arena_size
     arena = np.zeros(size, dtype=np.uint8)
     owner = np.full(size, -1, dtype=np.int64)  # tensor index of the last writer
     wop = np.full(size, -1, dtype=np.int64)  # op index of the last write (-1: graph input)
@@ -226,7 +230,7 @@ def verify(model_path: str, plan: PlanFile) -> VerifyResult:
             if first_bad(tid[b.name]) is not None:
                 return clobber(tid[b.name], "the graph output")
     return VerifyResult(True, reads, message=f"ok: {reads} tensor reads intact in {len(schedule)} ops, "
-                                              f"arena {size} B")
+                                              f"arena {plan.arena_size} B")
 
 
 def main_verify(model: str, plan_path: str) -> int:

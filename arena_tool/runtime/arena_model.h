@@ -47,6 +47,9 @@
  *   else rc is an arena_status_t and failed the index of the op that stopped
  *       (m->ops[failed].name and .op_type name it; -1 when no op ran).
  *
+ * A model planned with io_buffers: caller keeps its inputs and outputs outside the arena: run it
+ * with arena_run_io(m, base, inputs, outputs, &failed), the application's buffers (see below).
+ *
  * arena_run touches only the model's slice [base, base + m->arena_size) and its
  * constants; outputs stay valid until the next arena_run over the same bytes
  * (in sequential sharing, any model). It keeps no state between calls.
@@ -197,6 +200,55 @@ typedef enum {
  * *failed_op (when not NULL) is the index of the op that failed. A split model
  * (n_regions > 1) reads its regions from m->regions; base must be regions[0].base. */
 int arena_run(const arena_model_t *m, uint8_t *base, int *failed_op);
+
+/* io_buffers: caller. The model's graph inputs and outputs live outside the arena, each in a
+ * buffer of its own (a camera's DMA buffer, say): region "caller" of m->regions, whose tables
+ * are writable. Points input k at inputs[k] and output k at outputs[k] (NULL, or a NULL entry:
+ * keep the buffer it has; each of at least the tensor's size in bytes, aligned for its
+ * type), the model's arena slice at base, then runs arena_run. ARENA_ERR_BOUNDS for a model
+ * without caller-owned buffers. Until then the tables point at weak default buffers
+ * <model>_input<k> / <model>_output<k> (the model's header declares them; define your own of
+ * the same name to place them), so arena_run and arena_tensor_data work as for any model. */
+static inline int arena_is_caller_region(const arena_region_t *r)
+{
+    static const char caller[] = "caller";
+    int i;
+    for (i = 0; i < (int)sizeof caller; ++i) {
+        if (r->name == NULL || r->name[i] != caller[i]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static inline int arena_run_io(const arena_model_t *m, uint8_t *base, void *const *inputs,
+                               void *const *outputs, int *failed_op)
+{
+    arena_region_t *regions = (arena_region_t *)(uintptr_t)m->regions; /* writable: see above */
+    uint32_t k, callers = 0u;
+    for (k = 0u; regions != NULL && m->tensor_regions != NULL && k < m->n_regions; ++k) {
+        callers += (uint32_t)arena_is_caller_region(&regions[k]);
+    }
+    if (failed_op != NULL) {
+        *failed_op = -1;
+    }
+    if (callers == 0u) {
+        return ARENA_ERR_BOUNDS;
+    }
+    if (m->n_regions == callers + 1u) { /* one arena (not split): its slice is wherever base says */
+        regions[0].base = base;
+    }
+    for (k = 0u; k < m->n_inputs + m->n_outputs; ++k) {
+        int32_t t = k < m->n_inputs ? m->inputs[k] : m->outputs[k - m->n_inputs];
+        void *const *given = k < m->n_inputs ? inputs : outputs;
+        void *p = given != NULL ? given[k < m->n_inputs ? k : k - m->n_inputs] : NULL;
+        uint8_t r = m->tensor_regions[t];
+        if (p != NULL && r < m->n_regions && arena_is_caller_region(&regions[r])) {
+            regions[r].base = (uint8_t *)p;
+        }
+    }
+    return arena_run(m, base, failed_op);
+}
 
 /* Boards with weights in RAM (weights: <region>) define it in their generated arena
  * source: it copies the weights from their load image in flash. It is a constructor,

@@ -82,6 +82,7 @@ class ModelUse:
     regions: tuple[tuple[str, int], ...] = ()  # a split plan: (region, arena bytes there), fastest first
     weights_region: str = "flash"  # where the weights run from (weights: <region> copies them there)
     weights_ram: int = 0  # bytes they take in that region (split_arena.weights_ram_bytes), 0 in flash
+    caller_io: int = 0  # io_buffers: caller: bytes of the inputs and outputs the application owns, outside the arena
 
     @property
     def proven(self) -> bool:
@@ -98,7 +99,8 @@ class ModelUse:
                 **({"head": self.head, "tail": self.tail} if self.head is not None else {}),
                 **({"regions": dict(self.regions)} if self.regions else {}),
                 **({"weights_region": self.weights_region, "weights_ram": self.weights_ram}
-                   if self.weights_region != "flash" else {})}
+                   if self.weights_region != "flash" else {}),
+                **({"caller_io": self.caller_io} if self.caller_io else {})}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModelUse:
@@ -109,7 +111,8 @@ class ModelUse:
                    model_sha256=str(doc["model_sha256"]), weights_bytes=int(doc["weights_bytes"]),
                    head=doc.get("head"), tail=doc.get("tail"),
                    regions=tuple((str(k), int(v)) for k, v in (doc.get("regions") or {}).items()),
-                   weights_region=str(doc.get("weights_region", "flash")), weights_ram=int(doc.get("weights_ram", 0)))
+                   weights_region=str(doc.get("weights_region", "flash")), weights_ram=int(doc.get("weights_ram", 0)),
+                   caller_io=int(doc.get("caller_io", 0)))
 
 @dataclasses.dataclass(frozen=True)
 class BoardProblem:
@@ -419,6 +422,10 @@ def summary(reps: Sequence[BoardReport]) -> str:
                      f"{room} {fmt_bytes(abs(d.headroom))}  {'+'.join(split) or d.region} {bar(d.percent)} "
                      f"{d.percent:.1f}%" + ("  WARNING" if d.status == "warn" else ""))
         lines += summary_lines(d)
+        callers = [m for m in d.models if m.caller_io]
+        if callers:
+            lines.append("  caller-owned I/O (the application's buffers, outside the arena and its budget): "
+                         + ", ".join(f"{m.name} {fmt_bytes(m.caller_io)}" for m in callers))
         lines += ["  " + ln for ln in usage_lines(d)]
         if d.runtime == "tflm":
             lines += [f"  tflm {m.name}: tensor_arena {fmt_bytes(m.arena_size)} = head {fmt_bytes(m.head)}"
