@@ -275,7 +275,7 @@ def test_explain_states_what_each_choice_saves(capsys):
 
 
 def _gate_message(tmp_path: Path, path: Path, options: ModelOptions, board: str) -> str:
-    from test_report import target
+    from builders import target
 
     t = target(tmp_path, board, models="m")
     plan = _plan(path, options).plan_file
