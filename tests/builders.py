@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from arena_tool.core.problem import ModelOptions
 from arena_tool.plan import planfile
 from arena_tool.target import manifest
 
@@ -57,6 +58,9 @@ def set_budget(proj: Path, board: str, budget: str) -> None:
     else:
         text = re.sub(rf"(  - name: {board}\n(?:    .*\n)*?    budget: )\S+", rf"\g<1>{budget}", text)
     path.write_text(text)
+
+
+CHAIN_OPTIONS = ModelOptions(alignment=16, bitwidths=(("T2", 4),), scratch="row")  # the `planned` fixture's
 
 
 # --- a board target and plan files for the gate ---------------------------------------------

@@ -39,6 +39,18 @@ def light_models() -> list[Path]:
     return sorted(folder.glob("*.onnx"))
 
 
+@pytest.fixture
+def planned(tmp_path):
+    """(path, PlannedModel) of models.chain() planned by greedy_size under builders.CHAIN_OPTIONS
+    (16 B alignment, a 4-bit tensor, row scratch): a small plan file with every kind of field."""
+    import models
+    from arena_tool.plan import planners, planning
+    from builders import CHAIN_OPTIONS
+
+    path = models.save(models.chain(), tmp_path / "chain.onnx")
+    return path, planning.plan_model(path, CHAIN_OPTIONS, "greedy_size", planners.Params())
+
+
 @pytest.fixture(scope="session")
 def qcache(tmp_path_factory):
     """One folder of int8 twins (tests/quantized.py) for the whole run: each is made once."""
