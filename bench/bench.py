@@ -23,6 +23,8 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -30,14 +32,14 @@ from arena_tool.model import csvio  # noqa: E402
 from arena_tool.plan import validate  # noqa: E402
 from arena_tool.core.errors import ArenaError  # noqa: E402
 from arena_tool.plan.planners import PLANNERS, Params  # noqa: E402
-from arena_tool.core.problem import Problem, lower_bound  # noqa: E402
+from arena_tool.core.problem import Plan, Problem, lower_bound  # noqa: E402
 from bench.problems import MODES, random_problem  # noqa: E402
 
 
 PEERS = ("greedy_size", "greedy_conflicts", "hill_climb", "xla_best_fit", "tflite_gpu", "tflite_cpu")
 
 
-def problems(args: argparse.Namespace):
+def problems(args: argparse.Namespace) -> Iterator[tuple[str, Problem]]:
     """Yield (name, Problem) in a stable order."""
     for d in args.models:
         from arena_tool.model import liveness
@@ -57,7 +59,7 @@ def problems(args: argparse.Namespace):
         yield f"random-{tag}{n}-s{seed}", random_problem(n, seed, mode=args.mode)
 
 
-def run_one(name: str, fn, problem: Problem, params: Params) -> dict:
+def run_one(name: str, fn: Callable[[Problem, Params], Plan], problem: Problem, params: Params) -> dict[str, Any]:
     t0 = time.perf_counter()
     plan = fn(problem, params)
     secs = time.perf_counter() - t0

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import onnx
 
@@ -27,7 +28,7 @@ import quantized as Q  # noqa: E402
 import zoo  # noqa: E402
 
 
-def run(model: Path, board: str, out: Path) -> dict:
+def run(model: Path, board: str, out: Path) -> dict[str, Any]:
     report = out / f"{model.stem}.json"
     subprocess.run([sys.executable, "-m", "arena_tool.cli", "run", str(model), "--board", board,
                     "--json", str(report)], cwd=ROOT, capture_output=True, text=True, timeout=1800)

@@ -44,7 +44,7 @@ def copy_example(dest: Path) -> None:
                     ignore=shutil.ignore_patterns("__pycache__", "build"))
 
 
-def scons(cwd: Path, *args: str) -> tuple[float, subprocess.CompletedProcess]:
+def scons(cwd: Path, *args: str) -> tuple[float, subprocess.CompletedProcess[str]]:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     if not KEEP_NO_BYTECODE:
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # Python's default: cache bytecode

@@ -39,7 +39,7 @@ def random_problem(n: int, seed: int, alignment: int = 16, mode: str = "network"
     t = 0
     cur = 0  # index of the tensor the next op reads
 
-    def add(size: int, start: int, end: int) -> int:
+    def add(size: float, start: int, end: int) -> int:
         size = max(alignment, -(-int(size) // alignment) * alignment)
         bufs.append(Buffer(f"t{len(bufs)}", size, start, end, alignment))
         return len(bufs) - 1

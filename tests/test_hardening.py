@@ -423,46 +423,33 @@ def test_cli_check_with_a_damaged_plan_file(tmp_path: Path, capsys: pytest.Captu
     assert f"{plan}" in err and "not JSON" in err and "damaged?" in err
 
 
-def _site_tool() -> Any:
-    spec = importlib.util.spec_from_file_location("arena_site_tool", ROOT / "site_scons" / "site_tools" / "arena.py")
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
-
-
-class _Node:
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.abspath = os.path.abspath(path)
-
-
 def test_scons_gate_with_a_truncated_plan_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    tool = _site_tool()
+    """The gate step (what the SCons tool's ArenaGate runs) on a plan cut short: one located line, exit 2."""
+    from arena_tool import build_steps
+
     (tmp_path / "m.onnx").write_bytes(b"")
     (tmp_path / "arena.yaml").write_text(MANIFEST)
     target = manifest.target_doc(manifest.load(str(tmp_path / "arena.yaml")).targets[0])
     plan = tmp_path / "kws.plan.json"
     plan.write_text('{"format_version": 1, "model": "m.on')
-    state = tool._State({target["name"]: target})
+    build = build_steps.Build({target["name"]: target})
     gate = str(tmp_path / "arena_gate.json")
-    state.gates[gate] = (target["name"], [], str(tmp_path / "arena_report.json"))
+    build.gates[gate] = build_steps.Gate(target["name"], (), str(tmp_path / "arena_report.json"))
     with pytest.raises(SystemExit) as info:
-        tool._gate_action([_Node(gate)], [_Node(str(plan))], {"ARENA_STATE": state})
+        build_steps.guarded(lambda: build_steps.gate(build, [gate], [str(plan)]))
     err = capsys.readouterr().err
     assert info.value.code == 2 and "Traceback" not in err and "arena bug" not in err
     assert f"{plan}:1:" in err and "not JSON" in err and "delete it and run scons again" in err
 
 
 def test_scons_action_turns_an_oserror_into_exit_2(capsys: pytest.CaptureFixture) -> None:
-    tool = _site_tool()
+    from arena_tool import build_steps
 
-    @tool._guarded
-    def action(target: Any, source: Any, env: Any) -> None:
+    def action() -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "build/x.c")
 
     with pytest.raises(SystemExit) as info:
-        action([], [], {})
+        build_steps.guarded(action)
     err = capsys.readouterr().err
     assert info.value.code == 2 and "build/x.c: error: cannot access the file: No space left on device" in err
     assert "Traceback" not in err
@@ -482,13 +469,14 @@ def test_truncated_manifest_cache_is_rebuilt(tmp_path: Path) -> None:
 
 
 def test_scons_path_escapes_dollars() -> None:
-    tool = _site_tool()
-    assert tool.scons_path("models/a$b.onnx") == "models/a$$b.onnx"
     from SCons.Environment import Environment
 
+    from arena_tool.builder.build_graph import scons_path
+
+    assert scons_path("models/a$b.onnx") == "models/a$$b.onnx"
     env = Environment(tools=[])
-    assert env.File(tool.scons_path("models/a$b.onnx")).path == os.path.join("models", "a$b.onnx")
-    assert env.File(tool.scons_path("models/net")).path == os.path.join("models", "net")
+    assert env.File(scons_path("models/a$b.onnx")).path == os.path.join("models", "a$b.onnx")
+    assert env.File(scons_path("models/net")).path == os.path.join("models", "net")
 
 
 @pytest.mark.skipif(shutil.which("scons") is None and importlib.util.find_spec("SCons") is None,

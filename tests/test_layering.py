@@ -1,4 +1,5 @@
-"""arena_tool's imports point one way: core < model < plan < target < emit < builder < run < report < cli.
+"""arena_tool's imports point one way: core < model < plan < target < emit < builder < run < report < cli
+(and build_steps, the SCons tool's actions, beside cli).
 
 Read from the source with ast (nothing is imported), every import counts: top level, under
 TYPE_CHECKING and inside functions. A module may import its own stage (without a cycle) and
@@ -18,12 +19,15 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "arena_tool"
 STAGES = ("core", "model", "plan", "target", "emit", "builder", "run", "report")
-TOP = ("arena_tool.cli", "arena_tool.__main__")  # above every stage
+# above every stage: the command line, and the SCons tool's steps (each runs stages up to the report's views)
+TOP = ("arena_tool.cli", "arena_tool.__main__", "arena_tool.build_steps")
 
 # importer -> the modules it may import inside a function, and why (None: every one).
 LAZY: dict[str, tuple[frozenset[str] | None, str]] = {
     "arena_tool.cli": (None, "each command imports its stages when it runs: `arena-tool --help` and a "
                              "CSV plan import no onnx, matplotlib or TFLM"),
+    "arena_tool.build_steps": (None, "every SCons run, a no-op one too, imports it for Build and as_recorded; "
+                                     "a step imports its stages when it runs, and a no-op build runs none"),
     "arena_tool.builder.noop_cache": (None, "a cache hit imports nothing but json, os and hashlib "
                                                 "(a no-op build starts here)"),
     "arena_tool.builder.build_graph": (frozenset({"arena_tool.target.manifest", "arena_tool.target.boards"}),

@@ -1,4 +1,5 @@
-"""arena_tool/ type-checks under mypy --strict (the [tool.mypy] section of pyproject.toml).
+"""arena_tool/, the SCons tool (site_scons/) and bench/ type-check under mypy --strict (the
+[tool.mypy] section of pyproject.toml).
 
 Skipped where mypy is not installed (``pip install -e '.[test]'`` brings it), except
 under ARENA_REQUIRE_TOOLS=1 (.ci/run), where that is a failure: CI never goes green
@@ -16,6 +17,13 @@ import sys
 import pytest
 
 from conftest import ROOT
+
+
+def test_mypy_checks_the_package_the_scons_tool_and_bench() -> None:
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert config["strict"] is True and set(config["files"]) >= {"arena_tool", "site_scons", "bench"}
 
 
 def test_arena_tool_type_checks_strict() -> None:

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Union
 
@@ -149,6 +149,20 @@ class UserFlags(_Fields):
     cppdefines: Any = ()
     libpath: Any = ()
 
+    @classmethod
+    def of(cls, get: Callable[[str], Any]) -> UserFlags:
+        """The flags of an environment whose variable ``name`` is ``get(name)`` (an SCons env's
+        ``get``): a string CCFLAGS/LINKFLAGS split into words, a string CPPPATH/LIBS one item."""
+        out: dict[str, Any] = {}
+        for var in ("CCFLAGS", "LINKFLAGS", "CPPPATH", "LIBS"):
+            value = get(var)
+            if isinstance(value, str):
+                value = value.split() if var in ("CCFLAGS", "LINKFLAGS") else [value]
+            out[var.lower()] = tuple(value) if value else ()
+        for var in ("CFLAGS", "CPPDEFINES", "LIBPATH"):
+            out[var.lower()] = get(var) or []
+        return cls(**out)
+
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Toolchain(_Fields):
@@ -206,6 +220,13 @@ class BoardNodes(_Fields):
     all: tuple[str, ...]
     top: tuple[str, ...]
     named: tuple[str, ...] = ()
+
+    def groups(self) -> dict[str, tuple[str, ...]]:
+        """The board's files by role, as ``ArenaFirmware`` returns them (``elf`` when linking)."""
+        out = {"plans": self.plans, "gate": (self.gate,), "tables": self.tables, "arena": self.arena,
+               "ld": (self.ld,), "report": (self.report,), "views": self.views, "generated": self.generated,
+               "all": self.all, "top": self.top}
+        return {**out, "elf": (self.elf,)} if self.elf else out
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -564,6 +585,12 @@ def gates_alias(env_key: str) -> str:
 
 
 # ---------------------------------------------------------------- scons -h
+
+
+def no_gcc_text(gcc: str) -> str:
+    """What a build that would link says when the cross gcc is missing."""
+    return (f"arena: {gcc} not found on PATH: stopping after plans, C tables and linker scripts "
+            "(install gcc-arm-none-eabi to link and check the ELF)")
 
 
 def help_text(manifest: Mapping[str, Any]) -> str:

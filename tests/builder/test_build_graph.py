@@ -344,12 +344,6 @@ while todo:
     if n.get_suffix() in (".o", ".elf"):
         var = "CCFLAGS" if n.get_suffix() == ".o" else "LINKFLAGS"
         nodes[name(n)]["flags"] = [str(f) for f in n.get_build_env()[var]]
-        # the -D/-I and -L/-l text the tool computes once, and the command line as SCons's helpers make it
-        be = n.get_build_env()
-        com, ours, theirs = (("CCCOM", "$ARENA_CCCOMCOM", "$_CCCOMCOM") if n.get_suffix() == ".o" else
-                             ("ARENA_LINKCOM", "$ARENA_LIBFLAGS", "$_LIBDIRFLAGS $_LIBFLAGS"))
-        line = lambda text: be.subst(text, 0, e.get_all_targets(), e.get_all_sources())
-        nodes[name(n)]["helpers"] = [ours in be[com], line("$" + com) == line(be[com].replace(ours, theirs))]
     if n.name == "arena_gate.json":  # what SCons's own scan of its sources finds, what it ignores
         n.scan()
         nodes[name(n)]["implicit"] = [name(i) for i in n.implicit]
@@ -398,7 +392,6 @@ def test_scons_tool_wires_the_graph(tmp_path: Path, monkeypatch: pytest.MonkeyPa
             if n.kind in ("object", "elf"):
                 e = g.env(n.env)
                 want[name(t)]["flags"] = list(e.ccflags if n.kind == "object" else (n.linkflags or e.linkflags))
-                want[name(t)]["helpers"] = [True, True]
             if n.kind == "gate" and t == n.targets[0]:  # the manifest scanner: what it names for that board
                 want[name(t)].update(implicit=[name(f) for f in g.board(n.board).named], ignore=[name(n.manifest)])
     assert got["nodes"].keys() == want.keys()

@@ -1,0 +1,459 @@
+"""What each node of the build graph does: the actions of a firmware build as plain functions
+over file paths, without SCons.
+
+``build_graph`` says which files a build makes from which; this module makes them. The SCons
+tool (``site_scons/site_tools/arena.py``) maps each node ``kind`` to one builder whose action
+calls the function of that name here as ``step(build, targets, sources)``: the build's
+:class:`Build`, then paths relative to the project (where SCons runs every action), a Value as
+its text::
+
+    plan          planning.plan_model -> the plan file
+    tables        codegen.model_sources, only from a plan plancheck.verified finds true to its model
+    tflm          the planned .tflite and TFLM's measured arena (runtime: tflm)
+    tflm_tables   the planned model as a const C array
+    gate          gate.gate; once it passes, the board's arena C file and linker script (or fragment)
+    elf           ``link(build, elf, command, env)``: the link, its output captured; then check_elf
+    final_report  the gate's report, measured on the ELF when linked, and its views
+    run           the run alias: each ELF under QEMU, its run_report.json
+
+Every function raises ArenaError for what the user can fix; ``guarded`` renders it once and
+turns it into the build's exit status (1 a failed check, 2 an input error, 3 an arena bug).
+A board whose gate, link or ELF check fails gets its ``arena_report.json`` (and its views)
+saying why, and loses its generated files, so no stale script or ELF survives.
+
+It sits on top of the stages, beside ``cli`` (tests/test_layering.py): a step runs stages up
+to the report's views. Each step imports what it uses when it runs: every SCons run, a no-op
+one too, imports this module for :class:`Build` and ``as_recorded``, and a no-op build runs no
+step.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from arena_tool.model.lowering import Lowered
+    from arena_tool.target.manifest import BoardTarget
+    from arena_tool.target.board_report import BoardProblem, BoardReport
+    from arena_tool.plan.planfile import PlanFile
+
+REBUILD = "delete it and run scons again: arena makes it anew"
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One board's gate: the board, the files its failure deletes, its report's path."""
+
+    board: str
+    deleted: tuple[str, ...]
+    report: str
+
+
+@dataclass(frozen=True)
+class Elf:
+    """One board's ELF: the board, its gate's, its report's and its run report's paths."""
+
+    board: str
+    gate: str
+    report: str
+    run_report: str
+
+
+@dataclass
+class Build:
+    """What one build's actions look up by target path (one per ``ArenaFirmware`` call).
+
+    docs: board name -> its target document (``manifest.target_doc``, from the manifest cache);
+    ``target(name)`` makes its ``manifest.BoardTarget`` the first time an action asks (a no-op
+    build runs no action, so it never imports the manifest's types); gates, elves: by the
+    gate's and the ELF's path; lowered: (plan path, model sha) -> the lowered model the coverage
+    check reads (a model shared by boards is lowered once per build); written: the reports a
+    failure wrote during this build (the summary shows those boards too); qemu_timeout: seconds
+    a firmware may run under the run alias.
+    """
+
+    docs: Mapping[str, Mapping[str, Any]]
+    qemu_timeout: float = 60.0
+    gates: dict[str, Gate] = field(default_factory=dict)
+    elves: dict[str, Elf] = field(default_factory=dict)
+    lowered: dict[tuple[str, str], Lowered] = field(default_factory=dict)
+    written: set[str] = field(default_factory=set)
+    _targets: dict[str, BoardTarget] = field(default_factory=dict)
+
+    def target(self, name: str) -> BoardTarget:
+        """The manifest.BoardTarget of board ``name``, its board included (made once per build)."""
+        t = self._targets.get(name)
+        if t is None:
+            from arena_tool.target import manifest
+
+            t = self._targets[name] = manifest.target_from_doc(dict(self.docs[name]))
+        return t
+
+    def board_of_report(self, path: str) -> str:
+        return next(g.board for g in self.gates.values() if os.path.normpath(g.report) == os.path.normpath(path))
+
+
+def guarded(body: Callable[[], None]) -> None:
+    """Run one action: an ArenaError is its message (the gate's lines as they stand) and its exit
+    code, an OSError the machine's (exit 2), anything else an arena bug (traceback, exit 3).
+
+    SCons turns SystemExit into ExplicitExit, which keeps the code: the build stops as for any
+    failure and the signature database is still written."""
+    from arena_tool.core.errors import EXIT_BUG, EXIT_USAGE, ArenaError, os_error
+
+    try:
+        body()
+    except ArenaError as err:
+        text = err.msg if err.msg.startswith("arena: ") and not err.file else err.render()
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+        raise SystemExit(err.exit_code) from None
+    except OSError as err:  # disk full, read-only build folder: the machine's, not an arena bug
+        sys.stderr.write(os_error(err, "access the file").render() + "\n")
+        sys.stderr.flush()
+        raise SystemExit(EXIT_USAGE) from None
+    except Exception:  # an arena bug: keep the traceback
+        import traceback
+
+        traceback.print_exc()
+        sys.stderr.write("arena: this is an arena bug; please report it\n")
+        raise SystemExit(EXIT_BUG) from None
+
+
+def _posix(path: str) -> str:
+    return path.replace(os.sep, "/")
+
+
+def _symbol(c_path: str) -> str:
+    """model_<symbol>.c -> <symbol>."""
+    return os.path.basename(c_path)[len("model_"):-len(".c")]
+
+
+# ---------------------------------------------------------------- per model
+
+
+def plan(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
+    """<model>.plan.json <- [model, Value(options key): its JSON text]."""
+    from arena_tool.core import progress
+    from arena_tool.plan import planfile, planners, planning
+    from arena_tool.core.problem import ModelOptions
+
+    model, spec = sources[0], json.loads(sources[1])
+    options = ModelOptions.from_doc(spec["options"])
+    # a status line only when asked: it would garble the build's normal (and -j) output
+    shown = progress.for_stream(sys.stderr, True) if os.environ.get("ARENA_PROGRESS") == "1" else None
+    params = planners.Params(k=spec["k"], time_limit=spec["time_limit"], progress=shown)
+    regions = [tuple(r) for r in spec.get("regions", ())]  # a split arena: (region, capacity) fastest first
+    result = planning.plan_model(_posix(model), options, spec["planner"], params, regions)
+    planfile.write(targets[0], result.plan_file)
+
+
+def tables(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
+    """model_<symbol>.{c,h} <- [plan, model]: only from a plan plancheck.check finds true to the model."""
+    from arena_tool.emit import codegen
+    from arena_tool.plan import plancheck
+
+    p, lowered = plancheck.verified(sources[0], _posix(sources[1]))
+    header, body = codegen.model_sources(p, lowered, _symbol(targets[0]))
+    codegen.write(targets[1], header)
+    codegen.write(targets[0], body)
+
+
+def tflm(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
+    """[<model>.tflm.json, <model>.planned.tflite] <- [plan, model.tflite]: the planned model and TFLM's arena."""
+    from arena_tool.plan import planfile
+    from arena_tool.core.files import write_atomic
+    from arena_tool.run.tflm import tflm_measure
+
+    data, alloc = tflm_measure(_posix(sources[1]), planfile.load(sources[0]), sources[0])
+    write_atomic(targets[1], data)
+    write_atomic(targets[0], json.dumps(alloc, indent=1, sort_keys=True) + "\n")
+
+
+def tflm_tables(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
+    """model_<symbol>.{c,h} <- [<model>.planned.tflite, <model>.tflm.json]."""
+    from arena_tool.emit import codegen
+
+    with open(sources[0], "rb") as f:
+        data = f.read()
+    with open(sources[1], encoding="utf-8") as f:
+        alloc = json.load(f)
+    header, body = codegen.tflm_model_sources(_symbol(targets[0]), data, alloc["head"], alloc["tail"])
+    codegen.write(targets[1], header)
+    codegen.write(targets[0], body)
+
+
+# ---------------------------------------------------------------- per board
+
+
+def _write_failed(build: Build, path: str, rep: BoardReport) -> None:
+    """A failed board's report and its views."""
+    from arena_tool.target import board_report
+
+    board_report.write(path, rep)
+    _write_views(build, path, rep)
+    build.written.add(path)
+
+
+def _write_views(build: Build, json_path: str, rep: BoardReport, elf: str | None = None) -> None:
+    """arena_report.{html,md} beside arena_report.json, from the same report (htmlreport)."""
+    from arena_tool.report import htmlreport
+
+    board = build.target(build.board_of_report(json_path)).board
+    htmlreport.write(json_path, rep, htmlreport.Memory.of_board(board), elf)
+
+
+def _runtime_problems(build: Build, board: str, name: str, model_path: str, plan_path: str,
+                      p: PlanFile) -> list[BoardProblem]:
+    """gate.runtime_problems of one model; a model shared by boards is lowered once per build."""
+    from arena_tool.builder import gate as gate_module
+    from arena_tool.plan import plancheck
+
+    key = (plan_path, p.model_sha256)
+    lowered = build.lowered.get(key)
+    if lowered is None:
+        lowered = build.lowered[key] = plancheck.lowered_model(model_path, p)
+    return gate_module.runtime_problems(board, name, p, lowered)
+
+
+def gate(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
+    """[arena_gate.json, arena C file, its header, linker script] <- [every plan, every tflm.json
+    (runtime: tflm), ...]: gate.gate; a failure writes the report, deletes the board's
+    generated files and raises; a pass writes what follows from the report."""
+    from arena_tool.plan import planfile
+    from arena_tool.target import board_report
+    from arena_tool.builder import gate as gate_module
+    from arena_tool.core.errors import ArenaError
+    from arena_tool.core.files import read_json
+
+    g = build.gates[targets[0]]
+    t = build.target(g.board)
+    plans = [(spec.name, path, planfile.load(path, REBUILD)) for spec, path in zip(t.models, sources)]
+
+    def fastest(min_size: int, reserve: int) -> str | None:
+        try:
+            return t.board.fastest_region(min_size, reserve=reserve).name
+        except ArenaError:
+            return None
+
+    problems: list[BoardProblem] = []
+    alloc = None
+    if t.runtime == "tflm":  # then one tflm.json per model: TFLM's measured tail
+        n = len(t.models)
+        alloc = {spec.name: read_json(path, "TFLM allocation file", REBUILD)
+                 for spec, path in zip(t.models, sources[n:2 * n])}
+    elif t.runtime != "none":
+        for spec, (_, path, p) in zip(t.models, plans):
+            problems += _runtime_problems(build, t.name, spec.name, spec.path, path, p)
+    rep = gate_module.gate(t, plans, fastest, problems, tflm=alloc)
+    board_report.write(targets[0], rep)
+    failed = board_report.failure(rep)
+    if failed is not None:
+        for path in g.deleted:
+            if os.path.exists(path):
+                os.unlink(path)
+        _write_failed(build, g.report, rep)
+        raise failed
+    if rep.warning:
+        sys.stdout.write(rep.warning + "\n")
+    if len(targets) > 1:
+        write_arena(rep, targets[1], targets[2])
+        if t.linker == "fragment":
+            _write_fragment(rep, t, targets[3])
+        else:
+            _write_ld(rep, t.board, targets[3])
+
+
+def write_arena(rep: BoardReport, c_path: str, h_path: str) -> None:
+    """arena_board.{c,h} (runtime tflm: tflm_arena.{c,h}) from a gate's report."""
+    from arena_tool.emit import codegen
+
+    if rep.runtime == "tflm":
+        header, body = codegen.tflm_arena_sources(rep.board, rep.arena_size, rep.bases)
+    else:
+        header, body = codegen.arena_sources(rep.board, rep.arena_size, rep.bases, rep.alignment, rep.regions)
+    codegen.write(h_path, header)
+    codegen.write(c_path, body)
+
+
+def arena_sources(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
+    """arena_board.{c,h} <- a gate's report (the ArenaArena builder)."""
+    from arena_tool.target import board_report
+
+    write_arena(board_report.read(sources[0]), targets[0], targets[1])
+
+
+def linker_script(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
+    """<board>.ld <- [a gate's report, the board file] (the ArenaLinkerScript builder)."""
+    from arena_tool.target import board_report, boards
+
+    _write_ld(board_report.read(sources[0]), boards.load_board_file(sources[1]), targets[0])
+
+
+def _write_ld(rep: BoardReport, board: Any, path: str) -> None:
+    """<board>.ld for the gate's report on ``board`` (a boards.Board)."""
+    from arena_tool.emit import linker
+
+    text = linker.render(board, rep.region, rep.arena_size, rep.reserve_stack, rep.reserve_heap,
+                         arena_align=rep.alignment, arena_input=".tensor_arena" if rep.runtime == "tflm" else ".arena",
+                         regions=rep.regions)
+    linker.write(path, text)
+
+
+def _write_fragment(rep: BoardReport, t: BoardTarget, path: str) -> None:
+    """arena_fragment.ld for the board's own linker script, after checking that script for the
+    resolved region (region: auto is known only now)."""
+    from arena_tool.emit import linker_fragment
+    from arena_tool.target import linkscript
+
+    board, script = t.board, t.linker_script
+    assert script is not None, "linker: fragment names the project's script (manifest)"
+    names = dict(t.linker_regions)
+    needed = linkscript.needed_names(linker_fragment.regions_of(board, rep), names)
+    origins = {r.name: r.origin for r in (*board.ram, board.flash)}
+    linkscript.check_script(script, needed, field="linker_script", origins=origins)
+    linker_fragment.write(path, linker_fragment.render_for_report(board, rep, names))
+
+
+def link(build: Build, elf: str, command: Sequence[str], env: Mapping[str, str]) -> None:
+    """Run the link ``command`` with its output captured: a failed link still writes the board's
+    report (status over, naming the region, when ld says one overflowed; else error, exit 2)."""
+    from arena_tool.emit import linker
+    from arena_tool.target import board_report
+    from arena_tool.core.errors import EXIT_USAGE, ArenaError
+
+    try:
+        p = subprocess.run(list(command), env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    except OSError as err:
+        raise ArenaError(f"cannot run the linker {command[0]}: {err}", hint="check gcc_prefix= and PATH") from None
+    out = sys.stdout if p.returncode == 0 else sys.stderr
+    out.write(p.stdout)
+    out.flush()
+    if p.returncode == 0:
+        return
+    e = build.elves[elf]
+    t = build.target(e.board)
+    rep = linker.link_failure(board_report.read(e.gate), p.stdout, t.board.flash.name, _region_lengths(t))
+    _write_failed(build, e.report, rep)
+    failed = board_report.failure(rep)
+    assert failed is not None, "a failed link is a failed report"
+    if rep.status == "error":
+        failed.exit_code = EXIT_USAGE  # not a budget: a source or a flag the linker refused
+    raise failed
+
+
+def _region_lengths(t: BoardTarget) -> dict[str, int]:
+    """Region name -> bytes for a failed link's messages: the board's RAM regions, and with
+    linker: fragment the MEMORY regions of the user's script (whose names ld reports)."""
+    lengths = {r.name: r.length for r in t.board.ram}
+    if t.linker == "fragment" and t.linker_script:
+        from arena_tool.target import linkscript
+
+        lengths.update(linkscript.memory_lengths(t.linker_script))
+    return lengths
+
+
+def check_elf(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
+    """The ELF check against the gate's report; a failure deletes the ELF and says so in the report."""
+    from arena_tool.run import elfcheck
+    from arena_tool.target import board_report
+    from arena_tool.core.errors import ArenaError
+
+    elf = targets[0]
+    e = build.elves[elf]
+    rep = board_report.read(e.gate)
+    try:
+        elfcheck.check(elf, build.target(e.board).board, rep)
+    except ArenaError as err:
+        if os.path.exists(elf):
+            os.unlink(elf)
+        msg = err.msg if err.msg.startswith(rep.board + ": ") else f"{rep.board}: {err.msg}"
+        _write_failed(build, e.report, board_report.with_problem(rep, board_report.BoardProblem("elf", f"arena: {msg}")))
+        raise
+
+
+def final_report(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
+    """arena_report.{json,html,md} <- [gate, ELF when linked]: the gate's report, with RAM and
+    flash measured on the ELF when linked."""
+    from arena_tool.run import elfcheck
+    from arena_tool.target import board_report
+
+    rep = board_report.read(sources[0])
+    elf = sources[1] if len(sources) > 1 else None
+    if elf is not None:
+        ram, flash = elfcheck.usage(elf)
+        rep = board_report.with_elf(rep, ram, flash, build.target(build.elves[elf].board).board.flash.name)
+    board_report.write(targets[0], rep)
+    _write_views(build, targets[0], rep, elf)
+    failed = board_report.failure(rep)
+    if failed is not None:
+        raise failed
+
+
+# ---------------------------------------------------------------- the run alias
+
+
+def run(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
+    """The run alias: each ELF of ``sources`` under QEMU (-icount shift=0), its board's
+    run_report.json, its table."""
+    from arena_tool.run import qemu, runreport
+    from arena_tool.target import board_report
+    from arena_tool.core.errors import CheckFailed
+
+    tables = []
+    failed = None
+    for elf in sources:
+        e = build.elves[elf]
+        t = build.target(e.board)
+        machine = t.board.qemu
+        assert machine is not None, "the run alias holds only boards with a qemu machine"
+        rc, output = qemu.run(elf, machine, build.qemu_timeout, icount=True)
+        sys.stdout.write(output if output.endswith("\n") or not output else output + "\n")
+        sys.stdout.flush()
+        arena = board_report.read(e.report) if os.path.exists(e.report) else None
+        result = runreport.build(t.name, machine, elf, rc, output, t.board.cpu.clock_hz, arena)
+        runreport.write(e.run_report, result)
+        tables.append(runreport.table(result))
+        if rc != 0 and failed is None:
+            failed = CheckFailed(f"firmware exited with status {rc} under qemu -M {machine}", file=elf)
+    if tables:
+        sys.stdout.write("\n".join(tables) + "\n")
+        sys.stdout.flush()
+    if failed is not None:
+        raise failed
+
+
+def no_run(boards: Sequence[str], have_gcc: bool) -> int:
+    """The run alias when no board can run: why, on stderr; exit status 2."""
+    why = "none of them has a qemu machine in its board file" if have_gcc else "no cross gcc to build an ELF"
+    sys.stderr.write(f"arena: run: cannot run board(s) {', '.join(boards)}: {why}\n")
+    return 2
+
+
+# ---------------------------------------------------------------- reuse only what was recorded
+
+
+def as_recorded(recorded: tuple[str | None, Any, Any], stamp: tuple[Any, Any], content_hash: Callable[[], str],
+                verdicts: dict[tuple[str, Any], bool], path: str) -> bool:
+    """Whether a target's file is the one its signature database record describes.
+
+    SCons writes that record (.sconsign) at the end of a build, so a build killed after writing
+    new outputs leaves files the old records do not describe; once the edit is reverted, every
+    input matches those records again and the stale files would be reused for ever. recorded:
+    the record's (content hash, timestamp, size); stamp: the file's (timestamp, size), compared
+    first (as max_drift trusts a stored checksum; SCons keeps whole seconds, so a file rewritten
+    within the recorded second at the same size passes); by content when they differ, once per
+    (path, stamp) in ``verdicts``. True when nothing is recorded."""
+    csig, timestamp, size = recorded
+    if not csig or stamp == (timestamp, size):
+        return True
+    key = (path, stamp)
+    if key not in verdicts:
+        verdicts[key] = content_hash() == csig
+    return verdicts[key]
