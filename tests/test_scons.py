@@ -382,7 +382,7 @@ def test_generator_source_change_rebuilds_every_arena_output(tmp_path: Path) -> 
     p = run(*args)
     assert p.returncode == 0, p.stdout + p.stderr
     assert not rebuilt(run(*args))
-    for edited in (pkg / "arena_tool" / "codegen.py", pkg / "schemas" / "report.schema.json"):
+    for edited in (pkg / "arena_tool" / "emit" / "codegen.py", pkg / "schemas" / "report.schema.json"):
         edited.write_text(edited.read_text() + ("\n# edited\n" if edited.suffix == ".py" else "\n"))
         done = rebuilt(run(*args))
         assert len([t for t in done if t.startswith("build/plans/")]) == 4, done

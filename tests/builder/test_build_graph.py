@@ -395,7 +395,7 @@ def test_scons_tool_wires_the_graph(tmp_path: Path, monkeypatch: pytest.MonkeyPa
             if n.kind == "gate" and t == n.targets[0]:  # the manifest scanner: what it names for that board
                 want[name(t)].update(implicit=[name(f) for f in g.board(n.board).named], ignore=[name(n.manifest)])
     assert got["nodes"].keys() == want.keys()
-    assert len([p for p in want if p.endswith(".elf")]) == 4 and len([p for p in want if p.endswith(".o")]) == 24
+    assert len([p for p in want if p.endswith(".elf")]) == 4 and len([p for p in want if p.endswith(".o")]) == 26
     for path, node in want.items():
         assert got["nodes"][path] == node, path
     assert got["aliases"] == {a.name: {"targets": [name(t) for t in a.targets], "depends": [name(d) for d in a.depends]}
