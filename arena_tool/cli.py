@@ -322,6 +322,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
             raise ArenaError(f"{given[0]} does not apply to a plan file: its options are fixed", file=args.model,
                              field=given[0], hint="explain the model instead (arena-tool explain MODEL ...)")
         plan = planfile.load(args.model)
+        peak = lower_bound(planfile.group_buffers(plan.buffers, plan.alignment))
+        if peak != plan.lower_bound:
+            raise ArenaError(f"lower_bound {fmt_bytes(plan.lower_bound)}, but its buffers peak at {fmt_bytes(peak)}",
+                             file=args.model, field="lower_bound",
+                             hint="the plan file was edited; check it with arena-tool check MODEL PLAN, or re-plan")
     elif _is_tflite(args.model):
         from arena_tool.emit import tflite_write
 

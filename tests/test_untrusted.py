@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import models as M
+from tflite_models import pack, relu_model
 from arena_tool.emit import tflite_write
 from arena_tool.model import tflite_model
 from arena_tool.cli import main
@@ -44,39 +45,6 @@ def one_error(code: int, err: str, want: int = 2, words: str = "") -> str:
 
 
 # --- .tflite files edited after the converter --------------------------------------------
-
-def relu_model(rank: int = 2, outputs: list[int] | None = None) -> Any:
-    """x -> RELU -> y (float32 [1, 16]) as a ModelT to edit."""
-    m = fb.ModelT()
-    m.version = 3
-    m.buffers = [fb.BufferT()]
-    sg = fb.SubGraphT()
-    shape = [1] * (rank - 1) + [16]
-    sg.tensors = []
-    for name in ("x", "y"):
-        t = fb.TensorT()
-        t.name, t.type, t.shape, t.buffer = name, fb.TensorType.FLOAT32, np.array(shape, np.int32), 0
-        sg.tensors.append(t)
-    op = fb.OperatorT()
-    op.opcodeIndex, op.inputs, op.outputs = 0, np.array([0], np.int32), np.array([1], np.int32)
-    sg.operators = [op]
-    sg.inputs = np.array([0], np.int32)
-    sg.outputs = np.array([1] if outputs is None else outputs, np.int32)
-    oc = fb.OperatorCodeT()
-    oc.builtinCode = oc.deprecatedBuiltinCode = fb.BuiltinOperator.RELU
-    oc.version = 1
-    m.operatorCodes = [oc]
-    m.subgraphs = [sg]
-    return m
-
-
-def pack(m: Any) -> bytes:
-    import flatbuffers
-
-    b = flatbuffers.Builder(1024)
-    b.Finish(m.Pack(b), file_identifier=b"TFL3")
-    return bytes(b.Output())
-
 
 def _edit(what: str) -> Any:
     m = relu_model()

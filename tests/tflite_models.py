@@ -81,3 +81,36 @@ def chain_model():
                   ("a", "FLOAT32", [1, 16], None), ("b", "FLOAT32", [1, 16], None), ("y", "FLOAT32", [1, 16], None)],
                  [("ADD", [0, 1], [3], opts("AddOptions")), ("MUL", [3, 2], [4], opts("MulOptions")),
                   ("ADD", [4, 0], [5], opts("AddOptions"))], [0], [5])
+
+
+def relu_model(rank=2, outputs=None):
+    """x -> RELU -> y (float32 [1, 16]) as a ModelT to edit."""
+    m = fb.ModelT()
+    m.version = 3
+    m.buffers = [fb.BufferT()]
+    sg = fb.SubGraphT()
+    shape = [1] * (rank - 1) + [16]
+    sg.tensors = []
+    for name in ("x", "y"):
+        t = fb.TensorT()
+        t.name, t.type, t.shape, t.buffer = name, fb.TensorType.FLOAT32, np.array(shape, np.int32), 0
+        sg.tensors.append(t)
+    op = fb.OperatorT()
+    op.opcodeIndex, op.inputs, op.outputs = 0, np.array([0], np.int32), np.array([1], np.int32)
+    sg.operators = [op]
+    sg.inputs = np.array([0], np.int32)
+    sg.outputs = np.array([1] if outputs is None else outputs, np.int32)
+    oc = fb.OperatorCodeT()
+    oc.builtinCode = oc.deprecatedBuiltinCode = fb.BuiltinOperator.RELU
+    oc.version = 1
+    m.operatorCodes = [oc]
+    m.subgraphs = [sg]
+    return m
+
+
+def pack(m) -> bytes:
+    import flatbuffers
+
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())

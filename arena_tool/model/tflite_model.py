@@ -400,7 +400,7 @@ class _Builder:
                 if x < 0 or weight[x] or variable[x] or x in inputs:
                     continue
                 if x not in written_by:
-                    produced = [j for j in range(n_ops) if x in [int(y) for y in (ops[j].outputs or [])]]
+                    produced = [j for j in range(n_ops) if ops[j].outputs is not None and x in [int(y) for y in ops[j].outputs]]
                     where = (f"operator {produced[0]} ({op_type[produced[0]]}) writes it later in this order"
                              if produced else "no operator writes it and it is not a subgraph input")
                     self.fail(f"operator {k} ({op_type[k]}) reads tensor {names[x]} before it exists: {where}",

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Callable
 
 from arena_tool import __version__
+from arena_tool.core.errors import ArenaError
 from arena_tool.core.files import project_path, read_json, write_atomic
 from arena_tool.core.problem import Buffer, ModelOptions, ModelProblem, Plan, Problem, Quant, Status, Tensor, \
     lower_bound
@@ -372,7 +373,13 @@ def load(path: str, hint: str | None = None) -> PlanFile:
     """The plan file at ``path``, checked against the schema, as a PlanFile; hint: how to make a
     good one, for the messages (READ_HINT by default)."""
     doc = read_json(path, "plan file", hint or READ_HINT, schema="plan")
-    return PlanFile._parse(doc)
+    plan = PlanFile._parse(doc)
+    steps = len(plan.schedule)
+    for b in plan.buffers:  # what explain and timeline loop over, before any of them trusts it
+        if not 0 <= b.first_op <= b.last_op <= steps:
+            raise ArenaError(f"buffer {b.name}: live range [{b.first_op}, {b.last_op}] is not inside the "
+                             f"schedule's {steps} ops", file=path, field="buffers", hint=hint or READ_HINT)
+    return plan
 
 
 # ---------------------------------------------------------------- alias groups (explain, timeline)

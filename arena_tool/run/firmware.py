@@ -43,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence, TextIO
 
@@ -346,7 +347,7 @@ def load_inputs(path: str, specs: Sequence[TensorSpec]) -> list[np.ndarray]:
         z = zipfile.ZipFile(path)
     except FileNotFoundError as e:
         raise ArenaError("input file not found", file=path, field="--input", hint=hint) from e
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+    except (OSError, ValueError, EOFError, RuntimeError, NotImplementedError, zipfile.BadZipFile) as e:
         raise ArenaError(f"cannot read it as an .npz archive: {e}", file=path, field="--input", hint=hint) from e
     with z:
         members = {n[:-4] if n.endswith(".npy") else n: n for n in z.namelist()}
@@ -389,7 +390,8 @@ def _member(z: zipfile.ZipFile, member: str, s: TensorSpec, path: str, hint: str
                 raise ValueError(f"the array has {len(data):,} of its {need:,} bytes")
     except ArenaError:
         raise
-    except (OSError, ValueError, EOFError, SyntaxError, zipfile.BadZipFile, NotImplementedError) as e:
+    except (OSError, ValueError, EOFError, SyntaxError, RuntimeError, NotImplementedError, zipfile.BadZipFile,
+            zlib.error) as e:  # a damaged, encrypted or newer zip
         raise ArenaError(f"cannot read the array: {e}", file=path, field=s.name, hint=hint) from e
     arr = np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C")
     return np.ascontiguousarray(arr)

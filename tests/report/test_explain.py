@@ -11,6 +11,9 @@ import models
 from arena_tool.core import schema
 from arena_tool.plan import planfile
 from arena_tool.cli import main
+from arena_tool.core.errors import ArenaBug
+from arena_tool.plan import planners
+from arena_tool.report import explain
 
 KB = 1024
 KWS = str(Path(__file__).resolve().parents[2] / "example_firmware" / "models" / "kws.onnx")
@@ -93,12 +96,15 @@ def test_plan_file_rejects_model_options(capsys, tmp_path):
 
 
 def test_peak_not_the_lower_bound_is_an_arena_bug(capsys, tmp_path):
+    """In a plan arena made it is a bug; in a plan file someone edited it is bad input (issue 23)."""
     plan = _plan(capsys, tmp_path, models.save(models.chain(), tmp_path / "chain.onnx"))
     doc = json.loads(plan.read_text())
     doc["lower_bound"] = 11 * KB
+    with pytest.raises(ArenaBug, match="is not the plan's lower bound"):
+        explain.explain(planfile.PlanFile.from_json(doc), "greedy_size", planners.Params())
     plan.write_text(json.dumps(doc))
     code, _, err = run(capsys, "explain", str(plan))
-    assert code == 3 and "arena bug" in err
+    assert code == 2 and "lower_bound" in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_schema_rejects_a_bad_report(capsys, tmp_path):
