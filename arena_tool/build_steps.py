@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from arena_tool.plan.planfile import PlanFile
 
 REBUILD = "delete it and run scons again: arena makes it anew"
+QEMU_TIMEOUT = 60.0  # seconds a firmware may run under the run alias (the env's ARENA_QEMU_TIMEOUT)
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ class Build:
     """
 
     docs: Mapping[str, Mapping[str, Any]]
-    qemu_timeout: float = 60.0
+    qemu_timeout: float = QEMU_TIMEOUT
     gates: dict[str, Gate] = field(default_factory=dict)
     elves: dict[str, Elf] = field(default_factory=dict)
     lowered: dict[tuple[str, str], Lowered] = field(default_factory=dict)

@@ -248,7 +248,8 @@ def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), c
     if link and not gcc and not GetOption("help") and not GetOption("clean"):
         print(build_graph.no_gcc_text(env.subst("${ARENA_GCC_PREFIX}gcc")))
     # arena's builders: no scanners but the gate's (an alias never re-reads generated C)
-    build = build_steps.Build({t["name"]: t for t in m["targets"]}, float(env.get("ARENA_QEMU_TIMEOUT", 60)))
+    timeout = float(env.get("ARENA_QEMU_TIMEOUT", build_steps.QEMU_TIMEOUT))
+    build = build_steps.Build({t["name"]: t for t in m["targets"]}, timeout)
     scan = _Scan()
     aenv = env.Clone(SCANNERS=[], ARENA_STATE=build, ARENA_SCAN=scan)
     _verify_targets(aenv)
