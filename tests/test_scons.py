@@ -569,3 +569,24 @@ def test_optimize_speed_compiles_at_O2_and_the_report_says_so(tmp_path: Path) ->
     assert doc["optimize"] == {"level": "speed", "flag": "-O2"} and doc["stage"] == "linked"
     assert "optimize" not in json.loads((proj / "build" / "nucleo_f746" / "arena_report.json").read_text())
     assert "speed (-O2)" in (proj / "build" / "mps2_an500" / "arena_report.md").read_text()
+
+
+@pytest.mark.skipif(not HAVE_GCC, reason="needs arm-none-eabi-gcc")
+def test_cache_dir_gives_back_every_output(tmp_path: Path) -> None:
+    """With env.CacheDir, a build after scons -c takes every output from the cache (no planning,
+    no compile) and gives the same bytes."""
+    proj = copy_example(tmp_path / "p")
+    sconstruct = proj / "SConstruct"
+    sconstruct.write_text(sconstruct.read_text().replace(
+        'env.SConsignFile("build/.sconsign")\n',
+        f'env.SConsignFile("build/.sconsign")\nenv.CacheDir({str(tmp_path / "cache")!r})\n'))
+    assert "CacheDir" in sconstruct.read_text()
+    first = scons(proj, "board=mps2_an500")
+    assert first.returncode == 0, first.stdout + first.stderr
+    out = proj / "build" / "mps2_an500"
+    before = {p.name: p.read_bytes() for p in (out / "firmware.elf", out / "arena_report.json", out / "mps2_an500.ld")}
+    assert scons(proj, "-c", "board=mps2_an500").returncode == 0 and not (out / "firmware.elf").exists()
+    again = scons(proj, "board=mps2_an500")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert ACTION.findall(again.stdout) == [] and "Retrieved" in again.stdout, again.stdout
+    assert {name: (out / name).read_bytes() for name in before} == before
