@@ -264,21 +264,29 @@ def gate(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
     if rep.warning:
         sys.stdout.write(rep.warning + "\n")
     if len(targets) > 1:
-        write_arena(rep, targets[1], targets[2])
+        write_arena(rep, targets[1], targets[2], [plan for _, _, plan in plans])
         if t.linker == "fragment":
             _write_fragment(rep, t, targets[3])
         else:
             _write_ld(rep, t.board, targets[3])
 
 
-def write_arena(rep: BoardReport, c_path: str, h_path: str) -> None:
-    """arena_board.{c,h} (runtime tflm: tflm_arena.{c,h}) from a gate's report."""
+def write_arena(rep: BoardReport, c_path: str, h_path: str, plans: Sequence[PlanFile] | None = None) -> None:
+    """arena_board.{c,h} (runtime tflm: tflm_arena.{c,h}) from a gate's report; with arena's runtime,
+    its kernel table holds the ops of the models' plans (``plans``, else read from the report's paths)."""
     from arena_tool.emit import codegen
+    from arena_tool.plan import planfile
 
     if rep.runtime == "tflm":
         header, body = codegen.tflm_arena_sources(rep.board, rep.arena_size, rep.bases)
     else:
-        header, body = codegen.arena_sources(rep.board, rep.arena_size, rep.bases, rep.alignment, rep.regions)
+        kernels = None
+        if rep.runtime == "arena":
+            if plans is None:
+                plans = [planfile.load(m.plan, REBUILD) for m in rep.models]
+            kernels = codegen.runtime_ops(plans)
+        header, body = codegen.arena_sources(rep.board, rep.arena_size, rep.bases, rep.alignment, rep.regions,
+                                             kernels=kernels)
     codegen.write(h_path, header)
     codegen.write(c_path, body)
 

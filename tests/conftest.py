@@ -132,6 +132,8 @@ SLOW_TESTS = {
     "test_htmlreport.py::test_views_are_the_json_document_rendered_and_rebuilt_only_when_it_changes",
     "test_inplace_depthwise.py::test_mobilenet_v2_runs_in_place_on_qemu",
     "test_inplace_depthwise.py::test_zoo_depthwise_networks_run_in_place_on_the_host",
+    "test_kernel_table.py::test_int8_firmware_links_no_float_kernel_and_runs_its_ops",  # qemu
+    "test_kernel_table.py::test_op_left_out_of_the_table_fails_at_that_op_and_no_table_runs_all",  # gcc
     "test_linker.py::test_arena_larger_than_planned_fails_the_link",  # test_linker: arm-none-eabi-gcc links
     "test_linker.py::test_arena_may_fill_its_region_exactly",
     "test_linker.py::test_arena_overflowing_its_region_fails_the_link",

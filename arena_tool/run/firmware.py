@@ -167,7 +167,8 @@ def generate(out: Path, models: Sequence[tuple[str, str, PlanFile]], board: str 
     size = max((p.arena_size for _, _, p in models), default=0)
     align = max([16] + [b.alignment or p.alignment for _, _, p in models for b in p.buffers])
     placed = board_regions([p for _, _, p in models], copies=board != HOST)
-    h, c = codegen.arena_sources(board, size, [(sym, 0) for sym, _, _ in models], align, placed)
+    h, c = codegen.arena_sources(board, size, [(sym, 0) for sym, _, _ in models], align, placed,
+                                 kernels=codegen.runtime_ops(p for _, _, p in models))
     codegen.write(str(out / "arena_board.h"), h)
     codegen.write(str(out / "arena_board.c"), c)
     return sources + [out / "arena_board.c"]

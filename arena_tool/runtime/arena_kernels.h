@@ -35,6 +35,14 @@ float arena_rintf(float x); /* round half to even, as ONNX quantization does */
 #include "arena_ops.h"
 #undef ARENA_KERNEL
 
+/* What arena_run calls for an op of type t: arena_kernels[t], NULL for an op no model of the
+ * firmware uses (arena_run then fails with ARENA_ERR_UNSUPPORTED at that op). The generated
+ * board source (codegen.arena_sources) defines the table with its models' kernels only, so the
+ * linker's --gc-sections drops the others; arena_runtime.c's weak default holds every kernel,
+ * for a firmware that builds the runtime without arena's board source (runtime: none). */
+typedef int (*arena_kernel_t)(const arena_ctx_t *c);
+extern const arena_kernel_t arena_kernels[ARENA_OP_COUNT];
+
 /* Quantization helpers shared by the quantized kernels (kernels_quant.c documents them). */
 int32_t arena_q_load(const arena_tensor_t *t, const void *data, uint32_t i);
 void arena_q_put(void *data, uint32_t i, int32_t q);

@@ -27,6 +27,14 @@
  *                                      slice of the arena starts at arena + base
  *                                      (sequential sharing: every base is 0)
  *   const arena_model_t <name>_model;  each model's tables (name: the manifest's model name)
+ *   arena_kernels[ARENA_OP_COUNT]      (arena_kernels.h) the kernel of each op type the board's
+ *                                      models use, NULL for the others: arena_run calls only
+ *                                      these, so the link drops every other kernel
+ *
+ * With `runtime: none` the board source defines no arena_kernels. A firmware that still
+ * compiles this folder's *.c itself (its own build) gets the runtime's weak default table,
+ * every kernel; to link fewer, define arena_kernels with the ones it needs, as the
+ * generated board source does.
  *
  * A split arena (manifest region: [A, B], or split: true) has one array per region,
  * uint8_t arena_A[] in section .arena_A (NOLOAD) and so on, fastest first; arena is the
@@ -58,8 +66,9 @@
  * one element of an arena_dtype_t (0 for ARENA_DT_OTHER).
  *
  * Status codes (arena_status_t): ARENA_OK 0; ARENA_ERR_UNSUPPORTED 10 (an op type
- * or element type the runtime lacks; the build's coverage check refuses such a
- * model first, so this means tables and runtime disagree); ARENA_ERR_SHAPE 11
+ * or element type the runtime lacks, or an op whose kernel arena_kernels leaves NULL;
+ * the build's coverage check refuses such a model first, so this means tables, kernel
+ * table and runtime disagree); ARENA_ERR_SHAPE 11
  * (shapes a kernel cannot handle); ARENA_ERR_BOUNDS 12 (a tensor outside the
  * model's arena slice: tables and plan disagree).
  *

@@ -113,14 +113,18 @@ static int check_bounds(const arena_model_t *m, const uint8_t *base)
     return ARENA_OK;
 }
 
-static int dispatch(const arena_ctx_t *c)
-{
-    switch (c->op->type) {
-#define ARENA_OP(op, kernel) case op: return kernel(c);
+/* Every kernel, for a firmware whose board source defines no table (arena_kernels.h): a
+ * generated board source's table overrides it, and then nothing references this one. */
+__attribute__((weak)) const arena_kernel_t arena_kernels[ARENA_OP_COUNT] = {
+#define ARENA_OP(op, kernel) [op] = kernel,
 #include "arena_ops.h"
 #undef ARENA_OP
-    default: return ARENA_ERR_UNSUPPORTED;
-    }
+};
+
+static int dispatch(const arena_ctx_t *c)
+{
+    arena_kernel_t k = c->op->type < ARENA_OP_COUNT ? arena_kernels[c->op->type] : NULL;
+    return k != NULL ? k(c) : ARENA_ERR_UNSUPPORTED;
 }
 
 int arena_run(const arena_model_t *m, uint8_t *base, int *failed_op)
