@@ -291,47 +291,54 @@ class _Builder:
     # --- aliases ---
 
     def _aliases(self) -> dict[str, str]:
-        """tensor -> root, decided in schedule order from the tensors' own ranges."""
+        """tensor -> root, decided in schedule order from the tensors' own ranges. Each group keeps
+        what the decisions read of its members (largest planned size, last use, whether one is a
+        graph input or output), so a 33,000-op in-place chain costs one step per op, not its group."""
         root: dict[str, str] = {}
-        members: dict[str, list[str]] = {}
+        slot: dict[str, int] = {}  # root -> its members' largest planned size
+        last: dict[str, int] = {}  # root -> its members' last use
+        io: dict[str, bool] = {}  # root -> a member is a graph input or output
         inputs = set(self.g.inputs)
 
         def root_of(x: str) -> str:
-            return root.get(x, x)
+            r = root.get(x, x)
+            if r not in slot:
+                slot[r], last[r], io[r] = self._planned(r), self.last_op[r], r in self.outputs or r in inputs
+            return r
 
         def join(y: str, x: str) -> None:
             r = root_of(x)
             root[y] = r
-            members.setdefault(r, [r]).append(y)
+            slot[r] = max(slot[r], self._planned(y))
+            last[r] = max(last[r], self.last_op[y])
+            io[r] = io[r] or y in self.outputs or y in inputs
 
         caller = self.opt.io_buffers == "caller"  # I/O in the application's buffers shares nothing
         for s, node, y, view in self._alias_sites():
-            if caller and (y in self.outputs or y in inputs or (view is not None and any(
-                    m in self.outputs or m in inputs for m in members.get(root_of(view), [root_of(view)])))):
+            if caller and (y in self.outputs or y in inputs or (view is not None and io[root_of(view)])):
                 continue
             if view is not None:
                 join(y, view)
                 continue
             dw = self._depthwise_input(s, node, y)
             if dw is not None:
-                group = members.get(root_of(dw), [root_of(dw)])
-                slot = max(self._planned(m) for m in group)
-                if (max(self.last_op[m] for m in group) == s and self._planned(y) <= slot
-                        and not any(m in self.outputs or m in inputs for m in group)):
+                r = root_of(dw)
+                if last[r] == s and self._planned(y) <= slot[r] and not io[r]:
+                    shrinks = self._planned(y) < slot[r]
                     join(y, dw)
                     self.depthwise.add(s)
-                    if self._planned(y) < slot:
+                    if shrinks:
                         self.shrinking.add(s)
                 continue
             for x in self._inplace_candidates(node, y):
-                group = members.get(root_of(x), [root_of(x)])
-                slot = max(self._planned(m) for m in group)
+                r = root_of(x)
+                planned = self._planned(y)
                 # equal sizes never cost; a slot a shrinking depthwise Conv left larger may
-                if (max(self.last_op[m] for m in group) == s and self._planned(x) == self._planned(y)
-                        and (slot == self._planned(y) or s not in self.no_shrink)
-                        and not any(m in self.outputs or m in inputs for m in group)):
+                if (last[r] == s and self._planned(x) == planned
+                        and (slot[r] == planned or s not in self.no_shrink) and not io[r]):
+                    shrinks = slot[r] > planned
                     join(y, x)
-                    if slot > self._planned(y):
+                    if shrinks:
                         self.shrinking.add(s)
                     break
         return root
