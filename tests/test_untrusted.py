@@ -348,3 +348,17 @@ def test_alias_groups_cost_one_step_per_op(tmp_path: Path, capsys: pytest.Captur
         assert run(capsys, "plan", path)[0] == 0
         times.append(time.perf_counter() - t0)
     assert times[1] < 3.0 * times[0] + 0.3, times
+
+
+@pytest.mark.slow
+def test_a_checkout_path_with_a_space_and_an_apostrophe_builds(tmp_path: Path) -> None:
+    """The project and arena's own package both under "a b'c": every -I, -ffile-prefix-map and
+    linker-script path stays one word (the audit's 'arena_model.h: No such file or directory')."""
+    import builders
+
+    pkg = builders.copy_package(tmp_path / "pkg dir's")
+    project = builders.copy_example(tmp_path / "my project's copy")
+    r = builders.scons(project, "-j2", "board=mps2_an500", pkg=pkg)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert (project / "example_firmware" / "build" / "mps2_an500" / "firmware.elf").is_file() or \
+        any(project.rglob("firmware.elf")), r.stdout[-2000:]
