@@ -339,15 +339,18 @@ def test_a_33000_op_chain_plans_in_under_30_s(tmp_path: Path, capsys: pytest.Cap
     assert code == 0, err
 
 
-def test_alias_groups_cost_one_step_per_op(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    """Doubling the chain about doubles the planning time (it was 4x: 2,000 ops 1.2 s, 4,000 ops 4.9 s)."""
+def test_alias_groups_cost_one_step_per_op(tmp_path: Path) -> None:
+    """4x the chain is about 4x the liveness time (it was 16x: 2,000 ops 1.2 s, 4,000 ops 4.9 s)."""
+    from arena_tool.core.problem import ModelOptions
+    from arena_tool.model import liveness
+
     times = []
-    for n in (1500, 3000):
-        path = M.save(add_chain(n), tmp_path / f"c{n}.onnx")
+    for n in (1000, 4000):
+        lowered = liveness.lower(M.save(add_chain(n), tmp_path / f"c{n}.onnx"), ModelOptions())
         t0 = time.perf_counter()
-        assert run(capsys, "plan", path)[0] == 0
+        liveness.build(lowered, ModelOptions())
         times.append(time.perf_counter() - t0)
-    assert times[1] < 3.0 * times[0] + 0.3, times
+    assert times[1] < 8 * times[0] + 0.5, times
 
 
 @pytest.mark.slow
