@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from arena_tool.model.lowering import Lowered
     from arena_tool.target.manifest import BoardTarget
-    from arena_tool.target.board_report import BoardProblem, BoardReport
+    from arena_tool.target.board_report import BoardProblem, BoardReport, OpMacs
     from arena_tool.plan.planfile import PlanFile
 
 REBUILD = "delete it and run scons again: arena makes it anew"
@@ -210,17 +210,16 @@ def _write_views(build: Build, json_path: str, rep: BoardReport, elf: str | None
     htmlreport.write(json_path, rep, htmlreport.Memory.of_board(board), elf)
 
 
-def _runtime_problems(build: Build, board: str, name: str, model_path: str, plan_path: str,
-                      p: PlanFile) -> list[BoardProblem]:
-    """gate.runtime_problems of one model; a model shared by boards is lowered once per build."""
-    from arena_tool.builder import gate as gate_module
+def _lowered(build: Build, model_path: str, plan_path: str, p: PlanFile) -> Lowered:
+    """The lowered model of a plan (for its runtime problems and MACs); a model shared by boards
+    is lowered once per build."""
     from arena_tool.plan import plancheck
 
     key = (plan_path, p.model_sha256)
     lowered = build.lowered.get(key)
     if lowered is None:
         lowered = build.lowered[key] = plancheck.lowered_model(model_path, p)
-    return gate_module.runtime_problems(board, name, p, lowered)
+    return lowered
 
 
 def gate(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
@@ -245,14 +244,20 @@ def gate(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
 
     problems: list[BoardProblem] = []
     alloc = None
+    macs: dict[str, tuple[OpMacs, ...]] = {}
     if t.runtime == "tflm":  # then one tflm.json per model: TFLM's measured tail
         n = len(t.models)
         alloc = {spec.name: read_json(path, "TFLM allocation file", REBUILD)
                  for spec, path in zip(t.models, sources[n:2 * n])}
-    elif t.runtime != "none":
+    else:
         for spec, (_, path, p) in zip(t.models, plans):
-            problems += _runtime_problems(build, t.name, spec.name, spec.path, path, p)
-    rep = gate_module.gate(t, plans, fastest, problems, tflm=alloc)
+            if p.kind != "onnx" and t.runtime == "none":  # a .tflite model the project runs: no MACs counted
+                continue
+            lowered = _lowered(build, spec.path, path, p)
+            macs[spec.name] = gate_module.macs_rows(p, lowered)
+            if t.runtime != "none":
+                problems += gate_module.runtime_problems(t.name, spec.name, p, lowered)
+    rep = gate_module.gate(t, plans, fastest, problems, tflm=alloc, macs=macs)
     board_report.write(targets[0], rep)
     failed = board_report.failure(rep)
     if failed is not None:

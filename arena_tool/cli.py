@@ -307,7 +307,29 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     return firmware.run(args.model, args.board, _model_options(args), args.planner, _params(args),
                         input_path=args.input, seed=args.input_seed, output=args.output, json_path=args.json,
-                        build_dir=args.build_dir, timeout=args.timeout, optimize=args.optimize)
+                        build_dir=args.build_dir, timeout=args.timeout, optimize=args.optimize,
+                        profile=args.profile)
+
+
+def _plan_macs(path: str, plan: PlanFile) -> tuple[int, ...] | None:
+    """MACs per op of an ONNX plan (``path``: the model, or a plan file naming it); None for a
+    .tflite model, or a plan file whose model is gone or changed since it was planned."""
+    from arena_tool.model import macs
+    from arena_tool.plan import plancheck
+
+    if plan.kind != "onnx":
+        return None
+    given = path.lower().endswith(".json")
+    model = plan.model if given else path
+    if given and not os.path.isfile(model):
+        return None
+    try:
+        lowered = plancheck.lowered_model(model, plan)
+    except ArenaError:
+        if given:
+            return None
+        raise
+    return macs.plan_macs(plan.schedule, lowered) if lowered.sha256 == plan.model_sha256 else None
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -333,7 +355,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         plan = tflite_write.plan(args.model, _model_options(args), args.planner, params).plan_file
     else:
         plan = planning.plan_model(args.model, _model_options(args), args.planner, params).plan_file
-    report = explain.explain(plan, args.planner, params)  # also checks the peak is the lower bound
+    report = explain.explain(plan, args.planner, params, macs=_plan_macs(args.model, plan))  # checks the peak
     if args.timeline:
         from arena_tool.report import timeline
 
@@ -483,6 +505,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--optimize", choices=sorted(flags.LEVELS), default=None,
                    help=f"compile the runtime and tables for speed (-O2) or size (-Os); default "
                         f"{flags.DEFAULT_OPTIMIZE} as a SCons build, {flags.HOST_OPTIMIZE} for --board host")
+    p.add_argument("--profile", action="store_true",
+                   help="QEMU boards: also print each op's instructions and MACs (a second build with "
+                        "-DARENA_PROFILE times every op with SysTick)")
     _model_args(p)
     _planner_args(p)
     p.set_defaults(func=cmd_run)

@@ -165,6 +165,7 @@ SLOW_TESTS = {
     "test_firmware.py::test_json_report_validates_against_its_schema",
     "test_firmware.py::test_mismatch_exits_1",
     "test_firmware.py::test_qemu_mps2_an500_counts_instructions_and_matches",
+    "test_firmware.py::test_profile_times_every_op_on_qemu",
     "test_firmware.py::test_same_input_prints_the_same_numbers",
     "test_runreport.py::test_elf_sizes_agree_with_size_A",
     "test_runtime_layout.py::test_kernels_refuse_tables_that_disagree_with_the_tensors",

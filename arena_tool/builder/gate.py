@@ -45,11 +45,12 @@ from typing import TYPE_CHECKING, AbstractSet, Any, Callable, Mapping, Sequence
 from arena_tool.plan import split_arena
 from arena_tool.emit import codegen, runtime_support
 from arena_tool.builder import hints
-from arena_tool.target.board_report import ModelUse, BoardProblem, RegionUse, BoardReport, Usage, arena_section, \
+from arena_tool.target.board_report import ModelUse, OpMacs, BoardProblem, RegionUse, BoardReport, Usage, arena_section, \
     status_of, \
     tflm_arena_size, weights_section
 from arena_tool.core.files import project_path
 from arena_tool.model.lowering import Lowered
+from arena_tool.model import macs as op_macs
 from arena_tool.plan.planfile import PlanFile
 from arena_tool.core.problem import align_up, fmt_bytes
 
@@ -126,10 +127,17 @@ def _name_clashes(board: str, plans: Sequence[tuple[str, str, PlanFile]]) -> lis
                 break
     return out
 
+def macs_rows(plan: PlanFile, lowered: Lowered) -> tuple[OpMacs, ...]:
+    """The report's MACs per op of a plan (arena_tool.model.macs), in its schedule's order."""
+    counts = op_macs.plan_macs(plan.schedule, lowered)
+    return tuple(OpMacs(i, s.name, s.op_type, n) for i, (s, n) in enumerate(zip(plan.schedule, counts)))
+
+
 def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
          fastest: Callable[[int, int], str | None] | None = None,
          runtime_problems: Sequence[BoardProblem] = (),
-         tflm: Mapping[str, Mapping[str, Any]] | None = None) -> BoardReport:
+         tflm: Mapping[str, Mapping[str, Any]] | None = None,
+         macs: Mapping[str, Sequence[OpMacs]] | None = None) -> BoardReport:
     """Check one board (a manifest.BoardTarget): RAM budget, flash for the weights, runtime coverage.
 
     plans: (model name, plan path, plan file: planfile.load), in manifest order.
@@ -139,9 +147,12 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
     tflm: runtime tflm: model name -> its allocation document (``tflm_measure``); each model
     then needs its tensor_arena, head + tail rounded up to 16, and its planned model's bytes
     of flash (the C array holds the whole model, not only the weights: ``tflm_use``).
+    macs: model name -> its MACs per op (``macs_rows``), for the report to show; a model without
+    an entry has none (a .tflite model).
     Never raises for a board that does not fit: see ``BoardReport.status`` and ``failure``.
     """
-    uses0 = [model_use(n, p, d) for n, p, d in plans]
+    uses0 = [dataclasses.replace(model_use(n, p, d), ops=None if macs is None or n not in macs else tuple(macs[n]))
+             for n, p, d in plans]
     if tflm is not None:
         uses0 = [tflm_use(u, tflm[u.name]) for u in uses0]
     align = max((plan_alignment(d) for _, _, d in plans), default=16)

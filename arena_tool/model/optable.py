@@ -12,7 +12,9 @@ an ``OpSpec``:
   ONNX domain only);
 * codegen: ``runtime`` (the C op and its kernel), ``reads`` (the inputs the kernel reads, so
   the tables hold those constants only), ``spatial`` and ``c_fields`` (arena_attrs_t);
-* runtime support: ``checks``, what the kernel requires of a model (``Check`` and its kinds).
+* runtime support: ``checks``, what the kernel requires of a model (``Check`` and its kinds);
+* macs: ``macs``, the op's multiply-accumulates from its shapes (model/macs.py: ``run
+  --profile``, ``explain``, the build report, bench/speed.py).
 
 The C side is generated from ``RUNTIME`` (enum order, append only: enum values never change)
 as the X-macro header runtime/arena_ops.h (``python3 -m arena_tool.model.optable`` rewrites it;
@@ -27,7 +29,7 @@ import dataclasses
 import enum
 import sys
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -197,6 +199,8 @@ CheckKind = Check | Dtypes | Needs | InputsAtMost | Converts | PerTensor | First
 
 AttrFn = Callable[[Graph, Node, dict[str, Any]], dict[str, Any]]
 CFieldFn = Callable[[Mapping[str, Any], int], dict[str, Any]]
+# (normalized attributes, input shapes, output shapes; None where not static) -> MACs, or None
+MacsFn = Callable[[Mapping[str, Any], Sequence["Shape | None"], Sequence["Shape | None"]], "int | None"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -257,6 +261,7 @@ class OpSpec:
     moves_integers: it moves or selects elements unchanged, so between a DequantizeLinear and a
       QuantizeLinear of equal parameters it runs on the integers (Relu/Clip as an integer Clip).
     quant_io: a quantized op's signature (QuantIO): where its tensors' scales and zero points are.
+    macs: its multiply-accumulates (None: the op has none; its cost is per element).
     """
 
     op_type: str
@@ -274,6 +279,7 @@ class OpSpec:
     qoperator: QOperator | None = None
     moves_integers: bool = False
     quant_io: QuantIO | None = None
+    macs: MacsFn | None = None
 
     def applies(self, domain: str) -> bool:
         """Whether the liveness roles (view, inplace, depthwise) hold for a node of ``domain``."""
@@ -549,6 +555,37 @@ def _c_reduce_mean(a: Mapping[str, Any], rank: int) -> dict[str, Any]:
     return {"ints": [int(d in a["axes"]) for d in range(rank)]} if "axes" in a else {}
 
 
+# --- multiply-accumulates (model/macs.py) --------------------------------------------------------------
+# Conv and Gemm count as TFLM's conv and fully-connected do (../shared/tools/tflm_speed/macs.py);
+# pools add one accumulate per window element read, as ``stedgeai analyze`` counts them in its MACC.
+
+def _macs_conv(a: Mapping[str, Any], ins: Sequence[Shape | None], outs: Sequence[Shape | None]) -> int | None:
+    """Output elements x Cin/group x the kernel window (depthwise and grouped convs too)."""
+    x, y, kernel = ins[0] if ins else None, outs[0] if outs else None, a.get("kernel_shape")
+    if x is None or y is None or not kernel or len(x) < 2:
+        return None
+    return int(np.prod(y)) * (int(x[1]) // (int(a.get("group", 1)) or 1)) * int(np.prod(kernel))
+
+
+def _macs_gemm(a: Mapping[str, Any], ins: Sequence[Shape | None], outs: Sequence[Shape | None]) -> int | None:
+    """Output elements x K, the inner dimension (A's columns, or its rows with transA)."""
+    x, y = ins[0] if ins else None, outs[0] if outs else None
+    if x is None or y is None or not x:
+        return None
+    k = x[0] if a.get("transA") and len(x) == 2 else x[-1]
+    return int(np.prod(y)) * int(k)
+
+
+def _macs_window(a: Mapping[str, Any], ins: Sequence[Shape | None], outs: Sequence[Shape | None]) -> int | None:
+    y, kernel = outs[0] if outs else None, a.get("kernel_shape")
+    return None if y is None or not kernel else int(np.prod(y)) * int(np.prod(kernel))
+
+
+def _macs_global(a: Mapping[str, Any], ins: Sequence[Shape | None], outs: Sequence[Shape | None]) -> int | None:
+    x = ins[0] if ins else None
+    return None if x is None else int(np.prod(x))
+
+
 # --- the table -------------------------------------------------------------------------------------
 
 MOVE = Dtypes(ANY)
@@ -571,15 +608,20 @@ TABLE: dict[str, OpSpec] = _specs(
            checks=(MOVE, Check.INFERENCE_MODE)),  # a mask output (bool) fails MOVE
     # Convolutions, matrix products.
     OpSpec("Conv", CONV, attrs=_spatial, weight=1, spatial=True, depthwise=True,
-           qoperator=QOperator("QLinearConv", "", (0, 1), WINDOW_ATTRS), checks=(Dtypes(FLOAT), Check.SPATIAL)),
-    OpSpec("ConvInteger", attrs=_spatial, weight=1),
+           qoperator=QOperator("QLinearConv", "", (0, 1), WINDOW_ATTRS), checks=(Dtypes(FLOAT), Check.SPATIAL),
+           macs=_macs_conv),
+    OpSpec("ConvInteger", attrs=_spatial, weight=1, macs=_macs_conv),
     OpSpec("QLinearConv", QLINEAR_CONV, attrs=_spatial, weight=3, spatial=True, depthwise=True, onnx_only=False,
-           quant_io=(((0, 1, 2), (3, 4, 5)), (6, 7)), checks=(Dtypes(INT8), Check.SPATIAL, Check.ACCUMULATES)),
-    OpSpec("Gemm", GEMM, attrs=_gemm, qoperator=QOperator("QGemm", MS, (0, 1), ("alpha", "transA", "transB")), checks=(Dtypes(FLOAT),)),
-    OpSpec("QGemm", QGEMM, attrs=_gemm, quant_io=_contrib("QGemm"), checks=(Converts(INT8, INT8 | FLOAT),)),
-    OpSpec("MatMul", MATMUL, qoperator=QOperator("QLinearMatMul", "", (0, 1)), checks=(Dtypes(FLOAT),)),
+           quant_io=(((0, 1, 2), (3, 4, 5)), (6, 7)), checks=(Dtypes(INT8), Check.SPATIAL, Check.ACCUMULATES),
+           macs=_macs_conv),
+    OpSpec("Gemm", GEMM, attrs=_gemm, qoperator=QOperator("QGemm", MS, (0, 1), ("alpha", "transA", "transB")), checks=(Dtypes(FLOAT),),
+           macs=_macs_gemm),
+    OpSpec("QGemm", QGEMM, attrs=_gemm, quant_io=_contrib("QGemm"), checks=(Converts(INT8, INT8 | FLOAT),),
+           macs=_macs_gemm),
+    OpSpec("MatMul", MATMUL, qoperator=QOperator("QLinearMatMul", "", (0, 1)), checks=(Dtypes(FLOAT),),
+           macs=_macs_gemm),
     OpSpec("QLinearMatMul", QLINEAR_MATMUL, quant_io=(((0, 1, 2), (3, 4, 5)), (6, 7)),
-           checks=(Dtypes(INT8), Check.MATRICES, Check.ACCUMULATES)),
+           checks=(Dtypes(INT8), Check.MATRICES, Check.ACCUMULATES), macs=_macs_gemm),
     # Element-wise, one input.
     OpSpec("Relu", RELU, inplace=UNARY, moves_integers=True, checks=(Dtypes(FLOAT | INT8),)),
     OpSpec("Clip", CLIP, X, attrs=_clip, inplace=UNARY, moves_integers=True, c_fields=_c_clip,
@@ -619,14 +661,15 @@ TABLE: dict[str, OpSpec] = _specs(
     OpSpec("Mean", inplace=BINARY),
     # Pools and reductions.
     OpSpec("MaxPool", MAX_POOL, attrs=_spatial, spatial=True, moves_integers=True,
-           checks=(Dtypes(FLOAT | INT8), Check.SPATIAL)),  # an Indices output (int64) fails the dtype check
+           checks=(Dtypes(FLOAT | INT8), Check.SPATIAL),
+           macs=_macs_window),  # an Indices output (int64) fails the dtype check
     OpSpec("AveragePool", AVERAGE_POOL, attrs=_average_pool, spatial=True,
            qoperator=QOperator("QLinearAveragePool", MS, (0,), AVERAGE_POOL_ATTRS),
-           checks=(Dtypes(FLOAT), Check.SPATIAL, Check.AVG_DILATIONS)),
-    OpSpec("LpPool", attrs=_spatial),
+           checks=(Dtypes(FLOAT), Check.SPATIAL, Check.AVG_DILATIONS), macs=_macs_window),
+    OpSpec("LpPool", attrs=_spatial, macs=_macs_window),
     OpSpec("GlobalAveragePool", GLOBAL_AVERAGE_POOL, qoperator=QOperator("QLinearGlobalAveragePool", MS, (0,)),
-           checks=(Dtypes(FLOAT),)),
-    OpSpec("GlobalMaxPool", GLOBAL_MAX_POOL, moves_integers=True, checks=(Dtypes(FLOAT | INT8),)),
+           checks=(Dtypes(FLOAT),), macs=_macs_global),
+    OpSpec("GlobalMaxPool", GLOBAL_MAX_POOL, moves_integers=True, checks=(Dtypes(FLOAT | INT8),), macs=_macs_global),
     OpSpec("ReduceMean", REDUCE_MEAN, X, attrs=_reduce, c_fields=_c_reduce_mean,
            checks=(Dtypes(FLOAT), Needs(("axes",)))),
     *(OpSpec(t, attrs=_reduce) for t in ("ReduceMax", "ReduceMin", "ReduceSum")),
@@ -649,9 +692,10 @@ TABLE: dict[str, OpSpec] = _specs(
       for t, r in (("QLinearAdd", QLINEAR_ADD), ("QLinearMul", QLINEAR_MUL))),
     OpSpec("QLinearAveragePool", QLINEAR_AVERAGE_POOL, attrs=_average_pool, spatial=True,
            quant_io=_contrib("QLinearAveragePool"),
-           checks=(Dtypes(INT8), Check.SPATIAL, Check.CHANNELS_FIRST, Check.AVG_DILATIONS, Check.FLOOR_MODE)),
+           checks=(Dtypes(INT8), Check.SPATIAL, Check.CHANNELS_FIRST, Check.AVG_DILATIONS, Check.FLOOR_MODE),
+           macs=_macs_window),
     OpSpec("QLinearGlobalAveragePool", QLINEAR_GLOBAL_AVERAGE_POOL, quant_io=_contrib("QLinearGlobalAveragePool"),
-           checks=(Dtypes(INT8), Check.CHANNELS_FIRST)),
+           checks=(Dtypes(INT8), Check.CHANNELS_FIRST), macs=_macs_global),
     OpSpec("QLinearConcat", QLINEAR_CONCAT, attrs=_concat, quant_io=_contrib("QLinearConcat"),  # triples from 2
            checks=(Dtypes(INT8),)),
     OpSpec("QLinearSoftmax", QLINEAR_SOFTMAX, attrs=_softmax, quant_io=_contrib("QLinearSoftmax"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from arena_tool import __version__
 from arena_tool.core import dtypes
@@ -53,11 +53,13 @@ def _int8_size(plan: PlanFile) -> Callable[[PlanBuffer], int]:
     return size
 
 
-def explain(plan: PlanFile, planner: str, params: planners.Params, io: bool = True) -> dict[str, Any]:
+def explain(plan: PlanFile, planner: str, params: planners.Params, io: bool = True,
+            macs: Sequence[int] | None = None) -> dict[str, Any]:
     """The explain report (schemas/explain.schema.json) of one plan file (planfile.load or
     planfile.build).
 
     planner/params plan the comparisons (greedy_size always; the int8 what-if with ``planner``).
+    macs: each op's MACs in the plan's order (macs.plan_macs), or None where the model is not at hand.
     Raises errors.ArenaBug when the live-bytes peak is not the plan's lower bound.
     io: also plan the model with and without each I/O choice (``io_choices``; the build report,
     which shows only the peak, leaves them out).
@@ -144,7 +146,7 @@ def explain(plan: PlanFile, planner: str, params: planners.Params, io: bool = Tr
         ops.append({"index": i, "name": s.name, "op_type": s.op_type, "live_bytes": live[i],
                     "output_bytes": sum(b.size for b in outs),
                     "aliased_output_bytes": sum(b.size for b in outs if b.alias_of is not None),
-                    "workspace_bytes": ws.size if ws else 0})
+                    "workspace_bytes": ws.size if ws else 0, "macs": None if macs is None else macs[i]})
 
     peak_name, peak_type = (schedule[peak_op].name, schedule[peak_op].op_type) if peak_op < len(schedule) else ("", "")
     return {
@@ -158,6 +160,7 @@ def explain(plan: PlanFile, planner: str, params: planners.Params, io: bool = Tr
         "peak_name": peak_name,
         "peak_op_type": peak_type,
         "peak_bytes": peak_bytes,
+        "macs": None if macs is None else sum(macs),
         "live_at_peak": live_at_peak,
         "largest": largest,
         "savings": {"naive": naive, "no_alias_lower_bound": no_alias_lb, "lower_bound": peak_bytes,
@@ -231,6 +234,8 @@ def render(r: dict[str, Any]) -> str:
     out = [f"model        {r['model']}",
            f"arena        {fmt_bytes(r['arena_size'])} ({r['planner']}; lower bound {fmt_bytes(r['lower_bound'])})",
            f"peak         {fmt_bytes(r['peak_bytes'])} at op {r['peak_op']} {r['peak_name']} ({r['peak_op_type']})",
+           f"MACs         " + (f"{r['macs']:,} per inference" if r["macs"] is not None
+                                else "n/a (the ONNX model is not at hand)"),
            "",
            f"live at the peak (op {r['peak_op']}; an alias group counted once, at its root's size):"]
     out += ["  " + x for x in _table(
@@ -263,10 +268,11 @@ def render(r: dict[str, Any]) -> str:
                *_io_lines(s["io"])] if "io" in s else []),
             "", "per op (live bytes: alias groups once; output bytes of in-place outputs and views marked *):"]
     out += ["  " + x for x in _table(
-        ["op", "name", "type", "live B", "output B", "workspace B", ""],
+        ["op", "name", "type", "live B", "output B", "workspace B", "MACs", ""],
         [[str(o["index"]), o["name"], o["op_type"], f"{o['live_bytes']:,}",
           f"{o['output_bytes']:,}" + ("*" if o["aliased_output_bytes"] else " "), f"{o['workspace_bytes']:,}",
-          "<- peak" if o["index"] == r["peak_op"] else ""] for o in r["ops"]], {0, 3, 4, 5})]
+          "-" if o["macs"] is None else f"{o['macs']:,}",
+          "<- peak" if o["index"] == r["peak_op"] else ""] for o in r["ops"]], {0, 3, 4, 5, 6})]
     return "\n".join(out)
 
 

@@ -384,6 +384,16 @@ def _buffer_cells(b: BufferRow, share: bool) -> list[str]:
             b.kind, b.dtype, f"{b.first_op}..{b.last_op}"]
 
 
+_MACS_COLUMNS = ("op", "name", "type", "MACs", "share")
+
+
+def _macs_rows(u: ModelUse) -> list[list[str]]:
+    """MACs per op (arena_tool.model.macs), in the tables' op order, with each op's share of the total."""
+    total = u.macs or 0
+    return [[str(o.index), o.name, o.op_type, _num(o.macs), f"{100.0 * o.macs / total:.1f} %" if total else ""]
+            for o in u.ops or ()]
+
+
 def _peak_line(p: Peak) -> str:
     return f"peak {_num(p.bytes)} B live at op {p.op} {p.name} ({p.op_type}); an alias group counted once"
 
@@ -509,6 +519,8 @@ def _model_html(v: BoardView, m: ModelView) -> list[str]:
     if u.caller_io:
         rows[2:2] = [("caller-owned I/O", "caller_io",
                       f"{_num(u.caller_io)} B (the application's buffers, outside the arena)")]
+    if u.macs is not None:
+        rows.append(("MACs per inference", "macs", _num(u.macs)))
     if u.head is not None:
         rows[2:2] = [("TFLM head (the plan)", "head", f"{_num(u.head)} B"),
                      ("TFLM persistent tail", "tail", f"{_num(u.tail or 0)} B")]
@@ -522,6 +534,9 @@ def _model_html(v: BoardView, m: ModelView) -> list[str]:
         out.append(f'<p data-key="{_e(k)}peak" data-op="{p.op}" data-value="{p.bytes}"><b>{_e(_peak_line(p))}</b></p>')
         out.append("<h4>Live at the peak</h4>" + _buffer_table(p.live, True, k + "live."))
         out.append(f"<h4>Largest buffers (top {len(p.largest)})</h4>" + _buffer_table(p.largest, False, k + "largest."))
+    if u.ops:
+        out.append("<h4>MACs per op</h4>" + _table(_MACS_COLUMNS, _macs_rows(u), {0, 3, 4},
+                                                    [[None, None, None, f"{k}ops.{o.index}.macs", None] for o in u.ops]))
     if m.picture:
         out.append(f"<h4>Layout</h4><figure>{m.picture}</figure>")
     return out + ["</section>"]
@@ -622,7 +637,8 @@ def render_markdown(v: BoardView) -> str:
         out += ["", f"### Model {md_escape(m.use.name)}", ""]
         out += [f"- {md_escape(n)}" for n in m.notes]
         out.append(f"- model {md_escape(m.use.model)}, plan {md_escape(m.use.plan)}, "
-                   f"weights {_num(m.use.weights_bytes)} B")
+                   f"weights {_num(m.use.weights_bytes)} B"
+                   + (f", {_num(m.use.macs)} MACs per inference" if m.use.macs is not None else ""))
         if m.use.caller_io:
             out.append(f"- caller-owned I/O {_num(m.use.caller_io)} B (the application's buffers, outside the arena)")
         if m.peak is not None:
@@ -630,6 +646,8 @@ def render_markdown(v: BoardView) -> str:
             out += _md_table(_BUFFER_COLUMNS, [_buffer_cells(b, True) for b in m.peak.live], {2, 3})
             out += ["", f"Largest buffers (top {len(m.peak.largest)}):", ""]
             out += _md_table(_BUFFER_COLUMNS, [_buffer_cells(b, False) for b in m.peak.largest], {2, 3})
+        if m.use.ops:
+            out += ["", "MACs per op:", ""] + _md_table(_MACS_COLUMNS, _macs_rows(m.use), {0, 3, 4})
     return "\n".join(out) + "\n"
 
 

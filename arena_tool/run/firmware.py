@@ -57,7 +57,7 @@ from arena_tool.target.manifest import DEFAULT_STACK
 from arena_tool.run.verify import NUMPY_TYPES
 from arena_tool.core.schema import check_json
 from arena_tool.emit import codegen, runtime_support, linker
-from arena_tool.model import liveness, lowering
+from arena_tool.model import liveness, lowering, macs
 from arena_tool.plan import plancheck, planfile, planning, split_arena
 from arena_tool.run import qemu, runreport, verify
 from arena_tool.target.board_report import RegionUse
@@ -81,6 +81,7 @@ TARGET_CFLAGS = flags.cflags()
 TARGET_LDFLAGS = flags.LINKFLAGS
 TARGET_LIBS = tuple(f"-l{lib}" for lib in flags.LIBS)
 RTOL = 1e-4
+PROFILE_FLAG = "-DARENA_PROFILE"  # arena_run's per-op hook (arena_kernels.h), main.c's SysTick per op
 TIMEOUT = 120.0
 FORMAT_VERSION = 1
 _BITS = {"float32": ("uint32_t", np.uint32, 8), "int32": ("uint32_t", np.uint32, 8),
@@ -532,14 +533,79 @@ class Firmware:
     instructions: int | None = None
     instructions_per_tick: float | None = None
     calibration: tuple[int, int] | None = None
+    op_ticks: dict[int, int] | None = None  # --profile: op index -> SysTick ticks (the profiled build)
+
+
+@dataclasses.dataclass(frozen=True)
+class OpProfile:
+    """One op of ``arena-tool run --profile``: its SysTick ticks in the profiled build (None when
+    the firmware printed none), as instructions, and its MACs (arena_tool.model.macs)."""
+
+    index: int
+    name: str
+    op_type: str
+    ticks: int | None
+    instructions: int | None
+    macs: int
+
+    def to_json(self) -> dict[str, Any]:
+        per = None if not self.macs or self.instructions is None else round(self.instructions / self.macs, 3)
+        return {"index": self.index, "name": self.name, "op_type": self.op_type, "ticks": self.ticks,
+                "instructions": self.instructions, "macs": self.macs, "instructions_per_mac": per}
+
+
+def firmware_profile(plan: PlanFile, macs: Sequence[int], fw: Firmware) -> tuple[OpProfile, ...]:
+    """The per-op rows of a profiled run, in the tables' op order (the plan's schedule)."""
+    ticks = fw.op_ticks or {}
+    clock = round(1e9 / fw.instructions_per_tick) if fw.instructions_per_tick else None
+    rows = []
+    for i, (step, n) in enumerate(zip(plan.schedule, macs)):
+        t = ticks.get(i)
+        rows.append(OpProfile(i, step.name, step.op_type, t,
+                              None if t is None or clock is None else runreport.instructions(t, clock), n))
+    return tuple(rows)
+
+
+def profile_table(rows: Sequence[OpProfile], fw: Firmware) -> list[str]:
+    """The per-op table ``arena-tool run --profile`` prints, in the tables' op order, and a total row."""
+    total = sum(r.instructions or 0 for r in rows)
+    macs = sum(r.macs for r in rows)
+
+    def per(insns: int | None, n: int) -> str:
+        return "-" if not n or insns is None else f"{insns / n:.2f}"
+
+    head = ("op", "name", "type", "instructions", "share", "MACs", "instr/MAC")
+    body = [(str(r.index), r.name, r.op_type, "-" if r.instructions is None else f"{r.instructions:,}",
+             "-" if r.instructions is None or not total else f"{100.0 * r.instructions / total:.1f} %",
+             f"{r.macs:,}", per(r.instructions, r.macs)) for r in rows]
+    body.append(("", "total", "", f"{total:,}", "100.0 %" if total else "-", f"{macs:,}", per(total, macs)))
+    widths = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
+    right = {0, 3, 4, 5, 6}
+
+    def line(cells: Sequence[str]) -> str:
+        return "  " + "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                                for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    ipt = f"{fw.instructions_per_tick:g}" if fw.instructions_per_tick else "?"
+    out = [f"profile: per op, SysTick ticks x {ipt} in a build with -DARENA_PROFILE (the printing between ops "
+           "is outside every count); MACs from the model's shapes"]
+    out += [line(head), *(line(r) for r in body)]
+    if fw.instructions is not None:
+        out.append(f"  the whole inference in the normal build: {fw.instructions:,} instructions "
+                   f"({fw.instructions - total:+,} outside the ops: arena_run's loop and dispatch)")
+    return out
 
 
 def build_and_run(out: Path, symbol: str, model_path: str, plan: PlanFile, lowered: Lowered, board: Board | None,
                   inputs: Sequence[tuple[str, np.ndarray]], timeout: float = TIMEOUT,
-                  optimize: str | None = None) -> Firmware:
+                  optimize: str | None = None, *, profile: bool = False) -> Firmware:
     """Generate, build and run one model's firmware in ``out`` with ``inputs`` (name, array) in the
     model's input order, compiled at the ``optimize`` level (``arena_tool.target.flags``; None: the
-    build's default); ArenaError (exit 3) when it does not compile. The caller judges the run."""
+    build's default); ArenaError (exit 3) when it does not compile. The caller judges the run.
+
+    profile (a QEMU board): also build ``firmware_profile.elf`` with -DARENA_PROFILE and run it for
+    each op's ticks (``Firmware.op_ticks``); outputs, flash and the inference's count stay the
+    normal build's, whose bytes the macro does not change."""
     out = Path(out)
     board_name = HOST if board is None else board.name
     gen = generate(out, [(symbol, model_path, plan)], board_name, lowered={symbol: lowered})
@@ -553,6 +619,9 @@ def build_and_run(out: Path, symbol: str, model_path: str, plan: PlanFile, lower
             target = flags.cflags(optimize)
             cflags = [*board.cpu.gcc_flags(), *target]
             exe = build_elf(out, gen, board, plan.arena_size, regions=board_regions([plan]), cflags=target)
+            if profile:
+                prof = build_elf(out, gen, board, plan.arena_size, regions=board_regions([plan]),
+                                 cflags=[*target, PROFILE_FLAG], elf_name="firmware_profile.elf")
     except subprocess.CalledProcessError as e:
         first = next((ln for ln in (e.stderr or "").splitlines() if "error" in ln), (e.stderr or "").strip()[:300])
         raise ArenaError(f"the firmware does not compile: {first}", field="run", exit_code=EXIT_BUG,
@@ -582,6 +651,13 @@ def build_and_run(out: Path, symbol: str, model_path: str, plan: PlanFile, lower
             fw.ticks = ticks
             fw.instructions = runreport.instructions(ticks, board.cpu.clock_hz)
             fw.instructions_per_tick = 1e9 / (board.cpu.clock_hz * (1 << runreport.ICOUNT_SHIFT))
+        if profile:
+            try:
+                _, ptext = run_qemu(prof, board, timeout)
+            except subprocess.TimeoutExpired:
+                ptext = ""
+            (out / "firmware_profile.out").write_text(ptext, encoding="utf-8")
+            fw.op_ticks = verify.parse_output(ptext).op_ticks.get(symbol, {})
     return fw
 
 
@@ -621,7 +697,8 @@ def _num(v: float | None) -> float | None:
 def report_doc(*, model: str, plan: PlanFile, board: str, machine: str | None, result: str,
                input_kind: str, input_file: str | None, seed: int | None, inputs: Sequence[TensorSpec],
                gaps: Sequence[Gap] = (), fw: Firmware | None = None,
-               comparisons: Sequence[Comparison] = (), error: str | None = None) -> dict[str, Any]:
+               comparisons: Sequence[Comparison] = (), error: str | None = None, macs: int = 0,
+               profile: Sequence[OpProfile] | None = None) -> dict[str, Any]:
     """The --json document (schemas/run.schema.json); paths relative to the current folder when inside it."""
     return {
         "format_version": FORMAT_VERSION,
@@ -645,6 +722,8 @@ def report_doc(*, model: str, plan: PlanFile, board: str, machine: str | None, r
         "ticks": fw.ticks if fw else None,
         "instructions": fw.instructions if fw else None,
         "instructions_per_tick": fw.instructions_per_tick if fw else None,
+        "macs": macs,
+        "profile": None if profile is None else [r.to_json() for r in profile],
         "gaps": [{"index": g.index, "name": g.name, "op_type": g.op_type, "why": g.why} for g in gaps],
         "outputs": [{"name": c.name, "dtype": c.dtype, "shape": list(c.shape),
                      "max_abs_error": _num(c.max_abs), "max_rel_error": _num(c.max_rel),
@@ -666,7 +745,7 @@ def _fmt(n: int | None) -> str:
 
 
 def summary(model: str, plan: PlanFile, board: Board | None, fw: Firmware, input_words: str,
-            comparisons: Sequence[Comparison]) -> list[str]:
+            comparisons: Sequence[Comparison], macs: int = 0) -> list[str]:
     """The lines ``arena-tool run`` prints (no times, no temporary paths: deterministic)."""
     where = ("host (native gcc " + fw.cflags[0] + ")" if board is None
              else f"{board.name} (qemu-system-arm -M {board.qemu} -icount shift=0)")
@@ -688,6 +767,8 @@ def summary(model: str, plan: PlanFile, board: Board | None, fw: Firmware, input
                          f"{fw.instructions_per_tick:g})")
         else:
             lines.append(f"{'instructions':<{w}} n/a (the firmware printed no ticks)")
+    per = f" ({fw.instructions / macs:.2f} instructions per MAC)" if macs and fw.instructions is not None else ""
+    lines.append(f"{'MACs':<{w}} {macs:,} per inference{per}")
     return lines
 
 
@@ -746,12 +827,18 @@ class IntegerIO:
 def run(model: str, board_name: str, options: ModelOptions, planner: str, params: planners.Params, *,
         input_path: str | None = None, seed: int = 0, output: str | None = None, json_path: str | None = None,
         build_dir: str | None = None, timeout: float = TIMEOUT, out: TextIO | None = None,
-        err: TextIO | None = None, optimize: str | None = None) -> int:
+        err: TextIO | None = None, optimize: str | None = None, profile: bool = False) -> int:
     """``arena-tool run``: plan, generate, build, run, compare; prints the summary, returns the exit
-    status (0 match, 1 mismatch or an op the runtime lacks); ArenaError for the rest."""
+    status (0 match, 1 mismatch or an op the runtime lacks); ArenaError for the rest.
+
+    profile: also print (and put in the report) each op's instructions and MACs (a QEMU board)."""
     out = out or sys.stdout
     err = err or sys.stderr
     board = resolve_board(board_name)
+    if profile and board is None:
+        raise ArenaError("--profile counts each op's instructions under QEMU; the host build has no "
+                         "instruction count", field="--profile",
+                         hint=f"run on {' or '.join(emulated_boards()) or 'mps2_an500'} (--board)")
     if board is not None and options.weights != "flash":
         try:
             board.region(options.weights)
@@ -760,11 +847,13 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
     plan = planning.plan_model(model, options, planner, params).plan_file
     lowered = plancheck.lowered_model(model, plan)
     io = IntegerIO.of(model, plan) if options.io == "int8" else None
+    op_macs = macs.plan_macs(plan.schedule, lowered)
     in_specs = io.specs if io is not None else graph_specs(plan, list(lowered.inputs))
     input_kind, input_file = ("file", input_path) if input_path else ("random", None)
     report_of = functools.partial(report_doc, model=model, plan=plan, board=board_name,
                                   machine=None if board is None else board.qemu, input_kind=input_kind,
-                                  input_file=input_file, seed=None if input_path else seed, inputs=in_specs)
+                                  input_file=input_file, seed=None if input_path else seed, inputs=in_specs,
+                                  macs=sum(op_macs))
 
     gaps = runtime_support.gaps(lowered)
     if gaps:
@@ -797,7 +886,7 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
     symbol = codegen.sanitize(Path(model).stem).lower()
     work = Path(build_dir) if build_dir else Path(tempfile.mkdtemp(prefix="arena-run-"))
     try:
-        fw = build_and_run(work, symbol, model, plan, lowered, board, fw_inputs, timeout, optimize)
+        fw = build_and_run(work, symbol, model, plan, lowered, board, fw_inputs, timeout, optimize, profile=profile)
     finally:
         if not build_dir:
             shutil.rmtree(work, ignore_errors=True)
@@ -820,14 +909,18 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
             comparisons.append(compare(edge.model, value, want[edge.model], float(edge.quant.scale[0])))
     words = f"{input_path}" if input_path else f"seeded random (seed {seed})"
     ok = all(c.ok for c in comparisons)
-    for line in summary(model, plan, board, fw, words, comparisons):
+    for line in summary(model, plan, board, fw, words, comparisons, sum(op_macs)):
         print(line, file=out)
+    rows = firmware_profile(plan, op_macs, fw) if profile else None
+    if rows is not None:
+        for line in profile_table(rows, fw):
+            print(line, file=out)
     if output:
         _write_npz(output, {n: fw.outputs[n] for n in [*lowered.outputs, *(b.model for b in (io.outputs if io else ()))]})
         print(f"wrote {output}", file=out)
     if json_path:
         write_report(json_path, report_of(result="match" if ok else "mismatch", fw=fw,
-                                          comparisons=comparisons))
+                                          comparisons=comparisons, profile=rows))
         print(f"wrote {json_path}", file=out)
     if ok:
         print("match: every output equals onnxruntime's within its tolerance", file=out)

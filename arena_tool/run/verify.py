@@ -255,18 +255,21 @@ _LINE_VALUE = re.compile(r"^(\d+) (\S+)")
 _LINE_STATUS = re.compile(r"^status (\S+) (-?\d+)$")
 _LINE_TICKS = re.compile(r"^ticks (\S+) (\d+)$")
 _LINE_CALIBRATE = re.compile(r"^calibrate (\d+) ticks (\d+)$")
+_LINE_OP = re.compile(r"^op (\S+) (\d+) (\d+)$")
 
 
 @dataclasses.dataclass(frozen=True)
 class FirmwareRun:
     """outputs[model][tensor] = values; status[model] = arena_run's code;
     ticks[model] = SysTick ticks of the inference (target builds only);
-    calibration = (instructions of main.c's timing loop, its ticks), target builds only."""
+    calibration = (instructions of main.c's timing loop, its ticks), target builds only;
+    op_ticks[model][op index] = SysTick ticks of that op (a -DARENA_PROFILE build)."""
 
     outputs: dict[str, dict[str, np.ndarray]]
     status: dict[str, int]
     ticks: dict[str, int]
     calibration: tuple[int, int] | None = None
+    op_ticks: dict[str, dict[int, int]] = dataclasses.field(default_factory=dict)
 
 
 def parse_output(text: str) -> FirmwareRun:
@@ -275,6 +278,7 @@ def parse_output(text: str) -> FirmwareRun:
     status: dict[str, int] = {}
     ticks: dict[str, int] = {}
     calibration: tuple[int, int] | None = None
+    op_ticks: dict[str, dict[int, int]] = {}
     model = tensor = None
     dtype = ""
     vals: list[Any] = []
@@ -304,8 +308,10 @@ def parse_output(text: str) -> FirmwareRun:
             ticks[m.group(1)] = int(m.group(2))
         elif m := _LINE_CALIBRATE.match(line):
             calibration = (int(m.group(1)), int(m.group(2)))
+        elif m := _LINE_OP.match(line):
+            op_ticks.setdefault(m.group(1), {})[int(m.group(2))] = int(m.group(3))
         elif tensor is not None and (m := _LINE_VALUE.match(line)):
             tok = m.group(2)
             vals.append(int(tok, 16) if tok.startswith("0x") else int(tok))
     close()
-    return FirmwareRun(outputs, status, ticks, calibration)
+    return FirmwareRun(outputs, status, ticks, calibration, op_ticks)

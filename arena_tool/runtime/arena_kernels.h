@@ -70,4 +70,15 @@ int arena_i8_binary(const int8_t *a, const int8_t *b, int8_t *y, uint32_t n, int
 int arena_i8_qgemm(const arena_ctx_t *c, int32_t M, int32_t N, int32_t K, uint32_t si, uint32_t sj, int quant_out,
                    int32_t lo, int32_t hi);
 
+/* arena_run's hook around each op: a call only in a firmware built with -DARENA_PROFILE
+ * (arena-tool run --profile), nothing at all otherwise, so a normal build is unchanged. The
+ * macro brings its own semicolon (an empty statement would still leave a debug statement
+ * marker), and arena_run writes it after other statements on their lines, so that no line of
+ * the runtime moved: normal ELFs, their debug line tables too, are the bytes they were. */
+#if defined(ARENA_PROFILE)
+#define ARENA_PROFILE_OP(m, i, done) arena_profile_op((m), (i), (done));
+#else
+#define ARENA_PROFILE_OP(m, i, done)
+#endif
+
 #endif

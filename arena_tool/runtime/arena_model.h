@@ -270,4 +270,12 @@ void *arena_tensor_data(const arena_model_t *m, uint8_t *base, int index);
 
 size_t arena_dtype_size(uint8_t dtype);
 
+/* Per-op profiling: a firmware compiled with -DARENA_PROFILE defines this hook; arena_run calls
+ * it with done = 0 just before op `op` of `m` runs and with done = 1 just after (the example
+ * main.c times each op with SysTick and prints "op <model> <index> <ticks>"). Without the macro
+ * arena_run calls nothing. */
+#if defined(ARENA_PROFILE)
+void arena_profile_op(const arena_model_t *m, uint32_t op, int done);
+#endif
+
 #endif

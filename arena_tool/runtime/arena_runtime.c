@@ -141,8 +141,8 @@ int arena_run(const arena_model_t *m, uint8_t *base, int *failed_op)
         arena_ctx_t c;
         c.m = m;
         c.op = &m->ops[i];
-        c.base = base;
-        rc = dispatch(&c);
+        c.base = base; ARENA_PROFILE_OP(m, i, 0)
+        rc = dispatch(&c); ARENA_PROFILE_OP(m, i, 1)
         if (rc != ARENA_OK) {
             if (failed_op != NULL) {
                 *failed_op = (int)i;

@@ -63,6 +63,23 @@ TFLM_NOTE = ("tensor_arena = arena's plan (TFLM's head) + TFLM's persistent tail
 
 
 @dataclasses.dataclass(frozen=True)
+class OpMacs:
+    """One op of a model's plan and its MACs (arena_tool.model.macs; the report's ``ops`` rows)."""
+
+    index: int
+    name: str
+    op_type: str
+    macs: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "name": self.name, "op_type": self.op_type, "macs": self.macs}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> OpMacs:
+        return cls(int(doc["index"]), str(doc["name"]), str(doc["op_type"]), int(doc["macs"]))
+
+
+@dataclasses.dataclass(frozen=True)
 class ModelUse:
     """One model's share of the board arena. Sizes and base are bytes."""
 
@@ -83,6 +100,12 @@ class ModelUse:
     weights_region: str = "flash"  # where the weights run from (weights: <region> copies them there)
     weights_ram: int = 0  # bytes they take in that region (split_arena.weights_ram_bytes), 0 in flash
     caller_io: int = 0  # io_buffers: caller: bytes of the inputs and outputs the application owns, outside the arena
+    ops: tuple[OpMacs, ...] | None = None  # MACs per op (arena_tool.model.macs); None: not counted (runtime tflm)
+
+    @property
+    def macs(self) -> int | None:
+        """Multiply-accumulates per inference, the sum over ``ops``."""
+        return None if self.ops is None else sum(o.macs for o in self.ops)
 
     @property
     def proven(self) -> bool:
@@ -91,7 +114,7 @@ class ModelUse:
 
     def to_json(self) -> dict[str, Any]:
         """The report's ``models`` entry: head/tail only for runtime tflm, regions only for a split
-        plan, the weights' region only when they are copied to RAM."""
+        plan, the weights' region only when they are copied to RAM, MACs when they were counted."""
         return {"name": self.name, "planner": self.planner, "arena_size": self.arena_size,
                 "lower_bound": self.lower_bound, "optimal": self.optimal, "status": self.status, "base": self.base,
                 "plan": self.plan, "model": self.model, "model_sha256": self.model_sha256,
@@ -100,7 +123,8 @@ class ModelUse:
                 **({"regions": dict(self.regions)} if self.regions else {}),
                 **({"weights_region": self.weights_region, "weights_ram": self.weights_ram}
                    if self.weights_region != "flash" else {}),
-                **({"caller_io": self.caller_io} if self.caller_io else {})}
+                **({"caller_io": self.caller_io} if self.caller_io else {}),
+                **({"macs": self.macs, "ops": [o.to_json() for o in self.ops]} if self.ops is not None else {})}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModelUse:
@@ -112,7 +136,8 @@ class ModelUse:
                    head=doc.get("head"), tail=doc.get("tail"),
                    regions=tuple((str(k), int(v)) for k, v in (doc.get("regions") or {}).items()),
                    weights_region=str(doc.get("weights_region", "flash")), weights_ram=int(doc.get("weights_ram", 0)),
-                   caller_io=int(doc.get("caller_io", 0)))
+                   caller_io=int(doc.get("caller_io", 0)),
+                   ops=None if "ops" not in doc else tuple(OpMacs.from_json(o) for o in doc["ops"]))
 
 @dataclasses.dataclass(frozen=True)
 class BoardProblem:

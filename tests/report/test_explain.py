@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,27 @@ def test_plan_file_explains_like_the_model(capsys, tmp_path):
     from_model = explain_json(capsys, tmp_path, path, name="a.json")
     from_plan = explain_json(capsys, tmp_path, str(plan), name="b.json")
     assert from_plan == from_model
+
+
+def test_macs_per_op_and_their_total(capsys, tmp_path):
+    """chain: three MatMuls of 64 rows, K 16, 24, 24 into 24, 24, 8 columns."""
+    path = models.save(models.chain(), tmp_path / "chain.onnx")
+    r = explain_json(capsys, tmp_path, path)
+    assert [o["macs"] for o in r["ops"]] == [64 * 24 * 16, 64 * 24 * 24, 64 * 8 * 24]
+    assert r["macs"] == sum(o["macs"] for o in r["ops"])
+    code, out, _ = run(capsys, "explain", path)
+    assert code == 0 and f"MACs         {r['macs']:,} per inference" in out
+    assert re.search(r"^ +1 +mm1 +MatMul .* 36,864( +<- peak)?$", out, re.MULTILINE)  # the MACs column
+
+
+def test_a_plan_file_without_its_model_has_no_macs(capsys, tmp_path):
+    path = models.save(models.chain(), tmp_path / "chain.onnx")
+    plan = _plan(capsys, tmp_path, path)
+    Path(path).unlink()
+    r = explain_json(capsys, tmp_path, str(plan))
+    assert r["macs"] is None and all(o["macs"] is None for o in r["ops"])
+    code, out, _ = run(capsys, "explain", str(plan))
+    assert code == 0 and "MACs         n/a (the ONNX model is not at hand)" in out
 
 
 def test_plan_file_rejects_model_options(capsys, tmp_path):

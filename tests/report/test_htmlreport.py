@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool.plan import planfile, planners
+from arena_tool.model import macs
+from arena_tool.plan import plancheck, planfile, planners
 from arena_tool.target import board_report, boards
 from arena_tool.report import explain, htmlreport
 from conftest import ROOT, require_tool
@@ -169,6 +170,12 @@ def test_html_numbers_are_the_reports_and_the_plans(ok: Path) -> None:
                 if re.fullmatch(rf"model\.{name}\.live\.\d+\.name", k)]
         assert live == [(r["name"], r["size"]) for r in ex["live_at_peak"]]
         assert sum(r["size"] for r in ex["live_at_peak"]) == plan["lower_bound"]  # alias groups once
+        # MACs: the report's per op (the plan's order, counted from the model) and their total
+        lowered = plancheck.lowered_model(str(ok / m["model"]), planfile.PlanFile.from_json(plan))
+        assert [o["macs"] for o in m["ops"]] == list(macs.plan_macs(planfile.PlanFile.from_json(plan).schedule, lowered))
+        assert [o["op_type"] for o in m["ops"]] == [s["op_type"] for s in plan["schedule"]]
+        assert page.number(f"model.{name}.macs") == m["macs"] == sum(o["macs"] for o in m["ops"]) > 0
+        assert [page.number(f"model.{name}.ops.{o['index']}.macs") for o in m["ops"]] == [o["macs"] for o in m["ops"]]
     # Every byte of RAM and flash the report counts sits in one region of the page.
     regions = {k: v for k, v in page.keyed.items() if re.fullmatch(r"region\.[^.]+\.used", k)}
     board = boards.load_board_file(str(ROOT / "boards" / f"{BOARD}.yaml"))
@@ -192,6 +199,8 @@ def test_markdown_has_the_same_numbers(ok: Path) -> None:
                                                  m["arena_size"] - m["lower_bound"], m["base"]]
         assert _int(cells[7]) == doc["budget"] and _int(cells[8]) == doc["limit"] - m["arena_size"]
     assert _int(rows["arena"][1]) == doc["arena_size"] and _int(rows["limit"][1]) == doc["limit"]
+    for m in doc["models"]:
+        assert f", {m['macs']:,} MACs per inference" in md
     used = [(kind, _int(n)) for kind, n in re.findall(r"^### (RAM|Flash) \S+: ([\d,]+) B used", md, re.M)]
     assert sum(n for k, n in used if k == "RAM") == doc["ram"]["used"]
     assert sum(n for k, n in used if k == "Flash") == doc["flash"]["used"]

@@ -170,6 +170,53 @@ def test_qemu_mps2_an500_counts_instructions_and_matches(capsys, tmp_path):
         assert z["logits"].shape == (1, 12)
 
 
+def test_profile_times_every_op_on_qemu(capsys, tmp_path):
+    """--profile: one row per op of the tables (instructions from a -DARENA_PROFILE build, MACs from
+    the shapes) whose sum is the inference's count less arena_run's own loop, in the table and --json."""
+    require_tool("arm-none-eabi-gcc")
+    require_tool("qemu-system-arm")
+    report = tmp_path / "run.json"
+    rc, out, err = run(capsys, model("kws_int8"), "--board", "mps2_an500", "--profile", "--json", str(report),
+                       "--build-dir", str(tmp_path / "b"))
+    assert rc == 0, out + err
+    doc = json.loads(report.read_text())
+    jsonschema.validate(doc, schema())
+    rows = doc["profile"]
+    plan = json.loads(run_plan(tmp_path))
+    assert [r["op_type"] for r in rows] == [s["op_type"] for s in plan["schedule"]]
+    assert all(r["instructions"] == 40 * r["ticks"] for r in rows)
+    ops = sum(r["instructions"] for r in rows)
+    assert 0.97 * doc["instructions"] < ops < doc["instructions"]  # the loop and dispatch are outside the ops
+    assert sum(r["macs"] for r in rows) == doc["macs"] > 0
+    convs = [r for r in rows if r["op_type"] == "QLinearConv"]
+    assert convs and all(r["macs"] > 0 and r["instructions_per_mac"] > 0 for r in convs)
+    total = re.search(r"^ +total +([\d,]+) +100\.0 % +([\d,]+) ", out, re.MULTILINE)
+    assert total and int(total.group(1).replace(",", "")) == ops and int(total.group(2).replace(",", "")) == doc["macs"]
+    assert re.search(rf"^MACs +{doc['macs']:,} per inference \([\d.]+ instructions per MAC\)$", out, re.MULTILINE)
+    # the hook is only in the profiled build: the normal one (outputs, flash, the count) has none of it
+    assert "arena_profile_op" in symbols(tmp_path / "b" / "firmware_profile.elf")
+    assert "arena_profile_op" not in symbols(tmp_path / "b" / "firmware.elf")
+
+
+def symbols(elf) -> set[str]:
+    from elftools.elf.elffile import ELFFile
+
+    with open(elf, "rb") as f:
+        return {s.name for s in ELFFile(f).get_section_by_name(".symtab").iter_symbols()}
+
+
+def run_plan(tmp_path) -> str:
+    """The plan of kws_int8 as arena-tool plan writes it (the schedule the tables run)."""
+    path = tmp_path / "kws_int8.plan.json"
+    assert cli.main(["plan", model("kws_int8"), "-o", str(path)]) == 0
+    return path.read_text()
+
+
+def test_profile_needs_a_qemu_board(capsys):
+    rc, _, err = run(capsys, model("kws"), "--board", "host", "--profile")
+    assert rc == 2 and "--profile" in err and "mps2_an500" in err and len(err.strip().splitlines()) == 1
+
+
 def test_unknown_board_and_board_without_qemu_exit_2(capsys):
     rc, _, err = run(capsys, model("kws"), "--board", "mps2_an50")
     assert rc == 2 and "unknown board 'mps2_an50'" in err and "did you mean 'mps2_an500'" in err

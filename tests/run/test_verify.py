@@ -138,9 +138,10 @@ def test_corrupted_plan_is_named_by_verify_and_gives_wrong_firmware_output(tmp_p
 
 def test_parse_output_reads_main_c_lines():
     text = ("model m\nticks m 42\noutput y float32 2\n0 0x3f800000 1.000000\n1 0xbf800000 -1.000000\n"
-            "output q int8 1\n0 -5\nstatus m 0\nqemu noise\n")
+            "output q int8 1\n0 -5\nstatus m 0\nqemu noise\nop m 0 17\nop m 1 3\n")
     run = verify.parse_output(text)
     assert run.outputs["m"]["y"].tolist() == [1.0, -1.0]
     assert run.outputs["m"]["q"].tolist() == [-5]
     assert run.status == {"m": 0} and run.ticks == {"m": 42}
+    assert run.op_ticks == {"m": {0: 17, 1: 3}}  # a -DARENA_PROFILE build's per-op lines
     assert onnx  # the module is used by the fixtures' models

@@ -13,6 +13,7 @@ from arena_tool.core.errors import EXIT_USAGE, ArenaError
 from arena_tool.core.schema import check_json
 from arena_tool.emit import linker
 from arena_tool.target import board_report, manifest
+from arena_tool.target.board_report import OpMacs
 from builders import plan_doc, plans, target
 
 
@@ -87,6 +88,8 @@ def _reports(tmp_path: Path) -> dict[str, board_report.BoardReport]:
         "split": gate.gate(split, plans(split, dict(plan_doc(3000, 3000), regions=SPLIT_REGIONS))),
         "weights copied": gate.gate(copied, plans(copied, weights)),
         "tflm": gate.gate(tflm, plans(tflm, plan_doc(3000, 3000)), tflm={"a": {"tail": 1000, "planned_bytes": 5000}}),
+        "macs": gate.gate(t, plans(t, plan_doc(30000, 28000), plan_doc(20000, 20000)),
+                          macs={"a": [OpMacs(0, "conv", "Conv", 1200), OpMacs(1, "relu", "Relu", 0)], "b": []}),
     }
 
 
@@ -94,7 +97,8 @@ def test_every_report_round_trips_byte_identical(tmp_path: Path) -> None:
     """write -> the file -> read gives the same value, and to_json the same bytes; the optional keys
     appear exactly where they apply."""
     reps = _reports(tmp_path)
-    assert [r.status for r in reps.values()] == ["warn", "warn", "over", "over", "error", "over", "ok", "ok", "ok"]
+    assert [r.status for r in reps.values()] == ["warn", "warn", "over", "over", "error", "over", "ok", "ok", "ok",
+                                                 "warn"]
     for name, rep in reps.items():
         path = tmp_path / f"{name}.json"
         board_report.write(str(path), rep)
@@ -103,8 +107,13 @@ def test_every_report_round_trips_byte_identical(tmp_path: Path) -> None:
         assert board_report.dumps(back.to_json()) == path.read_text(), name
         doc = back.to_json()
         assert ("tflm_note" in doc) == (name == "tflm") and ("regions" in doc) == (name in ("split", "weights copied"))
-        assert [("head" in m, "regions" in m, "weights_region" in m) for m in doc["models"]] == [
-            (name == "tflm", name == "split", name == "weights copied")] * len(doc["models"])
+        assert [("head" in m, "regions" in m, "weights_region" in m, "macs" in m, "ops" in m)
+                for m in doc["models"]] == [(name == "tflm", name == "split", name == "weights copied",
+                                             name == "macs", name == "macs")] * len(doc["models"])
+    a, b = reps["macs"].to_json()["models"]
+    assert (a["macs"], b["macs"], b["ops"]) == (1200, 0, [])  # the sum over the ops; a model may have no ops
+    assert a["ops"] == [{"index": 0, "name": "conv", "op_type": "Conv", "macs": 1200},
+                        {"index": 1, "name": "relu", "op_type": "Relu", "macs": 0}]
     assert reps["linked"].to_json()["stage"] == "linked" and reps["planned"].to_json()["stage"] == "planned"
     assert [r.arena_section for r in reps["split"].regions] == [".arena_DTCM", ".arena_AXI_SRAM"]
     assert [r.weights_section for r in reps["weights copied"].regions] == [None, ".weights_DTCM"]

@@ -319,7 +319,7 @@ int main(void)
                 fill_input(&m->tensors[m->inputs[k]], data, k);
             }
         }
-#if defined(ARENA_TARGET)
+#if defined(ARENA_TARGET) && !defined(ARENA_PROFILE)
         ticks_start();
         rc = arena_run(m, base, &failed);
         {
@@ -363,3 +363,30 @@ int main(void)
     }
     return status;
 }
+
+/* Per-op profile (built with -DARENA_PROFILE; arena-tool run --profile): arena_run calls this
+ * around every op, and instead of the inference's "ticks" line the firmware prints one line per
+ * op, SysTick ticks of that op alone (the printing falls between two ops, outside both counts):
+ *
+ *   op kws 3 1234           model, op index (the tables' order), ticks
+ *
+ * Written after main so that a normal build (no macro) keeps every line of this file where it
+ * was: its ELF, debug line table included, is the same bytes as before profiling existed. */
+#if defined(ARENA_PROFILE) && defined(ARENA_TARGET)
+void arena_profile_op(const arena_model_t *m, uint32_t op, int done)
+{
+    uint32_t ticks;
+    if (!done) {
+        ticks_start();
+        return;
+    }
+    ticks = ticks_stop();
+    put_s("op ");
+    put_s(m->name);
+    put_s(" ");
+    put_u(op);
+    put_s(" ");
+    put_u(ticks);
+    flush();
+}
+#endif
