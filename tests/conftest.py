@@ -113,6 +113,7 @@ SLOW_FIXTURES = {
 # Test functions (module::function, every parametrization) that compile, link, run scons, QEMU
 # or chromium in their body.
 SLOW_TESTS = {
+    "test_bench_speed.py::test_speed_on_ad01_measures_every_runtime",  # TFLM builds, QEMU, arena-tool run
     "test_build_graph.py::test_scons_tool_wires_the_graph",  # scons -n in a subprocess
     "test_codegen.py::test_folded_and_constant_node_values_become_tables",  # gcc: the table dumper
     "test_codegen.py::test_generated_c_compiles_warning_free",  # gcc, arm-none-eabi-gcc

@@ -1,0 +1,373 @@
+"""arena's runtime against TFLite Micro, reference kernels and CMSIS-NN, on one emulated Cortex-M.
+
+    python3 bench/speed.py [--networks vww,kws,resnet8,ad01] [--dtypes int8,float] [--build DIR]
+
+For each MLPerf Tiny network (VWW, KWS, ResNet-8, AD01), int8 and float32, this builds and runs
+
+* arena: ``arena-tool run`` on the network's ONNX conversion (``*_tflite2onnx*.onnx``; for int8,
+  the ``*_int8.onnx`` twin where one ships, else the float ONNX quantized here by the tests'
+  helper, tests/quantized.py: onnxruntime quantize_static, QDQ, per-channel weights, cached
+  under the build folder), with arena's build flags;
+* TFLM reference and TFLM + CMSIS-NN on the network's ``.tflite``, built from
+  ``<shared>/third_party/tflite-micro`` at TFLM's default flags (-Os core, -O2 kernels) by
+  ``<shared>/tools/tflm_speed`` (build.sh, run.py: the tool the issue names, called, not copied),
+
+all on ``qemu-system-arm -M mps2-an500 -icount shift=0`` with the same count: SysTick ticks of
+one inference x 40 (25 MHz SysTick, 1 ns per instruction). It prints one row per (network,
+dtype): MACs (arena_tool.model.macs on the ONNX: conv and gemm MACs plus pooling windows, the same
+network), instructions and instructions per MAC of each runtime, flash (the ELF's allocated
+sections with contents, the input data included: arena-tool run links its input table, TFLM's
+firmware its g_input) and the ratios arena / TFLM measured in this run; then which files were used.
+
+``<shared>`` is ``../shared`` beside the project (``ARENA_SHARED`` overrides it). Without it, or
+without the cross C++ toolchain (Debian ``libstdc++-arm-none-eabi-newlib``), qemu-system-arm or
+the ``tflite_micro`` Python package, the script says why and exits 0 having measured nothing.
+TFLM builds and their runs are cached under ``--build`` (default ``build/speed``): a firmware is
+rebuilt when its model or the tool changed, a run repeated when its ELF changed, so a rerun
+only measures arena again. Exit status 1 when arena's firmware fails or its outputs differ from
+onnxruntime's; a TFLM firmware that does not run a model (TFLM refuses the hybrid KWS float32
+.tflite) is a row marked failed and a note saying why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+SHARED_ENV = "ARENA_SHARED"
+BOARD = "mps2_an500"
+KERNELS = ("ref", "cmsis_nn")
+KERNEL_NAMES = {"ref": "TFLM reference", "cmsis_nn": "TFLM + CMSIS-NN"}
+OPT = "tflm"  # build.sh: TFLM's default flags, -Os for the core and -O2 for the kernels
+OPT_TAG = "tflmdefault"  # build.sh names its folder <kernels>_<tag>
+DTYPES = ("int8", "float")
+TIMEOUT = 1800.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Network:
+    """One MLPerf Tiny network: its .tflite files and ONNX conversions in models/mlperf_tiny/
+    (onnx_int8 None: quantized here from onnx_float)."""
+
+    key: str
+    title: str
+    tflite_int8: str
+    tflite_float: str
+    onnx_float: str
+    onnx_int8: str | None
+
+
+NETWORKS = (
+    Network("vww", "VWW", "visual_wake_words__vww_96_int8.tflite", "visual_wake_words__vww_96_float.tflite",
+            "visual_wake_words__vww_96_float_tflite2onnx.onnx", "visual_wake_words__vww_96_float_tflite2onnx_int8.onnx"),
+    Network("kws", "KWS", "keyword_spotting__kws_ref_model.tflite", "keyword_spotting__kws_ref_model_float32.tflite",
+            "keyword_spotting__kws_ref_model_float32_tflite2onnx.onnx", None),
+    Network("resnet8", "ResNet-8", "image_classification__pretrainedResnet_quant.tflite",
+            "image_classification__pretrainedResnet.tflite", "image_classification__pretrainedResnet_tflite2onnx.onnx",
+            "image_classification__pretrainedResnet_tflite2onnx_int8.onnx"),
+    Network("ad01", "AD01", "anomaly_detection__ad01_int8.tflite", "anomaly_detection__ad01_fp32.tflite",
+            "anomaly_detection__ad01_fp32_tflite2onnx.onnx", None),
+)
+
+
+def shared_dir(env: Mapping[str, str] | None = None) -> Path:
+    """``$ARENA_SHARED``, else ../shared beside the project root."""
+    env = os.environ if env is None else env
+    return Path(env[SHARED_ENV]) if env.get(SHARED_ENV) else ROOT.parent / "shared"
+
+
+def tflm_dir(shared: Path) -> Path:
+    return shared / "third_party" / "tflite-micro"
+
+
+def tool_dir(shared: Path) -> Path:
+    return shared / "tools" / "tflm_speed"
+
+
+def models_dir(shared: Path) -> Path:
+    return shared / "models" / "mlperf_tiny"
+
+
+def skip_reason(shared: Path, which: Callable[[str], str | None] = shutil.which,
+                have_module: Callable[[str], bool] | None = None) -> str | None:
+    """Why nothing can be measured here, or None. ``which``/``have_module`` are for the tests."""
+    if have_module is None:
+        import importlib.util
+
+        def have_module(name: str) -> bool:
+            return importlib.util.find_spec(name) is not None
+
+    if not shared.is_dir():
+        return (f"{shared} is not here (the shared folder with TFLM and the MLPerf Tiny models; "
+                f"set {SHARED_ENV} to its path)")
+    for path, what in ((tflm_dir(shared), "TFLM's sources"), (tool_dir(shared) / "build.sh", "the tflm_speed tool"),
+                       (models_dir(shared), "the MLPerf Tiny models")):
+        if not path.exists():
+            return f"{path} is not here ({what})"
+    for tool, why in (("arm-none-eabi-g++", "TFLM is C++ (Debian: gcc-arm-none-eabi, libstdc++-arm-none-eabi-newlib)"),
+                      ("arm-none-eabi-gcc", "arena's firmware (Debian: gcc-arm-none-eabi)"),
+                      ("qemu-system-arm", "the emulator (Debian: qemu-system-arm)"), ("make", "build.sh runs it"),
+                      ("bash", "build.sh is a bash script")):
+        if which(tool) is None:
+            return f"{tool} is not on PATH: {why}"
+    for module in ("tflite_micro", "elftools"):
+        if not have_module(module):
+            return f"the Python package {module} is missing (pip install tflite-micro pyelftools)"
+    return None
+
+
+# --- TFLM -------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    """One firmware's numbers; instructions None (and why) when it did not finish."""
+
+    instructions: int | None
+    flash: int | None
+    error: str | None = None
+
+
+def tflm_elf(build: Path, kernels: str, tflite: str) -> Path:
+    return build / "tflm" / f"{kernels}_{OPT_TAG}" / Path(tflite).stem / "fw.elf"
+
+
+def stale(elf: Path, inputs: Iterable[Path]) -> bool:
+    """The firmware must be built: missing, or older than a model or tool file it is made from."""
+    if not elf.is_file():
+        return True
+    t = elf.stat().st_mtime
+    return any(p.stat().st_mtime > t for p in inputs)
+
+
+def build_tflm(shared: Path, build: Path, kernels: str, tflites: Sequence[Path], jobs: int) -> None:
+    """Build the firmwares of ``tflites`` that are missing or out of date (build.sh, TFLM's defaults).
+    A CMSIS-NN build reuses the reference build's objects of the core files when they are there."""
+    tool = sorted(p for p in tool_dir(shared).iterdir() if p.is_file())
+    todo = [t for t in tflites if stale(tflm_elf(build, kernels, t.name), [t, *tool])]
+    if not todo:
+        return
+    out = build / "tflm"
+    out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHON=sys.executable, JOBS=str(jobs))
+    share = out / f"ref_{OPT_TAG}"
+    if kernels != "ref" and (share / "obj").is_dir():
+        env["SHARE_OBJ"] = str(share.resolve())
+    cmd = ["bash", str(tool_dir(shared) / "build.sh"), str(tflm_dir(shared)), str(out), kernels, OPT, *map(str, todo)]
+    print(f"speed: building {KERNEL_NAMES[kernels]} for {', '.join(t.name for t in todo)} (cached in {out})",
+          file=sys.stderr, flush=True)
+    log = out / f"build_{kernels}.log"
+    with open(log, "w", encoding="utf-8") as f:
+        p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
+    if p.returncode != 0:
+        tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
+        raise SystemExit(f"speed: error: the TFLM build failed (exit {p.returncode}; {log}): " + " / ".join(tail))
+
+
+def parse_tflm_run(line: str) -> tuple[str, Measured]:
+    """(ELF path, its numbers) from one JSON line of tflm_speed/run.py."""
+    doc = json.loads(line)
+    elf = str(doc["elf"])
+    insns = doc.get("instructions")
+    if doc.get("exit") != 0 or insns is None:
+        log = " ".join(str(doc.get("log") or "").split())[-160:]
+        return elf, Measured(None, doc.get("flash"), f"exit status {doc.get('exit')}: {log or 'no ticks printed'}")
+    return elf, Measured(int(insns), int(doc["flash"]))
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def run_tflm(shared: Path, build: Path, elves: Sequence[Path]) -> dict[Path, Measured]:
+    """Each ELF's numbers (tflm_speed/run.py under QEMU), from the cache when the ELF is the one measured."""
+    cache_path = build / "tflm" / "runs.json"
+    try:
+        cache: dict[str, Any] = json.loads(cache_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        cache = {}
+    out: dict[Path, Measured] = {}
+    todo = []
+    for elf in elves:
+        hit = cache.get(_sha256(elf))
+        if hit is not None:
+            out[elf] = Measured(hit["instructions"], hit["flash"], hit.get("error"))
+        else:
+            todo.append(elf)
+    if todo:
+        print(f"speed: running {len(todo)} TFLM firmware(s) under QEMU", file=sys.stderr, flush=True)
+        p = subprocess.run([sys.executable, str(tool_dir(shared) / "run.py"), *map(str, todo)],
+                           capture_output=True, text=True, timeout=TIMEOUT * len(todo))
+        by_path = {str(e): e for e in todo}
+        for line in p.stdout.splitlines():
+            if line.startswith("{"):
+                name, m = parse_tflm_run(line)
+                elf = by_path[name]
+                out[elf] = m
+                if m.error is None:  # a failure is measured again next time
+                    cache[_sha256(elf)] = dataclasses.asdict(m)
+        missing = [e for e in todo if e not in out]
+        for e in missing:
+            out[e] = Measured(None, None, f"run.py printed nothing for it (exit {p.returncode}: {p.stderr.strip()[-160:]})")
+        cache_path.write_text(json.dumps(cache, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return out
+
+
+# --- arena ------------------------------------------------------------------------------------
+
+
+def arena_model(shared: Path, build: Path, net: Network, dtype: str) -> tuple[Path, str]:
+    """The ONNX file arena runs for (net, dtype), and how it was made."""
+    models = models_dir(shared)
+    if dtype == "float":
+        return models / net.onnx_float, "as shipped"
+    if net.onnx_int8 is not None:
+        return models / net.onnx_int8, "as shipped"
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        import quantized as Q  # the tests' helper: onnxruntime quantize_static, deterministic
+    finally:
+        sys.path.remove(str(ROOT / "tests"))
+    path = Q.quantized(models / net.onnx_float, "qdq", True, build / "quantized")
+    return path, f"quantized from {net.onnx_float} by tests/quantized.py (QDQ, per-channel)"
+
+
+def run_arena(model: Path, work: Path) -> tuple[Measured, int]:
+    """arena-tool run on the QEMU board: (its numbers, the model's MACs); an error when the
+    firmware fails or its outputs differ from onnxruntime's."""
+    from arena_tool import cli
+
+    work.mkdir(parents=True, exist_ok=True)
+    report = work / "run.json"
+    report.unlink(missing_ok=True)
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text), contextlib.redirect_stderr(text):
+        rc = cli.main(["run", str(model), "--board", BOARD, "--json", str(report), "--build-dir", str(work / "fw"),
+                       "--timeout", str(TIMEOUT)])
+    if not report.is_file():
+        return Measured(None, None, f"arena-tool run exited {rc}: {text.getvalue().strip()[-200:]}"), 0
+    doc = json.loads(report.read_text(encoding="utf-8"))
+    error = None if doc["result"] == "match" else f"{doc['result']}: {doc.get('error') or 'outputs differ'}"
+    return Measured(doc["instructions"], doc["flash"], error), int(doc["macs"])
+
+
+# --- the table --------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    network: str
+    dtype: str
+    macs: int
+    arena: Measured
+    tflm: Mapping[str, Measured]  # kernels -> numbers
+
+
+def ratio(a: int | None, b: int | None) -> str:
+    return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}"
+
+
+def per_mac(m: Measured, macs: int) -> str:
+    return "-" if m.instructions is None or not macs else f"{m.instructions / macs:.2f}"
+
+
+def _n(v: int | None) -> str:
+    return "failed" if v is None else f"{v:,}"
+
+
+def table(rows: Sequence[Row]) -> list[str]:
+    """The printed table: per runtime instructions, instructions/MAC and flash, then arena / TFLM."""
+    head = ["network", "dtype", "MACs"]
+    for name in ("arena", *(KERNEL_NAMES[k] for k in KERNELS)):
+        head += [f"{name} instr", "instr/MAC", "flash B"]
+    head += ["arena/ref instr", "arena/CMSIS-NN instr", "arena/CMSIS-NN flash"]
+    body = []
+    for r in rows:
+        cells = [r.network, r.dtype, f"{r.macs:,}"]
+        for m in (r.arena, *(r.tflm[k] for k in KERNELS)):
+            cells += [_n(m.instructions), per_mac(m, r.macs), "-" if m.flash is None else f"{m.flash:,}"]
+        ref, nn = r.tflm["ref"], r.tflm["cmsis_nn"]
+        cells += [ratio(r.arena.instructions, ref.instructions), ratio(r.arena.instructions, nn.instructions),
+                  ratio(r.arena.flash, nn.flash)]
+        body.append(cells)
+    widths = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) if i < 2 else c.rjust(w)
+                                 for i, (c, w) in enumerate(zip(cells, widths))) + " |"
+
+    return [line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *(line(b) for b in body)]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--networks", default=",".join(n.key for n in NETWORKS),
+                    help=f"comma-separated, of {', '.join(n.key for n in NETWORKS)} (default: all)")
+    ap.add_argument("--dtypes", default=",".join(DTYPES), help="int8, float or both (default)")
+    ap.add_argument("--build", default=str(ROOT / "build" / "speed"), help="cache folder (default build/speed)")
+    ap.add_argument("--jobs", type=int, default=2, help="parallel compiles of the TFLM build (default 2)")
+    args = ap.parse_args(argv)
+    by_key = {n.key: n for n in NETWORKS}
+    keys = [k.strip().lower() for k in args.networks.split(",") if k.strip()]
+    dtypes = [d.strip().lower() for d in args.dtypes.split(",") if d.strip()]
+    bad = [k for k in keys if k not in by_key] + [d for d in dtypes if d not in DTYPES]
+    if bad or not keys or not dtypes:
+        ap.error(f"unknown network or dtype {', '.join(bad) or '(none given)'}: networks "
+                 f"{', '.join(by_key)}; dtypes {', '.join(DTYPES)}")
+    shared = shared_dir()
+    why = skip_reason(shared)
+    if why is not None:
+        print(f"speed: skipped, nothing measured: {why}")
+        return 0
+    build = Path(args.build)
+    cases = [(by_key[k], d) for k in keys for d in dtypes]
+    models = models_dir(shared)
+    tflites = sorted({models / (n.tflite_int8 if d == "int8" else n.tflite_float) for n, d in cases})
+    for kernels in KERNELS:
+        build_tflm(shared, build, kernels, tflites, args.jobs)
+    elves = {(k, t.name): tflm_elf(build, k, t.name) for k in KERNELS for t in tflites}
+    tflm = run_tflm(shared, build, sorted(set(elves.values())))
+
+    rows, files = [], []
+    for net, dtype in cases:
+        tfl = net.tflite_int8 if dtype == "int8" else net.tflite_float
+        onnx_path, how = arena_model(shared, build, net, dtype)
+        print(f"speed: arena-tool run {onnx_path.name} --board {BOARD}", file=sys.stderr, flush=True)
+        arena, macs = run_arena(onnx_path, build / "arena" / f"{net.key}_{dtype}")
+        rows.append(Row(net.title, dtype, macs, arena, {k: tflm[elves[(k, tfl)]] for k in KERNELS}))
+        files.append(f"  {net.title} {dtype}: arena {onnx_path.name} ({how}); TFLM {tfl}")
+
+    print(f"speed: qemu-system-arm -M mps2-an500 -icount shift=0, instructions = SysTick ticks x 40 per "
+          f"inference; arena at its build's flags, TFLM at its defaults (-Os core, -O2 kernels; float runs "
+          f"TFLM's reference kernels in both builds); flash = the ELF's sections with contents, input included")
+    for line in table(rows):
+        print(line)
+    print("files (models/mlperf_tiny in " + str(shared) + "):")
+    for line in files:
+        print(line)
+    for r in rows:  # TFLM's own limits (KWS float32 is a hybrid model TFLM refuses) are facts, not failures
+        for k in KERNELS:
+            if r.tflm[k].error:
+                print(f"speed: note: {r.network} {r.dtype}: {KERNEL_NAMES[k]} did not run it: {r.tflm[k].error}")
+    failures = [r for r in rows if r.arena.error]
+    for r in failures:
+        print(f"speed: error: {r.network} {r.dtype}: arena: {r.arena.error}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

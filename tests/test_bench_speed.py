@@ -1,0 +1,142 @@
+"""bench/speed.py: where it finds ../shared, why it skips, how it reads tflm_speed's run lines and
+decides a TFLM firmware must be rebuilt, and its table; then (slow) one real run on AD01."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
+import speed  # noqa: E402
+
+ALL_TOOLS = {"arm-none-eabi-g++", "arm-none-eabi-gcc", "qemu-system-arm", "make", "bash"}
+
+
+def fake_shared(tmp_path: Path) -> Path:
+    shared = tmp_path / "shared"
+    (shared / "third_party" / "tflite-micro").mkdir(parents=True)
+    (shared / "tools" / "tflm_speed").mkdir(parents=True)
+    (shared / "tools" / "tflm_speed" / "build.sh").write_text("#!/bin/bash\n")
+    (shared / "models" / "mlperf_tiny").mkdir(parents=True)
+    return shared
+
+
+def which_all_but(*missing: str):
+    return lambda tool: None if tool in missing else f"/usr/bin/{tool}"
+
+
+def test_shared_is_beside_the_project_unless_the_environment_says():
+    assert speed.shared_dir({}) == ROOT.parent / "shared"
+    assert speed.shared_dir({"ARENA_SHARED": "/elsewhere/shared"}) == Path("/elsewhere/shared")
+    assert speed.shared_dir({"ARENA_SHARED": ""}) == ROOT.parent / "shared"
+
+
+def test_skips_without_shared_saying_where_it_looked(tmp_path):
+    why = speed.skip_reason(tmp_path / "nowhere", which_all_but(), lambda m: True)
+    assert why is not None and str(tmp_path / "nowhere") in why and "ARENA_SHARED" in why
+
+
+@pytest.mark.parametrize("remove, words", [
+    ("third_party/tflite-micro", "TFLM's sources"),
+    ("tools/tflm_speed/build.sh", "tflm_speed tool"),
+    ("models/mlperf_tiny", "MLPerf Tiny models"),
+])
+def test_skips_when_a_part_of_shared_is_missing(tmp_path, remove, words):
+    shared = fake_shared(tmp_path)
+    target = shared / remove
+    target.unlink() if target.is_file() else target.rmdir()
+    why = speed.skip_reason(shared, which_all_but(), lambda m: True)
+    assert why is not None and words in why and str(target) in why
+
+
+@pytest.mark.parametrize("tool, words", [("arm-none-eabi-g++", "libstdc++-arm-none-eabi-newlib"),
+                                         ("qemu-system-arm", "qemu-system-arm"), ("make", "build.sh")])
+def test_skips_without_a_tool_naming_its_package(tmp_path, tool, words):
+    why = speed.skip_reason(fake_shared(tmp_path), which_all_but(tool), lambda m: True)
+    assert why is not None and why.startswith(f"{tool} is not on PATH") and words in why
+
+
+def test_skips_without_tflite_micro_and_runs_with_everything(tmp_path):
+    shared = fake_shared(tmp_path)
+    why = speed.skip_reason(shared, which_all_but(), lambda m: m != "tflite_micro")
+    assert why is not None and "tflite_micro" in why and "pip install" in why
+    assert speed.skip_reason(shared, which_all_but(), lambda m: True) is None
+
+
+def test_main_without_shared_prints_why_and_exits_0(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ARENA_SHARED", str(tmp_path / "absent"))
+    assert speed.main(["--networks", "ad01", "--build", str(tmp_path / "b")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("speed: skipped, nothing measured: ") and str(tmp_path / "absent") in out
+    assert not (tmp_path / "b").exists()
+
+
+def test_unknown_network_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        speed.main(["--networks", "vww,mobilenet"])
+    assert e.value.code == 2 and "mobilenet" in capsys.readouterr().err
+
+
+def test_run_lines_of_tflm_speed_are_read():
+    ok = {"elf": "b/ref/m/fw.elf", "exit": 0, "ticks1": 14588, "instructions": 583520, "flash": 321604, "log": ""}
+    assert speed.parse_tflm_run(json.dumps(ok)) == ("b/ref/m/fw.elf", speed.Measured(583520, 321604))
+    bad = {**ok, "exit": 3, "instructions": None, "log": "fatal: HardFault\n"}
+    elf, m = speed.parse_tflm_run(json.dumps(bad))
+    assert elf == "b/ref/m/fw.elf" and m.instructions is None and "exit status 3" in m.error and "HardFault" in m.error
+
+
+def test_a_firmware_is_rebuilt_when_its_model_or_the_tool_is_newer(tmp_path):
+    model, tool, elf = tmp_path / "m.tflite", tmp_path / "build.sh", tmp_path / "fw.elf"
+    model.write_bytes(b"m")
+    tool.write_text("t")
+    assert speed.stale(elf, [model, tool])  # never built
+    elf.write_bytes(b"e")
+    os.utime(model, (1000, 1000))
+    os.utime(tool, (1000, 1000))
+    os.utime(elf, (2000, 2000))
+    assert not speed.stale(elf, [model, tool])
+    os.utime(tool, (3000, 3000))
+    assert speed.stale(elf, [model, tool])
+
+
+def test_table_prints_per_mac_and_the_ratios_of_this_run():
+    row = speed.Row("AD01", "int8", 264_192, speed.Measured(1_000_000, 300_000),
+                    {"ref": speed.Measured(2_000_000, 310_000), "cmsis_nn": speed.Measured(500_000, 320_000)})
+    failed = speed.Row("KWS", "float", 1000, speed.Measured(None, None, "mismatch"),
+                       {"ref": speed.Measured(10_000, 5), "cmsis_nn": speed.Measured(None, None, "exit status 1")})
+    head, rule, ok, bad = speed.table([row, failed])
+    cells = [c.strip() for c in ok.strip("|").split("|")]
+    assert cells == ["AD01", "int8", "264,192", "1,000,000", "3.79", "300,000", "2,000,000", "7.57", "310,000",
+                     "500,000", "1.89", "320,000", "0.50", "2.00", "0.94"]
+    assert [c.strip() for c in bad.strip("|").split("|")][3:5] == ["failed", "-"]
+    assert bad.rstrip(" |").endswith("-") and len(head) == len(ok) == len(bad) and set(rule) <= {"|", "-"}
+
+
+def test_speed_on_ad01_measures_every_runtime(capsys):
+    """The whole script on AD01: TFLM (cached in build/speed; a fresh cache builds TFLM's core once,
+    a few minutes), arena-tool run on the float and the quantized ONNX, every row measured."""
+    shared = speed.shared_dir()
+    why = speed.skip_reason(shared)
+    if why is not None:
+        pytest.skip(why)
+    rc = speed.main(["--networks", "ad01"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    rows = [ln for ln in out.splitlines() if ln.startswith("| AD01")]
+    assert len(rows) == 2, out
+    for line in rows:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[2] == "264,192"  # the same network: TFLM's conv + FC count, AD01 has no pooling
+        insns = [int(cells[i].replace(",", "")) for i in (3, 6, 9)]
+        assert all(n > 264_192 for n in insns)
+        for col, tflm in ((12, insns[1]), (13, insns[2])):
+            assert float(cells[col]) == pytest.approx(insns[0] / tflm, abs=0.006)
+    assert rows[0].split("|")[2].strip() == "int8"
+    assert re.search(r"AD01 int8: arena \S+_qdq_pc\.onnx \(quantized from", out)
+    assert "TFLM anomaly_detection__ad01_int8.tflite" in out and "TFLM anomaly_detection__ad01_fp32.tflite" in out
