@@ -1,13 +1,15 @@
 """arena's runtime against TFLite Micro, reference kernels and CMSIS-NN, on one emulated Cortex-M.
 
-    python3 bench/speed.py [--networks vww,kws,resnet8,ad01] [--dtypes int8,float] [--build DIR]
+    python3 bench/speed.py [--networks vww,kws,resnet8,ad01] [--dtypes int8,float] [--optimize size|speed]
+                           [--build DIR]
 
 For each MLPerf Tiny network (VWW, KWS, ResNet-8, AD01), int8 and float32, this builds and runs
 
 * arena: ``arena-tool run`` on the network's ONNX conversion (``*_tflite2onnx*.onnx``; for int8,
   the ``*_int8.onnx`` twin where one ships, else the float ONNX quantized here by the tests'
   helper, tests/quantized.py: onnxruntime quantize_static, QDQ, per-channel weights, cached
-  under the build folder), with arena's build flags;
+  under the build folder), with arena's build flags at ``--optimize``'s level (default: a
+  build's, size: -Os);
 * TFLM reference and TFLM + CMSIS-NN on the network's ``.tflite``, built from
   ``<shared>/third_party/tflite-micro`` at TFLM's default flags (-Os core, -O2 kernels) by
   ``<shared>/tools/tflm_speed`` (build.sh, run.py: the tool the issue names, called, not copied),
@@ -47,6 +49,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from arena_tool.target.flags import DEFAULT_OPTIMIZE, LEVELS  # noqa: E402
 
 SHARED_ENV = "ARENA_SHARED"
 BOARD = "mps2_an500"
@@ -246,9 +250,9 @@ def arena_model(shared: Path, build: Path, net: Network, dtype: str) -> tuple[Pa
     return path, f"quantized from {net.onnx_float} by tests/quantized.py (QDQ, per-channel)"
 
 
-def run_arena(model: Path, work: Path) -> tuple[Measured, int]:
-    """arena-tool run on the QEMU board: (its numbers, the model's MACs); an error when the
-    firmware fails or its outputs differ from onnxruntime's."""
+def run_arena(model: Path, work: Path, optimize: str = DEFAULT_OPTIMIZE) -> tuple[Measured, int]:
+    """arena-tool run on the QEMU board at the ``optimize`` level: (its numbers, the model's MACs);
+    an error when the firmware fails or its outputs differ from onnxruntime's."""
     from arena_tool import cli
 
     work.mkdir(parents=True, exist_ok=True)
@@ -257,7 +261,7 @@ def run_arena(model: Path, work: Path) -> tuple[Measured, int]:
     text = io.StringIO()
     with contextlib.redirect_stdout(text), contextlib.redirect_stderr(text):
         rc = cli.main(["run", str(model), "--board", BOARD, "--json", str(report), "--build-dir", str(work / "fw"),
-                       "--timeout", str(TIMEOUT)])
+                       "--timeout", str(TIMEOUT), "--optimize", optimize])
     if not report.is_file():
         return Measured(None, None, f"arena-tool run exited {rc}: {text.getvalue().strip()[-200:]}"), 0
     doc = json.loads(report.read_text(encoding="utf-8"))
@@ -318,6 +322,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--networks", default=",".join(n.key for n in NETWORKS),
                     help=f"comma-separated, of {', '.join(n.key for n in NETWORKS)} (default: all)")
     ap.add_argument("--dtypes", default=",".join(DTYPES), help="int8, float or both (default)")
+    ap.add_argument("--optimize", choices=sorted(LEVELS), default=DEFAULT_OPTIMIZE,
+                    help=f"arena's level: size (-Os) or speed (-O2) (default {DEFAULT_OPTIMIZE}, a build's)")
     ap.add_argument("--build", default=str(ROOT / "build" / "speed"), help="cache folder (default build/speed)")
     ap.add_argument("--jobs", type=int, default=2, help="parallel compiles of the TFLM build (default 2)")
     args = ap.parse_args(argv)
@@ -347,12 +353,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         tfl = net.tflite_int8 if dtype == "int8" else net.tflite_float
         onnx_path, how = arena_model(shared, build, net, dtype)
         print(f"speed: arena-tool run {onnx_path.name} --board {BOARD}", file=sys.stderr, flush=True)
-        arena, macs = run_arena(onnx_path, build / "arena" / f"{net.key}_{dtype}")
+        arena, macs = run_arena(onnx_path, build / "arena" / f"{net.key}_{dtype}_{args.optimize}", args.optimize)
         rows.append(Row(net.title, dtype, macs, arena, {k: tflm[elves[(k, tfl)]] for k in KERNELS}))
         files.append(f"  {net.title} {dtype}: arena {onnx_path.name} ({how}); TFLM {tfl}")
 
     print(f"speed: qemu-system-arm -M mps2-an500 -icount shift=0, instructions = SysTick ticks x 40 per "
-          f"inference; arena at its build's flags, TFLM at its defaults (-Os core, -O2 kernels; float runs "
+          f"inference; arena at {args.optimize} ({LEVELS[args.optimize]}), TFLM at its defaults (-Os core, -O2 kernels; float runs "
           f"TFLM's reference kernels in both builds); flash = the ELF's sections with contents, input included")
     for line in table(rows):
         print(line)

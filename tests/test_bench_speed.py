@@ -77,10 +77,13 @@ def test_main_without_shared_prints_why_and_exits_0(tmp_path, monkeypatch, capsy
     assert not (tmp_path / "b").exists()
 
 
-def test_unknown_network_is_a_usage_error(capsys):
+def test_unknown_network_or_level_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as e:
         speed.main(["--networks", "vww,mobilenet"])
     assert e.value.code == 2 and "mobilenet" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        speed.main(["--optimize", "fast"])
+    assert e.value.code == 2 and "size" in capsys.readouterr().err
 
 
 def test_run_lines_of_tflm_speed_are_read():
@@ -139,4 +142,5 @@ def test_speed_on_ad01_measures_every_runtime(capsys):
             assert float(cells[col]) == pytest.approx(insns[0] / tflm, abs=0.006)
     assert rows[0].split("|")[2].strip() == "int8"
     assert re.search(r"AD01 int8: arena \S+_qdq_pc\.onnx \(quantized from", out)
+    assert "arena at size (-Os)" in out
     assert "TFLM anomaly_detection__ad01_int8.tflite" in out and "TFLM anomaly_detection__ad01_fp32.tflite" in out
