@@ -68,6 +68,11 @@ def test_every_int8_model_leaves_its_io_out_of_the_arena(qcache):
             _excludes_every_io_byte(path, options)
 
 
+def test_an_input_larger_than_the_arena_stays_out_of_it():
+    if VWW_INT8.exists():  # its float input is 110,592 B, the caller arena 55,296 B
+        _excludes_every_io_byte(VWW_INT8, CALLER)
+
+
 def test_mobilenet_v2_and_vww_floors_with_caller_buffers(qcache):
     assert _plan(_zoo_twin("mobilenet_v2", "qdq", qcache), BOTH).plan.arena_size <= 129_024
     if VWW_INT8.exists():

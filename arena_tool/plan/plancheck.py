@@ -126,7 +126,7 @@ def _claims(plan: PlanFile, mp: ModelProblem, optimal: bool) -> list[str]:
     an optimal claim is not above what greedy_size reaches on the same buffers (a cheap disproof)."""
     if plan.is_split:
         return []  # regions.check: each region's arena_size and the sum
-    top = max((b.offset + b.size for b in plan.buffers), default=0)
+    top = max((b.offset + b.size for b in plan.in_arena), default=0)  # caller-owned I/O is not in it
     if plan.arena_size != top:
         return [f"arena_size {plan.arena_size} B, but its buffers end at {top} B"]
     if plan.optimal is not True or not optimal:

@@ -753,6 +753,10 @@ def summary(model: str, plan: PlanFile, board: Board | None, fw: Firmware, input
     lines += [c.line() for c in comparisons]
     w = 12
     lines.append(f"{'arena':<{w}} {_fmt(plan.arena_size)} (lower bound {_fmt(plan.lower_bound)})")
+    if plan.options.io_buffers == "caller":
+        io = [b for b in plan.buffers if b.kind in ("input", "output")]
+        lines.append(f"{'I/O':<{w}} {_fmt(sum(b.size for b in io))} in {len(io)} caller-owned buffer"
+                     f"{'s' if len(io) != 1 else ''}, outside the arena")
     if board is None:
         lines.append(f"{'flash':<{w}} n/a (host build)")
         lines.append(f"{'RAM':<{w}} n/a (host build)")

@@ -217,7 +217,9 @@ int arena_run(const arena_model_t *m, uint8_t *base, int *failed_op);
  * type), the model's arena slice at base, then runs arena_run. ARENA_ERR_BOUNDS for a model
  * without caller-owned buffers. Until then the tables point at weak default buffers
  * <model>_input<k> / <model>_output<k> (the model's header declares them; define your own of
- * the same name to place them), so arena_run and arena_tensor_data work as for any model. */
+ * the same name to place them), so arena_run and arena_tensor_data work as for any model whose
+ * slice starts at arena (sequential sharing); with sharing: concurrent, call arena_run_io, which
+ * points the slice at base. */
 static inline int arena_is_caller_region(const arena_region_t *r)
 {
     static const char caller[] = "caller";
