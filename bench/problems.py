@@ -13,12 +13,15 @@ is reached by the peak op, usually a residual or concat point.
 
 from __future__ import annotations
 
+import glob
+import os
 import random
+import time
 
 from arena_tool.core.problem import Buffer, Problem
 
 
-MODES = ("network", "tiled")
+MODES = ("network", "tiled", "large")
 
 
 def random_problem(n: int, seed: int, alignment: int = 16, mode: str = "network") -> Problem:
@@ -29,6 +32,8 @@ def random_problem(n: int, seed: int, alignment: int = 16, mode: str = "network"
     """
     if mode == "tiled":
         return tiled_problem(n, seed, alignment)
+    if mode == "large":
+        return large_problem(n, seed, alignment)
     if mode != "network":
         raise ValueError(f"mode {mode!r}: expected one of {MODES}")
     rng = random.Random(seed * 1_000_003 + n)
@@ -113,3 +118,122 @@ def tiled_problem(n: int, seed: int, alignment: int = 16, drop: float = 0.05) ->
     keep = pieces[:n]
     return Problem(tuple(Buffer(f"t{i}", o1 - o0, t0, t1 - 1, alignment)
                          for i, (t0, t1, o0, o1) in enumerate(keep)))
+
+
+
+def large_problem(n: int, seed: int, alignment: int = 16) -> Problem:
+    """A 1k-20k-buffer network (issue 27): one activation per op read by the next,
+    stage sizes that halve or double, residual skips 2-16 ops long and a few 20-300
+    ops long, fan-out blocks of 2-4 branches joined by a concat, one-op scratch
+    buffers. Sizes are multiples of ``alignment``; same (n, seed) -> same Problem.
+    """
+    rng = random.Random(seed * 7_000_003 + n * 13 + 5)
+    stage_len = max(8, n // rng.randint(4, 12))  # buffers per stage
+    fmap = float(rng.choice([16, 32, 64, 128]) * 1024)
+    bufs: list[Buffer] = []
+    t = 0
+
+    def add(size: float, start: int) -> int:
+        size_b = max(alignment, -(-int(size) // alignment) * alignment)
+        bufs.append(Buffer(f"t{len(bufs)}", size_b, start, start, alignment))
+        return len(bufs) - 1
+
+    def extend(i: int, end: int) -> None:
+        b = bufs[i]
+        if end > b.end:
+            bufs[i] = Buffer(b.name, b.size, b.start, end, b.alignment)
+
+    cur = add(fmap, 0)
+    next_stage = stage_len
+    while len(bufs) < n:
+        if len(bufs) >= next_stage:
+            next_stage += stage_len
+            fmap = min(max(fmap * rng.choice([0.5, 0.5, 2.0]), 1024.0), 512.0 * 1024)
+        r = rng.random()
+        if r < 0.08 and n - len(bufs) >= 6:
+            k = rng.randint(2, 4)
+            outs = []
+            for j in range(k):
+                extend(cur, t + j)
+                outs.append(add(fmap * rng.choice([0.25, 0.5, 1]), t + j))
+            t += k
+            for o in outs:
+                extend(o, t)
+            cur = add(sum(bufs[o].size for o in outs), t)
+        else:
+            extend(cur, t)
+            out = add(fmap * rng.uniform(0.8, 1.2), t)
+            if rng.random() < 0.15:
+                add(fmap * rng.uniform(0.2, 2.0), t)  # scratch: this op only
+            q = rng.random()
+            if q < 0.25:
+                extend(out, t + rng.randint(2, 16))  # a residual skip
+            elif q < 0.255:
+                extend(out, t + rng.randint(20, 300))  # a long skip (an encoder-decoder link)
+            cur = out
+        t += 1
+    extend(cur, t)
+    return Problem(tuple(bufs[:n]))
+
+
+CHALLENGES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          "..", "shared", "anchors", "minimalloc", "challenging")
+LARGE = tuple((n, s) for n in (1000, 5000, 10000, 20000) for s in (1, 2, 3))
+
+
+def _named(name: str, challenges: str) -> Problem:
+    """A challenge letter (A-K, at the capacity its file name gives) or large-N-sS."""
+    if name.startswith("large-"):
+        _, n, s = name.split("-")
+        return large_problem(int(n), int(s[1:]))
+    from arena_tool.model import csvio
+    path = glob.glob(os.path.join(challenges, f"{name}.*.csv"))[0]
+    cap = int(os.path.basename(path).split(".")[1])
+    return csvio.read_problem(path, capacity=cap)
+
+
+def _run_one(name: str, limit: float, challenges: str) -> str:
+    """Plan one problem with ``optimal`` in this process; one result line."""
+    import resource
+    from arena_tool.plan import validate
+    from arena_tool.plan.planners import PLANNERS, Params
+    problem = _named(name, challenges)
+    c0, w0 = time.process_time(), time.perf_counter()
+    plan = PLANNERS["optimal"](problem, Params(time_limit=limit))
+    cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+    bad = validate.violations(Problem(problem.buffers), plan.offsets, plan.arena_size)
+    fits = problem.capacity is None or plan.arena_size <= problem.capacity
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return (f"{name:16} n={len(problem.buffers):6} arena={plan.arena_size:9} bound={plan.best_bound:9} "
+            f"{str(plan.status):10} fits={'yes' if fits else 'NO '} cpu={cpu:7.2f}s wall={wall:7.2f}s "
+            f"over={max(0.0, wall - limit):5.2f}s peak={peak:7.1f}MB valid={'yes' if not bad else 'NO: ' + bad[0].message}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run each problem in a fresh process (its own peak RSS) and print one line each."""
+    import argparse
+    import subprocess
+    import sys
+    ap = argparse.ArgumentParser(description="optimal on minimalloc's challenges and large networks")
+    ap.add_argument("names", nargs="*", help="A..K or large-N-sS (default: all)")
+    ap.add_argument("--limit", type=float, default=0.0, help="seconds each (default 60 challenge, 30 large)")
+    ap.add_argument("--challenges", default=CHALLENGES, help="folder of minimalloc's challenge CSVs")
+    ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    names = args.names or [chr(c) for c in range(ord("A"), ord("L"))] + [f"large-{n}-s{s}" for n, s in LARGE]
+    if args.one:
+        lim = args.limit or (30.0 if names[0].startswith("large") else 60.0)
+        print(_run_one(names[0], lim, args.challenges), flush=True)
+        return 0
+    for name in names:
+        cmd = [sys.executable, os.path.abspath(__file__), "--one", name, "--challenges", args.challenges]
+        if args.limit:
+            cmd += ["--limit", str(args.limit)]
+        subprocess.run(cmd, check=False)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    raise SystemExit(main())

@@ -14,10 +14,13 @@ sequence. The soundness tests toggle every field of ``Rules``, so a new rule is
 covered without touching them.
 
 Per node the work is incremental: placing x touches x's sections and the buffers
-overlapping x (plain Python lists, an undo trail), and only the unplaced buffers
-of the current part are scanned for candidates. The depth-first search keeps
-its own stack (``_Node``, ``_AllOf`` frames), so a 20,000-buffer part needs no
-deep Python recursion.
+overlapping x (plain Python lists, an undo trail). The unplaced buffers of a
+part live in a ``_Pool`` of sorted lists (candidate order, dominance heights,
+first sections), updated in place by each placement and its undo, so a node
+reads its candidates and its dominance cap by bisection instead of scanning and
+sorting the part, and keeps no copy of it: memory stays flat in the depth. The
+depth-first search keeps its own stack (``_Node``, ``_AllOf`` frames), so a
+20,000-buffer part needs no deep Python recursion.
 
 Fixed-offset buffers take their turn in the same order, at their fixed offset,
 and only while nothing placed below them collides.
@@ -32,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from bisect import bisect_left, bisect_right, insort
 from typing import TYPE_CHECKING, ClassVar, Sequence
 
 import numpy as np
@@ -108,6 +112,23 @@ class _Abort(Exception):
 
 
 Group = tuple[list[int], int, int]  # unplaced buffers (by first section), first and last section
+Key = tuple[int, int, int]  # (offset it would take, rank, buffer): the canonical order
+
+
+class _Pool:
+    """The unplaced buffers of one part as sorted lists, kept exact through the undo
+    trail: ``keys`` (offset, rank, buffer) of every one, ``dom`` (min_off + size,
+    buffer) of the free ones, ``fixed`` the keys of the fixed ones, ``by_s0``
+    (first section, buffer)."""
+
+    __slots__ = ("keys", "dom", "fixed", "by_s0")
+
+    def __init__(self, ys: list[int], search: "Search") -> None:
+        fx, mo, rk, size, s0 = search.fixed, search.mo, search.rank, search.size, search.s0
+        self.keys: list[Key] = sorted((fx[y] if fx[y] >= 0 else mo[y], rk[y], y) for y in ys)
+        self.dom = sorted((mo[y] + size[y], y) for y in ys if fx[y] < 0)
+        self.fixed = [k for k in self.keys if fx[k[2]] >= 0]
+        self.by_s0 = sorted((s0[y], y) for y in ys)
 
 
 def _groups(part: list[int], s0: list[int], s1: list[int]) -> list[Group]:
@@ -130,16 +151,17 @@ def _groups(part: list[int], s0: list[int], s1: list[int]) -> list[Group]:
 
 @dataclasses.dataclass(slots=True)
 class _Node:
-    """A search node: the unplaced ``part`` (sections sa..sb) and its candidates
-    (offset, rank, buffer), tried from ``next``; mark/hat belong to the child being
-    searched (the undo mark before its placement, and whether it was hatless)."""
+    """A search node: the unplaced ``pool`` (sections sa..sb); its candidates are the
+    pool's keys after ``after`` below ``cap``, tried in order (``after`` moves to each
+    one tried); mark/hat belong to the child being searched (the undo mark before
+    its placement, and whether it was hatless)."""
 
-    part: list[int]
+    pool: _Pool
     sa: int
     sb: int
-    cands: list[tuple[int, int, int]]
+    cap: int  # the dominance cap: no candidate at or above it
+    after: tuple[int, ...]
     top_sum: int  # largest unplaced load of sa..sb when the node opened (the cover rule)
-    next: int = 0
     gate_e: int = -1  # the cover rule's gate (``Search._cover_gate``) holds for this level:
     gate: list[int] = dataclasses.field(default_factory=list)  # sections a candidate must span
     gate_size: int = -1  # and the size it needs to relieve them all (-1: not computed yet)
@@ -152,7 +174,8 @@ class _AllOf:
     """Independent groups that must all be placed (decompose, and the root): each
     is searched after the one before succeeded; one failure fails them all."""
 
-    groups: list[Group]
+    groups: list[tuple[list[int] | None, int, int]]  # members (None: ``pool``), sections
+    pool: _Pool | None
     last_off: int
     last_rank: int
     next: int = 0
@@ -163,11 +186,12 @@ class Search:
 
     Per node (``_open``), in this order:
       1. ``_count``              node limit; the clock, every CHECK_WORK of work
-      2. ``_level_overfull``     [sections, canonical] the level + some section's
+      2. level overfull          [sections, canonical] the level + some section's
                                  unplaced load > C: fail
       3. ``_dominance_cap``      [dominance] no candidate at or above it
       4. ``_candidates``         [canonical] unplaced buffers at their min_off after
                                  the last (offset, rank); a fixed one stranded below: fail
+                                 (both read the part's ``_Pool`` by bisection)
       5. ``_uncovered_tight``    [cover] a full section no candidate at the level spans: fail
     Per candidate x at offset e, lowest (e, rank) first (``_advance``):
       6. ``_cover_gate``         [cover] x leaves a section too full for level e: skip
@@ -215,7 +239,7 @@ class Search:
         self.wit = [m[0] if m else -1 for m in self.members]
         self.mo_trail: list[tuple[int, int]] = []
         self.wit_trail: list[tuple[int, int]] = []
-        self.place_trail: list[tuple[int, list[int], int, int]] = []
+        self.place_trail: list[tuple[int, list[int], int, int, _Pool]] = []
         self.nodes = 0
         self.work = CHECK_WORK
         self.ticked = 0
@@ -230,7 +254,7 @@ class Search:
         root = sorted(range(n), key=lambda y: (self.s0[y], y))
         groups = _groups(root, self.s0, self.s1) if self.rules.decompose else [(root, 0, self.inst.n_sections - 1)]
         try:
-            found = self._search(groups)
+            found = self._search([(ys, lo, hi) for ys, lo, hi in groups])
         except _Abort:
             return Result(Decision.ABORTED, None, self.nodes)
         finally:
@@ -240,10 +264,10 @@ class Search:
             return Result(Decision.INFEASIBLE, None, self.nodes)
         return Result(Decision.FOUND, np.array(self.off, dtype=np.int64), self.nodes)
 
-    def _search(self, groups: list[Group]) -> bool:
+    def _search(self, groups: list[tuple[list[int] | None, int, int]]) -> bool:
         """Depth first over an explicit stack: a frame's step gives a child frame to
         push, or True/False, its subtree's answer, handed to the frame below."""
-        stack: list[_Node | _AllOf] = [_AllOf(groups, -1, -1)]
+        stack: list[_Node | _AllOf] = [_AllOf(groups, None, -1, -1)]
         result: bool | None = None  # None: the top frame was just pushed
         while stack:
             frame = stack[-1]
@@ -269,30 +293,42 @@ class Search:
         """The node of frame's next group; True when every group is placed."""
         if frame.next == len(frame.groups):
             return True
-        part, sa, sb = frame.groups[frame.next]
+        ys, sa, sb = frame.groups[frame.next]
         frame.next += 1
-        child = self._open(part, sa, sb, frame.last_off, frame.last_rank)
+        pool = frame.pool if ys is None else _Pool(ys, self)
+        assert pool is not None
+        child = self._open(pool, sa, sb, frame.last_off, frame.last_rank)
         return False if child is None else child
 
-    def _open(self, part: list[int], sa: int, sb: int, last_off: int, last_rank: int) -> _Node | None:
-        """Steps 1-5: the node for ``part`` after (last_off, last_rank), or None when refuted."""
-        self._count(len(part))
-        if self.level_check and self._level_overfull(sa, sb, last_off):
+    def _open(self, pool: _Pool, sa: int, sb: int, last_off: int, last_rank: int) -> _Node | None:
+        """Steps 1-5: the node for ``pool`` after (last_off, last_rank), or None when refuted."""
+        self._count(sb - sa + 1)
+        top = max(self.sec_sum[sa:sb + 1]) if self.level_check or self.cover else 0
+        if self.level_check and last_off + top > self.C:  # _level_overfull
             return None
-        cap = self._dominance_cap(part) if self.rules.dominance else _BIG
-        cands = self._candidates(part, last_off, last_rank, cap)
-        if cands is None or (self.cover and cands and self._uncovered_tight(cands, sa, sb, last_off)):
+        cap = self._dominance_cap(pool) if self.rules.dominance else _BIG
+        after = self._candidates(pool, last_off, last_rank)
+        if after is None:
             return None
-        top_sum = max(self.sec_sum[sa:sb + 1]) if self.cover else 0
-        return _Node(part, sa, sb, cands, top_sum)
+        if self.cover and top >= self.C - max(last_off, 0) and self._uncovered_tight(pool, after, cap, sa, sb, last_off):
+            return None
+        return _Node(pool, sa, sb, cap, after, top if self.cover else 0)
 
     def _advance(self, node: _Node) -> "_Node | _AllOf | bool":
         """Steps 6-9 over node's remaining candidates: the child to search, True when
         the last buffer is placed, False when no candidate is left."""
         s0, s1, size = self.s0, self.s1, self.size
-        while node.next < len(node.cands):
-            e, r, x = node.cands[node.next]
-            node.next += 1
+        pool = node.pool
+        keys = pool.keys
+        while True:
+            i = bisect_right(keys, node.after)
+            if i == len(keys):
+                break
+            key = keys[i]
+            e, r, x = key
+            if e >= node.cap:
+                break
+            node.after = key
             if self.cover and e + node.top_sum > self.C:
                 if e != node.gate_e:
                     self._cover_gate(node, e)
@@ -304,15 +340,14 @@ class Search:
                 if size[x] < node.gate_size:
                     continue
             mark = len(self.place_trail)
-            ok, hat, zero = self._place(x, e)
+            ok, hat, zero = self._place(x, e, pool)
             if ok:
-                rest = [y for y in node.part if y != x]
-                if not rest:
+                if not keys:
                     return True
                 node.mark, node.hat = mark, hat
                 if self.rules.decompose and zero:
-                    return _AllOf(_groups(rest, self.s0, self.s1), e, r)
-                child = self._open(rest, node.sa, node.sb, e, r)
+                    return self._split(node, x, e, r)
+                child = self._open(pool, node.sa, node.sb, e, r)
                 if child is not None:
                     return child
             self._undo_to(mark)
@@ -320,9 +355,43 @@ class Search:
                 break
         return False
 
+    def _split(self, node: _Node, x: int, e: int, r: int) -> _AllOf:
+        """[decompose] Placing x left boundaries in its span crossed by no unplaced
+        buffer: the pool's buffers fall into the segments between them, searched one
+        after the other. The largest keeps the pool; the others leave it (a trail entry
+        puts them back on undo) and get pools of their own when opened."""
+        pool, cuts = node.pool, self.cuts
+        segs, lo = [], node.sa
+        for b in range(self.s0[x], self.s1[x]):
+            if not cuts[b]:
+                segs.append((lo, b))
+                lo = b + 1
+        segs.append((lo, node.sb))
+        by = pool.by_s0
+        found = []
+        for a, b in segs:
+            i, j = bisect_left(by, (a, -1)), bisect_left(by, (b + 1, -1))
+            if j > i:
+                found.append((a, b, i, j))
+        big = max(range(len(found)), key=lambda k: (found[k][3] - found[k][2], -k))
+        groups: list[tuple[list[int] | None, int, int]] = []
+        out: list[int] = []
+        for k, (a, b, i, j) in enumerate(found):
+            if k == big:
+                groups.append((None, a, b))
+            else:
+                ys = [y for _, y in by[i:j]]
+                groups.append((ys, a, b))
+                out += ys
+        if out:
+            for y in out:
+                self._pool_remove(pool, y)
+            self.place_trail.append((-1, out, len(self.mo_trail), len(self.wit_trail), pool))
+        return _AllOf(groups, pool, e, r)
+
     def _count(self, scanned: int) -> None:
-        """Step 1: one more node; the clock is read by work done, not by nodes: a node
-        scans its whole part, so on a 20,000-buffer part every node is checked."""
+        """Step 1: one more node; the clock is read by work done (the sections a node
+        reads, plus 64), not by nodes."""
         self.nodes += 1
         if self.nodes > self.limit:
             raise _Abort
@@ -344,54 +413,40 @@ class Search:
             return True
         return (self.rules.sections or self.rules.floor) and max(self.sec_sum) > C
 
-    def _level_overfull(self, sa: int, sb: int, last_off: int) -> bool:
-        """[sections] Every unplaced buffer goes at or above the level: some section's load no longer fits."""
-        return last_off + max(self.sec_sum[sa:sb + 1]) > self.C
-
-    def _dominance_cap(self, part: list[int]) -> int:
+    def _dominance_cap(self, pool: _Pool) -> int:
         """[dominance] min(min_off + size) over the unplaced free buffers: a candidate at
         or above it leaves room below it for that buffer, which gravity would drop there."""
-        fixed, mo, size = self.fixed, self.mo, self.size
-        cap = _BIG
-        for y in part:
-            if fixed[y] < 0:
-                h = mo[y] + size[y]
-                if h < cap:
-                    cap = h
-        return cap
+        return pool.dom[0][0] if pool.dom else _BIG
 
-    def _candidates(self, part: list[int], last_off: int, last_rank: int,
-                    cap: int) -> list[tuple[int, int, int]] | None:
-        """[canonical] (offset, rank, buffer) of the buffers that may come next, in order;
-        None when a fixed buffer is stranded below the level (it can never be placed)."""
-        fixed, mo, rk = self.fixed, self.mo, self.rank
-        canonical = self.rules.canonical
-        cands = []
-        for y in part:
-            e = fixed[y] if fixed[y] >= 0 else mo[y]
-            if canonical and (e < last_off or (e == last_off and rk[y] <= last_rank)):
-                if fixed[y] >= 0:
-                    return None
-                continue
-            if e < cap:
-                cands.append((e, rk[y], y))
-        cands.sort()
-        return cands
+    def _candidates(self, pool: _Pool, last_off: int, last_rank: int) -> tuple[int, ...] | None:
+        """[canonical] The key the candidates come after: the buffers that may come next
+        are the pool's keys past it (below the dominance cap), in order; None when a
+        fixed buffer is stranded below the level (it can never be placed)."""
+        if not self.rules.canonical:
+            return (-_BIG,)
+        after = (last_off, last_rank, _BIG)
+        if pool.fixed and pool.fixed[0] <= after:
+            return None
+        return after
 
-    def _uncovered_tight(self, cands: list[tuple[int, int, int]], sa: int, sb: int, last_off: int) -> bool:
+    def _uncovered_tight(self, pool: _Pool, after: tuple[int, ...], cap: int, sa: int, sb: int,
+                         last_off: int) -> bool:
         """[cover] A section whose unplaced load exactly fills the room above the level
-        needs its cell at the level covered now, by a candidate at exactly that level."""
+        needs its cell at the level covered now, by a candidate at exactly that level
+        (called when the largest load of sa..sb reaches that room)."""
         lvl = max(last_off, 0)
         need = self.C - lvl
         sec_sum = self.sec_sum
+        keys = pool.keys
+        i = bisect_right(keys, after)
+        if i == len(keys) or keys[i][0] >= cap:
+            return False  # no candidate: the node fails on its own
         tight = [s for s in range(sa, sb + 1) if sec_sum[s] == need]
-        if not tight:
-            return False
         hit: set[int] = set()
-        for e, _, x in cands:
-            if e != lvl:
-                break
+        while i < len(keys) and keys[i][0] == lvl and lvl < cap:
+            x = keys[i][2]
             hit.update(range(self.s0[x], self.s1[x] + 1))
+            i += 1
         return any(s not in hit for s in tight)
 
     def _cover_gate(self, node: _Node, e: int) -> None:
@@ -405,27 +460,62 @@ class Search:
 
     # ------------------------------------------------------------------ placing and undoing
 
-    def _place(self, x: int, o: int) -> tuple[bool, bool, bool]:
+    def _place(self, x: int, o: int, pool: _Pool) -> tuple[bool, bool, bool]:
         """Step 7: x at o, then the rules' checks; (consistent, x overlaps no unplaced
         buffer, some cut reached zero). Always undone by ``_undo_to`` on failure."""
-        zero = self._commit(x, o)
+        zero = self._commit(x, o, pool)
         ok = (not self.rules.sections or self._sections_fit(x)) \
             and (not self.padding or self._padding_fits(x)) \
             and (not self.rules.floor or self._floor_after_place(x))
         if not ok:
             unplaced = self.unplaced
             return False, not any(unplaced[y] for y in self.ovl[x]), zero
-        ok, hat = self._raise_neighbours(x, o + self.size[x])
+        ok, hat = self._raise_neighbours(x, o + self.size[x], pool)
         return ok, hat, zero
 
-    def _commit(self, x: int, o: int) -> bool:
+    def _pool_remove(self, pool: _Pool, y: int) -> None:
+        fx = self.fixed[y]
+        key = (fx if fx >= 0 else self.mo[y], self.rank[y], y)
+        keys = pool.keys
+        del keys[bisect_left(keys, key)]
+        if fx >= 0:
+            del pool.fixed[bisect_left(pool.fixed, key)]
+        else:
+            dom = pool.dom
+            del dom[bisect_left(dom, (key[0] + self.size[y], y))]
+        by = pool.by_s0
+        del by[bisect_left(by, (self.s0[y], y))]
+
+    def _pool_add(self, pool: _Pool, y: int) -> None:
+        fx = self.fixed[y]
+        key = (fx if fx >= 0 else self.mo[y], self.rank[y], y)
+        insort(pool.keys, key)
+        if fx >= 0:
+            insort(pool.fixed, key)
+        else:
+            insort(pool.dom, (key[0] + self.size[y], y))
+        insort(pool.by_s0, (self.s0[y], y))
+
+    def _pool_move(self, pool: _Pool, y: int, old: int, new: int) -> None:
+        """y's min_off changes from old to new (keys of free buffers only depend on it)."""
+        if self.fixed[y] >= 0:
+            return
+        r, sz = self.rank[y], self.size[y]
+        keys, dom = pool.keys, pool.dom
+        del keys[bisect_left(keys, (old, r, y))]
+        insort(keys, (new, r, y))
+        del dom[bisect_left(dom, (old + sz, y))]
+        insort(dom, (new + sz, y))
+
+    def _commit(self, x: int, o: int, pool: _Pool) -> bool:
         """The state change of placing x at o, recorded on the trail; True when some
         boundary inside x's span is crossed by no unplaced buffer any more."""
         s0, s1, sec_sum, sec_top, cuts = self.s0, self.s1, self.sec_sum, self.sec_top, self.cuts
         a0, a1 = s0[x], s1[x] + 1
         sx = self.size[x]
         top = o + sx
-        self.place_trail.append((x, sec_top[a0:a1], len(self.mo_trail), len(self.wit_trail)))
+        self._pool_remove(pool, x)
+        self.place_trail.append((x, sec_top[a0:a1], len(self.mo_trail), len(self.wit_trail), pool))
         self.unplaced[x] = False
         self.off[x] = o
         for s in range(a0, a1):
@@ -483,7 +573,7 @@ class Search:
                 return False
         return True
 
-    def _raise_neighbours(self, x: int, top: int) -> tuple[bool, bool]:
+    def _raise_neighbours(self, x: int, top: int, pool: _Pool) -> tuple[bool, bool]:
         """x's unplaced time-neighbours now rest at or above x's top: raise their min_off;
         (still consistent, x had no unplaced neighbour)."""
         unplaced, mo, size, fixed, align = self.unplaced, self.mo, self.size, self.fixed, self.align
@@ -499,6 +589,7 @@ class Search:
             if m >= t:
                 continue
             self.mo_trail.append((y, m))
+            self._pool_move(pool, y, m, t)
             mo[y] = t
             if t + size[y] > C or (fixed[y] >= 0 and t > fixed[y]):
                 return False, hat
@@ -538,9 +629,14 @@ class Search:
         mo, wit, sec_sum, sec_top, cuts = self.mo, self.wit, self.sec_sum, self.sec_top, self.cuts
         s0, s1, size = self.s0, self.s1, self.size
         while len(place_trail) > mark:
-            x, tops, k, k2 = place_trail.pop()
+            x, tops, k, k2, pool = place_trail.pop()
+            if x < 0:  # a decompose: its groups go back into the pool
+                for y in tops:
+                    self._pool_add(pool, y)
+                continue
             while len(mo_trail) > k:
                 y, m = mo_trail.pop()
+                self._pool_move(pool, y, mo[y], m)
                 mo[y] = m
             while len(wit_trail) > k2:
                 s, w = wit_trail.pop()
@@ -554,6 +650,7 @@ class Search:
             sec_top[a0:a1] = tops
             self.unplaced[x] = True
             self.off[x] = -1
+            self._pool_add(pool, x)
 
 
 def decide(inst: Instance, capacity: int, rank: np.ndarray, rules: Rules = Rules(),
