@@ -471,3 +471,97 @@ def as_recorded(recorded: tuple[str | None, Any, Any], stamp: tuple[Any, Any], c
     if key not in verdicts:
         verdicts[key] = content_hash() == csig
     return verdicts[key]
+
+
+# ---------------------------------------------------------------- arena-tool generate
+
+# the order generate runs the graph's kinds in: the gate passes before any table is made (as the
+# SCons tool's Requires orders them), the report last
+_GENERATE_ORDER = {"plan": 0, "tflm": 1, "gate": 2, "tables": 3, "tflm_tables": 4, "report": 5}
+_COMSTR = {"plan": "Planning", "tflm": "Generating", "gate": "Checking budget", "tables": "Generating",
+           "tflm_tables": "Generating", "report": "Checking"}
+
+
+@dataclass(frozen=True)
+class Generated:
+    """What ``generate`` made: per board its depfile, and the reports it wrote (for the summary)."""
+
+    depfiles: tuple[str, ...]
+    reports: tuple[str, ...]
+
+
+def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequence[str] = (),
+             depfile: str | None = None) -> Generated:
+    """Everything ``scons link=0`` makes for the boards ``board`` picks, from the same build graph
+    and the same steps, with paths relative to the current folder (the project, as SCons's):
+    byte-identical outputs. Before any step runs, each board's depfile (``<out>/<board>/arena.d``,
+    or ``depfile`` for one board) names every file its outputs are made from, so an outer build
+    (Make, Ninja, CMake) reruns this exactly when one changes, a failed gate too. A failing step
+    raises SystemExit with the gate's exit code, its message printed once (``guarded``)."""
+    from arena_tool.builder import build_graph, noop_cache
+    from arena_tool.core import files
+
+    root = os.path.abspath(os.curdir)
+    out = files.project_path(out, root)
+    manifest_path = files.project_path(manifest_path, root)
+    doc: dict[str, Any] = {}
+
+    def load() -> None:
+        doc.update(noop_cache.cached(manifest_path, tuple(board_dirs), os.path.join(out, ".arena_manifest.json")))
+
+    guarded(load)
+    graph = build_graph.plan(doc, out, build_graph.Toolchain(link=False, root=root), board)
+    if depfile is not None and len(graph.boards) != 1:
+        guarded(lambda: _one_board(len(graph.boards)))
+    build = Build({t["name"]: t for t in doc["targets"]})
+    by_name = {t["name"]: t for t in doc["targets"]}
+    depfiles = []
+    for b in graph.boards:
+        build.gates[b.gate] = Gate(b.name, b.deleted, b.report)
+        path = depfile or f"{out}/{b.name}/arena.d"
+        guarded(lambda: _write_depfile(path, b.all, depfile_inputs(manifest_path, by_name[b.name])))
+        depfiles.append(path)
+    steps = sorted((n for n in graph.nodes if n.kind in _GENERATE_ORDER), key=lambda n: _GENERATE_ORDER[n.kind])
+    for n in steps:
+        sources = [s.text if isinstance(s, build_graph.Value) else s for s in n.sources]
+        step = globals()["final_report" if n.kind == "report" else n.kind]
+        sys.stdout.write(f"{_COMSTR[n.kind]} {n.targets[0]}\n")
+        sys.stdout.flush()
+        guarded(lambda: step(build, list(n.targets), sources))
+    return Generated(tuple(depfiles), tuple(b.report for b in graph.boards))
+
+
+def _one_board(count: int) -> None:
+    from arena_tool.core.errors import ArenaError
+
+    raise ArenaError(f"--depfile names one file but --board picks {count} boards", field="depfile",
+                     hint="give one board, or leave --depfile out (each board gets <out>/<board>/arena.d)")
+
+
+def depfile_inputs(manifest_path: str, t: Mapping[str, Any]) -> list[str]:
+    """Every file one board's outputs are read from: the manifest, the board file, the models,
+    with ``linker: fragment`` the project's script and the scripts it INCLUDEs, and arena's own
+    code and schemas (``noop_cache.package_files``: an upgrade of arena regenerates)."""
+    from arena_tool.builder import build_graph, noop_cache
+
+    named = list(build_graph.manifest_names(t))
+    if t.get("linker") == "fragment" and os.path.isfile(t["linker_script"]):
+        from arena_tool.target import linkscript
+
+        named += linkscript.read_script(t["linker_script"]).files
+    return list(dict.fromkeys([manifest_path, *named, *noop_cache.package_files()]))
+
+
+def _make_word(path: str) -> str:
+    """One path in Make/Ninja depfile syntax: absolute (Ninja and CMake read a depfile from
+    the build folder, Make from where it runs), spaces and ``#`` escaped, ``$`` doubled."""
+    full = os.path.abspath(path).replace(os.sep, "/")
+    return full.replace("\\", "\\\\").replace(" ", "\\ ").replace("#", "\\#").replace("$", "$$")
+
+
+def _write_depfile(path: str, targets: Sequence[str], inputs: Sequence[str]) -> None:
+    from arena_tool.core.files import write_atomic
+
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    lines = [" ".join(_make_word(t) for t in targets) + ":"] + [" " + _make_word(p) for p in inputs]
+    write_atomic(path, " \\\n".join(lines) + "\n")

@@ -387,6 +387,20 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_generate(args: argparse.Namespace) -> int:
+    """What ``scons link=0`` makes, for any outer build: the steps print their own errors
+    (the gate's lines as the SCons build prints them) and exit with the gate's code."""
+    from arena_tool import build_steps
+    from arena_tool.builder import noop_cache
+
+    try:
+        made = build_steps.generate(args.manifest, args.board, args.out, args.board_dir, args.depfile)
+    except SystemExit as stop:
+        return int(stop.code or 0)
+    print(noop_cache.summary(list(made.reports), os.path.join(args.out, ".arena_summary.json")))
+    return EXIT_OK
+
+
 def _model_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model options")
     for f, o in _model_flags():
@@ -524,6 +538,22 @@ def parser() -> argparse.ArgumentParser:
     _model_args(p)
     _planner_args(p)
     p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("generate", help="plans, C tables, arena_board.{c,h}, linker script and reports of a "
+                                        "manifest's board, for builds other than SCons (Make, CMake)",
+                       description="Make everything `scons link=0` makes for BOARD, byte for byte, from the same "
+                                   "build graph: plans, C tables, arena_board.{c,h}, the linker script (or "
+                                   "fragment), the gate's report and arena_report.{json,html,md}; and a Make/Ninja "
+                                   "depfile naming every input read. Exit 0 ok, 1 over budget or a failed check, "
+                                   "2 usage or input error, 3 arena bug. Run it from the project folder: outputs "
+                                   "name files relative to it.")
+    p.add_argument("manifest", help="the manifest (arena.yaml)")
+    p.add_argument("--board", required=True, metavar="BOARD", help="a board of the manifest (also a,b or all)")
+    p.add_argument("--out", default="build", metavar="DIR", help="the build folder (default build, as SCons's)")
+    p.add_argument("--depfile", metavar="FILE", help="where the depfile goes (default DIR/BOARD/arena.d)")
+    p.add_argument("--board-dir", action="append", default=[], metavar="DIR",
+                   help="another folder of board files (before the manifest's board_dirs)")
+    p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser("schema", help="print the path of an installed JSON Schema (for editors), or list them",
                        description="Print the installed path of schemas/NAME.schema.json (point an editor's YAML or "

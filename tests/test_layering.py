@@ -37,7 +37,9 @@ LAZY: dict[str, tuple[frozenset[str] | None, str]] = {
                                      "matplotlib loads only when a picture is drawn; without it the report "
                                      "has no pictures"),
 }
-MAX_LAYERS = 11  # the longest chain of imports, counting the module itself (goal: 10)
+# the longest chain of imports, counting the module itself (goal: 10): __main__ -> cli -> build_steps
+# (`arena-tool generate` runs the SCons tool's steps) -> builder.gate -> ... -> core.problem
+MAX_LAYERS = 12
 
 
 def _modules() -> dict[str, Path]:

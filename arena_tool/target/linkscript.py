@@ -25,12 +25,14 @@ class ScriptInfo:
     fragment_at: (file, line, inside SECTIONS) of each INCLUDE of the fragment;
     memory: MEMORY name -> (file, line, ORIGIN, LENGTH): numbers in bytes, None where not a plain number;
     complete: every INCLUDE was read and nothing needs the C preprocessor (else ``memory``
-    may lack regions defined elsewhere, and is not held against the manifest).
+    may lack regions defined elsewhere, and is not held against the manifest);
+    files: every script read, the given one first (what ``arena-tool generate``'s depfile lists).
     """
 
     fragment_at: list[tuple[str, int, bool]] = dataclasses.field(default_factory=list)
     memory: dict[str, tuple[str, int, int | None, int | None]] = dataclasses.field(default_factory=dict)
     complete: bool = True
+    files: list[str] = dataclasses.field(default_factory=list)
 
 
 _INCLUDE = re.compile(r"\bINCLUDE\s+(\"[^\"]+\"|[^\s;{}]+)")
@@ -84,6 +86,7 @@ def _read_into(info: ScriptInfo, path: str, fragment_name: str, in_sections: boo
     if key in seen:
         return
     seen.add(key)
+    info.files.append(path)
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             text = _strip_comments(f.read())

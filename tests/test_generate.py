@@ -1,0 +1,170 @@
+"""arena-tool generate: what ``scons link=0`` makes, without SCons, and a depfile naming every input.
+
+The comparison with SCons runs scons (slow); the depfile tests run generate in process on one
+small model (fast): every file generate opens is named in the depfile, and an edit to any
+input makes the depfile's rule out of date, as Make and Ninja judge it.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+import models
+from arena_tool import cli
+from arena_tool.builder import noop_cache
+from builders import H743_MEMORY, copy_example, scons, vendor_script
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    """Every output file below ``folder`` (not the tools' own dot-files, not the depfile)."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and not p.name.startswith(".") and p.name != "arena.d"}
+
+
+@pytest.mark.slow
+def test_generate_is_byte_identical_to_scons_on_every_board(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = copy_example(tmp_path / "scons"), copy_example(tmp_path / "generate")
+    p = scons(a, "link=0", "board=all")
+    assert p.returncode == 0, p.stdout + p.stderr
+    monkeypatch.chdir(b)
+    assert cli.main(["generate", "example_firmware/arena.yaml", "--board", "all", "--out", "build"]) == 0
+    made, want = _tree(b / "build"), _tree(a / "build")
+    assert sorted(made) == sorted(want)
+    assert [k for k in want if made[k] != want[k]] == []
+    boards = sorted(d.name for d in (b / "build").iterdir() if (d / "arena_gate.json").exists())
+    assert len(boards) == 10 and all((b / "build" / n / "arena.d").is_file() for n in boards)
+
+
+def _depfile(path: Path) -> tuple[list[str], list[str]]:
+    """(targets, inputs) of a Make depfile (one rule, escaped spaces)."""
+    text = path.read_text().replace("\\\n", " ")
+    head, _, tail = text.partition(": ")  # the separator is ': ' (an absolute path has no ': ')
+
+    def words(s: str) -> list[str]:
+        out, cur, i = [], "", 0
+        while i < len(s):
+            c = s[i]
+            if c == "\\" and i + 1 < len(s):
+                cur, i = cur + s[i + 1], i + 2
+                continue
+            if c.isspace():
+                if cur:
+                    out.append(cur.replace("$$", "$"))
+                cur = ""
+            else:
+                cur += c
+            i += 1
+        return out + ([cur.replace("$$", "$")] if cur else [])
+
+    return words(head), words(tail)
+
+
+MANIFEST = """\
+defaults: {{planner: greedy_size}}
+models:
+  - {{name: chain, path: models/chain.onnx}}
+boards:
+  - {{name: mps2_an500, budget: 64K}}
+  - {{name: nucleo_h743, region: AXI_SRAM, budget: 64K, linker: fragment, linker_script: vendor/h743.ld,
+     linker_regions: {{AXI_SRAM: RAM_D1}}{extra}}}
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project with a space in its path: one model, a shipped board and a board whose vendor
+    script INCLUDEs the fragment and a second script beside it."""
+    proj = tmp_path / "my project"
+    (proj / "models").mkdir(parents=True)
+    (proj / "vendor").mkdir()
+    models.save(models.chain(), proj / "models" / "chain.onnx")
+    (proj / "vendor" / "h743.ld").write_text(vendor_script(H743_MEMORY, "RAM_D1", after_heap="  INCLUDE extra.ld\n"))
+    (proj / "vendor" / "extra.ld").write_text("/* the vendor's extra sections */\n")
+    (proj / "arena.yaml").write_text(MANIFEST.format(extra=""))
+    monkeypatch.chdir(proj)
+    return proj
+
+
+def _opened_during(body) -> set[str]:
+    """Every existing regular file ``body`` opens, as absolute paths (an audit hook sees each open)."""
+    seen: set[str] = set()
+    active = [True]
+
+    def hook(event: str, args: tuple) -> None:
+        if active[0] and event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+            seen.add(os.path.abspath(os.fsdecode(args[0])))
+
+    sys.addaudithook(hook)
+    try:
+        body()
+    finally:
+        active[0] = False
+    return {p for p in seen if os.path.isfile(p)}
+
+
+def test_depfile_names_every_file_generate_reads(project: Path) -> None:
+    opened = _opened_during(lambda: cli.main(["generate", "arena.yaml", "--board", "all", "--out", "out"]))
+    out = str(project / "out")
+    # what it read of the project and of arena (its code, schemas, board files), not the Python it runs on
+    ours = {p for p in opened if not p.startswith(out + os.sep) and
+            (p.startswith(str(project) + os.sep) or p.startswith(str(ROOT) + os.sep))}
+    inputs: set[str] = set()
+    for board in ("mps2_an500", "nucleo_h743"):
+        targets, deps = _depfile(project / "out" / board / "arena.d")
+        assert all(os.path.isfile(t) for t in targets) and f"{out}/{board}/arena_gate.json" in targets
+        assert str(project / "arena.yaml") in deps and str(project / "models" / "chain.onnx") in deps
+        assert str(ROOT / "boards" / f"{board}.yaml") in deps
+        inputs |= set(deps)
+    h743 = _depfile(project / "out" / "nucleo_h743" / "arena.d")[1]
+    assert {str(project / "vendor" / "h743.ld"), str(project / "vendor" / "extra.ld")} <= set(h743)
+    assert str(project / "vendor" / "h743.ld") not in _depfile(project / "out" / "mps2_an500" / "arena.d")[1]
+    assert sorted(p for p in ours if p.startswith(str(project))) != []
+    assert sorted(ours - inputs) == [], "read but not in the depfile"
+    assert set(noop_cache.package_files()) <= inputs  # arena's own code: an upgrade regenerates
+
+
+def test_an_edit_to_each_input_makes_the_depfile_rule_out_of_date(project: Path) -> None:
+    assert cli.main(["generate", "arena.yaml", "--board", "nucleo_h743", "--out", "out"]) == 0
+    targets, deps = _depfile(project / "out" / "nucleo_h743" / "arena.d")
+    oldest = min(os.stat(t).st_mtime_ns for t in targets)
+    edits = [project / "arena.yaml", project / "models" / "chain.onnx", project / "vendor" / "h743.ld",
+             project / "vendor" / "extra.ld"]
+    for path in edits:
+        assert str(path) in deps
+        st = os.stat(path)
+        path.write_bytes(path.read_bytes())  # an edit Make sees: a newer mtime
+        os.utime(path, ns=(st.st_atime_ns, oldest + 1_000_000_000))
+        assert os.stat(path).st_mtime_ns > oldest  # so Make (and Ninja) rerun generate
+    # a board edit reaches the output: regenerating with another budget rewrites the gate's report
+    (project / "arena.yaml").write_text(MANIFEST.format(extra="").replace("budget: 64K, linker", "budget: 63K, linker"))
+    before = (project / "out" / "nucleo_h743" / "arena_gate.json").read_bytes()
+    assert cli.main(["generate", "arena.yaml", "--board", "nucleo_h743", "--out", "out"]) == 0
+    assert (project / "out" / "nucleo_h743" / "arena_gate.json").read_bytes() != before
+
+
+def test_over_budget_exits_1_with_the_gates_line_and_keeps_the_depfile(project: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "arena.yaml").write_text(MANIFEST.format(extra="").replace("mps2_an500, budget: 64K", "mps2_an500, budget: 1K"))
+    assert cli.main(["generate", "arena.yaml", "--board", "mps2_an500", "--out", "out"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("arena: mps2_an500: model chain needs ") and "budget 1,024 B" in err[0]
+    b = project / "out" / "mps2_an500"
+    assert (b / "arena.d").is_file() and (b / "arena_report.json").is_file()
+    assert not (b / "gen" / "arena_board.c").exists() and not (b / "mps2_an500.ld").exists()
+
+
+def test_unknown_board_and_a_depfile_for_two_boards_are_one_line_exit_2(project: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["generate", "arena.yaml", "--board", "mps2_an50", "--out", "out"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "board 'mps2_an50' is not in the manifest" in err[0] and "mps2_an500" in err[0]
+    assert cli.main(["generate", "arena.yaml", "--board", "all", "--out", "out", "--depfile", "x.d"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--depfile" in err[0]
