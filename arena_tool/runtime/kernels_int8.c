@@ -212,6 +212,43 @@ static __attribute__((noinline)) void dot2x1(int32_t s[2], const int8_t *w, cons
     s[1] = s1;
 }
 
+/* s[r] = (w + r K).x for r < 4 (x minus zp): x unpacked once for four rows. */
+static __attribute__((noinline)) void dot4x1(int32_t s[4], const int8_t *w, const int8_t *x, int32_t K, int32_t zp)
+{
+    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, k, n = K, K2 = 2 * K, K3 = 3 * K;
+#if defined(__ARM_FEATURE_DSP)
+    uint32_t nz = ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u;
+    const int8_t *end = x + (K & ~3);
+    for (; x != end; x += 4, w += 4) {
+        uint32_t a = ld4(x), a0 = LO16(a, nz), a1 = HI16(a, nz), u;
+        u = ld4(w);
+        s0 = MAC2(W_LO(u), a0, s0);
+        s0 = MAC2(W_HI(u), a1, s0);
+        u = ld4(w + K);
+        s1 = MAC2(W_LO(u), a0, s1);
+        s1 = MAC2(W_HI(u), a1, s1);
+        u = ld4(w + K2);
+        s2 = MAC2(W_LO(u), a0, s2);
+        s2 = MAC2(W_HI(u), a1, s2);
+        u = ld4(w + K3);
+        s3 = MAC2(W_LO(u), a0, s3);
+        s3 = MAC2(W_HI(u), a1, s3);
+    }
+    n = K & 3;
+#endif
+    for (k = 0; k < n; ++k) {
+        int32_t a = (int32_t)x[k] - zp;
+        s0 += (int32_t)w[k] * a;
+        s1 += (int32_t)w[k + K] * a;
+        s2 += (int32_t)w[k + K2] * a;
+        s3 += (int32_t)w[k + K3] * a;
+    }
+    s[0] = s0;
+    s[1] = s1;
+    s[2] = s2;
+    s[3] = s3;
+}
+
 /* w.x (x minus zp). */
 static int32_t dot1x1(const int8_t *w, const int8_t *x, int32_t K, int32_t zp)
 {
@@ -234,12 +271,31 @@ static int32_t dot1x1(const int8_t *w, const int8_t *x, int32_t K, int32_t zp)
 
 /* --- QLinearConv ------------------------------------------------------------------ */
 
-/* Per-channel requantization: the reference's mult = x_scale * w_scale[m] / y_scale. */
-static chan_t conv_chan(const arena_ctx_t *c, int32_t m)
+/* Per-channel requantization: the reference's mult = x_scale * w_scale[m] / y_scale, from
+ * the operands read once per op. */
+typedef struct {
+    float xs, ys;
+    const float *ws;
+    uint32_t nws;
+    const int32_t *bias; /* int32, one per channel (conv_dims checked), or NULL */
+} cparams_t;
+
+static cparams_t cparams(const arena_ctx_t *c)
+{
+    cparams_t p;
+    p.xs = arena_q_scale(c, 1, 0);
+    p.ys = arena_q_scale(c, 6, 0);
+    p.ws = (const float *)arena_in_data(c, 4);
+    p.nws = arena_in(c, 4)->elements;
+    p.bias = arena_in(c, 8) != NULL ? (const int32_t *)arena_in_data(c, 8) : NULL;
+    return p;
+}
+
+static chan_t chan(const cparams_t *p, int32_t m)
 {
     chan_t ch;
-    ch.mult = arena_q_scale(c, 1, 0) * arena_q_scale(c, 4, (uint32_t)m) / arena_q_scale(c, 6, 0);
-    ch.bias = arena_q_load(arena_in(c, 8), arena_in_data(c, 8), (uint32_t)m);
+    ch.mult = p->xs * p->ws[p->nws > 1u ? (uint32_t)m : 0u] / p->ys;
+    ch.bias = p->bias != NULL ? p->bias[m] : 0;
     return ch;
 }
 
@@ -351,15 +407,15 @@ static void im2col(const int8_t *x, const arena_conv_dims_t *d, const arena_attr
 }
 
 /* Output channels [m0, m1) of group g over the np columns in col (pixels p0 ...). */
-static void conv_gemm(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q, int32_t n, int32_t m0,
-                      int32_t m1, int32_t p0, int32_t np, const int8_t *col, int32_t x_zp)
+static void conv_gemm(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q, const cparams_t *cp,
+                      int32_t n, int32_t m0, int32_t m1, int32_t p0, int32_t np, const int8_t *col, int32_t x_zp)
 {
     const int8_t *w = (const int8_t *)arena_in_data(c, 3);
     int8_t *y = (int8_t *)arena_out_data(c, 0);
     size_t ohw = (size_t)d->oh * (size_t)d->ow, K = (size_t)d->kk;
     int32_t m, p, s[4];
     for (m = m0; m + 1 < m1; m += 2) {
-        chan_t c0 = conv_chan(c, m), c1 = conv_chan(c, m + 1);
+        chan_t c0 = chan(cp, m), c1 = chan(cp, m + 1);
         const int8_t *w0 = w + (size_t)m * K;
         int8_t *y0 = y + (size_t)(n * d->m + m) * ohw + (size_t)p0, *y1 = y0 + ohw;
         for (p = 0; p + 1 < np; p += 2) {
@@ -376,7 +432,7 @@ static void conv_gemm(const arena_ctx_t *c, const arena_conv_dims_t *d, const qp
         }
     }
     if (m < m1) {
-        chan_t c0 = conv_chan(c, m);
+        chan_t c0 = chan(cp, m);
         const int8_t *w0 = w + (size_t)m * K;
         int8_t *y0 = y + (size_t)(n * d->m + m) * ohw + (size_t)p0;
         for (p = 0; p < np; ++p) {
@@ -395,6 +451,7 @@ static int conv_im2col(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
     int8_t *col = stack_col;
     uint32_t cap = COL_STACK_BYTES;
     int32_t x_zp = arena_q_zp(c, 2, 0), ohw = d->oh * d->ow, n, g, p0, chunk;
+    cparams_t cp = cparams(c);
     if (c->op->workspace >= 0) {
         const arena_tensor_t *wst = &c->m->tensors[c->op->workspace];
         if (wst->dtype == ARENA_DT_INT8 && wst->elements >= (uint32_t)d->kk) {
@@ -411,55 +468,100 @@ static int conv_im2col(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
             for (p0 = 0; p0 < ohw; p0 += chunk) {
                 int32_t np = ohw - p0 < chunk ? ohw - p0 : chunk;
                 im2col(x, d, &c->op->attrs, n, g, p0, np, (int8_t)x_zp, col);
-                conv_gemm(c, d, q, n, g * d->mg, (g + 1) * d->mg, p0, np, col, x_zp);
+                conv_gemm(c, d, q, &cp, n, g * d->mg, (g + 1) * d->mg, p0, np, col, x_zp);
             }
         }
     }
     return 1;
 }
 
+/* A block of depthwise outputs computed from a band (see dw_plane): nh rows of n outputs,
+ * output (i, j) from the window at band + i * rstep + j * sw, rows width apart. */
+typedef struct {
+    const int8_t *band, *w; /* band; kernel KH x KW */
+    int8_t *dst;            /* output (0, 0); rows dstride apart */
+    int32_t width, n, nh, sw, rstep, dstride, kh, kw, dh, dwl;
+    int32_t fold;           /* x_zp * sum(w): every tap is inside the band, padding = x_zp */
+} dw_block_t;
+
 #if defined(__ARM_FEATURE_DSP)
-/* n interior outputs of a 3x3 depthwise row from window start r (stride sw): per kernel row
- * one 32-bit load x0..x3, (x0, x2) . (w0, w2) by SMLAD and x1 * w1 by SMLABB; at stride 1
- * the same load gives the next output too, (x1, x3) . (w0, w2) and x2 * w1 (SMLATB).
- * Each sum minus fold (x_zp * the kernel's sum) is requantized. Returns n. */
-static __attribute__((noinline)) int32_t dw3_run(const int8_t *r, int32_t W, int32_t n, int32_t sw, const int8_t *w,
-                                                 int8_t *dst, int32_t fold, const qpar_t *q, const chan_t *ch)
+/* 3x3, no dilation: per kernel row one 32-bit load x0..x3, (x0, x2) . (w0, w2) by SMLAD and
+ * x1 * w1 by SMLABB; at stride 1 the same load gives the next output too, (x1, x3) . (w0, w2)
+ * and x2 * w1 (SMLATB). */
+static __attribute__((noinline)) void dw3_block(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
 {
     uint32_t w02[3], w1[3];
-    int32_t i = 0, ky;
+    int32_t i, j, ky, W = b->width, n = b->n, sw = b->sw;
     for (ky = 0; ky < 3; ++ky) {
-        w02[ky] = ((uint32_t)(uint16_t)w[3 * ky]) | ((uint32_t)(uint16_t)w[3 * ky + 2] << 16);
-        w1[ky] = (uint32_t)(uint16_t)w[3 * ky + 1];
+        w02[ky] = ((uint32_t)(uint16_t)b->w[3 * ky]) | ((uint32_t)(uint16_t)b->w[3 * ky + 2] << 16);
+        w1[ky] = (uint32_t)(uint16_t)b->w[3 * ky + 1];
     }
-    if (sw == 1) {
-        for (; i + 1 < n; i += 2, r += 2) {
-            int32_t a0 = 0, a1 = 0;
-            for (ky = 0; ky < 3; ++ky) {
-                uint32_t v = ld4(r + ky * W), lo = W_LO(v), hi = W_HI(v);
-                a0 = MAC2(lo, w02[ky], a0);
-                a0 = __smlabb((int32_t)hi, (int32_t)w1[ky], a0);
-                a1 = MAC2(hi, w02[ky], a1);
-                a1 = __smlatb((int32_t)lo, (int32_t)w1[ky], a1);
+    for (i = 0; i < b->nh; ++i) {
+        const int8_t *r = b->band + i * b->rstep;
+        int8_t *dst = b->dst + i * b->dstride;
+        j = 0;
+        if (sw == 1) {
+            for (; j + 1 < n; j += 2, r += 2) {
+                int32_t a0 = 0, a1 = 0;
+                for (ky = 0; ky < 3; ++ky) {
+                    uint32_t v = ld4(r + ky * W), lo = W_LO(v), hi = W_HI(v);
+                    a0 = MAC2(lo, w02[ky], a0);
+                    a0 = __smlabb((int32_t)hi, (int32_t)w1[ky], a0);
+                    a1 = MAC2(hi, w02[ky], a1);
+                    a1 = __smlatb((int32_t)lo, (int32_t)w1[ky], a1);
+                }
+                dst[j] = store(q, ch, a0 - b->fold);
+                dst[j + 1] = store(q, ch, a1 - b->fold);
             }
-            dst[i] = store(q, ch, a0 - fold);
-            dst[i + 1] = store(q, ch, a1 - fold);
+        }
+        for (; j < n; ++j, r += sw) {
+            int32_t acc = 0;
+            for (ky = 0; ky < 3; ++ky) {
+                uint32_t v = ld4(r + ky * W);
+                acc = MAC2(W_LO(v), w02[ky], acc);
+                acc = __smlabb((int32_t)W_HI(v), (int32_t)w1[ky], acc);
+            }
+            dst[j] = store(q, ch, acc - b->fold);
         }
     }
-    for (; i < n; ++i, r += sw) {
-        int32_t acc = 0;
-        for (ky = 0; ky < 3; ++ky) {
-            uint32_t v = ld4(r + ky * W);
-            acc = MAC2(W_LO(v), w02[ky], acc);
-            acc = __smlabb((int32_t)W_HI(v), (int32_t)w1[ky], acc);
+}
+#else
+/* 3x3, no dilation, in C. */
+static __attribute__((noinline)) void dw3_block(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
+{
+    const int8_t *w = b->w;
+    int32_t i, j;
+    for (i = 0; i < b->nh; ++i) {
+        const int8_t *r0 = b->band + i * b->rstep, *r1 = r0 + b->width, *r2 = r1 + b->width;
+        int8_t *dst = b->dst + i * b->dstride;
+        for (j = 0; j < b->n; ++j, r0 += b->sw, r1 += b->sw, r2 += b->sw) {
+            int32_t acc = r0[0] * w[0] + r0[1] * w[1] + r0[2] * w[2] + r1[0] * w[3] + r1[1] * w[4] + r1[2] * w[5]
+                          + r2[0] * w[6] + r2[1] * w[7] + r2[2] * w[8];
+            dst[j] = store(q, ch, acc - b->fold);
         }
-        dst[i] = store(q, ch, acc - fold);
     }
-    return n;
 }
 #endif
 
-/* Bytes of the stack band a depthwise plane is computed from (KH padded input rows). */
+/* Any kernel size and dilation. */
+static __attribute__((noinline)) void dw_block(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
+{
+    int32_t i, j, ky, kx;
+    for (i = 0; i < b->nh; ++i) {
+        for (j = 0; j < b->n; ++j) {
+            const int8_t *r = b->band + i * b->rstep + j * b->sw;
+            int32_t acc = 0;
+            for (ky = 0; ky < b->kh; ++ky, r += b->dh * b->width) {
+                for (kx = 0; kx < b->kw; ++kx) {
+                    acc += (int32_t)r[kx * b->dwl] * (int32_t)b->w[ky * b->kw + kx];
+                }
+            }
+            b->dst[i * b->dstride + j] = store(q, ch, acc - b->fold);
+        }
+    }
+}
+
+/* Bytes of the stack band a depthwise plane is computed from (padded input rows). */
 #define DW_BAND_BYTES 1024
 
 /* row[j] = srow[j0 + j] for j < width where that is inside [0, W), else zp. */
@@ -477,74 +579,81 @@ static void band_row(int8_t *row, const int8_t *srow, int32_t j0, int32_t width,
     memset(row + hi, zp, (size_t)(width - hi));
 }
 
-/* Outputs per band of a depthwise conv: its KH rows of padded input hold n outputs'
- * windows plus 3 bytes (a 32-bit load past the last window's start); 0 when not one fits. */
-static int32_t dw_per_band(const arena_attrs_t *a)
+/* How a depthwise conv's output splits into blocks whose band fits DW_BAND_BYTES: per_w
+ * outputs a row (the band's width holds their windows plus 3 bytes: a 32-bit load past the
+ * last window's start), per_h rows. per_w == 0: not even one window fits. */
+typedef struct {
+    int32_t per_w, per_h, span_w, span_h;
+} dw_split_t;
+
+static dw_split_t dw_split(const arena_conv_dims_t *d, const arena_attrs_t *a)
 {
-    int32_t width = DW_BAND_BYTES / a->kernel[0], span = (a->kernel[1] - 1) * a->dilations[1] + 1;
-    return width < span + 3 ? 0 : (width - span - 3) / a->strides[1] + 1;
+    dw_split_t t;
+    int32_t width;
+    t.span_w = (a->kernel[1] - 1) * a->dilations[1] + 1;
+    t.span_h = (a->kernel[0] - 1) * a->dilations[0] + 1;
+    width = DW_BAND_BYTES / t.span_h;
+    t.per_w = width < t.span_w + 3 ? 0 : (width - t.span_w - 3) / a->strides[1] + 1;
+    t.per_w = t.per_w < d->ow ? t.per_w : d->ow;
+    width = (t.per_w - 1) * a->strides[1] + t.span_w + 3;
+    t.per_h = t.per_w < 1 ? 0 : (DW_BAND_BYTES / width - t.span_h) / a->strides[0] + 1;
+    t.per_h = t.per_h < d->oh ? t.per_h : d->oh;
+    return t;
 }
 
 /* A depthwise plane: src (H x W, one channel) through kernel w (KH x KW) into dst
- * (OH x OW). Each output row is computed from a band: the KH input rows its windows
- * read, copied with the padding filled with x_zp, so every window is inside the band and
- * its sum is sum(x * w) - x_zp * sum(w), no bounds checks (a row of more outputs than a
- * band holds takes several bands). */
+ * (OH x OW), block by block: the input rows and columns a block's windows read are copied
+ * into the band with the padding filled with x_zp, so every window is inside the band and
+ * its sum is sum(x * w) - x_zp * sum(w), without bounds checks. */
 static void dw_plane(const int8_t *src, int8_t *dst, const int8_t *w, const arena_conv_dims_t *d,
-                     const arena_attrs_t *a, int32_t x_zp, const qpar_t *q, const chan_t *ch)
+                     const arena_attrs_t *a, const dw_split_t *t, int32_t x_zp, const qpar_t *q, const chan_t *ch)
 {
     int8_t band[DW_BAND_BYTES];
-    int32_t KH = a->kernel[0], KW = a->kernel[1], sh = a->strides[0], sw = a->strides[1];
-    int32_t dh = a->dilations[0], dw = a->dilations[1], span = (KW - 1) * dw + 1, per = dw_per_band(a);
-    int32_t oh, ow0, ky, kx, i, wsum = 0, fold;
-    int fast3 = KH == 3 && KW == 3 && dw == 1;
-    for (i = 0; i < KH * KW; ++i) {
+    dw_block_t b;
+    int32_t oh0, ow0, j, i, wsum = 0;
+    int fast3 = a->kernel[0] == 3 && a->kernel[1] == 3 && a->dilations[0] == 1 && a->dilations[1] == 1;
+    for (i = 0; i < a->kernel[0] * a->kernel[1]; ++i) {
         wsum += w[i];
     }
-    fold = x_zp * wsum;
-    for (oh = 0; oh < d->oh; ++oh) {
-        int32_t ih0 = oh * sh - a->pads[0];
-        for (ow0 = 0; ow0 < d->ow; ow0 += per) {
-            int32_t n = d->ow - ow0 < per ? d->ow - ow0 : per, width = (n - 1) * sw + span + 3;
-            int8_t *out = dst + oh * d->ow + ow0;
-            for (ky = 0; ky < KH; ++ky) {
-                int32_t ih = ih0 + ky * dh;
+    b.band = band;
+    b.w = w;
+    b.sw = a->strides[1];
+    b.dstride = d->ow;
+    b.kh = a->kernel[0];
+    b.kw = a->kernel[1];
+    b.dh = a->dilations[0];
+    b.dwl = a->dilations[1];
+    b.fold = x_zp * wsum;
+    for (ow0 = 0; ow0 < d->ow; ow0 += t->per_w) {
+        b.n = d->ow - ow0 < t->per_w ? d->ow - ow0 : t->per_w;
+        b.width = (b.n - 1) * b.sw + t->span_w + 3;
+        b.rstep = a->strides[0] * b.width;
+        for (oh0 = 0; oh0 < d->oh; oh0 += t->per_h) {
+            int32_t ih0 = oh0 * a->strides[0] - a->pads[0];
+            b.nh = d->oh - oh0 < t->per_h ? d->oh - oh0 : t->per_h;
+            for (j = 0; j < (b.nh - 1) * a->strides[0] + t->span_h; ++j) {
+                int32_t ih = ih0 + j;
                 if (ih < 0 || ih >= d->h) {
-                    memset(band + ky * width, x_zp, (size_t)width);
+                    memset(band + j * b.width, x_zp, (size_t)b.width);
                 } else {
-                    band_row(band + ky * width, src + ih * d->w, ow0 * sw - a->pads[1], width, d->w, (int8_t)x_zp);
+                    band_row(band + j * b.width, src + ih * d->w, ow0 * b.sw - a->pads[1], b.width, d->w,
+                             (int8_t)x_zp);
                 }
             }
+            b.dst = dst + oh0 * d->ow + ow0;
             if (fast3) {
-#if defined(__ARM_FEATURE_DSP)
-                dw3_run(band, width, n, sw, w, out, fold, q, ch);
-                continue;
-#else
-                const int8_t *r0 = band, *r1 = band + width, *r2 = r1 + width;
-                for (i = 0; i < n; ++i, r0 += sw, r1 += sw, r2 += sw) {
-                    int32_t acc = r0[0] * w[0] + r0[1] * w[1] + r0[2] * w[2] + r1[0] * w[3] + r1[1] * w[4]
-                                  + r1[2] * w[5] + r2[0] * w[6] + r2[1] * w[7] + r2[2] * w[8];
-                    out[i] = store(q, ch, acc - fold);
-                }
-                continue;
-#endif
-            }
-            for (i = 0; i < n; ++i) {
-                int32_t acc = 0;
-                for (ky = 0; ky < KH; ++ky) {
-                    const int8_t *r = band + ky * width + i * sw;
-                    for (kx = 0; kx < KW; ++kx) {
-                        acc += (int32_t)r[kx * dw] * (int32_t)w[ky * KW + kx];
-                    }
-                }
-                out[i] = store(q, ch, acc - fold);
+                dw3_block(&b, q, ch);
+            } else {
+                dw_block(&b, q, ch);
             }
         }
     }
 }
 
 /* A depthwise conv (group == C == M), in place through temp (one channel, copied
- * before its output is written: arena_dw_in_place) or from x directly (temp NULL). */
+ * before its output is written: arena_dw_in_place) or from x directly (temp NULL). A
+ * plane whose band is one block is all copied before any output is written: in place it
+ * needs no temp. */
 static void conv_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q, int8_t *temp)
 {
     const int8_t *x = (const int8_t *)arena_in_data(c, 0), *w = (const int8_t *)arena_in_data(c, 3);
@@ -552,33 +661,40 @@ static void conv_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, con
     int32_t x_zp = arena_q_zp(c, 2, 0), taps = c->op->attrs.kernel[0] * c->op->attrs.kernel[1];
     size_t plane = (size_t)d->h * (size_t)d->w, oplane = (size_t)d->oh * (size_t)d->ow;
     size_t chans = (size_t)d->n * (size_t)d->c, i;
+    dw_split_t t = dw_split(d, &c->op->attrs);
+    cparams_t cp = cparams(c);
+    if (t.per_w == d->ow && t.per_h == d->oh) {
+        temp = NULL;
+    }
     for (i = 0; i < chans; ++i) { /* increasing i: see arena_dw_in_place */
         int32_t m = (int32_t)(i % (size_t)d->c);
-        chan_t ch = conv_chan(c, m);
+        chan_t ch = chan(&cp, m);
         const int8_t *src = x + i * plane;
         if (temp != NULL) {
             memcpy(temp, src, plane);
             src = temp;
         }
-        dw_plane(src, y + i * oplane, w + (size_t)m * (size_t)taps, d, &c->op->attrs, x_zp, q, &ch);
+        dw_plane(src, y + i * oplane, w + (size_t)m * (size_t)taps, d, &c->op->attrs, &t, x_zp, q, &ch);
     }
 }
 
 int arena_i8_conv(const arena_ctx_t *c, const arena_conv_dims_t *d, int32_t lo, int32_t hi, void *dw_temp)
 {
     qpar_t q = qpar(arena_q_zp(c, 7, 0), lo, hi);
+    cparams_t cp;
     int32_t m;
     if (arena_in(c, 0)->dtype != ARENA_DT_INT8 || arena_in(c, 3)->dtype != ARENA_DT_INT8
         || arena_out(c, 0)->dtype != ARENA_DT_INT8 || !w_zp_zero(c, 5)) {
         return 0;
     }
+    cp = cparams(c);
     for (m = 0; m < d->m; ++m) {
-        if (!mult_ok(conv_chan(c, m).mult)) {
+        if (!mult_ok(chan(&cp, m).mult)) {
             return 0;
         }
     }
     if (d->groups == d->c && d->m == d->c) {
-        if (dw_per_band(&c->op->attrs) == 0) {
+        if (dw_split(d, &c->op->attrs).per_w == 0) {
             return 0;
         }
         conv_depthwise(c, d, &q, (int8_t *)dw_temp);
@@ -612,6 +728,21 @@ int arena_i8_binary(const int8_t *a, const int8_t *b, int8_t *y, uint32_t n, int
     return 1;
 }
 
+/* --- QuantizeLinear ------------------------------------------------------------------- */
+
+/* y = arena_q_round(x / scale, zp, lo, hi) per element, one scale and zero point; a NaN
+ * gives lo there too. */
+void arena_i8_quantize(const float *x, void *y, uint32_t n, float scale, int32_t zp, int32_t lo, int32_t hi)
+{
+    qpar_t q = qpar(zp, lo, hi);
+    uint8_t *out = (uint8_t *)y;
+    uint32_t i;
+    for (i = 0; i < n; ++i) {
+        float v = x[i] / scale;
+        out[i] = (uint8_t)(v == v ? requant_f(v, &q) : lo);
+    }
+}
+
 /* --- QGemm ---------------------------------------------------------------------------- */
 
 /* Y = A B^T for int8 A (M x K, rows contiguous) and B (N x K: transB), weight zero points
@@ -622,10 +753,12 @@ int arena_i8_qgemm(const arena_ctx_t *c, int32_t M, int32_t N, int32_t K, uint32
     const arena_attrs_t *at = &c->op->attrs;
     const int8_t *A = (const int8_t *)arena_in_data(c, 0), *B = (const int8_t *)arena_in_data(c, 3);
     const int32_t *C = (const int32_t *)arena_in_data(c, 6);
+    const float *bs = (const float *)arena_in_data(c, 4);
+    uint32_t nbs = arena_in(c, 4)->elements;
     void *Yv = arena_out_data(c, 0);
     float a_scale, y_scale = 1.0f;
     qpar_t q = qpar(0, lo, hi);
-    int32_t a_zp, i, j, s[2];
+    int32_t a_zp, i, j, s[4];
     if (arena_in(c, 0)->dtype != ARENA_DT_INT8 || arena_in(c, 3)->dtype != ARENA_DT_INT8 || at->trans_a != 0
         || at->trans_b != 1 || !w_zp_zero(c, 5) || (quant_out && arena_out(c, 0)->dtype != ARENA_DT_INT8)) {
         return 0;
@@ -636,29 +769,31 @@ int arena_i8_qgemm(const arena_ctx_t *c, int32_t M, int32_t N, int32_t K, uint32
         y_scale = arena_q_scale(c, 7, 0);
         q = qpar(arena_q_zp(c, 8, 0), lo, hi);
         for (j = 0; j < N; ++j) {
-            if (!mult_ok(at->alpha * a_scale * arena_q_scale(c, 4, (uint32_t)j) / y_scale)) {
+            if (!mult_ok(at->alpha * a_scale * bs[nbs > 1u ? (uint32_t)j : 0u] / y_scale)) {
                 return 0;
             }
         }
     }
-    for (j = 0; j < N; j += 2) {
-        int two = j + 1 < N;
-        float sc[2];
-        int32_t t;
-        for (t = 0; t < 1 + two; ++t) {
-            sc[t] = at->alpha * a_scale * arena_q_scale(c, 4, (uint32_t)(j + t));
+    /* Columns of Y four at a time (rows of B), then the last one to three. */
+    for (j = 0; j < N;) {
+        int32_t nj = N - j >= 4 ? 4 : (N - j >= 2 ? 2 : 1), t;
+        float sc[4];
+        for (t = 0; t < nj; ++t) {
+            sc[t] = at->alpha * a_scale * bs[nbs > 1u ? (uint32_t)(j + t) : 0u];
             if (quant_out) {
                 sc[t] /= y_scale;
             }
         }
         for (i = 0; i < M; ++i) {
-            const int8_t *ar = A + (size_t)i * (size_t)K;
-            if (two) {
-                dot2x1(s, B + (size_t)j * (size_t)K, ar, K, a_zp);
+            const int8_t *ar = A + (size_t)i * (size_t)K, *br = B + (size_t)j * (size_t)K;
+            if (nj == 4) {
+                dot4x1(s, br, ar, K, a_zp);
+            } else if (nj == 2) {
+                dot2x1(s, br, ar, K, a_zp);
             } else {
-                s[0] = dot1x1(B + (size_t)j * (size_t)K, ar, K, a_zp);
+                s[0] = dot1x1(br, ar, K, a_zp);
             }
-            for (t = 0; t < 1 + two; ++t) {
+            for (t = 0; t < nj; ++t) {
                 uint32_t yi = (uint32_t)i * (uint32_t)N + (uint32_t)(j + t);
                 int32_t acc = s[t];
                 if (C != NULL) {
@@ -671,6 +806,7 @@ int arena_i8_qgemm(const arena_ctx_t *c, int32_t M, int32_t N, int32_t K, uint32
                 }
             }
         }
+        j += nj;
     }
     return 1;
 }

@@ -170,9 +170,7 @@ int arena_k_quantize(const arena_ctx_t *c)
     if (st->elements <= 1u) { /* per tensor: the parameters once */
         float scale = arena_q_scale(c, 1, 0);
         int32_t zp = arena_q_zp(c, 2, 0);
-        for (i = 0; i < yt->elements; ++i) {
-            arena_q_put(y, i, arena_q_round(x[i] / scale, zp, lo, hi));
-        }
+        arena_i8_quantize(x, y, yt->elements, scale, zp, lo, hi);
         return ARENA_OK;
     }
     for (i = 0; i < yt->elements; ++i) {
@@ -200,6 +198,15 @@ int arena_k_dequantize(const arena_ctx_t *c)
         return rc;
     }
     /* In place is possible only for int32 -> float32 (same width): forward order is safe then. */
+    if (st->elements <= 1u && xt->dtype == ARENA_DT_INT8) { /* per tensor: the parameters once */
+        const int8_t *xi = (const int8_t *)x;
+        float scale = arena_q_scale(c, 1, 0);
+        int32_t zp = arena_q_zp(c, 2, 0);
+        for (i = 0; i < yt->elements; ++i) {
+            y[i] = (float)((int32_t)xi[i] - zp) * scale;
+        }
+        return ARENA_OK;
+    }
     for (i = 0; i < yt->elements; ++i) {
         uint32_t k = axis_index(xt, st, c->op->attrs.axis, i);
         y[i] = (float)(arena_q_load(xt, x, i) - arena_q_zp(c, 2, k)) * arena_q_scale(c, 1, k);
