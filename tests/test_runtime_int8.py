@@ -149,7 +149,7 @@ CASES: dict[str, Any] = {
     "gemm_m1": lambda: qgemm(22, 1, 13, 7),
     "gemm_m3": lambda: qgemm(23, 3, 64, 10, alpha=0.5),
     "gemm_nobias": lambda: qgemm(24, 2, 30, 3, bias=False),
-    "gemm_ref_trans0": lambda: qgemm(25, 2, 9, 5, trans_b=0, per_column=False),
+    "gemm_ref_trans0": lambda: qgemm(25, 2, 9, 5, trans_b=0),
     "gemm_ref_b_zp": lambda: qgemm(26, 1, 12, 4, b_zp=2),
     "gemm_n4_tail3": lambda: qgemm(27, 1, 21, 11),
     "add_same_shape": lambda: binary(28, "QLinearAdd", [1, 3, 5, 7]),

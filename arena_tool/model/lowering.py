@@ -155,6 +155,16 @@ def lower(g: Graph) -> Lowered:
     )
 
 
+def _channel_axis(node: Node, t: int, axis: int) -> int:
+    """The axis a per-channel scale of input t runs along: B's columns for QGemm (axis 1 of a
+    K x N B, 0 of a transposed N x K one) and QLinearMatMul (its last dim), else ``axis``."""
+    if t == 3 and node.op_type == "QGemm":
+        return 0 if int(node.attrs.get("transB", 0) or 0) else 1
+    if t == 3 and node.op_type == "QLinearMatMul":
+        return -1
+    return axis
+
+
 def _check_qparams(g: Graph) -> None:
     """Every constant scale and zero point a quantized node states (folded weight DequantizeLinears
     too): scales finite and > 0 (a zero divides by zero, a negative one flips every value), one
@@ -192,7 +202,8 @@ def _check_qparams(g: Graph) -> None:
             shape = g.types[name].shape if name in g.types else g.constant_shapes.get(name)
             blocked = bool(node.attrs.get("block_size"))  # blocked quantization: a scale per block (coverage refuses it)
             if scale.size > 1 and not blocked and shape is not None and all(isinstance(d, int) for d in shape):
-                ax = axis + len(shape) if axis < 0 else axis
+                ax = _channel_axis(node, t, axis)
+                ax = ax + len(shape) if ax < 0 else ax
                 if not 0 <= ax < len(shape) or shape[ax] != scale.size:
                     fail(f"{where} has {scale.size} per-channel values for tensor {name!r} of shape {list(shape)} "
                          f"(axis {axis}); one scale per channel of the axis", file=g.path,
