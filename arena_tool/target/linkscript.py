@@ -7,6 +7,7 @@ belongs with the target, which the manifest checks before anything is planned.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import difflib
 import os
@@ -35,29 +36,51 @@ class ScriptInfo:
     files: list[str] = dataclasses.field(default_factory=list)
 
 
-_INCLUDE = re.compile(r"\bINCLUDE\s+(\"[^\"]+\"|[^\s;{}]+)")
-_BLOCK = re.compile(r"\b(SECTIONS|MEMORY)\s*\{")
-_REGION = re.compile(r"([A-Za-z_.][\w.$-]*)\s*(?:\([^)]*\))?\s*:\s*(?:ORIGIN|org|o)\s*=\s*([^,]+),\s*"
-                     r"(?:LENGTH|len|l)\s*=\s*([^\n,}]+)")
+_INCLUDE = re.compile(r"\bINCLUDE\s+(\"[^\"\n]+\"|[^\s;{}]+)")
+_BRACE = re.compile(r"\b(SECTIONS|MEMORY)\s*\{|[{}]")
+# A region starts at a name's first character (the lookbehind), so no position inside a long word
+# is tried again; its attributes are short: every pattern here is linear in the script.
+_REGION = re.compile(r"(?<![\w.$-])([A-Za-z_.][\w.$-]*)\s*(?:\([^)\n]{0,64}\))?\s*:\s*(?:ORIGIN|org|o)\s*=\s*"
+                     r"([^,\n]+),\s*(?:LENGTH|len|l)\s*=\s*([^\n,}]+)")
 _NUMBER = re.compile(r"^\s*(0[xX][0-9a-fA-F]+|[0-9]+)\s*([KkMm]?)\s*$")
 
 
 def _strip_comments(text: str) -> str:
-    """``text`` with every /* comment */ blanked, newlines kept (so positions keep their line)."""
-    return re.sub(r"/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
+    """``text`` with every /* comment */ blanked, newlines kept (so positions keep their line); an
+    unclosed comment runs to the end, as ld reads it. One pass."""
+    out, i = [], 0
+    while True:
+        start = text.find("/*", i)
+        if start < 0:
+            out.append(text[i:])
+            return "".join(out)
+        end = text.find("*/", start + 2)
+        end = len(text) if end < 0 else end + 2
+        out.append(text[i:start])
+        comment = text[start:end]
+        out.append(re.sub(r"[^\n]", " ", comment))
+        i = end
 
 
 def _blocks(text: str, keyword: str) -> list[tuple[int, int]]:
-    """(start, end) offsets of every ``keyword { ... }`` command, braces matched."""
+    """(start, end) offsets of every outermost ``keyword { ... }`` command, braces matched, in one
+    pass (a block nested in another of its kind is inside the outer span already)."""
     spans = []
-    for m in _BLOCK.finditer(text):
-        if m.group(1) != keyword:
+    depth = 0
+    open_at: int | None = None  # start of the outermost open block of ``keyword``
+    open_depth = 0
+    for m in _BRACE.finditer(text):
+        if m.group(0) == "}":
+            depth = max(depth - 1, 0)
+            if open_at is not None and depth < open_depth:
+                spans.append((open_at, m.end()))
+                open_at = None
             continue
-        depth, i = 1, m.end()
-        while i < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
-            i += 1
-        spans.append((m.start(), i))
+        depth += 1
+        if m.group(1) == keyword and open_at is None:
+            open_at, open_depth = m.start(), depth
+    if open_at is not None:
+        spans.append((open_at, len(text)))
     return spans
 
 
@@ -70,8 +93,14 @@ def _number(expr: str) -> int | None:
     return n * {"": 1, "K": 1024, "M": 1 << 20}[m.group(2).upper()]
 
 
-def _line(text: str, pos: int) -> int:
-    return text.count("\n", 0, pos) + 1
+class _Lines:
+    """Line numbers of offsets in one text, by bisection over its newlines (not a count per lookup)."""
+
+    def __init__(self, text: str) -> None:
+        self.newlines = [m.start() for m in re.finditer("\n", text)]
+
+    def __call__(self, pos: int) -> int:
+        return bisect.bisect_left(self.newlines, pos) + 1
 
 
 def read_script(path: str, fragment_name: str = FRAGMENT_NAME) -> ScriptInfo:
@@ -92,14 +121,17 @@ def _read_into(info: ScriptInfo, path: str, fragment_name: str, in_sections: boo
             text = _strip_comments(f.read())
     except OSError as e:
         raise ArenaError(f"cannot read the linker script: {e.strerror or e}", file=path) from None
-    if re.search(r"^\s*#\s*(include|define|if)", text, re.M):
+    if re.search(r"^[ \t]*#[ \t]*(include|define|if)", text, re.M):
         info.complete = False  # a C-preprocessed template (Zephyr): its MEMORY may come from elsewhere
-    sections = _blocks(text, "SECTIONS")
+    sections = _blocks(text, "SECTIONS")  # disjoint, in order
+    starts = [a for a, _ in sections]
+    line = _Lines(text)
     for m in _INCLUDE.finditer(text):
         target = m.group(1).strip('"')
-        inside = in_sections or any(a < m.start() < b for a, b in sections)
+        k = bisect.bisect_left(starts, m.start()) - 1
+        inside = in_sections or (k >= 0 and m.start() < sections[k][1])
         if os.path.basename(target) == fragment_name:
-            info.fragment_at.append((path, _line(text, m.start()), inside))
+            info.fragment_at.append((path, line(m.start()), inside))
             continue
         nested = os.path.join(os.path.dirname(path), target)
         if os.path.isfile(nested):
@@ -108,7 +140,7 @@ def _read_into(info: ScriptInfo, path: str, fragment_name: str, in_sections: boo
             info.complete = False  # found through -L at link time: not read here
     for a, b in _blocks(text, "MEMORY"):
         for r in _REGION.finditer(text, a, b):
-            info.memory.setdefault(r.group(1), (path, _line(text, r.start()), _number(r.group(2)),
+            info.memory.setdefault(r.group(1), (path, line(r.start()), _number(r.group(2)),
                                                 _number(r.group(3))))
 
 
