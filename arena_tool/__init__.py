@@ -35,3 +35,15 @@ def runtime_dir() -> str:
     import os
 
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime")
+
+
+def cmake_dir() -> str:
+    """The folder of arena's CMake module ``ArenaModels.cmake``, for a CMakeLists.txt::
+
+        list(APPEND CMAKE_MODULE_PATH "<this folder>")
+        include(ArenaModels)
+        arena_add_models(firmware app/arena.yaml nucleo_f746)
+    """
+    import os
+
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "cmake")

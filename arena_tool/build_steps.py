@@ -491,7 +491,7 @@ class Generated:
 
 
 def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequence[str] = (),
-             depfile: str | None = None) -> Generated:
+             depfile: str | None = None, listing: bool = False) -> Generated:
     """Everything ``scons link=0`` makes for the boards ``board`` picks, from the same build graph
     and the same steps, with paths relative to the current folder (the project, as SCons's):
     byte-identical outputs. Before any step runs, each board's depfile (``<out>/<board>/arena.d``,
@@ -519,8 +519,13 @@ def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequen
     for b in graph.boards:
         build.gates[b.gate] = Gate(b.name, b.deleted, b.report)
         path = depfile or f"{out}/{b.name}/arena.d"
+        if listing:
+            sys.stdout.write("".join(f"{k}={v}\n" for k, v in listing_lines(b, by_name[b.name], path)))
+            continue
         guarded(lambda: _write_depfile(path, b.all, depfile_inputs(manifest_path, by_name[b.name])))
         depfiles.append(path)
+    if listing:
+        return Generated(tuple(depfiles), ())
     steps = sorted((n for n in graph.nodes if n.kind in _GENERATE_ORDER), key=lambda n: _GENERATE_ORDER[n.kind])
     for n in steps:
         sources = [s.text if isinstance(s, build_graph.Value) else s for s in n.sources]
@@ -529,6 +534,41 @@ def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequen
         sys.stdout.flush()
         guarded(lambda: step(build, list(n.targets), sources))
     return Generated(tuple(depfiles), tuple(b.report for b in graph.boards))
+
+
+def listing_lines(b: Any, t: Mapping[str, Any], depfile: str) -> list[tuple[str, str]]:
+    """What an outer build compiles and links for one board (``generate --list``), as (key,
+    absolute path or flag) pairs: ``output`` every file generate makes (the depfile's targets),
+    ``depfile``; ``source`` the generated C files, ``runtime`` arena's runtime's (none with
+    ``runtime: none``), ``include`` their folders; ``script`` the script to link with (arena's,
+    or with ``linker: fragment`` the project's), ``libdir`` where ld finds what it INCLUDEs;
+    ``flag`` the core's compile and link flags, ``cflag`` arena's flags for its own sources
+    (``flags.cflags``: the level, C99, whose strict floating point the outputs depend on, the
+    warnings that guard the tables, one section per function and datum), as SCons compiles them."""
+    from arena_tool import runtime_dir
+    from arena_tool.target import flags
+
+    def full(path: str) -> str:
+        return os.path.abspath(path).replace(os.sep, "/")
+
+    c_files = [b.arena[0], *(p for p in b.tables if p.endswith(".c"))]
+    out: list[tuple[str, str]] = [("output", full(p)) for p in b.all]
+    out.append(("depfile", full(depfile)))
+    out += [("source", full(p)) for p in c_files]
+    runtime = t.get("runtime", "arena")
+    if runtime == "arena":
+        folder = runtime_dir()
+        out += [("runtime", full(os.path.join(folder, n))) for n in sorted(os.listdir(folder)) if n.endswith(".c")]
+    folders = [os.path.dirname(p) for p in c_files] + ([] if runtime == "tflm" else [runtime_dir()])
+    out += [("include", full(d)) for d in dict.fromkeys(folders)]
+    if t.get("linker") == "fragment":
+        out += [("script", full(t["linker_script"])), ("libdir", full(os.path.dirname(t["linker_script"]) or ".")),
+                ("libdir", full(os.path.dirname(b.gate)))]
+    else:
+        out.append(("script", full(b.ld)))
+    out += [("flag", f) for f in t["gcc_flags"]]
+    out += [("cflag", f) for f in flags.cflags(t.get("optimize"))]
+    return out
 
 
 def _one_board(count: int) -> None:

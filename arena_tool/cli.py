@@ -394,9 +394,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from arena_tool.builder import noop_cache
 
     try:
-        made = build_steps.generate(args.manifest, args.board, args.out, args.board_dir, args.depfile)
+        made = build_steps.generate(args.manifest, args.board, args.out, args.board_dir, args.depfile, args.list)
     except SystemExit as stop:
         return int(stop.code or 0)
+    if args.list:
+        return EXIT_OK
     print(noop_cache.summary(list(made.reports), os.path.join(args.out, ".arena_summary.json")))
     return EXIT_OK
 
@@ -551,6 +553,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--board", required=True, metavar="BOARD", help="a board of the manifest (also a,b or all)")
     p.add_argument("--out", default="build", metavar="DIR", help="the build folder (default build, as SCons's)")
     p.add_argument("--depfile", metavar="FILE", help="where the depfile goes (default DIR/BOARD/arena.d)")
+    p.add_argument("--list", action="store_true",
+                   help="make nothing: print key=value lines of what to compile and link (the CMake module reads them)")
     p.add_argument("--board-dir", action="append", default=[], metavar="DIR",
                    help="another folder of board files (before the manifest's board_dirs)")
     p.set_defaults(func=cmd_generate)

