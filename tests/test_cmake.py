@@ -104,3 +104,36 @@ def test_over_budget_gate_fails_the_cmake_build_with_arenas_line(tmp_path: Path)
     lines = [line for line in (p.stdout + p.stderr).splitlines() if line.startswith("arena: mps2_an500: ")]
     assert len(lines) == 1 and "budget 16,384 B" in lines[0], p.stdout + p.stderr
     assert not (build / "firmware.elf").exists()
+
+
+def test_a_cubemx_style_vendor_script_with_linker_fragment_links(tmp_path: Path) -> None:
+    from elftools.elf.elffile import ELFFile
+
+    from builders import H743_MEMORY, vendor_script
+
+    proj = copy_example(tmp_path / "fragment")
+    fw = proj / "example_firmware"
+    (fw / "vendor").mkdir()
+    (fw / "vendor" / "STM32H743ZITX_FLASH.ld").write_text(vendor_script(H743_MEMORY, "RAM_D1"))
+    text = (fw / "arena.yaml").read_text()
+    (fw / "arena.yaml").write_text(text[:text.index("\nboards:\n")] + """
+boards:
+  - name: nucleo_h743
+    region: AXI_SRAM
+    linker: fragment
+    linker_script: vendor/STM32H743ZITX_FLASH.ld
+    linker_regions: {AXI_SRAM: RAM_D1}
+""")
+    build = _cmake(proj, "nucleo_h743")
+    p = _build(build)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert (build / "arena" / "nucleo_h743" / "arena_fragment.ld").is_file()
+    assert not (build / "arena" / "nucleo_h743" / "nucleo_h743.ld").exists()
+    with open(build / "firmware.elf", "rb") as f:
+        arena = ELFFile(f).get_section_by_name(".arena")
+        assert arena is not None and 0x24000000 <= arena["sh_addr"] < 0x24000000 + 512 * 1024
+    # the vendor script is an input: an edit reruns generate
+    script = fw / "vendor" / "STM32H743ZITX_FLASH.ld"
+    script.write_text(script.read_text() + "\n/* edited */\n")
+    again = _build(build)
+    assert again.returncode == 0 and "arena: generating nucleo_h743" in again.stdout, again.stdout

@@ -168,3 +168,18 @@ def test_unknown_board_and_a_depfile_for_two_boards_are_one_line_exit_2(project:
     assert cli.main(["generate", "arena.yaml", "--board", "all", "--out", "out", "--depfile", "x.d"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--depfile" in err[0]
+
+
+def test_list_names_what_to_compile_and_link_and_makes_nothing(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["generate", "arena.yaml", "--board", "nucleo_h743", "--out", "out", "--list"]) == 0
+    pairs = [line.split("=", 1) for line in capsys.readouterr().out.splitlines()]
+    got: dict[str, list[str]] = {}
+    for k, v in pairs:
+        got.setdefault(k, []).append(v)
+    b = f"{project}/out/nucleo_h743"
+    assert not (project / "out" / "nucleo_h743").exists()  # nothing planned, nothing written
+    assert got["depfile"] == [f"{b}/arena.d"] and f"{b}/arena_fragment.ld" in got["output"]
+    assert got["source"][0] == f"{b}/gen/arena_board.c" and got["source"][1].endswith("/model_chain.c")
+    assert got["script"] == [f"{project}/vendor/h743.ld"] and got["libdir"] == [f"{project}/vendor", b]
+    assert {os.path.basename(p) for p in got["runtime"]} >= {"arena_runtime.c", "kernels_float.c"}
+    assert "-mcpu=cortex-m7" in got["flag"] and "-std=c99" in got["cflag"]
