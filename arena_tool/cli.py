@@ -403,6 +403,33 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_board_import(args: argparse.Namespace) -> int:
+    """A board file from a vendor's linker script, PlatformIO JSON or devicetree, checked by the
+    board loader like a shipped one; what the source could not say is printed for the user."""
+    from arena_tool.core.files import write_atomic
+    from arena_tool.target import board_import, boards
+
+    path, lower = args.file, args.file.lower()
+    kw = {"core": args.core, "fpu": args.fpu, "float_abi": args.float_abi}
+    if lower.endswith(".json"):
+        imp = board_import.from_platformio(path, args.name, **kw)
+    else:
+        name = args.name or os.path.splitext(os.path.basename(path))[0].lower().replace("-", "_").replace(".", "_")
+        importer = board_import.from_dts if lower.endswith(".dts") else board_import.from_ld
+        imp = importer(path, name, **kw)
+    out = args.output or f"{imp.doc['name']}.yaml"
+    if os.path.splitext(os.path.basename(out))[0] != imp.doc["name"]:
+        raise ArenaError(f"the board file must be named {imp.doc['name']}.yaml, not {os.path.basename(out)}",
+                         field="output", hint="give -o DIR/" + imp.doc["name"] + ".yaml, or --name")
+    write_atomic(out, board_import.render(imp))
+    board = boards.load_board_file(out)  # the schema and the cross-checks a shipped board passes
+    print(f"wrote {out}: flash {board.flash.length:,} B at 0x{board.flash.origin:08X}, " +
+          ", ".join(f"{r.name} {r.length:,} B at 0x{r.origin:08X}" for r in board.ram))
+    for line in imp.unknown:
+        print(f"arena-tool: board import: check {line}", file=sys.stderr)
+    return EXIT_OK
+
+
 def _model_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model options")
     for f, o in _model_flags():
@@ -558,6 +585,25 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--board-dir", action="append", default=[], metavar="DIR",
                    help="another folder of board files (before the manifest's board_dirs)")
     p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser("board", help="board files: import one from a linker script, PlatformIO JSON or devicetree",
+                       description="Board files (boards/<name>.yaml).")
+    bsub = p.add_subparsers(dest="board_command", metavar="SUBCOMMAND", required=True)
+    q = bsub.add_parser("import", help="write a board file from a GNU ld script's MEMORY, a PlatformIO board JSON "
+                                       "or a preprocessed Zephyr devicetree (.dts)",
+                        description="Write boards/NAME.yaml from what a vendor ships: a GNU ld script (its MEMORY "
+                                    "block), a PlatformIO board JSON (.json) or a Zephyr devicetree after the C "
+                                    "preprocessor (.dts: chosen zephyr,flash/sram/dtcm/itcm, memory@ nodes). "
+                                    "It names, on stderr and in the file, what the source could not say (wait "
+                                    "states, cache, DMA reach, the core) for you to check; the file passes the "
+                                    "board schema.")
+    q.add_argument("file", help="the linker script (.ld), PlatformIO board (.json) or devicetree (.dts)")
+    q.add_argument("--name", help="the board's name (default: the file's name)")
+    q.add_argument("-o", "--output", metavar="FILE.yaml", help="where to write it (default NAME.yaml here)")
+    q.add_argument("--core", help="the core (cortex-m7, ...) when the source does not say")
+    q.add_argument("--fpu", help="the FPU (fpv5-d16, none, ...)")
+    q.add_argument("--float-abi", dest="float_abi", choices=("soft", "softfp", "hard"))
+    q.set_defaults(func=cmd_board_import)
 
     p = sub.add_parser("schema", help="print the path of an installed JSON Schema (for editors), or list them",
                        description="Print the installed path of schemas/NAME.schema.json (point an editor's YAML or "
