@@ -179,6 +179,7 @@ class _AllOf:
     last_off: int
     last_rank: int
     next: int = 0
+    fresh: bool = False  # (regroup) each group is re-ranked and starts at the floor
 
 
 class Search:
@@ -199,15 +200,23 @@ class Search:
                                  ``_padding_fits`` [sections, mixed alignments],
                                  ``_floor_after_place`` [floor], ``_raise_neighbours``
                                  (min_off of x's unplaced neighbours; ``_floor_after_raise`` [floor])
-      8. the child: the rest as one node, or [decompose] its independent groups (``_AllOf``)
+      8. the child: the rest as one node, or [decompose] its independent groups (``_AllOf``);
+         given the preorder's name (``heuristic``), each group is searched as a problem of
+         its own, as minimalloc solves a sub-partition: re-ranked by the preorder's keys
+         with T on its remaining loads (``_rerank``), its canonical order from the floor
       9. on failure ``_undo_to``; [hatless] x overlapped no unplaced buffer: no more siblings
     Sizes, offsets and C are in the instance's scaled units.
     """
 
     def __init__(self, inst: Instance, capacity: int, rank: np.ndarray, rules: Rules = Rules(),
                  node_limit: int | None = None, deadline: float | None = None,
-                 progress: "Progress | None" = None) -> None:
+                 progress: "Progress | None" = None, heuristic: str | None = None) -> None:
         self.inst = inst
+        self.heuristic = heuristic if rules.decompose else None  # regroup: with decompose
+        self.keylists: dict[str, list[int]] = {}
+        if self.heuristic is not None:
+            keys = inst.cache["keys"]  # preorder() made them
+            self.keylists = {c: keys[c].tolist() for c in self.heuristic if c != "T"}
         self.C = int(capacity)
         self.rank: list[int] = rank.tolist()
         self.rules = rules
@@ -295,6 +304,11 @@ class Search:
             return True
         ys, sa, sb = frame.groups[frame.next]
         frame.next += 1
+        if frame.fresh:
+            assert ys is not None
+            self._rerank(ys)
+            child = self._open(_Pool(ys, self), sa, sb, -1, -1)
+            return False if child is None else child
         pool = frame.pool if ys is None else _Pool(ys, self)
         assert pool is not None
         child = self._open(pool, sa, sb, frame.last_off, frame.last_rank)
@@ -355,6 +369,20 @@ class Search:
                 break
         return False
 
+    def _rerank(self, ys: list[int]) -> None:
+        """Regroup: rank a group's buffers by the preorder's keys, T on the remaining
+        loads; the old ranks go on the trail (the parent's pool is keyed by them)."""
+        assert self.heuristic is not None
+        sec_sum, s0, s1, kl = self.sec_sum, self.s0, self.s1, self.keylists
+        cols = [[max(sec_sum[s0[y]:s1[y] + 1]) for y in ys] if c == "T" else [kl[c][y] for y in ys]
+                for c in self.heuristic]
+        order = sorted(range(len(ys)), key=lambda i: tuple(-col[i] for col in cols) + (ys[i],))
+        rank = self.rank
+        self.place_trail.append((-2, [rank[y] for y in ys] + ys, len(self.mo_trail), len(self.wit_trail),
+                                 _Pool([], self)))
+        for k, i in enumerate(order):
+            rank[ys[i]] = k
+
     def _split(self, node: _Node, x: int, e: int, r: int) -> _AllOf:
         """[decompose] Placing x left boundaries in its span crossed by no unplaced
         buffer: the pool's buffers fall into the segments between them, searched one
@@ -373,6 +401,8 @@ class Search:
             i, j = bisect_left(by, (a, -1)), bisect_left(by, (b + 1, -1))
             if j > i:
                 found.append((a, b, i, j))
+        if self.heuristic is not None:  # regroup: fresh pools; the parent's waits for the undo
+            return _AllOf([([y for _, y in by[i:j]], a, b) for a, b, i, j in found], None, -1, -1, fresh=True)
         big = max(range(len(found)), key=lambda k: (found[k][3] - found[k][2], -k))
         groups: list[tuple[list[int] | None, int, int]] = []
         out: list[int] = []
@@ -433,22 +463,29 @@ class Search:
                          last_off: int) -> bool:
         """[cover] A section whose unplaced load exactly fills the room above the level
         needs its cell at the level covered now, by a candidate at exactly that level
-        (called when the largest load of sa..sb reaches that room)."""
+        (called when the largest load of sa..sb reaches that room). A candidate spanning
+        section s is one of its members, so each tight section reads its members only."""
         lvl = max(last_off, 0)
         need = self.C - lvl
-        sec_sum = self.sec_sum
         keys = pool.keys
         i = bisect_right(keys, after)
         if i == len(keys) or keys[i][0] >= cap:
             return False  # no candidate: the node fails on its own
-        tight = [s for s in range(sa, sb + 1) if sec_sum[s] == need]
-        hit: set[int] = set()
-        while i < len(keys) and keys[i][0] == lvl and lvl < cap:
-            x = keys[i][2]
-            hit.update(range(self.s0[x], self.s1[x] + 1))
-            i += 1
-        return any(s not in hit for s in tight)
-
+        window = self.sec_sum[sa:sb + 1]
+        unplaced, fixed, mo, rk = self.unplaced, self.fixed, self.mo, self.rank
+        j = -1
+        at_level = lvl < cap  # else no candidate is at the level: nothing covers a section
+        while True:
+            try:
+                j = window.index(need, j + 1)
+            except ValueError:
+                return False
+            for y in self.members[sa + j]:
+                if at_level and unplaced[y] and (fixed[y] if fixed[y] >= 0 else mo[y]) == lvl \
+                        and (lvl, rk[y], y) > after:
+                    break
+            else:
+                return True
     def _cover_gate(self, node: _Node, e: int) -> None:
         """[cover] At level e (above the node's room for some section) the sections whose
         unplaced load exceeds the room C - e: a candidate at e must span all of them and
@@ -630,9 +667,14 @@ class Search:
         s0, s1, size = self.s0, self.s1, self.size
         while len(place_trail) > mark:
             x, tops, k, k2, pool = place_trail.pop()
-            if x < 0:  # a decompose: its groups go back into the pool
+            if x == -1:  # a decompose: its groups go back into the pool
                 for y in tops:
                     self._pool_add(pool, y)
+                continue
+            if x == -2:  # a regroup: the old ranks
+                half = len(tops) // 2
+                for y, r in zip(tops[half:], tops[:half]):
+                    self.rank[y] = r
                 continue
             while len(mo_trail) > k:
                 y, m = mo_trail.pop()
@@ -655,17 +697,18 @@ class Search:
 
 def decide(inst: Instance, capacity: int, rank: np.ndarray, rules: Rules = Rules(),
            node_limit: int | None = None, deadline: float | None = None,
-           progress: "Progress | None" = None) -> Result:
+           progress: "Progress | None" = None, heuristic: str | None = None) -> Result:
     """Is there a canonical layout with every top <= capacity (scaled units)?
 
     ``deadline`` is a time.perf_counter() value; ``progress`` gets the node count
-    at each clock read.
+    at each clock read. ``heuristic``: the name ``rank`` came from (``preorder``);
+    given, the groups of a decompose are re-ranked under it (regroup, ``Search``).
     """
     if inst.n == 0:
         return Result(Decision.FOUND, np.zeros(0, dtype=np.int64), 0)
     if deadline is not None and time.perf_counter() > deadline:
         return Result(Decision.ABORTED, None, 0)
-    return Search(inst, capacity, rank, rules, node_limit, deadline, progress).run()
+    return Search(inst, capacity, rank, rules, node_limit, deadline, progress, heuristic).run()
 
 
 # minimalloc's three defaults plus sweep orders: among buffers at the same min_off,
@@ -691,7 +734,8 @@ def decide_restarts(inst: Instance, capacity: int, deadline: float | None,
             if deadline is not None and time.perf_counter() > deadline:
                 return Result(Decision.ABORTED, None, total)
             rank = preorder(inst, h)
-            res = decide(inst, capacity, rank, rules, node_limit=limit, deadline=deadline, progress=progress)
+            res = decide(inst, capacity, rank, rules, node_limit=limit, deadline=deadline, progress=progress,
+                         heuristic=h)
             total += res.nodes
             if res.status != Decision.ABORTED:
                 return Result(res.status, res.offsets, total)
