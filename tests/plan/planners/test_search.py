@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from pathlib import Path
 
 import pytest
 
-from arena_tool.plan.planners import search
+from arena_tool.plan import validate
+from arena_tool.plan.planners import optimal, search
+from arena_tool.plan.planners.params import Params
 from arena_tool.plan.planners.decision import Decision
 from arena_tool.plan.planners.search import Rules, Search, decide
 from arena_tool.plan.planners.sections import instance, preorder
-from arena_tool.core.problem import Buffer
+from arena_tool.core.problem import Buffer, lower_bound
 
 
 def test_rules_are_the_dataclass_fields() -> None:
@@ -65,3 +68,33 @@ def test_node_limit_and_deadline_abort() -> None:
     assert decide(inst, 10**6, rank, node_limit=3).status == Decision.ABORTED
     assert decide(inst, 10**6, rank, deadline=0.0).status == Decision.ABORTED
     assert search.decide_restarts(inst, 10**6, None).status == Decision.FOUND
+
+
+CHALLENGE_I = Path("/work/shared/anchors/minimalloc/challenging/I.1048576.csv")
+
+
+@pytest.mark.skipif(not CHALLENGE_I.exists(), reason="minimalloc's challenge set not on this machine")
+def test_regroup_fits_challenge_I() -> None:
+    # regrouped (each decomposed group re-ranked on its remaining loads, from the floor),
+    # TWA fits challenge I at its capacity in 1,791 nodes; plain TWA does not in 5,000
+    from arena_tool.model import csvio
+    problem = csvio.read_problem(str(CHALLENGE_I))
+    inst = instance(problem.buffers)
+    cap = 1048576 // inst.unit
+    rank = preorder(inst, "TWA")
+    assert decide(inst, cap, rank, node_limit=5000).status == Decision.ABORTED
+    res = decide(inst, cap, rank, node_limit=5000, heuristic="TWA")
+    assert res.status == Decision.FOUND and res.offsets is not None
+    offsets = [int(o) * inst.unit for o in res.offsets]
+    validate.check(problem, offsets, 1048576)
+
+
+def test_large_network_proven_with_flat_state() -> None:
+    # issue 27's generator at 5,000 buffers: proven at the load bound; the search keeps no
+    # per-node copy of the unplaced set (its pools are shared lists, restored by the trail)
+    from bench.problems import large_problem
+    problem = large_problem(5000, 1)
+    plan = optimal.plan(problem, Params(time_limit=60))
+    assert plan.optimal and plan.arena_size == lower_bound(problem.buffers)
+    validate.check(problem, plan.offsets, plan.arena_size)
+    assert large_problem(5000, 1) == problem and len(problem.buffers) == 5000
