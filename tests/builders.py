@@ -43,8 +43,9 @@ def copy_package(dest: Path) -> Path:
     return dest
 
 
-def scons(cwd: Path, *args: str, seed: str = "0", pkg: Path = ROOT) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(pkg), PYTHONHASHSEED=seed)
+def scons(cwd: Path, *args: str, seed: str = "0", pkg: Path = ROOT,
+          environ: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(pkg), PYTHONHASHSEED=seed, **(environ or {}))
     env.pop("VERBOSE", None)
     return subprocess.run([sys.executable, "-m", "SCons", "-Q", *args], cwd=cwd, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)

@@ -23,6 +23,7 @@ import pytest
 
 from arena_tool.target import board_report, boards
 from arena_tool.run import elfcheck, runreport
+from conftest import require_tool
 from builders import ACTION, copy_example, copy_package, scons, set_budget
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -228,7 +229,7 @@ def test_bad_manifest_is_one_line_and_exit_2(tmp_path: Path) -> None:
 
 def test_without_cross_compiler_stops_after_generation(tmp_path: Path) -> None:
     proj = copy_example(tmp_path / "p")
-    p = scons(proj, "board=mps2_an500", "gcc_prefix=no-such-prefix-")
+    p = scons(proj, "board=mps2_an500", "gcc_prefix=no-such-prefix-", environ={"ARENA_REQUIRE_TOOLS": "0"})
     assert p.returncode == 0, p.stderr
     assert "no-such-prefix-gcc not found on PATH: stopping after plans" in p.stdout
     b = proj / "build" / "mps2_an500"
@@ -236,6 +237,26 @@ def test_without_cross_compiler_stops_after_generation(tmp_path: Path) -> None:
     assert board_report.read(str(b / "arena_report.json")).stage == "planned"
     assert not (b / "firmware.elf").exists() and not ACTION.search(scons(proj, "board=mps2_an500", "gcc_prefix=x-",
                                                                          "-n").stdout)
+
+
+def test_missing_cross_compiler_leaves_no_stale_elf_and_can_be_required(tmp_path: Path) -> None:
+    require_tool("arm-none-eabi-gcc")
+    proj = copy_example(tmp_path / "p")
+    b = proj / "build" / "mps2_an500"
+    assert scons(proj, "board=mps2_an500").returncode == 0
+    assert (b / "firmware.elf").is_file() and board_report.read(str(b / "arena_report.json")).stage == "linked"
+    off = {"ARENA_REQUIRE_TOOLS": "0"}
+    p = scons(proj, "board=mps2_an500", "gcc_prefix=foo-none-eabi-", environ=off)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "foo-none-eabi-gcc not found on PATH: stopping after plans" in p.stdout
+    assert not (b / "firmware.elf").exists() and not (b / "firmware.map").exists()  # not rebuilt: gone
+    assert board_report.read(str(b / "arena_report.json")).stage == "planned"
+    for args, environ in ((("require_link=1",), off), ((), {"ARENA_REQUIRE_TOOLS": "1"})):
+        q = scons(proj, "board=mps2_an500", "gcc_prefix=foo-none-eabi-", *args, environ=environ)
+        assert q.returncode == 2, q.stdout + q.stderr
+        assert "Traceback" not in q.stderr and q.stderr.count("\n") == 1, q.stderr
+        assert "foo-none-eabi-gcc not found on PATH: required to link" in q.stderr
+    assert scons(proj, "board=mps2_an500", "link=0", environ={"ARENA_REQUIRE_TOOLS": "1"}).returncode == 0
 
 
 def test_clean_removes_the_outputs(tmp_path: Path) -> None:

@@ -355,6 +355,15 @@ def board_outputs(bdir: str, name: str) -> tuple[str, ...]:
             f"{bdir}/firmware.elf", f"{bdir}/firmware.map", f"{bdir}/run_report.json")
 
 
+def remove_unlinked(bdir: str) -> None:
+    """Delete a board's ELF, map and run report when this build does not link: left from an
+    earlier build they would look current beside tables they were not made from."""
+    for name in ("firmware.elf", "firmware.map", "run_report.json"):
+        path = os.path.join(bdir, name)
+        if os.path.isfile(path):
+            os.remove(path)
+
+
 def env_key(gcc_flags: Sequence[str], optimize: str | None = None) -> str:
     """The folder under build/common/ of one compile environment: its core flags
     (``flags_key``), then the optimisation level when not the default (``flags.env_suffix``)."""

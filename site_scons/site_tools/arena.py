@@ -15,7 +15,9 @@ live; the end of the build prints a per-board summary (``noop_cache.summary``).
 
 Build variables: ``board=`` (one name, ``a,b`` or ``all``; all by default), ``VERBOSE=1``
 (command lines instead of ``Planning``/``Compiling``/... lines), ``link=0`` (stop after
-plans, tables, gates and reports, as without ``arm-none-eabi-gcc``), ``gcc_prefix=``.
+plans, tables, gates and reports, as without ``arm-none-eabi-gcc``; a previous build's ELF is
+removed), ``gcc_prefix=``, ``require_link=1`` (or ``ARENA_REQUIRE_TOOLS=1`` in the environment:
+a missing cross gcc is an error, exit 2, not a build that stops after the plans).
 ``scons -h`` lists the boards, ``scons -c`` cleans, ``scons board=NAME run`` runs the ELFs
 under QEMU, ``scons board=NAME report`` builds only the reports and what they need.
 ``ARENA_PROGRESS=1`` in the environment shows the planner's status line. The user's
@@ -245,8 +247,17 @@ def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), c
         Exit(err.exit_code)
     if GetOption("help"):
         env.Help(build_graph.help_text(m))  # arena's options first; scons -H gives SCons's own
-    if link and not gcc and not GetOption("help") and not GetOption("clean"):
-        print(build_graph.no_gcc_text(env.subst("${ARENA_GCC_PREFIX}gcc")))
+    building = not (GetOption("help") or GetOption("clean") or GetOption("no_exec"))
+    if link and not gcc and building:
+        text = build_graph.no_gcc_text(env.subst("${ARENA_GCC_PREFIX}gcc"))
+        if _truthy(ARGUMENTS.get("require_link", os.environ.get("ARENA_REQUIRE_TOOLS", "0"))):
+            sys.stderr.write(text.replace("stopping after", "required to link (require_link=1 or "
+                                          "ARENA_REQUIRE_TOOLS=1), not stopping after", 1) + "\n")
+            Exit(2)
+        print(text)
+    if not gcc and building:  # an ELF this build does not link must not look current
+        for b in graph.boards:
+            build_graph.remove_unlinked(os.path.join(build_dir, b.name))
     # arena's builders: no scanners but the gate's (an alias never re-reads generated C)
     timeout = float(env.get("ARENA_QEMU_TIMEOUT", build_steps.QEMU_TIMEOUT))
     build = build_steps.Build({t["name"]: t for t in m["targets"]}, timeout)
