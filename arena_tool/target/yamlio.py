@@ -493,6 +493,12 @@ def _translate(doc: Doc, err: jsonschema.ValidationError) -> tuple[Pos, Any, int
         msg = f"wrong type: expected {want}, got {_describe(value)}"
     elif kw in ("anyOf", "oneOf"):
         union = _union_types(err)
+        # a list the list branch refused as a whole (empty, a duplicate): say that, not "a list"
+        sized = [e for e in err.context if e.validator in ("minItems", "maxItems", "uniqueItems")
+                 and not e.relative_path and isinstance(value, list)]
+        if sized:
+            item = _translate(doc, sized[0])
+            return (item[0], item[1], 1, item[3])
         branch_types = [t for b in wanted if isinstance(b, dict) for t in _expected_types(b)]
         if expected and branch_types and not any(_is_type(value, t) for t in branch_types):
             msg = f"wrong type: expected {expected}, got {_describe(value)}"
@@ -528,11 +534,14 @@ def _translate(doc: Doc, err: jsonschema.ValidationError) -> tuple[Pos, Any, int
     elif kw == "multipleOf":
         msg = f"invalid value {_describe(value)}: must be a multiple of {wanted}"
     elif kw == "minItems":
-        msg = f"needs at least {wanted} item(s), got {len(value)}"
+        msg = (f"is an empty list: needs at least {wanted} item(s)" if not value
+               else f"needs at least {wanted} item(s), got {len(value)}")
     elif kw == "maxItems":
         msg = f"allows at most {wanted} item(s), got {len(value)}"
     elif kw == "uniqueItems":
-        msg = "items must be unique"
+        items = value if isinstance(value, list) else []
+        dup = next((v for k, v in enumerate(items) if v in items[:k]), None)
+        msg = f"lists {_describe(dup)} twice: items must be unique" if dup is not None else "items must be unique"
     elif kw == "minProperties":
         msg = f"needs at least {wanted} key(s)"
     elif kw == "propertyNames" and err.context:

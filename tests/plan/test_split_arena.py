@@ -138,6 +138,8 @@ def test_manifest_split_regions_and_weights(tmp_path: Path) -> None:
     assert [s.options.weights for s in t.models] == ["flash", "DATA"]
     text = (proj / "example_firmware" / "arena.yaml").read_text()
     for bad, want in ((text.replace("[FAST, SLOW]", "[FAST, SLOWW]"), "has no region 'SLOWW'"),
+                      (text.replace("[FAST, SLOW]", "[]"), "region: is an empty list"),
+                      (text.replace("[FAST, SLOW]", "[FAST, SLOW, FAST]"), "region: lists 'FAST' twice"),
                       (text.replace("weights: DATA", "weights: DTCM"), "weights: DTCM is not a RAM region"),
                       (text.replace("region: [FAST, SLOW]}", "region: [FAST, SLOW], sharing: concurrent}"),
                        "needs sharing: sequential")):
