@@ -31,6 +31,29 @@ def require_tool(name: str) -> str:
     raise AssertionError("unreachable")
 
 
+# The shared folder (MLPerf Tiny models, minimalloc's examples): ARENA_SHARED, else ../shared beside
+# the clone. A CI job that names it with ARENA_REQUIRE_TOOLS=1 fails where a file is absent
+# instead of skipping (``absent``, ``require_shared``): it asked for those tests to run.
+SHARED = Path(os.environ.get("ARENA_SHARED") or ROOT.parent / "shared")
+MLPERF = SHARED / "models" / "mlperf_tiny"
+SHARED_REQUIRED = bool(os.environ.get("ARENA_SHARED")) and os.environ.get("ARENA_REQUIRE_TOOLS") == "1"
+
+
+def absent(path: Path) -> bool:
+    """For a skipif: the shared file is missing and nobody required it (else the test runs and fails)."""
+    return not path.exists() and not SHARED_REQUIRED
+
+
+def require_shared(path: Path) -> Path:
+    """path, else skip with its name; a failure when ARENA_SHARED names a folder and ARENA_REQUIRE_TOOLS=1."""
+    if path.exists():
+        return path
+    if SHARED_REQUIRED:
+        pytest.fail(f"{path} is absent but ARENA_SHARED={os.environ['ARENA_SHARED']} and ARENA_REQUIRE_TOOLS=1")
+    pytest.skip(f"{path} is absent (set ARENA_SHARED to the shared folder)")
+    raise AssertionError("unreachable")
+
+
 def light_models() -> list[Path]:
     """The real models that ship inside the onnx package."""
     import onnx

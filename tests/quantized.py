@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+from conftest import MLPERF, SHARED_REQUIRED
 import onnx
 from onnx import helper, numpy_helper
 
 LIGHT_DIR = Path(os.path.dirname(onnx.__file__)) / "backend" / "test" / "data" / "light"
-MLPERF_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "models" / "mlperf_tiny"
+MLPERF_DIR = MLPERF  # conftest: ARENA_SHARED or ../shared
 # The float MLPerf Tiny ONNX files; the *_int8.onnx ones there are already quantized.
 MLPERF_FLOAT_GLOBS = ("*_fp32_tflite2onnx.onnx", "*_float_tflite2onnx.onnx", "*_float32_tflite2onnx.onnx",
                       "image_classification__pretrainedResnet_tflite2onnx.onnx")
@@ -59,6 +60,8 @@ def mlperf_float_models() -> list[Path]:
     """The MLPerf Tiny float ONNX files, sorted; [] where ../shared/models/mlperf_tiny is absent
     (a test parametrized over it then has nothing to run, or skips)."""
     if not MLPERF_DIR.is_dir():
+        if SHARED_REQUIRED:  # at collection: the run errors rather than parametrize over nothing
+            raise FileNotFoundError(f"{MLPERF_DIR} is absent but ARENA_SHARED is set and ARENA_REQUIRE_TOOLS=1")
         return []
     return sorted({p for pattern in MLPERF_FLOAT_GLOBS for p in MLPERF_DIR.glob(pattern) if "int8" not in p.name},
                   key=lambda p: p.name)

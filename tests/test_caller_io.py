@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from conftest import ROOT, require_tool
+from conftest import ROOT, require_shared, require_tool
 
 import arena_tool
 import quantized as Q
@@ -263,8 +263,7 @@ def test_scons_builds_gates_and_reports_caller_buffers(tmp_path):
 def test_explain_states_what_each_choice_saves(capsys):
     from arena_tool.report import explain
 
-    if not VWW_INT8.exists():
-        pytest.skip("no MLPerf models")
+    require_shared(VWW_INT8)
     rows = {r["option"]: r for r in explain.io_choices(_plan(VWW_INT8, ModelOptions()).plan_file, "optimal", PARAMS)}
     assert rows["io"]["without"] == 138_240 and rows["io"]["with"] == _plan(VWW_INT8, ModelOptions(io="int8")).plan.arena_size
     assert rows["io"]["saved"] == rows["io"]["without"] - rows["io"]["with"] > 0 and not rows["io"]["chosen"]
@@ -289,8 +288,7 @@ def _gate_message(tmp_path: Path, path: Path, options: ModelOptions, board: str)
 
 
 def test_the_over_budget_hint_proposes_io_int8_only_where_it_helps(tmp_path):
-    if not VWW_INT8.exists():
-        pytest.skip("no MLPerf models")
+    require_shared(VWW_INT8)
     msg = _gate_message(tmp_path, VWW_INT8, ModelOptions(), "{name: mps2_an500, budget: 64K}")
     assert "io: int8 for m (its float input 'input_1' is 80 % of the peak" in msg, msg
     assert "quantizing" not in msg  # the model is int8 already

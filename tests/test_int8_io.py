@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from conftest import ROOT, require_tool
+from conftest import ROOT, absent, require_shared, require_tool
 from onnx import TensorProto, helper, numpy_helper
 
 import quantized as Q
@@ -31,7 +31,7 @@ RESNET_INT8 = MLPERF / "image_classification__pretrainedResnet_tflite2onnx_int8.
 KWS_INT8 = ROOT / "example_firmware" / "models" / "kws_int8.onnx"
 INT8 = ModelOptions(io="int8")
 PARAMS = planners.Params(time_limit=2.0)
-needs_mlperf = pytest.mark.skipif(not VWW_INT8.exists(), reason="../shared/models/mlperf_tiny is absent")
+needs_mlperf = pytest.mark.skipif(absent(VWW_INT8), reason=f"{MLPERF} is absent (set ARENA_SHARED)")
 
 
 def _arena(path: Path | str, options: ModelOptions = ModelOptions()) -> int:
@@ -181,8 +181,7 @@ def test_an_input_quantized_inside_the_graph_is_refused(tmp_path, capsys):
 
 def test_a_tflite_model_with_io_int8_is_refused(capsys):
     tfl = MLPERF / "visual_wake_words__vww_96_int8.tflite"
-    if not tfl.exists():
-        pytest.skip("no MLPerf tflite")
+    require_shared(tfl)
     assert cli.main(["plan", str(tfl), "--io", "int8"]) == 2
     assert "applies to ONNX models" in capsys.readouterr().err
 

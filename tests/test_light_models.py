@@ -13,9 +13,10 @@ import pytest
 from arena_tool.model import liveness
 from arena_tool.plan import plancheck, planfile, planners, planning
 from arena_tool.core.problem import ModelOptions
-from conftest import ROOT, light_models
+from conftest import MLPERF, SHARED_REQUIRED, light_models
 
-MLPERF = ROOT.parent / "shared" / "models" / "mlperf_tiny"
+if SHARED_REQUIRED and not MLPERF.is_dir():  # named and absent: the run errors, never skips the models
+    raise FileNotFoundError(f"{MLPERF} is absent but ARENA_SHARED is set and ARENA_REQUIRE_TOOLS=1")
 MODELS = light_models() + sorted(MLPERF.glob("*.onnx"))
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require_tool
+from conftest import require_shared, require_tool
 
 import fwbuild
 import quantized as Q
@@ -78,7 +78,7 @@ def _sources(zoo_dir: Path) -> dict[str, list[Path]]:
 def test_networks_run_on_the_host_like_onnxruntime(qcache, zoo_dir, tmp_path, family, form):
     sources = _sources(zoo_dir)[family]
     if not sources:
-        pytest.skip("../shared/models/mlperf_tiny is absent")
+        require_shared(Q.MLPERF_DIR)  # skips, or fails when ARENA_SHARED was given
     models = _models(form, sources, qcache)
     rc, text = fwbuild.run_host(fwbuild.build_host(tmp_path, fwbuild.generate(tmp_path, models)))
     assert rc == 0, text[-2000:]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import onnxruntime as ort
+from conftest import require_shared
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -122,7 +123,7 @@ def test_quantizing_twice_gives_byte_identical_files_and_the_cache_is_reused(qca
 def test_mlperf_tiny_float_model_quantizes(qcache, fmt):
     models = Q.mlperf_float_models()
     if not models:
-        pytest.skip(f"{Q.MLPERF_DIR} is absent")
+        require_shared(Q.MLPERF_DIR)
     smallest = min(models, key=lambda p: p.stat().st_size)
     path = Q.quantized(smallest, fmt, True, qcache)
     assert ("QLinearConv" if fmt == "qoperator" else "DequantizeLinear") in ops(path)

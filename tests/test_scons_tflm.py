@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from arena_tool.target import board_report
+from conftest import absent
 from tflite_models import MLPERF, chain_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,7 +158,7 @@ def test_tflite_on_runtime_arena_is_one_clear_message(tmp_path: Path) -> None:
 VWW = MLPERF / "visual_wake_words__vww_96_int8.tflite"
 
 
-@pytest.mark.skipif(not VWW.is_file(), reason=f"{VWW} is absent on this machine")
+@pytest.mark.skipif(absent(VWW), reason=f"{VWW} is absent (set ARENA_SHARED)")
 def test_mlperf_vww_int8_on_tflm(tmp_path: Path) -> None:
     proj = project(tmp_path)
     shutil.copy2(VWW, proj / "fw" / "vww.tflite")

@@ -12,7 +12,7 @@ from arena_tool.model import tflite_model
 
 fb = tflite_model.schema()
 
-MLPERF = Path(__file__).resolve().parent.parent.parent / "shared" / "models" / "mlperf_tiny"
+from conftest import MLPERF  # noqa: E402  (ARENA_SHARED or ../shared)
 
 
 def build(tensors, ops, inputs, outputs, subgraphs=1):

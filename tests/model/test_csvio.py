@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+from conftest import SHARED, require_shared
 
 from arena_tool.model import csvio
 from arena_tool.plan import validate
@@ -93,8 +97,27 @@ def test_missing_file(tmp_path) -> None:
 
 
 def test_shared_example_if_present() -> None:
-    path = "/work/shared/anchors/minimalloc/examples/input.12.csv"
-    if not os.path.exists(path):
-        pytest.skip("shared anchors absent; test_input12_half_open_to_inclusive covers the same file")
+    path = str(require_shared(SHARED / "anchors" / "minimalloc" / "examples" / "input.12.csv"))
     p = csvio.read_problem(path)
     assert p.capacity == 12 and len(p.buffers) == 5
+
+
+def _run_shared_example(shared: str, require: str) -> "subprocess.CompletedProcess[str]":
+    env = dict(os.environ, ARENA_SHARED=shared, ARENA_REQUIRE_TOOLS=require)
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
+                           f"{__file__}::test_shared_example_if_present"], cwd=str(Path(__file__).parents[2]),
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+
+
+def test_shared_folder_comes_from_arena_shared_and_is_required_under_ci(tmp_path) -> None:
+    """No machine's absolute path: ARENA_SHARED names the folder; named but absent under
+    ARENA_REQUIRE_TOOLS=1 is a failure, not a skip."""
+    examples = tmp_path / "shared" / "anchors" / "minimalloc" / "examples"
+    examples.mkdir(parents=True)
+    (examples / "input.12.csv").write_text(INPUT12)
+    found = _run_shared_example(str(tmp_path / "shared"), "1")
+    assert "1 passed" in found.stdout, found.stdout
+    skipped = _run_shared_example(str(tmp_path / "nowhere"), "0")
+    assert "1 skipped" in skipped.stdout and str(tmp_path / "nowhere") in skipped.stdout, skipped.stdout
+    failed = _run_shared_example(str(tmp_path / "nowhere"), "1")
+    assert failed.returncode == 1 and "1 failed" in failed.stdout and "ARENA_REQUIRE_TOOLS=1" in failed.stdout

@@ -8,15 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import MLPERF, require_shared
 from models import const, model, node, save, vi, weight
 
 from arena_tool.model import lowering, macs
 from arena_tool.plan import planners, planning
 from arena_tool.core.problem import ModelOptions
 
-SHARED = Path(os.environ.get("ARENA_SHARED") or ROOT.parent / "shared")
-MLPERF = SHARED / "models" / "mlperf_tiny"
 
 
 def per_op(path: str) -> dict[str, int]:
@@ -85,8 +83,7 @@ def test_plan_order_follows_the_schedule(tmp_path):
 ])
 def test_mlperf_tiny_conv_and_gemm_macs_are_tflms(name, conv_fc):
     """TFLM's count (../shared/third_party/SOURCE.md) is conv + fully connected; ours adds pooling."""
-    if not (MLPERF / name).is_file():
-        pytest.skip(f"{MLPERF / name} is not here (the ../shared folder)")
+    require_shared(MLPERF / name)
     lw = lowering.load(str(MLPERF / name))
     by_node = macs.model_macs(lw)
     pools = sum(by_node[op.node] for op in lw.ops if "Pool" in op.op_type)

@@ -193,10 +193,10 @@ def test_rescheduled_model_runs_on_the_host(tmp_path: Path, capsys: pytest.Captu
     assert rc == 0, out
 
 
-MLPERF = Path(__file__).resolve().parents[3] / "shared" / "models" / "mlperf_tiny"
+from conftest import MLPERF, absent  # noqa: E402
 
 
-@pytest.mark.skipif(not (MLPERF / "image_classification__pretrainedResnet_quant.tflite").is_file(),
+@pytest.mark.skipif(absent(MLPERF / "image_classification__pretrainedResnet_quant.tflite"),
                     reason="the MLPerf Tiny ResNet .tflite is absent on this machine")
 def test_a_tflite_model_is_written_in_the_memory_order_and_verifies(tmp_path: Path) -> None:
     """A .tflite under schedule: memory: never worse than its own order, and the planned model
