@@ -27,7 +27,14 @@ from arena_tool.plan.planners.decision import Decision
 if TYPE_CHECKING:
     from arena_tool.core.progress import Progress
 
-_CHECK_EVERY = 64  # search nodes between clock reads (a node can cost a millisecond)
+# Row cells unlinked between clock reads (about a millisecond of CPython). The clock is read
+# by work, not by nodes: one node covering long rows can unlink a large part of the matrix,
+# and 64 such nodes ran 5 s past a 1 s limit.
+_CHECK_CELLS = 4096
+
+
+class _Aborted(Exception):
+    """The deadline passed during a search (raised from inside a cover)."""
 
 
 class ExactCover:
@@ -46,6 +53,7 @@ class ExactCover:
         self.R: list[int] = list(range(1, n_primary + 1)) + [0]
         self.RS: list[int] = [ncol + 1]  # RS[r] = first node of row r; one past the last row's end
         self.search_nodes = 0
+        self.spent = False  # an aborted search left rows covered: no further search
 
     @property
     def n_rows(self) -> int:
@@ -98,14 +106,35 @@ class ExactCover:
         """First exact cover found: (FOUND, row ids) / (INFEASIBLE, []) / (ABORTED, []) past the deadline.
 
         Column choice: the primary column with the fewest rows (MRV), the
-        leftmost on ties. The matrix is restored on every return. ``progress``
-        is ticked at each clock read.
+        leftmost on ties. The matrix is restored on FOUND and INFEASIBLE; ABORTED
+        returns at once and leaves it spent (unwinding a deep stack of long rows
+        took a quarter second past the deadline). ``progress``
+        is ticked at each clock read, which comes after every _CHECK_CELLS row
+        cells the covers unlinked (each node counts one more).
         """
+        if self.spent:
+            raise RuntimeError("dlx: solve on a matrix an aborted search left spent")
         U, D, C, S, L, R, ROW, RS = self.U, self.D, self.C, self.S, self.L, self.R, self.ROW, self.RS
         npri = self.n_primary
         clock = time.perf_counter
+        work = 0  # row cells the covers visited
+        next_read = 0  # read the clock at the first node, then after every _CHECK_CELLS of work
+        nodes = 0
+        ticked = 0
+
+        def read_clock() -> None:
+            """Tick the progress line; past the deadline raise _Aborted, even inside a cover
+            (an aborted matrix is spent, so no cover needs finishing)."""
+            nonlocal next_read, ticked
+            next_read = work + _CHECK_CELLS
+            if progress is not None:
+                progress.tick(nodes - ticked)
+                ticked = nodes
+            if clock() > deadline:
+                raise _Aborted
 
         def cover(c: int) -> None:
+            nonlocal work
             if c <= npri:
                 left, right = L[c], R[c]
                 R[left] = right
@@ -113,6 +142,9 @@ class ExactCover:
             i = D[c]
             while i != c:
                 row = ROW[i]
+                work += RS[row + 1] - RS[row]
+                if work >= next_read:
+                    read_clock()
                 for j in range(RS[row], RS[row + 1]):
                     if j != i:
                         u = U[j]
@@ -138,75 +170,63 @@ class ExactCover:
 
         stack_c: list[int] = []
         stack_r: list[int] = []
-        nodes = 0
-        countdown = 1  # read the clock at the first node, then every _CHECK_EVERY
-        while True:
-            if R[0] == 0:
-                self.search_nodes += nodes
-                found = [ROW[r] for r in stack_r]
-                self._unwind(stack_c, stack_r, cover, uncover)
-                return Decision.FOUND, found
-            # choose: fewest rows, leftmost on ties
-            c = R[0]
-            s = S[c]
-            j = R[c]
-            while j != 0 and s:
-                if S[j] < s:
-                    c = j
-                    s = S[j]
-                j = R[j]
-            cover(c)
-            r = D[c]
+        try:
             while True:
-                if r == c:  # column exhausted: back up one level
-                    uncover(c)
-                    if not stack_c:
-                        self.search_nodes += nodes
-                        return Decision.INFEASIBLE, []
-                    c = stack_c.pop()
-                    r = stack_r.pop()
+                if R[0] == 0:
+                    self.search_nodes += nodes
+                    found = [ROW[r] for r in stack_r]
+                    self._unwind(stack_c, stack_r, cover, uncover)
+                    return Decision.FOUND, found
+                # choose: fewest rows, leftmost on ties
+                c = R[0]
+                s = S[c]
+                j = R[c]
+                while j != 0 and s:
+                    if S[j] < s:
+                        c = j
+                        s = S[j]
+                    j = R[j]
+                cover(c)
+                r = D[c]
+                while True:
+                    if r == c:  # column exhausted: back up one level
+                        uncover(c)
+                        if not stack_c:
+                            self.search_nodes += nodes
+                            return Decision.INFEASIBLE, []
+                        c = stack_c.pop()
+                        r = stack_r.pop()
+                        row = ROW[r]
+                        for j in range(RS[row + 1] - 1, RS[row] - 1, -1):
+                            if j != r:
+                                uncover(C[j])
+                        r = D[r]
+                        continue
+                    nodes += 1
+                    work += 1
+                    if work >= next_read:
+                        read_clock()
+                    stack_c.append(c)
+                    stack_r.append(r)
                     row = ROW[r]
-                    for j in range(RS[row + 1] - 1, RS[row] - 1, -1):
+                    for j in range(RS[row], RS[row + 1]):
                         if j != r:
-                            uncover(C[j])
-                    r = D[r]
-                    continue
-                nodes += 1
-                countdown -= 1
-                if not countdown:
-                    countdown = _CHECK_EVERY
-                    if progress is not None:
-                        progress.tick(_CHECK_EVERY)
-                    if clock() > deadline:
-                        self.search_nodes += nodes
-                        stack_c.append(c)
-                        stack_r.append(r)
-                        self._unwind(stack_c, stack_r, cover, uncover, last_covered=False)
-                        return Decision.ABORTED, []
-                stack_c.append(c)
-                stack_r.append(r)
-                row = ROW[r]
-                for j in range(RS[row], RS[row + 1]):
-                    if j != r:
-                        cover(C[j])
-                break
+                            cover(C[j])
+                    break
+        except _Aborted:
+            self.search_nodes += nodes
+            self.spent = True  # undoing the covers would cost as much as making them
+            return Decision.ABORTED, []
 
     def _unwind(self, stack_c: list[int], stack_r: list[int], cover: Callable[[int], None],
-                uncover: Callable[[int], None], last_covered: bool = True) -> None:
-        """Undo the covers of every level, innermost first, restoring the matrix.
-
-        last_covered False: the innermost row was pushed but its other columns
-        were not covered yet.
-        """
+                uncover: Callable[[int], None]) -> None:
+        """Undo the covers of every level, innermost first, restoring the matrix."""
         C, ROW, RS = self.C, self.ROW, self.RS
-        first = True
         while stack_c:
             c = stack_c.pop()
             r = stack_r.pop()
-            if last_covered or not first:
-                row = ROW[r]
-                for j in range(RS[row + 1] - 1, RS[row] - 1, -1):
-                    if j != r:
-                        uncover(C[j])
-            first = False
+            row = ROW[r]
+            for j in range(RS[row + 1] - 1, RS[row] - 1, -1):
+                if j != r:
+                    uncover(C[j])
             uncover(c)

@@ -306,6 +306,8 @@ def plan(problem: Problem, params: Params) -> Plan:
                 proven_below = cap
     if status == Status.PROVEN and not exact:
         status = Status.HEURISTIC  # exhausted, but only for the coarsened problem
+    if status == Status.PROVEN and time.perf_counter() > deadline:
+        status = Status.TIME_LIMIT  # a search that ran past its limit claims no proof
     bound = max(floor, proven_below + 1)
     if best is None or best[1] >= G:
         res = result(greedy.offsets, G, status, bound)
