@@ -40,6 +40,13 @@ def _model_options(args: argparse.Namespace) -> ModelOptions:
                            for f, o in option_fields(ModelOptions)})
 
 
+def _options_line(k: int, o: ModelOptions) -> str:
+    """The options the plan was made under, as it records them: the echo says whether a flag took effect."""
+    io_alignment = o.alignment if o.io_alignment is None else o.io_alignment
+    return (f"k={k}, alignment {o.alignment}, io_alignment {io_alignment}, in-place {'on' if o.inplace else 'off'}, "
+            f"scratch {o.scratch}, schedule {o.schedule}, execution {o.execution}")
+
+
 def _model_flags() -> list[tuple[Any, Option]]:
     """(field, Option) of every model option, in --help order."""
     return sorted(option_fields(ModelOptions), key=lambda fo: fo[1].cli_rank)
@@ -172,8 +179,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         ("weights", f"{fmt_bytes(mp.weights_bytes)} (flash)"),
         *([("persistent", f"{len(variables)} variable tensors (TFLM's tail, outside the arena)")]
           if (variables := getattr(mp, "variables", ())) else []),
-        ("options", f"k={args.k}, alignment {args.alignment}, in-place {'off' if args.no_inplace else 'on'}, "
-                    f"scratch {args.scratch}"),
+        ("options", _options_line(args.k, pm.plan_file.options)),
     ]))
     if planned_model:
         from arena_tool.core import schema

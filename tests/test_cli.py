@@ -156,3 +156,14 @@ def test_unwritable_output_is_an_input_error(chain_path, tmp_path, capsys):
     out = tmp_path / "plan.json"
     assert run(capsys, "plan", chain_path, "--planner", "greedy_size", "-o", str(out))[0] == 0
     assert out.stat().st_mode & 0o044 == 0o044  # readable by the CI job that collects it
+
+
+def test_plan_echoes_schedule_execution_and_io_alignment(chain_path, capsys):
+    code, out, err = run(capsys, "plan", chain_path, "--schedule", "memory", "--execution", "pipelined",
+                         "--io-alignment", "64")
+    assert code == 0, err
+    [line] = [ln for ln in out.splitlines() if ln.startswith("options")]
+    assert "io_alignment 64" in line and "schedule memory" in line and "execution pipelined" in line, line
+    code, out, err = run(capsys, "plan", chain_path)
+    [line] = [ln for ln in out.splitlines() if ln.startswith("options")]
+    assert "io_alignment 16" in line and "schedule graph" in line and "execution sequential" in line, line

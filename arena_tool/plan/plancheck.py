@@ -28,7 +28,7 @@ def lowered_model(model_path: str, plan: PlanFile) -> Lowered:
         raise ArenaError(f"arena's C tables are made from ONNX models; this is a {plan.kind} plan",
                          file=model_path, field="model_kind",
                          hint="a .tflite model runs in TFLite Micro: write its plan into the model with "
-                              "'arena-tool plan MODEL.tflite -o PLANNED.tflite' (and use runtime: none)")
+                              "'arena-tool plan MODEL.tflite -o PLANNED.tflite' (and use runtime: tflm)")
     return liveness.lower(model_path, plan.options)
 
 

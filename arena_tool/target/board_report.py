@@ -437,7 +437,7 @@ def summary(reps: Sequence[BoardReport]) -> str:
                      + ("" if d.runtime == "arena" else f", runtime {d.runtime}"))
         rows = [("model", "planner", "arena", "lower bound", "base")]
         for m in d.models:
-            rows.append((m.name, m.planner, fmt_bytes(m.arena_size), fmt_bytes(m.lower_bound), str(m.base)))
+            rows.append((m.name, m.planner, fmt_bytes(m.arena_size), fmt_bytes(m.lower_bound), fmt_bytes(m.base)))
         widths = [max(len(r[c]) for r in rows) for c in range(5)]
         for j, r in enumerate(rows):
             cells = [r[0].ljust(widths[0]), r[1].ljust(widths[1])] + [r[c].rjust(widths[c]) for c in (2, 3, 4)]

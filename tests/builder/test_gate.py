@@ -32,6 +32,15 @@ def test_concurrent_slices_are_aligned(tmp_path: Path) -> None:
     r = gate.gate(t, plans(t, plan_doc(1000, 990, alignment=16), plan_doc(500, 500, alignment=64)))
     assert [m.base for m in r.models] == [0, 1024]
     assert r.arena_size == 1524 and r.lower_bound == 1024 + 512 and r.alignment == 64
+    [second] = [ln for ln in board_report.summary([r]).splitlines() if ln.strip().startswith("b ")]
+    assert second.endswith("  1,024 B"), second  # the base formatted like the sizes beside it
+
+
+def test_a_tflite_plans_hint_names_runtime_tflm(planned) -> None:
+    path, pm = planned
+    with pytest.raises(ArenaError) as e:
+        plancheck.lowered_model(str(path), dataclasses.replace(pm.plan_file, model_kind="tflite"))
+    assert "runtime: tflm" in (e.value.hint or "") and "runtime: none" not in (e.value.hint or "")
 
 
 def test_over_budget_message(tmp_path: Path) -> None:
