@@ -351,7 +351,7 @@ MATCH: dict[str, Callable[[], onnx.ModelProto]] = {
 def _per_channel_add() -> onnx.ModelProto:
     g = G(12)
     a = g.input("a", I8, [2, 3])
-    g.node("QLinearAdd", [a, g.const("a_s", np.array([0.01, 0.02, 0.03], np.float32)), g.const("a_z", 0, I8),
+    g.node("QLinearAdd", [a, g.const("a_s", np.array([0.01, 0.02], np.float32)), g.const("a_z", np.zeros(2, np.int8)),
                           g.ints("b", I8, [2, 3]), *g.qp("b", 0.02, 0, I8), *g.qp("y", 0.05, 0, I8)], ["y"])
     g.output("y", I8, [2, 3])
     return g.model()
