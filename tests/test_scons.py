@@ -574,22 +574,22 @@ def test_same_named_sources_and_user_ccflags(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not HAVE_GCC, reason="needs arm-none-eabi-gcc")
-def test_optimize_speed_compiles_at_O2_and_the_report_says_so(tmp_path: Path) -> None:
-    """optimize: speed on one board: its compiles run at -O2 into their own folder, its report
-    states the level; the board beside it keeps -Os and a report without the field."""
+def test_optimize_size_compiles_at_Os_and_the_report_says_so(tmp_path: Path) -> None:
+    """optimize: size on one board: its compiles run at -Os into their own folder, its report
+    states the level; the board beside it keeps the default -O2 and a report without the field."""
     proj = copy_example(tmp_path / "p")
     path = proj / "example_firmware" / "arena.yaml"
-    path.write_text(path.read_text().replace("  - mps2_an500\n", "  - {name: mps2_an500, optimize: speed}\n"))
+    path.write_text(path.read_text().replace("  - mps2_an500\n", "  - {name: mps2_an500, optimize: size}\n"))
     p = scons(proj, TWO, "VERBOSE=1")
     assert p.returncode == 0, p.stdout + p.stderr
     compiles = [ln for ln in p.stdout.splitlines() if " -c " in ln]
-    fast = [ln for ln in compiles if f"{M7DP}_O2/" in ln]
-    assert fast and all(" -O2 " in ln and " -Os " not in ln for ln in fast)
-    assert all(" -Os " in ln for ln in compiles if f"/{M7SP}/" in ln)
+    small = [ln for ln in compiles if f"{M7DP}_Os/" in ln]
+    assert small and all(" -Os " in ln and " -O2 " not in ln for ln in small)
+    assert all(" -O2 " in ln for ln in compiles if f"/{M7SP}/" in ln)
     doc = json.loads((proj / "build" / "mps2_an500" / "arena_report.json").read_text())
-    assert doc["optimize"] == {"level": "speed", "flag": "-O2"} and doc["stage"] == "linked"
+    assert doc["optimize"] == {"level": "size", "flag": "-Os"} and doc["stage"] == "linked"
     assert "optimize" not in json.loads((proj / "build" / "nucleo_f746" / "arena_report.json").read_text())
-    assert "speed (-O2)" in (proj / "build" / "mps2_an500" / "arena_report.md").read_text()
+    assert "size (-Os)" in (proj / "build" / "mps2_an500" / "arena_report.md").read_text()
 
 
 @pytest.mark.skipif(not HAVE_GCC, reason="needs arm-none-eabi-gcc")

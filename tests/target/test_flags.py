@@ -45,34 +45,34 @@ def test_scons_and_run_compile_and_link_with_the_same_flags(tmp_path: Path) -> N
     assert env.linkflags[:len(core) + len(firmware.TARGET_LDFLAGS)] == (*core, *firmware.TARGET_LDFLAGS)
     assert tuple(f"-l{lib}" for lib in env.libs) == firmware.TARGET_LIBS
     assert firmware.STACK == manifest.DEFAULT_STACK == project(tmp_path).targets[0].reserve_stack
-    assert firmware.TARGET_CFLAGS[0] == "-Os" and firmware.HOST_CFLAGS[0] == "-O2"  # today's defaults
+    assert firmware.TARGET_CFLAGS[0] == "-O2" and firmware.HOST_CFLAGS[0] == "-O2"  # the defaults: speed
 
 
 def test_levels() -> None:
-    assert flags.cflags() == flags.cflags("size") == ("-Os", *flags.cflags("speed")[1:])
-    assert flags.cflags("speed")[0] == "-O2" and flags.host_cflags("size")[0] == "-Os"
-    assert (flags.env_suffix(None), flags.env_suffix("size"), flags.env_suffix("speed")) == ("", "", "_O2")
+    assert flags.cflags() == flags.cflags("speed") == ("-O2", *flags.cflags("size")[1:])
+    assert flags.cflags("size")[0] == "-Os" and flags.host_cflags("size")[0] == "-Os"
+    assert (flags.env_suffix(None), flags.env_suffix("speed"), flags.env_suffix("size")) == ("", "", "_Os")
     with pytest.raises(ArenaError) as e:
         flags.cflags("fast")
     assert e.value.msg == "unknown optimize level 'fast'" and e.value.hint.endswith("expected one of: size, speed")
 
 
 def test_optimize_per_board_and_top_level(tmp_path: Path) -> None:
-    m = project(tmp_path, "optimize: speed\n",
-                "[mps2_an500, nucleo_f746, {name: nucleo_h743, optimize: size}]")  # an500, h743: one core
-    assert [t.optimize for t in m.targets] == ["speed", "speed", "size"]
+    m = project(tmp_path, "optimize: size\n",
+                "[mps2_an500, nucleo_f746, {name: nucleo_h743, optimize: speed}]")  # an500, h743: one core
+    assert [t.optimize for t in m.targets] == ["size", "size", "speed"]
     assert manifest.from_doc(manifest.to_doc(m)).targets == m.targets
     g = graph(m, tmp_path)
     # the level keys the compile environment: -O2 objects never mix with -Os ones
     assert {e.key: e.ccflags[len(e.ccflags) - len(firmware.TARGET_CFLAGS) - 1] for e in g.envs} == {
-        "cortex-m7_fpv5-d16_hard_O2": "-O2", "cortex-m7_fpv5-sp-d16_hard_O2": "-O2", "cortex-m7_fpv5-d16_hard": "-Os"}
+        "cortex-m7_fpv5-d16_hard_Os": "-Os", "cortex-m7_fpv5-sp-d16_hard_Os": "-Os", "cortex-m7_fpv5-d16_hard": "-O2"}
     assert g.node("build/nucleo_h743/firmware.elf").env == "cortex-m7_fpv5-d16_hard"
     plan = g.boards[0].plans[0].split("/")[-1][:-len(".plan.json")]
-    assert {f"build/common/cortex-m7_fpv5-d16_hard{s}/tables/{plan}.o" for s in ("", "_O2")} <= set(g.targets())
+    assert {f"build/common/cortex-m7_fpv5-d16_hard{s}/tables/{plan}.o" for s in ("", "_Os")} <= set(g.targets())
     # the gate re-runs when the level changes (its Value is the board's key); unset keeps the old key
     (tmp_path / "p").mkdir()
     plain = project(tmp_path / "p")
-    assert "optimize" not in plain.targets[0].key() and '"optimize":"speed"' in m.targets[0].key()
+    assert "optimize" not in plain.targets[0].key() and '"optimize":"size"' in m.targets[0].key()
 
 
 def test_unknown_optimize_is_one_line(tmp_path: Path) -> None:
