@@ -308,7 +308,7 @@ def build(rep: BoardReport, plans: Mapping[str, PlanFile | str], memory: Memory,
         note=TFLM_NOTE if rep.runtime == "tflm" else None,
         models=tuple(_model(m, rep, plans.get(m.name, "not found"), picture) for m in rep.models),
         regions=regions, measured=linked,
-        picture_note=None if picture else "no layout pictures: arena_tool.plot (matplotlib) is not available",
+        picture_note=None if picture else "no layout pictures: arena_tool.report.plot (matplotlib) is not available",
         optimize=rep.optimize,
     )
 
