@@ -142,5 +142,5 @@ def test_speed_on_ad01_measures_every_runtime(capsys):
             assert float(cells[col]) == pytest.approx(insns[0] / tflm, abs=0.006)
     assert rows[0].split("|")[2].strip() == "int8"
     assert re.search(r"AD01 int8: arena \S+_qdq_pc\.onnx \(quantized from", out)
-    assert "arena at size (-Os)" in out
+    assert "arena at speed (-O2)" in out  # the default level
     assert "TFLM anomaly_detection__ad01_int8.tflite" in out and "TFLM anomaly_detection__ad01_fp32.tflite" in out
