@@ -287,9 +287,31 @@ def _order(text: str) -> list[int]:
         raise ArenaError(f"--order {text!r}: expected operator indices like 0,2,1,3", field="--order") from None
 
 
+def _input_shape_flag() -> tuple[Any, Option]:
+    """(field, Option) of --input-shape, the one model option verify takes (the plan holds the rest)."""
+    return next((f, o) for f, o in _model_flags() if f.name == "input_shapes")
+
+
+def _check_input_shapes(args: argparse.Namespace, planned: Any, where: str) -> None:
+    """verify's --input-shape, when given, must be what the plan was made with."""
+    f, o = _input_shape_flag()
+    given = _flag_value(o, getattr(args, o.dest), f.default)
+    if given and tuple(given) != tuple(planned):
+        def show(shapes: Any) -> str:
+            return " ".join(f"{n}={','.join(map(str, d))}" for n, d in shapes) or "the model's own"
+
+        raise ArenaError(f"--input-shape {show(given)} differs from the plan's input shapes ({show(planned)})",
+                         file=where, field="--input-shape", hint="drop --input-shape, or re-plan with it")
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     if _is_tflite(args.model):  # the real TFLM (and LiteRT) run MODEL and PLANNED
         from arena_tool.run import tflm
+
+        f, o = _input_shape_flag()
+        if getattr(args, o.dest):
+            raise ArenaError("input shapes of a .tflite model are fixed in the flatbuffer", file=args.model,
+                             field="--input-shape", hint="drop --input-shape")
 
         return tflm.main_verify(args.model, args.plan, runs=args.runs or 5, seed=args.input_seed)
     from arena_tool.model import liveness
@@ -300,6 +322,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         raise ArenaError("--runs applies to .tflite models", field="--runs", hint="drop --runs for an ONNX model")
     # The replay trusts the plan's buffers, shapes and arena_size: all but the pairs it replays are checked first.
     plan = planfile.load(args.plan)
+    _check_input_shapes(args, plan.options.input_shapes, args.plan)
     problems = plancheck.check(plan, liveness.model_problem(args.model, plan.options), args.plan, pairs=False)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -534,6 +557,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("plan", help="the plan file (JSON), or for a .tflite model the planned .tflite")
     p.add_argument("--runs", type=_positive, metavar="N", help=".tflite: random input sets (default 5)")
     p.add_argument("--input-seed", type=int, default=0, metavar="N", help=".tflite: seed of the inputs (default 0)")
+    f, o = _input_shape_flag()
+    p.add_argument(o.flag, **{**_flag_keywords(o, f.default),
+                              "help": o.help + "; must be the plan's (the plan fixes the shapes it replays)"})
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("run", help="build and run a one-model firmware, compare it with onnxruntime",

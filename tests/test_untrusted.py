@@ -211,6 +211,18 @@ def test_negative_dimension_is_refused(tmp_path: Path, capsys: pytest.CaptureFix
     one_error(code, err, 2, "-3")
 
 
+def test_verify_takes_the_plans_input_shape(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """The README says every command takes --input-shape; verify refused it (argparse, exit 2)."""
+    path = M.save(relu([1, "n"]), tmp_path / "n.onnx")
+    plan = tmp_path / "p.json"
+    code, _, err = run(capsys, "plan", path, "--input-shape", "x=1,16", "-o", plan)
+    assert code == 0, err
+    code, out, err = run(capsys, "verify", path, plan, "--input-shape", "x=1,16")
+    assert code == 0, err
+    code, _, err = run(capsys, "verify", path, plan, "--input-shape", "x=1,8")
+    one_error(code, err, 2, "--input-shape x=1,8 differs from the plan's input shapes (x=1,16)")
+
+
 def test_huge_shape_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """A Relu on [2^31, 2^31, 4] was an OverflowError in validate."""
     path = M.save(relu([2 ** 31, 2 ** 31, 4]), tmp_path / "m.onnx")
