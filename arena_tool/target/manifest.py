@@ -45,6 +45,7 @@ DEFAULT_PLANNER = "optimal"
 DEFAULT_BUDGET = "100%"
 DEFAULT_STACK = 4096  # bytes
 DEFAULT_HEAP = 0  # bytes
+MAX_NAME = 64  # characters of a model name: it prefixes generated file names and C symbols (a 300-character one failed on the file system)
 SHARING = ("sequential", "concurrent")
 RUNTIMES = ("arena", "none", "tflm")  # arena: compile arena's C runtime and check coverage; none: bring your own;
 # tflm: .tflite models run by TFLite Micro, which the firmware brings (arena writes the planned model and its arena)
@@ -334,6 +335,9 @@ class _Loader:
         for i, m in enumerate(self.data["models"]):
             where = ("models", i)
             name = m["name"]
+            if len(name) > MAX_NAME:
+                raise self.err(f"model name '{name[:24]}...' has {len(name)} characters, more than {MAX_NAME}",
+                               where + ("name",), hint="shorten it: it names the generated files and C symbols")
             if name in seen:
                 raise self.err(f"duplicate model name '{name}' (also models[{seen[name]}])", where + ("name",),
                                hint="give every model its own name")
