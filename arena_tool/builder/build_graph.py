@@ -355,6 +355,23 @@ def board_outputs(bdir: str, name: str) -> tuple[str, ...]:
             f"{bdir}/firmware.elf", f"{bdir}/firmware.map", f"{bdir}/run_report.json")
 
 
+def truthy(value: object) -> bool:
+    """A build variable's yes (``link=0``, ``VERBOSE=1``, ``require_link=yes``)."""
+    return str(value).strip().lower() in ("1", "yes", "true", "on")
+
+
+def without_gcc(bdirs: Sequence[str], gcc: str, link: bool, required: bool) -> tuple[str, int]:
+    """A build without the cross gcc: (what to print, exit status). Required (require_link=1,
+    ARENA_REQUIRE_TOOLS=1) and meant to link, it is an error, exit 2; else each board's stale
+    ELF, map and run report are removed and a build meant to link says it stops early."""
+    if link and required:
+        return (no_gcc_text(gcc).replace("stopping after", "required to link (require_link=1 or "
+                                         "ARENA_REQUIRE_TOOLS=1), not stopping after", 1) + "\n", 2)
+    for bdir in bdirs:
+        remove_unlinked(bdir)
+    return (no_gcc_text(gcc) + "\n" if link else "", 0)
+
+
 def remove_unlinked(bdir: str) -> None:
     """Delete a board's ELF, map and run report when this build does not link: left from an
     earlier build they would look current beside tables they were not made from."""

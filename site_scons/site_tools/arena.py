@@ -13,11 +13,9 @@ module's) and makes one Builder call per graph node, in order. Each builder's ac
 function of its kind in ``arena_tool.build_steps`` with paths, where the work and its errors
 live; the end of the build prints a per-board summary (``noop_cache.summary``).
 
-Build variables: ``board=`` (one name, ``a,b`` or ``all``; all by default), ``VERBOSE=1``
-(command lines instead of ``Planning``/``Compiling``/... lines), ``link=0`` (stop after
-plans, tables, gates and reports, as without ``arm-none-eabi-gcc``; a previous build's ELF is
-removed), ``gcc_prefix=``, ``require_link=1`` (or ``ARENA_REQUIRE_TOOLS=1`` in the environment:
-a missing cross gcc is an error, exit 2, not a build that stops after the plans).
+Build variables: ``board=``, ``VERBOSE=1``, ``link=0`` and ``gcc_prefix=`` as ``scons -h`` says
+(``build_graph.help_text``); ``require_link=1`` (or ``ARENA_REQUIRE_TOOLS=1``) as
+``build_graph.without_gcc`` says: what a build without the cross gcc does.
 ``scons -h`` lists the boards, ``scons -c`` cleans, ``scons board=NAME run`` runs the ELFs
 under QEMU, ``scons board=NAME report`` builds only the reports and what they need.
 ``ARENA_PROGRESS=1`` in the environment shows the planner's status line. The user's
@@ -200,10 +198,6 @@ def _print_summary(report_nodes: Nodes, build: Any, cache_file: str) -> None:
         sys.stdout.flush()
 
 
-def _truthy(value: Any) -> bool:
-    return str(value).strip().lower() in ("1", "yes", "true", "on")
-
-
 def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), cpppath: Sequence[str] = (),
                     board: str | None = None, link: bool | None = None, build_dir: str | None = None,
                     board_dirs: Sequence[str] = ()) -> dict[str, dict[str, list[Any]]]:
@@ -227,7 +221,7 @@ def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), c
     build_dir = build_dir or env.subst("$ARENA_BUILD_DIR")
     board = board if board is not None else ARGUMENTS.get("board")
     if link is None:
-        link = _truthy(ARGUMENTS.get("link", "1"))
+        link = build_graph.truthy(ARGUMENTS.get("link", "1"))
     if "gcc_prefix" in ARGUMENTS:
         env["ARENA_GCC_PREFIX"] = ARGUMENTS["gcc_prefix"]
     gcc = env.WhereIs(env.subst("${ARENA_GCC_PREFIX}gcc"), os.environ.get("PATH", "")) if link else None
@@ -247,17 +241,13 @@ def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), c
         Exit(err.exit_code)
     if GetOption("help"):
         env.Help(build_graph.help_text(m))  # arena's options first; scons -H gives SCons's own
-    building = not (GetOption("help") or GetOption("clean") or GetOption("no_exec"))
-    if link and not gcc and building:
-        text = build_graph.no_gcc_text(env.subst("${ARENA_GCC_PREFIX}gcc"))
-        if _truthy(ARGUMENTS.get("require_link", os.environ.get("ARENA_REQUIRE_TOOLS", "0"))):
-            sys.stderr.write(text.replace("stopping after", "required to link (require_link=1 or "
-                                          "ARENA_REQUIRE_TOOLS=1), not stopping after", 1) + "\n")
-            Exit(2)
-        print(text)
-    if not gcc and building:  # an ELF this build does not link must not look current
-        for b in graph.boards:
-            build_graph.remove_unlinked(os.path.join(build_dir, b.name))
+    if not gcc and not (GetOption("help") or GetOption("clean") or GetOption("no_exec")):
+        required = build_graph.truthy(ARGUMENTS.get("require_link", os.environ.get("ARENA_REQUIRE_TOOLS", "0")))
+        text, code = build_graph.without_gcc([os.path.join(build_dir, b.name) for b in graph.boards],
+                                             env.subst("${ARENA_GCC_PREFIX}gcc"), link, required)
+        (sys.stderr if code else sys.stdout).write(text)
+        if code:
+            Exit(code)
     # arena's builders: no scanners but the gate's (an alias never re-reads generated C)
     timeout = float(env.get("ARENA_QEMU_TIMEOUT", build_steps.QEMU_TIMEOUT))
     build = build_steps.Build({t["name"]: t for t in m["targets"]}, timeout)
@@ -380,7 +370,8 @@ def generate(env: Any, **kwargs: Any) -> None:
     from SCons.Script import ARGUMENTS
 
     _import_arena_tool()
-    verbose = _truthy(env.get("VERBOSE", ARGUMENTS.get("VERBOSE", "0")))
+    from arena_tool.builder.build_graph import truthy
+    verbose = truthy(env.get("VERBOSE", ARGUMENTS.get("VERBOSE", "0")))
     env.SetDefault(ARENA_BUILD_DIR="build", ARENA_BOARD_DIRS=[], ARENA_GCC_PREFIX="arm-none-eabi-")
     comstrs = {"ARENAPLANCOMSTR": "Planning $TARGET", "ARENAGATECOMSTR": "Checking budget $TARGET",
                "ARENAREPORTCOMSTR": "Checking $TARGET", "ARENATABLESCOMSTR": "Generating $TARGET",
