@@ -27,7 +27,7 @@ so boards with the same options share a plan and its tables; ``<b>``: the board'
     report       <b>/arena_report.{json,html,md}      <- gate [, ELF when linked]
 
 Objects go to ``build/common/<flags key>/`` (one compile per set of core flags and optimisation
-level, not per board; the level's ``_O2`` after the core flags when not the default;
+level, not per board; the level's ``_Os`` after the core flags when not the default;
 the firmware's sources at their path in the project, arena's runtime under arena_runtime/, each
 plan's tables under tables/), but a board's own ``obj/arena_board.o``. Every plan, table, gate
 and report also depends on ``BuildGraph.generator`` (a digest of arena's own code: editing the

@@ -6,7 +6,7 @@ over the C runtime and the tables ``codegen`` generates for one planned model. T
 * ``host``: the same C compiled natively by ``gcc`` (``HOST_CFLAGS``) and run as a process;
   its exit status is main's. No flash, RAM or instruction counts.
 * a board with a ``qemu`` machine (mps2_an386, mps2_an500): ``arm-none-eabi-gcc`` with the
-  flags of a SCons build (``arena_tool.target.flags``: -Os or ``--optimize``'s level, newlib-nano,
+  flags of a SCons build (``arena_tool.target.flags``: -O2 or ``--optimize``'s level, newlib-nano,
   --gc-sections), the linker script ``arena_tool.emit.linker`` renders for the board's default
   region with a manifest's default stack reserve (``STACK``), run
   under ``qemu-system-arm -icount shift=0``. Flash and RAM come from the ELF's section headers,
