@@ -31,12 +31,8 @@ def require_tool(name: str) -> str:
     raise AssertionError("unreachable")
 
 
-# The shared folder (MLPerf Tiny models, minimalloc's examples): ARENA_SHARED, else ../shared beside
-# the clone. A CI job that names it with ARENA_REQUIRE_TOOLS=1 fails where a file is absent
-# instead of skipping (``absent``, ``require_shared``): it asked for those tests to run.
-SHARED = Path(os.environ.get("ARENA_SHARED") or ROOT.parent / "shared")
-MLPERF = SHARED / "models" / "mlperf_tiny"
-SHARED_REQUIRED = bool(os.environ.get("ARENA_SHARED")) and os.environ.get("ARENA_REQUIRE_TOOLS") == "1"
+# The shared folder: ``absent`` and ``require_shared`` fail instead of skipping when CI required it.
+from shared_paths import MLPERF, SHARED, SHARED_REQUIRED  # noqa: E402
 
 
 def absent(path: Path) -> bool:

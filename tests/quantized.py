@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-from conftest import MLPERF, SHARED_REQUIRED
+from shared_paths import MLPERF, SHARED_REQUIRED
 import onnx
 from onnx import helper, numpy_helper
 
 LIGHT_DIR = Path(os.path.dirname(onnx.__file__)) / "backend" / "test" / "data" / "light"
-MLPERF_DIR = MLPERF  # conftest: ARENA_SHARED or ../shared
+MLPERF_DIR = MLPERF  # ARENA_SHARED or ../shared
 # The float MLPerf Tiny ONNX files; the *_int8.onnx ones there are already quantized.
 MLPERF_FLOAT_GLOBS = ("*_fp32_tflite2onnx.onnx", "*_float_tflite2onnx.onnx", "*_float32_tflite2onnx.onnx",
                       "image_classification__pretrainedResnet_tflite2onnx.onnx")
@@ -115,7 +115,8 @@ def materialize(model: onnx.ModelProto) -> onnx.ModelProto:
     g = m.graph
 
     constant = {i.name for i in g.initializer}
-    folded, kept = [], []
+    folded: list[onnx.NodeProto] = []
+    kept: list[onnx.NodeProto] = []
     for n in g.node:
         is_const = (n.op_type not in _RANDOM_OPS and n.domain in ("", "ai.onnx")
                     and not any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in n.attribute)

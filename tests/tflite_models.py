@@ -12,7 +12,7 @@ from arena_tool.model import tflite_model
 
 fb = tflite_model.schema()
 
-from conftest import MLPERF  # noqa: E402  (ARENA_SHARED or ../shared)
+from shared_paths import MLPERF  # noqa: E402  (ARENA_SHARED or ../shared)
 
 
 def build(tensors, ops, inputs, outputs, subgraphs=1):

@@ -14,6 +14,7 @@ the int8 twins (tests/quantized.py) calibrate to useful scales.
 from __future__ import annotations
 
 import zlib
+from typing import Any
 
 import numpy as np
 import onnx
@@ -46,7 +47,7 @@ class _Net:
         self.inits.append(numpy_helper.from_array(value, name))
         return name
 
-    def node(self, op: str, inputs: list[str], channels: int | None = None, **attrs: object) -> str:
+    def node(self, op: str, inputs: list[str], channels: int | None = None, **attrs: Any) -> str:
         out = self._id(op.lower())
         self.nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
         self.c[out] = self.c[inputs[0]] if channels is None else channels
