@@ -14,4 +14,5 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("ARENA_SHARED") or ROOT.parent / "shared")
 MLPERF = SHARED / "models" / "mlperf_tiny"
+TFLM_EXAMPLES = SHARED / "models" / "tflm_examples"  # TFLM's example models (SOURCE.md there)
 SHARED_REQUIRED = bool(os.environ.get("ARENA_SHARED")) and os.environ.get("ARENA_REQUIRE_TOOLS") == "1"

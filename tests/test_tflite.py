@@ -24,6 +24,7 @@ from arena_tool.cli import main
 from arena_tool.core.errors import ArenaError, CheckFailed
 from arena_tool.core.problem import ModelOptions
 from arena_tool.core.schema import check_json
+from shared_paths import TFLM_EXAMPLES
 from tflite_models import C1, MLPERF, branch_model, build, chain_model, opts
 
 fb = tflite_model.schema()
@@ -34,6 +35,12 @@ needs_mlperf = pytest.mark.skipif(not MLPERF_MODELS, reason=f"{MLPERF} is absent
 # TFLM's own GreedyMemoryPlanner head, as its RecordingMicroAllocator reports it, and the lower bound.
 VWW = {"visual_wake_words__vww_96_int8.tflite": (73_728, 55_296),
        "visual_wake_words__vww_96_float.tflite": (294_912, 221_184)}
+# TFLM's examples: TFLM's own head (reference kernels; its LSTM kernels request scratch buffers).
+EXAMPLE_HEADS = {"trained_lstm_int8.tflite": 1_536, "dtln_noise_suppression.tflite": 1_424,
+                 "hello_world_int8.tflite": None, "micro_speech_quantized.tflite": None}
+EXAMPLES = sorted(p.name for p in TFLM_EXAMPLES.glob("*.tflite")) if TFLM_EXAMPLES.is_dir() else []
+# Every shared .tflite TFLM runs: (folder, name) as a test id "name".
+SHARED_TFLITE = [(MLPERF, n) for n in MLPERF_MODELS] + [(TFLM_EXAMPLES, n) for n in EXAMPLES]
 
 
 # --- small models made with the object API ---------------------------------------------
@@ -244,7 +251,7 @@ def test_writer_refuses_what_if_plans(tmp_path, capsys):
     assert code == 2 and "what-if TFLM does not run" in err and not (tmp_path / "p.tflite").exists()
     assert run(capsys, "plan", src, "--activation-dtype", "int8")[0] == 0  # planning the what-if is fine
     code, _, err = run(capsys, "plan", src, "--scratch", "row")
-    assert code == 2 and "TFLM plans itself" in err
+    assert code == 2 and "arena plans from the kernels option" in err
 
 
 def test_verify_without_litert_says_so(tmp_path, capsys, monkeypatch):
@@ -268,49 +275,61 @@ def test_onnx_model_cannot_write_tflite(tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def tflm_heads():
-    """TFLM's own head per MLPerf model (its GreedyMemoryPlanner), measured once."""
+    """TFLM's own head per shared model (its GreedyMemoryPlanner), measured once."""
     heads = {}
-    for name in MLPERF_MODELS:
-        data = (MLPERF / name).read_bytes()
+    for folder, name in SHARED_TFLITE:
+        data = (folder / name).read_bytes()
         ins, _ = tflm.io_specs(tflite_model.parse(data, name))
         heads[name] = tflm.run_tflm(data, name, tflm.random_inputs(ins, 1, 0)).allocation
     return heads
 
 
-@needs_mlperf
-@pytest.mark.parametrize("name", MLPERF_MODELS)
-def test_mlperf_every_planner_and_greedy_is_tflm(name, tflm_heads):
-    path = str(MLPERF / name)
+shared_ids = [n for _, n in SHARED_TFLITE]
+
+
+@pytest.mark.skipif(not SHARED_TFLITE, reason=f"{MLPERF} and {TFLM_EXAMPLES} are absent on this machine")
+@pytest.mark.parametrize("folder,name", SHARED_TFLITE, ids=shared_ids)
+def test_mlperf_every_planner_and_greedy_is_tflm(folder, name, tflm_heads):
+    """Every planner, its scratch buffers settled where TFLM puts them, passes check; greedy_size on
+    arena's buffers (kernel scratch included) is TFLM's own head exactly; optimal is the lower bound."""
+    path = str(folder / name)
     mp = liveness.model_problem(path, ModelOptions())
     problem = mp.problem()
     params = planners.Params(time_limit=2.0)
     for planner in planning.planner_names():
-        plan = planning.run_planner(planner, problem, params)
+        plan = planning.tflm_settled(mp, problem, planning.run_planner(planner, problem, params))
         built = planfile.build(mp, plan, problem)
         check_json(built.to_json(), "plan", "plan.json")
         assert plancheck.check(built, mp, "plan.json") == [], planner
         if planner == "greedy_size":  # TFLM's GreedyMemoryPlanner on arena's ranges: TFLM's own head, exactly
             assert plan.arena_size == tflm_heads[name].head
         if planner == "optimal":
-            assert plan.arena_size == plan.lower_bound
+            assert plan.arena_size == plan.lower_bound and plan.optimal
     if name in VWW:
         assert tflm_heads[name].head == VWW[name][0]
+    if EXAMPLE_HEADS.get(name):
+        assert tflm_heads[name].head == EXAMPLE_HEADS[name]
 
 
-@needs_mlperf
-@pytest.mark.parametrize("name", MLPERF_MODELS)
-def test_mlperf_planned_model_verifies_in_tflm(name, tmp_path, capsys, tflm_heads):
-    src = MLPERF / name
+@pytest.mark.skipif(not SHARED_TFLITE, reason=f"{MLPERF} and {TFLM_EXAMPLES} are absent on this machine")
+@pytest.mark.parametrize("folder,name", SHARED_TFLITE, ids=shared_ids)
+def test_mlperf_planned_model_verifies_in_tflm(folder, name, tmp_path, capsys, tflm_heads):
+    """The head TFLM uses with arena's plan is the plan (its kernel scratch buffers included), never above
+    TFLM's own; the floors: VWW int8 55,296 B, mnist_lstm <= 1,536 B, dtln <= 1,424 B."""
+    src = folder / name
     out = tmp_path / "planned.tflite"
     code, text, err = run(capsys, "plan", src, "-o", out)
     assert code == 0, err
     plan = planfile.load(str(tmp_path / "planned.plan.json"))
-    report = tflm.verify(str(src), str(out), runs=5)
+    assert plan.optimal and plan.arena_size == plan.lower_bound
+    report = tflm.verify(str(src), str(out), runs=3)
     assert report.failures == [], report.failures
     assert report.tflm_planned.head == plan.arena_size == report.arena_head
     assert report.tflm_model.head == tflm_heads[name].head
     assert report.tflm_planned.head <= report.tflm_model.head
     if name in VWW:
         assert report.tflm_planned.head <= VWW[name][1]
+    if EXAMPLE_HEADS.get(name):
+        assert report.tflm_planned.head <= EXAMPLE_HEADS[name]
     if tflm.litert_available() is None:
         assert "planned model = model" in report.litert

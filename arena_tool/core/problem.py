@@ -160,6 +160,7 @@ EXECUTIONS = ("sequential", "pipelined")
 SCRATCHES = ("none", "row", "full")
 IOS = ("model", "int8")  # ModelOptions.io
 IO_BUFFERS = ("arena", "caller")  # ModelOptions.io_buffers
+KERNELS = ("reference", "cmsis_nn_dsp", "cmsis_nn_nodsp", "cmsis_nn_mve")  # ModelOptions.kernels (tflm_scratch)
 CLI_KINDS = ("text", "positive", "switch", "input_shape", "bitwidths_file")  # Option.cli
 
 
@@ -390,6 +391,15 @@ class ModelOptions:
         schema={"enum": list(IO_BUFFERS), "description": "arena: graph inputs and outputs are planned in the arena; "
                 "caller: they live in buffers the application owns (a camera DMA buffer), outside the arena"},
         plan_schema={"enum": list(IO_BUFFERS)})
+    kernels: str = option(
+        "reference", flag="--kernels", choices=KERNELS, cli_rank=14, omit_default=True,
+        help="the TFLM kernels a .tflite model runs on, whose scratch buffers the plan holds: reference "
+             "(default, the host interpreter's), cmsis_nn_dsp (Cortex-M4/M7/M33), cmsis_nn_nodsp (M0/M3), "
+             "cmsis_nn_mve (M55/M85)",
+        schema={"enum": list(KERNELS), "description": "the TFLite Micro kernels a .tflite model runs on: their "
+                "scratch buffers (RequestScratchBufferInArena) are planned, and their sizes depend on the kernels: "
+                "reference, or CMSIS-NN for a core with the DSP extension, without it, or with Helium (MVE)"},
+        plan_schema={"enum": list(KERNELS)})
 
     def to_doc(self) -> dict[str, Any]:
         """Every option as JSON values, maps sorted by key (an omit_default one only when set)."""

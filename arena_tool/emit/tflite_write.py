@@ -58,7 +58,8 @@ def offsets_for(mp: tflite_model.TfliteProblem, plan: PlanFile) -> list[int]:
     index = mp.index_of()
     offsets = [-1] * mp.subgraph_tensors
     for b in plan.buffers:
-        offsets[index[b.name]] = b.offset
+        if b.kind != "scratch":  # TFLM places the kernels' scratch buffers itself (planning.tflm_settled)
+            offsets[index[b.name]] = b.offset
     for name in mp.unreferenced:  # TFLM allocates them with an empty lifetime: they overlap nothing
         offsets[index[name]] = 0
     return offsets
@@ -160,7 +161,7 @@ def plan(model_path: str, options: ModelOptions, planner: str, params: planners.
     planning.check_planner_name(planner)
     mp = tflite_model.model_problem(model_path, options, order=order)
     problem = mp.problem()
-    result = planning.run_planner(planner, problem, params)  # TFLM never aliases: one buffer per tensor
+    result = planning.tflm_settled(mp, problem, planning.run_planner(planner, problem, params))  # no aliases in TFLM
     return planning.PlannedModel(mp, problem, result, planfile.build(mp, result, problem, k=params.k))
 
 

@@ -46,6 +46,7 @@ import numpy as np
 from arena_tool.core import dtypes
 from arena_tool.core.errors import ArenaError
 from arena_tool.core.problem import ModelOptions, ModelProblem, Quant, Step, Tensor, align_up
+from arena_tool.model import tflm_scratch
 
 IDENTIFIER = b"TFL3"
 KIND = "tflite"
@@ -256,6 +257,8 @@ class TfliteProblem(ModelProblem):
     unreferenced: tensors TFLM allocates although no operator, input or output uses
       them (TFLM gives them an empty lifetime); the writer places them at offset 0.
     subgraph_tensors: the tensor count over all subgraphs (the offline plan's N).
+    unknown_scratch: operators whose scratch requests arena cannot size before running them
+      (tflm_scratch.requests is None): a plan of this problem omits their bytes.
     """
 
     kind: str = KIND
@@ -264,6 +267,7 @@ class TfliteProblem(ModelProblem):
     variables: tuple[str, ...] = ()
     unreferenced: tuple[str, ...] = ()
     subgraph_tensors: int = 0
+    unknown_scratch: tuple[str, ...] = ()
 
     def index_of(self) -> dict[str, int]:
         return {n: i for i, n in enumerate(self.names)}
@@ -319,7 +323,8 @@ class _Builder:
                       field="alignment")
         if self.opt.scratch != "none":
             self.fail(f"scratch {self.opt.scratch!r}: TFLM's kernels request their own scratch buffers, which "
-                      f"TFLM plans itself", "use --scratch none for a .tflite model", field="scratch")
+                      f"arena plans from the kernels option", "use --scratch none (and --kernels) for a .tflite model",
+                      field="scratch")
         if self.opt.input_shapes:
             self.fail("input shapes of a .tflite model are fixed in the flatbuffer",
                       "drop --input-shape (or convert the model at the shape you want)", field="input_shapes")
@@ -455,6 +460,7 @@ class _Builder:
             kind = "input" if i in inputs else "output" if i in outputs else "activation"
             quant = self._quant(t) if run_dtype == dtype and dtype not in ("float32", "float16", "float64") else None
             out_tensors.append(Tensor(names[i], kind, run_dtype, shape, elements, size, first[i], last[i], None, quant))
+        scratch, unknown = self._scratch(order, ops, op_type, set(names))
 
         steps = []
         integer_ops = 0
@@ -474,13 +480,34 @@ class _Builder:
         weights_bytes = sum(buffer_bytes(m, b) for b in weight_buffers)
         return TfliteProblem(
             model=self.path, model_sha256=hashlib.sha256(self.data).hexdigest(), options=self.opt,
-            schedule=tuple(steps), tensors=tuple(reversed(out_tensors)), weights_bytes=weights_bytes,
+            schedule=tuple(steps), tensors=tuple(reversed(out_tensors + scratch)), weights_bytes=weights_bytes,
             integer_ops=integer_ops, qdq_fused=0,
             names=tuple(names), order=order,
             variables=tuple(names[i] for i in range(len(tensors)) if variable[i]),
             unreferenced=tuple(unreferenced),
             subgraph_tensors=sum(len(s.tensors or []) for s in m.subgraphs),
+            unknown_scratch=tuple(unknown),
         )
+
+    def _scratch(self, order: Sequence[int], ops: Sequence[Any], op_type: dict[int, str],
+                 taken: set[str]) -> tuple[list[Tensor], list[str]]:
+        """The kernels' scratch buffers (tflm_scratch), each live at its op's scope, in TFLM's request
+        order (operator by operator); and the operators whose requests arena cannot size."""
+        out: list[Tensor] = []
+        unknown: list[str] = []
+        for s, k in enumerate(order, start=1):
+            sizes = tflm_scratch.requests(self.m, ops[k], op_type[k], self.opt.kernels, self.types)
+            if sizes is None:
+                unknown.append(f"operator {k} ({op_type[k]})")
+                continue
+            for j, nbytes in enumerate(sizes):
+                name = f"scratch:{k}.{j}"
+                while name in taken:
+                    name += "_"
+                taken.add(name)
+                out.append(Tensor(name, "scratch", "uint8", (nbytes,), nbytes,
+                                  align_up(nbytes, self.opt.alignment), s, s))
+        return out, unknown
 
     def _check_hybrid(self, ops: Sequence[Any], op_type: dict[int, str], tensors: Sequence[Any],
                       weight: list[bool], info: dict[int, TensorInfo], names: list[str]) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from arena_tool.model import liveness
+from arena_tool.model import liveness, tflite_model, tflm_scratch
 from arena_tool.plan import split_arena
 from arena_tool.core.errors import ArenaError, CheckFailed
 from arena_tool.model.lowering import Lowered
@@ -116,6 +116,7 @@ def check(plan: PlanFile, mp: ModelProblem, plan_path: str, pairs: bool = True) 
     if plan.lower_bound != bound:
         problems.append(f"lower_bound {plan.lower_bound} B, the model's is {bound} B")
     problems += _claims(plan, planned_as, optimal=pairs)
+    problems += _tflm_scratch(plan, mp)
     if plan.is_split:
         problems += split_arena.check(plan)
     return problems
@@ -136,6 +137,31 @@ def _claims(plan: PlanFile, mp: ModelProblem, optimal: bool) -> list[str]:
         return [f"optimal: true, but greedy_size fits the same buffers in {greedy.arena_size} B < arena_size "
                 f"{plan.arena_size} B"]
     return []
+
+
+def _tflm_scratch(plan: PlanFile, mp: ModelProblem) -> list[str]:
+    """A .tflite plan's kernel scratch buffers sit where TFLM puts them around the planned tensors
+    (it takes offline offsets for tensors only), so the head TFLM uses is arena_size; and a plan
+    that omits scratch arena cannot size does not claim to be optimal."""
+    if plan.kind != tflite_model.KIND or plan.is_split:
+        return []
+    assert isinstance(mp, tflite_model.TfliteProblem)
+    out = []
+    if mp.unknown_scratch and plan.optimal:
+        out.append(f"optimal: true, but the plan omits the scratch buffers of {', '.join(mp.unknown_scratch)}, "
+                   f"which arena cannot size")
+    kind = {t.name: t.kind for t in mp.tensors}
+    bufs = [b for b in plan.buffers if b.name in kind]
+    if not any(kind[b.name] == "scratch" for b in bufs):
+        return out
+    where = tflm_scratch.tflm_placement([b.size for b in bufs], [b.first_op for b in bufs],
+                                        [b.last_op for b in bufs],
+                                        [None if kind[b.name] == "scratch" else b.offset for b in bufs])
+    for b, o in zip(bufs, where):
+        if kind[b.name] == "scratch" and b.offset != o:
+            out.append(f"{b.name}: offset {b.offset}, but TFLM places this kernel scratch buffer at {o} around "
+                       f"the planned tensors")
+    return out
 
 
 def _totals(plan: PlanFile, mp: ModelProblem) -> list[str]:

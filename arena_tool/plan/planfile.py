@@ -48,6 +48,7 @@ def build(mp: ModelProblem, plan: Plan, problem: Problem, k: int = 1,
         model=project_path(mp.model),
         model_kind=kind,
         persistent=tuple(getattr(mp, "variables", ())) if kind == "tflite" else None,  # TFLM's tail
+        unknown_scratch=tuple(getattr(mp, "unknown_scratch", ())) or None,
         model_sha256=mp.model_sha256,
         planner=plan.planner,
         k=k,
@@ -271,6 +272,7 @@ class PlanFile:
     arena_tool_version: str | None = None
     model_kind: str | None = None  # absent: onnx
     persistent: tuple[str, ...] | None = None  # tflite
+    unknown_scratch: tuple[str, ...] | None = None  # tflite: ops whose kernel scratch the plan omits
     baselines: PlanBaselines | None = None
     integer_ops: int | None = None
     qdq_fused: int | None = None
@@ -324,6 +326,7 @@ class PlanFile:
     def _parse(cls, doc: Mapping[str, Any]) -> "PlanFile":
         """from_json of a document already checked against the schema."""
         persistent, baselines = doc.get("persistent"), doc.get("baselines")
+        unknown = doc.get("unknown_scratch")
         regions, split = doc.get("regions"), doc.get("split")
         return cls(
             format_version=int(doc["format_version"]), model=str(doc["model"]),
@@ -336,6 +339,7 @@ class PlanFile:
             buffers=tuple(PlanBuffer.from_json(b) for b in doc["buffers"]),
             arena_tool_version=doc.get("arena_tool_version"), model_kind=doc.get("model_kind"),
             persistent=None if persistent is None else tuple(persistent),
+            unknown_scratch=None if unknown is None else tuple(unknown),
             baselines=None if baselines is None else PlanBaselines.from_json(baselines),
             integer_ops=doc.get("integer_ops"), qdq_fused=doc.get("qdq_fused"),
             regions=None if regions is None else tuple(PlanRegion.from_json(r) for r in regions),
@@ -348,7 +352,8 @@ class PlanFile:
             **_opt(arena_tool_version=self.arena_tool_version),
             "model": self.model,
             **_opt(model_kind=self.model_kind,
-                   persistent=None if self.persistent is None else list(self.persistent)),
+                   persistent=None if self.persistent is None else list(self.persistent),
+                   unknown_scratch=None if self.unknown_scratch is None else list(self.unknown_scratch)),
             "model_sha256": self.model_sha256,
             "planner": self.planner,
             "k": self.k,

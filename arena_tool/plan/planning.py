@@ -11,12 +11,12 @@ import dataclasses
 import time
 from typing import Sequence
 
-from arena_tool.model import liveness, optable, tflite_model
+from arena_tool.model import liveness, optable, tflite_model, tflm_scratch
 from arena_tool.plan import planfile, planners, split_arena, validate
 from arena_tool.core.errors import ArenaBug, ArenaError, did_you_mean
 from arena_tool.model.lowering import Lowered
-from arena_tool.plan.planfile import PlanBaselines, PlanFile
-from arena_tool.core.problem import ModelOptions, ModelProblem, Plan, Problem, lower_bound
+from arena_tool.plan.planfile import PlanBaselines, PlanFile, model_kind
+from arena_tool.core.problem import ModelOptions, ModelProblem, Plan, Problem, Status, arena_size, lower_bound
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +64,7 @@ def plan_model(path: str, options: ModelOptions, planner: str, params: planners.
     lowered = None if tflite_model.is_tflite(path) else liveness.lower(path, options)  # loaded once
     mp = liveness.model_problem(path, options, lowered=lowered)
     problem = mp.problem()
-    plan = run_planner(planner, problem, params)
+    plan = tflm_settled(mp, problem, run_planner(planner, problem, params))
     if any(t.alias_of for t in mp.tensors):
         # An alias group is one rectangle, so sharing can in rare layouts pack worse than
         # separate buffers; when the plan is above what separate buffers could need at best,
@@ -77,6 +77,45 @@ def plan_model(path: str, options: ModelOptions, planner: str, params: planners.
                 mp, problem, plan = flat, flat_problem, alt
     return PlannedModel(mp, problem, plan, planfile.build(mp, plan, problem, k=params.k,
                                                           baselines=_baselines(path, mp, lowered)))
+
+
+def tflm_settled(mp: ModelProblem, problem: Problem, plan: Plan) -> Plan:
+    """A .tflite plan with its kernel scratch buffers where TFLM will put them.
+
+    TFLM takes the offline plan's offsets for tensors only: it places every scratch buffer
+    itself, after the tensors, first fit (tflm_scratch.tflm_placement). So the plan keeps the
+    planner's tensor offsets and takes TFLM's for the scratch: the head TFLM uses is then the
+    plan's arena_size. A single scratch buffer per op (or equal sizes) never lands above the
+    planner's; where TFLM's first fit of unequal buffers lands higher, the optimality claim
+    goes (best_bound keeps the planner's proof). A plan that omits scratch arena cannot size
+    (``unknown_scratch``) claims no optimality either.
+    """
+    if model_kind(mp) != tflite_model.KIND:
+        return plan
+    assert isinstance(mp, tflite_model.TfliteProblem)
+    kinds = {t.name: t.kind for t in mp.tensors}
+    scratch = [kinds[b.name] == "scratch" for b in problem.buffers]
+    if any(scratch):
+        bufs = problem.buffers
+        offsets = tuple(tflm_scratch.tflm_placement([b.size for b in bufs], [b.start for b in bufs],
+                                                     [b.end for b in bufs],
+                                                     [None if s else o for s, o in zip(scratch, plan.offsets)]))
+        size = arena_size(bufs, offsets)
+        bad = validate.violations(dataclasses.replace(problem, capacity=None), offsets, size)
+        if bad:
+            raise ArenaBug(f"TFLM's placement of the scratch buffers overlaps: {bad[0].message}")
+        if size > plan.arena_size:
+            best = max(plan.best_bound or plan.lower_bound, plan.arena_size if plan.optimal else 0)
+            plan = dataclasses.replace(plan, offsets=offsets, arena_size=size, optimal=False,
+                                       status=Status.HEURISTIC, best_bound=best)
+        else:  # first fit can only be lower than a non-optimal planner's (it is a valid placement)
+            proven = size == plan.lower_bound
+            plan = dataclasses.replace(plan, offsets=offsets, arena_size=size,
+                                       optimal=True if proven else plan.optimal,
+                                       status=Status.PROVEN if proven else plan.status)
+    if mp.unknown_scratch:
+        plan = dataclasses.replace(plan, optimal=False, status=Status.HEURISTIC)
+    return plan
 
 
 def plan_split(path: str, options: ModelOptions, planner: str, params: planners.Params,

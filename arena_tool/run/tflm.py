@@ -37,7 +37,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from arena_tool.model import tflite_model
+from arena_tool.model import tflite_model, tflm_scratch
 from arena_tool.plan import planfile, validate
 from arena_tool.target import board_report
 from arena_tool.emit import tflite_write
@@ -267,19 +267,22 @@ class TflmCheck:
 
 
 def planned_head(mp: tflite_model.TfliteProblem, offsets: Sequence[int]) -> tuple[int, list[str], list[str]]:
-    """(head of the offline plan, tensors TFLM plans itself although they are arena tensors, overlaps)."""
+    """(the head TFLM uses with the offline plan ``offsets``, tensors TFLM plans itself although they
+    are arena tensors, overlaps). The kernels' scratch buffers (mp's, for its kernels) are placed
+    as TFLM places them, around the planned tensors (tflm_scratch.tflm_placement)."""
     index = mp.index_of()
-    head = 0
     online = []
-    bufs, offs = [], []
+    bufs: list[Buffer] = []
+    fixed: list[int | None] = []
     for t in mp.tensors:
-        o = offsets[index[t.name]]
-        if o < 0:
+        o = -1 if t.kind == "scratch" else offsets[index[t.name]]
+        if o < 0 and t.kind != "scratch":
             online.append(t.name)
-            continue
-        head = max(head, o + t.size)
         bufs.append(Buffer(t.name, t.size, t.first_op, t.last_op, tflite_model.TFLM_ALIGNMENT))
-        offs.append(o)
+        fixed.append(None if o < 0 else o)
+    offs = tflm_scratch.tflm_placement([b.size for b in bufs], [b.start for b in bufs], [b.end for b in bufs],
+                                       fixed)
+    head = max((o + b.size for b, o in zip(bufs, offs) if b.name not in online), default=0)  # the rest is TFLM's
     overlaps = [v.message for v in validate.violations(Problem(tuple(bufs)), offs, head)
                 if v.reason == validate.Reason.OVERLAP]
     return head, online, overlaps
