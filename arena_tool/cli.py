@@ -179,6 +179,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         ("weights", f"{fmt_bytes(mp.weights_bytes)} (flash)"),
         *([("persistent", f"{len(variables)} variable tensors (TFLM's tail, outside the arena)")]
           if (variables := getattr(mp, "variables", ())) else []),
+        *([("scratch", _scratch_line(mp))] if tflite else []),
         ("options", _options_line(args.k, pm.plan_file.options)),
     ]))
     if planned_model:
@@ -201,6 +202,19 @@ def cmd_plan(args: argparse.Namespace) -> int:
                           f"by {fmt_bytes(pm.plan.arena_size - args.budget)}", file=args.model,
                           hint="try --planner optimal, --activation-dtype int8, or a bigger RAM region")
     return EXIT_OK
+
+
+def _scratch_line(mp: Any) -> str:
+    """A .tflite plan's kernel scratch buffers, and the ops whose scratch it cannot size."""
+    from arena_tool.model import tflm_scratch
+
+    bufs = [t for t in mp.tensors if t.kind == "scratch"]
+    line = (f"{len(bufs)} kernel scratch buffers, {fmt_bytes(sum(t.size for t in bufs))} "
+            f"({tflm_scratch.describe(mp.options.kernels)}), where TFLM places them")
+    if mp.unknown_scratch:
+        line += (f"; NOT sized: {', '.join(mp.unknown_scratch)} (the plan omits their bytes, so it claims no "
+                 f"optimality; arena-tool verify measures the head TFLM uses)")
+    return line
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -187,7 +187,12 @@ def tflm_measure(model_path: str, plan: PlanFile, plan_path: str) -> tuple[bytes
     OfflineMemoryAllocation metadata). TFLM's host interpreter (tflite-micro wheel, reference
     kernels) loads them and runs one seeded input: its head must be the plan's arena_size
     (else the plan and TFLM disagree: CheckFailed), its tail is the persistent part
-    (interpreter structs, kernel data, variables). The allocation document:
+    (interpreter structs, kernel data, variables). A plan for other kernels (CMSIS-NN) holds
+    their scratch buffers, which the host's reference kernels do not request: there the host's
+    head must be the plan's tensors with the reference kernels' scratch placed as TFLM places
+    it (host_head), which proves TFLM took the offsets, and the head is the plan's. A plan that
+    omits scratch arena cannot size (unknown_scratch) takes the head the host measured, which is
+    never below the plan's. The allocation document:
     {"model", "model_sha256", "planned_sha256", "planned_bytes", "head", "tail", "tensor_arena_size", "note"}.
     """
     mp = tflite_write.check_plan(model_path, plan, plan_path)
@@ -195,16 +200,33 @@ def tflm_measure(model_path: str, plan: PlanFile, plan_path: str) -> tuple[bytes
                                       tflite_write.offsets_for(mp, plan), mp.order)
     ins, _ = io_specs(tflite_model.parse(data, model_path))
     run = run_tflm(data, model_path, random_inputs(ins, 1, 0))
-    head = plan.arena_size
-    if run.allocation.head != head:
+    head = want = host_head(mp, plan, data, model_path)
+    measured = bool(mp.unknown_scratch) and run.allocation.head > want
+    if run.allocation.head != want and not measured:
         raise CheckFailed(f"TFLM's head is {fmt_bytes(run.allocation.head)} for the planned model, arena's plan "
-                          f"says {fmt_bytes(head)}", file=model_path,
+                          f"says {fmt_bytes(want)}", file=model_path,
                           hint="TFLM did not take the offline plan as written; check with arena-tool verify")
+    if plan.options.kernels != "reference":
+        head = plan.arena_size
+    elif measured:
+        head = run.allocation.head
     tail = run.allocation.tail
     return data, {"model": plan.model.replace("\\", "/"), "model_sha256": plan.model_sha256,
                   "planned_sha256": hashlib.sha256(data).hexdigest(), "planned_bytes": len(data), "head": head,
                   "tail": tail, "tensor_arena_size": board_report.tflm_arena_size(head, tail),
                   "note": board_report.TFLM_NOTE}
+
+
+def host_head(mp: tflite_model.TfliteProblem, plan: PlanFile, data: bytes, path: str) -> int:
+    """The head the host interpreter (reference kernels) must use with the planned model ``data``:
+    the plan's arena_size for a reference-kernel plan, else its tensors' offsets with the reference
+    kernels' scratch placed where TFLM places it."""
+    if plan.options.kernels == "reference":
+        return plan.arena_size
+    ref = tflite_model.problem_from_bytes(data, path, dataclasses.replace(plan.options, kernels="reference"))
+    offsets = tflite_model.offline_offsets(tflite_model.parse(data, path))
+    assert offsets is not None  # planned_bytes wrote them
+    return planned_head(ref, offsets)[0]
 
 
 def litert_available() -> str | None:
@@ -295,6 +317,7 @@ def verify(model_path: str, planned_path: str, runs: int = 5, seed: int = 0) -> 
     data = tflite_model.read_bytes(model_path)
     model = tflite_model.parse(data, model_path)
     tflite_model.problem_from_bytes(data, model_path, ModelOptions())  # every refusal, named, before TFLM
+    kernels_note = ""
     if tflite_model.is_tflite(planned_path):
         planned = tflite_model.read_bytes(planned_path)
         pmodel = tflite_model.parse(planned, planned_path)
@@ -305,6 +328,10 @@ def verify(model_path: str, planned_path: str, runs: int = 5, seed: int = 0) -> 
         planned = tflite_write.planned_bytes(data, model_path, tflite_write.offsets_for(mp_plan, plan), mp_plan.order)
         pmodel = tflite_model.parse(planned, planned_path)
         label = f"{planned_path} (written in memory)"
+        if plan.options.kernels != "reference":
+            kernels_note = (f"the plan is for {tflm_scratch.describe(plan.options.kernels)}: its head "
+                            f"{fmt_bytes(plan.arena_size)} holds their scratch buffers; the host runs TFLM's "
+                            f"reference kernels, whose scratch TFLM places around the same tensors")
     offsets = tflite_write.offline_plan(pmodel)
     if offsets is None:
         raise ArenaError("the planned model has no OfflineMemoryAllocation metadata", file=planned_path,
@@ -329,6 +356,8 @@ def verify(model_path: str, planned_path: str, runs: int = 5, seed: int = 0) -> 
              f"TFLM {label}: head {fmt_bytes(got.allocation.head)}, tail {fmt_bytes(got.allocation.tail)}, "
              f"total {fmt_bytes(got.allocation.total)} (arena's plan: {fmt_bytes(head)}, "
              f"saves {fmt_bytes(ref.allocation.head - got.allocation.head)})"]
+    if kernels_note:
+        lines.append(kernels_note)
     if got.allocation.head != head:
         who = (f"TFLM planned {', '.join(online)} itself (offset -1)" if online else
                "TFLM placed buffers arena did not plan (kernel scratch buffers)")
