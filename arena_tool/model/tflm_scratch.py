@@ -95,7 +95,7 @@ def _lstm(op: Op, kernels: str) -> list[int]:
     return [size] * n
 
 
-def _svdf(op: Op, kernels: str) -> list[int]:
+def _svdf(op: Op, kernels: str) -> list[int] | None:
     """svdf: int32 (float) batch x filters, and for int8 int32 batch x units (CMSIS-NN's too,
     whose DSP and no-DSP kernels need no more)."""
     batch = op.shape(0)[0]
