@@ -111,6 +111,11 @@ def test_unknown_custom_op_scratch_is_never_optimal(tmp_path, capsys):
     planfile.write(str(tmp_path / "p.json"), pm.plan_file)
     code, out, err = run(capsys, "check", src, tmp_path / "p.json")
     assert code == 0, err
+    from arena_tool.builder import gate
+
+    use = gate.model_use("custom", str(tmp_path / "p.json"), pm.plan_file)
+    assert use.unknown_scratch == ("operator 1 (CUSTOM:MyOp)",) and not use.proven  # nor in the build's report
+    assert use.to_json()["unknown_scratch"] == ["operator 1 (CUSTOM:MyOp)"]
     doc = json.loads((tmp_path / "p.json").read_text())
     doc["optimal"], doc["status"] = True, "proven"
     (tmp_path / "claim.json").write_text(json.dumps(doc))
