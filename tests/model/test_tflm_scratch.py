@@ -178,6 +178,18 @@ def test_cmsis_nn_plan_holds_its_scratch_and_check_rederives_it(tmp_path, capsys
         mp = tflite_model.model_problem(str(path), plan.options)
         assert plancheck.check(plan, mp, str(out)) == []
         assert plancheck.check(plan, tflite_model.model_problem(str(path), ModelOptions()), str(out)) != []
+        again = tmp_path / "again.plan.json"
+        assert run(capsys, "plan", path, "--kernels", "cmsis_nn_dsp", "-o", again)[0] == 0
+        assert _without_seconds(again) == _without_seconds(out)  # same inputs, same plan
+        # The host runs reference kernels: their scratch, placed by TFLM around the same tensors, is its head.
+        _, alloc = tflm.tflm_measure(str(path), plan, str(out))
+        assert alloc["head"] == head
+
+
+def _without_seconds(path):
+    doc = json.loads(path.read_text())
+    doc.pop("seconds", None)
+    return doc
 
 
 def test_verify_reports_the_head_measured_for_scratch_arena_cannot_size(tmp_path, capsys, monkeypatch):
