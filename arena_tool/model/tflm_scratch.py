@@ -51,15 +51,22 @@ class Op:
     def present(self, k: int) -> bool:
         return k < len(self.ins) and self.ins[k] >= 0
 
+    def tensor(self, k: int, output: bool = False) -> Any:
+        """Input (or output) k; an absent one (index -1) is an IndexError, as a missing dimension is."""
+        index = (self.outs if output else self.ins)[k]
+        if index < 0:
+            raise IndexError(f"{'output' if output else 'input'} {k} is absent")
+        return self.tensors[index]
+
     def shape(self, k: int, output: bool = False) -> tuple[int, ...]:
-        t = self.tensors[(self.outs if output else self.ins)[k]]
+        t = self.tensor(k, output)
         return tuple(int(d) for d in (t.shape if t.shape is not None else ()))
 
     def type(self, k: int, output: bool = False) -> str:
-        return self.types.get(self.tensors[(self.outs if output else self.ins)[k]].type, "?")
+        return self.types.get(self.tensor(k, output).type, "?")
 
     def scales(self, k: int) -> int:
-        q = self.tensors[self.ins[k]].quantization
+        q = self.tensor(k).quantization
         return len(q.scale) if q is not None and q.scale is not None else 0
 
     def opt(self, name: str, default: int) -> int:
@@ -265,7 +272,10 @@ def requests(model: Any, op: Any, op_type: str, kernels: str, types: dict[int, s
     rule = _RULES.get(op_type)
     if rule is None:
         return []  # every other builtin kernel of TFLM (reference and CMSIS-NN) requests none
-    sizes = rule(Op(model, op, types), kernels)
+    try:
+        sizes = rule(Op(model, op, types), kernels)
+    except (IndexError, ValueError, TypeError, ZeroDivisionError):
+        return None  # an operator of another shape than its kernel takes (TFLM would refuse it): not sized
     return None if sizes is None else [s for s in sizes if s > 0]
 
 

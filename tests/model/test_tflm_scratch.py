@@ -215,3 +215,13 @@ def test_verify_reports_the_head_measured_for_scratch_arena_cannot_size(tmp_path
     head["extra"] = -16  # below the plan: TFLM did not use the plan as written
     code, out, err = run(capsys, "verify", src, tmp_path / "p.tflite", "--runs", "1")
     assert code == 1 and "differs from arena's plan" in err
+
+
+def test_an_op_its_kernel_would_refuse_is_not_sized_and_not_a_crash(tmp_path):
+    """A MEAN without its axes input (TFLM's kernel would refuse it): arena cannot size its scratch, so
+    the plan says so, rather than a traceback."""
+    data = build([("x", "FLOAT32", [1, 4, 4, 8], None), ("m", "FLOAT32", [1, 1, 1, 8], None)],
+                 [("MEAN", [0, -1], [1], _keep_dims())], [0], [1])
+    src = tmp_path / "bad_mean.tflite"
+    src.write_bytes(data)
+    assert tflite_model.model_problem(str(src), ModelOptions()).unknown_scratch == ("operator 0 (MEAN)",)
