@@ -14,16 +14,19 @@ its text::
     gate          gate.gate; once it passes, the board's arena C file and linker script (or fragment)
     elf           ``link(build, elf, command, env)``: the link, its output captured; then check_elf
     final_report  the gate's report, measured on the ELF when linked, and its views
+    status        an alias's end: exit non-zero when one of its boards' reports failed
     run           the run alias: each ELF under QEMU, its run_report.json
 
 Every function raises ArenaError for what the user can fix; ``guarded`` renders it once and
 turns it into the build's exit status (1 a failed check, 2 an input error, 3 an arena bug).
-A board whose gate, link or ELF check fails gets its ``arena_report.json`` (and its views)
-saying why, and loses its generated files, so no stale script or ELF survives.
+A board whose gate, link or ELF check fails is not a failed step: its message is printed, its
+``arena_report.json`` (and its views) says why, it loses its generated files (no stale script
+or ELF survives), ``Build.ready`` skips what only failed boards need, and the other boards
+build on; the alias's ``status`` step then gives the build its exit status.
 
 It sits on top of the stages, beside ``cli`` (tests/test_layering.py): a step runs stages up
 to the report's views. Each step imports what it uses when it runs: every SCons run, a no-op
-one too, imports this module for :class:`Build` and ``as_recorded``, and a no-op build runs no
+one too, imports this module for :class:`Build` and ``recorded_only``, and a no-op build runs no
 step.
 """
 
@@ -38,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from arena_tool.core.errors import ArenaError
     from arena_tool.model.lowering import Lowered
     from arena_tool.target.manifest import BoardTarget
     from arena_tool.target.board_report import BoardProblem, BoardReport, OpMacs
@@ -76,7 +80,10 @@ class Build:
     gate's and the ELF's path; lowered: (plan path, model sha) -> the lowered model the coverage
     check reads (a model shared by boards is lowered once per build); written: the reports a
     failure wrote during this build (the summary shows those boards too); qemu_timeout: seconds
-    a firmware may run under the run alias.
+    a firmware may run under the run alias; needs: target path -> the gates of the boards it is
+    made for (``build_graph.Node.gates``); failed: board -> the report of each board whose gate,
+    link or ELF check failed during this build (the report step writes it again after SCons
+    removed its targets); gate_verdicts: gate path -> whether it passed (this build's, or read).
     """
 
     docs: Mapping[str, Mapping[str, Any]]
@@ -85,7 +92,10 @@ class Build:
     elves: dict[str, Elf] = field(default_factory=dict)
     lowered: dict[tuple[str, str], Lowered] = field(default_factory=dict)
     written: set[str] = field(default_factory=set)
+    needs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    failed: dict[str, BoardReport] = field(default_factory=dict)
     _targets: dict[str, BoardTarget] = field(default_factory=dict)
+    gate_verdicts: dict[str, bool] = field(default_factory=dict)
 
     def target(self, name: str) -> BoardTarget:
         """The manifest.BoardTarget of board ``name``, its board included (made once per build)."""
@@ -99,6 +109,34 @@ class Build:
     def board_of_report(self, path: str) -> str:
         return next(g.board for g in self.gates.values() if os.path.normpath(g.report) == os.path.normpath(path))
 
+    def ready(self, target: str) -> bool:
+        """Whether to make ``target``: one of the boards it is made for passed its gate and has
+        not failed since (a target made for no board in particular always is)."""
+        gates = self.needs.get(target)
+        return not gates or any(self.passed(g) for g in gates)
+
+    def passed(self, gate: str) -> bool:
+        """Whether the board of ``gate`` (a gate's path) is still good: its gate's report passed
+        (read once; a dry run, before any gate ran, reads none) and nothing failed since."""
+        if self.gates[gate].board in self.failed:
+            return False
+        if gate not in self.gate_verdicts:
+            from arena_tool.target import board_report
+
+            self.gate_verdicts[gate] = not os.path.exists(gate) or board_report.read(gate).passed
+        return self.gate_verdicts[gate]
+
+    def fail(self, board: str, report: str, rep: BoardReport) -> None:
+        """Board ``board`` failed: say why (its problems' lines, on stderr), write its report and
+        views, and skip from now on what only it needs."""
+        from arena_tool.target import board_report
+
+        failed = board_report.failure(rep)
+        assert failed is not None, "a failed board has a problem"
+        _say(failed)
+        _write_failed(self, report, rep)
+        self.failed[board] = rep
+
 
 def guarded(body: Callable[[], None]) -> None:
     """Run one action: an ArenaError is its message (the gate's lines as they stand) and its exit
@@ -111,9 +149,7 @@ def guarded(body: Callable[[], None]) -> None:
     try:
         body()
     except ArenaError as err:
-        text = err.msg if err.msg.startswith("arena: ") and not err.file else err.render()
-        sys.stderr.write(text + "\n")
-        sys.stderr.flush()
+        _say(err)
         raise SystemExit(err.exit_code) from None
     except OSError as err:  # disk full, read-only build folder: the machine's, not an arena bug
         sys.stderr.write(os_error(err, "access the file").render() + "\n")
@@ -125,6 +161,13 @@ def guarded(body: Callable[[], None]) -> None:
         traceback.print_exc()
         sys.stderr.write("arena: this is an arena bug; please report it\n")
         raise SystemExit(EXIT_BUG) from None
+
+
+def _say(err: ArenaError) -> None:
+    """An error on stderr: the gate's lines as they stand, anything else rendered with its place."""
+    text = err.msg if err.msg.startswith("arena: ") and not err.file else err.render()
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
 
 
 def _posix(path: str) -> str:
@@ -224,8 +267,8 @@ def _lowered(build: Build, model_path: str, plan_path: str, p: PlanFile) -> Lowe
 
 def gate(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
     """[arena_gate.json, arena C file, its header, linker script] <- [every plan, every tflm.json
-    (runtime: tflm), ...]: gate.gate; a failure writes the report, deletes the board's
-    generated files and raises; a pass writes what follows from the report."""
+    (runtime: tflm), ...]: gate.gate; a failure deletes the board's generated files and fails
+    the board (``Build.fail``); a pass writes what follows from the report."""
     from arena_tool.plan import planfile
     from arena_tool.target import board_report
     from arena_tool.builder import gate as gate_module
@@ -259,13 +302,13 @@ def gate(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
                 problems += gate_module.runtime_problems(t.name, spec.name, p, lowered)
     rep = gate_module.gate(t, plans, fastest, problems, tflm=alloc, macs=macs)
     board_report.write(targets[0], rep)
-    failed = board_report.failure(rep)
-    if failed is not None:
+    build.gate_verdicts[targets[0]] = rep.passed
+    if not rep.passed:
         for path in g.deleted:
             if os.path.exists(path):
                 os.unlink(path)
-        _write_failed(build, g.report, rep)
-        raise failed
+        build.fail(g.board, g.report, rep)
+        return
     if rep.warning:
         sys.stdout.write(rep.warning + "\n")
     if len(targets) > 1:
@@ -336,11 +379,12 @@ def _write_fragment(rep: BoardReport, t: BoardTarget, path: str) -> None:
 
 
 def link(build: Build, elf: str, command: Sequence[str], env: Mapping[str, str]) -> None:
-    """Run the link ``command`` with its output captured: a failed link still writes the board's
-    report (status over, naming the region, when ld says one overflowed; else error, exit 2)."""
+    """Run the link ``command`` with its output captured: a failed link fails the board, its
+    report saying why (status over, naming the region, when ld says one overflowed; else error,
+    exit 2), and leaves no ELF."""
     from arena_tool.emit import linker
     from arena_tool.target import board_report
-    from arena_tool.core.errors import EXIT_USAGE, ArenaError
+    from arena_tool.core.errors import ArenaError
 
     try:
         p = subprocess.run(list(command), env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -354,12 +398,9 @@ def link(build: Build, elf: str, command: Sequence[str], env: Mapping[str, str])
     e = build.elves[elf]
     t = build.target(e.board)
     rep = linker.link_failure(board_report.read(e.gate), p.stdout, t.board.flash.name, _region_lengths(t))
-    _write_failed(build, e.report, rep)
-    failed = board_report.failure(rep)
-    assert failed is not None, "a failed link is a failed report"
-    if rep.status == "error":
-        failed.exit_code = EXIT_USAGE  # not a budget: a source or a flag the linker refused
-    raise failed
+    if os.path.exists(elf):
+        os.unlink(elf)
+    build.fail(e.board, e.report, rep)
 
 
 def _region_lengths(t: BoardTarget) -> dict[str, int]:
@@ -374,40 +415,66 @@ def _region_lengths(t: BoardTarget) -> dict[str, int]:
 
 
 def check_elf(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
-    """The ELF check against the gate's report; a failure deletes the ELF and says so in the report."""
+    """The ELF check against the gate's report; a failure deletes the ELF and fails the board."""
     from arena_tool.run import elfcheck
     from arena_tool.target import board_report
-    from arena_tool.core.errors import ArenaError
+    from arena_tool.core.errors import CheckFailed
 
     elf = targets[0]
     e = build.elves[elf]
     rep = board_report.read(e.gate)
     try:
         elfcheck.check(elf, build.target(e.board).board, rep)
-    except ArenaError as err:
+    except CheckFailed as err:
         if os.path.exists(elf):
             os.unlink(elf)
         msg = err.msg if err.msg.startswith(rep.board + ": ") else f"{rep.board}: {err.msg}"
-        _write_failed(build, e.report, board_report.with_problem(rep, board_report.BoardProblem("elf", f"arena: {msg}")))
-        raise
+        build.fail(e.board, e.report,
+                   board_report.with_problem(rep, board_report.BoardProblem("elf", f"arena: {msg}")))
 
 
 def final_report(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
     """arena_report.{json,html,md} <- [gate, ELF when linked]: the gate's report, with RAM and
-    flash measured on the ELF when linked."""
+    flash measured on the ELF when linked; a board that failed already has its report."""
     from arena_tool.run import elfcheck
     from arena_tool.target import board_report
 
+    board = build.board_of_report(targets[0])
+    if board in build.failed:  # the gate, the link or the ELF check said why (Build.fail)
+        _write_failed(build, targets[0], build.failed[board])
+        return
     rep = board_report.read(sources[0])
-    elf = sources[1] if len(sources) > 1 else None
+    elf = sources[1] if len(sources) > 1 and rep.passed else None
     if elf is not None:
         ram, flash = elfcheck.usage(elf)
-        rep = board_report.with_elf(rep, ram, flash, build.target(build.elves[elf].board).board.flash.name)
+        rep = board_report.with_elf(rep, ram, flash, build.target(board).board.flash.name)
+    if not rep.passed:
+        build.fail(board, targets[0], rep)
+        return
     board_report.write(targets[0], rep)
     _write_views(build, targets[0], rep, elf)
-    failed = board_report.failure(rep)
-    if failed is not None:
-        raise failed
+
+
+def status(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
+    """build/.arena_status_<alias>.json <- each board's report (or gate) the alias built: written
+    when every one passed; else removed (the next build asks again) and the build exits with
+    the worst board's status (1 a failed check, 2 a link the linker refused). Each failed
+    board's lines were printed when it failed; the summary lists every board's outcome."""
+    from arena_tool.target import board_report
+    from arena_tool.core.files import write_atomic
+
+    outcome = {}
+    code = 0
+    for path in sources:
+        rep = board_report.read(path)
+        failed = board_report.failure(rep)
+        outcome[rep.board] = rep.status
+        code = max(code, failed.exit_code if failed else 0)
+    if code:
+        if os.path.exists(targets[0]):
+            os.unlink(targets[0])
+        raise SystemExit(code)
+    write_atomic(targets[0], json.dumps({"boards": outcome}, indent=1, sort_keys=True) + "\n")
 
 
 # ---------------------------------------------------------------- the run alias
@@ -415,16 +482,20 @@ def final_report(build: Build, targets: Sequence[str], sources: Sequence[str]) -
 
 def run(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
     """The run alias: each ELF of ``sources`` under QEMU (-icount shift=0), its board's
-    run_report.json, its table."""
+    run_report.json, its table; a board that failed has no ELF to run and fails the alias."""
     from arena_tool.run import qemu, runreport
     from arena_tool.target import board_report
     from arena_tool.core.errors import CheckFailed
 
     tables = []
-    failed = None
+    failed: BaseException | None = None
     for elf in sources:
         e = build.elves[elf]
         t = build.target(e.board)
+        if not os.path.exists(elf):  # its gate, link or ELF check failed and said why
+            skipped = board_report.failure(board_report.read(e.report)) if os.path.exists(e.report) else None
+            failed = failed or SystemExit(skipped.exit_code if skipped else 1)
+            continue
         machine = t.board.qemu
         assert machine is not None, "the run alias holds only boards with a qemu machine"
         rc, output = qemu.run(elf, machine, build.qemu_timeout, icount=True)
@@ -473,10 +544,43 @@ def as_recorded(recorded: tuple[str | None, Any, Any], stamp: tuple[Any, Any], c
     return verdicts[key]
 
 
+Decide = Callable[..., bool]  # an SCons Decider: (dependency, target, prev_ni, repo_node=None) -> changed
+
+
+def recorded_only(inner_source: Decide, inner_target: Decide) -> Decide:
+    """An SCons Decider (``env.Decider``) that also rebuilds a target whose file is not the one
+    SCons recorded (``as_recorded``), over an environment's own deciders for sources and for
+    built dependencies (``env.decide_source``/``decide_target``; SCons nodes are read through
+    their methods only). It runs once per (input, target) pair; the answer for a target is
+    kept with the record it was checked against (SCons makes a new one on a build)."""
+    verdicts: dict[tuple[str, Any], bool] = {}
+    checked: dict[Any, tuple[Any, bool]] = {}  # target node -> (its stored info, whether its file is recorded)
+
+    def recorded(target: Any) -> bool:
+        ninfo = getattr(target.get_stored_info(), "ninfo", None)
+        if not hasattr(target, "get_content_hash") or not target.exists():
+            return True  # SCons rebuilds a missing file anyway
+        record = (getattr(ninfo, "csig", None), getattr(ninfo, "timestamp", None), getattr(ninfo, "size", None))
+        stamp = (target.get_timestamp(), target.get_size())
+        return as_recorded(record, stamp, target.get_content_hash, verdicts, target.get_abspath())
+
+    def decide(dependency: Any, target: Any, prev_ni: Any, repo_node: Any = None) -> bool:
+        inner = inner_target if dependency.has_builder() else inner_source
+        if inner(dependency, target, prev_ni, repo_node):
+            return True
+        info = target.get_stored_info()
+        seen = checked.get(target)
+        if seen is None or seen[0] is not info:
+            seen = checked[target] = (info, recorded(target))
+        return not seen[1]
+
+    return decide
+
+
 # ---------------------------------------------------------------- arena-tool generate
 
-# the order generate runs the graph's kinds in: the gate passes before any table is made (as the
-# SCons tool's Requires orders them), the report last
+# the order generate runs the graph's kinds in: the gates before any table is made (as the
+# SCons tool's Requires orders them), the reports last, then the default alias's status
 _GENERATE_ORDER = {"plan": 0, "tflm": 1, "gate": 2, "tables": 3, "tflm_tables": 4, "report": 5}
 _COMSTR = {"plan": "Planning", "tflm": "Generating", "gate": "Checking budget", "tables": "Generating",
            "tflm_tables": "Generating", "report": "Checking"}
@@ -484,10 +588,12 @@ _COMSTR = {"plan": "Planning", "tflm": "Generating", "gate": "Checking budget", 
 
 @dataclass(frozen=True)
 class Generated:
-    """What ``generate`` made: per board its depfile, and the reports it wrote (for the summary)."""
+    """What ``generate`` made: per board its depfile, the reports it wrote (for the summary), and
+    the exit status (``status``: 0, or the worst failed board's)."""
 
     depfiles: tuple[str, ...]
     reports: tuple[str, ...]
+    status: int = 0
 
 
 def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequence[str] = (),
@@ -496,8 +602,10 @@ def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequen
     and the same steps, with paths relative to the current folder (the project, as SCons's):
     byte-identical outputs. Before any step runs, each board's depfile (``<out>/<board>/arena.d``,
     or ``depfile`` for one board) names every file its outputs are made from, so an outer build
-    (Make, Ninja, CMake) reruns this exactly when one changes, a failed gate too. A failing step
-    raises SystemExit with the gate's exit code, its message printed once (``guarded``)."""
+    (Make, Ninja, CMake) reruns this exactly when one changes, a failed gate too. A board that
+    fails is a verdict, as in SCons: its lines are printed, the other boards are made, and
+    ``Generated.status`` is the exit status; any other failing step raises SystemExit with its
+    exit code, its message printed once (``guarded``)."""
     from arena_tool.builder import build_graph, noop_cache
     from arena_tool.core import files
 
@@ -513,7 +621,7 @@ def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequen
     graph = build_graph.plan(doc, out, build_graph.Toolchain(link=False, root=root), board)
     if depfile is not None and len(graph.boards) != 1:
         guarded(lambda: _one_board(len(graph.boards)))
-    build = Build({t["name"]: t for t in doc["targets"]})
+    build = Build({t["name"]: t for t in doc["targets"]}, needs={n.targets[0]: n.gates for n in graph.nodes if n.gates})
     by_name = {t["name"]: t for t in doc["targets"]}
     depfiles = []
     for b in graph.boards:
@@ -528,12 +636,20 @@ def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequen
         return Generated(tuple(depfiles), ())
     steps = sorted((n for n in graph.nodes if n.kind in _GENERATE_ORDER), key=lambda n: _GENERATE_ORDER[n.kind])
     for n in steps:
+        if not build.ready(n.targets[0]):
+            continue  # made only for boards that failed
         sources = [s.text if isinstance(s, build_graph.Value) else s for s in n.sources]
         step = globals()["final_report" if n.kind == "report" else n.kind]
         sys.stdout.write(f"{_COMSTR[n.kind]} {n.targets[0]}\n")
         sys.stdout.flush()
         guarded(lambda: step(build, list(n.targets), sources))
-    return Generated(tuple(depfiles), tuple(b.report for b in graph.boards))
+    last = graph.node(graph.alias("boards").targets[-1])
+    code = 0
+    try:
+        status(build, list(last.targets), [str(s) for s in last.sources])
+    except SystemExit as stop:
+        code = int(stop.code or 0)
+    return Generated(tuple(depfiles), tuple(b.report for b in graph.boards), code)
 
 
 def listing_lines(b: Any, t: Mapping[str, Any], depfile: str) -> list[tuple[str, str]]:

@@ -432,7 +432,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """What ``scons link=0`` makes, for any outer build: the steps print their own errors
-    (the gate's lines as the SCons build prints them) and exit with the gate's code."""
+    (the gate's lines as the SCons build prints them); the summary, then the worst board's
+    exit status."""
     from arena_tool import build_steps
     from arena_tool.builder import noop_cache
 
@@ -443,7 +444,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if args.list:
         return EXIT_OK
     print(noop_cache.summary(list(made.reports), os.path.join(args.out, ".arena_summary.json")))
-    return EXIT_OK
+    return made.status
 
 
 def cmd_board_import(args: argparse.Namespace) -> int:

@@ -152,12 +152,18 @@ def test_an_edit_to_each_input_makes_the_depfile_rule_out_of_date(project: Path)
 def test_over_budget_exits_1_with_the_gates_line_and_keeps_the_depfile(project: Path,
                                                                        capsys: pytest.CaptureFixture[str]) -> None:
     (project / "arena.yaml").write_text(MANIFEST.format(extra="").replace("mps2_an500, budget: 64K", "mps2_an500, budget: 1K"))
-    assert cli.main(["generate", "arena.yaml", "--board", "mps2_an500", "--out", "out"]) == 1
-    err = capsys.readouterr().err.strip().splitlines()
+    assert cli.main(["generate", "arena.yaml", "--board", "all", "--out", "out"]) == 1
+    out = capsys.readouterr()
+    err = out.err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("arena: mps2_an500: model chain needs ") and "budget 1,024 B" in err[0]
     b = project / "out" / "mps2_an500"
     assert (b / "arena.d").is_file() and (b / "arena_report.json").is_file()
     assert not (b / "gen" / "arena_board.c").exists() and not (b / "mps2_an500.ld").exists()
+    # the other board, whose tables the failing one shares, is made all the same
+    h743 = project / "out" / "nucleo_h743"
+    assert (h743 / "gen" / "arena_board.c").is_file() and (h743 / "arena_fragment.ld").is_file()
+    assert len(list((project / "out" / "tables").glob("chain-*/model_chain.c"))) == 1
+    assert "arena: 2 boards: 1 passed (nucleo_h743), 1 failed (mps2_an500: over)" in out.out
 
 
 def test_unknown_board_and_a_depfile_for_two_boards_are_one_line_exit_2(project: Path,

@@ -205,6 +205,37 @@ def test_budget_overflow_fails_before_compiling(tmp_path: Path) -> None:
     assert "FAILED: over" in p.stdout  # the summary shows the failed board too
 
 
+def test_one_board_over_budget_fails_alone(tmp_path: Path) -> None:
+    """board=a,b with a over budget: b (whose tables and objects a would share) is still planned,
+    gated, linked and reported; the exit status is a's; the summary lists both outcomes; the next
+    build fails the same way and redoes nothing of b's."""
+    proj = copy_example(tmp_path / "p")
+    set_budget(proj, "nucleo_f746", "8K")
+    for attempt in range(2):
+        p = scons(proj, TWO, "-j2")
+        assert p.returncode == 1, p.stdout + p.stderr
+        assert [ln.split(":")[1] for ln in p.stderr.splitlines() if ln.startswith("arena: ")] == [" nucleo_f746"]
+        assert "Traceback" not in p.stderr and "FAILED: over" in p.stdout
+        assert "arena: 2 boards: 1 passed (mps2_an500), 1 failed (nucleo_f746: over)" in p.stdout
+        ok = board_report.read(str(proj / "build" / "mps2_an500" / "arena_report.json"))
+        over = board_report.read(str(proj / "build" / "nucleo_f746" / "arena_report.json"))
+        assert ok.status == "ok" and over.status == "over"
+        assert (proj / "build" / "mps2_an500" / "mps2_an500.ld").is_file()
+        assert not (proj / "build" / "nucleo_f746" / "nucleo_f746.ld").exists()
+        assert not (proj / "build" / "nucleo_f746" / "firmware.elf").exists()
+        compiled = re.findall(r"^Compiling (\S+)", p.stdout, re.M)
+        assert not [c for c in compiled if M7SP in c or "nucleo_f746" in c], compiled  # nothing only it needs
+        if attempt == 0:
+            assert len(list((proj / "build" / "tables").glob("*/model_*.c"))) == len(MODELS)
+            if HAVE_GCC:
+                assert ok.stage == "linked" and (proj / "build" / "mps2_an500" / "firmware.elf").is_file()
+                assert compiled and "Linking build/mps2_an500/firmware.elf" in p.stdout
+        else:
+            assert compiled == [] and "Linking" not in p.stdout, p.stdout
+    q = scons(proj, "board=mps2_an500")
+    assert q.returncode == 0 and not re.search(r"^(Compiling|Linking)", q.stdout, re.M), q.stdout + q.stderr
+
+
 def test_warn_above_prints_a_warning(tmp_path: Path) -> None:
     proj = copy_example(tmp_path / "p")
     set_budget(proj, "nucleo_f746", "33K")

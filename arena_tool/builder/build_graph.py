@@ -25,6 +25,14 @@ so boards with the same options share a plan and its tables; ``<b>``: the board'
     object       one .o                               <- one .c (env: its CompileEnv)
     elf          <b>/firmware.elf (link, ELF check)    <- the objects, in link order
     report       <b>/arena_report.{json,html,md}      <- gate [, ELF when linked]
+    status       build/.arena_status_<alias>.json     <- each board's report (or gate) the alias builds
+
+A board that fails (its gate, link or ELF check) is a verdict in its report, not a failed step:
+every other board is still planned, gated, linked and reported. A node made for boards
+(``gates``: tables, objects, ELFs) is built when one of those boards' gates passed, and
+skipped otherwise; each command-line alias ends in a ``status`` node, ordered after everything
+the alias builds, that exits non-zero when one of its boards failed (and then leaves no
+file, so the next build asks again).
 
 Objects go to ``build/common/<flags key>/`` (one compile per set of core flags and optimisation
 level, not per board; the level's ``_Os`` after the core flags when not the default;
@@ -33,7 +41,7 @@ plan's tables under tables/), but a board's own ``obj/arena_board.o``. Every pla
 and report also depends on ``BuildGraph.generator`` (a digest of arena's own code: editing the
 generator rebuilds what it generates); tables and shared objects are ordered after the gates of
 the boards that use them (``requires``: the budget fails before anything compiles), never
-rebuilt because of them. A no-op build walks every node and edge, so the graph keeps them few
+rebuilt because of them, and built only when one of them passed (``gates``). A no-op build walks every node and edge, so the graph keeps them few
 (the gate writes the board's C file and linker script itself).
 
 Flags are SCons command-line strings: arena's paths with ``$`` written ``$$``, the user's flags
@@ -56,7 +64,7 @@ from arena_tool.builder import noop_cache
 if TYPE_CHECKING:
     from arena_tool.target.manifest import Manifest
 
-KINDS = ("plan", "tflm", "tables", "tflm_tables", "gate", "object", "elf", "report")
+KINDS = ("plan", "tflm", "tables", "tflm_tables", "gate", "object", "elf", "report", "status")
 
 
 class _Fields:
@@ -105,7 +113,9 @@ class Node(_Fields):
     the ELF's instead of its env's (``linker: fragment``); clean: also removed by ``scons -c``;
     manifest: the manifest file when it is the last source (gate), there for the tool's scanner:
     the files it names for ``board`` (``BoardNodes.named``) are the node's implicit dependencies,
-    while its own bytes are no reason to rebuild (the board's settings reach the gate as its Value).
+    while its own bytes are no reason to rebuild (the board's settings reach the gate as its Value);
+    gates: the gates of the boards the node is made for (tables, objects, ELFs): it is built when
+    one of them passed and skipped when all failed (``requires`` orders it after them).
     """
 
     kind: str
@@ -118,6 +128,7 @@ class Node(_Fields):
     linkflags: tuple[Any, ...] | None = None
     clean: tuple[str, ...] = ()
     manifest: str = ""
+    gates: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -469,12 +480,16 @@ class _Graph:
         self.qemu: list[tuple[str, str]] = []  # (ELF, report) of each board with a QEMU machine
         self._runtime: list[str] | None = None
 
-    def add(self, kind: str, targets: Sequence[str], sources: Sequence[Source], **fields: Any) -> str:
+    def add(self, kind: str, targets: Sequence[str], sources: Sequence[Source], gate: str = "",
+            **fields: Any) -> str:
+        """The node of ``targets`` (made once; a later board adds its ``gate`` to its ``gates``)."""
         first = targets[0]
         if first not in self.nodes:
             requires = list(fields.pop("requires", ()))
             self.nodes[first] = dict(kind=kind, targets=tuple(targets), sources=tuple(sources),
-                                     requires=requires, **fields)
+                                     requires=requires, gates=[], **fields)
+        if gate:
+            self.nodes[first]["gates"].append(gate)
         return first
 
     def model(self, spec: Mapping[str, Any], tflm: bool) -> tuple[str, str, str, str]:
@@ -522,8 +537,9 @@ class _Graph:
         gate = (gate_path, *arena, ld)
         self.add("gate", gate, [*plans, *allocs, gate_key, self.manifest],  # the manifest: scanned
                  depends=(self.generator,), board=name, manifest=self.manifest)
-        for e in entries:
-            self.nodes[e[1]]["requires"].append(gate_path)  # the gates pass before a table is made
+        for e in entries:  # the gates pass before a table is made; it is made when one passed
+            self.nodes[e[1]]["requires"].append(gate_path)
+            self.nodes[e[1]]["gates"].append(gate_path)
         generated = [*plans, *allocs, *gate, *tables]
         views = (f"{bdir}/arena_report.html", f"{bdir}/arena_report.md")
         final = (report_path, *views)
@@ -547,9 +563,10 @@ class _Graph:
             self.env_gates[key] = []
         return env
 
-    def obj(self, env: CompileEnv, target: str, source: str, shared: bool = True) -> str:
-        """One object; a shared one (under build/common/) waits for the gates of its boards."""
-        return self.add("object", [target], [source], env=env.key,
+    def obj(self, env: CompileEnv, target: str, source: str, gate: str, shared: bool = True) -> str:
+        """One object for the board of ``gate``; a shared one (under build/common/) waits for the
+        gates of its environment's boards."""
+        return self.add("object", [target], [source], gate=gate, env=env.key,
                         requires=[gates_alias(env.key)] if shared else [])
 
     def elf(self, t: Mapping[str, Any], bdir: str, arena_c: str, ld: str, gate: str,
@@ -562,20 +579,20 @@ class _Graph:
         self.env_gates[env.key].append(gate)  # the objects this board shares wait for its gate too
         root = f"{self.build_dir}/common/{env.key}"
         stem = os.path.splitext(os.path.basename(arena_c))[0]  # arena_board, or tflm_arena
-        objs = [self.obj(env, f"{bdir}/obj/{stem}.o", arena_c, shared=False)]
+        objs = [self.obj(env, f"{bdir}/obj/{stem}.o", arena_c, gate, shared=False)]
         tc = self.toolchain
         runtime_dir = _runtime_dir(tc)
         top = os.path.abspath(tc.root)
         for src in tc.sources:
             full = os.path.normpath(os.path.join(top, src))
-            objs.append(self.obj(env, f"{root}/{object_name(full, top, runtime_dir)}.o", src))
+            objs.append(self.obj(env, f"{root}/{object_name(full, top, runtime_dir)}.o", src, gate))
         if t.get("runtime", "arena") not in ("none", "tflm"):
             if self._runtime is None:
                 self._runtime = sorted(n for n in os.listdir(runtime_dir) if n.endswith(".c"))
             for n in self._runtime:
-                objs.append(self.obj(env, f"{root}/arena_runtime/{n[:-2]}.o", os.path.join(runtime_dir, n)))
+                objs.append(self.obj(env, f"{root}/arena_runtime/{n[:-2]}.o", os.path.join(runtime_dir, n), gate))
         for _, tables_c, name, _ in entries:
-            objs.append(self.obj(env, f"{root}/tables/{name}.o", tables_c))
+            objs.append(self.obj(env, f"{root}/tables/{name}.o", tables_c, gate))
         linkflags = None
         depends: list[Source] = []
         if t.get("linker") == "fragment":
@@ -583,23 +600,34 @@ class _Graph:
             linkflags = tuple(fragment_link_flags(env.linkflags, script))
             depends.append(t["linker_script"])
         depends.append(ld)  # the script holds everything the ELF check reads of the gate's report
-        return self.add("elf", [f"{bdir}/firmware.elf"], objs, depends=tuple(depends), board=t["name"],
+        return self.add("elf", [f"{bdir}/firmware.elf"], objs, gate=gate, depends=tuple(depends), board=t["name"],
                         env=env.key, linkflags=linkflags,
                         clean=(f"{bdir}/firmware.map", f"{bdir}/run_report.json"))
 
+    def status(self, name: str, targets: Sequence[str]) -> Alias:
+        """Alias ``name`` of ``targets`` and its status node: after them, it reads each board's
+        report (the gate's when the alias builds no report) and exits non-zero if one failed."""
+        verdicts = [b.report if b.report in targets else b.gate for b in self.boards
+                    if b.report in targets or b.gate in targets]
+        status = self.add("status", [f"{self.build_dir}/.arena_status_{name}.json"], verdicts,
+                          depends=(self.generator,), requires=[t for t in targets if t not in verdicts])
+        return Alias(name, (*targets, status))
+
     def finish(self) -> BuildGraph:
-        nodes = tuple(Node(**dict(f, requires=_unique(f["requires"]))) for f in self.nodes.values())
         aliases = [Alias(gates_alias(k), _unique(g)) for k, g in self.env_gates.items()]
-        aliases += [Alias(b.name, b.top) for b in self.boards]
-        aliases.append(Alias("arena", _unique(p for b in self.boards for p in b.generated)))
+        aliases += [self.status(b.name, b.top) for b in self.boards]
+        aliases.append(self.status("arena", _unique(p for b in self.boards for p in b.generated)))
         # the reports and what they need: plans, gate (and the ELF when linking)
-        aliases.append(Alias("report", (*(b.report for b in self.boards), *(v for b in self.boards for v in b.views))))
-        aliases.append(Alias("boards", _unique(p for b in self.boards for p in b.top)))
+        aliases.append(self.status("report", (*(b.report for b in self.boards),
+                                              *(v for b in self.boards for v in b.views))))
+        aliases.append(self.status("boards", _unique(p for b in self.boards for p in b.top)))
         if self.qemu:
             aliases.append(Alias("run", tuple(sorted(e for e, _ in self.qemu)),
                                  depends=tuple(r for e, r in self.qemu), action="run", always=True))
         else:
             aliases.append(Alias("run", (), action="no_run", always=True))
+        nodes = tuple(Node(**dict(f, requires=_unique(f["requires"]), gates=_unique(f["gates"])))
+                      for f in self.nodes.values())
         return BuildGraph(nodes=nodes, aliases=tuple(aliases), default=("boards",), envs=tuple(self.envs.values()),
                           boards=tuple(self.boards), generator=self.generator)
 

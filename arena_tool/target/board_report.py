@@ -44,7 +44,7 @@ from typing import Any, Mapping, Sequence
 
 from arena_tool import __version__
 from arena_tool.target import flags
-from arena_tool.core.errors import CheckFailed
+from arena_tool.core.errors import EXIT_CHECK_FAILED, EXIT_USAGE, CheckFailed
 from arena_tool.core.files import read_json, write_atomic
 from arena_tool.core.problem import align_up, fmt_bytes
 from arena_tool.core.schema import check_json
@@ -101,7 +101,6 @@ class ModelUse:
     weights_ram: int = 0  # bytes they take in that region (split_arena.weights_ram_bytes), 0 in flash
     caller_io: int = 0  # io_buffers: caller: bytes of the inputs and outputs the application owns, outside the arena
     ops: tuple[OpMacs, ...] | None = None  # MACs per op (arena_tool.model.macs); None: not counted (runtime tflm)
-    unknown_scratch: tuple[str, ...] = ()  # runtime tflm: ops whose kernel scratch the plan omits (measured head)
 
     @property
     def macs(self) -> int | None:
@@ -111,8 +110,6 @@ class ModelUse:
     @property
     def proven(self) -> bool:
         """Nothing smaller exists: the planner proved it, or it sits at the lower bound."""
-        if self.unknown_scratch:  # the plan omits bytes arena cannot size: nothing is proven
-            return False
         return bool(self.optimal) or self.status == "proven" or self.arena_size <= self.lower_bound
 
     def to_json(self) -> dict[str, Any]:
@@ -127,8 +124,7 @@ class ModelUse:
                 **({"weights_region": self.weights_region, "weights_ram": self.weights_ram}
                    if self.weights_region != "flash" else {}),
                 **({"caller_io": self.caller_io} if self.caller_io else {}),
-                **({"macs": self.macs, "ops": [o.to_json() for o in self.ops]} if self.ops is not None else {}),
-                **({"unknown_scratch": list(self.unknown_scratch)} if self.unknown_scratch else {})}
+                **({"macs": self.macs, "ops": [o.to_json() for o in self.ops]} if self.ops is not None else {})}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModelUse:
@@ -141,7 +137,6 @@ class ModelUse:
                    regions=tuple((str(k), int(v)) for k, v in (doc.get("regions") or {}).items()),
                    weights_region=str(doc.get("weights_region", "flash")), weights_ram=int(doc.get("weights_ram", 0)),
                    caller_io=int(doc.get("caller_io", 0)),
-                   unknown_scratch=tuple(str(x) for x in doc.get("unknown_scratch", ())),
                    ops=None if "ops" not in doc else tuple(OpMacs.from_json(o) for o in doc["ops"]))
 
 @dataclasses.dataclass(frozen=True)
@@ -373,9 +368,14 @@ def status_of(problems: Sequence[BoardProblem], warned: bool) -> str:
     return "warn" if warned else "ok"
 
 def failure(rep: BoardReport) -> CheckFailed | None:
-    """The CheckFailed of a board that did not pass (one line per problem), or None."""
+    """The CheckFailed of a board that did not pass (one line per problem), or None; exit
+    status 1, but 2 for a link that failed for another reason than a region's size (status
+    error: a source or a flag the linker refused)."""
     lines = [p.message for p in rep.problems]
-    return CheckFailed("\n".join(lines)) if lines else None
+    if not lines:
+        return None
+    refused = rep.status == "error" and any(p.kind == "link" for p in rep.problems)
+    return CheckFailed("\n".join(lines), exit_code=EXIT_USAGE if refused else EXIT_CHECK_FAILED)
 
 def with_problem(rep: BoardReport, problem: BoardProblem) -> BoardReport:
     """The report after a later stage failed (link, ELF check): the problem added, the status updated."""
@@ -456,11 +456,6 @@ def summary(reps: Sequence[BoardReport]) -> str:
         if callers:
             lines.append("  caller-owned I/O (the application's buffers, outside the arena and its budget): "
                          + ", ".join(f"{m.name} {fmt_bytes(m.caller_io)}" for m in callers))
-        for m in d.models:
-            if m.unknown_scratch:
-                lines.append(f"  {m.name}: the plan omits the kernel scratch of {', '.join(m.unknown_scratch)}, "
-                             f"which arena cannot size: its head is measured on the host (reference kernels; CMSIS-NN's can "
-                             f"be larger, leave headroom)")
         lines += ["  " + ln for ln in usage_lines(d)]
         if d.runtime == "tflm":
             lines += [f"  tflm {m.name}: tensor_arena {fmt_bytes(m.arena_size)} = head {fmt_bytes(m.head)}"
@@ -469,6 +464,13 @@ def summary(reps: Sequence[BoardReport]) -> str:
         if not d.passed:
             n = len(d.problems)
             lines.append(f"  FAILED: {d.status} ({n} problem{'s' if n != 1 else ''}; arena_report.json lists them)")
+    failed = [d for d in reps if not d.passed]
+    if len(reps) > 1:  # a product line: every board's outcome on one line
+        passed = [d.board for d in reps if d.passed]
+        lines.append(f"arena: {len(reps)} boards: {len(passed)} passed"
+                     + (f" ({', '.join(passed)})" if passed and failed else "")
+                     + (f", {len(failed)} failed ({', '.join(f'{d.board}: {d.status}' for d in failed)})"
+                        if failed else ""))
     return "\n".join(lines)
 
 

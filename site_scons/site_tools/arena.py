@@ -24,7 +24,7 @@ under QEMU, ``scons board=NAME report`` builds only the reports and what they ne
 
 Per-build values live in one ``build_steps.Build`` held by ``env["ARENA_STATE"]`` (SCons's
 Clone shares it), never in module globals. Every target of arena's environments is reused
-only while its file is the one the signature database recorded (``_verify_targets``): a build
+only while its file is the one the signature database recorded (``build_steps.recorded_only``): a build
 killed before SCons wrote .sconsign leaves no output a later build accepts. A no-op
 ``scons board=all`` should stay within 1.5x of an empty SConstruct's (bench/noop_build.py):
 every node and edge wired here is walked on every build, so keep them few.
@@ -82,6 +82,20 @@ def _step(name: str) -> Action:
     return action
 
 
+def _when_ready(inner: Any) -> Any:
+    """``inner``, run only when ``Build.ready`` says a board it is made for passed (else nothing,
+    silently: the board said why); its signature stays ``inner``'s."""
+    from SCons.Action import Action
+
+    skip = Action(lambda target, source, env: 0, None)
+
+    def choose(target: Nodes, source: Nodes, env: Any, for_signature: bool) -> Any:
+        build = env.get("ARENA_STATE")
+        return inner if for_signature or build is None or build.ready(target[0].path) else skip
+
+    return Action(choose, generator=1)
+
+
 def _link(target: Nodes, source: Nodes, env: Any) -> int:
     from arena_tool import build_steps
 
@@ -95,37 +109,6 @@ def _no_run(target: Nodes, source: Nodes, env: Any) -> int:
     from arena_tool import build_steps
 
     return build_steps.no_run(*env["ARENA_NO_RUN"])
-
-
-def _verify_targets(env: Any) -> None:
-    """Make ``env``'s Decider also rebuild a target whose file is not the one SCons recorded
-    (``build_steps.as_recorded``). It runs once per (input, target) pair; the answer for a
-    target is kept with the record it was checked against (SCons makes a new one on a build)."""
-    from arena_tool.build_steps import as_recorded
-
-    inner_source, inner_target = env.decide_source, env.decide_target
-    verdicts: dict[tuple[str, Any], bool] = {}
-    checked: dict[Any, tuple[Any, bool]] = {}  # target node -> (its stored info, whether its file is recorded)
-
-    def recorded(target: Any) -> bool:
-        ninfo = getattr(target.get_stored_info(), "ninfo", None)
-        if not hasattr(target, "get_content_hash") or not target.exists():
-            return True  # SCons rebuilds a missing file anyway
-        record = (getattr(ninfo, "csig", None), getattr(ninfo, "timestamp", None), getattr(ninfo, "size", None))
-        stamp = (target.get_timestamp(), target.get_size())
-        return as_recorded(record, stamp, target.get_content_hash, verdicts, target.get_abspath())
-
-    def decide(dependency: Any, target: Any, prev_ni: Any, repo_node: Any = None) -> bool:
-        inner = inner_target if dependency.has_builder() else inner_source
-        if inner(dependency, target, prev_ni, repo_node):
-            return True
-        info = target.get_stored_info()
-        seen = checked.get(target)
-        if seen is None or seen[0] is not info:
-            seen = checked[target] = (info, recorded(target))
-        return not seen[1]
-
-    env.Decider(decide)
 
 
 # The build graph names every target; these emitters add the ones a direct call leaves out.
@@ -210,6 +193,7 @@ def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), c
     compile and the link (``build_graph.UserFlags``).
     """
     from SCons.Action import Action
+    from SCons.Builder import Builder
     from SCons.Script import ARGUMENTS, Exit, GetOption
 
     arena_tool = _import_arena_tool()
@@ -253,7 +237,7 @@ def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), c
     build = build_steps.Build({t["name"]: t for t in m["targets"]}, timeout)
     scan = _Scan()
     aenv = env.Clone(SCANNERS=[], ARENA_STATE=build, ARENA_SCAN=scan)
-    _verify_targets(aenv)
+    aenv.Decider(build_steps.recorded_only(aenv.decide_source, aenv.decide_target))
     cross = None
     if gcc:
         prefix = env.subst("$ARENA_GCC_PREFIX")
@@ -261,7 +245,10 @@ def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), c
         cross.Replace(CC=prefix + "gcc", LINK=prefix + "gcc", AS=prefix + "gcc", OBJSUFFIX=".o", ARENA_STATE=build,
                       ARENA_LINKCOM="$LINK -o $TARGET $LINKFLAGS $SOURCES $_LIBDIRFLAGS $_LIBFLAGS")
         cross.PrependENVPath("PATH", os.path.dirname(gcc))
-        _verify_targets(cross)
+        obj = cross["BUILDERS"]["Object"]  # its compile, for the boards that passed
+        cross.Append(BUILDERS={"ArenaObject": Builder(action=_when_ready(obj.action), emitter=obj.emitter,
+                                                      source_scanner=obj.source_scanner, single_source=True)})
+        cross.Decider(build_steps.recorded_only(cross.decide_source, cross.decide_target))
     node = _wire(graph, aenv, cross, build, scan, app)
     result = {b.name: {k: [node(p) for p in paths] for k, paths in b.groups().items()} for b in graph.boards}
     for a in graph.aliases:
@@ -320,7 +307,8 @@ def _wire(graph: Any, aenv: Any, cross: Any, build: Any, scan: _Scan, app: Seque
                                 LIBPATH=e.libpath) for e in graph.envs}
     boards = {b.name: b for b in graph.boards}
     builders = {"plan": aenv.ArenaPlan, "tflm": aenv.ArenaTflm, "tables": aenv.ArenaTables,
-                "tflm_tables": aenv.ArenaTflmModel, "gate": aenv.ArenaGate, "report": aenv.ArenaReport}
+                "tflm_tables": aenv.ArenaTflmModel, "gate": aenv.ArenaGate, "report": aenv.ArenaReport,
+                "status": aenv.ArenaStatus}
     link = check = None
     depends: dict[tuple[Any, ...], list[Any]] = {}
     requires: dict[tuple[str, ...], list[Any]] = {}
@@ -329,12 +317,12 @@ def _wire(graph: Any, aenv: Any, cross: Any, build: Any, scan: _Scan, app: Seque
         targets, sources = [node(t) for t in n.targets], [node(s) for s in n.sources]
         env = fenvs[n.env] if n.env else aenv
         if n.kind == "object":
-            made = env.Object(targets, sources)
+            made = env.ArenaObject(targets, sources)
         elif n.kind == "elf":
             if link is None:
-                check = Action(_step("check_elf"), "$ARENAELFCHECKCOMSTR")
-                link = Action(_link, "$LINKCOMSTR" if cross.get("LINKCOMSTR") else "$ARENA_LINKCOM",
-                                   varlist=["ARENA_LINKCOM"])
+                check = _when_ready(Action(_step("check_elf"), "$ARENAELFCHECKCOMSTR"))
+                link = _when_ready(Action(_link, "$LINKCOMSTR" if cross.get("LINKCOMSTR") else "$ARENA_LINKCOM",
+                                          varlist=["ARENA_LINKCOM"]))
             extra = {} if n.linkflags is None else {"LINKFLAGS": list(n.linkflags)}
             made = env.Command(targets, sources, link, **extra)
             b = boards[n.board]
@@ -347,6 +335,8 @@ def _wire(graph: Any, aenv: Any, cross: Any, build: Any, scan: _Scan, app: Seque
                 b = boards[n.board]
                 build.gates[made[0].path] = Gate(n.board, tuple(b.deleted), b.report)
                 scan.named[n.board] = [node(p) for p in b.named]
+        if n.gates:  # made only for the boards whose gates pass (Build.ready)
+            build.needs[made[0].path] = tuple(node(g).path for g in n.gates)
         if n.manifest:  # a source for the gate builder's scanner only (_manifest_scanner)
             scan.manifest = node(n.manifest)
             scanned.extend(made)
@@ -381,8 +371,10 @@ def generate(env: Any, **kwargs: Any) -> None:
     for key, text in comstrs.items():
         env.SetDefault(**{key: None if verbose else text})
 
-    def builder(action: Action, comstr: str, suffix: str, src_suffix: str, **kw: Any) -> Any:
-        return Builder(action=Action(action, comstr), suffix=suffix, src_suffix=src_suffix, **kw)
+    def builder(action: Action, comstr: str | None, suffix: str, src_suffix: str, ready: bool = False,
+                **kw: Any) -> Any:
+        act = Action(action, comstr)
+        return Builder(action=_when_ready(act) if ready else act, suffix=suffix, src_suffix=src_suffix, **kw)
 
     env.Append(BUILDERS={
         "ArenaPlan": builder(_step("plan"), "$ARENAPLANCOMSTR", ".plan.json", ".onnx"),
@@ -390,9 +382,11 @@ def generate(env: Any, **kwargs: Any) -> None:
                              source_scanner=_manifest_scanner()),
         "ArenaReport": builder(_step("final_report"), "$ARENAREPORTCOMSTR", ".json", ".json",
                                emitter=_report_emitter),
-        "ArenaTables": builder(_step("tables"), "$ARENATABLESCOMSTR", ".c", ".plan.json", emitter=_pair_emitter),
+        "ArenaTables": builder(_step("tables"), "$ARENATABLESCOMSTR", ".c", ".plan.json", True, emitter=_pair_emitter),
         "ArenaTflm": builder(_step("tflm"), "$ARENATFLMCOMSTR", ".tflm.json", ".plan.json"),
-        "ArenaTflmModel": builder(_step("tflm_tables"), "$ARENATFLMCOMSTR", ".c", ".tflite", emitter=_pair_emitter),
+        "ArenaTflmModel": builder(_step("tflm_tables"), "$ARENATFLMCOMSTR", ".c", ".tflite", True,
+                                  emitter=_pair_emitter),
+        "ArenaStatus": builder(_step("status"), None, ".json", ".json"),
         "ArenaArena": builder(_step("arena_sources"), "$ARENAARENACOMSTR", ".c", ".json", emitter=_pair_emitter),
         "ArenaLinkerScript": builder(_step("linker_script"), "$ARENALDCOMSTR", ".ld", ".json"),
     })

@@ -70,7 +70,8 @@ def test_example_graph(tmp_path: Path, in_root: None) -> None:
     g = bg.plan(doc, "build", toolchain(ROOT), generator=GEN)
     names = [t["name"] for t in doc["targets"]]
     assert [b.name for b in g.boards] == names and g.generator == Value("arena_tool sources digest")
-    assert set(bg.KINDS) >= {n.kind for n in g.nodes} == {"plan", "tables", "gate", "object", "elf", "report"}
+    assert set(bg.KINDS) >= {n.kind for n in g.nodes} == {"plan", "tables", "gate", "object", "elf", "report",
+                                                             "status"}
     # wiring order: whatever a node is made from comes before it (requires may name a later
     # board's gate: order only); no file has two nodes
     index = {t: i for i, n in enumerate(g.nodes) for t in n.targets}
@@ -90,6 +91,7 @@ def test_example_graph(tmp_path: Path, in_root: None) -> None:
         assert tables.kind == "tables" and tables.targets[1].endswith(f"model_{spec['name']}.h")
         assert tables.sources == (p.targets[0], spec["path"])  # every table: its plan and its model
         assert tables.requires == tuple(f"build/{b}/arena_gate.json" for b in names)  # after every gate
+        assert tables.gates == tables.requires  # and made when one of them passed
     gates = g.of_kind("gate")
     assert [n.board for n in gates] == names
     for t in doc["targets"]:
@@ -109,7 +111,8 @@ def test_example_graph(tmp_path: Path, in_root: None) -> None:
         assert all(o.kind == "object" and o.env == elf.env for o in objs)
         key = bg.flags_key(t["gcc_flags"])
         assert elf.env == key and objs[0].targets == (f"build/{b.name}/obj/arena_board.o",)
-        assert objs[0].sources == (b.arena[0],) and objs[0].requires == ()
+        assert objs[0].sources == (b.arena[0],) and objs[0].requires == () and objs[0].gates == (b.gate,)
+        assert elf.gates == (b.gate,) and all(b.gate in o.gates for o in objs)
         common = [o.targets[0] for o in objs[1:]]
         assert common[:2] == [f"build/common/{key}/arena_runtime/example/startup.o",
                               f"build/common/{key}/arena_runtime/example/main.o"]
@@ -122,18 +125,27 @@ def test_example_graph(tmp_path: Path, in_root: None) -> None:
         rep = g.node(b.report)
         assert rep.targets == (b.report, *b.views) and rep.sources == (b.gate, b.elf)
         assert rep.depends == (g.generator, *b.plans)
-        assert g.alias(b.name).targets == b.top == (b.report, *b.views)
+        status = g.node(f"build/.arena_status_{b.name}.json")  # the alias's exit status: after all of it
+        assert g.alias(b.name).targets == (*b.top, *status.targets) and b.top == (b.report, *b.views)
+        assert status.kind == "status" and status.sources == (b.report,) and status.requires == b.views
         assert b.elf in b.deleted and b.ld in b.deleted and b.arena[0] in b.deleted
         assert b.gate in g.alias(bg.gates_alias(key)).targets
     # boards with the same core flags share one environment and its objects
     h743, an500 = g.node(g.board("nucleo_h743").elf), g.node(g.board("mps2_an500").elf)
     assert h743.env == an500.env and h743.sources[1:] == an500.sources[1:]
+    gates = (g.board("nucleo_h743").gate, g.board("mps2_an500").gate)
+    assert all(set(gates) <= set(g.node(o).gates) for o in h743.sources[1:])  # made when one of them passes
+    # the default alias ends in a status over every board's report; the arena alias over the gates
+    assert g.node(g.alias("boards").targets[-1]).sources == tuple(b.report for b in g.boards)
+    assert g.node(g.alias("arena").targets[-1]).sources == tuple(b.gate for b in g.boards)
     assert len(g.envs) == len({bg.flags_key(t["gcc_flags"]) for t in doc["targets"]}) == 4
     # the report alias covers every board's report and its views
     report = g.alias("report").targets
-    assert report == (*(b.report for b in g.boards), *(v for b in g.boards for v in b.views))
-    assert g.alias("boards").targets == tuple(p for b in g.boards for p in b.top) and g.default == ("boards",)
-    arena = set(g.alias("arena").targets)
+    assert report == (*(b.report for b in g.boards), *(v for b in g.boards for v in b.views),
+                      "build/.arena_status_report.json")
+    assert g.alias("boards").targets == (*(p for b in g.boards for p in b.top), "build/.arena_status_boards.json")
+    assert g.default == ("boards",)
+    arena = set(g.alias("arena").targets) - {"build/.arena_status_arena.json"}
     assert {p for b in g.boards for p in (*b.plans, b.gate, *b.arena, b.ld, *b.tables)} == arena
     assert not arena & {b.elf for b in g.boards} and not arena & set(report)  # generation only
     run = g.alias("run")
@@ -283,7 +295,8 @@ def test_boards_and_models_graph(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert {o for o in shared if "/arena_runtime/" in o} and len(g.envs) == 2
     assert set(g.alias(bg.gates_alias(elf.env)).targets) == {h743.gate, split.gate, an500.gate}
     # the report alias: every board's JSON, HTML and Markdown
-    assert set(g.alias("report").targets) == {p for b in g.boards for p in (b.report, *b.views)}
+    assert set(g.alias("report").targets) == {p for b in g.boards for p in (b.report, *b.views)} | {
+        "build/.arena_status_report.json"}
     assert g.alias("run").targets == ("build/mps2_an500/firmware.elf", "build/split_an500/firmware.elf")
 
 
