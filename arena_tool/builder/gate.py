@@ -69,7 +69,7 @@ def model_use(name: str, plan_path: str, plan: PlanFile) -> ModelUse:
         name=name, planner=plan.planner, arena_size=plan.arena_size, lower_bound=plan.lower_bound,
         optimal=plan.optimal, status=str(plan.status), base=0, plan=project_path(plan_path),
         model=project_path(plan.model), model_sha256=plan.model_sha256, weights_bytes=plan.weights_bytes,
-        caller_io=caller_io_bytes(plan),
+        caller_io=caller_io_bytes(plan), unknown_scratch=plan.unknown_scratch or (),
     )
 
 

@@ -10,7 +10,9 @@ op's scope). The sizes depend on the kernels the firmware links:
 - ``cmsis_nn_dsp``, ``cmsis_nn_nodsp``, ``cmsis_nn_mve``: TFLM's CMSIS-NN kernels, built with
   gcc for a core with the DSP extension (Cortex-M4/M7/M33), without it (M0/M0+/M3/M23), or
   with Helium (M55/M85); CMSIS-NN's buffer sizes depend on which (ARM_MATH_DSP,
-  ARM_MATH_MVEI), and TFLM builds them optimized for speed (KERNELS_OPTIMIZED_FOR_SPEED).
+  ARM_MATH_MVEI), and on neither KERNELS_OPTIMIZED_FOR_SPEED nor _SIZE being defined, as
+  arena's TFLM firmware builds them (TFLM's flags of its SOURCE.md): so Helium's fully
+  connected kernel sums are a scratch buffer, not persistent.
 
 Each rule restates, from the op's shapes, types and options, what that kernel's Prepare
 requests, in its order (TFLM 90b983c2 with its CMSIS-NN). ``requests`` returns None for an
@@ -49,15 +51,22 @@ class Op:
     def present(self, k: int) -> bool:
         return k < len(self.ins) and self.ins[k] >= 0
 
+    def tensor(self, k: int, output: bool = False) -> Any:
+        """Input (or output) k; an absent one (index -1) is an IndexError, as a missing dimension is."""
+        index = (self.outs if output else self.ins)[k]
+        if index < 0:
+            raise IndexError(f"{'output' if output else 'input'} {k} is absent")
+        return self.tensors[index]
+
     def shape(self, k: int, output: bool = False) -> tuple[int, ...]:
-        t = self.tensors[(self.outs if output else self.ins)[k]]
+        t = self.tensor(k, output)
         return tuple(int(d) for d in (t.shape if t.shape is not None else ()))
 
     def type(self, k: int, output: bool = False) -> str:
-        return self.types.get(self.tensors[(self.outs if output else self.ins)[k]].type, "?")
+        return self.types.get(self.tensor(k, output).type, "?")
 
     def scales(self, k: int) -> int:
-        q = self.tensors[self.ins[k]].quantization
+        q = self.tensor(k).quantization
         return len(q.scale) if q is not None and q.scale is not None else 0
 
     def opt(self, name: str, default: int) -> int:
@@ -93,12 +102,14 @@ def _lstm(op: Op, kernels: str) -> list[int]:
     return [size] * n
 
 
-def _svdf(op: Op, kernels: str) -> list[int]:
-    """svdf: int32 (float) batch x filters, and for int8 int32 batch x units (CMSIS-NN at
-    speed keeps its kernel sums persistent)."""
+def _svdf(op: Op, kernels: str) -> list[int] | None:
+    """svdf: int32 (float) batch x filters, and for int8 int32 batch x units (CMSIS-NN's too,
+    whose DSP and no-DSP kernels need no more)."""
     batch = op.shape(0)[0]
     filters = op.shape(1)[0]
     units = filters // max(op.opt("rank", 1), 1)
+    if op.type(0) == "INT8" and kernels == "cmsis_nn_mve":
+        return None  # Helium's kernel sums need KERNELS_OPTIMIZED_FOR_SPEED or _SIZE, which the build leaves out
     if op.type(0) == "INT8":
         return [4 * batch * filters, 4 * batch * units]
     return [4 * batch * filters]
@@ -114,8 +125,9 @@ def _conv(op: Op, kernels: str) -> list[int] | None:
         return _int4_filter(op)
     if op.type(0) == "FLOAT32":
         return []
-    if op.type(0) != "INT8" or op.type(1) != "INT8":
-        return None  # int16 or int4 CMSIS-NN convolutions: not modelled
+    if op.type(0) != "INT8":
+        return None  # CMSIS-NN's int16 convolution: not modelled
+    # int8 input: CMSIS-NN's s8 wrapper sizes the buffer for int8 and int4 filters alike
     n, h, w, c = op.shape(0)
     _, fh, fw, fc = op.shape(1)
     sh, sw = op.opt("strideH", 1), op.opt("strideW", 1)
@@ -197,7 +209,7 @@ def _fully_connected(op: Op, kernels: str) -> list[int] | None:
     accum = op.shape(1)[-1]
     if len(out_shape) > 2 and accum % 4 == 0:  # run as a 1x1 convolution (whose buffer is 0 under gcc)
         return [] if op.scales(1) > 1 else [out_shape[-1] * 4 * 2]
-    return []  # DSP/no-DSP buffer 0; MVE's kernel sums are persistent at speed (constant filter)
+    return [4 * out_shape[-1]] if kernels == "cmsis_nn_mve" else []  # Helium's kernel sums; DSP/no DSP: none
 
 
 def _average_pool(op: Op, kernels: str) -> list[int]:
@@ -260,7 +272,10 @@ def requests(model: Any, op: Any, op_type: str, kernels: str, types: dict[int, s
     rule = _RULES.get(op_type)
     if rule is None:
         return []  # every other builtin kernel of TFLM (reference and CMSIS-NN) requests none
-    sizes = rule(Op(model, op, types), kernels)
+    try:
+        sizes = rule(Op(model, op, types), kernels)
+    except (IndexError, ValueError, TypeError, ZeroDivisionError):
+        return None  # an operator of another shape than its kernel takes (TFLM would refuse it): not sized
     return None if sizes is None else [s for s in sizes if s > 0]
 
 

@@ -101,6 +101,7 @@ class ModelUse:
     weights_ram: int = 0  # bytes they take in that region (split_arena.weights_ram_bytes), 0 in flash
     caller_io: int = 0  # io_buffers: caller: bytes of the inputs and outputs the application owns, outside the arena
     ops: tuple[OpMacs, ...] | None = None  # MACs per op (arena_tool.model.macs); None: not counted (runtime tflm)
+    unknown_scratch: tuple[str, ...] = ()  # runtime tflm: ops whose kernel scratch the plan omits (measured head)
 
     @property
     def macs(self) -> int | None:
@@ -110,6 +111,8 @@ class ModelUse:
     @property
     def proven(self) -> bool:
         """Nothing smaller exists: the planner proved it, or it sits at the lower bound."""
+        if self.unknown_scratch:  # the plan omits bytes arena cannot size: nothing is proven
+            return False
         return bool(self.optimal) or self.status == "proven" or self.arena_size <= self.lower_bound
 
     def to_json(self) -> dict[str, Any]:
@@ -124,7 +127,8 @@ class ModelUse:
                 **({"weights_region": self.weights_region, "weights_ram": self.weights_ram}
                    if self.weights_region != "flash" else {}),
                 **({"caller_io": self.caller_io} if self.caller_io else {}),
-                **({"macs": self.macs, "ops": [o.to_json() for o in self.ops]} if self.ops is not None else {})}
+                **({"macs": self.macs, "ops": [o.to_json() for o in self.ops]} if self.ops is not None else {}),
+                **({"unknown_scratch": list(self.unknown_scratch)} if self.unknown_scratch else {})}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModelUse:
@@ -137,6 +141,7 @@ class ModelUse:
                    regions=tuple((str(k), int(v)) for k, v in (doc.get("regions") or {}).items()),
                    weights_region=str(doc.get("weights_region", "flash")), weights_ram=int(doc.get("weights_ram", 0)),
                    caller_io=int(doc.get("caller_io", 0)),
+                   unknown_scratch=tuple(str(x) for x in doc.get("unknown_scratch", ())),
                    ops=None if "ops" not in doc else tuple(OpMacs.from_json(o) for o in doc["ops"]))
 
 @dataclasses.dataclass(frozen=True)
@@ -456,6 +461,11 @@ def summary(reps: Sequence[BoardReport]) -> str:
         if callers:
             lines.append("  caller-owned I/O (the application's buffers, outside the arena and its budget): "
                          + ", ".join(f"{m.name} {fmt_bytes(m.caller_io)}" for m in callers))
+        for m in d.models:
+            if m.unknown_scratch:
+                lines.append(f"  {m.name}: the plan omits the kernel scratch of {', '.join(m.unknown_scratch)}, "
+                             f"which arena cannot size: its head is measured on the host (reference kernels; CMSIS-NN's can "
+                             f"be larger, leave headroom)")
         lines += ["  " + ln for ln in usage_lines(d)]
         if d.runtime == "tflm":
             lines += [f"  tflm {m.name}: tensor_arena {fmt_bytes(m.arena_size)} = head {fmt_bytes(m.head)}"

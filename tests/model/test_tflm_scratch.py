@@ -43,6 +43,18 @@ def mean_model() -> bytes:
                  [("MEAN", [0, 1], [2], _keep_dims()), ("ADD", [2, 2], [3], opts("AddOptions"))], [0], [3])
 
 
+def _custom_model() -> bytes:
+    """mean_model with its ADD made a custom op MyOp, which arena has no scratch rule for."""
+    import flatbuffers
+
+    m = tflite_model.parse(mean_model(), "mean.tflite")
+    code = m.operatorCodes[m.subgraphs[0].operators[1].opcodeIndex]
+    code.builtinCode, code.deprecatedBuiltinCode, code.customCode = fb.BuiltinOperator.CUSTOM, 32, "MyOp"
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
 def _keep_dims():
     kind, o = opts("ReducerOptions")
     o.keepDims = True
@@ -90,15 +102,8 @@ def test_check_refuses_scratch_tflm_would_not_put_there(tmp_path, capsys):
 
 def test_unknown_custom_op_scratch_is_never_optimal(tmp_path, capsys):
     """A custom op arena has no rule for may request scratch: the plan says so and claims no optimality."""
-    m = tflite_model.parse(mean_model(), "mean.tflite")
-    code = m.operatorCodes[m.subgraphs[0].operators[1].opcodeIndex]
-    code.builtinCode, code.deprecatedBuiltinCode, code.customCode = 32, 32, "MyOp"  # CUSTOM
-    import flatbuffers
-
-    b = flatbuffers.Builder(1024)
-    b.Finish(m.Pack(b), file_identifier=b"TFL3")
     src = tmp_path / "custom.tflite"
-    src.write_bytes(bytes(b.Output()))
+    src.write_bytes(_custom_model())
     mp = tflite_model.model_problem(str(src), ModelOptions())
     assert mp.unknown_scratch == ("operator 1 (CUSTOM:MyOp)",)
     pm = planning.plan_model(str(src), ModelOptions(), "optimal", planners.Params(time_limit=2))
@@ -106,6 +111,11 @@ def test_unknown_custom_op_scratch_is_never_optimal(tmp_path, capsys):
     planfile.write(str(tmp_path / "p.json"), pm.plan_file)
     code, out, err = run(capsys, "check", src, tmp_path / "p.json")
     assert code == 0, err
+    from arena_tool.builder import gate
+
+    use = gate.model_use("custom", str(tmp_path / "p.json"), pm.plan_file)
+    assert use.unknown_scratch == ("operator 1 (CUSTOM:MyOp)",) and not use.proven  # nor in the build's report
+    assert use.to_json()["unknown_scratch"] == ["operator 1 (CUSTOM:MyOp)"]
     doc = json.loads((tmp_path / "p.json").read_text())
     doc["optimal"], doc["status"] = True, "proven"
     (tmp_path / "claim.json").write_text(json.dumps(doc))
@@ -168,3 +178,50 @@ def test_cmsis_nn_plan_holds_its_scratch_and_check_rederives_it(tmp_path, capsys
         mp = tflite_model.model_problem(str(path), plan.options)
         assert plancheck.check(plan, mp, str(out)) == []
         assert plancheck.check(plan, tflite_model.model_problem(str(path), ModelOptions()), str(out)) != []
+        again = tmp_path / "again.plan.json"
+        assert run(capsys, "plan", path, "--kernels", "cmsis_nn_dsp", "-o", again)[0] == 0
+        assert _without_seconds(again) == _without_seconds(out)  # same inputs, same plan
+        # The host runs reference kernels: their scratch, placed by TFLM around the same tensors, is its head.
+        _, alloc = tflm.tflm_measure(str(path), plan, str(out))
+        assert alloc["head"] == head
+
+
+def _without_seconds(path):
+    doc = json.loads(path.read_text())
+    doc.pop("seconds", None)
+    return doc
+
+
+def test_verify_reports_the_head_measured_for_scratch_arena_cannot_size(tmp_path, capsys, monkeypatch):
+    """verify of a plan that names unknown scratch: TFLM's head above the plan is the measurement, said so,
+    not a failure; any other difference still fails."""
+    src = tmp_path / "custom.tflite"
+    src.write_bytes(_custom_model())
+    assert run(capsys, "plan", src, "-o", tmp_path / "p.tflite")[0] == 0
+    plan = planfile.load(str(tmp_path / "p.plan.json"))
+    outputs = [[np.zeros((1, 1, 1, 8), np.float32)]]
+    head = {"extra": 64}
+
+    def fake_tflm(data, path, inputs):  # TFLM with the custom op registered: its kernel requested 64 B more
+        planned = tflite_model.offline_offsets(tflite_model.parse(data, path)) is not None
+        return tflm.Run(tflm.Allocation(plan.arena_size + (head["extra"] if planned else 128), 100, 0), outputs)
+
+    monkeypatch.setattr(tflm, "run_tflm", fake_tflm)
+    monkeypatch.setattr(tflm, "litert_available", lambda: "not here")
+    code, out, err = run(capsys, "verify", src, tmp_path / "p.tflite", "--runs", "1")
+    assert code == 0, err
+    assert f"measured: TFLM's head is {plan.arena_size + 64:,} B, 64 B above the plan, for the scratch buffers of " \
+           f"operator 1 (CUSTOM:MyOp)" in out and "is measured (arena's plan" in out
+    head["extra"] = -16  # below the plan: TFLM did not use the plan as written
+    code, out, err = run(capsys, "verify", src, tmp_path / "p.tflite", "--runs", "1")
+    assert code == 1 and "differs from arena's plan" in err
+
+
+def test_an_op_its_kernel_would_refuse_is_not_sized_and_not_a_crash(tmp_path):
+    """A MEAN without its axes input (TFLM's kernel would refuse it): arena cannot size its scratch, so
+    the plan says so, rather than a traceback."""
+    data = build([("x", "FLOAT32", [1, 4, 4, 8], None), ("m", "FLOAT32", [1, 1, 1, 8], None)],
+                 [("MEAN", [0, -1], [1], _keep_dims())], [0], [1])
+    src = tmp_path / "bad_mean.tflite"
+    src.write_bytes(data)
+    assert tflite_model.model_problem(str(src), ModelOptions()).unknown_scratch == ("operator 0 (MEAN)",)
