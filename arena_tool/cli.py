@@ -234,8 +234,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(header)
     print("-" * len(header))
     plans: list[tuple[str, PlanFile]] = []
-    for name in names:
-        plan = planning.run_planner(name, problem, params)
+    for name in names:  # a .tflite plan's scratch where TFLM puts it, as `plan` writes it
+        plan = planning.tflm_settled(mp, problem, planning.run_planner(name, problem, params))
         print(f"{name:<18}{plan.arena_size:>14,}{100 * plan.gap:>9.2f}{plan.seconds:>9.3f}  {_optimal_word(plan)}")
         if args.plot:
             from arena_tool.plan import planfile
