@@ -125,11 +125,16 @@ def _conv(op: Op, kernels: str) -> list[int] | None:
         return _int4_filter(op)
     if op.type(0) == "FLOAT32":
         return []
-    if op.type(0) != "INT8":
-        return None  # CMSIS-NN's int16 convolution: not modelled
-    # int8 input: CMSIS-NN's s8 wrapper sizes the buffer for int8 and int4 filters alike
     n, h, w, c = op.shape(0)
     _, fh, fw, fc = op.shape(1)
+    if op.type(0) == "INT16":  # CMSIS-NN's s16 path: only with int64 bias or none (else the reference kernel)
+        if op.present(2) and op.type(2) != "INT64":
+            return []
+        cols = c * fw * fh
+        return _nonzero(4 * ((cols + 7) // 8) * 8 * 2 if kernels == "cmsis_nn_mve" else 2 * cols * 2)
+    if op.type(0) != "INT8":
+        return None
+    # int8 input: CMSIS-NN's s8 wrapper sizes the buffer for int8 and int4 filters alike
     sh, sw = op.opt("strideH", 1), op.opt("strideW", 1)
     dh, dw = op.opt("dilationHFactor", 1), op.opt("dilationWFactor", 1)
     pad = op.opt("padding", 0)
@@ -201,9 +206,7 @@ def _depthwise(op: Op, kernels: str) -> list[int] | None:
 def _fully_connected(op: Op, kernels: str) -> list[int] | None:
     if kernels not in CMSIS_NN:
         return _int4_filter(op)
-    if op.type(0) == "INT16":
-        return None  # the int16 CMSIS-NN path: not modelled
-    if op.type(0) != "INT8" or op.type(1) == "INT4":
+    if op.type(0) != "INT8" or op.type(1) == "INT4":  # int16: CMSIS-NN's s16 kernel needs no buffer
         return []
     out_shape = op.shape(0, output=True)
     accum = op.shape(1)[-1]

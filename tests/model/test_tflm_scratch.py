@@ -225,3 +225,20 @@ def test_an_op_its_kernel_would_refuse_is_not_sized_and_not_a_crash(tmp_path):
     src = tmp_path / "bad_mean.tflite"
     src.write_bytes(data)
     assert tflite_model.model_problem(str(src), ModelOptions()).unknown_scratch == ("operator 0 (MEAN)",)
+
+
+@pytest.mark.parametrize("bias,dsp,mve", [("INT64", 2 * 18 * 2, 4 * 3 * 8 * 2), ("INT32", None, None)])
+def test_cmsis_nn_int16_convolution(tmp_path, bias, dsp, mve):
+    """CMSIS-NN's 16x8 convolution (int64 bias): 2 x int16 x columns (Helium: 4 rows of 8-lane blocks);
+    with an int32 bias TFLM runs the reference kernel there, which requests nothing."""
+    w = np.ones((1, 3, 3, 2), np.int8)
+    b = np.zeros(1, np.int64 if bias == "INT64" else np.int32)
+    kind, o = opts("Conv2DOptions")
+    o.padding, o.strideW, o.strideH, o.dilationWFactor, o.dilationHFactor = 0, 1, 1, 1, 1
+    data = build([("x", "INT16", [1, 4, 4, 2], None), ("w", "INT8", [1, 3, 3, 2], w), ("b", bias, [1], b),
+                  ("y", "INT16", [1, 4, 4, 1], None)], [("CONV_2D", [0, 1, 2], [3], (kind, o))], [0], [3])
+    src = tmp_path / "conv16.tflite"
+    src.write_bytes(data)
+    for kernels, want in (("cmsis_nn_dsp", dsp), ("cmsis_nn_mve", mve), ("reference", None)):
+        mp = tflite_model.model_problem(str(src), ModelOptions(kernels=kernels))
+        assert [t.elements for t in mp.tensors if t.kind == "scratch"] == ([want] if want else []), kernels
