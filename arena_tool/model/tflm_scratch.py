@@ -16,9 +16,9 @@ op's scope). The sizes depend on the kernels the firmware links:
 
 Each rule restates, from the op's shapes, types and options, what that kernel's Prepare
 requests, in its order (TFLM 90b983c2 with its CMSIS-NN). ``requests`` returns None for an
-op whose requests arena cannot compute (a custom op it has no rule for, an int4 or int16
-CMSIS-NN path it does not model): the plan says so and is not claimed optimal, and the
-TFLM check measures what TFLM placed.
+op whose requests arena cannot compute (a custom op it has no rule for; CMSIS-NN's batch
+matmul and int4 depthwise, Helium's int8 SVDF, which it does not model): the plan says so
+and is not claimed optimal, and the TFLM check measures what TFLM placed.
 """
 
 from __future__ import annotations
@@ -222,16 +222,26 @@ def _average_pool(op: Op, kernels: str) -> list[int]:
 
 
 def _transpose_conv(op: Op, kernels: str) -> list[int] | None:
-    if kernels in CMSIS_NN:
-        return None  # CMSIS-NN's transpose convolution: not modelled
+    """transpose_conv (inputs: output shape, filter OHWI, input, bias): int8 an int32 per output
+    element (CMSIS-NN: its column and reversed-filter buffers), int16 an int64 per output element,
+    then an int64 copy of an int16 bias."""
     x = op.type(2)
     out = math.prod(op.shape(0, output=True))
-    bias_16 = op.present(3) and op.type(3) == "INT16"
-    if x == "INT8":
-        return [4 * out]
+    bias_16 = [8 * math.prod(op.shape(3))] if op.present(3) and op.type(3) == "INT16" else []
     if x == "INT16":
-        return ([8 * math.prod(op.shape(3))] if bias_16 else []) + [8 * out]
-    return []
+        return [8 * out] + bias_16
+    if x != "INT8":
+        return []
+    if kernels not in CMSIS_NN:
+        return [4 * out]
+    oc, fh, fw, c = op.shape(1)
+    _, h, w, _ = op.shape(2)
+    sw, sh = op.opt("strideW", 1), op.opt("strideH", 1)
+    if sw <= 2 and sh <= 2 and c > 16:  # CMSIS-NN runs it as a convolution of the reversed filter
+        cols = fw * fh * c
+        conv = 4 * ((cols + 15) // 16) * 16 if kernels == "cmsis_nn_mve" else 2 * 2 * (cols + (-cols) % 4)
+        return [conv, c * fw * fh * oc]
+    return [((w - 1) * sw + max(fw, sh)) * op.shape(0, output=True)[3] * max(fh, sh) * 4]
 
 
 def _batch_matmul(op: Op, kernels: str) -> list[int] | None:

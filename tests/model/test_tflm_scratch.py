@@ -242,3 +242,25 @@ def test_cmsis_nn_int16_convolution(tmp_path, bias, dsp, mve):
     for kernels, want in (("cmsis_nn_dsp", dsp), ("cmsis_nn_mve", mve), ("reference", None)):
         mp = tflite_model.model_problem(str(src), ModelOptions(kernels=kernels))
         assert [t.elements for t in mp.tensors if t.kind == "scratch"] == ([want] if want else []), kernels
+
+
+def test_transpose_convolution_per_kernel_set(tmp_path):
+    """An int8 TRANSPOSE_CONV of 32 input channels, stride 2: the reference kernel's int32 per output
+    element; CMSIS-NN's reversed-filter convolution (2 x int16 x 3x3x32 columns) and the reversed
+    filter itself (32 x 3 x 3 x 4)."""
+    kind, o = opts("TransposeConvOptions")
+    o.padding, o.strideW, o.strideH = 0, 2, 2
+    shape = np.array([1, 8, 8, 4], np.int32)
+    w = np.ones((4, 3, 3, 32), np.int8)
+    data = build([("shape", "INT32", [4], shape), ("w", "INT8", [4, 3, 3, 32], w),
+                  ("x", "INT8", [1, 4, 4, 32], None), ("y", "INT8", [1, 8, 8, 4], None)],
+                 [("TRANSPOSE_CONV", [0, 1, 2], [3], (kind, o))], [2], [3])
+    src = tmp_path / "tconv.tflite"
+    src.write_bytes(data)
+
+    def sizes(kernels):
+        mp = tflite_model.model_problem(str(src), ModelOptions(kernels=kernels))
+        return [t.elements for t in reversed(mp.tensors) if t.kind == "scratch"]  # request order
+
+    assert sizes("reference") == [4 * 8 * 8 * 4]
+    assert sizes("cmsis_nn_dsp") == [2 * 2 * 3 * 3 * 32, 32 * 3 * 3 * 4]
