@@ -16,9 +16,9 @@ op's scope). The sizes depend on the kernels the firmware links:
 
 Each rule restates, from the op's shapes, types and options, what that kernel's Prepare
 requests, in its order (TFLM 90b983c2 with its CMSIS-NN). ``requests`` returns None for an
-op whose requests arena cannot compute (a custom op it has no rule for; CMSIS-NN's batch
-matmul and int4 depthwise, Helium's int8 SVDF, which it does not model): the plan says so
-and is not claimed optimal, and the TFLM check measures what TFLM placed.
+op whose requests arena cannot compute (a custom op it has no rule for; Helium's int8 SVDF,
+which its kernel refuses without KERNELS_OPTIMIZED_FOR_*; an op of shapes its kernel refuses):
+the plan says so and is not claimed optimal, and the TFLM check measures what TFLM placed.
 """
 
 from __future__ import annotations
@@ -177,13 +177,17 @@ def _depthwise(op: Op, kernels: str) -> list[int] | None:
         return _int4_filter(op)
     if op.type(0) != "INT8":
         return []  # float and int16 take the reference path, which requests nothing
-    if op.type(1) != "INT8":
-        return None  # int4 filters: not modelled
     n, h, w, c = op.shape(0)
     _, fh, fw, _ = op.shape(1)
     oc = op.shape(0, output=True)[3]
     sh, sw = op.opt("strideH", 1), op.opt("strideW", 1)
     dh, dw = op.opt("dilationHFactor", 1), op.opt("dilationWFactor", 1)
+    if op.type(1) == "INT4":  # the s4 wrapper: its optimized kernel's buffer, no 3x3 exception, DSP or not
+        if c == oc and n == 1 and dw == 1 and dh == 1:
+            return _nonzero(4 * 124 * fw * fh if kernels == "cmsis_nn_mve" else c * fw * fh * 2)
+        return []
+    if op.type(1) != "INT8":
+        return None
     pad = op.opt("padding", 0)
     ph, pw = _same_padding(pad, sh, dh, h, fh), _same_padding(pad, sw, dw, w, fw)
     if kernels == "cmsis_nn_mve":
@@ -244,8 +248,13 @@ def _transpose_conv(op: Op, kernels: str) -> list[int] | None:
     return [((w - 1) * sw + max(fw, sh)) * op.shape(0, output=True)[3] * max(fh, sh) * 4]
 
 
-def _batch_matmul(op: Op, kernels: str) -> list[int] | None:
-    return None if kernels in CMSIS_NN and op.type(0) in ("INT8", "INT16") else []
+def _batch_matmul(op: Op, kernels: str) -> list[int]:
+    """CMSIS-NN's int8 batch matmul: Helium's fully connected buffer, an int32 per output column
+    (the transposed operands are persistent, TFLM's tail)."""
+    if kernels != "cmsis_nn_mve" or op.type(0) != "INT8" or op.type(1) != "INT8":
+        return []
+    out = op.shape(0, output=True)
+    return [4 * (out[-1] if 2 <= len(out) <= 4 else 1)]
 
 
 def _add_n(op: Op, kernels: str) -> list[int]:
