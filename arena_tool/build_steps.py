@@ -193,7 +193,9 @@ def plan(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
     # a status line only when asked: it would garble the build's normal (and -j) output
     shown = progress.for_stream(sys.stderr, True) if os.environ.get("ARENA_PROGRESS") == "1" else None
     params = planners.Params(k=spec["k"], time_limit=spec["time_limit"], progress=shown)
-    regions = [tuple(r) for r in spec.get("regions", ())]  # a split arena: (region, capacity) fastest first
+    regions = [(str(n), int(c)) for n, c in spec.get("regions", ())]  # a split arena: (region, capacity) fastest first
+    copied = [(r, _posix(path), ModelOptions.from_doc(o)) for r, path, o in spec.get("copied", ())]
+    regions = planning.left_after_copies(regions, copied)
     result = planning.plan_model(_posix(model), options, spec["planner"], params, regions)
     planfile.write(targets[0], result.plan_file)
 

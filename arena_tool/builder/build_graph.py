@@ -14,6 +14,7 @@ so boards with the same options share a plan and its tables; ``<b>``: the board'
 ``build/<board>``)::
 
     plan         build/plans/<m>-<d>.plan.json        <- model file, Value(options key)
+                                                      (depends: models whose weights a split region holds)
     tables       build/tables/<m>-<d>/model_<m>.{c,h}  <- plan, model file
     tflm         build/tables/<m>-<d>/<m>.tflm.json, <m>.planned.tflite  <- plan, model (runtime: tflm)
     tflm_tables  build/tables/<m>-<d>/model_<m>.{c,h}  <- planned model, tflm.json (runtime: tflm)
@@ -502,7 +503,9 @@ class _Graph:
         gen = (self.generator,)
         name = f"{spec['name']}-{digest(key)}"
         model = spec["path"]
-        plan_path = self.add("plan", [f"{self.build_dir}/plans/{name}.plan.json"], [model, Value(key)], depends=gen)
+        copied = tuple(c[1] for c in spec.get("copied", ()))  # a split's capacity depends on their weights
+        plan_path = self.add("plan", [f"{self.build_dir}/plans/{name}.plan.json"], [model, Value(key)],
+                             depends=(*gen, *copied))
         folder = f"{self.build_dir}/tables/{name}"
         c, h = f"{folder}/model_{spec['name']}.c", f"{folder}/model_{spec['name']}.h"
         alloc = ""

@@ -118,6 +118,19 @@ def tflm_settled(mp: ModelProblem, problem: Problem, plan: Plan) -> Plan:
     return plan
 
 
+def left_after_copies(regions: Sequence[tuple[str, int]],
+                      copied: Sequence[tuple[str, str, ModelOptions]]) -> list[tuple[str, int]]:
+    """A split arena's (region, capacity) less what other models' weights copied into a region
+    take there (``weights: <region>``, (region, model path, its options)): they stay resident
+    while this model runs, so its split is planned against what is left. (The model's own
+    copied weights are ``split_arena.plan_split``'s to take off.)"""
+    out = list(regions)
+    for region, path, options in copied:
+        cut = split_arena.weights_ram_bytes(liveness.model_problem(path, options))
+        out = [(n, max(0, c - cut) if n == region else c) for n, c in out]
+    return out
+
+
 def plan_split(path: str, options: ModelOptions, planner: str, params: planners.Params,
                caps: Sequence[split_arena.RegionCap]) -> PlannedModel:
     """``plan_model`` for a split arena: a PlannedModel whose plan file carries a region per

@@ -96,6 +96,9 @@ class ModelSpec:
     options: everything that changes the planning problem.
     regions: a split arena (board ``region: [A, B]`` or ``split: true``): (region, capacity in
       bytes) fastest first, the capacity as ``BoardTarget.region_limit`` gives it; () for one arena.
+    copied: the other models of the board whose weights are copied into one of those regions
+      (``weights: <region>``), as (region, model path, its options): resident while this model
+      runs, their bytes are not this model's to plan (``planning.left_after_copies``).
     """
 
     name: str
@@ -105,6 +108,7 @@ class ModelSpec:
     time_limit: float
     options: ModelOptions
     regions: tuple[tuple[str, int], ...] = ()
+    copied: tuple[tuple[str, str, ModelOptions], ...] = ()
 
     def key(self) -> str:
         """A canonical JSON text of everything that changes this model's plan (regions only
@@ -115,7 +119,13 @@ class ModelSpec:
         }
         if self.regions:
             doc["regions"] = [list(r) for r in self.regions]
+        if self.copied:
+            doc["copied"] = _copied_doc(self.copied)
         return json.dumps(doc, sort_keys=True, separators=(",", ":"))
+
+
+def _copied_doc(copied: Iterable[tuple[str, str, ModelOptions]]) -> list[list[Any]]:
+    return [[region, path.replace(os.sep, "/"), options.to_doc()] for region, path, options in copied]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -519,7 +529,13 @@ class _Loader:
                            where_of("sharing" if t.sharing != "sequential" else "runtime"),
                            hint="use one region, or run the models one at a time")
         caps = tuple((name, t.region_limit(name)) for name in t.split)
-        return dataclasses.replace(t, models=tuple(dataclasses.replace(m, regions=caps) for m in t.models))
+
+        def copied(m: ModelSpec) -> tuple[tuple[str, str, ModelOptions], ...]:
+            return tuple((o.options.weights, o.path, o.options) for o in t.models
+                         if o is not m and o.options.weights in t.split)
+
+        return dataclasses.replace(t, models=tuple(dataclasses.replace(m, regions=caps, copied=copied(m))
+                                                   for m in t.models))
 
     def linker(self, board: Any, pick: Any, where_of: Any,
                region: str) -> tuple[str, str | None, tuple[tuple[str, str], ...]]:
@@ -619,13 +635,15 @@ def from_doc(d: dict[str, Any]) -> Manifest:
 
 def _spec_doc(s: ModelSpec) -> dict[str, Any]:
     return {"name": s.name, "path": s.path, "key": s.key(), "planner": s.planner, "k": s.k,
-            "time_limit": s.time_limit, "options": s.options.to_doc(), "regions": [list(r) for r in s.regions]}
+            "time_limit": s.time_limit, "options": s.options.to_doc(), "regions": [list(r) for r in s.regions],
+            "copied": _copied_doc(s.copied)}
 
 
 def _spec_from(d: dict[str, Any]) -> ModelSpec:
     return ModelSpec(name=d["name"], path=d["path"], planner=d["planner"], k=d["k"], time_limit=d["time_limit"],
                      options=ModelOptions.from_doc(d["options"]),
-                     regions=tuple((str(n), int(c)) for n, c in d.get("regions", [])))
+                     regions=tuple((str(n), int(c)) for n, c in d.get("regions", [])),
+                     copied=tuple((str(r), str(p), ModelOptions.from_doc(o)) for r, p, o in d.get("copied", [])))
 
 
 def target_doc(t: BoardTarget) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from conftest import require_tool
 
+import models
 from builders import ROOT, SPLIT_BOARD, copy_example, scons
 from arena_tool.model import liveness, lowering
 from arena_tool.plan import plancheck, planfile, planners, planning, split_arena
@@ -148,6 +149,42 @@ def test_manifest_split_regions_and_weights(tmp_path: Path) -> None:
             manifest.load(path)
     (proj / "example_firmware" / "arena.yaml").write_text(text.replace("region: [FAST, SLOW]", "split: true"))
     assert manifest.load(path).targets[0].split == ("FAST", "SLOW", "DATA")  # by speed
+
+
+def test_split_is_planned_against_what_other_models_weights_leave(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """chain (12 KiB at its peak) split over FAST (8 KiB) and SLOW, beside a model whose 4 KiB
+    of weights are copied into FAST: chain's split gets what those weights leave of FAST, so
+    the board passes (it was over: chain's split filled FAST as if the weights took nothing)."""
+    from arena_tool import build_steps
+    from arena_tool.builder import build_graph as bg
+
+    monkeypatch.chdir(tmp_path)
+    models.save(models.chain(), "chain.onnx")
+    models.save(models.model([models.node("MatMul", ["x", "w"], ["y"], "mm")], [models.vi("x", [1, 16])],
+                             [models.vi("y", [1, 64])], [models.weight("w", [16, 64])]), "w.onnx")
+    Path("boards").mkdir()
+    Path("boards/split_an500.yaml").write_text(SPLIT_BOARD.replace("length: 20K", "length: 8K", 1)
+                                               .replace("length: 20K", "length: 32K"))
+    Path("arena.yaml").write_text("board_dirs: [boards]\ndefaults: {planner: greedy_size}\nmodels:\n"
+                                  "  - {name: chain, path: chain.onnx}\n  - {name: w, path: w.onnx, weights: FAST}\n"
+                                  "boards:\n  - {name: split_an500, region: [FAST, SLOW]}\n")
+    doc = manifest.to_doc(manifest.load("arena.yaml"))
+    assert [s["copied"] for s in doc["targets"][0]["models"]] == [
+        [["FAST", "w.onnx", ModelOptions(weights="FAST").to_doc()]], []]
+    g = bg.plan(doc, "build", bg.Toolchain(root=str(tmp_path)), generator="digest")
+    assert "w.onnx" in g.of_kind("plan")[0].depends  # chain's plan is redone when w's weights change
+    build = build_steps.Build({t["name"]: t for t in doc["targets"]})
+    for b in g.boards:
+        build.gates[b.gate] = build_steps.Gate(b.name, b.deleted, b.report)
+    for n in (*g.of_kind("plan"), *g.of_kind("gate")):
+        getattr(build_steps, n.kind)(build, list(n.targets), [s.text if isinstance(s, bg.Value) else s for s in n.sources])
+    rep = board_report.read("build/split_an500/arena_gate.json")
+    fast = next(r for r in rep.regions if r.name == "FAST")
+    assert rep.status == "ok" and build.failed == {}, [p.message for p in rep.problems]
+    assert 0 < fast.weights and fast.arena + fast.weights <= fast.limit == 8 * 1024
+    chain = planfile.load(next(n.targets[0] for n in g.of_kind("plan") if "chain" in n.targets[0]))
+    assert chain.regions is not None and chain.regions[0].capacity == 8 * 1024 - fast.weights
 
 
 def test_gate_names_the_region_over(tmp_path: Path) -> None:
