@@ -268,6 +268,7 @@ class TfliteProblem(ModelProblem):
     unreferenced: tuple[str, ...] = ()
     subgraph_tensors: int = 0
     unknown_scratch: tuple[str, ...] = ()
+    unknown_ops: tuple[int, ...] = ()  # the schedule indices of unknown_scratch's operators
 
     def index_of(self) -> dict[str, int]:
         return {n: i for i, n in enumerate(self.names)}
@@ -486,19 +487,20 @@ class _Builder:
             variables=tuple(names[i] for i in range(len(tensors)) if variable[i]),
             unreferenced=tuple(unreferenced),
             subgraph_tensors=sum(len(s.tensors or []) for s in m.subgraphs),
-            unknown_scratch=tuple(unknown),
+            unknown_scratch=tuple(u for u, _ in unknown), unknown_ops=tuple(s for _, s in unknown),
         )
 
     def _scratch(self, order: Sequence[int], ops: Sequence[Any], op_type: dict[int, str],
-                 taken: set[str]) -> tuple[list[Tensor], list[str]]:
+                 taken: set[str]) -> tuple[list[Tensor], list[tuple[str, int]]]:
         """The kernels' scratch buffers (tflm_scratch), each live at its op's scope, in TFLM's request
-        order (operator by operator); and the operators whose requests arena cannot size."""
+        order (operator by operator); and the operators whose requests arena cannot size (with their
+        schedule index)."""
         out: list[Tensor] = []
-        unknown: list[str] = []
+        unknown: list[tuple[str, int]] = []
         for s, k in enumerate(order, start=1):
             sizes = tflm_scratch.requests(self.m, ops[k], op_type[k], self.opt.kernels, self.types)
             if sizes is None:
-                unknown.append(f"operator {k} ({op_type[k]})")
+                unknown.append((f"operator {k} ({op_type[k]})", s - 1))
                 continue
             for j, nbytes in enumerate(sizes):
                 name = f"scratch:{k}.{j}"

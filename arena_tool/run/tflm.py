@@ -310,6 +310,39 @@ def planned_head(mp: tflite_model.TfliteProblem, offsets: Sequence[int]) -> tupl
     return head, online, overlaps
 
 
+def probe_scratch(data: bytes, path: str, mp: tflite_model.TfliteProblem, offsets: Sequence[int],
+                  inputs: Sequence[Sequence[np.ndarray]]) -> list[str]:
+    """What each operator of ``mp.unknown_scratch`` requests, measured in the host interpreter.
+
+    A probe of the planned model with every tensor at offset 0: TFLM then stacks each operator's
+    scratch buffers on the largest tensor live at its scope (first fit finds no gap below), so its
+    head is the largest of the tensors and of (largest live tensor + scratch) over the operators.
+    Every unknown operator's scratch is at most head - its largest live tensor; exactly that when
+    it is the one unknown operator and the head is above everything arena sized itself. The
+    outputs of the probe mean nothing (tensors overlap); only its head is read.
+    """
+    index = mp.index_of()
+    probe = list(offsets)
+    tensors = [t for t in mp.tensors if t.kind != "scratch"]
+    for t in tensors:
+        probe[index[t.name]] = 0
+    head = run_tflm(tflite_write.planned_bytes(data, path, probe), path, inputs).allocation.head
+    scopes = len(mp.schedule) + 1
+    live = [max((t.size for t in tensors if t.first_op <= s <= t.last_op), default=0) for s in range(scopes)]
+    known = [0] * scopes
+    for t in mp.tensors:
+        if t.kind == "scratch":
+            known[t.first_op] += t.size
+    sized = max([t.size for t in tensors] + [live[s] + known[s] for s in range(scopes) if known[s]], default=0)
+    exact = len(mp.unknown_ops) == 1 and head > sized
+    out = []
+    for label, step in zip(mp.unknown_scratch, mp.unknown_ops):
+        n = max(head - live[step + 1], 0)
+        out.append(f"measured in TFLM (every tensor at offset 0): {label} requests "
+                   f"{'' if exact else 'at most '}{fmt_bytes(n)} of scratch")
+    return out
+
+
 def verify(model_path: str, planned_path: str, runs: int = 5, seed: int = 0) -> TflmCheck:
     """Run MODEL and PLANNED (a planned .tflite, or a plan JSON to write one from) in TFLM."""
     if runs < 1:
@@ -358,11 +391,13 @@ def verify(model_path: str, planned_path: str, runs: int = 5, seed: int = 0) -> 
              f"saves {fmt_bytes(ref.allocation.head - got.allocation.head)})"]
     if kernels_note:
         lines.append(kernels_note)
-    if pmp.unknown_scratch and not online and got.allocation.head > head:  # what the plan said it omits
-        lines.append(f"measured: TFLM's head is {fmt_bytes(got.allocation.head)}, "
-                     f"{fmt_bytes(got.allocation.head - head)} above the plan, for the scratch buffers of "
-                     f"{', '.join(pmp.unknown_scratch)}, which arena cannot size before running them")
-    elif got.allocation.head != head:
+    if pmp.unknown_scratch and not online:  # what the plan said it omits: measured here
+        if got.allocation.head > head:
+            lines.append(f"measured: TFLM's head is {fmt_bytes(got.allocation.head)}, "
+                         f"{fmt_bytes(got.allocation.head - head)} above the plan, for the scratch buffers of "
+                         f"{', '.join(pmp.unknown_scratch)}, which arena cannot size before running them")
+        lines += probe_scratch(planned, planned_path, pmp, offsets, inputs[:1])
+    if got.allocation.head != head and not (pmp.unknown_scratch and not online and got.allocation.head > head):
         who = (f"TFLM planned {', '.join(online)} itself (offset -1)" if online else
                "TFLM placed buffers arena did not plan (kernel scratch buffers)")
         failures.append(f"TFLM's head {fmt_bytes(got.allocation.head)} differs from arena's plan "

@@ -264,3 +264,19 @@ def test_transpose_convolution_per_kernel_set(tmp_path):
 
     assert sizes("reference") == [4 * 8 * 8 * 4]
     assert sizes("cmsis_nn_dsp") == [2 * 2 * 3 * 3 * 32, 32 * 3 * 3 * 4]
+
+
+def test_verify_measures_scratch_arena_cannot_size_in_tflm(tmp_path, capsys, monkeypatch):
+    """With MEAN's rule withheld, its scratch is unknown to the plan (544 B: x and m); verify runs the real
+    TFLM, whose head is 576 B, and its probe (every tensor at offset 0) measures the 32 B MEAN requests."""
+    src = tmp_path / "mean.tflite"
+    src.write_bytes(mean_model())
+    known = tflm_scratch.requests
+    monkeypatch.setattr(tflm_scratch, "requests",
+                        lambda model, op, op_type, *a: None if op_type == "MEAN" else known(model, op, op_type, *a))
+    assert run(capsys, "plan", src, "-o", tmp_path / "p.tflite")[0] == 0
+    assert planfile.load(str(tmp_path / "p.plan.json")).arena_size == 544
+    code, out, err = run(capsys, "verify", src, tmp_path / "p.tflite", "--runs", "1")
+    assert code == 0, err
+    assert "measured: TFLM's head is 576 B, 32 B above the plan, for the scratch buffers of operator 0 (MEAN)" in out
+    assert "measured in TFLM (every tensor at offset 0): operator 0 (MEAN) requests 32 B of scratch" in out
