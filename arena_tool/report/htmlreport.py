@@ -182,6 +182,7 @@ class BoardView:
     measured: bool  # regions from the linked ELF's sections (else from the plan)
     picture_note: str | None
     optimize: str | None = None  # the level the manifest chose (arena_tool.target.flags), None: the default
+    split: tuple[tuple[str, int, int], ...] = ()  # a split arena: (region, arena + weights there, its limit)
 
     @property
     def passed(self) -> bool:
@@ -237,7 +238,9 @@ def inline_svg(svg: str, prefix: str) -> str:
 
 
 # (part of a section's name, kind, what it holds): the first match names a section.
-_SECTION_KINDS = (("arena", "arena", "the arena"), ("heap", "reserve", "stack and heap reserve"),
+_SECTION_KINDS = (("arena", "arena", "the arena"), ("weights", "const", "model weights copied here at startup"),
+                  ("init_array", "const", "constructor pointers"), ("fini_array", "const", "destructor pointers"),
+                  ("heap", "reserve", "stack and heap reserve"),
                   ("stack", "reserve", "stack and heap reserve"), ("rodata", "const", "constants (weights, tables)"),
                   ("bss", "data", "zero-initialised variables"), ("data", "data", "initialised variables"),
                   ("isr", "code", "vector table"), ("vector", "code", "vector table"), ("text", "code", "code"))
@@ -249,8 +252,11 @@ def section_kind(name: str) -> tuple[str, str]:
     return next(((kind, what) for part, kind, what in _SECTION_KINDS if part in low), ("other", ""))
 
 
-def _elf_uses(memory: Memory, sections: Sequence["Section"], models: str) -> tuple[RegionUse, ...]:
-    """Each section in the region holding its address (RAM), the ones with contents in the flash."""
+def _elf_uses(memory: Memory, sections: Sequence["Section"], models: str,
+              copied: Mapping[str, str] | None = None) -> tuple[RegionUse, ...]:
+    """Each section in the region holding its address (RAM), the ones with contents in the flash
+    (a writable one at a flash address, such as .init_array, only there). copied: a
+    ``.weights_<region>`` section -> the models whose weights it holds."""
     ram: dict[str, list[Occupant]] = {r.name: [] for r in memory.ram}
     flash: list[Occupant] = []
     stray: list[Occupant] = []
@@ -258,6 +264,11 @@ def _elf_uses(memory: Memory, sections: Sequence["Section"], models: str) -> tup
         kind, what = section_kind(s.name)
         if kind == "arena":
             what = f"the arena ({models})"
+        if s.name in (copied or {}):
+            what = f"the weights of {(copied or {})[s.name]}, copied here at startup"
+        if s.ram and s.flash and memory.flash.holds(s.addr):
+            flash.append(Occupant(s.name, s.size, kind, what))  # runs from flash: no RAM taken
+            continue
         if s.ram:
             home = next((r for r in memory.ram if r.holds(s.addr)), None)
             (ram[home.name] if home else stray).append(Occupant(s.name, s.size, kind, what))
@@ -271,17 +282,26 @@ def _elf_uses(memory: Memory, sections: Sequence["Section"], models: str) -> tup
     return tuple(out) + (RegionUse(memory.flash, tuple(flash)),)
 
 
-def _plan_uses(memory: Memory, rep: BoardReport, models: str) -> tuple[RegionUse, ...]:
-    """Before linking: the arena in its region, the stack/heap reserve in the data region, the weights."""
+def _plan_uses(memory: Memory, rep: BoardReport, models: str, copied: Mapping[str, str]) -> tuple[RegionUse, ...]:
+    """Before linking: the arena in its region (a split arena's part in each of its regions), the
+    weights copied to a RAM region, the stack/heap reserve in the data region, the weights."""
     out = []
+    per = {u.name: u for u in rep.regions}
+    split = _split(rep)
     for r in memory.ram:
         occ = []
-        if r.name == rep.region:
+        u = per.get(r.name)
+        if split and u is not None and u.arena_section:
+            occ.append(Occupant(u.arena_section, u.arena, "arena", f"the arena's part in {r.name} ({models})"))
+        elif not split and r.name == rep.region:
             occ.append(Occupant("arena", rep.arena_size, "arena", f"the arena ({models})"))
+        if u is not None and u.weights_section and u.weights:
+            occ.append(Occupant(u.weights_section, u.weights, "const",
+                                f"the weights of {copied.get(u.weights_section, '')}, copied here at startup"))
         if r.name == memory.data_region:
             occ.append(Occupant("stack + heap reserve", reserve_bytes(rep.reserve_stack, rep.reserve_heap), "reserve",
                                 f"stack {rep.reserve_stack:,} B, heap {rep.reserve_heap:,} B"))
-        out.append(RegionUse(r, tuple(occ), r.name == rep.region))
+        out.append(RegionUse(r, tuple(occ), any(o.kind == "arena" for o in occ)))
     weights = tuple(Occupant(f"weights: {m.name}", m.weights_bytes, "const",
                              "the planned .tflite (C array)" if m.head is not None else "the model's weights")
                     for m in rep.models)
@@ -296,7 +316,9 @@ def build(rep: BoardReport, plans: Mapping[str, PlanFile | str], memory: Memory,
     who = "+".join(m.name for m in rep.models)
     models = f"{'shared by' if rep.sharing == 'sequential' else 'slices of'} {who}"
     linked = sections is not None and rep.stage == "linked"
-    regions = _elf_uses(memory, sections or (), models) if linked else _plan_uses(memory, rep, models)
+    copied = {u.weights_section: "+".join(m.name for m in rep.models if m.weights_region == u.name)
+              for u in rep.regions if u.weights_section}
+    regions = _elf_uses(memory, sections or (), models, copied) if linked else _plan_uses(memory, rep, models, copied)
     return BoardView(
         board=rep.board, status=rep.status, stage=rep.stage, runtime=rep.runtime,
         version=rep.arena_tool_version, sharing=rep.sharing, region=rep.region,
@@ -309,8 +331,13 @@ def build(rep: BoardReport, plans: Mapping[str, PlanFile | str], memory: Memory,
         models=tuple(_model(m, rep, plans.get(m.name, "not found"), picture) for m in rep.models),
         regions=regions, measured=linked,
         picture_note=None if picture else "no layout pictures: arena_tool.report.plot (matplotlib) is not available",
-        optimize=rep.optimize,
+        optimize=rep.optimize, split=tuple((u.name, u.used, u.limit) for u in rep.regions if _split(rep)),
     )
+
+
+def _split(rep: BoardReport) -> bool:
+    """Whether the report's arena is split over regions (``.arena_<region>`` sections)."""
+    return any(u.arena_section not in (None, ".arena") for u in rep.regions)
 
 
 # ---------------------------------------------------------------- shared wording
@@ -327,6 +354,9 @@ def _room(headroom: int) -> str:
 
 def _verdict(v: BoardView) -> str:
     """The one sentence at the top: passed, or what stopped the build."""
+    if v.passed and v.split:
+        return (f"passed the gate ({v.status}): a split arena of {_num(v.arena_size)} B, each region within its "
+                "limit: " + ", ".join(f"{name} {_num(used)} B of {_num(limit)} B" for name, used, limit in v.split))
     if v.passed:
         return (f"passed the gate ({v.status}): arena {_num(v.arena_size)} B of the {_num(v.limit)} B limit in "
                 f"{v.region}, {v.percent:.2f} %")
@@ -340,7 +370,8 @@ def _board_rows(v: BoardView) -> list[tuple[str, str, str]]:
         ("region", "region", v.region + (" (auto)" if v.region_auto else "")),
         ("sharing", "sharing", v.sharing),
         ("budget", "budget", f"{_num(v.budget)} B ({v.budget_spec})"),
-        ("limit", "limit", f"{_num(v.limit)} B"),
+        ("limit", "limit", f"{_num(v.limit)} B" + (" (" + " + ".join(f"{name} {_num(limit)} B" for name, _, limit
+                                                                   in v.split) + ")" if v.split else "")),
         ("arena", "arena_size", f"{_num(v.arena_size)} B"),
         ("lower bound", "lower_bound", f"{_num(v.lower_bound)} B"),
         ("headroom", "headroom", _room(v.headroom)),
@@ -492,7 +523,8 @@ def _memory_html(v: BoardView) -> list[str]:
                  f"{_num(r.length)} B" + (" (holds the arena)" if u.holds_arena else ""))
         out.append(f'<h3 data-key="region.{_e(r.name)}.used" data-value="{u.used}">{_e(title)}</h3>')
         out.append(f'<p class="note">origin {r.origin:#010x}, length {_num(r.length)} B</p>')
-        mark = v.limit if u.holds_arena and not v.measured else None
+        limits = {name: limit for name, _, limit in v.split}
+        mark = limits.get(r.name, v.limit if not v.split else None) if u.holds_arena and not v.measured else None
         out.append(f"<figure>{_region_svg(u, mark)}</figure>")
         if u.occupants:
             rows = [[o.name, _num(o.size), f"{100.0 * o.size / r.length:.2f} %" if r.length else "", o.what]

@@ -24,6 +24,7 @@ from arena_tool.model import macs
 from arena_tool.plan import plancheck, planfile, planners
 from arena_tool.target import board_report, boards
 from arena_tool.report import explain, htmlreport
+from arena_tool.run.runreport import Section
 from conftest import ROOT, require_tool
 from builders import copy_example, copy_package, scons, set_budget, typed
 
@@ -305,6 +306,40 @@ def test_hostile_strings_from_every_source_are_escaped() -> None:
     assert evil in "".join(page.text)
     md = htmlreport.render_markdown(view)
     assert "<img" not in md and "\\|" in md and "\\*" in md
+
+
+def test_split_report_says_each_regions_limit_and_what_each_section_is() -> None:
+    """A split arena with weights copied to its fast region, linked: the banner gives each region's
+    use against its own limit (not their sum in the first), a 4 B .init_array in flash is drawn in
+    the flash (not as RAM outside every region at origin 0), .weights_DTCM says whose weights."""
+    regions = (board_report.RegionUse("DTCM", 0x20000000, 128, 80, 20, 0, 128, ".arena_DTCM", ".weights_DTCM"),
+               board_report.RegionUse("AXI", 0x24000000, 256, 60, 0, 0, 256, ".arena_AXI", None))
+    rep = board_report.BoardReport(
+        board="b", region="DTCM", region_origin=0x20000000, region_length=128, region_auto=False, sharing="sequential",
+        arena_size=140, lower_bound=140, alignment=16, budget=384, budget_spec="100%", limit=384, reserve_stack=0,
+        reserve_heap=0, warn_above=None, status="ok", warning=None, arena_tool_version="0", problems=(),
+        ram=board_report.Usage(160, 384, "elf"), flash=board_report.Usage(64, 4096, "elf"), stage="linked",
+        regions=regions,
+        models=(board_report.ModelUse(name="m", planner="greedy_size", arena_size=140, lower_bound=140, optimal=True,
+                                      status="proven", base=0, plan="m.plan.json", model="m.onnx",
+                                      model_sha256="0" * 64, weights_bytes=16, weights_region="DTCM",
+                                      weights_ram=20),))
+    memory = htmlreport.Memory((htmlreport.Region("DTCM", 0x20000000, 128, "ram"),
+                                htmlreport.Region("AXI", 0x24000000, 256, "ram")),
+                               htmlreport.Region("FLASH", 0, 4096, "flash"), "DTCM")
+    sections = (Section(".text", 0, 40, True, False), Section(".init_array", 40, 4, True, True),
+                Section(".arena_DTCM", 0x20000000, 80, False, True), Section(".weights_DTCM", 0x20000050, 20, True, True),
+                Section(".arena_AXI", 0x24000000, 60, False, True))
+    view = htmlreport.build(rep, {}, memory, sections, picture=None)
+    text = htmlreport.render_html(view)
+    assert "each region within its limit: DTCM 100 B of 128 B, AXI 60 B of 256 B" in text
+    assert "384 B limit in DTCM" not in text and "outside every RAM region" not in text
+    flash = next(u for u in view.regions if u.region.name == "FLASH")
+    assert [o.name for o in flash.occupants if o.name.startswith(".init")] == [".init_array"]
+    dtcm = next(u for u in view.regions if u.region.name == "DTCM")
+    assert [o.what for o in dtcm.occupants if o.name == ".weights_DTCM"] == ["the weights of m, copied here at startup"]
+    assert all(o.what for u in view.regions for o in u.occupants), [(o.name, o.what) for u in view.regions
+                                                                     for o in u.occupants]
 
 
 # ---------------------------------------------------------------- in a browser
