@@ -29,6 +29,16 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 1
 TOP = 10
 WHAT_IF_DTYPE = "int8"
+NAME_WIDTH = 48  # a tensor or op name in a table (tflite2onnx's run past 200 characters)
+
+
+def elide(text: str, width: int = NAME_WIDTH) -> str:
+    """``text`` in at most ``width`` characters: a long name keeps its start and its end (where
+    converted models put the distinguishing part) around ``...``."""
+    if len(text) <= width:
+        return text
+    keep = max(width - 3, 2)
+    return text[:(keep + 1) // 2] + "..." + text[len(text) - keep // 2:]
 
 
 def _pct(part: int, whole: int) -> float:
@@ -224,16 +234,17 @@ def _table(header: list[str], rows: list[list[str]], right: set[int]) -> list[st
 
 
 def _name(row: dict[str, Any]) -> str:
+    """A buffer's cell: its root's name and its aliases', each list bounded (``elide``)."""
     more = row["members"]
-    name: str = row["name"]
-    return name + (f" (+{len(more)} alias{'es' if len(more) > 1 else ''}: {', '.join(more)})" if more else "")
+    name = elide(str(row["name"]))
+    return name + (f" (+{len(more)} alias{'es' if len(more) > 1 else ''}: {elide(', '.join(more))})" if more else "")
 
 
 def render(r: dict[str, Any]) -> str:
     s = r["savings"]
     out = [f"model        {r['model']}",
            f"arena        {fmt_bytes(r['arena_size'])} ({r['planner']}; lower bound {fmt_bytes(r['lower_bound'])})",
-           f"peak         {fmt_bytes(r['peak_bytes'])} at op {r['peak_op']} {r['peak_name']} ({r['peak_op_type']})",
+           f"peak         {fmt_bytes(r['peak_bytes'])} at op {r['peak_op']} {elide(r['peak_name'])} ({r['peak_op_type']})",
            f"MACs         " + (f"{r['macs']:,} per inference" if r["macs"] is not None
                                 else "n/a (the ONNX model is not at hand)"),
            "",
@@ -269,7 +280,7 @@ def render(r: dict[str, Any]) -> str:
             "", "per op (live bytes: alias groups once; output bytes of in-place outputs and views marked *):"]
     out += ["  " + x for x in _table(
         ["op", "name", "type", "live B", "output B", "workspace B", "MACs", ""],
-        [[str(o["index"]), o["name"], o["op_type"], f"{o['live_bytes']:,}",
+        [[str(o["index"]), elide(o["name"]), o["op_type"], f"{o['live_bytes']:,}",
           f"{o['output_bytes']:,}" + ("*" if o["aliased_output_bytes"] else " "), f"{o['workspace_bytes']:,}",
           "-" if o["macs"] is None else f"{o['macs']:,}",
           "<- peak" if o["index"] == r["peak_op"] else ""] for o in r["ops"]], {0, 3, 4, 5, 6})]

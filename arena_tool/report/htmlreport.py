@@ -425,8 +425,10 @@ def _macs_rows(u: ModelUse) -> list[list[str]]:
             for o in u.ops or ()]
 
 
-def _peak_line(p: Peak) -> str:
-    return f"peak {_num(p.bytes)} B live at op {p.op} {p.name} ({p.op_type}); an alias group counted once"
+def _peak_line(p: Peak, name: str | None = None) -> str:
+    """The peak's sentence; ``name``: the op's name as shown (default the whole)."""
+    shown = p.name if name is None else name
+    return f"peak {_num(p.bytes)} B live at op {p.op} {shown} ({p.op_type}); an alias group counted once"
 
 
 # ---------------------------------------------------------------- HTML
@@ -464,9 +466,11 @@ def _e(text: Any) -> str:
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]], numeric: set[int],
-           keys: Sequence[Sequence[str | None]] | None = None, lead: Sequence[str] | None = None) -> str:
+           keys: Sequence[Sequence[str | None]] | None = None, lead: Sequence[str] | None = None,
+           names: Sequence[int] = ()) -> str:
     """A table; columns in ``numeric`` right-aligned; keys[r][c] becomes that cell's data-key;
-    lead[r]: markup (ours, not escaped) put before row r's first cell text."""
+    lead[r]: markup (ours, not escaped) put before row r's first cell text; a long cell of a
+    column in ``names`` (tensor and op names) shows ``explain.elide``'s, the whole on hover."""
     out = ["<table><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in header) + "</tr></thead><tbody>"]
     for r, row in enumerate(rows):
         cells = []
@@ -474,7 +478,10 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[str]], numeric: set[in
             key = keys[r][c] if keys else None
             attrs = (' class="n"' if c in numeric else "") + (f' data-key="{_e(key)}"' if key else "")
             pre = lead[r] if lead and c == 0 else ""
-            cells.append(f"<td{attrs}>{pre}{_e(text)}</td>")
+            shown = explain.elide(text) if c in names else text
+            if shown != text:
+                attrs += f' title="{_e(text)}"'
+            cells.append(f"<td{attrs}>{pre}{_e(shown)}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
     return "".join(out) + "</tbody></table>"
 
@@ -563,12 +570,16 @@ def _model_html(v: BoardView, m: ModelView) -> list[str]:
     out += [f'<p class="note">{_e(n)}</p>' for n in m.notes]
     if m.peak is not None:
         p = m.peak
-        out.append(f'<p data-key="{_e(k)}peak" data-op="{p.op}" data-value="{p.bytes}"><b>{_e(_peak_line(p))}</b></p>')
+        shown = explain.elide(p.name)
+        hover = f' title="{_e(p.name)}"' if shown != p.name else ""
+        out.append(f'<p data-key="{_e(k)}peak" data-op="{p.op}" data-value="{p.bytes}"{hover}>'
+                   f"<b>{_e(_peak_line(p, shown))}</b></p>")
         out.append("<h4>Live at the peak</h4>" + _buffer_table(p.live, True, k + "live."))
         out.append(f"<h4>Largest buffers (top {len(p.largest)})</h4>" + _buffer_table(p.largest, False, k + "largest."))
     if u.ops:
         out.append("<h4>MACs per op</h4>" + _table(_MACS_COLUMNS, _macs_rows(u), {0, 3, 4},
-                                                    [[None, None, None, f"{k}ops.{o.index}.macs", None] for o in u.ops]))
+                                                    [[None, None, None, f"{k}ops.{o.index}.macs", None] for o in u.ops],
+                                                    names=(1,)))
     if m.picture:
         out.append(f"<h4>Layout</h4><figure>{m.picture}</figure>")
     return out + ["</section>"]
@@ -576,7 +587,8 @@ def _model_html(v: BoardView, m: ModelView) -> list[str]:
 
 def _buffer_table(rows: Sequence[BufferRow], share: bool, key: str) -> str:
     return _table(_BUFFER_COLUMNS, [_buffer_cells(b, share) for b in rows], {2, 3},
-                  [[f"{key}{i}.name", None, f"{key}{i}.size", None, None, None, None] for i in range(len(rows))])
+                  [[f"{key}{i}.name", None, f"{key}{i}.size", None, None, None, None] for i in range(len(rows))],
+                  names=(0, 1))
 
 
 def render_html(v: BoardView) -> str:

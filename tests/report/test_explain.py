@@ -143,3 +143,30 @@ def test_kws_peak_is_the_lower_bound(capsys, tmp_path):
     assert r["ops"][r["peak_op"]]["live_bytes"] == r["peak_bytes"]
     assert sum(b["size"] for b in r["live_at_peak"]) == r["peak_bytes"]
     assert len(r["largest"]) == 10 and len(r["ops"]) == len(plan.schedule)
+
+
+def test_long_names_are_elided_in_the_middle(capsys, tmp_path):
+    """tflite2onnx names run past 200 characters: explain's rows stay bounded, each name keeps its
+    start and end; the HTML report's cells show the same, the whole name on hover; the JSON keeps it."""
+    from arena_tool.report import htmlreport
+
+    tensor, op = "model/" + "x" * 200 + "/BiasAdd;conv_T1", "StatefulPartitionedCall/" + "y" * 200 + "/mm1"
+    m = models.model([models.node("MatMul", ["T0", "W0"], [tensor], "mm0"),
+                      models.node("MatMul", [tensor, "W1"], ["T2"], op),
+                      models.node("MatMul", ["T2", "W2"], ["T3"], "mm2")],
+                     [models.vi("T0", [64, 16])], [models.vi("T3", [64, 8])],
+                     [models.weight("W0", [16, 24]), models.weight("W1", [24, 24], 1), models.weight("W2", [24, 8], 2)])
+    path = models.save(m, tmp_path / "long.onnx")
+    r = explain_json(capsys, tmp_path, path)
+    assert r["peak_name"] == op and tensor in [b["name"] for b in r["live_at_peak"]]  # the JSON has them whole
+    code, out, err = run(capsys, "explain", path)
+    assert code == 0, err
+    named = [line for line in out.splitlines() if "xxxxx" in line or "yyyyy" in line]
+    assert len(named) >= 4 and max(len(line) for line in named) <= 120, max(named, key=len)
+    assert explain.elide(tensor) in out and explain.elide(op) in out and tensor not in out
+    short = explain.elide(tensor)
+    assert len(short) == explain.NAME_WIDTH and short.startswith("model/x") and short.endswith("/BiasAdd;conv_T1")
+    assert explain.elide("T1") == "T1"
+    row = htmlreport.BufferRow(tensor, 6 * KB, "activation", "float32", 0, 1, (), 50.0)
+    cell = htmlreport._buffer_table([row], True, "k.")
+    assert f'title="{tensor}"' in cell and f">{short}</td>" in cell
