@@ -411,7 +411,7 @@ def reference(model_path: str, feeds: dict[str, np.ndarray], names: Sequence[str
         import onnxruntime as ort
     except ImportError as e:
         raise ArenaError("onnxruntime is not installed: arena-tool run compares the firmware with it",
-                         field="run", hint="pip install onnxruntime (or run .ci/setup)") from e
+                         field="run", hint="pip install 'arena-tool[run]' (or .ci/setup in a clone)") from e
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     opts.log_severity_level = 3

@@ -234,7 +234,8 @@ def litert_available() -> str | None:
     try:
         from ai_edge_litert.interpreter import Interpreter, OpResolverType  # noqa: F401
     except Exception as e:  # noqa: BLE001 - ImportError, or a broken native library
-        return f"ai-edge-litert is not installed or does not load here ({type(e).__name__}: {e})"
+        return (f"ai-edge-litert is not installed or does not load here ({type(e).__name__}: {e}; "
+                "pip install 'arena-tool[verify]')")
     return None
 
 

@@ -80,8 +80,12 @@ def reference(model_path: str, plan: PlanFile, names: list[str] | None = None) -
     """ONNX Runtime's value of every named tensor (default: every planned non-scratch tensor),
     with the graph inputs filled by input_pattern; graph inputs are included."""
     import onnx
-    import onnxruntime as ort
 
+    try:
+        import onnxruntime as ort
+    except ImportError as e:
+        raise ArenaError("onnxruntime is not installed: verify compares the plan's run with it",
+                         hint="pip install 'arena-tool[verify]' (or .ci/setup in a clone)") from e
     model = _load(model_path, plan)
     buffers = plan.by_name
     ins = graph_inputs(model)

@@ -145,3 +145,28 @@ def test_parse_output_reads_main_c_lines():
     assert run.status == {"m": 0} and run.ticks == {"m": 42}
     assert run.op_ticks == {"m": {0: 17, 1: 3}}  # a -DARENA_PROFILE build's per-op lines
     assert onnx  # the module is used by the fixtures' models
+
+
+def test_the_extras_name_what_run_and_verify_need(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pip install 'arena-tool[run]' / '[verify]' bring the reference executors and no test tool;
+    without onnxruntime each command names its extra (one line, exit 2)."""
+    import sys
+    import tomllib
+    from pathlib import Path
+
+    from arena_tool.core.errors import ArenaError
+    from arena_tool.run import firmware
+
+    extras = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    names = {k: {d.split(">")[0].split("=")[0].strip() for d in v} for k, v in extras.items()}
+    assert names["run"] == {"onnxruntime"} and names["verify"] == {"onnxruntime", "ai-edge-litert"}
+    assert names["run"] | names["verify"] <= names["test"]  # the tests run both commands
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime fails as if absent
+    path = model("kws")
+    with pytest.raises(ArenaError) as e:
+        verify.reference(path, fwbuild.plan(path, "greedy_size"))
+    assert "arena-tool[verify]" in (e.value.hint or "") and e.value.exit_code == 2
+    with pytest.raises(ArenaError) as e:
+        firmware.reference(path, {}, [])
+    assert "arena-tool[run]" in (e.value.hint or "") and e.value.exit_code == 2
