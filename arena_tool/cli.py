@@ -54,7 +54,7 @@ def _model_flags() -> list[tuple[Any, Option]]:
 
 def _flag_default(o: Option, default: Any) -> Any:
     """What argparse holds when the flag is not given."""
-    return {"switch": False, "input_shape": [], "bitwidths_file": None}.get(o.cli, default)
+    return {"switch": False, "input_shape": [], "op_scratch": [], "bitwidths_file": None}.get(o.cli, default)
 
 
 def _flag_keywords(o: Option, default: Any) -> dict[str, Any]:
@@ -62,7 +62,7 @@ def _flag_keywords(o: Option, default: Any) -> dict[str, Any]:
     if o.cli == "switch":
         return {"action": "store_true", "help": o.help}
     kw: dict[str, Any] = {"default": _flag_default(o, default), "metavar": o.metavar, "help": o.help}
-    if o.cli == "input_shape":
+    if o.cli in ("input_shape", "op_scratch"):
         return {**kw, "action": "append"}
     return {**kw, "choices": o.choices, "type": _positive if o.cli == "positive" else None}
 
@@ -75,11 +75,27 @@ def _flag_value(o: Option, given: Any, default: Any) -> Any:
         from arena_tool.model import onnx_graph
 
         return tuple(sorted(onnx_graph.parse_input_shape(s) for s in given))
+    if o.cli == "op_scratch":
+        return tuple(sorted(_op_scratch(s) for s in given))
     if o.cli == "bitwidths_file":
         from arena_tool.model import liveness
 
         return liveness.read_bitwidths(given) if given else ()
     return given  # text, positive: as argparse converted it
+
+
+def _op_scratch(text: str) -> tuple[str, tuple[int, ...]]:
+    """'3=1024,64' -> ('3', (1024, 64)): operator 3's scratch requests in bytes."""
+    op, sep, sizes = text.partition("=")
+    hint = "write OP=BYTES,... with the operator's index and byte counts >= 1, e.g. 3=1024,64"
+    try:
+        parsed = tuple(int(b) for b in sizes.split(","))
+        index = int(op)
+    except ValueError:
+        raise ArenaError(f"{text!r} is not OP=BYTES,...", field="--op-scratch", hint=hint) from None
+    if not sep or index < 0 or any(b < 1 for b in parsed):
+        raise ArenaError(f"{text!r} is not OP=BYTES,...", field="--op-scratch", hint=hint)
+    return str(index), parsed
 
 
 def _params(args: argparse.Namespace) -> planners.Params:
@@ -213,7 +229,7 @@ def _scratch_line(mp: Any) -> str:
             f"({tflm_scratch.describe(mp.options.kernels)}), where TFLM places them")
     if mp.unknown_scratch:
         line += (f"; NOT sized: {', '.join(mp.unknown_scratch)} (the plan omits their bytes, so it claims no "
-                 f"optimality; arena-tool verify measures the head TFLM uses)")
+                 f"optimality; arena-tool verify measures them, --op-scratch OP=BYTES,... states them)")
     return line
 
 

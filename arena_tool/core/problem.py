@@ -161,7 +161,7 @@ SCRATCHES = ("none", "row", "full")
 IOS = ("model", "int8")  # ModelOptions.io
 IO_BUFFERS = ("arena", "caller")  # ModelOptions.io_buffers
 KERNELS = ("reference", "cmsis_nn_dsp", "cmsis_nn_nodsp", "cmsis_nn_mve")  # ModelOptions.kernels (tflm_scratch)
-CLI_KINDS = ("text", "positive", "switch", "input_shape", "bitwidths_file")  # Option.cli
+CLI_KINDS = ("text", "positive", "switch", "input_shape", "bitwidths_file", "op_scratch")  # Option.cli
 
 
 def _same(value: Any) -> Any:
@@ -272,6 +272,12 @@ class ModelOptions:
       QuantizeLinear/DequantizeLinear, so they are the integer tensors (lowering.integer_io).
     io_buffers: 'arena' plans the graph inputs and outputs in the arena; 'caller' leaves them out,
       in buffers the application owns (never aliased with an arena tensor; ``problem`` skips them).
+    kernels: the TFLM kernels a .tflite model runs on ('reference', or CMSIS-NN for a core with
+      the DSP extension, without it, or with Helium): the scratch buffers they request are
+      buffers of the plan, and their sizes differ (model/tflm_scratch.py). No effect on ONNX.
+    op_scratch: a .tflite operator index (as text) -> the bytes of each scratch buffer its kernel
+      requests, in request order: for a kernel arena cannot size (a custom op; ``verify``
+      measures them), in place of arena's rule for that operator.
     io_alignment: bytes, for the graph's inputs and outputs (the buffers a DMA or cache
       maintenance touches, e.g. 32 for the Cortex-M7 cache line): their offsets and sizes are
       multiples of it; None: the alignment.
@@ -400,6 +406,20 @@ class ModelOptions:
                 "scratch buffers (RequestScratchBufferInArena) are planned, and their sizes depend on the kernels: "
                 "reference, or CMSIS-NN for a core with the DSP extension, without it, or with Helium (MVE)"},
         plan_schema={"enum": list(KERNELS)})
+    op_scratch: tuple[tuple[str, tuple[int, ...]], ...] = option(
+        (), flag="--op-scratch", cli="op_scratch", metavar="OP=BYTES,...", cli_rank=15, omit_default=True,
+        help="a .tflite operator's kernel scratch requests in bytes, for a kernel arena cannot size (repeatable; "
+             "arena-tool verify measures them), e.g. 3=1024,64",
+        hint="map a .tflite operator index (quoted) to the bytes of each scratch buffer it requests, e.g. {'3': [1024]}",
+        schema={"description": "a .tflite operator index -> the bytes of each scratch buffer its kernel requests "
+                "(RequestScratchBufferInArena), for kernels arena cannot size (custom ops): arena-tool verify measures "
+                "them", "type": "object", "propertyNames": {"pattern": "^[0-9]+$"},
+                "additionalProperties": {"type": "array", "items": {"type": "integer", "minimum": 1,
+                                                                      "maximum": 2147483647},
+                                         "x-expected": "a list of byte counts like [1024, 64]"}},
+        plan_schema={"type": "object", "additionalProperties": {"type": "array",
+                                                                "items": {"type": "integer", "minimum": 1}}},
+        encode=_shapes_doc, decode=_shapes_from)
 
     def to_doc(self) -> dict[str, Any]:
         """Every option as JSON values, maps sorted by key (an omit_default one only when set)."""

@@ -497,8 +497,15 @@ class _Builder:
         schedule index)."""
         out: list[Tensor] = []
         unknown: list[tuple[str, int]] = []
+        stated = dict(self.opt.op_scratch)
+        for key in sorted(stated):
+            if not (key.isdigit() and int(key) < len(ops)):
+                self.fail(f"op_scratch names operator {key}; the model has {len(ops)} operators (0..{len(ops) - 1})",
+                          "give the index of the operator whose kernel requests the scratch (arena-tool verify "
+                          "names it)", field="op_scratch")
         for s, k in enumerate(order, start=1):
-            sizes = tflm_scratch.requests(self.m, ops[k], op_type[k], self.opt.kernels, self.types)
+            sizes = (list(stated[str(k)]) if str(k) in stated else
+                     tflm_scratch.requests(self.m, ops[k], op_type[k], self.opt.kernels, self.types))
             if sizes is None:
                 unknown.append((f"operator {k} ({op_type[k]})", s - 1))
                 continue

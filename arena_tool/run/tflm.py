@@ -352,6 +352,7 @@ def verify(model_path: str, planned_path: str, runs: int = 5, seed: int = 0) -> 
     model = tflite_model.parse(data, model_path)
     tflite_model.problem_from_bytes(data, model_path, ModelOptions())  # every refusal, named, before TFLM
     kernels_note = ""
+    host = ModelOptions()  # the host's reference kernels; a plan JSON adds the scratch it states (op_scratch)
     if tflite_model.is_tflite(planned_path):
         planned = tflite_model.read_bytes(planned_path)
         pmodel = tflite_model.parse(planned, planned_path)
@@ -362,6 +363,7 @@ def verify(model_path: str, planned_path: str, runs: int = 5, seed: int = 0) -> 
         planned = tflite_write.planned_bytes(data, model_path, tflite_write.offsets_for(mp_plan, plan), mp_plan.order)
         pmodel = tflite_model.parse(planned, planned_path)
         label = f"{planned_path} (written in memory)"
+        host = ModelOptions(op_scratch=plan.options.op_scratch)
         if plan.options.kernels != "reference":
             kernels_note = (f"the plan is for {tflm_scratch.describe(plan.options.kernels)}: its head "
                             f"{fmt_bytes(plan.arena_size)} holds their scratch buffers; the host runs TFLM's "
@@ -370,7 +372,7 @@ def verify(model_path: str, planned_path: str, runs: int = 5, seed: int = 0) -> 
     if offsets is None:
         raise ArenaError("the planned model has no OfflineMemoryAllocation metadata", file=planned_path,
                          hint="make one with: arena-tool plan MODEL.tflite -o PLANNED.tflite")
-    pmp = tflite_model.problem_from_bytes(planned, planned_path, ModelOptions())
+    pmp = tflite_model.problem_from_bytes(planned, planned_path, host)
     if len(offsets) != pmp.subgraph_tensors:
         raise ArenaError(f"the offline plan has {len(offsets)} offsets for {pmp.subgraph_tensors} tensors",
                          file=planned_path, hint="re-plan with arena-tool plan MODEL.tflite -o PLANNED.tflite")

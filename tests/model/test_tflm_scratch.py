@@ -280,3 +280,25 @@ def test_verify_measures_scratch_arena_cannot_size_in_tflm(tmp_path, capsys, mon
     assert code == 0, err
     assert "measured: TFLM's head is 576 B, 32 B above the plan, for the scratch buffers of operator 0 (MEAN)" in out
     assert "measured in TFLM (every tensor at offset 0): operator 0 (MEAN) requests 32 B of scratch" in out
+
+
+def test_stated_op_scratch_makes_the_plan_tflms_head(tmp_path, capsys, monkeypatch):
+    """The measured bytes stated with --op-scratch: the plan holds them, is optimal again, records them, and
+    TFLM's head is the plan (576 B); an operator index the model lacks is one clear error."""
+    src = tmp_path / "mean.tflite"
+    src.write_bytes(mean_model())
+    known = tflm_scratch.requests
+    monkeypatch.setattr(tflm_scratch, "requests",
+                        lambda model, op, op_type, *a: None if op_type == "MEAN" else known(model, op, op_type, *a))
+    code, out, err = run(capsys, "plan", src, "--op-scratch", "0=16,16", "-o", tmp_path / "p.tflite")
+    assert code == 0, err
+    plan = planfile.load(str(tmp_path / "p.plan.json"))
+    assert plan.arena_size == 576 and plan.optimal and plan.unknown_scratch is None
+    assert json.loads((tmp_path / "p.plan.json").read_text())["options"]["op_scratch"] == {"0": [16, 16]}
+    assert run(capsys, "check", src, tmp_path / "p.plan.json")[0] == 0
+    report = tflm.verify(str(src), str(tmp_path / "p.plan.json"), runs=1)  # the plan states the bytes
+    assert report.failures == [] and report.tflm_planned.head == report.arena_head == 576
+    code, _, err = run(capsys, "plan", src, "--op-scratch", "7=16")
+    assert code == 2 and "op_scratch names operator 7; the model has 2 operators (0..1)" in err
+    code, _, err = run(capsys, "plan", src, "--op-scratch", "0=x")
+    assert code == 2 and "'0=x' is not OP=BYTES" in err
