@@ -413,7 +413,7 @@ class ModelOptions:
         hint="map a .tflite operator index (quoted) to the bytes of each scratch buffer it requests, e.g. {'3': [1024]}",
         schema={"description": "a .tflite operator index -> the bytes of each scratch buffer its kernel requests "
                 "(RequestScratchBufferInArena), for kernels arena cannot size (custom ops): arena-tool verify measures "
-                "them", "type": "object", "propertyNames": {"pattern": "^[0-9]+$"},
+                "them", "type": "object", "propertyNames": {"pattern": "^[0-9]+(?!\\n)$"},
                 "additionalProperties": {"type": "array", "items": {"type": "integer", "minimum": 1,
                                                                       "maximum": 2147483647},
                                          "x-expected": "a list of byte counts like [1024, 64]"}},
