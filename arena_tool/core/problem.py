@@ -141,6 +141,18 @@ def align_up(value: int, alignment: int) -> int:
     return -(-value // alignment) * alignment
 
 
+NAME_WIDTH = 48  # a tensor or op name in a table or picture (tflite2onnx's run past 200 characters)
+
+
+def elide(text: str, width: int = NAME_WIDTH) -> str:
+    """``text`` in at most ``width`` characters: a long name keeps its start and its end (where
+    converted models put the distinguishing part) around ``...``."""
+    if len(text) <= width:
+        return text
+    keep = max(width - 3, 2)
+    return text[:(keep + 1) // 2] + "..." + text[len(text) - keep // 2:]
+
+
 def fmt_bytes(n: Bytes) -> str:
     """65536 -> '65,536 B': how every message and summary writes a byte count."""
     return f"{n:,} B"

@@ -19,7 +19,7 @@ from arena_tool.core import dtypes
 from arena_tool.plan import planners, planning
 from arena_tool.core.errors import ArenaBug, ArenaError
 from arena_tool.core.files import write_atomic
-from arena_tool.core.problem import Buffer, Problem, align_up, fmt_bytes, lower_bound
+from arena_tool.core.problem import Buffer, Problem, align_up, elide, fmt_bytes, lower_bound
 from arena_tool.core.schema import check_json
 from arena_tool.plan.planfile import PlanBaselines, alias_groups, group_buffers
 
@@ -29,16 +29,6 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 1
 TOP = 10
 WHAT_IF_DTYPE = "int8"
-NAME_WIDTH = 48  # a tensor or op name in a table (tflite2onnx's run past 200 characters)
-
-
-def elide(text: str, width: int = NAME_WIDTH) -> str:
-    """``text`` in at most ``width`` characters: a long name keeps its start and its end (where
-    converted models put the distinguishing part) around ``...``."""
-    if len(text) <= width:
-        return text
-    keep = max(width - 3, 2)
-    return text[:(keep + 1) // 2] + "..." + text[len(text) - keep // 2:]
 
 
 def _pct(part: int, whole: int) -> float:

@@ -29,6 +29,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
+from arena_tool.core.problem import elide
 from arena_tool.target.boards import reserve_bytes
 from arena_tool.target.flags import LEVELS
 from arena_tool.core.errors import ArenaError
@@ -478,7 +479,7 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[str]], numeric: set[in
             key = keys[r][c] if keys else None
             attrs = (' class="n"' if c in numeric else "") + (f' data-key="{_e(key)}"' if key else "")
             pre = lead[r] if lead and c == 0 else ""
-            shown = explain.elide(text) if c in names else text
+            shown = elide(text) if c in names else text
             if shown != text:
                 attrs += f' title="{_e(text)}"'
             cells.append(f"<td{attrs}>{pre}{_e(shown)}</td>")
@@ -570,7 +571,7 @@ def _model_html(v: BoardView, m: ModelView) -> list[str]:
     out += [f'<p class="note">{_e(n)}</p>' for n in m.notes]
     if m.peak is not None:
         p = m.peak
-        shown = explain.elide(p.name)
+        shown = elide(p.name)
         hover = f' title="{_e(p.name)}"' if shown != p.name else ""
         out.append(f'<p data-key="{_e(k)}peak" data-op="{p.op}" data-value="{p.bytes}"{hover}>'
                    f"<b>{_e(_peak_line(p, shown))}</b></p>")

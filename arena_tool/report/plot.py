@@ -1,10 +1,13 @@
 """The layout picture of plans (``arena-tool plan|compare --plot FILE``): op on x, arena offset on y,
 every buffer a rectangle [first_op - 0.5, last_op + 0.5] x [offset, offset + size).
 
-Several plans (compare's planners) are panels side by side on one y scale, so taller is more
-RAM. Beside each, a narrow axis draws the live bytes per op (an alias group once, as explain
-counts them) on the same scale: where it touches the lower bound line is the peak, and the gap
-between the lower bound and the arena top is what the layout lost to fragmentation.
+Several plans (compare's planners) are panels on one y scale, COLUMNS to a row (ten planners
+are a grid, not one strip), so taller is more RAM. On each panel a step line draws the live
+bytes per op (an alias group once, as explain counts them) on the offset axis itself, op by op
+under the rectangles: where it touches the lower bound line is the peak, and the gap between
+the lower bound and the arena top is what the layout lost to fragmentation. A buffer is
+labelled with its name where that fits, else with its elided name or its index (#i), the whole
+name always in its hover title.
 
 Only matplotlib's object API (Figure, Agg canvas) is used, inside one rc_context from
 matplotlib's defaults, so nothing leaks into or out of pyplot or a user's matplotlibrc. The SVG
@@ -28,12 +31,13 @@ import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 from matplotlib.transforms import blended_transform_factory
 
 from arena_tool.core.errors import ArenaError
-from arena_tool.core.problem import fmt_bytes
+from arena_tool.core.problem import elide, fmt_bytes
 from arena_tool.core.files import write_atomic
 from arena_tool.report.timeline import Layout, Rect, layout
 
@@ -43,6 +47,8 @@ if TYPE_CHECKING:
 
 FORMATS = (".svg", ".png")
 COLOURS = {"io": "#8fb8de", "activation": "#f2b880", "scratch": "#bdbdbd", "alias": "#9ccc9c"}
+LIVE = "#202020"  # the live-bytes step line
+COLUMNS = 3  # panels per row
 LEGEND = {"io": "input / output", "activation": "activation", "scratch": "workspace / scratch",
           "alias": "alias (view, in-place)"}
 LABEL_PT = 7.0
@@ -61,12 +67,11 @@ PNG_MAX_PX = 6000  # a ten-planner compare stays an image viewers open
 @dataclasses.dataclass(frozen=True)
 class Geometry:
     """Inches of one figure: fixed margins, so data-to-pixel transforms are known before drawing
-    (labels are fitted against them) and the same for every panel (one y scale)."""
+    (labels are fitted against them) and the same for every panel (one y scale); ``height``
+    is one row's."""
 
     main: float
-    live: float = 1.0
-    gap: float = 0.12  # main axis to its live axis
-    between: float = 0.35  # one panel's live axis to the next panel
+    between: float = 0.35  # one panel to the next in its row
     left: float = 0.95
     right: float = 0.2
     bottom: float = 0.55
@@ -74,7 +79,9 @@ class Geometry:
     height: float = 5.0
 
     def width(self, panels: int) -> float:
-        return self.left + self.right + panels * (self.main + self.gap + self.live) + (panels - 1) * self.between
+        """The figure's width for ``panels`` in one row (at most COLUMNS)."""
+        n = min(panels, COLUMNS)
+        return self.left + self.right + n * self.main + (n - 1) * self.between
 
 
 @contextlib.contextmanager
@@ -111,23 +118,24 @@ def _bytes_axis(v: float, _pos: Any) -> str:
 
 
 def _geometry(lays: Sequence[Layout]) -> Geometry:
-    """Wider panels for more ops, taller for more buffers, narrower when many panels share a row."""
+    """Wider panels for more ops (narrower when a row holds several), taller for more buffers."""
     ops = max(lay.ops for lay in lays)
     bufs = max(len(lay.rects) for lay in lays)
-    main = min(max(3.5 + 0.12 * ops, 4.5), 12.0)
-    if len(lays) > 3:
-        main = min(main, 3.2)
-    return Geometry(main=main, live=0.8 if len(lays) > 3 else 1.0,
-                    height=min(max(4.0 + 0.02 * bufs, 5.0), 10.0))
+    main = min(max(3.5 + 0.12 * ops, 4.5), 12.0 if len(lays) == 1 else 6.0)
+    return Geometry(main=main, height=min(max(4.0 + 0.02 * bufs, 5.0), 10.0))
 
 
-def _label_fits(ax: Any, r: Rect, renderer: Any, font: FontProperties) -> bool:
-    """Whether the name fits inside the rectangle as drawn (pixels at the figure's dpi)."""
+def _label(ax: Any, r: Rect, renderer: Any, font: FontProperties) -> str | None:
+    """What fits inside the rectangle as drawn (pixels at the figure's dpi): the name, else the
+    name elided to 24 or 12 characters, else the buffer's index; None when nothing does."""
     (x0, y0), (x1, y1) = ax.transData.transform([(r.first_op - 0.5, r.offset), (r.last_op + 0.5, r.offset + r.size)])
     if abs(y1 - y0) < 8 or abs(x1 - x0) < 8:
-        return False
-    w, h, _ = renderer.get_text_width_height_descent(r.name, font, ismath=False)
-    return bool(w + 4 <= abs(x1 - x0) and h + 2 <= abs(y1 - y0))
+        return None
+    for text in dict.fromkeys((r.name, elide(r.name, 24), elide(r.name, 12), f"#{r.index}")):
+        w, h, _ = renderer.get_text_width_height_descent(text, font, ismath=False)
+        if w + 4 <= abs(x1 - x0) and h + 2 <= abs(y1 - y0):
+            return text
+    return None
 
 
 def _draw_buffers(ax: Any, panel: int, lay: Layout, renderer: Any) -> None:
@@ -139,17 +147,16 @@ def _draw_buffers(ax: Any, panel: int, lay: Layout, renderer: Any) -> None:
                                facecolor=COLOURS[key], edgecolor="#303030", linewidth=0.5,
                                alpha=0.75 if key == "alias" else 1.0, hatch="///" if key == "alias" else None,
                                gid=f"buf:{panel}:{r.index}"))
-        if _label_fits(ax, r, renderer, font):
-            ax.text((r.first_op + r.last_op) / 2, r.offset + r.size / 2, r.name, fontproperties=font,
+        label = _label(ax, r, renderer, font)
+        if label is not None:
+            ax.text((r.first_op + r.last_op) / 2, r.offset + r.size / 2, label, fontproperties=font,
                     ha="center", va="center", clip_on=True, gid=f"label:{panel}:{r.index}")
 
 
-def _draw_lines(ax: Any, panel: int, lay: Layout, labelled: bool) -> None:
+def _draw_lines(ax: Any, panel: int, lay: Layout) -> None:
     """The arena top (solid, label above) and the lower bound (dashed, label below)."""
     ax.axhline(lay.arena_size, color="#c0392b", linewidth=1.0, gid=f"arena_top:{panel}")
     ax.axhline(lay.lower_bound, color="black", linewidth=0.8, linestyle="--", gid=f"lower_bound:{panel}")
-    if not labelled:
-        return
     at = blended_transform_factory(ax.transAxes, ax.transData)
     box = {"facecolor": "white", "alpha": 0.7, "edgecolor": "none", "pad": 1.0}
     same = lay.arena_size == lay.lower_bound
@@ -161,15 +168,11 @@ def _draw_lines(ax: Any, panel: int, lay: Layout, labelled: bool) -> None:
 
 
 def _draw_live(ax: Any, panel: int, lay: Layout) -> None:
-    """Live bytes per op as a filled step curve, the peak op marked."""
+    """Live bytes per op as a step line on the offset axis, over each op's column; the peak marked."""
     edges = [i - 0.5 for i in range(lay.ops + 1)]
-    ax.stairs(lay.live, edges, fill=True, color="#7f7f7f", alpha=0.6, gid=f"live:{panel}")
+    ax.stairs(lay.live, edges, fill=False, color=LIVE, linewidth=1.2, gid=f"live:{panel}")
     peak = lay.peak_op
-    ax.plot([peak], [lay.live[peak]], marker="v", color="black", markersize=4, gid=f"peak:{panel}")
-    ax.set_xlim(-0.5, lay.ops - 0.5)
-    ax.set_title("live B", fontsize=7)
-    ax.tick_params(labelleft=False, labelsize=6)
-    ax.xaxis.set_major_locator(MaxNLocator(3, integer=True))
+    ax.plot([peak], [lay.live[peak]], marker="v", color=LIVE, markersize=4, gid=f"peak:{panel}")
 
 
 def layout_figure(plans: Sequence[tuple[str, PlanFile]]) -> Figure:
@@ -184,40 +187,42 @@ def _figure(panels: Sequence[tuple[str, Layout]]) -> Figure:
     lays = [lay for _, lay in panels]
     g = _geometry(lays)
     width = g.width(len(panels))
-    fig = Figure(figsize=(width, g.height))
+    rows = -(-len(panels) // COLUMNS)
+    height = rows * g.height
+    fig = Figure(figsize=(width, height))
     renderer = FigureCanvasAgg(fig).get_renderer()  # type: ignore[no-untyped-call]  # unannotated in matplotlib
     top = max(max(lay.arena_size, lay.lower_bound, max(lay.live, default=0)) for lay in lays)
-    bottom, h = g.bottom / g.height, (g.height - g.bottom - g.top) / g.height
+    h = (g.height - g.bottom - g.top) / height
     first = None
-    x = g.left
     for p, (title, lay) in enumerate(panels):
+        row, col = divmod(p, COLUMNS)
+        x = g.left + col * (g.main + g.between)
+        bottom = ((rows - 1 - row) * g.height + g.bottom) / height
         ax = fig.add_axes((x / width, bottom, g.main / width, h), sharey=first)
-        live = fig.add_axes(((x + g.main + g.gap) / width, bottom, g.live / width, h), sharey=ax)
         first = first or ax
-        _main_axis(ax, p, title, lay, max(top, 1) * 1.06)
+        _main_axis(ax, p, col, title, lay, max(top, 1) * 1.06)
         _draw_buffers(ax, p, lay, renderer)
-        _draw_lines(ax, p, lay, labelled=True)
-        _draw_lines(live, p, lay, labelled=False)
-        _draw_live(live, p, lay)
-        x += g.main + g.gap + g.live + g.between
+        _draw_lines(ax, p, lay)
+        _draw_live(ax, p, lay)
     handles = [Patch(facecolor=COLOURS[k], edgecolor="#303030", label=LEGEND[k], hatch="///" if k == "alias" else None)
                for k in COLOURS]
+    handles.append(Line2D([], [], color=LIVE, linewidth=1.2, label="live bytes per op"))
     fig.legend(handles=handles, loc="upper center", ncol=len(handles), frameon=False,
                bbox_to_anchor=(0.5, 1.0), fontsize=7)
     return fig
 
 
-def _main_axis(ax: Any, panel: int, title: str, lay: Layout, ymax: float) -> None:
+def _main_axis(ax: Any, panel: int, col: int, title: str, lay: Layout, ymax: float) -> None:
     """Limits first: label fitting reads the data-to-pixel transform they fix."""
     ax.set_xlim(-0.5, lay.ops - 0.5)
     ax.set_ylim(0, ymax)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.yaxis.set_major_formatter(FuncFormatter(_bytes_axis))
     ax.set_xlabel("op (schedule step)")
-    if panel == 0:
-        ax.set_ylabel("arena offset (bytes)")
+    if col == 0:
+        ax.set_ylabel("arena offset, live bytes")
     else:
-        ax.tick_params(labelleft=False)  # one scale: the first panel's numbers hold for all
+        ax.tick_params(labelleft=False)  # one scale: a row's first panel's numbers hold for all
     ax.set_title(f"{title}\narena {fmt_bytes(lay.arena_size)}, lower bound {fmt_bytes(lay.lower_bound)}",
                  fontsize=8)
 

@@ -148,6 +148,7 @@ def test_kws_peak_is_the_lower_bound(capsys, tmp_path):
 def test_long_names_are_elided_in_the_middle(capsys, tmp_path):
     """tflite2onnx names run past 200 characters: explain's rows stay bounded, each name keeps its
     start and end; the HTML report's cells show the same, the whole name on hover; the JSON keeps it."""
+    from arena_tool.core.problem import NAME_WIDTH, elide
     from arena_tool.report import htmlreport
 
     tensor, op = "model/" + "x" * 200 + "/BiasAdd;conv_T1", "StatefulPartitionedCall/" + "y" * 200 + "/mm1"
@@ -163,10 +164,10 @@ def test_long_names_are_elided_in_the_middle(capsys, tmp_path):
     assert code == 0, err
     named = [line for line in out.splitlines() if "xxxxx" in line or "yyyyy" in line]
     assert len(named) >= 4 and max(len(line) for line in named) <= 120, max(named, key=len)
-    assert explain.elide(tensor) in out and explain.elide(op) in out and tensor not in out
-    short = explain.elide(tensor)
-    assert len(short) == explain.NAME_WIDTH and short.startswith("model/x") and short.endswith("/BiasAdd;conv_T1")
-    assert explain.elide("T1") == "T1"
+    assert elide(tensor) in out and elide(op) in out and tensor not in out
+    short = elide(tensor)
+    assert len(short) == NAME_WIDTH and short.startswith("model/x") and short.endswith("/BiasAdd;conv_T1")
+    assert elide("T1") == "T1"
     row = htmlreport.BufferRow(tensor, 6 * KB, "activation", "float32", 0, 1, (), 50.0)
     cell = htmlreport._buffer_table([row], True, "k.")
     assert f'title="{tensor}"' in cell and f">{short}</td>" in cell

@@ -296,8 +296,41 @@ def test_layout_figure_is_an_object_api_figure():
 
     doc = synthetic(20, 10)
     fig = plot.layout_figure([("a", doc), ("b", doc)])
-    assert isinstance(fig, Figure) and len(fig.axes) == 4  # a main and a live axis per panel
-    assert fig.axes[0].get_ylim() == fig.axes[2].get_ylim()
+    assert isinstance(fig, Figure) and len(fig.axes) == 2  # one axis per panel: the live bytes are on it
+    assert fig.axes[0].get_ylim() == fig.axes[1].get_ylim()
+
+
+def test_ten_planners_are_a_grid_with_the_live_bytes_on_the_offset_axis():
+    """compare's ten planners drew one 6000x709 px strip: now rows of plot.COLUMNS panels, one y
+    scale; each panel's live-bytes line is drawn on its own offset axis, op for op."""
+    doc = synthetic(20, 10)
+    fig = plot.layout_figure([(f"p{i}", doc) for i in range(10)])
+    one = plot.layout_figure([("a", doc)])
+    assert len(fig.axes) == 10 and len({ax.get_ylim() for ax in fig.axes}) == 1
+    rows = -(-10 // plot.COLUMNS)
+    assert fig.get_figheight() == pytest.approx(rows * one.get_figheight())
+    assert fig.get_figwidth() < 2 * plot.COLUMNS * one.get_figwidth() and fig.get_figwidth() / fig.get_figheight() < 1.5
+    for p, ax in enumerate(fig.axes):
+        [live] = [a for a in ax.patches if a.get_gid() == f"live:{p}"]
+        assert list(live.get_data().values) == list(timeline.layout(doc).live)
+        assert ax.get_xlim() == (-0.5, timeline.layout(doc).ops - 0.5)  # the buffers' op axis
+
+
+def test_long_names_still_label_their_buffers(tmp_path):
+    """tflite2onnx names are longer than any rectangle: the label is the elided name or the index."""
+    doc = synthetic(8, 4).to_json()
+    for b in doc["buffers"]:
+        b["size"] = b["elements"] = 4096
+    for i, b in enumerate(doc["buffers"]):
+        b["name"] = f"StatefulPartitionedCall/model/{'x' * 200}/conv{i}"
+        b["offset"], b["first_op"], b["last_op"] = 4096 * (i % 4), 0, 3
+    plan = planfile.PlanFile.from_json(doc)
+    labels = groups(plot.svg([("a", plan)]), "label:0:")
+    assert labels
+    for gid, g in labels.items():
+        text = "".join(g.itertext()).strip()
+        i = int(gid.rsplit(":", 1)[1])
+        assert text == f"#{i}" or ("..." in text and text.endswith(f"conv{i}"[-5:])), text
 
 
 # ------------------------------------------------------------ explain --timeline
