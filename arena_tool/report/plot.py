@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 from xml.sax.saxutils import escape
 
 import matplotlib
+from matplotlib.artist import Artist
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
@@ -204,8 +205,8 @@ def _figure(panels: Sequence[tuple[str, Layout]]) -> Figure:
         _draw_buffers(ax, p, lay, renderer)
         _draw_lines(ax, p, lay)
         _draw_live(ax, p, lay)
-    handles = [Patch(facecolor=COLOURS[k], edgecolor="#303030", label=LEGEND[k], hatch="///" if k == "alias" else None)
-               for k in COLOURS]
+    handles: list[Artist] = [Patch(facecolor=COLOURS[k], edgecolor="#303030", label=LEGEND[k],
+                                   hatch="///" if k == "alias" else None) for k in COLOURS]
     handles.append(Line2D([], [], color=LIVE, linewidth=1.2, label="live bytes per op"))
     fig.legend(handles=handles, loc="upper center", ncol=len(handles), frameon=False,
                bbox_to_anchor=(0.5, 1.0), fontsize=7)
