@@ -31,9 +31,6 @@ from arena_tool.core.problem import KERNELS
 __all__ = ["KERNELS", "requests", "tflm_placement", "kernels_for", "describe"]
 CMSIS_NN = ("cmsis_nn_dsp", "cmsis_nn_nodsp", "cmsis_nn_mve")
 
-# Custom ops arena knows request nothing (none yet); any other custom op is unknown.
-_CUSTOM_WITHOUT_SCRATCH: frozenset[str] = frozenset()
-
 _SIZES = {"FLOAT32": 4, "FLOAT16": 2, "BFLOAT16": 2, "FLOAT64": 8, "INT8": 1, "UINT8": 1, "INT16": 2,
           "UINT16": 2, "INT32": 4, "UINT32": 4, "INT64": 8, "UINT64": 8, "BOOL": 1, "INT4": 1, "INT2": 1}
 
@@ -258,7 +255,9 @@ def _batch_matmul(op: Op, kernels: str) -> list[int]:
 
 
 def _add_n(op: Op, kernels: str) -> list[int]:
-    return [8 * len(op.ins)] if op.type(0, output=True) in ("FLOAT32", "INT8") else []
+    """add_n: a pointer per input, 4 bytes on a Cortex-M (the 64-bit host interpreter asks twice
+    that, which the 16-byte rounding hides up to 2 inputs)."""
+    return [4 * len(op.ins)] if op.type(0, output=True) in ("FLOAT32", "INT8") else []
 
 
 def _mirror_pad(op: Op, kernels: str) -> list[int]:
@@ -290,7 +289,7 @@ def requests(model: Any, op: Any, op_type: str, kernels: str, types: dict[int, s
     (zero-byte requests left out: TFLM places them at offset 0, where they take nothing);
     None when arena cannot know them before running the op."""
     if op_type.startswith("CUSTOM:"):
-        return [] if op_type[len("CUSTOM:"):] in _CUSTOM_WITHOUT_SCRATCH else None
+        return None  # its kernel is the model author's: only running it (verify) shows what it asks
     rule = _RULES.get(op_type)
     if rule is None:
         return []  # every other builtin kernel of TFLM (reference and CMSIS-NN) requests none
