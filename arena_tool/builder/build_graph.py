@@ -319,8 +319,10 @@ def prefix_map(root: str) -> str:
 def compile_flags(gcc_flags: Sequence[str], root: str, extra: Sequence[str] = (),
                   user: Sequence[Any] = (), optimize: str | None = None) -> list[Any]:
     """CCFLAGS of a board's compiles: its core flags, the flag policy's at the ``optimize`` level
-    (``flags.cflags``), the project mapped to ``.``, ``extra``, then the user's."""
-    return [*gcc_flags, *flags.cflags(optimize), prefix_map(root), *extra, *user]
+    (``flags.cflags``), the project mapped to ``.`` (between ``$(`` and ``$)``: out of the
+    signature, as it only keeps the clone's path out of the output, so two clones share one
+    CacheDir), ``extra``, then the user's."""
+    return [*gcc_flags, *flags.cflags(optimize), "$(", prefix_map(root), "$)", *extra, *user]
 
 
 def link_flags(gcc_flags: Sequence[str], user: Sequence[Any] = ()) -> list[Any]:

@@ -41,7 +41,7 @@ def test_scons_and_run_compile_and_link_with_the_same_flags(tmp_path: Path) -> N
     g = graph(project(tmp_path), tmp_path)
     env = g.env("cortex-m7_fpv5-sp-d16_hard")
     core = ("-mcpu=cortex-m7", "-mthumb", "-mfpu=fpv5-sp-d16", "-mfloat-abi=hard")
-    assert env.ccflags == (*core, *firmware.TARGET_CFLAGS, bg.prefix_map(str(tmp_path)))
+    assert env.ccflags == (*core, *firmware.TARGET_CFLAGS, "$(", bg.prefix_map(str(tmp_path)), "$)")
     assert env.linkflags[:len(core) + len(firmware.TARGET_LDFLAGS)] == (*core, *firmware.TARGET_LDFLAGS)
     assert tuple(f"-l{lib}" for lib in env.libs) == firmware.TARGET_LIBS
     assert firmware.STACK == manifest.DEFAULT_STACK == project(tmp_path).targets[0].reserve_stack
@@ -64,7 +64,7 @@ def test_optimize_per_board_and_top_level(tmp_path: Path) -> None:
     assert manifest.from_doc(manifest.to_doc(m)).targets == m.targets
     g = graph(m, tmp_path)
     # the level keys the compile environment: -O2 objects never mix with -Os ones
-    assert {e.key: e.ccflags[len(e.ccflags) - len(firmware.TARGET_CFLAGS) - 1] for e in g.envs} == {
+    assert {e.key: e.ccflags[len(e.ccflags) - len(firmware.TARGET_CFLAGS) - 3] for e in g.envs} == {
         "cortex-m7_fpv5-d16_hard_Os": "-Os", "cortex-m7_fpv5-sp-d16_hard_Os": "-Os", "cortex-m7_fpv5-d16_hard": "-O2"}
     assert g.node("build/nucleo_h743/firmware.elf").env == "cortex-m7_fpv5-d16_hard"
     plan = g.boards[0].plans[0].split("/")[-1][:-len(".plan.json")]
