@@ -171,7 +171,7 @@ SLOW_TESTS = {
     "test_linker_fragment.py::test_script_without_a_known_stack_symbol_links",
     "test_linker_fragment.py::test_split_arena_and_copied_weights_link",
     "test_caller_io.py::test_every_int8_model_leaves_its_io_out_of_the_arena",  # quantizes every model
-    "test_caller_io.py::test_every_int8_model_runs_with_caller_buffers_on_the_host",  # gcc
+    "test_caller_io.py::test_int8_models_run_with_caller_buffers_on_the_host",  # gcc
     "test_caller_io.py::test_caller_buffers_run_on_qemu",
     "test_caller_io.py::test_arena_run_io_reads_and_writes_the_applications_buffers",  # gcc
     "test_caller_io.py::test_scons_builds_gates_and_reports_caller_buffers",  # scons, QEMU
