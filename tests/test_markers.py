@@ -87,6 +87,7 @@ def _pytest(project: Path, *args: str) -> str:
 
 def test_guard_fails_unmarked_builds_and_lets_marked_ones_build(tmp_path: Path) -> None:
     shutil.copy(TESTS / "conftest.py", tmp_path / "conftest.py")
+    shutil.copy(TESTS / "shared_paths.py", tmp_path / "shared_paths.py")  # conftest imports it
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    slow: builds\n")
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "gcc").write_text("#!/bin/sh\nexit 0\n")
