@@ -364,10 +364,46 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from arena_tool.run import firmware
 
+    if args.model.lower().endswith((".yaml", ".yml")):
+        return _run_manifest(args)
     return firmware.run(args.model, args.board, _model_options(args), args.planner, _params(args),
                         input_path=args.input, seed=args.input_seed, output=args.output, json_path=args.json,
                         build_dir=args.build_dir, timeout=args.timeout, optimize=args.optimize,
                         profile=args.profile)
+
+
+def _run_manifest(args: argparse.Namespace) -> int:
+    """``arena-tool run MANIFEST --board B``: every model of the manifest, with its own options,
+    planner and ``inputs:`` sample (else the seeded random input), one firmware each on B; one
+    line per model, then the worst exit status."""
+    from arena_tool.run import firmware
+    from arena_tool.target import manifest
+
+    given = [o.flag for f, o in _model_flags() if getattr(args, o.dest) != _flag_default(o, f.default)]
+    given += [flag for flag, value, default in (("--planner", args.planner, DEFAULT_PLANNER), ("--k", args.k, 1),
+                                                ("--time-limit", args.time_limit, 10.0), ("--input", args.input, None),
+                                                ("--output", args.output, None), ("--json", args.json, None))
+              if value != default]
+    if given:
+        raise ArenaError(f"{given[0]} does not apply to a manifest: each model's options and inputs are its own",
+                         file=args.model, field=given[0],
+                         hint="set them in the manifest (inputs: {model: file.npz}), or run one model")
+    m = manifest.load(args.model)
+    samples = dict(m.samples)
+    outcome = []
+    for spec in m.models:
+        print(f"run {spec.name}: {spec.path}" + (f", input {samples[spec.name]}" if spec.name in samples else
+                                                  f", seeded random input (seed {args.input_seed})"))
+        sys.stdout.flush()
+        code = firmware.run(spec.path, args.board, spec.options, spec.planner,
+                            planners.Params(k=spec.k, time_limit=spec.time_limit, seed=args.seed),
+                            input_path=samples.get(spec.name), seed=args.input_seed, timeout=args.timeout,
+                            build_dir=os.path.join(args.build_dir, spec.name) if args.build_dir else None,
+                            optimize=args.optimize, profile=args.profile)
+        outcome.append((spec.name, code))
+    print(f"run: {len(outcome)} models on {args.board}: " + ", ".join(
+        f"{name} {'match' if code == 0 else 'MISMATCH'}" for name, code in outcome))
+    return max(code for _, code in outcome)
 
 
 def _plan_macs(path: str, plan: PlanFile) -> tuple[int, ...] | None:
@@ -598,7 +634,8 @@ def parser() -> argparse.ArgumentParser:
                                    "for the mps2 boards, natively with gcc for host), and compare every output "
                                    "with onnxruntime on the same input. Exit 0 match, 1 mismatch or an op the "
                                    "runtime cannot execute, 2 usage or input error, 3 arena bug.")
-    p.add_argument("model", help="the ONNX model")
+    p.add_argument("model", help="the ONNX model, or a manifest (.yaml): every model, its options and its "
+                                 "inputs: sample")
     p.add_argument("--board", required=True, metavar="BOARD",
                    help="host (native gcc) or a board QEMU emulates (mps2_an386, mps2_an500)")
     p.add_argument("--input", metavar="FILE.npz", help="the input arrays by graph input name (default: seeded random)")

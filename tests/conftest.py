@@ -183,6 +183,7 @@ SLOW_TESTS = {
     "test_firmware.py::test_firmware_that_fails_is_an_arena_bug",  # test_firmware: host builds, QEMU
     "test_firmware.py::test_host_run_of_each_example_matches",
     "test_firmware.py::test_input_npz_round_trip",
+    "test_firmware.py::test_run_a_manifest_runs_every_model_on_its_inputs",
     "test_firmware.py::test_json_report_validates_against_its_schema",
     "test_firmware.py::test_mismatch_exits_1",
     "test_firmware.py::test_qemu_mps2_an500_counts_instructions_and_matches",

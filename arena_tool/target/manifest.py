@@ -232,7 +232,9 @@ class Manifest:
     file: the manifest path as given; board_dirs: folders searched for boards,
     the manifest's own first; models: the top-level models (defaults applied);
     targets: one per board, in manifest order; inputs: every file read
-    (manifest, boards, models) so a cache knows when to reload.
+    (manifest, boards, models) so a cache knows when to reload; samples: the
+    manifest's ``inputs:``, (model name, .npz path joined to the manifest's folder)
+    for ``arena-tool run MANIFEST``.
     """
 
     file: str
@@ -240,6 +242,7 @@ class Manifest:
     models: tuple[ModelSpec, ...]
     targets: tuple[BoardTarget, ...]
     inputs: tuple[str, ...]
+    samples: tuple[tuple[str, str], ...] = ()
 
     @property
     def board_names(self) -> tuple[str, ...]:
@@ -423,7 +426,22 @@ class _Loader:
             self.inputs.append(board.file)
             targets.append(self.target(board, entry, i, top, specs, raws))
         return Manifest(file=self.path, board_dirs=dirs, models=tuple(specs), targets=tuple(targets),
-                        inputs=tuple(self.inputs))
+                        inputs=tuple(self.inputs), samples=self.samples(specs))
+
+    def samples(self, specs: list[ModelSpec]) -> tuple[tuple[str, str], ...]:
+        """``inputs:``: each key a model of the manifest, each file there (read when run)."""
+        names = [s.name for s in specs]
+        out = []
+        for name, path in (self.data.get("inputs") or {}).items():
+            if name not in names:
+                raise self.err(f"inputs: '{name}' is not a model of the manifest", ("inputs", name),
+                               hint=_did_you_mean(name, names))
+            full = os.path.normpath(os.path.join(self.base, path))
+            if not os.path.isfile(full):
+                raise self.err(f"inputs: {name}: file not found: {full}", ("inputs", name),
+                               hint=f"the path is relative to the manifest's folder ({self.base or '.'})")
+            out.append((name, full))
+        return tuple(out)
 
     def target(self, board: Board, entry: dict[str, Any], i: int, top: dict[str, Any],
                specs: list[ModelSpec], raws: dict[str, dict[str, Any]]) -> BoardTarget:
@@ -624,13 +642,15 @@ class _Loader:
 def to_doc(m: Manifest) -> dict[str, Any]:
     """The manifest as plain JSON data (``from_doc`` inverts it)."""
     return {"file": m.file, "board_dirs": list(m.board_dirs), "inputs": list(m.inputs),
-            "models": [_spec_doc(s) for s in m.models], "targets": [target_doc(t) for t in m.targets]}
+            "models": [_spec_doc(s) for s in m.models], "targets": [target_doc(t) for t in m.targets],
+            "samples": [list(s) for s in m.samples]}
 
 
 def from_doc(d: dict[str, Any]) -> Manifest:
     return Manifest(file=d["file"], board_dirs=tuple(d["board_dirs"]), inputs=tuple(d["inputs"]),
                     models=tuple(_spec_from(s) for s in d["models"]),
-                    targets=tuple(target_from_doc(t) for t in d["targets"]))
+                    targets=tuple(target_from_doc(t) for t in d["targets"]),
+                    samples=tuple((str(n), str(p)) for n, p in d.get("samples", [])))
 
 
 def _spec_doc(s: ModelSpec) -> dict[str, Any]:

@@ -268,3 +268,36 @@ def test_firmware_that_fails_is_an_arena_bug(capsys, monkeypatch, tmp_path):
     doc = json.loads((tmp_path / "r.json").read_text())
     jsonschema.validate(doc, schema())
     assert doc["result"] == "firmware_error" and doc["exit_status"] == 11
+
+
+def _manifest(tmp_path, inputs: str) -> str:
+    for name in ("autoencoder", "kws_int8"):
+        shutil.copy2(model(name), tmp_path / f"{name}.onnx")
+    path = tmp_path / "arena.yaml"
+    path.write_text("models:\n  - {name: autoencoder, path: autoencoder.onnx, planner: greedy_size}\n"
+                    "  - {name: kws_int8, path: kws_int8.onnx}\n" + inputs + "boards: [mps2_an500]\n")
+    return str(path)
+
+
+def test_run_a_manifest_runs_every_model_on_its_inputs(capsys, tmp_path):
+    """arena-tool run MANIFEST: each model with its options, autoencoder on the manifest's
+    inputs: sample (its outputs onnxruntime's on them), kws_int8 on the seeded random input."""
+    path = model("autoencoder")
+    rng = np.random.default_rng(7)
+    feeds = {i.name: rng.normal(0, 0.5, [d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+             for i in onnx.load(path).graph.input}
+    np.savez(tmp_path / "ae_in.npz", **feeds)
+    rc, out, err = run(capsys, _manifest(tmp_path, "inputs: {autoencoder: ae_in.npz}\n"), "--board", "host")
+    assert rc == 0, out + err
+    assert f"run autoencoder: {tmp_path / 'autoencoder.onnx'}, input {tmp_path / 'ae_in.npz'}" in out
+    assert "run kws_int8:" in out and "seeded random input (seed 0)" in out
+    assert out.rstrip().endswith("run: 2 models on host: autoencoder match, kws_int8 match")
+    assert len(OUTPUT_LINE.findall(out)) >= 2 and all(m[4] == "ok" for m in OUTPUT_LINE.findall(out))
+
+
+def test_run_a_manifest_refuses_what_is_the_manifests(capsys, tmp_path):
+    """A model flag with a manifest, or inputs: naming no model, is one line, exit 2 (nothing built)."""
+    rc, out, err = run(capsys, _manifest(tmp_path, "inputs: {autoencodr: x.npz}\n"), "--board", "host")
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "did you mean 'autoencoder'" in err, err
+    rc, out, err = run(capsys, _manifest(tmp_path, ""), "--board", "host", "--planner", "naive")
+    assert rc == 2 and "--planner does not apply to a manifest" in err and out == "", err
