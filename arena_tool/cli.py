@@ -283,8 +283,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     from arena_tool.plan import plancheck, planfile
 
     plan = planfile.load(args.plan)
-    mp = liveness.model_problem(args.model, plan.options)
+    mp = plancheck.derived_problem(args.model, plan)
     problems = plancheck.check(plan, mp, args.plan)
+    if plan.kind == "onnx":
+        problems += plancheck.patch_problems(plan, plancheck.lowered_model(args.model, plan))
     for p in problems:
         print(f"{args.plan}: error: {p}", file=sys.stderr)
     if problems:
@@ -353,7 +355,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     # The replay trusts the plan's buffers, shapes and arena_size: all but the pairs it replays are checked first.
     plan = planfile.load(args.plan)
     _check_input_shapes(args, plan.options.input_shapes, args.plan)
-    problems = plancheck.check(plan, liveness.model_problem(args.model, plan.options), args.plan, pairs=False)
+    problems = plancheck.check(plan, plancheck.derived_problem(args.model, plan), args.plan, pairs=False)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise CheckFailed(f"the plan does not match the model: {problems[0]}{more}", file=args.plan,

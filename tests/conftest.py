@@ -104,6 +104,7 @@ def zoo_dir(tmp_path_factory):
 SLOW_MODULES = {
     "test_bench_firmware.py",  # the bench firmware under QEMU
     "test_models_run.py",  # whole networks, host sanitizer builds and QEMU
+    "test_patches_run.py",  # patched networks: host builds and QEMU
     "test_runtime.py",  # the example firmware: host sanitizer builds and QEMU
     "test_runtime_int8.py",  # the int8 fast paths: one host sanitizer firmware and QEMU
     "test_scons.py",  # scons end to end in a copy of the example

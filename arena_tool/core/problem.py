@@ -255,6 +255,24 @@ def _shapes_from(doc: Mapping[str, Any] | None) -> tuple[tuple[str, tuple[int, .
     return tuple(sorted((str(k), tuple(int(n) for n in v)) for k, v in (doc or {}).items()))
 
 
+def _patches_from(doc: Any) -> str:
+    """The patches option as its one text form: off, auto, or 'NODE:RxC' per stage joined by ';'
+    (from the manifest's {split_after, tiles} objects; a value of another shape is left for the
+    option check to name)."""
+    if isinstance(doc, dict):
+        doc = [doc]
+    if isinstance(doc, list):
+        parts = []
+        for d in doc:
+            if not isinstance(d, dict):
+                return str(d)
+            t = d.get("tiles", 1)
+            grid = f"{t[0]}x{t[1]}" if isinstance(t, list) and len(t) == 2 else f"{t}x{t}"
+            parts.append(f"{d.get('split_after', '')}:{grid}")
+        return ";".join(parts)
+    return str(doc)
+
+
 def _int_or_none(value: Any) -> int | None:
     return None if value is None else int(value)
 
@@ -282,6 +300,8 @@ class ModelOptions:
       each way, so nothing an op touches is reused by its neighbours (double buffering).
     io: 'model' keeps the graph's inputs and outputs; 'int8' removes a quantized model's boundary
       QuantizeLinear/DequantizeLinear, so they are the integer tensors (lowering.integer_io).
+    patches: 'off', 'auto', or stages 'NODE:RxC;...' run tile by tile (model/patches.py; the plan
+      stage's patching.py chooses them under auto).
     io_buffers: 'arena' plans the graph inputs and outputs in the arena; 'caller' leaves them out,
       in buffers the application owns (never aliased with an arena tensor; ``problem`` skips them).
     kernels: the TFLM kernels a .tflite model runs on ('reference', or CMSIS-NN for a core with
@@ -432,6 +452,19 @@ class ModelOptions:
         plan_schema={"type": "object", "additionalProperties": {"type": "array",
                                                                 "items": {"type": "integer", "minimum": 1}}},
         encode=_shapes_doc, decode=_shapes_from)
+    patches: str = option(
+        "off", flag="--patches", metavar="off|auto|NODE:RxC[;NODE:RxC]", cli_rank=16, omit_default=True,
+        help="patch-based inference (MCUNetV2): off (default), auto (the stages and tile grids with the "
+             "smallest peak, MACs at most 20 %% above untiled), or NODE:RxC, a stage ending after op NODE "
+             "run in a rows x cols grid of tiles (';' between stages)",
+        hint="write off, auto, or {split_after: NODE, tiles: N} (an N x N grid; tiles: [rows, cols])",
+        schema={"description": "patch-based inference: off; auto (stages and tile grids chosen for the smallest "
+                "peak, MACs at most 20 % above untiled); or a stage {split_after: op name, tiles: N or [rows, cols]}, "
+                "or a list of them (each starts where the previous ends)",
+                "anyOf": [{"enum": ["off", "auto"]}, {"$ref": "#/$defs/patch_stage"},
+                          {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/patch_stage"}},
+                          {"type": "string", "pattern": "^[^;]+:[0-9]+(x[0-9]+)?(;[^;]+:[0-9]+(x[0-9]+)?)*(?!\\n)$"}]},
+        plan_schema={"type": "string", "minLength": 1}, encode=_same, decode=_patches_from)
 
     def to_doc(self) -> dict[str, Any]:
         """Every option as JSON values, maps sorted by key (an omit_default one only when set)."""

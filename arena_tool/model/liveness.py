@@ -73,7 +73,7 @@ def model_problem(path: str, options: ModelOptions, order: Sequence[int] | None 
     _check_options(options)
 
     if tflite_model.is_tflite(path):  # by content (TFL3 at bytes 4..8), or a .tflite name
-        for key, default in (("io", "model"), ("io_buffers", "arena")):
+        for key, default in (("io", "model"), ("io_buffers", "arena"), ("patches", "off")):
             if getattr(options, key) != default:
                 fail(f"{key}: {getattr(options, key)} applies to ONNX models; a .tflite model's inputs, outputs "
                      f"and their buffers are TFLite Micro's", file=path, field=key,

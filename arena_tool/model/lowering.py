@@ -84,6 +84,7 @@ class Op:
     attrs: Mapping[str, Any]
     fused: tuple[int, ...] = ()
     workspace: Workspace | None = None
+    origin: int | None = None  # a tile of this graph node (model/patches.py), with tile-local pads
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,6 +117,8 @@ class Lowered:
     qdq_fused: int
     graph: Graph = dataclasses.field(compare=False, repr=False)
     _cache: dict[str, np.ndarray] = dataclasses.field(default_factory=dict, compare=False, repr=False)
+    untiled: "Lowered | None" = dataclasses.field(default=None, compare=False, repr=False)  # before patches.apply
+    stages: tuple[Any, ...] = ()  # the patched stages, patches.Stage (model/patches.py imports this module)
 
     @property
     def integer_ops(self) -> int:
@@ -365,6 +368,10 @@ def _attrs(g: Graph, node: Node) -> dict[str, Any]:
 
 
 def _workspace(g: Graph, op: Op) -> Workspace | None:
+    return workspace_of(g.types, op)
+
+
+def workspace_of(types: Mapping[str, TensorType], op: Op) -> Workspace | None:
     """Conv im2col columns: Cin/group * prod(K) per output pixel.
 
     None for 1x1 stride-1 unpadded convs (the input already is the column matrix)
@@ -374,9 +381,9 @@ def _workspace(g: Graph, op: Op) -> Workspace | None:
     if spec is None or spec.weight is None or op.domain not in _ONNX or "kernel_shape" not in op.attrs:
         return None
     x, y = op.inputs[0], op.outputs[0]
-    if x not in g.types or y not in g.types:
+    if x not in types or y not in types:
         return None
-    cin, out_spatial = g.types[x].shape[1], g.types[y].shape[2:]
+    cin, out_spatial = types[x].shape[1], types[y].shape[2:]
     kernel, strides, pads = op.attrs["kernel_shape"], op.attrs["strides"], op.attrs["pads"]
     group = int(op.attrs.get("group", 1))
     if not out_spatial or (all(k == 1 for k in kernel) and all(s == 1 for s in strides) and not any(pads)):
@@ -733,9 +740,33 @@ def to_onnx(lw: Lowered) -> "onnx.ModelProto":
         return np.dtype(np.int8 if lw.types[x].dtype == "int8" else np.uint8)
 
     for op in lw.ops:
-        original = src.node[op.node]
+        if op.domain == "arena" and op.op_type == "PatchWrite":  # a tile into its box: ScatterND
+            tile = lw.types[op.inputs[0]]
+            whole = lw.types[op.outputs[0]]
+            data = op.inputs[1] if len(op.inputs) > 1 else const(
+                f"{op.outputs[0]}::zeros", np.zeros(whole.shape, np.dtype(whole.dtype)))
+            grid = np.indices(tile.shape, dtype=np.int64)
+            for d, s in enumerate(op.attrs["starts"]):
+                grid[d] += s
+            idx = const(f"{op.outputs[0]}::indices", np.moveaxis(grid, 0, -1))
+            nodes.append(helper.make_node("ScatterND", [data, idx, op.inputs[0]], list(op.outputs), name=op.name))
+            continue
+        if op.origin is None and op.node >= len(src.node):  # a tile's input window (patches)
+            a = op.attrs
+            ends = [s + n for s, n in zip(a["starts"], lw.types[op.outputs[0]].shape)]
+            nodes.append(helper.make_node("Slice", [op.inputs[0], const(f"{op.outputs[0]}::starts", np.array(a["starts"])),
+                                                    const(f"{op.outputs[0]}::ends", np.array(ends))],
+                                          list(op.outputs), name=op.name))
+            continue
+        original = src.node[op.node if op.origin is None else op.origin]
         if not op.fused and op.op_type == original.op_type:
-            nodes.append(original)
+            if op.origin is None:
+                nodes.append(original)
+                continue
+            tiled = helper.make_node(op.op_type, list(op.inputs), list(op.outputs), name=op.name,
+                                     domain=original.domain or None)
+            tiled.attribute.extend(_tile_attrs(original.attribute, op))
+            nodes.append(tiled)
             continue
         out = op.outputs[0]
         if op.op_type == "QLinearHardSwish":
@@ -763,7 +794,7 @@ def to_onnx(lw: Lowered) -> "onnx.ModelProto":
         y = f"{out}::unclipped" if ranged else out
         node = helper.make_node(op.op_type, inputs, [y] if len(op.outputs) == 1 else list(op.outputs),
                                 name=op.name, domain=op.domain or None)
-        node.attribute.extend(attrs)
+        node.attribute.extend(attrs if op.origin is None else _tile_attrs(attrs, op))
         if op.op_type == "QLinearSoftmax":
             node.attribute.append(helper.make_attribute("opset", optable.opset(g)))
         if op.op_type in ("QLinearAveragePool", "QLinearGlobalAveragePool"):
@@ -785,3 +816,13 @@ def to_onnx(lw: Lowered) -> "onnx.ModelProto":
     model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = g.model.ir_version
     return model
+
+
+def _tile_attrs(attrs: Sequence["onnx.AttributeProto"], op: Op) -> list["onnx.AttributeProto"]:
+    """A tile's attributes: the node's, with the tile-local pads (explicit, no auto_pad)."""
+    from onnx import helper
+
+    out = [a for a in attrs if a.name not in ("pads", "auto_pad")]
+    if "pads" in op.attrs:
+        out.append(helper.make_attribute("pads", [int(p) for p in op.attrs["pads"]]))
+    return out

@@ -130,6 +130,8 @@ MIN = _rt("MIN", "binary")
 PRELU = _rt("PRELU", "binary")
 LRN = _rt("LRN", "lrn", "alpha, beta; ints: size; floats: bias")
 SOFTSIGN = _rt("SOFTSIGN", "unary")
+PATCH_WRITE = _rt("PATCH_WRITE", "patch_write", "ints: per dim the first index of the box input 0 fills; input 1, "
+                  "when present, is the whole tensor so far (in place)")
 
 
 # --- what a kernel requires of a model (runtime_support.py tests each against the model) -----------
@@ -551,6 +553,10 @@ def _c_lrn(a: Mapping[str, Any], rank: int) -> dict[str, Any]:
     return {"ints": [int(a["size"])], "floats": [float(a["bias"])]}
 
 
+def _c_patch_write(a: Mapping[str, Any], rank: int) -> dict[str, Any]:
+    return {"ints": list(a["starts"])}
+
+
 def _c_reduce_mean(a: Mapping[str, Any], rank: int) -> dict[str, Any]:
     return {"ints": [int(d in a["axes"]) for d in range(rank)]} if "axes" in a else {}
 
@@ -706,6 +712,10 @@ TABLE: dict[str, OpSpec] = _specs(
            quant_io=_contrib("QLinearLeakyRelu"), checks=(Dtypes(INT8),)),
     OpSpec("QLinearHardSwish", QLINEAR_HARD_SWISH, inplace=ELEMENTWISE_Q, onnx_only=False,
            quant_io=(((0, 1, 2),), (3, 4)), checks=(Dtypes(INT8),)),
+    # Patch-based inference (model/patches.py): one tile into its box of the whole stage output,
+    # written over the stage output so far (input 1).
+    OpSpec("PatchWrite", PATCH_WRITE, inplace=Inplace((1,), same_shape=True), onnx_only=False,
+           c_fields=_c_patch_write, checks=(MOVE,)),
 )
 WINDOWED = frozenset(t for t, s in TABLE.items() if s.spatial)  # kernels that read a window of input 0
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from arena_tool.model import liveness, tflite_model, tflm_scratch
+from arena_tool.model import liveness, patches, tflite_model, tflm_scratch
 from arena_tool.plan import split_arena
 from arena_tool.core.errors import ArenaError, CheckFailed
 from arena_tool.model.lowering import Lowered
@@ -29,7 +29,35 @@ def lowered_model(model_path: str, plan: PlanFile) -> Lowered:
                          file=model_path, field="model_kind",
                          hint="a .tflite model runs in TFLite Micro: write its plan into the model with "
                               "'arena-tool plan MODEL.tflite -o PLANNED.tflite' (and use runtime: tflm)")
-    return liveness.lower(model_path, plan.options)
+    try:
+        lowered = patches.tiled(liveness.lower(model_path, plan.options), plan.options.patches)
+    except ArenaError as e:
+        raise e.located(file=model_path)
+    if plan.options.patches == "auto" and plan.patches is not None:  # the stages auto chose
+        stages = patches.parse(plan.patches.stages)
+        if stages:
+            lowered = patches.apply(lowered, stages)
+    return lowered
+
+
+def derived_problem(model_path: str, plan: PlanFile) -> ModelProblem:
+    """The model's problem under the plan's options and the stages it runs tile by tile."""
+    lowered = None if plan.kind != "onnx" else lowered_model(model_path, plan)
+    return liveness.model_problem(model_path, plan.options, lowered=lowered)
+
+
+def patch_problems(plan: PlanFile, lowered: Lowered) -> list[str]:
+    """The plan's account of its patched stages against the stages re-derived from the model."""
+    if plan.patches is None:
+        return ["options.patches is set, but the plan has no patches section"] if plan.options.patches != "off" else []
+    want = [patches.describe(s) for s in lowered.stages]
+    got = [dict(d) for d in plan.patches.detail]
+    if got != want:
+        return [f"patches: the stages' tiles and boxes are not the model's (re-derived: "
+                f"{patches.text([s.spec for s in lowered.stages])})"]
+    if plan.patches.macs != patches.total_macs(lowered):
+        return [f"patches: macs {plan.patches.macs}, the model's is {patches.total_macs(lowered)}"]
+    return []
 
 
 def check(plan: PlanFile, mp: ModelProblem, plan_path: str, pairs: bool = True) -> list[str]:
@@ -236,7 +264,7 @@ def verified(plan_path: str, model_path: str) -> tuple[PlanFile, Lowered]:
     """
     plan = load(plan_path)
     lowered = lowered_model(model_path, plan)
-    problems = check(plan, _derived(lowered, plan), plan_path)
+    problems = check(plan, _derived(lowered, plan), plan_path) + patch_problems(plan, lowered)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise CheckFailed(f"the plan does not match {model_path}: {problems[0]}{more}", file=plan_path,

@@ -251,6 +251,36 @@ class PlanSplit:
 
 
 @dataclasses.dataclass(frozen=True)
+class PlanPatches:
+    """``patches``: the stages run tile by tile (model/patches.py) and what they cost: the
+    arena and lower bound without patches, the MACs with and without (the halos recomputed),
+    and per stage its tiles, each op's input and output box and tile-local pads, which
+    ``check`` re-derives from the model."""
+
+    stages: str  # the option's text form, 'NODE:RxC;...' ('off': auto kept the untiled plan)
+    untiled_arena: int
+    untiled_lower_bound: int
+    macs_untiled: int
+    macs: int
+    status: Status  # proven: every candidate weighed; time_limit: the search stopped early
+    candidates: int
+    detail: tuple[Mapping[str, Any], ...] = ()
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "PlanPatches":
+        return cls(stages=str(doc["stages"]), untiled_arena=int(doc["untiled_arena"]),
+                   untiled_lower_bound=int(doc["untiled_lower_bound"]), macs_untiled=int(doc["macs_untiled"]),
+                   macs=int(doc["macs"]), status=Status(doc["status"]), candidates=int(doc["candidates"]),
+                   detail=tuple(doc.get("detail", ())))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"stages": self.stages, "untiled_arena": self.untiled_arena,
+                "untiled_lower_bound": self.untiled_lower_bound, "macs_untiled": self.macs_untiled,
+                "macs": self.macs, "status": str(self.status), "candidates": self.candidates,
+                "detail": [dict(d) for d in self.detail]}
+
+
+@dataclasses.dataclass(frozen=True)
 class PlanFile:
     """A plan file (schemas/plan.schema.json), every top-level field; ``options`` carries the
     plan's ``alignment`` too (``options.alignment``), as ModelOptions does."""
@@ -279,6 +309,7 @@ class PlanFile:
     regions: tuple[PlanRegion, ...] | None = None  # split plans
     split: PlanSplit | None = None
     seconds: float | None = None
+    patches: PlanPatches | None = None
 
     @property
     def alignment(self) -> int:
@@ -343,7 +374,8 @@ class PlanFile:
             baselines=None if baselines is None else PlanBaselines.from_json(baselines),
             integer_ops=doc.get("integer_ops"), qdq_fused=doc.get("qdq_fused"),
             regions=None if regions is None else tuple(PlanRegion.from_json(r) for r in regions),
-            split=None if split is None else PlanSplit.from_json(split), seconds=doc.get("seconds"))
+            split=None if split is None else PlanSplit.from_json(split), seconds=doc.get("seconds"),
+            patches=None if doc.get("patches") is None else PlanPatches.from_json(doc["patches"]))
 
     def to_json(self) -> dict[str, Any]:
         """The plan document, as ``build`` (and planning.plan_split) write it, key order included."""
@@ -370,7 +402,8 @@ class PlanFile:
             "schedule": [s.to_json() for s in self.schedule],
             "buffers": [b.to_json() for b in self.buffers],
             **_opt(regions=None if self.regions is None else [r.to_json() for r in self.regions],
-                   split=None if self.split is None else self.split.to_json(), seconds=self.seconds),
+                   split=None if self.split is None else self.split.to_json(), seconds=self.seconds,
+                   patches=None if self.patches is None else self.patches.to_json()),
         }
 
 

@@ -11,11 +11,11 @@ import dataclasses
 import time
 from typing import Sequence
 
-from arena_tool.model import liveness, optable, tflite_model, tflm_scratch
+from arena_tool.model import liveness, optable, patches, tflite_model, tflm_scratch
 from arena_tool.plan import planfile, planners, split_arena, validate
 from arena_tool.core.errors import ArenaBug, ArenaError, did_you_mean
 from arena_tool.model.lowering import Lowered
-from arena_tool.plan.planfile import PlanBaselines, PlanFile, model_kind
+from arena_tool.plan.planfile import PlanBaselines, PlanFile, PlanPatches, model_kind
 from arena_tool.core.problem import ModelOptions, ModelProblem, Plan, Problem, Status, arena_size, lower_bound
 
 
@@ -61,7 +61,25 @@ def plan_model(path: str, options: ModelOptions, planner: str, params: planners.
     if regions:
         return plan_split(path, options, planner, params, [split_arena.RegionCap(n, int(c)) for n, c in regions])
     check_planner_name(planner)
-    lowered = None if tflite_model.is_tflite(path) else liveness.lower(path, options)  # loaded once
+    lowered = None if tflite_model.is_tflite(path) else _lower(path, options)  # loaded once
+    mp, problem, plan = _plan_lowered(path, options, lowered, planner, params)
+    patched = None
+    if lowered is not None and options.patches != "off":
+        lowered, mp, problem, plan, patched = _patched(path, options, lowered, (mp, problem, plan), planner, params)
+    one = planfile.build(mp, plan, problem, k=params.k, baselines=_baselines(path, mp, lowered))
+    return PlannedModel(mp, problem, plan, dataclasses.replace(one, patches=patched))
+
+
+def _lower(path: str, options: ModelOptions) -> Lowered:
+    """The lowered model with the stages options.patches names run tile by tile."""
+    try:
+        return patches.tiled(liveness.lower(path, options), options.patches)
+    except ArenaError as e:
+        raise e.located(file=path)
+
+
+def _plan_lowered(path: str, options: ModelOptions, lowered: Lowered | None, planner: str,
+                  params: planners.Params) -> tuple[ModelProblem, Problem, Plan]:
     mp = liveness.model_problem(path, options, lowered=lowered)
     problem = mp.problem()
     plan = tflm_settled(mp, problem, run_planner(planner, problem, params))
@@ -75,8 +93,36 @@ def plan_model(path: str, options: ModelOptions, planner: str, params: planners.
             alt = run_planner(planner, flat_problem, params)
             if alt.arena_size < plan.arena_size:
                 mp, problem, plan = flat, flat_problem, alt
-    return PlannedModel(mp, problem, plan, planfile.build(mp, plan, problem, k=params.k,
-                                                          baselines=_baselines(path, mp, lowered)))
+    return mp, problem, plan
+
+
+def _patched(path: str, options: ModelOptions, lowered: Lowered, planned: tuple[ModelProblem, Problem, Plan],
+             planner: str, params: planners.Params
+             ) -> tuple[Lowered, ModelProblem, Problem, Plan, PlanPatches]:
+    """Patch-based inference: the untiled plan beside the patched one. Under auto the stages
+    are chosen (patches.choose) and the untiled plan is kept unless the patched one is smaller;
+    stages the user named are planned as named. The PlanPatches says what each cost."""
+    untiled = lowered.untiled or lowered
+    if lowered.untiled is None:
+        off = planned
+    else:
+        off = _plan_lowered(path, options, untiled, planner, params)
+    macs0 = patches.total_macs(untiled)
+    status, candidates = Status.PROVEN, 0
+    chosen: Lowered = lowered
+    if options.patches == "auto":
+        choice = patches.choose(untiled, off[0], params.time_limit)
+        status, candidates = choice.status, choice.candidates
+        chosen = patches.apply(untiled, choice.stages) if choice.stages else untiled
+    result = planned if chosen is lowered else _plan_lowered(path, options, chosen, planner, params) \
+        if chosen.stages else off
+    if options.patches == "auto" and result[2].arena_size >= off[2].arena_size:
+        chosen, result = untiled, off  # auto never returns a larger plan than off
+    info = PlanPatches(stages=patches.text([s.spec for s in chosen.stages]), untiled_arena=off[2].arena_size,
+                       untiled_lower_bound=off[2].lower_bound, macs_untiled=macs0, macs=patches.total_macs(chosen),
+                       status=status, candidates=candidates,
+                       detail=tuple(patches.describe(s) for s in chosen.stages))
+    return (chosen, *result, info)
 
 
 def tflm_settled(mp: ModelProblem, problem: Problem, plan: Plan) -> Plan:
@@ -138,7 +184,10 @@ def plan_split(path: str, options: ModelOptions, planner: str, params: planners.
     check_planner_name(planner)
     if not caps:
         raise ArenaError("a split arena needs at least one region", field="region")
-    lowered = liveness.lower(path, options)
+    if options.patches == "auto":
+        raise ArenaError("patches: auto is not chosen for a split arena", field="patches",
+                         hint="name the stages (patches: {split_after: NODE, tiles: N}), or plan one region")
+    lowered = _lower(path, options)
     mp = liveness.model_problem(path, options, lowered=lowered)
     problem = mp.problem()
     s = split_arena.plan_split(mp, lowered, problem, caps, planner,

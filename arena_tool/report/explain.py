@@ -117,6 +117,16 @@ def explain(plan: PlanFile, planner: str, params: planners.Params, io: bool = Tr
     if base.graph_order is not None:
         techniques.insert(2, _saving("schedule", "lower bound vs the model's own op order",
                                      base.graph_order, peak_bytes, naive))
+    patches_doc: dict[str, Any] = {}
+    if plan.patches is not None:
+        p = plan.patches
+        techniques.insert(2, _saving("patches", f"lower bound vs untiled (stages {p.stages})",
+                                     p.untiled_lower_bound, peak_bytes, naive))
+        patches_doc = {"patches": {"stages": p.stages, "untiled_arena": p.untiled_arena,
+                                   "untiled_lower_bound": p.untiled_lower_bound, "arena": plan.arena_size,
+                                   "macs_untiled": p.macs_untiled, "macs": p.macs,
+                                   "recomputed_macs": p.macs - p.macs_untiled, "status": str(p.status),
+                                   "candidates": p.candidates}}
 
     act = [b for b in bufs if b.kind != "scratch"]
     by_dtype: dict[str, int] = {}
@@ -165,7 +175,7 @@ def explain(plan: PlanFile, planner: str, params: planners.Params, io: bool = Tr
         "largest": largest,
         "savings": {"naive": naive, "no_alias_lower_bound": no_alias_lb, "lower_bound": peak_bytes,
                     "greedy_arena": greedy.arena_size, "arena": arena,
-                    "techniques": techniques, "dtype": dtype_doc, **io_doc},
+                    "techniques": techniques, "dtype": dtype_doc, **io_doc, **patches_doc},
         "ops": ops,
     }
 
@@ -251,7 +261,8 @@ def render(r: dict[str, Any]) -> str:
     out += ["", f"what each technique saved (percent of the naive sum {fmt_bytes(s['naive'])}, every tensor "
                 f"its own bytes):"]
     labels = {"reuse": "reuse", "inplace_views": "in-place/views", "schedule": "op schedule",
-              "inplace_depthwise": "in-place depthwise", "pipelining": "pipelining (cost)", "planner": "planner"}
+              "inplace_depthwise": "in-place depthwise", "pipelining": "pipelining (cost)", "patches": "patches",
+              "planner": "planner"}
     out += ["  " + x for x in _table(
         ["technique", "before B", "after B", "saved B", "%", "how"],
         [[labels[t["technique"]], f"{t['before']:,}", f"{t['after']:,}", f"{t['saved']:,}", f"{t['percent']:.1f}",
@@ -265,6 +276,7 @@ def render(r: dict[str, Any]) -> str:
             f"(lower bound {fmt_bytes(w['lower_bound'])}), "
             + (f"{fmt_bytes(w['saved'])} less ({w['percent']:.1f} % of naive)" if w["saved"] > 0
                else "no smaller: the buffers that set the peak are already 8-bit or narrower"),
+            *(_patch_lines(s["patches"]) if "patches" in s else []),
             *(["", "inputs and outputs (each choice planned with and without it on this model):",
                *_io_lines(s["io"])] if "io" in s else []),
             "", "per op (live bytes: alias groups once; output bytes of in-place outputs and views marked *):"]
@@ -275,6 +287,16 @@ def render(r: dict[str, Any]) -> str:
           "-" if o["macs"] is None else f"{o['macs']:,}",
           "<- peak" if o["index"] == r["peak_op"] else ""] for o in r["ops"]], {0, 3, 4, 5, 6})]
     return "\n".join(out)
+
+
+def _patch_lines(p: dict[str, Any]) -> list[str]:
+    """Patch-based inference: the peak and MACs without and with the tiled stages."""
+    extra = p["recomputed_macs"]
+    pct = 100 * extra / p["macs_untiled"] if p["macs_untiled"] else 0.0
+    return ["", f"patches      {p['stages']}: arena {fmt_bytes(p['untiled_arena'])} untiled -> "
+                f"{fmt_bytes(p['arena'])} (lower bound {fmt_bytes(p['untiled_lower_bound'])} untiled); "
+                f"MACs {p['macs_untiled']:,} -> {p['macs']:,} ({extra:,} recomputed in the halos, {pct:+.1f} %); "
+                f"search {p['status']} over {p['candidates']} candidates"]
 
 
 def write(path: str, report: dict[str, Any]) -> None:

@@ -416,7 +416,7 @@ def reference(model_path: str, feeds: dict[str, np.ndarray], names: Sequence[str
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     opts.log_severity_level = 3
     if lowered is not None and lowered.qdq_fused:
-        source: Any = lowering.to_onnx(lowered)
+        source: Any = lowering.to_onnx(lowered.untiled or lowered)  # tiled stages proven against untiled
     else:
         source = model_path
     if lowered is not None and not set(names) <= set(lowered.graph.outputs):  # tensors inside (io: int8)

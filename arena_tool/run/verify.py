@@ -101,7 +101,8 @@ def reference(model_path: str, plan: PlanFile, names: list[str] | None = None) -
         feeds[name] = input_pattern(b.shape, b.dtype, k)
     if names is None:
         names = [b.name for b in plan.buffers if b.kind != "scratch" and b.name not in feeds]
-    wanted = [n for n in names if n not in feeds]
+    made = {y for n in model.graph.node for y in n.output}
+    wanted = [n for n in names if n not in feeds and n in made]  # a tile's tensors (patches) are the plan's own
     m = onnx.ModelProto()
     m.CopyFrom(model)
     del m.graph.output[:]

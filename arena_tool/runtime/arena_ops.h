@@ -60,6 +60,7 @@ ARENA_OP(ARENA_OP_MIN, arena_k_binary)                                      /* M
 ARENA_OP(ARENA_OP_PRELU, arena_k_binary)                                    /* PRelu */
 ARENA_OP(ARENA_OP_LRN, arena_k_lrn)                                         /* LRN; alpha, beta; ints: size; floats: bias */
 ARENA_OP(ARENA_OP_SOFTSIGN, arena_k_unary)                                  /* Softsign */
+ARENA_OP(ARENA_OP_PATCH_WRITE, arena_k_patch_write)                         /* PatchWrite; ints: per dim the first index of the box input 0 fills; input 1, when present, is the whole tensor so far (in place) */
 #endif
 
 #ifdef ARENA_KERNEL
@@ -92,4 +93,5 @@ ARENA_KERNEL(arena_k_split)
 ARENA_KERNEL(arena_k_resize)
 ARENA_KERNEL(arena_k_reduce_mean)
 ARENA_KERNEL(arena_k_lrn)
+ARENA_KERNEL(arena_k_patch_write)
 #endif

@@ -47,10 +47,10 @@ def test_a_missed_schema_edit_is_named():
 def test_the_plan_file_states_the_options_where_the_schema_does():
     names = {f.name for f, _ in option_fields(ModelOptions)}
     later = {f.name for f, o in option_fields(ModelOptions) if o.omit_default}  # written only when set
-    assert later == {"io", "io_buffers", "kernels", "op_scratch"}
+    assert later == {"io", "io_buffers", "kernels", "op_scratch", "patches"}
     assert set(planfile.options_doc(ModelOptions())) == names - set(option_schemas.PLAN_TOP_LEVEL) - later
     assert set(planfile.options_doc(ModelOptions(io="int8", io_buffers="caller", kernels="cmsis_nn_dsp",
-                                                 op_scratch=(("0", (16,)),)))) == \
+                                                 op_scratch=(("0", (16,)),), patches="auto"))) == \
         names - set(option_schemas.PLAN_TOP_LEVEL)
     assert liveness.SCRATCHES == SCRATCHES
 
