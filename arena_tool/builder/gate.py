@@ -70,6 +70,8 @@ def model_use(name: str, plan_path: str, plan: PlanFile) -> ModelUse:
         optimal=plan.optimal, status=str(plan.status), base=0, plan=project_path(plan_path),
         model=project_path(plan.model), model_sha256=plan.model_sha256, weights_bytes=plan.weights_bytes,
         caller_io=caller_io_bytes(plan), unknown_scratch=plan.unknown_scratch or (),
+        patches=None if plan.patches is None else (plan.patches.stages, plan.patches.untiled_arena,
+                                                   plan.patches.macs_untiled, plan.patches.macs),
     )
 
 

@@ -255,6 +255,18 @@ def _shapes_from(doc: Mapping[str, Any] | None) -> tuple[tuple[str, tuple[int, .
     return tuple(sorted((str(k), tuple(int(n) for n in v)) for k, v in (doc or {}).items()))
 
 
+_PATCH_STAGE: dict[str, Any] = {  # the manifest's form of one patched stage
+    "type": "object", "additionalProperties": False, "required": ["split_after", "tiles"],
+    "description": "one patched stage: the ops up to split_after (from the graph input, or the previous stage's "
+                   "output) run in a grid of tiles",
+    "properties": {"split_after": {"type": "string", "minLength": 1,
+                                   "description": "the op (or the tensor it writes) the stage ends after"},
+                   "tiles": {"description": "N (an N x N grid) or [rows, cols]",
+                             "anyOf": [{"type": "integer", "minimum": 1, "maximum": 64},
+                                       {"type": "array", "minItems": 2, "maxItems": 2,
+                                        "items": {"type": "integer", "minimum": 1, "maximum": 64}}]}}}
+
+
 def _patches_from(doc: Any) -> str:
     """The patches option as its one text form: off, auto, or 'NODE:RxC' per stage joined by ';'
     (from the manifest's {split_after, tiles} objects; a value of another shape is left for the
@@ -461,9 +473,11 @@ class ModelOptions:
         schema={"description": "patch-based inference: off; auto (stages and tile grids chosen for the smallest "
                 "peak, MACs at most 20 % above untiled); or a stage {split_after: op name, tiles: N or [rows, cols]}, "
                 "or a list of them (each starts where the previous ends)",
-                "anyOf": [{"enum": ["off", "auto"]}, {"$ref": "#/$defs/patch_stage"},
-                          {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/patch_stage"}},
-                          {"type": "string", "pattern": "^[^;]+:[0-9]+(x[0-9]+)?(;[^;]+:[0-9]+(x[0-9]+)?)*(?!\\n)$"}]},
+                "anyOf": [{"enum": ["off", "auto"]}, _PATCH_STAGE,
+                          {"type": "array", "minItems": 1, "items": _PATCH_STAGE},
+                          {"type": "string", "pattern": "^[^;]+:[0-9]+(x[0-9]+)?(;[^;]+:[0-9]+(x[0-9]+)?)*(?!\\n)$"}],
+                "x-expected": "off, auto, or {split_after: NODE, tiles: N} (N >= 1, or tiles: [rows, cols]), or a list "
+                              "of those"},
         plan_schema={"type": "string", "minLength": 1}, encode=_same, decode=_patches_from)
 
     def to_doc(self) -> dict[str, Any]:

@@ -561,6 +561,12 @@ def _model_html(v: BoardView, m: ModelView) -> list[str]:
                       f"{_num(u.caller_io)} B (the application's buffers, outside the arena)")]
     if u.macs is not None:
         rows.append(("MACs per inference", "macs", _num(u.macs)))
+    if u.patches is not None:  # patch-based inference: what the tiles save and what they recompute
+        stages, untiled, macs0, macs1 = u.patches
+        rows += [("patches (stages run tile by tile)", "patches.stages", stages),
+                 ("arena without patches", "patches.untiled_arena", f"{_num(untiled)} B"),
+                 ("MACs without patches", "patches.macs_untiled", _num(macs0)),
+                 ("MACs with patches", "patches.macs", _num(macs1))]
     if u.head is not None:
         rows[2:2] = [("TFLM head (the plan)", "head", f"{_num(u.head)} B"),
                      ("TFLM persistent tail", "tail", f"{_num(u.tail or 0)} B")]
@@ -686,6 +692,10 @@ def render_markdown(v: BoardView) -> str:
                    + (f", {_num(m.use.macs)} MACs per inference" if m.use.macs is not None else ""))
         if m.use.caller_io:
             out.append(f"- caller-owned I/O {_num(m.use.caller_io)} B (the application's buffers, outside the arena)")
+        if m.use.patches is not None:
+            stages, untiled, macs0, macs1 = m.use.patches
+            out.append(f"- patches {md_escape(stages)}: arena {_num(untiled)} B without, {_num(m.use.arena_size)} B "
+                       f"with; MACs {_num(macs0)} without, {_num(macs1)} with (the halos recomputed)")
         if m.peak is not None:
             out += [f"- {md_escape(_peak_line(m.peak))}", "", "Live at the peak:", ""]
             out += _md_table(_BUFFER_COLUMNS, [_buffer_cells(b, True) for b in m.peak.live], {2, 3})

@@ -102,6 +102,7 @@ class ModelUse:
     caller_io: int = 0  # io_buffers: caller: bytes of the inputs and outputs the application owns, outside the arena
     ops: tuple[OpMacs, ...] | None = None  # MACs per op (arena_tool.model.macs); None: not counted (runtime tflm)
     unknown_scratch: tuple[str, ...] = ()  # runtime tflm: ops whose kernel scratch the plan omits (measured head)
+    patches: tuple[str, int, int, int] | None = None  # (stages, untiled arena B, untiled MACs, MACs): patches set
 
     @property
     def macs(self) -> int | None:
@@ -128,7 +129,9 @@ class ModelUse:
                    if self.weights_region != "flash" else {}),
                 **({"caller_io": self.caller_io} if self.caller_io else {}),
                 **({"macs": self.macs, "ops": [o.to_json() for o in self.ops]} if self.ops is not None else {}),
-                **({"unknown_scratch": list(self.unknown_scratch)} if self.unknown_scratch else {})}
+                **({"unknown_scratch": list(self.unknown_scratch)} if self.unknown_scratch else {}),
+                **({"patches": dict(zip(("stages", "untiled_arena", "macs_untiled", "macs"), self.patches))}
+                   if self.patches is not None else {})}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModelUse:
@@ -142,7 +145,10 @@ class ModelUse:
                    weights_region=str(doc.get("weights_region", "flash")), weights_ram=int(doc.get("weights_ram", 0)),
                    caller_io=int(doc.get("caller_io", 0)),
                    unknown_scratch=tuple(str(x) for x in doc.get("unknown_scratch", ())),
-                   ops=None if "ops" not in doc else tuple(OpMacs.from_json(o) for o in doc["ops"]))
+                   ops=None if "ops" not in doc else tuple(OpMacs.from_json(o) for o in doc["ops"]),
+                   patches=None if "patches" not in doc else (
+                       str(doc["patches"]["stages"]), int(doc["patches"]["untiled_arena"]),
+                       int(doc["patches"]["macs_untiled"]), int(doc["patches"]["macs"])))
 
 @dataclasses.dataclass(frozen=True)
 class BoardProblem:
