@@ -539,6 +539,7 @@ def text(specs: Sequence[StageSpec]) -> str:
 GRIDS: tuple[tuple[int, int], ...] = (*((n, n) for n in range(2, 9)), *((n, 1) for n in range(2, 9)))
 MAX_STAGES = 3
 MAX_STAGE_OPS = 24  # ops in one stage (a candidate spans at most this many)
+CANDIDATES_PER_SECOND = 2000  # the search's work per second of time_limit (about 0.2-0.5 ms of CPU each)
 MAC_CAP = 0.20  # at most 20 % more MACs than the untiled network
 
 
@@ -588,7 +589,11 @@ def _cuts(lw: Lowered) -> list[int]:
 def choose(lw: Lowered, mp: ModelProblem, time_limit: float) -> Choice:
     """The stages and grids with the smallest peak under the MAC cap (module docstring); lw is the
     untiled lowered model, mp its problem."""
-    deadline = time.monotonic() + max(0.0, time_limit)
+    # A work budget, not the clock: the same model and limit weigh the same candidates on a busy
+    # machine too, so the plan is byte-identical run to run; the clock only guards a pathological
+    # model (three times the limit).
+    budget_candidates = max(1, int(CANDIDATES_PER_SECOND * time_limit))
+    deadline = time.monotonic() + 3 * max(0.0, time_limit)
     per_op = [_op_macs(lw, op) for op in lw.ops]
     macs0 = sum(per_op)
     loads = _loads(mp)
@@ -604,7 +609,7 @@ def choose(lw: Lowered, mp: ModelProblem, time_limit: float) -> Choice:
     # rarely win: their halos grow with every window op).
     spans = sorted(((a, b) for a in starts for b in cuts if a < b <= a + MAX_STAGE_OPS), key=lambda ab: (ab[1] - ab[0], ab))
     for a, b in spans:
-        if time.monotonic() > deadline:
+        if weighed >= budget_candidates or time.monotonic() > deadline:
             status = Status.TIME_LIMIT
             break
         start = lw.inputs[0] if a < 0 else lw.ops[a].outputs[0]
