@@ -364,6 +364,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if _is_tflite(args.model):  # TFLite Micro from the user's tree, against TFLM's host interpreter
+        from arena_tool.run import tflm_firmware
+
+        for flag, value in (("--input", args.input), ("--output", args.output), ("--profile", args.profile)):
+            if value:
+                raise ArenaError(f"{flag} applies to ONNX models", field=flag,
+                                 hint="a .tflite run takes seeded random inputs (--input-seed)")
+        return tflm_firmware.run(args.model, args.board, _model_options(args), args.planner, _params(args),
+                                 tflm_dir=args.tflm, kernels=args.kernels, seed=args.input_seed,
+                                 json_path=args.json, build_dir=args.build_dir, timeout=args.timeout,
+                                 optimize=args.optimize, jobs=args.jobs)
     from arena_tool.run import firmware
 
     if args.model.lower().endswith((".yaml", ".yml")):
@@ -636,8 +647,8 @@ def parser() -> argparse.ArgumentParser:
                                    "for the mps2 boards, natively with gcc for host), and compare every output "
                                    "with onnxruntime on the same input. Exit 0 match, 1 mismatch or an op the "
                                    "runtime cannot execute, 2 usage or input error, 3 arena bug.")
-    p.add_argument("model", help="the ONNX model, or a manifest (.yaml): every model, its options and its "
-                                 "inputs: sample")
+    p.add_argument("model", help="the ONNX model, a .tflite model (run on TFLite Micro: --tflm), or a manifest "
+                                 "(.yaml): every model, its options and its inputs: sample")
     p.add_argument("--board", required=True, metavar="BOARD",
                    help="host (native gcc) or a board QEMU emulates (mps2_an386, mps2_an500)")
     p.add_argument("--input", metavar="FILE.npz", help="the input arrays by graph input name (default: seeded random)")
@@ -653,6 +664,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", action="store_true",
                    help="QEMU boards: also print each op's instructions and MACs (a second build with "
                         "-DARENA_PROFILE times every op with SysTick)")
+    p.add_argument("--tflm", metavar="DIR", help=".tflite: the TFLite Micro tree to build (default $ARENA_TFLM_DIR)")
+    p.add_argument("--kernels", choices=["reference", "cmsis_nn"], default="reference",
+                   help=".tflite: TFLM's reference kernels (default) or CMSIS-NN's")
+    p.add_argument("--jobs", type=_positive, default=1, metavar="N",
+                   help=".tflite: parallel compiles of the TFLM library (default 1; cached after the first run)")
     _model_args(p)
     _planner_args(p)
     p.set_defaults(func=cmd_run)

@@ -28,7 +28,7 @@ def write_project(dest: Path) -> None:
     """The README's own-SConstruct recipe: app/ holds the manifest, the models and the example's C files."""
     shutil.copytree(ROOT / "example_firmware", dest / "app", ignore=shutil.ignore_patterns("__pycache__"))
     example = Path(arena_tool.runtime_dir()) / "example"
-    for name in ("main.c", "startup.c", "semihost.h"):
+    for name in ("main.c", "startup.c", "semihost.h", "fw_io.h"):
         shutil.copy2(example / name, dest / "app" / name)
     (dest / "SConstruct").write_text(SCONSTRUCT)
 

@@ -96,7 +96,7 @@ def test_readme_recipe_links_and_runs_from_an_installed_wheel(tmp_path: Path) ->
 
     proj = tmp_path / "proj"
     (proj / "app" / "models").mkdir(parents=True)
-    for name in ("main.c", "startup.c", "semihost.h"):  # "copy the package's example into app/"
+    for name in ("main.c", "startup.c", "semihost.h", "fw_io.h"):  # "copy the package's example into app/"
         shutil.copy2(example / name, proj / "app" / name)
     for name in ("kws.onnx", "kws_int8.onnx"):
         shutil.copy2(ROOT / "example_firmware" / "models" / name, proj / "app" / "models" / name)

@@ -193,12 +193,14 @@ def tflm_measure(model_path: str, plan: PlanFile, plan_path: str) -> tuple[bytes
     it (host_head), which proves TFLM took the offsets, and the head is the plan's. A plan that
     omits scratch arena cannot size (unknown_scratch) takes the head the host measured, which is
     never below the plan's. The allocation document:
-    {"model", "model_sha256", "planned_sha256", "planned_bytes", "head", "tail", "tensor_arena_size", "note"}.
+    {"model", "model_sha256", "planned_sha256", "planned_bytes", "head", "tail", "tensor_arena_size", "note",
+    "ops" (the builtin ops, for the firmware's resolver), "outputs" (the output tensors' names)}.
     """
     mp = tflite_write.check_plan(model_path, plan, plan_path)
     data = tflite_write.planned_bytes(tflite_model.read_bytes(model_path), model_path,
                                       tflite_write.offsets_for(mp, plan), mp.order)
-    ins, _ = io_specs(tflite_model.parse(data, model_path))
+    parsed = tflite_model.parse(data, model_path)
+    ins, outs = io_specs(parsed)
     run = run_tflm(data, model_path, random_inputs(ins, 1, 0))
     head = want = host_head(mp, plan, data, model_path)
     measured = bool(mp.unknown_scratch) and run.allocation.head > want
@@ -214,7 +216,12 @@ def tflm_measure(model_path: str, plan: PlanFile, plan_path: str) -> tuple[bytes
     return data, {"model": plan.model.replace("\\", "/"), "model_sha256": plan.model_sha256,
                   "planned_sha256": hashlib.sha256(data).hexdigest(), "planned_bytes": len(data), "head": head,
                   "tail": tail, "tensor_arena_size": board_report.tflm_arena_size(head, tail),
-                  "note": board_report.TFLM_NOTE}
+                  "note": board_report.TFLM_NOTE, "ops": model_ops(parsed), "outputs": [o.name for o in outs]}
+
+
+def model_ops(model: Any) -> list[str]:
+    """The builtin ops of every subgraph, sorted: what the firmware's op resolver registers."""
+    return sorted({tflite_model.builtin_name(model, op) for sg in model.subgraphs for op in sg.operators or ()})
 
 
 def host_head(mp: tflite_model.TfliteProblem, plan: PlanFile, data: bytes, path: str) -> int:
