@@ -11,6 +11,8 @@ its text::
     tables        codegen.model_sources, only from a plan plancheck.verified finds true to its model
     tflm          the planned .tflite and TFLM's measured arena (runtime: tflm)
     tflm_tables   the planned model as a const C array
+    tflm_app      the board's table of TFLM models (tflm_app.sources) for the package's tflm/main.cc
+    tflm_lib      TFLite Micro as one static library (tflm_lib.build) for the models' ops
     gate          gate.gate; once it passes, the board's arena C file and linker script (or fragment)
     elf           ``link(build, elf, command, env)``: the link, its output captured; then check_elf
     final_report  the gate's report, measured on the ELF when linked, and its views
@@ -83,11 +85,13 @@ class Build:
     a firmware may run under the run alias; needs: target path -> the gates of the boards it is
     made for (``build_graph.Node.gates``); failed: board -> the report of each board whose gate,
     link or ELF check failed during this build (the report step writes it again after SCons
-    removed its targets); gate_verdicts: gate path -> whether it passed (this build's, or read).
+    removed its targets); gate_verdicts: gate path -> whether it passed (this build's, or read); jobs: scons -j, the
+    TFLM library's parallel compiles.
     """
 
     docs: Mapping[str, Mapping[str, Any]]
     qemu_timeout: float = QEMU_TIMEOUT
+    jobs: int = 1  # parallel compiles of TFLM's library (scons -j)
     gates: dict[str, Gate] = field(default_factory=dict)
     elves: dict[str, Elf] = field(default_factory=dict)
     lowered: dict[tuple[str, str], Lowered] = field(default_factory=dict)
@@ -233,6 +237,31 @@ def tflm_tables(build: Build, targets: Sequence[str], sources: Sequence[str]) ->
     header, body = codegen.tflm_model_sources(_symbol(targets[0]), data, alloc["head"], alloc["tail"])
     codegen.write(targets[1], header)
     codegen.write(targets[0], body)
+
+
+def tflm_app(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
+    """<b>/gen/arena_tflm.cc <- [Value(board, model names, TFLM headers), each model's tflm.json]."""
+    from arena_tool.core.files import read_json
+    from arena_tool.emit import codegen, tflm_app as app
+    from arena_tool.target import tflm_sources
+
+    spec = json.loads(sources[0])
+    entries = []
+    for name, path in zip(spec["models"], sources[1:]):
+        alloc = read_json(path, "TFLM allocation file", REBUILD)
+        methods = tflm_sources.resolver_methods(spec["resolver"], alloc.get("ops", []), f"model {name}")
+        entries.append(app.TflmEntry(name, tuple(methods), int(alloc["tensor_arena_size"]),
+                                     tuple(alloc.get("outputs", [])), ops=tuple(alloc.get("ops", []))))
+    codegen.write(targets[0], app.sources(spec["board"], entries))
+
+
+def tflm_lib(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
+    """libtflm.a <- [Value(tree, kernels, core flags, prefix), every tflm.json of the boards using it]:
+    the kernels of the union of their ops."""
+    from arena_tool.builder import tflm_lib as lib
+
+    doc = dict(json.loads(sources[0]), ops=list(lib.ops_of(sources[1:])))
+    lib.build(lib.LibrarySpec.from_json(doc), os.path.dirname(targets[0]), build.jobs)
 
 
 # ---------------------------------------------------------------- per board

@@ -23,8 +23,11 @@ so boards with the same options share a plan and its tables; ``<b>``: the board'
                                                       <- every plan [, every tflm.json],
                                                          Value(board key), the manifest
                                                          (scanned: ``manifest_names``)
-    object       one .o                               <- one .c (env: its CompileEnv)
-    elf          <b>/firmware.elf (link, ELF check)    <- the objects, in link order
+    tflm_app     <b>/gen/arena_tflm.cc (tflm: given)  <- Value(board, models, TFLM headers), every tflm.json
+    tflm_lib     build/common/<core>_tflm_<kernels>/libtflm.a (tflm: {path}) <- Value(tree, kernels,
+                                                         core, compiler), the tflm.json of every board using it
+    object       one .o                               <- one .c/.cc/.cpp (env: its CompileEnv)
+    elf          <b>/firmware.elf (link, ELF check)    <- the objects (and libtflm.a), in link order
     report       <b>/arena_report.{json,html,md}      <- gate [, ELF when linked]
     status       build/.arena_status_<alias>.json     <- each board's report (or gate) the alias builds
 
@@ -52,7 +55,9 @@ without substitution.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -65,7 +70,8 @@ from arena_tool.builder import noop_cache
 if TYPE_CHECKING:
     from arena_tool.target.manifest import Manifest
 
-KINDS = ("plan", "tflm", "tables", "tflm_tables", "gate", "object", "elf", "report", "status")
+KINDS = ("plan", "tflm", "tables", "tflm_tables", "gate", "tflm_app", "tflm_lib", "object", "elf", "report",
+         "status")
 
 
 class _Fields:
@@ -112,7 +118,7 @@ class Node(_Fields):
     first (targets or alias names), never a reason to rebuild; board: the board whose settings
     the action looks up (gate, elf, report); env: the key of the CompileEnv (object, elf); linkflags:
     the ELF's instead of its env's (``linker: fragment``); clean: also removed by ``scons -c``;
-    manifest: the manifest file when it is the last source (gate), there for the tool's scanner:
+    cxx: the ELF links with the C++ driver; manifest: the manifest file when it is the last source (gate), there for the tool's scanner:
     the files it names for ``board`` (``BoardNodes.named``) are the node's implicit dependencies,
     while its own bytes are no reason to rebuild (the board's settings reach the gate as its Value);
     gates: the gates of the boards the node is made for (tables, objects, ELFs): it is built when
@@ -130,6 +136,7 @@ class Node(_Fields):
     clean: tuple[str, ...] = ()
     manifest: str = ""
     gates: tuple[str, ...] = ()
+    cxx: bool = False  # elf: link with the cross g++ (C++ objects: TFLM, .cc/.cpp sources)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -192,6 +199,7 @@ class Toolchain(_Fields):
     runtime_dir: str = ""
     extra_ccflags: tuple[str, ...] = ()
     user: UserFlags = field(default_factory=UserFlags)
+    prefix: str = "arm-none-eabi-"  # the cross compilers' (gcc_prefix=): TFLM's library is built with it
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -305,6 +313,15 @@ def flags_key(gcc_flags: Sequence[str]) -> str:
     (``cortex-m7_fpv5-sp-d16_hard``)."""
     return "_".join(f.split("=", 1)[-1] for f in gcc_flags if not f.startswith("-mthumb"))
 
+
+# what the build prints for each action (VERBOSE=1: the command lines instead)
+COMSTRS = {"ARENAPLANCOMSTR": "Planning $TARGET", "ARENAGATECOMSTR": "Checking budget $TARGET",
+           "ARENAREPORTCOMSTR": "Checking $TARGET", "ARENATABLESCOMSTR": "Generating $TARGET",
+           "ARENATFLMCOMSTR": "Generating $TARGET", "ARENAARENACOMSTR": "Generating $TARGET",
+           "ARENALDCOMSTR": "Generating $TARGET", "ARENAELFCHECKCOMSTR": "Checking $TARGET",
+           "ARENARUNCOMSTR": "Running $SOURCES", "CCCOMSTR": "Compiling $TARGET", "CXXCOMSTR": "Compiling $TARGET",
+           "LINKCOMSTR": "Linking $TARGET", "ARENATFLMLIBCOMSTR": "Compiling TFLite Micro into $TARGET"}
+CXX_SUFFIXES = (".cc", ".cpp", ".cxx", ".C")  # sources the cross g++ compiles
 
 # what a project build links with beyond the flag policy's: a map and arena's script beside the ELF
 ARENA_LINKFLAGS = (*flags.LINKFLAGS, "-Wl,-Map,${TARGET.dir}/firmware.map", "-T", "${TARGET.dir}/${TARGET.dir.name}.ld")
@@ -548,7 +565,7 @@ class _Graph:
         generated = [*plans, *allocs, *gate, *tables]
         views = (f"{bdir}/arena_report.html", f"{bdir}/arena_report.md")
         final = (report_path, *views)
-        elf = self.elf(t, bdir, arena[0], ld, gate_path, entries) if self.toolchain.link else ""
+        elf = self.elf(t, bdir, arena[0], ld, gate_path, entries, allocs) if self.toolchain.link else ""
         self.add("report", final, [gate_path, elf] if elf else [gate_path],
                  depends=(self.generator, *plans), board=name)
         if elf and t["board"].get("qemu"):
@@ -575,7 +592,7 @@ class _Graph:
                         requires=[gates_alias(env.key)] if shared else [])
 
     def elf(self, t: Mapping[str, Any], bdir: str, arena_c: str, ld: str, gate: str,
-            entries: Sequence[tuple[str, str, str, str]]) -> str:
+            entries: Sequence[tuple[str, str, str, str]], allocs: Sequence[str] = ()) -> str:
         """Compile and link one board's firmware; the ELF check runs right after the link.
 
         Boards with the same core flags share one environment and every object but their own
@@ -588,9 +605,16 @@ class _Graph:
         tc = self.toolchain
         runtime_dir = _runtime_dir(tc)
         top = os.path.abspath(tc.root)
+        tflm = t.get("tflm")
+        example_main = os.path.join(runtime_dir, "example", "main.c")
         for src in tc.sources:
             full = os.path.normpath(os.path.join(top, src))
+            if tflm and is_example_main(full, example_main):
+                continue  # the package's tflm/main.cc takes the example main.c's place
             objs.append(self.obj(env, f"{root}/{object_name(full, top, runtime_dir)}.o", src, gate))
+        tail: list[str] = []
+        if tflm:
+            tail = self.tflm(t, bdir, env, gate, allocs, objs)
         if t.get("runtime", "arena") not in ("none", "tflm"):
             if self._runtime is None:
                 self._runtime = sorted(n for n in os.listdir(runtime_dir) if n.endswith(".c"))
@@ -605,9 +629,46 @@ class _Graph:
             linkflags = tuple(fragment_link_flags(env.linkflags, script))
             depends.append(t["linker_script"])
         depends.append(ld)  # the script holds everything the ELF check reads of the gate's report
-        return self.add("elf", [f"{bdir}/firmware.elf"], objs, gate=gate, depends=tuple(depends), board=t["name"],
-                        env=env.key, linkflags=linkflags,
+        cxx = bool(tflm) or any(os.path.splitext(s)[1] in CXX_SUFFIXES for s in tc.sources)
+        return self.add("elf", [f"{bdir}/firmware.elf"], [*objs, *tail], gate=gate, depends=tuple(depends),
+                        board=t["name"], env=env.key, linkflags=linkflags, cxx=cxx,
                         clean=(f"{bdir}/firmware.map", f"{bdir}/run_report.json"))
+
+    def tflm(self, t: Mapping[str, Any], bdir: str, env: CompileEnv, gate: str, allocs: Sequence[str],
+             objs: list[str]) -> list[str]:
+        """A board's TFLM firmware (``tflm:`` given): the generated model table and the package's
+        main.cc (TFLM's C++ flags, in one environment per core and kernel set), and TFLM's library:
+        built (one per core and kernel set, shared by the boards using it) or the given one."""
+        cfg = tflm_sources.TflmConfig.from_doc(t["tflm"])
+        app_dir = os.path.join(_runtime_dir(self.toolchain), "tflm")
+        key = f"{env.key}_tflm_{cfg.kernels}"
+        cxx = self.envs.get(key)
+        if cxx is None:
+            cxx = self.envs[key] = dataclasses.replace(
+                env, key=key, ccflags=(*t["gcc_flags"], *tflm_sources.cxx_flags(cfg.kernels),
+                                       flags.LEVELS[flags.level(t.get("optimize"))], prefix_map(self.toolchain.root),
+                                       *self.toolchain.user.ccflags),
+                cpppath=(*env.cpppath, app_dir, os.path.join(app_dir, os.pardir, "example"), *cfg.headers()))
+            self.env_gates[key] = []
+        self.env_gates[key].append(gate)
+        app = f"{bdir}/gen/arena_tflm.cc"
+        names = [s["name"] for s in t["models"]]
+        self.add("tflm_app", [app], [Value(json.dumps({"board": t["name"], "models": names,
+                                                       "resolver": cfg.resolver_root()})), *allocs],
+                 gate=gate, depends=(self.generator,), requires=[gate])
+        objs.append(self.obj(cxx, f"{self.build_dir}/common/{key}/arena_runtime/tflm/main.o",
+                             os.path.join(app_dir, "main.cc"), gate))
+        objs.append(self.obj(cxx, f"{bdir}/obj/arena_tflm.o", app, gate, shared=False))
+        if cfg.library:
+            return [cfg.library]
+        lib = f"{self.build_dir}/common/{key}/libtflm.a"
+        spec = {"root": os.path.abspath(cfg.path), "kernels": cfg.kernels, "cpu_flags": list(t["gcc_flags"]),
+                "prefix": self.toolchain.prefix}
+        first = self.add("tflm_lib", [lib], [Value(json.dumps(spec, sort_keys=True))], gate=gate,
+                         depends=(self.generator,), requires=[gates_alias(key)])
+        node = self.nodes[first]
+        node["sources"] = tuple(dict.fromkeys([*node["sources"], *allocs]))
+        return [lib]
 
     def status(self, name: str, targets: Sequence[str]) -> Alias:
         """Alias ``name`` of ``targets`` and its status node: after them, it reads each board's

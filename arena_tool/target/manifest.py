@@ -34,7 +34,7 @@ from arena_tool.target.boards import Board, reserve_bytes
 from arena_tool.core.errors import ArenaError, did_you_mean
 from arena_tool.core.problem import ModelOptions, fmt_bytes, option_fields
 from arena_tool.plan import planners
-from arena_tool.target import boards, linkscript, yamlio
+from arena_tool.target import boards, linkscript, tflm_sources, yamlio
 from arena_tool.target.yamlio import field_name
 
 if TYPE_CHECKING:
@@ -167,7 +167,9 @@ class BoardTarget:
       arena_fragment.ld, which ``linker_script``, the project's own script, INCLUDEs);
     linker_script: that script's path (manifest folder joined), with linker fragment only;
     linker_regions: (board region, the script's MEMORY name) pairs where the names differ;
-    split: a split arena's regions, fastest first (``region`` is the first); () for one arena.
+    split: a split arena's regions, fastest first (``region`` is the first); () for one arena;
+    tflm: with runtime tflm, the TFLite Micro arena builds the firmware with (None: the project
+      brings TFLM and its own main).
     """
 
     name: str
@@ -185,6 +187,7 @@ class BoardTarget:
     linker_regions: tuple[tuple[str, str], ...] = ()
     split: tuple[str, ...] = ()
     optimize: str | None = None
+    tflm: tflm_sources.TflmConfig | None = None
 
     @property
     def reserve(self) -> int:
@@ -405,7 +408,7 @@ class _Loader:
         known = sorted(boards.list_boards(list(dirs)))
         top: dict[str, Any] = {k: self.data[k] for k in (
             "sharing", "region", "split", "budget", "reserve", "warn_above", "runtime", "linker", "linker_script",
-            "linker_regions", "optimize") if k in self.data}
+            "linker_regions", "optimize", "tflm") if k in self.data}
         targets: list[BoardTarget] = []
         seen: dict[str, int] = {}
         for i, item in enumerate(self.data["boards"]):
@@ -497,8 +500,51 @@ class _Loader:
             warn_above=None if warn is None else float(warn), sharing=pick("sharing", "sequential"),
             models=tuple(models), runtime=runtime, linker=linker, linker_script=script,
             linker_regions=memory_names, split=split, optimize=pick("optimize", None),
+            tflm=self.tflm(board.name, runtime, pick("tflm", None), where_of("tflm")),
         )
         return self.placed(target, where_of)
+
+    def tflm(self, board: str, runtime: str, raw: dict[str, Any] | None,
+             where: tuple[Any, ...]) -> tflm_sources.TflmConfig | None:
+        """``tflm:`` checked: only with runtime tflm; a tree with its downloads, or a library and its folders."""
+        if raw is None:
+            return None
+        if runtime != "tflm":
+            raise self.err(f"tflm: is read only with runtime: tflm (board {board} has runtime: {runtime})", where,
+                           at_value=False, hint="add 'runtime: tflm', or remove tflm:")
+        if bool(raw.get("path")) == bool(raw.get("library")):
+            raise self.err("tflm: needs either path: (a tflite-micro tree to build) or library: (a prebuilt "
+                           "libtflm.a with include:), not both", where, at_value=False,
+                           hint="write tflm: {path: ../tflite-micro, kernels: reference}")
+        kernels = raw.get("kernels", "reference")
+        if raw.get("path"):
+            path = os.path.normpath(os.path.join(self.base, raw["path"]))
+            try:
+                tflm_sources.check_tree(path, field="tflm.path")
+                tflm_sources.check_kernels(kernels, path)
+            except ArenaError as e:
+                key = "kernels" if e.field == "tflm.kernels" else "path"
+                raise self.err(e.msg, where + (key,), hint=f"tflm.{key}: {e.hint} (paths are relative to the "
+                                                           f"manifest's folder, {self.base or '.'})") from None
+            return tflm_sources.TflmConfig(path=path, kernels=kernels)
+        lib = os.path.normpath(os.path.join(self.base, raw["library"]))
+        if not os.path.isfile(lib):
+            raise self.err(f"TFLM library not found: {lib}", where + ("library",),
+                           hint=f"tflm.library: give the prebuilt libtflm.a relative to the manifest's folder "
+                                f"({self.base or '.'}), or path: a tflite-micro tree to build")
+        include = []
+        for i, d in enumerate(raw.get("include") or []):
+            full = os.path.normpath(os.path.join(self.base, d))
+            if not os.path.isdir(full):
+                raise self.err(f"TFLM include folder not found: {full}", where + ("include", i),
+                               hint="tflm.include: the library's header folders, relative to the manifest")
+            include.append(full)
+        config = tflm_sources.TflmConfig(kernels=kernels, library=lib, include=tuple(include))
+        try:
+            config.resolver_root()
+        except ArenaError as e:
+            raise self.err(e.msg, where + ("include",), hint=e.hint, at_value=False) from None
+        return config
 
     def split_regions(self, board: Any, pick: Any, where_of: Any) -> tuple[str, tuple[str, ...]]:
         """(region, split): ``region: [A, B]`` lists a split arena's regions fastest first,
@@ -675,7 +721,8 @@ def target_doc(t: BoardTarget) -> dict[str, Any]:
             "reserve_stack": t.reserve_stack, "reserve_heap": t.reserve_heap, "warn_above": t.warn_above,
             "sharing": t.sharing, "models": [_spec_doc(s) for s in t.models], "runtime": t.runtime,
             "linker": t.linker, "linker_script": t.linker_script, "linker_regions": [list(p) for p in t.linker_regions],
-            "split": list(t.split), "optimize": t.optimize, "key": t.key(), "gcc_flags": list(t.board.cpu.gcc_flags())}
+            "split": list(t.split), "optimize": t.optimize, "key": t.key(), "gcc_flags": list(t.board.cpu.gcc_flags()),
+            "tflm": t.tflm.to_doc() if t.tflm else None}
 
 
 def target_from_doc(d: dict[str, Any]) -> BoardTarget:
@@ -686,4 +733,4 @@ def target_from_doc(d: dict[str, Any]) -> BoardTarget:
         warn_above=d["warn_above"], sharing=d["sharing"], models=tuple(_spec_from(s) for s in d["models"]),
         runtime=d["runtime"], linker=d["linker"], linker_script=d["linker_script"],
         linker_regions=tuple((a, b) for a, b in d["linker_regions"]), split=tuple(d["split"]),
-        optimize=d.get("optimize"))
+        optimize=d.get("optimize"), tflm=tflm_sources.TflmConfig.from_doc(d["tflm"]) if d.get("tflm") else None)

@@ -53,6 +53,39 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s+"(tensorflow/lite/micro/kernels/[\w/]+
 
 
 @dataclasses.dataclass(frozen=True)
+class TflmConfig:
+    """The manifest's ``tflm:``: a tree to build (``path``, ``kernels``) or a prebuilt ``library``
+    with its ``include`` folders. Paths are the manifest folder joined to what it says."""
+
+    path: str = ""
+    kernels: str = "reference"
+    library: str = ""
+    include: tuple[str, ...] = ()
+
+    def to_doc(self) -> dict[str, object]:
+        return {"path": self.path, "kernels": self.kernels, "library": self.library, "include": list(self.include)}
+
+    @classmethod
+    def from_doc(cls, d: dict[str, object]) -> TflmConfig:
+        inc = d.get("include") or []
+        assert isinstance(inc, list)
+        return cls(str(d.get("path") or ""), str(d.get("kernels") or "reference"), str(d.get("library") or ""),
+                   tuple(map(str, inc)))
+
+    def headers(self) -> list[str]:
+        """The folders main.cc and the model table compile with (TFLM's headers)."""
+        return include_dirs(self.path) if self.path else list(self.include)
+
+    def resolver_root(self) -> str:
+        """The folder holding ``tensorflow/lite/micro/micro_mutable_op_resolver.h``."""
+        for d in ([self.path] if self.path else list(self.include)):
+            if os.path.isfile(os.path.join(d, RESOLVER_HEADER)):
+                return d
+        raise ArenaError(f"no {RESOLVER_HEADER} in tflm.include ({', '.join(self.include)})", field="tflm.include",
+                         hint="list the folder that holds tensorflow/ (the TFLM tree's root) in include:")
+
+
+@dataclasses.dataclass(frozen=True)
 class Source:
     """One file of the library: its path below the tree, ``c++`` or ``c``, its -O level."""
 

@@ -107,7 +107,6 @@ def _link(target: Nodes, source: Nodes, env: Any) -> int:
 
 def _no_run(target: Nodes, source: Nodes, env: Any) -> int:
     from arena_tool import build_steps
-
     return build_steps.no_run(*env["ARENA_NO_RUN"])
 
 
@@ -214,7 +213,7 @@ def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), c
     toolchain = build_graph.Toolchain(
         link=bool(gcc), sources=tuple(n.abspath for n in app), cpppath=tuple(cpppath), root=top,
         runtime_dir=arena_tool.runtime_dir(), extra_ccflags=tuple(env.get("ARENA_EXTRA_CCFLAGS", ())),
-        user=build_graph.UserFlags.of(env.get))
+        user=build_graph.UserFlags.of(env.get), prefix=env.subst("$ARENA_GCC_PREFIX"))
     try:
         manifest_path = files.project_path(str(manifest_path), top)  # no clone's path in outputs
         m = noop_cache.cached(manifest_path, tuple(board_dirs) + tuple(env["ARENA_BOARD_DIRS"]),
@@ -234,15 +233,16 @@ def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), c
             Exit(code)
     # arena's builders: no scanners but the gate's (an alias never re-reads generated C)
     timeout = float(env.get("ARENA_QEMU_TIMEOUT", build_steps.QEMU_TIMEOUT))
-    build = build_steps.Build({t["name"]: t for t in m["targets"]}, timeout)
+    build = build_steps.Build({t["name"]: t for t in m["targets"]}, timeout, int(GetOption("num_jobs") or 1))
     scan = _Scan()
     aenv = env.Clone(SCANNERS=[], ARENA_STATE=build, ARENA_SCAN=scan)
     aenv.Decider(build_steps.recorded_only(aenv.decide_source, aenv.decide_target))
     cross = None
     if gcc:
         prefix = env.subst("$ARENA_GCC_PREFIX")
-        cross = env.Clone(tools=["cc", "link"])  # not "gcc": it runs "gcc --version" on every read
-        cross.Replace(CC=prefix + "gcc", LINK=prefix + "gcc", AS=prefix + "gcc", OBJSUFFIX=".o", ARENA_STATE=build,
+        cross = env.Clone(tools=["cc", "c++", "link"])  # not "gcc": it runs "gcc --version" on every read
+        cross.Replace(CC=prefix + "gcc", CXX=prefix + "g++", LINK=prefix + "gcc", AS=prefix + "gcc", OBJSUFFIX=".o",
+                      ARENA_STATE=build,
                       ARENA_LINKCOM="$LINK -o $TARGET $LINKFLAGS $SOURCES $_LIBDIRFLAGS $_LIBFLAGS")
         cross.PrependENVPath("PATH", os.path.dirname(gcc))
         obj = cross["BUILDERS"]["Object"]  # its compile, for the boards that passed
@@ -306,9 +306,9 @@ def _wire(graph: Any, aenv: Any, cross: Any, build: Any, scan: _Scan, app: Seque
                                 CPPDEFINES=e.cppdefines, LINKFLAGS=list(e.linkflags), LIBS=list(e.libs),
                                 LIBPATH=e.libpath) for e in graph.envs}
     boards = {b.name: b for b in graph.boards}
-    builders = {"plan": aenv.ArenaPlan, "tflm": aenv.ArenaTflm, "tables": aenv.ArenaTables,
-                "tflm_tables": aenv.ArenaTflmModel, "gate": aenv.ArenaGate, "report": aenv.ArenaReport,
-                "status": aenv.ArenaStatus}
+    builders = {"plan": aenv.ArenaPlan, "tflm": aenv.ArenaTflm, "tables": aenv.ArenaTables, "tflm_tables":
+                aenv.ArenaTflmModel, "gate": aenv.ArenaGate, "report": aenv.ArenaReport, "status": aenv.ArenaStatus,
+                "tflm_app": aenv.ArenaTflmApp, "tflm_lib": aenv.ArenaTflmLib}
     link = check = None
     depends: dict[tuple[Any, ...], list[Any]] = {}
     requires: dict[tuple[str, ...], list[Any]] = {}
@@ -323,7 +323,8 @@ def _wire(graph: Any, aenv: Any, cross: Any, build: Any, scan: _Scan, app: Seque
                 check = _when_ready(Action(_step("check_elf"), "$ARENAELFCHECKCOMSTR"))
                 link = _when_ready(Action(_link, "$LINKCOMSTR" if cross.get("LINKCOMSTR") else "$ARENA_LINKCOM",
                                           varlist=["ARENA_LINKCOM"]))
-            extra = {} if n.linkflags is None else {"LINKFLAGS": list(n.linkflags)}
+            extra = {**({} if n.linkflags is None else {"LINKFLAGS": list(n.linkflags)}),
+                     **({"LINK": cross["CXX"]} if n.cxx else {})}
             made = env.Command(targets, sources, link, **extra)
             b = boards[n.board]
             build.elves[made[0].path] = Elf(n.board, node(b.gate).path, node(b.report).path, b.run_report)
@@ -360,15 +361,10 @@ def generate(env: Any, **kwargs: Any) -> None:
     from SCons.Script import ARGUMENTS
 
     _import_arena_tool()
-    from arena_tool.builder.build_graph import truthy
+    from arena_tool.builder.build_graph import COMSTRS, truthy
     verbose = truthy(env.get("VERBOSE", ARGUMENTS.get("VERBOSE", "0")))
     env.SetDefault(ARENA_BUILD_DIR="build", ARENA_BOARD_DIRS=[], ARENA_GCC_PREFIX="arm-none-eabi-")
-    comstrs = {"ARENAPLANCOMSTR": "Planning $TARGET", "ARENAGATECOMSTR": "Checking budget $TARGET",
-               "ARENAREPORTCOMSTR": "Checking $TARGET", "ARENATABLESCOMSTR": "Generating $TARGET",
-               "ARENATFLMCOMSTR": "Generating $TARGET", "ARENAARENACOMSTR": "Generating $TARGET",
-               "ARENALDCOMSTR": "Generating $TARGET", "ARENAELFCHECKCOMSTR": "Checking $TARGET",
-               "ARENARUNCOMSTR": "Running $SOURCES", "CCCOMSTR": "Compiling $TARGET", "LINKCOMSTR": "Linking $TARGET"}
-    for key, text in comstrs.items():
+    for key, text in COMSTRS.items():
         env.SetDefault(**{key: None if verbose else text})
 
     def builder(action: Action, comstr: str | None, suffix: str, src_suffix: str, ready: bool = False,
@@ -387,6 +383,8 @@ def generate(env: Any, **kwargs: Any) -> None:
         "ArenaTflmModel": builder(_step("tflm_tables"), "$ARENATFLMCOMSTR", ".c", ".tflite", True,
                                   emitter=_pair_emitter),
         "ArenaStatus": builder(_step("status"), None, ".json", ".json"),
+        "ArenaTflmApp": builder(_step("tflm_app"), "$ARENATFLMCOMSTR", ".cc", ".json", True),
+        "ArenaTflmLib": builder(_step("tflm_lib"), "$ARENATFLMLIBCOMSTR", ".a", ".json", True),
         "ArenaArena": builder(_step("arena_sources"), "$ARENAARENACOMSTR", ".c", ".json", emitter=_pair_emitter),
         "ArenaLinkerScript": builder(_step("linker_script"), "$ARENALDCOMSTR", ".ld", ".json"),
     })
