@@ -221,7 +221,14 @@ def tflm(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
     from arena_tool.core.files import write_atomic
     from arena_tool.run.tflm import tflm_measure
 
-    data, alloc = tflm_measure(_posix(sources[1]), planfile.load(sources[0]), sources[0])
+    from arena_tool.core.errors import CheckFailed
+
+    plan = planfile.load(sources[0])
+    try:
+        data, alloc = tflm_measure(_posix(sources[1]), plan, sources[0])
+    except CheckFailed as e:  # a verdict on the plan: every board's gate reports it (arena_report.json)
+        data, alloc = b"", {"model": plan.model, "error": e.msg, "head": plan.arena_size, "tail": 0,
+                            "planned_bytes": 0, "tensor_arena_size": plan.arena_size, "ops": [], "outputs": []}
     write_atomic(targets[1], data)
     write_atomic(targets[0], json.dumps(alloc, indent=1, sort_keys=True) + "\n")
 
@@ -323,6 +330,9 @@ def gate(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
         n = len(t.models)
         alloc = {spec.name: read_json(path, "TFLM allocation file", REBUILD)
                  for spec, path in zip(t.models, sources[n:2 * n])}
+        problems += [board_report.BoardProblem("tflm", f"arena: {t.name}: model {name}: TFLM check failed: "
+                                               f"{doc['error']}", model=name)
+                     for name, doc in alloc.items() if doc.get("error")]
     else:
         for spec, (_, path, p) in zip(t.models, plans):
             if p.kind != "onnx" and t.runtime == "none":  # a .tflite model the project runs: no MACs counted

@@ -110,6 +110,7 @@ SLOW_MODULES = {
     "test_scons.py",  # scons end to end in a copy of the example
     "test_cmake.py",  # cmake, arm-none-eabi-gcc and QEMU through the CMake module
     "test_scons_tflm.py",  # scons with the TFLM runtime
+    "test_tflm_firmware.py",  # TFLM firmwares built from the shared tree, QEMU and scons
     "test_site_tool.py",  # scons from an outside project
     "test_wheel.py",  # pip wheel, a venv and scons from the installed wheel
 }

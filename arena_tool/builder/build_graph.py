@@ -63,7 +63,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Union
 
-from arena_tool.target import board_choice, flags
+from arena_tool.target import board_choice, flags, tflm_sources
 from arena_tool import runtime_dir
 from arena_tool.builder import noop_cache
 
@@ -696,6 +696,19 @@ class _Graph:
                       for f in self.nodes.values())
         return BuildGraph(nodes=nodes, aliases=tuple(aliases), default=("boards",), envs=tuple(self.envs.values()),
                           boards=tuple(self.boards), generator=self.generator)
+
+
+def is_example_main(path: str, example: str) -> bool:
+    """``path`` is the package's example main.c, or a copy of it (the README's recipe copies it)."""
+    if path == example:
+        return True
+    if os.path.basename(path) != "main.c":
+        return False
+    try:
+        with open(path, "rb") as a, open(example, "rb") as b:
+            return a.read() == b.read()
+    except OSError:
+        return False
 
 
 def gates_alias(env_key: str) -> str:

@@ -419,11 +419,20 @@ def verify(model_path: str, planned_path: str, runs: int = 5, seed: int = 0) -> 
         lines.append(f"outputs: bit-identical in TFLM on {runs} seeded random input{'s' if runs > 1 else ''} "
                      f"(seed {seed}): {', '.join(names)}")
     why = litert_available()
+    if why is None:
+        custom = [op.split(":", 1)[1] for op in model_ops(model) if op.startswith("CUSTOM:")]
+        try:
+            lr = run_litert(data, model_path, inputs)
+            lp = run_litert(planned, planned_path, inputs)
+        except ArenaError:
+            if not custom:
+                raise
+            lr = lp = []
+            why = (f"LiteRT: skipped: it has no kernel for the model's custom op{'s' if len(custom) > 1 else ''} "
+                   f"{', '.join(custom)} (TFLM's own, e.g. its signal ops)")
     if why is not None:
-        litert = f"LiteRT: skipped: {why}"
+        litert = why if why.startswith("LiteRT: ") else f"LiteRT: skipped: {why}"
     else:
-        lr = run_litert(data, model_path, inputs)
-        lp = run_litert(planned, planned_path, inputs)
         ld = _differences(lr, lp, names)
         failures += [f"LiteRT: planned model vs model: {d}" for d in ld]
         vs = _differences(ref.outputs, lr, names)

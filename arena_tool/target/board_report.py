@@ -155,7 +155,8 @@ class BoardProblem:
     """Why a board does not build. ``message`` is the one line printed (``arena: <board>: ...``).
 
     kind: ram | flash (over: region, need, limit in bytes) | unsupported (model, op_index,
-    node, op_type, why) | names (two models' generated C would define one name) | link | elf. model: the model it is about, when one is.
+    node, op_type, why) | names (two models' generated C would define one name) | link | elf | tflm (TFLM's
+    host interpreter disagrees with the plan). model: the model it is about, when one is.
     """
 
     kind: str

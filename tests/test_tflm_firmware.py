@@ -1,0 +1,111 @@
+"""TFLite Micro firmwares built from the shared TFLM tree (TFLM 90b983c2 with CMSIS-NN), run under
+QEMU mps2-an500 and compared bit for bit with the host interpreter: ``arena-tool run
+MODEL.tflite`` with reference and CMSIS-NN kernels, and the SCons build (``runtime: tflm`` with a
+prebuilt library: the one the session built) under ``scons run``.
+
+The libraries are built once per session and cached (``tflm_libraries``, under pytest's cache
+folder, so a second session compiles nothing); skipped, saying so, without the shared tree, the
+cross C++ compiler or QEMU. The full floor sweep (MLPerf Tiny, TFLM's examples) is
+bench/tflm_firmware.py's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from arena_tool import cli
+from arena_tool.builder import tflm_lib
+from arena_tool.run import tflm_firmware
+from arena_tool.target import boards
+from conftest import require_shared
+from shared_paths import SHARED
+
+ROOT = Path(__file__).resolve().parent.parent
+TREE = SHARED / "third_party" / "tflite-micro"
+HELLO = SHARED / "models" / "tflm_examples" / "hello_world_int8.tflite"
+OPS = ("FULLY_CONNECTED",)
+
+
+@pytest.fixture(scope="module")
+def tflm_libraries(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+    """kernels -> the mps2_an500 library for hello_world's ops, built once and cached."""
+    root = str(require_shared(TREE))
+    require_shared(HELLO)
+    for tool in ("arm-none-eabi-g++", "qemu-system-arm"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not on PATH (Debian: libstdc++-arm-none-eabi-newlib, qemu-system-arm)")
+    cache = str(request.config.cache.mkdir("arena_tflm"))
+    old = os.environ.get(tflm_firmware.CACHE_ENV)
+    os.environ[tflm_firmware.CACHE_ENV] = cache
+    cpu = tuple(boards.load_board("mps2_an500").cpu.gcc_flags())
+    libs = {}
+    for kernels in ("reference", "cmsis_nn"):
+        spec = tflm_lib.LibrarySpec(root, kernels, OPS, cpu)
+        libs[kernels] = tflm_lib.build(spec, tflm_firmware.library_dir(spec), jobs=2)
+    yield libs
+    if old is None:
+        os.environ.pop(tflm_firmware.CACHE_ENV, None)
+    else:
+        os.environ[tflm_firmware.CACHE_ENV] = old
+
+
+@pytest.mark.parametrize("kernels", ["reference", "cmsis_nn"])
+def test_run_is_bit_identical_to_the_host_interpreter(kernels: str, tflm_libraries: dict[str, str],
+                                                       tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = tmp_path / "run.json"
+    rc = cli.main(["run", str(HELLO), "--board", "mps2_an500", "--tflm", str(TREE), "--kernels", kernels,
+                   "--json", str(report)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    doc = json.loads(report.read_text())
+    assert doc["result"] == "match" and all(o["bit_identical"] for o in doc["outputs"])
+    assert doc["head"] == 32 and doc["tail"] > 0 and doc["tensor_arena_size"] == (32 + doc["tail"] + 15) // 16 * 16
+    assert 0 < doc["used"] <= doc["tensor_arena_size"] and doc["instructions"] > 0 and doc["flash"] > 0
+    assert f"({kernels} kernels)" in out and "bit-identical to TFLM's host interpreter" in out
+    assert "match: every output is bit-identical" in out
+
+
+SCONSTRUCT = """import os
+env = Environment(tools=["arena"])
+env.Decider("content")
+env.SConsignFile("build/.sconsign")
+import arena_tool
+app = os.path.join(arena_tool.runtime_dir(), "example")
+env.ArenaFirmware("fw/arena.yaml", sources=[os.path.join(app, "startup.c"), os.path.join(app, "main.c")],
+                  cpppath=[app])
+"""
+
+
+def test_scons_builds_and_runs_the_tflm_firmware(tflm_libraries: dict[str, str], tmp_path: Path) -> None:
+    proj = tmp_path / "p"
+    (proj / "fw").mkdir(parents=True)
+    shutil.copytree(ROOT / "site_scons", proj / "site_scons", ignore=shutil.ignore_patterns("__pycache__"))
+    (proj / "SConstruct").write_text(SCONSTRUCT)
+    shutil.copy2(HELLO, proj / "fw" / "hw.tflite")
+    (proj / "fw" / "arena.yaml").write_text(
+        f"runtime: tflm\ntflm: {{library: {tflm_libraries['reference']}, include: [{TREE}]}}\n"
+        "models:\n  - {name: hw, path: hw.tflite}\nboards: [mps2_an500]\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.run([sys.executable, "-m", "SCons", "-Q", "board=mps2_an500", "run"], cwd=proj, env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    b = proj / "build" / "mps2_an500"
+    table = (b / "gen" / "arena_tflm.cc").read_text()
+    assert table.count("hw_resolver.AddFullyConnected()") == 1 and table.count("_resolver.Add") == 1
+    alloc = json.loads(next((proj / "build" / "tables").glob("hw-*/hw.tflm.json")).read_text())
+    assert f"tensor_arena + TENSOR_ARENA_BASE_HW, {alloc['tensor_arena_size']}u" in table  # the plan's size
+    assert "main.o" in p.stdout and "arena_runtime/example/main.o" not in p.stdout  # tflm/main.cc, not main.c
+    assert "status hw 0" in p.stdout and "output StatefulPartitionedCall:0 int8 1" in p.stdout
+    run = json.loads((b / "run_report.json").read_text())
+    assert run["exit_status"] == 0 and run["models"][0]["instructions"] > 0
+    noop = subprocess.run([sys.executable, "-m", "SCons", "-Q", "board=mps2_an500"], cwd=proj, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert noop.returncode == 0 and "Compiling" not in noop.stdout and "Linking" not in noop.stdout, noop.stdout
