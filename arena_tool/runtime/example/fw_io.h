@@ -173,6 +173,19 @@ static void flush(void)
     line[0] = '\0';
 }
 
+/* The calibration line (target, Thumb-2): "calibrate 50000 ticks 1250"; nothing elsewhere. */
+static void print_calibration(void)
+{
+#if defined(ARENA_CALIBRATE)
+    uint32_t ticks = calibrate();
+    put_s("calibrate ");
+    put_u(2u * CALIBRATE_LOOPS);
+    put_s(" ticks ");
+    put_u(ticks);
+    flush();
+#endif
+}
+
 /* Element i of input number `which`: main.c's pattern (arena_tool.run.verify.input_pattern is
  * its Python twin), before the per-type mapping (float: v / 125 - 1; int8: v - 125; uint8: v). */
 static int32_t pattern_value(uint32_t i, uint32_t which)

@@ -129,16 +129,7 @@ int main(void)
 {
     int status = 0;
     uint32_t e;
-#if defined(ARENA_CALIBRATE)
-    {
-        uint32_t ticks = calibrate();
-        put_s("calibrate ");
-        put_u(2u * CALIBRATE_LOOPS);
-        put_s(" ticks ");
-        put_u(ticks);
-        flush();
-    }
-#endif
+    print_calibration();
     for (e = 0; e < arena_entry_count; ++e) {
         const arena_model_t *m = arena_entries[e].model;
         uint8_t *base = arena + arena_entries[e].base;

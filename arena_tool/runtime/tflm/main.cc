@@ -189,16 +189,7 @@ int main(void)
 #if defined(ARENA_TARGET)
     RegisterDebugLogCallback(log_line);
 #endif
-#if defined(ARENA_CALIBRATE)
-    {
-        const uint32_t ticks = calibrate();
-        put_s("calibrate ");
-        put_u(2u * CALIBRATE_LOOPS);
-        put_s(" ticks ");
-        put_u(ticks);
-        flush();
-    }
-#endif
+    print_calibration();
     for (uint32_t e = 0; e < arena_tflm_model_count; ++e) {
         if (run_model(arena_tflm_models[e]) != 0 && status == 0) {
             status = 1;
