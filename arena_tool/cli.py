@@ -372,7 +372,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 raise ArenaError(f"{flag} applies to ONNX models", field=flag,
                                  hint="a .tflite run takes seeded random inputs (--input-seed)")
         return tflm_firmware.run(args.model, args.board, _model_options(args), args.planner, _params(args),
-                                 tflm_dir=args.tflm, kernels=args.kernels, seed=args.input_seed,
+                                 tflm_dir=args.tflm, seed=args.input_seed,
                                  json_path=args.json, build_dir=args.build_dir, timeout=args.timeout,
                                  optimize=args.optimize, jobs=args.jobs)
     from arena_tool.run import firmware
@@ -665,8 +665,6 @@ def parser() -> argparse.ArgumentParser:
                    help="QEMU boards: also print each op's instructions and MACs (a second build with "
                         "-DARENA_PROFILE times every op with SysTick)")
     p.add_argument("--tflm", metavar="DIR", help=".tflite: the TFLite Micro tree to build (default $ARENA_TFLM_DIR)")
-    p.add_argument("--kernels", choices=["reference", "cmsis_nn"], default="reference",
-                   help=".tflite: TFLM's reference kernels (default) or CMSIS-NN's")
     p.add_argument("--jobs", type=_positive, default=1, metavar="N",
                    help=".tflite: parallel compiles of the TFLM library (default 1; cached after the first run)")
     _model_args(p)

@@ -4,7 +4,7 @@ with reference and CMSIS-NN kernels, under QEMU mps2-an500, against TFLM's host 
     python3 bench/tflm_firmware.py [--models vww,kws,...] [--kernels reference,cmsis_nn] [--build DIR] [--jobs N]
 
 Each (model, kernels) is one ``arena-tool run MODEL.tflite --board mps2_an500 --tflm TREE
---kernels K`` (arena_tool/run/tflm_firmware.py: arena's plan written as TFLM's offline plan,
+--kernels K`` (arena_tool/run/tflm_firmware.py: arena's plan, with the kernels' scratch buffers, written as TFLM's offline plan,
 TFLM from ``<shared>/third_party/tflite-micro`` built by arena with TFLM's flags, the package's
 tflm/main.cc), so the numbers are the product's. It prints one row per (model, kernels): head
 (arena's plan), tail (TFLM's persistent part measured on the host), the tensor_arena the board
@@ -39,6 +39,7 @@ from arena_tool.run import tflm_firmware  # noqa: E402
 
 BOARD = "mps2_an500"
 KERNELS = ("reference", "cmsis_nn")
+OPTION = {"reference": "reference", "cmsis_nn": "cmsis_nn_dsp"}  # --kernels on mps2-an500's Cortex-M7 (DSP)
 MODELS = {  # key -> file below <shared>/models
     "vww": "mlperf_tiny/visual_wake_words__vww_96_int8.tflite",
     "kws": "mlperf_tiny/keyword_spotting__kws_ref_model.tflite",
@@ -73,7 +74,7 @@ def measure(model: Path, tree: Path, kernels: str, work: Path, jobs: int) -> dic
     report.unlink(missing_ok=True)
     text = io.StringIO()
     with contextlib.redirect_stdout(text), contextlib.redirect_stderr(text):
-        rc = cli.main(["run", str(model), "--board", BOARD, "--tflm", str(tree), "--kernels", kernels,
+        rc = cli.main(["run", str(model), "--board", BOARD, "--tflm", str(tree), "--kernels", OPTION[kernels],
                        "--json", str(report), "--jobs", str(jobs), "--timeout", "1800"])
     if not report.is_file():
         return {"error": f"exit {rc}: {' '.join(text.getvalue().split())[-240:]}"}

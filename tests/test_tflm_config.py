@@ -86,3 +86,16 @@ def test_model_table_registers_exactly_the_models_ops() -> None:
     assert text.count("kws_resolver.AddConv2D()") == 1 and text.count(".Add") == 2
     assert "tensor_arena + TENSOR_ARENA_BASE_KWS, 1504u" in text and '"out_0", "Identity"' in text
     assert "kws_input0[2] = {" in text and text == tflm_app.sources("mps2_an500", [e])  # same bytes
+
+
+def test_the_plan_holds_the_scratch_of_the_kernels_the_firmware_links(tmp_path: Path) -> None:
+    tree = require_shared(TREE)
+    m = manifest.load(write(tmp_path, f"tflm: {{path: {tree}, kernels: cmsis_nn}}"))
+    assert m.targets[0].tflm == tflm_sources.TflmConfig(path=str(tree), kernels="cmsis_nn")
+    assert m.targets[0].models[0].options.kernels == "cmsis_nn_dsp"  # mps2_an500: a Cortex-M7
+    assert manifest.from_doc(manifest.to_doc(m)).targets[0].tflm == m.targets[0].tflm
+    (tmp_path / "mve.yaml").write_text(f"runtime: tflm\ntflm: {{path: {tree}, kernels: cmsis_nn}}\nmodels:\n"
+                                       "  - {name: chain, path: chain.tflite, kernels: cmsis_nn_mve}\n"
+                                       "boards: [mps2_an500]\n")
+    with pytest.raises(ArenaError, match="kernels: cmsis_nn_mve, but board mps2_an500's firmware links cmsis_nn_dsp"):
+        manifest.load(str(tmp_path / "mve.yaml"))

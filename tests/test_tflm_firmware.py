@@ -57,11 +57,11 @@ def tflm_libraries(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
         os.environ[tflm_firmware.CACHE_ENV] = old
 
 
-@pytest.mark.parametrize("kernels", ["reference", "cmsis_nn"])
-def test_run_is_bit_identical_to_the_host_interpreter(kernels: str, tflm_libraries: dict[str, str],
+@pytest.mark.parametrize("option,kernels", [("reference", "reference"), ("cmsis_nn_dsp", "cmsis_nn")])
+def test_run_is_bit_identical_to_the_host_interpreter(option: str, kernels: str, tflm_libraries: dict[str, str],
                                                        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = tmp_path / "run.json"
-    rc = cli.main(["run", str(HELLO), "--board", "mps2_an500", "--tflm", str(TREE), "--kernels", kernels,
+    rc = cli.main(["run", str(HELLO), "--board", "mps2_an500", "--tflm", str(TREE), "--kernels", option,
                    "--json", str(report)])
     out = capsys.readouterr().out
     assert rc == 0, out
@@ -71,6 +71,12 @@ def test_run_is_bit_identical_to_the_host_interpreter(kernels: str, tflm_librari
     assert 0 < doc["used"] <= doc["tensor_arena_size"] and doc["instructions"] > 0 and doc["flash"] > 0
     assert f"({kernels} kernels)" in out and "bit-identical to TFLM's host interpreter" in out
     assert "match: every output is bit-identical" in out
+
+
+def test_kernels_the_core_does_not_run_are_refused(tflm_libraries: dict[str, str],
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", str(HELLO), "--board", "mps2_an500", "--tflm", str(TREE), "--kernels", "cmsis_nn_mve"]) == 2
+    assert "cortex-m7 runs cmsis_nn_dsp" in capsys.readouterr().err
 
 
 SCONSTRUCT = """import os

@@ -36,7 +36,7 @@ from arena_tool.core.errors import EXIT_BUG, EXIT_CHECK_FAILED, EXIT_OK, ArenaEr
 from arena_tool.core.files import write_atomic
 from arena_tool.core.problem import fmt_bytes
 from arena_tool.emit import codegen, linker, tflm_app
-from arena_tool.model import tflite_model
+from arena_tool.model import tflite_model, tflm_scratch
 from arena_tool.plan import planning
 from arena_tool.run import firmware, runreport, tflm, verify
 from arena_tool.target import flags, tflm_sources
@@ -173,7 +173,7 @@ def run_exe(exe: Path, board: Board | None, symbol: str, n_outputs: int, names: 
 
 
 def run(model: str, board_name: str, options: ModelOptions, planner: str, params: planners.Params, *,
-        tflm_dir: str | None = None, kernels: str = "reference", seed: int = 0, json_path: str | None = None,
+        tflm_dir: str | None = None, seed: int = 0, json_path: str | None = None,
         build_dir: str | None = None, timeout: float = firmware.TIMEOUT, optimize: str | None = None,
         out: TextIO | None = None, err: TextIO | None = None, jobs: int = 1) -> int:
     """The whole run; 0 when every output has TFLM's host bytes, 1 when one differs (or TFLM fails
@@ -182,6 +182,11 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
     err = err or sys.stderr
     board = firmware.resolve_board(board_name)
     root = tflm_root(tflm_dir)
+    kernels = "reference" if options.kernels == "reference" else "cmsis_nn"  # what the library compiles
+    if board is not None and tflm_scratch.kernels_for(kernels, board.cpu.core) != options.kernels:
+        raise ArenaError(f"--kernels {options.kernels}: board {board.name}'s {board.cpu.core} runs "
+                         f"{tflm_scratch.kernels_for(kernels, board.cpu.core)}", field="--kernels",
+                         hint=f"write --kernels {tflm_scratch.kernels_for(kernels, board.cpu.core)}")
     tflm_sources.check_kernels(kernels, root, field="--kernels")
     firmware.require_tools(board)
     if shutil.which("g++" if board is None else "arm-none-eabi-g++") is None:

@@ -33,6 +33,7 @@ from arena_tool.target.board_choice import select_names
 from arena_tool.target.boards import Board, reserve_bytes
 from arena_tool.core.errors import ArenaError, did_you_mean
 from arena_tool.core.problem import ModelOptions, fmt_bytes, option_fields
+from arena_tool.model import tflm_scratch
 from arena_tool.plan import planners
 from arena_tool.target import boards, linkscript, tflm_sources, yamlio
 from arena_tool.target.yamlio import field_name
@@ -502,7 +503,24 @@ class _Loader:
             linker_regions=memory_names, split=split, optimize=pick("optimize", None),
             tflm=self.tflm(board.name, runtime, pick("tflm", None), where_of("tflm")),
         )
+        if target.tflm is not None:
+            target = dataclasses.replace(target, models=self.tflm_kernels(target, where_of("tflm")))
         return self.placed(target, where_of)
+
+    def tflm_kernels(self, t: BoardTarget, where: tuple[Any, ...]) -> tuple[ModelSpec, ...]:
+        """The models planned for the kernels the firmware links (tflm.kernels refined by the core:
+        the scratch buffers CMSIS-NN asks for are in the plan); a model option that says other is an error."""
+        assert t.tflm is not None
+        want = tflm_scratch.kernels_for(t.tflm.kernels, t.board.cpu.core)
+        out = []
+        for m in t.models:
+            if m.options.kernels not in ("reference", want):
+                raise self.err(f"model {m.name}: kernels: {m.options.kernels}, but board {t.name}'s firmware links "
+                               f"{want} (tflm.kernels: {t.tflm.kernels} on a {t.board.cpu.core})",
+                               self.option_where(t.name, m.name, "kernels") or where,
+                               hint=f"drop the model's kernels: (tflm.kernels sets it) or write kernels: {want}")
+            out.append(dataclasses.replace(m, options=dataclasses.replace(m.options, kernels=want)))
+        return tuple(out)
 
     def tflm(self, board: str, runtime: str, raw: dict[str, Any] | None,
              where: tuple[Any, ...]) -> tflm_sources.TflmConfig | None:
