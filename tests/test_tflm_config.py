@@ -99,3 +99,15 @@ def test_the_plan_holds_the_scratch_of_the_kernels_the_firmware_links(tmp_path: 
                                        "boards: [mps2_an500]\n")
     with pytest.raises(ArenaError, match="kernels: cmsis_nn_mve, but board mps2_an500's firmware links cmsis_nn_dsp"):
         manifest.load(str(tmp_path / "mve.yaml"))
+
+
+def test_onnx_and_tflite_models_in_one_manifest(tmp_path: Path) -> None:
+    onnx = Path(__file__).resolve().parent.parent / "example_firmware" / "models" / "kws_int8.onnx"
+    (tmp_path / "chain.tflite").write_bytes(chain_model())
+    (tmp_path / "mixed.yaml").write_text(f"models:\n  - {{name: kws, path: {onnx}}}\n  - {{name: chain, path: chain.tflite}}\n"
+                                         "boards:\n  - nucleo_f746\n  - {name: mps2_an500, runtime: tflm}\n")
+    m = manifest.load(str(tmp_path / "mixed.yaml"))
+    assert [[s.name for s in t.models] for t in m.targets] == [["kws"], ["chain"]]  # each runtime its models
+    (tmp_path / "tflite.yaml").write_text("models:\n  - {name: chain, path: chain.tflite}\nboards: [nucleo_f746]\n")
+    with pytest.raises(ArenaError, match="is a .tflite model: arena's C runtime runs ONNX models"):
+        manifest.load(str(tmp_path / "tflite.yaml"))  # a board left with no model it runs

@@ -13,7 +13,8 @@ Invariants of a loaded Manifest:
 - a target with ``linker: fragment`` names a ``linker_script`` that exists and INCLUDEs
   ``arena_fragment.ld`` inside SECTIONS (``linkscript.check_script``); ``linker_regions``
   keys are the board's region (or flash) names;
-- per-board model overrides are already applied: ``target.models`` is final;
+- per-board model overrides are already applied: ``target.models`` is final, and holds the
+  models the board's runtime runs (runtime tflm: the .tflite ones; arena and none: the ONNX ones);
 - paths are as given, joined to the manifest's folder (relative stays relative),
   so plans and messages do not depend on where the checkout lives.
 
@@ -492,6 +493,10 @@ class _Loader:
                 s = self.spec(s.name, s.path, merged)
             models.append(s)
         runtime = pick("runtime", "arena")
+        # ONNX and .tflite models in one manifest: a board runs those its runtime runs (tflm the .tflite
+        # models, arena and none the ONNX ones); a board with none of them gets the mismatch's error
+        runs = [m for m in models if is_tflite_path(m.path) == (runtime == "tflm")]
+        models = runs or models
         self.check_runtime(board.name, runtime, where_of("runtime") if "runtime" in entry or "runtime" in top
                            else None, models, specs)
         warn = pick("warn_above", None)
