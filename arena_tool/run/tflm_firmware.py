@@ -34,6 +34,7 @@ import arena_tool
 from arena_tool.builder import tflm_lib
 from arena_tool.core.errors import EXIT_BUG, EXIT_CHECK_FAILED, EXIT_OK, ArenaError
 from arena_tool.core.files import write_atomic
+from arena_tool.core.schema import check_json
 from arena_tool.core.problem import fmt_bytes
 from arena_tool.emit import codegen, linker, tflm_app
 from arena_tool.model import tflite_model, tflm_scratch
@@ -217,6 +218,7 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
         print(line, file=out)
     if json_path:
         doc = report(model, board_name, board, kernels, alloc, res, sizes, outs, want, ok)
+        check_json(doc, "run_tflm", json_path)
         write_atomic(json_path, json.dumps(doc, indent=2) + "\n")
         print(f"wrote {json_path}", file=out)
     if res.status != 0 or any(o is None for o in res.outputs):
@@ -276,7 +278,7 @@ def summary(model: str, board: Board | None, kernels: str, alloc: dict[str, Any]
 def report(model: str, board_name: str, board: Board | None, kernels: str, alloc: dict[str, Any], res: Result,
            sizes: runreport.ElfSizes | None, outs: Sequence[tflm.Spec], want: Sequence[np.ndarray],
            ok: bool) -> dict[str, Any]:
-    """The --json document of a TFLM run (no times, no temporary paths)."""
+    """The --json document of a TFLM run (schemas/run_tflm.schema.json; no times, no temporary paths)."""
     insns = (runreport.instructions(res.ticks, board.cpu.clock_hz)
              if res.ticks is not None and board is not None and board.cpu.clock_hz else None)
     return {"model": model.replace(os.sep, "/"), "runtime": "tflm", "kernels": kernels, "board": board_name,
