@@ -73,8 +73,14 @@ class TflmConfig:
                    tuple(map(str, inc)))
 
     def headers(self) -> list[str]:
-        """The folders main.cc and the model table compile with (TFLM's headers)."""
-        return include_dirs(self.path) if self.path else list(self.include)
+        """The folders main.cc and the model table compile with (TFLM's headers): a tree's, or the
+        library's ``include`` (a TFLM tree's root among them brings its downloads' folders too)."""
+        if self.path:
+            return include_dirs(self.path)
+        out: list[str] = []
+        for d in self.include:
+            out += include_dirs(d) if os.path.isdir(os.path.join(d, DOWNLOADS)) else [d]
+        return list(dict.fromkeys(out))
 
     def resolver_root(self) -> str:
         """The folder holding ``tensorflow/lite/micro/micro_mutable_op_resolver.h``."""
