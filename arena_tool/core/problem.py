@@ -475,7 +475,7 @@ class ModelOptions:
                 "or a list of them (each starts where the previous ends)",
                 "anyOf": [{"enum": ["off", "auto"]}, _PATCH_STAGE,
                           {"type": "array", "minItems": 1, "items": _PATCH_STAGE},
-                          {"type": "string", "pattern": "^[^;]+:[0-9]+(x[0-9]+)?(;[^;]+:[0-9]+(x[0-9]+)?)*(?!\\n)$"}],
+                          {"type": "string", "pattern": "^.+:[0-9]+(x[0-9]+)?(;.+:[0-9]+(x[0-9]+)?)*(?!\\n)$"}],
                 "x-expected": "off, auto, or {split_after: NODE, tiles: N} (N >= 1, or tiles: [rows, cols]), or a list "
                               "of those"},
         plan_schema={"type": "string", "minLength": 1}, encode=_same, decode=_patches_from)

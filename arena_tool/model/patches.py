@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import re
 import time
 from typing import Mapping, Sequence
 
@@ -496,24 +497,32 @@ def _depthwise(lw: Lowered, op: Op) -> bool:
     return int(op.attrs.get("group", 1)) == x.shape[1] == y.shape[1] and x.dtype == y.dtype
 
 
+_STAGE = re.compile(r"(.+?):([0-9]+)(?:x([0-9]+))?(?:;|$)", re.S)
+
+
 def parse(text: str) -> tuple[StageSpec, ...] | None:
-    """The patches option's stages ('NODE:RxC' or 'NODE:N' joined by ';'); None for off and auto
-    (auto: plan/patching.py chooses). One error line naming the field otherwise."""
+    """The patches option's stages ('NODE:RxC' or 'NODE:N' joined by ';'; a node name may hold
+    ';' itself, as tf2onnx's fused names do: a stage ends at ':digits' before ';' or the end);
+    None for off and auto (auto: ``choose``). One error line naming the field otherwise."""
     if text in ("off", "auto"):
         return None
     out = []
-    for part in text.split(";"):
-        node, sep, grid = part.rpartition(":")
-        rows, x, cols = grid.partition("x")
-        if not sep or not node or not rows.isdigit() or (x and not cols.isdigit()):
-            _fail(f"patches: {text!r} is not off, auto or NODE:RxC", field=FIELD,
+    at = 0
+    while at < len(text):
+        m = _STAGE.match(text, at)
+        if m is None:
+            _fail(f"{text!r} is not off, auto or NODE:RxC", field=FIELD,
                   hint="write off, auto, or {split_after: NODE, tiles: N} (an N x N grid; tiles: [rows, cols])")
-        r = int(rows)
-        c = int(cols) if x else r
+            raise AssertionError  # unreachable
+        r = int(m.group(2))
+        c = int(m.group(3)) if m.group(3) is not None else r
         if r < 1 or c < 1:
-            _fail(f"tiles: {r}x{c} is not a tile grid", field=f"{FIELD}.tiles",
+            _fail(f"{r}x{c} is not a tile grid", field=f"{FIELD}.tiles",
                   hint="write tiles: N (an N x N grid, N >= 1) or [rows, cols]")
-        out.append(StageSpec(node, r, c))
+        out.append(StageSpec(m.group(1), r, c))
+        at = m.end()
+    if not out:
+        _fail(f"{text!r} is not off, auto or NODE:RxC", field=FIELD)
     return tuple(out)
 
 

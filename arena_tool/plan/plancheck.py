@@ -33,10 +33,14 @@ def lowered_model(model_path: str, plan: PlanFile) -> Lowered:
         lowered = patches.tiled(liveness.lower(model_path, plan.options), plan.options.patches)
     except ArenaError as e:
         raise e.located(file=model_path)
-    if plan.options.patches == "auto" and plan.patches is not None:  # the stages auto chose
-        stages = patches.parse(plan.patches.stages)
-        if stages:
-            lowered = patches.apply(lowered, stages)
+    if plan.options.patches == "auto" and plan.patches is not None and plan.patches.detail:  # auto's stages
+        try:
+            stages = [patches.StageSpec(str(d["split_after"]), int(d["rows"]), int(d["cols"]))
+                      for d in plan.patches.detail]
+        except (KeyError, TypeError, ValueError) as e:
+            raise ArenaError(f"patches.detail: {e}", file=model_path, field="patches",
+                             hint=REPLAN_HINT) from e
+        lowered = patches.apply(lowered, stages)
     return lowered
 
 
@@ -50,6 +54,9 @@ def patch_problems(plan: PlanFile, lowered: Lowered) -> list[str]:
     """The plan's account of its patched stages against the stages re-derived from the model."""
     if plan.patches is None:
         return ["options.patches is set, but the plan has no patches section"] if plan.options.patches != "off" else []
+    if plan.patches.stages != patches.text([s.spec for s in lowered.stages]):
+        return [f"patches: stages {plan.patches.stages!r}, its detail says "
+                f"{patches.text([s.spec for s in lowered.stages])!r}"]
     want = [patches.describe(s) for s in lowered.stages]
     got = [dict(d) for d in plan.patches.detail]
     if got != want:

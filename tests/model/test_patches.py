@@ -195,6 +195,9 @@ def test_the_manifest_form_reads_as_the_option_text():
     assert ModelOptions.from_doc({"patches": [{"split_after": "a", "tiles": [2, 4]},
                                               {"split_after": "b", "tiles": 2}]}).patches == "a:2x4;b:2x2"
     assert patches.parse("a:2x4;b:2") == (StageSpec("a", 2, 4), StageSpec("b", 2, 2))
+    # tf2onnx's fused node names hold ';': a stage ends at ':digits' before ';' or the end
+    assert patches.parse("model/relu;model/bn:8x8;c:2") == (StageSpec("model/relu;model/bn", 8, 8),
+                                                           StageSpec("c", 2, 2))
     assert "patches" not in ModelOptions().to_doc()  # off: every existing plan keeps its bytes
 
 
