@@ -523,8 +523,11 @@ def status(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None
 
 def run(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
     """The run alias: each ELF of ``sources`` under QEMU (-icount shift=0), its board's
-    run_report.json, its table; a board that failed has no ELF to run and fails the alias."""
-    from arena_tool.run import qemu, runreport
+    run_report.json, its table; with arena's runtime every ONNX model's outputs compared with
+    onnxruntime's (``firmware.outputs_match``), a mismatch failing the alias; a board that failed
+    has no ELF to run and fails the alias."""
+    from arena_tool.plan import planfile
+    from arena_tool.run import firmware, qemu, runreport
     from arena_tool.target import board_report
     from arena_tool.core.errors import CheckFailed
 
@@ -548,6 +551,15 @@ def run(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
         tables.append(runreport.table(result))
         if rc != 0 and failed is None:
             failed = CheckFailed(f"firmware exited with status {rc} under qemu -M {machine}", file=elf)
+        if t.runtime == "arena" and arena is not None:
+            paths = {s.name: s.path for s in t.models}
+            compared = [(m.name, _posix(paths[m.name]), planfile.load(m.plan, REBUILD)) for m in arena.models
+                        if paths[m.name].lower().endswith(".onnx")]
+            lines, ok = firmware.outputs_match(output, [(n, p, plan) for n, p, plan in compared
+                                                        if plan.options.io == "model"])
+            tables.append("\n".join(f"run: {t.name}: {line}" for line in lines))
+            if not ok and failed is None:
+                failed = CheckFailed(f"{t.name}: a model's outputs differ from onnxruntime's", file=elf)
     if tables:
         sys.stdout.write("\n".join(tables) + "\n")
         sys.stdout.flush()

@@ -337,6 +337,9 @@ def test_run_alias(built: Path) -> None:
         assert m["status"] == 0 and m["instructions"] == m["ticks"] * 40 > 0
         assert re.search(rf"^  {m['name']} .* {m['instructions']:,}$", p.stdout, re.M), p.stdout[-2000:]
     assert "instructions = SysTick ticks x 40" in p.stdout
+    for name in MODELS:  # every model's outputs against onnxruntime's on main.c's input pattern
+        assert re.search(rf"^run: mps2_an500: {name}: outputs match onnxruntime \(max abs error ", p.stdout,
+                         re.M), p.stdout[-2000:]
 
 
 def test_builders_are_configured_as_documented(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

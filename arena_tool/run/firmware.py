@@ -934,3 +934,32 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
           f"differ{'' if len(bad) > 1 else 's'} from onnxruntime's beyond tolerance", file=err)
     return EXIT_CHECK_FAILED
 
+
+def outputs_match(text: str, models: Sequence[tuple[str, str, PlanFile]]) -> tuple[list[str], bool]:
+    """Each model's outputs in main.c's printout ``text`` against onnxruntime's on main.c's input
+    pattern (``verify.reference``), for models given as (name, ONNX path, plan): one line per
+    model and whether all matched, each output within one quantization step of a dequantized
+    output, else 1e-4 of its largest magnitude (as ``arena-tool run``)."""
+    run = verify.parse_output(text)
+    lines, ok = [], True
+    for name, path, plan in models:
+        if run.status.get(name) != 0 or name not in run.outputs:
+            lines.append(f"{name}: MISMATCH: it did not run to the end (status {run.status.get(name)})")
+            ok = False
+            continue
+        ref = verify.reference(path, plan)
+        lw = lowering.load(path, plan.options.input_shapes)
+        worst, bad = 0.0, []
+        for out, got in run.outputs[name].items():
+            want = ref[out].reshape(-1).astype(np.float32)
+            step = quant_step(lw, plan, out)
+            tol = step + 1e-6 if step is not None else 1e-4 * max(float(np.max(np.abs(want))), 1e-30)
+            err = float(np.max(np.abs(got.astype(np.float32) - want))) if want.size else 0.0
+            worst = max(worst, err)
+            if err > tol or got.size != want.size:
+                bad.append(out)
+        ok = ok and not bad
+        lines.append(f"{name}: " + (f"MISMATCH in {', '.join(bad)}" if bad else "outputs match onnxruntime")
+                     + f" (max abs error {worst:.3e}, main.c's input pattern)")
+    return lines, ok
+
