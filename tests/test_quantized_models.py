@@ -15,7 +15,10 @@ from arena_tool.plan import plancheck, planfile, planners, planning
 from arena_tool.run import verify
 from arena_tool.core.problem import ModelOptions, Plan
 
-CASES = Q.cases()
+# vgg19 is bvlc_alexnet's layers without LRN, deeper (a chain of Conv, Relu, MaxPool, then Reshape,
+# Gemm, Dropout, Softmax): its 575 MB twin took 26 s of CI's two cores to make and plan here and
+# reaches no op, form or planner path the other twins do not. bench/quantized.py still has it.
+CASES = [c for c in Q.cases() if c[0].stem != "light_vgg19"]
 PARAMS = planners.Params(time_limit=2.0)
 TWINS = sorted({(p, pc) for p, fmt, pc in CASES if (p, "qdq", pc) in CASES and (p, "qoperator", pc) in CASES},
                key=lambda t: (t[0].name, t[1]))
