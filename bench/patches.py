@@ -49,6 +49,11 @@ def models(cache: Path, names: set[str] | None) -> list[tuple[str, Path, str]]:
     return out
 
 
+def _short(text: str, keep: int = 30) -> str:
+    """Stages with long fused node names (tf2onnx's) elided in the middle for the table."""
+    return text if len(text) <= 2 * keep else f"{text[:keep]}...{text[-keep:]}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--cache", help="folder for the generated and quantized models (default: a temporary one)")
@@ -69,7 +74,8 @@ def main() -> int:
         off, on = p.untiled_arena, auto.plan.arena_size
         assert on <= off, name  # auto never returns a larger plan than off
         extra = 100 * (p.macs - p.macs_untiled) / p.macs_untiled if p.macs_untiled else 0.0
-        print(f"| {name} | {off:,} | {on:,} | {off / on:.2f}x | {extra:.1f} % | {p.stages} | "
+        stages = _short(p.stages)
+        print(f"| {name} | {off:,} | {on:,} | {off / on:.2f}x | {extra:.1f} % | {stages} | "
               f"{p.status}, {p.candidates} | {seconds:.1f} |", flush=True)
     return 0
 
