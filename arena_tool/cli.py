@@ -47,6 +47,13 @@ def _options_line(k: int, o: ModelOptions) -> str:
             f"scratch {o.scratch}, schedule {o.schedule}, execution {o.execution}")
 
 
+def _patches_line(p: Any) -> str:
+    """What patch-based inference did (planfile.PlanPatches): the stages, both arenas, the MACs."""
+    extra = 100 * (p.macs - p.macs_untiled) / p.macs_untiled if p.macs_untiled else 0.0
+    return (f"{p.stages}: untiled arena {fmt_bytes(p.untiled_arena)}, MACs {p.macs:,} ({extra:+.1f} % recomputed "
+            f"in the halos), search {p.status} over {p.candidates} candidates")
+
+
 def _model_flags() -> list[tuple[Any, Option]]:
     """(field, Option) of every model option, in --help order."""
     return sorted(option_fields(ModelOptions), key=lambda fo: fo[1].cli_rank)
@@ -197,6 +204,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
           if (variables := getattr(mp, "variables", ())) else []),
         *([("scratch", _scratch_line(mp))] if tflite else []),
         ("options", _options_line(args.k, pm.plan_file.options)),
+        *([("patches", _patches_line(p))] if (p := pm.plan_file.patches) is not None else []),
     ]))
     if planned_model:
         from arena_tool.core import schema
