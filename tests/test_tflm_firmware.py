@@ -112,6 +112,7 @@ def test_scons_builds_and_runs_the_tflm_firmware(tflm_libraries: dict[str, str],
     assert "status hw 0" in p.stdout and "output StatefulPartitionedCall:0 int8 1" in p.stdout
     run = json.loads((b / "run_report.json").read_text())
     assert run["exit_status"] == 0 and run["models"][0]["instructions"] > 0
+    assert run["models"][0]["tables_flash"] == alloc["planned_bytes"]  # the planned model as a C array
     noop = subprocess.run([sys.executable, "-m", "SCons", "-Q", "board=mps2_an500"], cwd=proj, env=env,
                           capture_output=True, text=True, timeout=300)
     assert noop.returncode == 0 and "Compiling" not in noop.stdout and "Linking" not in noop.stdout, noop.stdout

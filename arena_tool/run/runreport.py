@@ -96,7 +96,8 @@ def elf_sizes(elf_path: str) -> ElfSizes:
     return ElfSizes(sum(s.size for s in out if s.flash), sum(s.size for s in out if s.ram), tuple(out))
 
 
-_TABLE_SYMBOL = re.compile(r"_(c_.+|tensors|ops|op\d+_(in|out)|inputs|outputs|model)$")
+# a model's generated symbols: arena's tables, or with runtime tflm its planned flatbuffer (<model>_tflite)
+_TABLE_SYMBOL = re.compile(r"_(c_.+|tensors|ops|op\d+_(in|out)|inputs|outputs|model|tflite)$")
 
 
 def model_flash(elf_path: str, symbols: Sequence[str]) -> dict[str, int]:
