@@ -389,7 +389,6 @@ class _Builder:
             self._check_quant(t, what, shape)
 
         self._check_hybrid(ops, op_type, tensors, weight, info, names)
-        self._check_offline_plan(tensors, weight, info)
 
         # TFLM's lifetimes (MarkAllocationLifetimes), scope 0 = the subgraph's inputs.
         first: dict[int, int] = {}
@@ -462,6 +461,7 @@ class _Builder:
             quant = self._quant(t) if run_dtype == dtype and dtype not in ("float32", "float16", "float64") else None
             out_tensors.append(Tensor(names[i], kind, run_dtype, shape, elements, size, first[i], last[i], None, quant))
         scratch, unknown = self._scratch(order, ops, op_type, set(names))
+        self._check_offline_plan(tensors, weight, info, sum(b.size for b in scratch))
 
         steps = []
         integer_ops = 0
@@ -534,9 +534,11 @@ class _Builder:
                           "convert with full integer quantization (a representative dataset: int8 activations "
                           "and weights) or keep float32 weights")
 
-    def _check_offline_plan(self, tensors: Sequence[Any], weight: list[bool], info: dict[int, TensorInfo]) -> None:
+    def _check_offline_plan(self, tensors: Sequence[Any], weight: list[bool], info: dict[int, TensorInfo],
+                            scratch: int = 0) -> None:
         """An offline plan TFLM can use as it is: one offset per tensor, each -1 (TFLM places it) or
-        inside the no-reuse total (TFLM frees a negative one twice and sizes its head by the largest)."""
+        inside the no-reuse total (TFLM frees a negative one twice and sizes its head by the largest),
+        the kernels' scratch buffers (``scratch`` bytes, planned beside the tensors) included."""
         offsets = offline_offsets(self.m)
         if offsets is None:
             return
@@ -546,7 +548,7 @@ class _Builder:
                       "re-plan with arena-tool plan MODEL.tflite -o PLANNED.tflite")
         sizes = [0 if weight[i] else align_up(info[i][3] * (info[i][1] or 1), TFLM_ALIGNMENT)
                  for i in range(len(tensors))]
-        room = sum(sizes)
+        room = sum(sizes) + scratch
         for i, o in enumerate(offsets[:len(tensors)]):
             if o != -1 and not 0 <= o <= room - sizes[i]:
                 self.fail(f"the {METADATA_NAME} plan puts tensor {i} at offset {o}; an offset is -1 (TFLM places "

@@ -130,6 +130,11 @@ def _tflm_arena_size(data: bytes, path: str) -> int:
     return max(2 * len(data), 2 * mp.problem().total_size + (1 << 20))
 
 
+def host_arena_size(data: bytes, path: str) -> int:
+    """The arena the host interpreter runs a model in (room to spare: TFLM measures, not sizes, there)."""
+    return _tflm_arena_size(data, path)
+
+
 def run_tflm(data: bytes, path: str, inputs: Sequence[Sequence[np.ndarray]]) -> Run:
     """Run ``data`` in TFLM's host interpreter once per input set; its outputs and allocation."""
     return run_child(data, path, inputs, _tflm_arena_size(data, path))

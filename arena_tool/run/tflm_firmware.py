@@ -205,9 +205,14 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
     methods = tuple(tflm_sources.resolver_methods(root, alloc["ops"], model))
     entry = tflm_app.TflmEntry(symbol, methods, int(alloc["tensor_arena_size"]), tuple(alloc["outputs"]),
                                tuple(np.ascontiguousarray(x).tobytes() for x in inputs[0]), tuple(alloc["ops"]))
+    # On a target the firmware gets the plan's tensor_arena (head + tail); the 64-bit host's tail is the
+    # host interpreter's own to the byte, which leaves AllocateTensors no room for its temporary planner
+    # buffers, so the host build (an output check, not a memory proof) gets the arena the interpreter ran in.
+    arena = int(alloc["tensor_arena_size"]) if board is not None else tflm.host_arena_size(data, model)
+    entry = dataclasses.replace(entry, arena_bytes=arena)
     work = Path(build_dir) if build_dir else Path(tempfile.mkdtemp(prefix="arena-run-"))
     try:
-        built = build(work, board, root, kernels, [(entry, data)], int(alloc["tensor_arena_size"]), optimize, jobs)
+        built = build(work, board, root, kernels, [(entry, data)], arena, optimize, jobs)
         res = run_exe(built.exe, board, symbol, len(outs), [s.name for s in outs], timeout)
         sizes = runreport.elf_sizes(str(built.exe)) if board is not None else None
     finally:
