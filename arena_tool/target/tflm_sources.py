@@ -83,8 +83,11 @@ class TflmConfig:
         return list(dict.fromkeys(out))
 
     def resolver_root(self) -> str:
-        """The folder holding ``tensorflow/lite/micro/micro_mutable_op_resolver.h``."""
-        for d in ([self.path] if self.path else list(self.include)):
+        """The folder holding ``tensorflow/lite/micro/micro_mutable_op_resolver.h`` (a tree's root, which the
+        manifest checked; or the first include folder that holds it)."""
+        if self.path:
+            return self.path
+        for d in self.include:
             if os.path.isfile(os.path.join(d, RESOLVER_HEADER)):
                 return d
         raise ArenaError(f"no {RESOLVER_HEADER} in tflm.include ({', '.join(self.include)})", field="tflm.include",

@@ -210,6 +210,38 @@ def test_tflm_boards_get_the_tflm_nodes(tmp_path: Path, in_root: None) -> None:
     assert objs[0] == f"build/{b.name}/obj/tflm_arena.o" and not [o for o in objs if "/arena_runtime/arena_" in o]
 
 
+def test_tflm_sources_build_one_library_per_core_and_kernels(tmp_path: Path, in_root: None) -> None:
+    """tflm: {path}: one libtflm.a per core and kernel set, made from every board's tflm.json that
+    links it; the package's tflm/main.cc (TFLM's C++ flags) in place of the example main.c; a C++ link."""
+    doc = example_doc(tmp_path)
+    tflm = {"path": str(tmp_path / "tflite-micro"), "kernels": "cmsis_nn", "library": "", "include": []}
+    first, last = doc["targets"][0], doc["targets"][-1]
+    ts = [dict(first, runtime="tflm", tflm=tflm), dict(first, name="twin", runtime="tflm", tflm=tflm),
+          dict(last, runtime="tflm", tflm=tflm)]
+    g = bg.plan(dict(doc, targets=ts), "build", toolchain(ROOT), generator=GEN)
+    libs = g.of_kind("tflm_lib")
+    assert len(libs) == 2  # two cores: nucleo_f746 and its twin share one
+    key = bg.env_key(first["gcc_flags"]) + "_tflm_cmsis_nn"
+    lib = g.node(f"build/common/{key}/libtflm.a")
+    spec = json.loads(lib.sources[0].text)
+    assert spec == {"root": tflm["path"], "kernels": "cmsis_nn", "cpu_flags": first["gcc_flags"],
+                    "prefix": "arm-none-eabi-"}
+    allocs = [s for s in lib.sources[1:]]
+    assert len(allocs) == len(first["models"]) and all(a.endswith(".tflm.json") for a in allocs)
+    for name in ("nucleo_f746", "twin"):
+        elf = g.node(g.board(name).elf)
+        assert elf.cxx and elf.sources[-1] == lib.targets[0]
+        objs = [o for o in elf.sources if o.endswith(".o")]
+        assert f"build/common/{key}/arena_runtime/tflm/main.o" in objs
+        assert f"build/{name}/obj/arena_tflm.o" in objs and not [o for o in objs if o.endswith("example/main.o")]
+        app = g.node(f"build/{name}/gen/arena_tflm.cc")
+        assert app.kind == "tflm_app" and json.loads(app.sources[0].text)["models"] == [m["name"] for m in first["models"]]
+    cxx = g.env(key)
+    assert "-std=c++17" in cxx.ccflags and "-DCMSIS_NN" in cxx.ccflags and "-std=c99" not in cxx.ccflags
+    assert f"{tflm['path']}/tensorflow/lite/micro/tools/make/downloads/flatbuffers/include" in cxx.cpppath
+    assert not g.node(g.board(ts[0]["name"]).elf).sources[0].startswith(f"build/common/{key}")
+
+
 # ---------------------------------------------------------------- several boards and models
 
 
