@@ -157,8 +157,8 @@ def nasty_int(rng: np.random.Generator) -> int:
 
 def tflite_structured(rng: np.random.Generator) -> bytes:
     """A small model (relu, chain, branch) with one to three fields set to hostile values."""
-    base = [lambda: relu_model(), lambda: tflite_model.parse(chain_model(), "x"),
-            lambda: tflite_model.parse(branch_model(), "x")][int(rng.integers(3))]
+    base = [lambda: relu_model(), lambda: tflite_model.unpack(chain_model(), "x"),
+            lambda: tflite_model.unpack(branch_model(), "x")][int(rng.integers(3))]
     m = base()
     sg = m.subgraphs[0]
     for _ in range(int(rng.integers(1, 4))):
@@ -371,7 +371,7 @@ def cases(rng: np.random.Generator, folder: Path, n: int, verify_tflite: bool) -
     plan_path = folder / "good.plan.json"
     assert main(["plan", str(onnx_path), "--planner", "greedy_size", "-o", str(plan_path)]) == 0
     good_plan = json.loads(plan_path.read_text())
-    seeds = [relu_model, lambda: tflite_model.parse(chain_model(), "x")]
+    seeds = [relu_model, lambda: tflite_model.unpack(chain_model(), "x")]
     for i in range(n):
         p = folder / f"t{i}.tflite"
         if rng.random() < 0.5:

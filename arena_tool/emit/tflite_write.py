@@ -73,7 +73,7 @@ def planned_bytes(data: bytes, path: str, offsets: Sequence[int], order: Sequenc
     """
     import flatbuffers
 
-    model = tflite_model.parse(data, path)
+    model = tflite_model.unpack(data, path)  # changed below: a copy of its own
     n = sum(len(sg.tensors or []) for sg in model.subgraphs)
     if len(offsets) != n:
         raise ArenaError(f"{len(offsets)} offsets for {n} tensors", file=path)

@@ -117,8 +117,27 @@ def read_bytes(path: str) -> bytes:
         raise ArenaError(f"cannot read the model: {e.strerror}", file=path) from e
 
 
+_SHARED: dict[bytes, Any] = {}  # the models parse() last unpacked, by their bytes
+SHARED_MODELS = 2  # verify reads a model and its planned copy, each about eight times
+
+
 def parse(data: bytes, path: str) -> Any:
-    """bytes -> schema ModelT; truncated, corrupt or foreign files are one ArenaError."""
+    """bytes -> schema ModelT, shared by every caller that parses the same bytes: read it, never change
+    it (``unpack`` gives a model of one's own). Unpacking is most of the cost of a big model (100,000
+    tensors: 5 s), and verify needs the model and its planned copy in several places."""
+    key = bytes(data)
+    model = _SHARED.get(key)
+    if model is None:
+        model = unpack(key, path)
+        while len(_SHARED) >= SHARED_MODELS:
+            del _SHARED[next(iter(_SHARED))]
+        _SHARED[key] = model
+    return model
+
+
+def unpack(data: bytes, path: str) -> Any:
+    """bytes -> a new schema ModelT the caller may change; truncated, corrupt or foreign files are one
+    ArenaError."""
     fb = schema()
     if len(data) < 8:
         raise ArenaError(f"truncated TFLite file: {len(data)} bytes, not even a flatbuffer header", file=path,

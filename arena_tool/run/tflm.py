@@ -125,9 +125,14 @@ def random_inputs(specs: Sequence[Spec], runs: int, seed: int) -> list[list[np.n
     return out
 
 
+TAIL_PER_TENSOR = 512  # bytes: TFLM's eval tensor, allocation info and planner entry per tensor (~100 B), doubled
+
+
 def _tflm_arena_size(data: bytes, path: str) -> int:
+    """Room for every tensor without reuse and for TFLM's bookkeeping of each tensor, used or not (100,000
+    unused tensors in an 8 MB arena: 'Too many buffers (max is 59971)')."""
     mp = tflite_model.problem_from_bytes(data, path, ModelOptions())
-    return max(2 * len(data), 2 * mp.problem().total_size + (1 << 20))
+    return max(2 * len(data), 2 * mp.problem().total_size + (1 << 20)) + TAIL_PER_TENSOR * mp.subgraph_tensors
 
 
 def host_arena_size(data: bytes, path: str) -> int:
