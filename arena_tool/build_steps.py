@@ -34,6 +34,7 @@ step.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -172,6 +173,50 @@ def _say(err: ArenaError) -> None:
     text = err.msg if err.msg.startswith("arena: ") and not err.file else err.render()
     sys.stderr.write(text + "\n")
     sys.stderr.flush()
+
+
+def guard_signatures() -> None:
+    """SCons writes its signature database (``SConsignFile``, build/.sconsign.dblite) once, after the
+    last action. On a full disk or a read-only build folder that write raised through SCons (its
+    stack, then the same again from ``_Dblite.__del__`` at exit) and left ``.sconsign.tmp``
+    behind. Guarded, it is one line naming the file and the fix, exit 2, the partial .tmp removed
+    and the old database kept; every output was written whole by its action, and a later build
+    checks each one against the old record (``_verify_targets``) and rebuilds what it does not match."""
+    import SCons.SConsign
+
+    write = SCons.SConsign.write
+    if getattr(write, "arena_guarded", False):
+        return
+
+    def guarded_write() -> None:
+        try:
+            write()
+        except OSError as err:
+            dbs = list(SCons.SConsign.DB_sync_list)
+            for db in dbs:
+                db._needs_sync = False  # its __del__ would try again at exit (a second stack)
+                tmp = getattr(db, "_tmp_name", None)
+                if tmp and (os.path.islink(tmp) or os.path.isfile(tmp)):
+                    os.remove(tmp)
+            where = getattr(dbs[0], "_file_name", None) if dbs else err.filename
+            sys.stderr.write(_signature_error(err, where if isinstance(where, str) else None) + "\n")
+            sys.stderr.flush()
+            raise SystemExit(2) from None
+
+    guarded_write.arena_guarded = True  # type: ignore[attr-defined]
+    SCons.SConsign.write = guarded_write
+
+
+def _signature_error(err: OSError, path: str | None) -> str:
+    """The one line of a failed signature-database write: the file, the machine's reason, the fix."""
+    from arena_tool.core.errors import os_error
+
+    e = os_error(err, "write SCons's signature database", path)
+    folder = f"{os.path.dirname(path) or '.'}/" if path else "the build folder"
+    fix = (f"free some space on the disk of {folder}" if err.errno in (errno.ENOSPC, errno.EDQUOT)
+           else f"make {folder} writable (or move what is in the way)")
+    e.hint = f"{fix} and build again; every output was written whole, and the next build checks each one"
+    return e.render()
 
 
 def _posix(path: str) -> str:

@@ -411,6 +411,38 @@ def test_a_checkout_path_with_a_space_and_an_apostrophe_builds(tmp_path: Path) -
         any(project.rglob("firmware.elf")), r.stdout[-2000:]
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("obstacle", ["full disk", "cannot create"])
+def test_scons_with_a_full_or_unwritable_build_folder_says_one_line(tmp_path: Path, obstacle: str) -> None:
+    """SCons writes build/.sconsign.dblite after the last action; a full disk or a read-only build/ showed
+    SCons's stack twice (the write, then _Dblite.__del__ at exit) and left build/.sconsign.tmp. The
+    write is made to fail as root too (chmod stops no root): its temporary file a link to /dev/full
+    (ENOSPC on every write, as on a full disk) or a folder (nothing can create it)."""
+    import builders
+
+    project = builders.copy_example(tmp_path / "p")
+    r = builders.scons(project, "board=mps2_an500", "link=0")
+    assert r.returncode == 0, r.stderr[-2000:]
+    db, tmp = project / "build" / ".sconsign.dblite", project / "build" / ".sconsign.tmp"
+    before = db.read_bytes()
+    if obstacle == "full disk":
+        tmp.symlink_to("/dev/full")
+    else:
+        tmp.mkdir()
+    r = builders.scons(project, "board=mps2_an500", "link=0")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stderr[-3000:]
+    assert lines[0].startswith("build/.sconsign.dblite: error: cannot write SCons's signature database: "), lines
+    assert ("free some space on the disk of build/" if obstacle == "full disk" else "make build/ writable") in lines[0]
+    assert db.read_bytes() == before  # the old record, whole
+    if obstacle == "full disk":
+        assert not tmp.is_symlink() and not tmp.exists()  # the half-written temporary file is gone
+    else:
+        tmp.rmdir()
+    r = builders.scons(project, "board=mps2_an500", "link=0")
+    assert r.returncode == 0 and not r.stderr.strip(), r.stderr[-2000:]
+
+
 @pytest.mark.parametrize("piece", ["SECTIONS {", "MEMORY {", "/*", " \n", "a", "a(", "INCLUDE x.ld\n", "}",
                                    "R : ORIGIN = 0, LENGTH = 1K\n"])
 def test_the_linker_script_reader_is_linear(tmp_path: Path, piece: str) -> None:

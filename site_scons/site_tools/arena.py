@@ -361,7 +361,9 @@ def generate(env: Any, **kwargs: Any) -> None:
     from SCons.Script import ARGUMENTS
 
     _import_arena_tool()
+    from arena_tool.build_steps import guard_signatures
     from arena_tool.builder.build_graph import COMSTRS, truthy
+    guard_signatures()  # a full disk or read-only build/ at SCons's last write: one line, exit 2
     verbose = truthy(env.get("VERBOSE", ARGUMENTS.get("VERBOSE", "0")))
     env.SetDefault(ARENA_BUILD_DIR="build", ARENA_BOARD_DIRS=[], ARENA_GCC_PREFIX="arm-none-eabi-")
     for key, text in COMSTRS.items():
