@@ -34,12 +34,14 @@ step.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import functools
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -231,6 +233,41 @@ def _symbol(c_path: str) -> str:
 # ---------------------------------------------------------------- per model
 
 
+def _fastest(t: BoardTarget, min_size: int, reserve: int) -> str | None:
+    """gate.gate's ``fastest``: the fastest region of ``t``'s board with that much room, or None."""
+    from arena_tool.core.errors import ArenaError
+
+    try:
+        return t.board.fastest_region(min_size, reserve=reserve).name
+    except ArenaError:
+        return None
+
+
+@contextlib.contextmanager
+def _model_failure(build: Build, stem: str) -> Iterator[None]:
+    """A model that cannot be planned or measured (``stem``: its ``<model>-<digest>``) fails every board
+    using it with a report saying so (status error, a ``model`` problem: the error's line), so CI has a
+    file to read; the error itself goes on to ``guarded`` (one line, its exit status)."""
+    from arena_tool.builder import gate as gate_module
+    from arena_tool.builder.build_graph import digest
+    from arena_tool.core.errors import ArenaError
+    from arena_tool.target.board_report import BoardProblem
+
+    try:
+        yield
+    except ArenaError as err:
+        for g in build.gates.values():
+            names = [m["name"] for m in build.docs[g.board].get("models", ())
+                     if f"{m['name']}-{digest(m['key'])}" == stem]
+            if names and g.board not in build.failed:
+                t = build.target(g.board)
+                problem = BoardProblem("model", err.render(), model=names[0])
+                rep = gate_module.gate(t, [], functools.partial(_fastest, t), [problem])
+                _write_failed(build, g.report, rep)
+                build.failed[g.board] = rep
+        raise
+
+
 def plan(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
     """<model>.plan.json <- [model, Value(options key): its JSON text]."""
     from arena_tool.core import progress
@@ -245,7 +282,8 @@ def plan(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
     regions = [(str(n), int(c)) for n, c in spec.get("regions", ())]  # a split arena: (region, capacity) fastest first
     copied = [(r, _posix(path), ModelOptions.from_doc(o)) for r, path, o in spec.get("copied", ())]
     regions = planning.left_after_copies(regions, copied)
-    result = planning.plan_model(_posix(model), options, spec["planner"], params, regions)
+    with _model_failure(build, os.path.basename(targets[0])[:-len(".plan.json")]):
+        result = planning.plan_model(_posix(model), options, spec["planner"], params, regions)
     planfile.write(targets[0], result.plan_file)
 
 
@@ -265,15 +303,15 @@ def tflm(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
     from arena_tool.plan import planfile
     from arena_tool.core.files import write_atomic
     from arena_tool.run.tflm import tflm_measure
-
     from arena_tool.core.errors import CheckFailed
 
-    plan = planfile.load(sources[0])
-    try:
-        data, alloc = tflm_measure(_posix(sources[1]), plan, sources[0])
-    except CheckFailed as e:  # a verdict on the plan: every board's gate reports it (arena_report.json)
-        data, alloc = b"", {"model": plan.model, "error": e.msg, "head": plan.arena_size, "tail": 0,
-                            "planned_bytes": 0, "tensor_arena_size": plan.arena_size, "ops": [], "outputs": []}
+    with _model_failure(build, os.path.basename(os.path.dirname(targets[0]))):  # TFLM refused or crashed
+        plan = planfile.load(sources[0])
+        try:
+            data, alloc = tflm_measure(_posix(sources[1]), plan, sources[0])
+        except CheckFailed as e:  # a verdict on the plan: every board's gate reports it (arena_report.json)
+            data, alloc = b"", {"model": plan.model, "error": e.msg, "head": plan.arena_size, "tail": 0,
+                                "planned_bytes": 0, "tensor_arena_size": plan.arena_size, "ops": [], "outputs": []}
     write_atomic(targets[1], data)
     write_atomic(targets[0], json.dumps(alloc, indent=1, sort_keys=True) + "\n")
 

@@ -412,6 +412,25 @@ def test_a_checkout_path_with_a_space_and_an_apostrophe_builds(tmp_path: Path) -
 
 
 @pytest.mark.slow
+def test_a_model_that_cannot_be_planned_still_gets_its_boards_a_report(tmp_path: Path) -> None:
+    """A runtime: tflm build of a hostile .tflite (a rank-100 tensor) died with rc 139 and wrote no report;
+    now the plan refuses it (one line, exit 2) and the board's arena_report.json (and its views) says so."""
+    import test_scons_tflm as T
+    from arena_tool.target import board_report
+
+    proj = T.project(tmp_path / "p")
+    (proj / "fw" / "chain.tflite").write_bytes(bytes(pack(relu_model(rank=100))))
+    r = T.scons(proj, "link=0", "board=mps2_an500")
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith("scons: *** ")]
+    assert r.returncode == 2 and len(lines) == 1 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    assert lines[0].startswith("fw/chain.tflite: error: tensor 0 of subgraph 0 has 100 dimensions"), lines
+    board = proj / "build" / "mps2_an500"
+    rep = board_report.read(str(board / "arena_report.json"))
+    assert rep.status == "error" and [(p.kind, p.model, p.message) for p in rep.problems] == [("model", "chain", lines[0])]
+    assert (board / "arena_report.html").is_file() and (board / "arena_report.md").is_file()
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("obstacle", ["full disk", "cannot create"])
 def test_scons_with_a_full_or_unwritable_build_folder_says_one_line(tmp_path: Path, obstacle: str) -> None:
     """SCons writes build/.sconsign.dblite after the last action; a full disk or a read-only build/ showed

@@ -156,7 +156,8 @@ class BoardProblem:
 
     kind: ram | flash (over: region, need, limit in bytes) | unsupported (model, op_index,
     node, op_type, why) | names (two models' generated C would define one name) | link | elf | tflm (TFLM's
-    host interpreter disagrees with the plan). model: the model it is about, when one is.
+    host interpreter disagrees with the plan) | model (a model could not be planned or measured: its error
+    line). model: the model it is about, when one is.
     """
 
     kind: str
