@@ -47,7 +47,7 @@ def _custom_model() -> bytes:
     """mean_model with its ADD made a custom op MyOp, which arena has no scratch rule for."""
     import flatbuffers
 
-    m = tflite_model.parse(mean_model(), "mean.tflite")
+    m = tflite_model.unpack(mean_model(), "mean.tflite")  # changed below: a copy of its own
     code = m.operatorCodes[m.subgraphs[0].operators[1].opcodeIndex]
     code.builtinCode, code.deprecatedBuiltinCode, code.customCode = fb.BuiltinOperator.CUSTOM, 32, "MyOp"
     b = flatbuffers.Builder(1024)
