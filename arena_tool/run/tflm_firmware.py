@@ -218,7 +218,7 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
     finally:
         if not build_dir:
             shutil.rmtree(work, ignore_errors=True)
-    lines, ok = summary(model, board, kernels, alloc, res, sizes, outs, want)
+    lines, ok = summary(model, board, kernels, alloc, res, sizes, outs, want, arena)
     for line in lines:
         print(line, file=out)
     if json_path:
@@ -248,7 +248,7 @@ def _same(got: np.ndarray | None, want: np.ndarray) -> bool:
 
 def summary(model: str, board: Board | None, kernels: str, alloc: dict[str, Any], res: Result,
             sizes: runreport.ElfSizes | None, outs: Sequence[tflm.Spec],
-            want: Sequence[np.ndarray]) -> tuple[list[str], bool]:
+            want: Sequence[np.ndarray], arena: int | None = None) -> tuple[list[str], bool]:
     where = "host (native g++)" if board is None else f"{board.name} (qemu-system-arm -M {board.qemu} -icount shift=0)"
     lines = [f"run {model} on TFLite Micro ({kernels} kernels), {where}, input seeded random"]
     ok = True
@@ -260,7 +260,8 @@ def summary(model: str, board: Board | None, kernels: str, alloc: dict[str, Any]
         lines.append(f"output {spec.name} {spec.dtype} {list(spec.shape)}: {'bit-identical' if same else 'DIFFERS'} "
                      f"to TFLM's host interpreter ({n} of {ref.size} elements differ)")
     w = 12
-    lines.append(f"{'arena':<{w}} {fmt_bytes(alloc['tensor_arena_size'])} tensor_arena (head + tail, rounded up to 16)")
+    host = f"; the host build runs in {fmt_bytes(arena)}" if board is None and arena is not None else ""
+    lines.append(f"{'arena':<{w}} {fmt_bytes(alloc['tensor_arena_size'])} tensor_arena (head + tail, rounded up to 16{host})")
     lines.append(f"{'head':<{w}} {fmt_bytes(alloc['head'])} (arena's plan)")
     lines.append(f"{'tail':<{w}} {fmt_bytes(alloc['tail'])} (TFLM's persistent part, on the host)")
     lines.append(f"{'used':<{w}} " + ("n/a (the firmware printed none)" if res.used is None else
