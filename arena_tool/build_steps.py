@@ -89,7 +89,7 @@ class Build:
     made for (``build_graph.Node.gates``); failed: board -> the report of each board whose gate,
     link or ELF check failed during this build (the report step writes it again after SCons
     removed its targets); gate_verdicts: gate path -> whether it passed (this build's, or read); jobs: scons -j, the
-    TFLM library's parallel compiles.
+    TFLM library's parallel compiles; samples: model name -> the manifest's ``inputs:`` file (the run alias).
     """
 
     docs: Mapping[str, Mapping[str, Any]]
@@ -103,6 +103,7 @@ class Build:
     failed: dict[str, BoardReport] = field(default_factory=dict)
     _targets: dict[str, BoardTarget] = field(default_factory=dict)
     gate_verdicts: dict[str, bool] = field(default_factory=dict)
+    samples: Mapping[str, str] = field(default_factory=dict)
 
     def target(self, name: str) -> BoardTarget:
         """The manifest.BoardTarget of board ``name``, its board included (made once per build)."""
@@ -635,11 +636,22 @@ def run(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
         if rc != 0 and failed is None:
             failed = CheckFailed(f"firmware exited with status {rc} under qemu -M {machine}", file=elf)
         if t.runtime == "arena" and arena is not None:
-            paths = {s.name: s.path for s in t.models}
-            compared = [(m.name, _posix(paths[m.name]), planfile.load(m.plan, REBUILD)) for m in arena.models
-                        if paths[m.name].lower().endswith(".onnx")]
-            lines, ok = firmware.outputs_match(output, [(n, p, plan) for n, p, plan in compared
-                                                        if plan.options.io == "model"])
+            specs = {s.name: s for s in t.models}
+            lines: list[str] = []
+            ok = True
+            for m in arena.models:
+                path = _posix(specs[m.name].path)
+                if not path.lower().endswith(".onnx"):
+                    continue
+                if m.name in build.samples:  # its inputs: data, in arena-tool run MANIFEST's firmware
+                    line, good = firmware.sample_match(specs[m.name], t.board.name, build.samples[m.name],
+                                                       build.qemu_timeout, t.optimize)
+                    lines.append(line)
+                    ok = ok and good
+                elif (plan := planfile.load(m.plan, REBUILD)).options.io == "model":
+                    more, good = firmware.outputs_match(output, [(m.name, path, plan)])
+                    lines += more
+                    ok = ok and good
             tables.append("\n".join(f"run: {t.name}: {line}" for line in lines))
             if not ok and failed is None:
                 failed = CheckFailed(f"{t.name}: a model's outputs differ from onnxruntime's", file=elf)

@@ -342,6 +342,44 @@ def test_run_alias(built: Path) -> None:
                          re.M), p.stdout[-2000:]
 
 
+@pytest.mark.skipif(not (HAVE_GCC and shutil.which("qemu-system-arm")), reason="needs arm gcc and qemu")
+def test_run_alias_uses_the_manifests_inputs(tmp_path: Path) -> None:
+    """scons run: a model the manifest's inputs: names runs on that data (arena-tool run MANIFEST's
+    one-model firmware), the other on main.c's pattern; the shipped ELF's bytes stay the build's.
+    The data is the pattern negated, so onnxruntime's outputs on the two differ."""
+    import hashlib
+
+    import numpy as np
+    import onnxruntime as ort
+    from models import chain, relu_chain, save
+
+    from arena_tool.run import verify
+
+    proj = copy_example(tmp_path / "p")
+    ex = proj / "example_firmware"
+    save(relu_chain(), ex / "models" / "relu.onnx")
+    save(chain(), ex / "models" / "chain.onnx")
+    data = {"T0": -verify.input_pattern((64, 16), "float32")}
+    np.savez(ex / "relu_in.npz", **data)
+    sess = ort.InferenceSession(str(ex / "models" / "relu.onnx"), providers=["CPUExecutionProvider"])
+    assert not np.allclose(sess.run(None, data)[0], sess.run(None, {"T0": -data["T0"]})[0])
+    text = ("defaults: {planner: greedy_size}\nmodels:\n  - {name: relu, path: models/relu.onnx}\n"
+            "  - {name: chain, path: models/chain.onnx}\nboards: [mps2_an500]\n")
+    (ex / "arena.yaml").write_text(text)
+    p = scons(proj, "board=mps2_an500")
+    assert p.returncode == 0, p.stdout + p.stderr
+    elf = proj / "build" / "mps2_an500" / "firmware.elf"
+    built = hashlib.sha256(elf.read_bytes()).hexdigest()
+    (ex / "arena.yaml").write_text(text + "inputs: {relu: relu_in.npz}\n")
+    p = scons(proj, "board=mps2_an500", "run")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert re.search(r"^run: mps2_an500: relu: outputs match onnxruntime \(max abs error \S+, "
+                     r"input example_firmware/relu_in.npz\)$", p.stdout, re.M), p.stdout[-2000:]
+    assert re.search(r"^run: mps2_an500: chain: outputs match onnxruntime \(max abs error \S+, "
+                     r"main.c's input pattern\)$", p.stdout, re.M), p.stdout[-2000:]
+    assert hashlib.sha256(elf.read_bytes()).hexdigest() == built and "Linking" not in p.stdout
+
+
 def test_builders_are_configured_as_documented(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each builder's suffixes and emitted targets (a misspelled keyword would fail here)."""
     import SCons.Environment

@@ -58,18 +58,18 @@ from arena_tool.run.verify import NUMPY_TYPES
 from arena_tool.core.schema import check_json
 from arena_tool.emit import codegen, runtime_support, linker
 from arena_tool.model import liveness, lowering, macs
-from arena_tool.plan import plancheck, planfile, planning, split_arena
+from arena_tool.plan import plancheck, planfile, planners, planning, split_arena
 from arena_tool.run import qemu, runreport, verify
 from arena_tool.target.board_report import RegionUse
 
 if TYPE_CHECKING:
-    from arena_tool.plan import planners
     from arena_tool.target.boards import Board
     from arena_tool.emit.runtime_support import Gap
     from arena_tool.model.lowering import Boundary, Lowered
     from arena_tool.plan.planfile import PlanFile
     from arena_tool.core.problem import ModelOptions
     from arena_tool.target.board_report import RegionUse
+    from arena_tool.target.manifest import ModelSpec
 
 HOST = "host"
 RUNTIME = Path(arena_tool.runtime_dir())
@@ -933,6 +933,27 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
     print(f"arena-tool: {model}: error: mismatch: output{'s' if len(bad) > 1 else ''} {', '.join(bad)} "
           f"differ{'' if len(bad) > 1 else 's'} from onnxruntime's beyond tolerance", file=err)
     return EXIT_CHECK_FAILED
+
+
+def sample_match(spec: ModelSpec, board: str, sample: str, timeout: float = TIMEOUT,
+                 optimize: str | None = None) -> tuple[str, bool]:
+    """The run alias's check of a model with a manifest ``inputs:`` file: ``run``, as
+    ``arena-tool run MANIFEST`` runs it (its own one-model firmware on ``board``, the shipped ELF
+    untouched), its summary kept quiet; one line naming the file, and whether it matched."""
+    with tempfile.TemporaryDirectory(prefix="arena-run-") as tmp:
+        report = os.path.join(tmp, "run.json")
+        code = run(spec.path, board, spec.options, spec.planner,
+                   planners.Params(k=spec.k, time_limit=spec.time_limit), input_path=sample, json_path=report,
+                   timeout=timeout, out=io.StringIO(), optimize=optimize)
+        with open(report, encoding="utf-8") as f:
+            doc = json.load(f)
+    if doc["result"] not in ("match", "mismatch"):
+        return f"{spec.name}: MISMATCH: {doc['error']} (input {sample})", False
+    outs = doc["outputs"]
+    bad = [o["name"] for o in outs if not o["ok"]]
+    worst = max((math.inf if o["max_abs_error"] is None else o["max_abs_error"] for o in outs), default=0.0)
+    head = f"MISMATCH in {', '.join(bad)}" if bad else "outputs match onnxruntime"
+    return f"{spec.name}: {head} (max abs error {_e(worst)}, input {sample})", code == EXIT_OK and not bad
 
 
 def outputs_match(text: str, models: Sequence[tuple[str, str, PlanFile]]) -> tuple[list[str], bool]:

@@ -233,7 +233,8 @@ def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), c
             Exit(code)
     # arena's builders: no scanners but the gate's (an alias never re-reads generated C)
     timeout = float(env.get("ARENA_QEMU_TIMEOUT", build_steps.QEMU_TIMEOUT))
-    build = build_steps.Build({t["name"]: t for t in m["targets"]}, timeout, int(GetOption("num_jobs") or 1))
+    build = build_steps.Build({t["name"]: t for t in m["targets"]}, timeout, int(GetOption("num_jobs") or 1),
+                              samples=dict(m.get("samples", [])))
     scan = _Scan()
     aenv = env.Clone(SCANNERS=[], ARENA_STATE=build, ARENA_SCAN=scan)
     aenv.Decider(build_steps.recorded_only(aenv.decide_source, aenv.decide_target))
