@@ -116,3 +116,19 @@ def test_scons_builds_and_runs_the_tflm_firmware(tflm_libraries: dict[str, str],
     noop = subprocess.run([sys.executable, "-m", "SCons", "-Q", "board=mps2_an500"], cwd=proj, env=env,
                           capture_output=True, text=True, timeout=300)
     assert noop.returncode == 0 and "Compiling" not in noop.stdout and "Linking" not in noop.stdout, noop.stdout
+
+
+def test_cmsis_nn_lstm_struct_sizes_are_the_rules(tflm_libraries: dict[str, str]) -> None:
+    """tflm_persistent's sizeof(OpDataLSTM) and sizeof(cmsis_nn_lstm_params) are the ones
+    arm-none-eabi-g++ lays out for the target (the host's 64-bit layout differs)."""
+    from arena_tool.model import tflm_persistent
+
+    downloads = TREE / "tensorflow" / "lite" / "micro" / "tools" / "make" / "downloads"
+    src = ('#include "tensorflow/lite/micro/kernels/lstm_shared.h"\n#include "Include/arm_nn_types.h"\n'
+           f"static_assert(sizeof(tflite::OpDataLSTM) == {tflm_persistent.LSTM_OPDATA_REFERENCE}, \"OpDataLSTM\");\n"
+           f"static_assert(sizeof(cmsis_nn_lstm_params) == {tflm_persistent.LSTM_PARAMS_CMSIS_NN}, \"params\");\n")
+    done = subprocess.run(["arm-none-eabi-g++", "-mcpu=cortex-m7", "-mthumb", "-std=c++17", "-fsyntax-only", "-x",
+                           "c++", "-", f"-I{TREE}", f"-I{downloads / 'cmsis_nn'}",
+                           f"-I{downloads / 'flatbuffers' / 'include'}", f"-I{downloads / 'gemmlowp'}"],
+                          input=src, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -33,8 +33,8 @@ With ``runtime: tflm`` (``.tflite`` models run by TFLite Micro, which the firmwa
 brings) a model's ``arena_size`` is its ``tensor_arena``: ``head`` (arena's plan,
 TFLM's non-persistent section) plus ``tail`` (TFLM's persistent section, measured by
 ``tflm.tflm_measure`` in the wheel's host interpreter), rounded up to 16; the budget counts
-both, and ``TFLM_NOTE`` says that kernel-specific persistent data (CMSIS-NN's, say)
-can differ on the target.
+both, plus the persistent bytes the firmware's kernels (CMSIS-NN) allocate beyond the
+reference kernels' (``model.tflm_persistent``).
 """
 
 from __future__ import annotations

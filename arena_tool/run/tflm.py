@@ -37,7 +37,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from arena_tool.model import tflite_model, tflm_scratch
+from arena_tool.model import tflite_model, tflm_persistent, tflm_scratch
 from arena_tool.plan import planfile, validate
 from arena_tool.target import board_report
 from arena_tool.emit import tflite_write
@@ -197,7 +197,9 @@ def tflm_measure(model_path: str, plan: PlanFile, plan_path: str) -> tuple[bytes
     OfflineMemoryAllocation metadata). TFLM's host interpreter (tflite-micro wheel, reference
     kernels) loads them and runs one seeded input: its head must be the plan's arena_size
     (else the plan and TFLM disagree: CheckFailed), its tail is the persistent part
-    (interpreter structs, kernel data, variables). A plan for other kernels (CMSIS-NN) holds
+    (interpreter structs, kernel data, variables), to which tflm_persistent adds what the plan's
+    kernels (CMSIS-NN) allocate beyond the reference kernels ("unknown_tail": the ops it cannot
+    size). A plan for other kernels (CMSIS-NN) holds
     their scratch buffers, which the host's reference kernels do not request: there the host's
     head must be the plan's tensors with the reference kernels' scratch placed as TFLM places
     it (host_head), which proves TFLM took the offsets, and the head is the plan's. A plan that
@@ -222,8 +224,10 @@ def tflm_measure(model_path: str, plan: PlanFile, plan_path: str) -> tuple[bytes
         head = plan.arena_size
     elif measured:
         head = run.allocation.head
-    tail = run.allocation.tail
-    return data, {"model": plan.model.replace("\\", "/"), "model_sha256": plan.model_sha256,
+    ops = [tflite_model.builtin_name(parsed, op) for op in parsed.subgraphs[0].operators or ()]
+    more, unknown = tflm_persistent.extra(parsed, plan.options.kernels, tflite_model.type_names(), ops)
+    tail = run.allocation.tail + more  # the host measured the reference kernels' tail
+    return data, {**({"unknown_tail": unknown} if unknown else {}),"model": plan.model.replace("\\", "/"), "model_sha256": plan.model_sha256,
                   "planned_sha256": hashlib.sha256(data).hexdigest(), "planned_bytes": len(data), "head": head,
                   "tail": tail, "tensor_arena_size": board_report.tflm_arena_size(head, tail),
                   "note": board_report.TFLM_NOTE, "ops": model_ops(parsed), "outputs": [o.name for o in outs]}

@@ -229,8 +229,10 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
     if res.status != 0 or any(o is None for o in res.outputs):
         tail = "\n".join(res.text.splitlines()[-20:])
         print(f"arena-tool: {model}: the firmware's last lines:\n{tail}", file=err)
+        said = next((ln.split(" ", 2)[2] for ln in res.text.splitlines()
+                     if ln.startswith(f"error {symbol} ") and len(ln.split(" ", 2)) == 3), "")
         print(f"arena-tool: {model}: error: TFLite Micro did not run the model on {board_name} "
-              f"(exit status {res.exit_status}, status {res.status})", file=err)
+              f"(exit status {res.exit_status}, status {res.status}){': ' + said if said else ''}", file=err)
         return EXIT_CHECK_FAILED
     if not ok:
         print(f"arena-tool: {model}: error: mismatch: the firmware's outputs differ from TFLM's host interpreter",
@@ -263,7 +265,8 @@ def summary(model: str, board: Board | None, kernels: str, alloc: dict[str, Any]
     host = f"; the host build runs in {fmt_bytes(arena)}" if board is None and arena is not None else ""
     lines.append(f"{'arena':<{w}} {fmt_bytes(alloc['tensor_arena_size'])} tensor_arena (head + tail, rounded up to 16{host})")
     lines.append(f"{'head':<{w}} {fmt_bytes(alloc['head'])} (arena's plan)")
-    lines.append(f"{'tail':<{w}} {fmt_bytes(alloc['tail'])} (TFLM's persistent part, on the host)")
+    lines.append(f"{'tail':<{w}} {fmt_bytes(alloc['tail'])} (TFLM's persistent part: measured on the host, "
+                 f"plus the firmware kernels' extra)")
     lines.append(f"{'used':<{w}} " + ("n/a (the firmware printed none)" if res.used is None else
                                       f"{fmt_bytes(res.used)} (TFLM's arena_used_bytes on this build)"))
     if sizes is None:

@@ -27,8 +27,8 @@ prints both in PlatformIO's style::
     Flash: [=         ]   8.1% (used 85,123 bytes from 1,048,576 bytes)
 
 With ``runtime: tflm`` a model's ``arena_size`` is its ``tensor_arena``: ``head`` plus
-``tail`` rounded up to 16 (``tflm_arena_size``); ``TFLM_NOTE`` says that kernel-specific
-persistent data (CMSIS-NN's, say) can differ on the target.
+``tail`` rounded up to 16 (``tflm_arena_size``); the tail is the host's (reference kernels)
+plus what the firmware's kernels allocate beyond it (``model.tflm_persistent``).
 
 The report document holds no times and no absolute paths, so two builds of the
 same inputs write the same bytes. The headroom, percentage and bar are against
@@ -58,8 +58,8 @@ KINDS = ("ram", "flash", "unsupported", "names", "link", "elf")
 TFLM_ALIGNMENT = 16  # tflite::MicroArenaBufferAlignment()
 
 TFLM_NOTE = ("tensor_arena = arena's plan (TFLM's head) + TFLM's persistent tail as measured on the host with "
-             "TFLM's reference kernels, rounded up to 16 B; kernel-specific persistent data (e.g. CMSIS-NN's) "
-             "can differ on the target")
+             "TFLM's reference kernels plus what the firmware's kernels (CMSIS-NN's LSTM) allocate beyond them, "
+             "rounded up to 16 B")
 
 
 @dataclasses.dataclass(frozen=True)
