@@ -7,8 +7,9 @@ Each (model, kernels) is one ``arena-tool run MODEL.tflite --board mps2_an500 --
 --kernels K`` (arena_tool/run/tflm_firmware.py: arena's plan, with the kernels' scratch buffers, written as TFLM's offline plan,
 TFLM from ``<shared>/third_party/tflite-micro`` built by arena with TFLM's flags, the package's
 tflm/main.cc), so the numbers are the product's. It prints one row per (model, kernels): head
-(arena's plan), tail (TFLM's persistent part measured on the host), the tensor_arena the board
-holds (head + tail), what TFLM used of it on the target (``arena_used_bytes``), the ELF's flash,
+(arena's plan), tail (TFLM's persistent part measured on the host, plus what CMSIS-NN
+allocates beyond the reference kernels), the tensor_arena the board holds (head + tail), what
+TFLM used of it on the target (``arena_used_bytes``), the ELF's flash,
 instructions per inference (SysTick x 40, ``-icount shift=0``) and whether every output is
 bit-identical to the host interpreter's. The TFLM libraries are cached under ``--build``
 (default build/tflm_firmware), one per kernel set.
@@ -137,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows.append((key, kernels, measure(model, tree, kernels, build / f"{key}_{kernels}", args.jobs)))
     print(f"tflm_firmware: arena-tool run MODEL.tflite --board {BOARD} (qemu-system-arm -M mps2-an500 -icount "
           "shift=0), TFLM built from " + str(tree) + "; head = arena's plan, tail = TFLM's persistent part "
-          "(host), arena = head + tail (the tensor_arena), used = TFLM's arena_used_bytes on the target")
+          "(host + CMSIS-NN's extra), arena = head + tail (the tensor_arena), used = TFLM's arena_used_bytes on the target")
     for line in table(rows):
         print(line)
     failed = [(k, kk, d["error"]) for k, kk, d in rows if "error" in d]
