@@ -25,7 +25,7 @@ from arena_tool import cli
 from arena_tool.builder import tflm_lib
 from arena_tool.run import tflm_firmware
 from arena_tool.target import boards
-from conftest import require_shared
+from conftest import require_shared, require_tool
 from shared_paths import SHARED
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,14 +35,16 @@ OPS = ("FULLY_CONNECTED",)
 
 
 @pytest.fixture(scope="module")
-def tflm_libraries(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+def tflm_libraries(request: pytest.FixtureRequest,
+                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """kernels -> the mps2_an500 library for hello_world's ops, built once and cached."""
     root = str(require_shared(TREE))
     require_shared(HELLO)
-    for tool in ("arm-none-eabi-g++", "qemu-system-arm"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} is not on PATH (Debian: libstdc++-arm-none-eabi-newlib, qemu-system-arm)")
-    cache = str(request.config.cache.mkdir("arena_tflm"))
+    for tool in ("arm-none-eabi-g++", "qemu-system-arm"):  # fails instead under ARENA_REQUIRE_TOOLS=1
+        require_tool(tool)
+    # pytest's cache keeps the libraries between sessions; without it (-p no:cacheprovider), this session's
+    cache_plugin = getattr(request.config, "cache", None)
+    cache = str(cache_plugin.mkdir("arena_tflm") if cache_plugin else tmp_path_factory.mktemp("arena_tflm"))
     old = os.environ.get(tflm_firmware.CACHE_ENV)
     os.environ[tflm_firmware.CACHE_ENV] = cache
     cpu = tuple(boards.load_board("mps2_an500").cpu.gcc_flags())
