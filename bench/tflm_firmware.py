@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # first: bench/ (the script's folder) holds a bench.py that is not the package
 
+from bench.speed import shared_dir  # noqa: E402
 from arena_tool import cli  # noqa: E402
 from arena_tool.run import tflm_firmware  # noqa: E402
 
@@ -52,10 +52,6 @@ MODELS = {  # key -> file below <shared>/models
     "mnist_lstm": "tflm_examples/trained_lstm_int8.tflite",
     "dtln": "tflm_examples/dtln_noise_suppression.tflite",
 }
-
-
-def shared_dir() -> Path:
-    return Path(os.environ.get("ARENA_SHARED") or ROOT.parent / "shared")
 
 
 def skip_reason(shared: Path) -> str | None:
