@@ -188,10 +188,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         raise ArenaError("-o *.tflite and --order need a .tflite model", file=args.model, field="plan",
                          hint="write the plan as JSON (-o plan.json) for an ONNX model")
     if tflite:
-        from arena_tool.emit import tflite_write
-
         order = _order(args.order) if args.order else None
-        pm = tflite_write.plan(args.model, _model_options(args), args.planner, params, order)
+        pm = planning.plan_tflite(args.model, _model_options(args), args.planner, params, order)
     else:
         pm = planning.plan_model(args.model, _model_options(args), args.planner, params)
     mp = pm.mp
@@ -466,9 +464,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
                              file=args.model, field="lower_bound",
                              hint="the plan file was edited; check it with arena-tool check MODEL PLAN, or re-plan")
     elif _is_tflite(args.model):
-        from arena_tool.emit import tflite_write
-
-        plan = tflite_write.plan(args.model, _model_options(args), args.planner, params).plan_file
+        plan = planning.plan_tflite(args.model, _model_options(args), args.planner, params).plan_file
     else:
         plan = planning.plan_model(args.model, _model_options(args), args.planner, params).plan_file
     report = explain.explain(plan, args.planner, params, macs=_plan_macs(args.model, plan))  # checks the peak

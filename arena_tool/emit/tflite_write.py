@@ -30,14 +30,11 @@ import numpy as np
 
 from arena_tool.model import tflite_model
 from arena_tool.core.errors import ArenaError, CheckFailed
-from arena_tool.core.problem import ModelOptions
 from arena_tool.core.files import write_atomic
-from arena_tool.plan import plancheck, planfile, planning
+from arena_tool.plan import plancheck
 
 if TYPE_CHECKING:
-    from arena_tool.plan import planners
     from arena_tool.plan.planfile import PlanFile
-    from arena_tool.plan.planning import PlannedModel
 
 METADATA_NAME = tflite_model.METADATA_NAME
 FORMAT_VERSION = 1
@@ -151,18 +148,6 @@ def check_plan(model_path: str, plan: PlanFile, plan_path: str) -> tflite_model.
         raise CheckFailed(f"refusing to write a planned model: {problems[0]}{more}", file=plan_path,
                           hint="TFLM would use these offsets unchecked; re-plan with arena-tool plan")
     return mp
-
-
-def plan(model_path: str, options: ModelOptions, planner: str, params: planners.Params,
-         order: Sequence[int] | None = None) -> PlannedModel:
-    """planning.plan_model for a .tflite in a given operator order (None: the model's)."""
-    if order is None:
-        return planning.plan_model(model_path, options, planner, params)
-    planning.check_planner_name(planner)
-    mp = tflite_model.model_problem(model_path, options, order=order)
-    problem = mp.problem()
-    result = planning.tflm_settled(mp, problem, planning.run_planner(planner, problem, params))  # no aliases in TFLM
-    return planning.PlannedModel(mp, problem, result, planfile.build(mp, result, problem, k=params.k))
 
 
 def write_planned(model_path: str, plan: PlanFile, out_path: str, plan_path: str = "(plan)") -> bytes:

@@ -70,6 +70,18 @@ def plan_model(path: str, options: ModelOptions, planner: str, params: planners.
     return PlannedModel(mp, problem, plan, dataclasses.replace(one, patches=patched))
 
 
+def plan_tflite(path: str, options: ModelOptions, planner: str, params: planners.Params,
+                order: Sequence[int] | None = None) -> PlannedModel:
+    """plan_model for a .tflite in a given operator order (None: the model's)."""
+    if order is None:
+        return plan_model(path, options, planner, params)
+    check_planner_name(planner)
+    mp = tflite_model.model_problem(path, options, order=order)
+    problem = mp.problem()
+    result = tflm_settled(mp, problem, run_planner(planner, problem, params))  # no aliases in TFLM
+    return PlannedModel(mp, problem, result, planfile.build(mp, result, problem, k=params.k))
+
+
 def _lower(path: str, options: ModelOptions) -> Lowered:
     """The lowered model with the stages options.patches names run tile by tile."""
     try:
