@@ -13,7 +13,6 @@ constant as a typed graph input.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any, Mapping, Sequence
 
@@ -23,30 +22,13 @@ from onnx import TensorProto, helper, numpy_helper
 
 from arena_tool.core.errors import ArenaError
 
-from arena_tool.model.onnx_node import Node
+from arena_tool.model.onnx_node import EVAL_LIMIT, Const, Node
 
-EVAL_LIMIT = 1 << 16  # elements; bigger constants are folded by shape only
 _RANDOM = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
                      "Bernoulli", "Multinomial"})
 
 Shape = tuple[int, ...]
 Dims = tuple[int | str | None, ...]  # inferred dims: int, symbolic name, or None (unknown)
-
-
-@dataclasses.dataclass
-class Const:
-    """A constant: elem type code, shape if known, value (if small and known) or its source."""
-
-    elem: int
-    shape: Shape | None
-    value: np.ndarray | None = None
-    proto: TensorProto | None = None  # evaluated lazily from here (inline data only)
-
-    def array(self) -> np.ndarray | None:
-        if self.value is None and self.proto is not None and self.shape is not None \
-                and math.prod(self.shape) <= EVAL_LIMIT and self.proto.data_location != TensorProto.EXTERNAL:
-            self.value = numpy_helper.to_array(self.proto)
-        return self.value
 
 
 class Folder:

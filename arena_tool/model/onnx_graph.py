@@ -19,7 +19,6 @@ Limits: one graph, no subgraphs; an op that onnx shape inference does not know
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import heapq
 import os
@@ -31,50 +30,11 @@ from onnx import TensorProto, helper
 
 from arena_tool.core import dtypes
 from arena_tool.core.errors import ArenaError, fail
-from arena_tool.model.onnx_fold import Const, Folder, static_dims, type_of
-from arena_tool.model.onnx_node import Node as Node, Shape as Shape, TensorType as TensorType  # re-exported: the graph's vocabulary
+from arena_tool.model.onnx_fold import Folder, static_dims, type_of
+from arena_tool.model.onnx_node import Graph as Graph, Node as Node, Shape as Shape, TensorType as TensorType, \
+    Weight as Weight  # re-exported: the graph's vocabulary
 
 _SUBGRAPH_ATTRS = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-
-@dataclasses.dataclass(frozen=True)
-class Weight:
-    """A constant a running node reads (or a graph output): flash, not arena.
-    dtype is '' for strings and unknown types; shape is None when neither the
-    model nor inference gives it. Such weights have no known size."""
-
-    name: str
-    dtype: str
-    shape: Shape | None
-
-
-@dataclasses.dataclass(frozen=True)
-class Graph:
-    """What planning needs from a model.
-
-    nodes: every graph.node, by index. schedule: indices of the nodes that run,
-    topologically ordered (stable: graph order where it already is one).
-    folded: indices of folded constant nodes, ascending. inputs: activation graph
-    inputs (initializer-backed inputs are weights). outputs: graph output names.
-    types: static type of every activation (graph inputs, outputs of scheduled
-    nodes). weights: constants read by scheduled nodes or graph outputs, in
-    first-use order. constant_shapes: known shapes of every constant.
-    """
-
-    path: str
-    sha256: str
-    nodes: tuple[Node, ...]
-    schedule: tuple[int, ...]
-    folded: tuple[int, ...]
-    inputs: tuple[str, ...]
-    outputs: tuple[str, ...]
-    types: Mapping[str, TensorType]
-    weights: tuple[Weight, ...]
-    constant_shapes: Mapping[str, Shape]
-    # For lowering: every constant (initializers, Constant and folded outputs) and the
-    # parsed model, so constant values can be evaluated on demand without re-reading it.
-    consts: Mapping[str, Const] = dataclasses.field(default_factory=dict, compare=False, repr=False)
-    model: onnx.ModelProto | None = dataclasses.field(default=None, compare=False, repr=False)
-
 
 def parse_input_shape(text: str) -> tuple[str, Shape]:
     """'NAME=1,3,96,96' -> ('NAME', (1, 3, 96, 96)); the name may contain ':' or '='."""

@@ -36,7 +36,7 @@ import numpy as np
 from arena_tool import runtime_dir
 from arena_tool.core.errors import fail
 from arena_tool.model.onnx_fold import CONTRIB
-from arena_tool.model.onnx_graph import Graph, Node, Shape
+from arena_tool.model.onnx_node import Graph, Node, Shape
 
 ONNX_DOMAINS = ("", "ai.onnx")
 MS = "com.microsoft"
