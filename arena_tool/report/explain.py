@@ -21,23 +21,20 @@ from arena_tool.core.errors import ArenaBug, ArenaError
 from arena_tool.core.files import write_atomic
 from arena_tool.core.problem import Buffer, Problem, align_up, elide, fmt_bytes, lower_bound
 from arena_tool.core.schema import check_json
-from arena_tool.plan.planfile import PlanBaselines, alias_groups, group_buffers
+from arena_tool.plan.planfile import PlanBaselines, group_buffers
+from arena_tool.report import timeline
+from arena_tool.report.timeline import TOP, percent
 
 if TYPE_CHECKING:
     from arena_tool.plan.planfile import PlanBuffer, PlanFile
 
 FORMAT_VERSION = 1
-TOP = 10
 WHAT_IF_DTYPE = "int8"
-
-
-def _pct(part: int, whole: int) -> float:
-    return round(100.0 * part / whole, 2) if whole else 0.0
 
 
 def _saving(technique: str, what: str, before: int, after: int, naive: int) -> dict[str, Any]:
     return {"technique": technique, "what": what, "before": before, "after": after,
-            "saved": before - after, "percent": _pct(before - after, naive)}
+            "saved": before - after, "percent": percent(before - after, naive)}
 
 
 def _int8_size(plan: PlanFile) -> Callable[[PlanBuffer], int]:
@@ -68,29 +65,9 @@ def explain(plan: PlanFile, planner: str, params: planners.Params, io: bool = Tr
     schedule = plan.schedule
     align = plan.alignment
     by_name = {b.name: b for b in bufs}
-    groups = alias_groups(bufs)
     gbufs = group_buffers(bufs, align)
-    horizon = max([len(schedule)] + [b.end + 1 for b in gbufs])
-
-    live = [0] * horizon
-    for g in gbufs:
-        for i in range(g.start, g.end + 1):
-            live[i] += g.size
-    peak_bytes = max(live, default=0)
-    peak_op = live.index(peak_bytes) if live else 0
-    if peak_bytes != plan.lower_bound:
-        raise ArenaBug(f"explain: the live bytes peak {fmt_bytes(peak_bytes)} is not the plan's "
-                       f"lower bound {fmt_bytes(plan.lower_bound)}")
-
-    def group_row(g: Buffer) -> dict[str, Any]:
-        root = groups[g.name][0]
-        return {"name": g.name, "size": g.size, "kind": root.kind, "dtype": root.dtype,
-                "first_op": g.start, "last_op": g.end,
-                "members": [m.name for m in groups[g.name][1:]]}
-
-    at_peak = sorted((g for g in gbufs if g.start <= peak_op <= g.end), key=lambda g: (-g.size, g.name))
-    live_at_peak = [{**group_row(g), "share": _pct(g.size, peak_bytes)} for g in at_peak]
-    largest = [group_row(g) for g in sorted(gbufs, key=lambda g: (-g.size, g.name))[:TOP]]
+    at = timeline.peak(plan)  # raises ArenaBug when the peak is not the lower bound
+    live, peak_op, peak_bytes = at.live, at.op, at.bytes
 
     # --- savings, each against the naive sum (every tensor its own bytes, nothing reused) ---
     flat = [Buffer(b.name, b.size, b.first_op, b.last_op, align) for b in bufs]
@@ -144,7 +121,7 @@ def explain(plan: PlanFile, planner: str, params: planners.Params, io: bool = Tr
             "lower_bound": what_if.lower_bound,
             "arena_size": what_if.arena_size,
             "saved": arena - what_if.arena_size,
-            "percent": _pct(arena - what_if.arena_size, naive),
+            "percent": percent(arena - what_if.arena_size, naive),
         },
     }
 
@@ -158,7 +135,6 @@ def explain(plan: PlanFile, planner: str, params: planners.Params, io: bool = Tr
                     "aliased_output_bytes": sum(b.size for b in outs if b.alias_of is not None),
                     "workspace_bytes": ws.size if ws else 0, "macs": None if macs is None else macs[i]})
 
-    peak_name, peak_type = (schedule[peak_op].name, schedule[peak_op].op_type) if peak_op < len(schedule) else ("", "")
     return {
         "format_version": FORMAT_VERSION,
         "arena_tool_version": __version__,
@@ -167,12 +143,12 @@ def explain(plan: PlanFile, planner: str, params: planners.Params, io: bool = Tr
         "arena_size": arena,
         "lower_bound": plan.lower_bound,
         "peak_op": peak_op,
-        "peak_name": peak_name,
-        "peak_op_type": peak_type,
+        "peak_name": at.name,
+        "peak_op_type": at.op_type,
         "peak_bytes": peak_bytes,
         "macs": None if macs is None else sum(macs),
-        "live_at_peak": live_at_peak,
-        "largest": largest,
+        "live_at_peak": list(at.live_at_peak),
+        "largest": list(at.largest),
         "savings": {"naive": naive, "no_alias_lower_bound": no_alias_lb, "lower_bound": peak_bytes,
                     "greedy_arena": greedy.arena_size, "arena": arena,
                     "techniques": techniques, "dtype": dtype_doc, **io_doc, **patches_doc},

@@ -34,9 +34,8 @@ from arena_tool.target.boards import reserve_bytes
 from arena_tool.target.flags import LEVELS
 from arena_tool.core.errors import ArenaError
 from arena_tool.core.files import write_atomic
-from arena_tool.plan import planners
 from arena_tool.plan.planfile import PlanFile
-from arena_tool.report import explain
+from arena_tool.report import timeline
 from arena_tool.run.runreport import elf_sizes
 from arena_tool.target.board_report import TFLM_NOTE
 
@@ -199,11 +198,9 @@ def _rows(rows: Iterable[Mapping[str, Any]]) -> tuple[BufferRow, ...]:
 
 
 def peak_of(plan: PlanFile) -> Peak:
-    """explain's peak, live set and largest buffers of a plan (greedy_size for its comparisons:
-    this report does not show them, so the cheapest planner)."""
-    r = explain.explain(plan, "greedy_size", planners.Params(), io=False)  # explain's document: the dict boundary
-    return Peak(r["peak_op"], r["peak_name"], r["peak_op_type"], r["peak_bytes"], _rows(r["live_at_peak"]),
-                _rows(r["largest"]))
+    """explain's peak, live set and largest buffers of a plan (timeline.peak: no planner runs)."""
+    r = timeline.peak(plan)
+    return Peak(r.op, r.name, r.op_type, r.bytes, _rows(r.live_at_peak), _rows(r.largest))
 
 
 def _model(m: ModelUse, rep: BoardReport, plan: PlanFile | str, picture: Picture | None) -> ModelView:

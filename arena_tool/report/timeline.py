@@ -1,5 +1,6 @@
 """Where a plan's bytes go, op by op: the layout data behind ``arena-tool explain --timeline``
-and the picture (plot.py), and the text timeline itself.
+and the picture (plot.py), the text timeline itself, and the peak (``peak``) that explain and
+the build report state.
 
 Live bytes are explain's: an alias group (a root and the views / in-place outputs sharing its
 bytes) counts once, at its root's planned size, over the union of its members' live ranges.
@@ -16,15 +17,18 @@ one row per alias group saying which letter is which buffer.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
+from arena_tool.core.errors import ArenaBug
 from arena_tool.plan.planfile import PlanFile, alias_groups, group_buffers
-from arena_tool.core.problem import Bytes, OpIndex, fmt_bytes
+from arena_tool.core.problem import Buffer, Bytes, OpIndex, fmt_bytes
 
 WIDTH = 100  # the widest line render() writes
 MAP = 42  # characters of the arena map; the row around it takes the other 58
 BAR = 12  # characters of the live/peak bar
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 PEAK = " <- peak"
+TOP = 10  # the largest alias groups explain (and the build report) list
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,6 +106,59 @@ def layout(plan: PlanFile) -> Layout:
             live[i] += g.size
     return Layout(plan.model, plan.planner, plan.arena_size, plan.lower_bound,
                   tuple(s.name for s in plan.schedule), rects, tuple(groups), tuple(live))
+
+
+def percent(part: int, whole: int) -> float:
+    """part of whole in percent, two decimals (0 of nothing)."""
+    return round(100.0 * part / whole, 2) if whole else 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Peak:
+    """Where a plan's live bytes peak, as explain's document says it (schemas/explain.schema.json):
+    live[i] is the bytes live at op i; op is the first op at the peak, name and op_type its (""
+    past the schedule); live_at_peak (with each group's share of the peak) and largest (the TOP
+    biggest) are explain's rows of alias groups."""
+
+    live: tuple[Bytes, ...]
+    op: OpIndex
+    bytes: Bytes
+    name: str
+    op_type: str
+    live_at_peak: tuple[dict[str, Any], ...]
+    largest: tuple[dict[str, Any], ...]
+
+
+def peak(plan: PlanFile) -> Peak:
+    """The Peak of a plan file, needing no model and no planner (``explain`` and the build report's
+    view share it). Raises ArenaBug when the live-bytes peak is not the plan's lower bound."""
+    bufs = plan.in_arena
+    schedule = plan.schedule
+    groups = alias_groups(bufs)
+    gbufs = group_buffers(bufs, plan.alignment)
+    horizon = max([len(schedule)] + [b.end + 1 for b in gbufs])
+
+    live = [0] * horizon
+    for g in gbufs:
+        for i in range(g.start, g.end + 1):
+            live[i] += g.size
+    peak_bytes = max(live, default=0)
+    peak_op = live.index(peak_bytes) if live else 0
+    if peak_bytes != plan.lower_bound:
+        raise ArenaBug(f"explain: the live bytes peak {fmt_bytes(peak_bytes)} is not the plan's "
+                       f"lower bound {fmt_bytes(plan.lower_bound)}")
+
+    def group_row(g: Buffer) -> dict[str, Any]:
+        root = groups[g.name][0]
+        return {"name": g.name, "size": g.size, "kind": root.kind, "dtype": root.dtype,
+                "first_op": g.start, "last_op": g.end,
+                "members": [m.name for m in groups[g.name][1:]]}
+
+    at_peak = sorted((g for g in gbufs if g.start <= peak_op <= g.end), key=lambda g: (-g.size, g.name))
+    live_at_peak = tuple({**group_row(g), "share": percent(g.size, peak_bytes)} for g in at_peak)
+    largest = tuple(group_row(g) for g in sorted(gbufs, key=lambda g: (-g.size, g.name))[:TOP])
+    name, op_type = (schedule[peak_op].name, schedule[peak_op].op_type) if peak_op < len(schedule) else ("", "")
+    return Peak(tuple(live), peak_op, peak_bytes, name, op_type, live_at_peak, largest)
 
 
 def _cut(text: str, width: int) -> str:
