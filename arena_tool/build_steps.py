@@ -845,15 +845,16 @@ def _one_board(count: int) -> None:
 def depfile_inputs(manifest_path: str, t: Mapping[str, Any]) -> list[str]:
     """Every file one board's outputs are read from: the manifest, the board file, the models,
     with ``linker: fragment`` the project's script and the scripts it INCLUDEs, and arena's own
-    code and schemas (``noop_cache.package_files``: an upgrade of arena regenerates)."""
-    from arena_tool.builder import build_graph, noop_cache
+    code and schemas (``files.package_files``: an upgrade of arena regenerates)."""
+    from arena_tool.builder import build_graph
+    from arena_tool.core import files
 
     named = list(build_graph.manifest_names(t))
     if t.get("linker") == "fragment" and os.path.isfile(t["linker_script"]):
         from arena_tool.target import linkscript
 
         named += linkscript.read_script(t["linker_script"]).files
-    return list(dict.fromkeys([manifest_path, *named, *noop_cache.package_files()]))
+    return list(dict.fromkeys([manifest_path, *named, *files.package_files()]))
 
 
 def _make_word(path: str) -> str:

@@ -27,7 +27,6 @@ from arena_tool import cli
 from arena_tool.core import files
 from arena_tool.model import liveness
 from arena_tool.plan import plancheck, planfile, planners, planning
-from arena_tool.builder import noop_cache
 from arena_tool.core.problem import ModelOptions
 from conftest import ROOT, require_tool
 
@@ -362,7 +361,7 @@ def test_cli_plan_records_the_model_relative_to_the_current_folder(tmp_path: Pat
 
 
 def test_package_files_are_every_module_and_schema() -> None:
-    names = {os.path.relpath(f, ROOT).replace(os.sep, "/") for f in noop_cache.package_files()}
+    names = {os.path.relpath(f, ROOT).replace(os.sep, "/") for f in files.package_files()}
     for needed in ("arena_tool/core/schema.py", "arena_tool/target/manifest.py", "arena_tool/plan/planners/__init__.py",
                    "schemas/manifest.schema.json", "schemas/board.schema.json"):
         assert needed in names

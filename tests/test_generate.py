@@ -16,7 +16,7 @@ import pytest
 
 import models
 from arena_tool import cli
-from arena_tool.builder import noop_cache
+from arena_tool.core import files
 from builders import H743_MEMORY, copy_example, scons, vendor_script
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,7 +127,7 @@ def test_depfile_names_every_file_generate_reads(project: Path) -> None:
     assert str(project / "vendor" / "h743.ld") not in _depfile(project / "out" / "mps2_an500" / "arena.d")[1]
     assert sorted(p for p in ours if p.startswith(str(project))) != []
     assert sorted(ours - inputs) == [], "read but not in the depfile"
-    assert set(noop_cache.package_files()) <= inputs  # arena's own code: an upgrade regenerates
+    assert set(files.package_files()) <= inputs  # arena's own code: an upgrade regenerates
 
 
 def test_an_edit_to_each_input_makes_the_depfile_rule_out_of_date(project: Path) -> None:

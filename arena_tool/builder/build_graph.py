@@ -65,7 +65,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 from arena_tool.target import board_choice, flags, tflm_sources
 from arena_tool import runtime_dir
-from arena_tool.builder import noop_cache
+from arena_tool.core import files
 
 if TYPE_CHECKING:
     from arena_tool.target.manifest import Manifest
@@ -461,7 +461,7 @@ def plan(manifest: Mapping[str, Any] | Manifest, build_dir: str = "build", toolc
     ``all``/None, ``a,b``, one name; or a list of names; an unknown name is an ArenaError).
 
     generator: the digest of arena's own code every output depends on (default
-    ``noop_cache.package_digest()``).
+    ``files.package_digest()``).
     """
     doc: Mapping[str, Any]
     if isinstance(manifest, Mapping):
@@ -475,7 +475,7 @@ def plan(manifest: Mapping[str, Any] | Manifest, build_dir: str = "build", toolc
     spec = boards if boards is None or isinstance(boards, str) else ",".join(boards)
     names = board_choice.select_names(list(by_name), spec, doc["file"])
     if generator is None:
-        generator = noop_cache.package_digest()
+        generator = files.package_digest()
     g = _Graph(build_dir.rstrip("/") or build_dir, toolchain or Toolchain(), Value("arena_tool sources " + generator),
                doc["file"])
     for name in names:

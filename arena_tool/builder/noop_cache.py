@@ -4,21 +4,22 @@ reused while no input changed.
 ``cached(path, board_dirs, cache_file)`` returns ``manifest.to_doc(load(...))``
 and stores it, keyed by the (path, mtime, size) of the manifest, every board
 and model file it read and every board folder (a new board file changes the
-folder's mtime), and by ``package_digest()``: the bytes of every ``.py`` and
+folder's mtime), and by ``files.package_digest()``: the bytes of every ``.py`` and
 ``.json`` of the package and of its schemas, so no hand-kept list of the
-loader's sources can miss one. On a hit nothing but ``json``, ``os`` and
-``hashlib`` is imported: no PyYAML, no jsonschema, not even the dataclasses of
-``manifest`` (building those types costs milliseconds a no-op build need not
+loader's sources can miss one. On a hit nothing but ``json``, ``os``, ``hashlib``
+and ``core.files`` (which the SCons tool imports anyway) is imported: no PyYAML, no
+jsonschema, not even the dataclasses of ``manifest`` (building those types costs milliseconds a no-op build need not
 spend). On a miss it loads the manifest for real; errors are ArenaErrors as
 from ``manifest.load``.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 from typing import TYPE_CHECKING, Any, Iterable
+
+from arena_tool.core.files import package_digest
 
 if TYPE_CHECKING:
     from arena_tool.target.manifest import Manifest
@@ -35,44 +36,6 @@ def _stamp(paths: Iterable[str]) -> list[list[Any]]:
         except OSError:
             out.append([p, None, None])
     return out
-
-
-def package_files(package: str | None = None, schemas: str | None = None) -> list[str]:
-    """Every ``.py`` and ``.json`` under the package folder (default: this package) and in its
-    schemas folder (default: ``schema.schema_dir()``), sorted: what arena's loaders and
-    generators are made of, found by walking rather than listed by hand."""
-    package = package or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if schemas is None:
-        from arena_tool.core.schema import schema_dir
-
-        schemas = str(schema_dir())
-    files = []
-    for folder, dirs, names in os.walk(package):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        files += [os.path.join(folder, n) for n in sorted(names) if n.endswith((".py", ".json"))]
-    if os.path.isdir(schemas):
-        files += [os.path.join(schemas, n) for n in sorted(os.listdir(schemas)) if n.endswith(".json")]
-    return files
-
-
-@functools.lru_cache(maxsize=None)
-def package_digest() -> str:
-    """``files_digest(package_files())``: one value that changes with any edit to arena itself
-    and is the same for every clone; computed once per process (about a millisecond)."""
-    return files_digest(package_files())
-
-
-def files_digest(files: Iterable[str]) -> str:
-    """sha256 over each file's last two path parts (``core/schema.py``) and its bytes."""
-    import hashlib
-
-    total = hashlib.sha256()
-    for path in files:
-        name = os.path.basename(os.path.dirname(path)) + "/" + os.path.basename(path)
-        total.update(name.encode() + b"\0")
-        with open(path, "rb") as f:
-            total.update(hashlib.sha256(f.read()).digest())
-    return total.hexdigest()
 
 
 def _watched(doc: dict[str, Any]) -> list[str]:

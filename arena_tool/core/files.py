@@ -1,18 +1,21 @@
-"""Reading and writing arena's files: the one atomic writer, the one JSON reader, and how
-outputs name a path (relative to the project, so two clones write the same bytes).
+"""Reading and writing arena's files: the one atomic writer, the one JSON reader, how
+outputs name a path (relative to the project, so two clones write the same bytes), and arena's
+own files (``package_files``, ``package_digest``: what a cache or a depfile keys on).
 
 Every stage writes files; none of them should need the build cache or the schema finder for it.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
 import tempfile
-from typing import Any
+from typing import Any, Iterable
 
 from arena_tool.core.errors import ArenaError, os_error
-from arena_tool.core.schema import check_json
+from arena_tool.core.schema import check_json, schema_dir
 
 
 def project_path(path: str, root: str | None = None) -> str:
@@ -84,3 +87,37 @@ def write_atomic(path: str | os.PathLike[str], text: str | bytes) -> None:
         if isinstance(e, OSError):
             raise os_error(e, "write", path) from e
         raise
+
+
+def package_files(package: str | None = None, schemas: str | None = None) -> list[str]:
+    """Every ``.py`` and ``.json`` under the package folder (default: this package) and in its
+    schemas folder (default: ``schema.schema_dir()``), sorted: what arena's loaders and
+    generators are made of, found by walking rather than listed by hand."""
+    package = package or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if schemas is None:
+        schemas = str(schema_dir())
+    files = []
+    for folder, dirs, names in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        files += [os.path.join(folder, n) for n in sorted(names) if n.endswith((".py", ".json"))]
+    if os.path.isdir(schemas):
+        files += [os.path.join(schemas, n) for n in sorted(os.listdir(schemas)) if n.endswith(".json")]
+    return files
+
+
+@functools.lru_cache(maxsize=None)
+def package_digest() -> str:
+    """``files_digest(package_files())``: one value that changes with any edit to arena itself
+    and is the same for every clone; computed once per process (about a millisecond)."""
+    return files_digest(package_files())
+
+
+def files_digest(files: Iterable[str]) -> str:
+    """sha256 over each file's last two path parts (``core/schema.py``) and its bytes."""
+    total = hashlib.sha256()
+    for path in files:
+        name = os.path.basename(os.path.dirname(path)) + "/" + os.path.basename(path)
+        total.update(name.encode() + b"\0")
+        with open(path, "rb") as f:
+            total.update(hashlib.sha256(f.read()).digest())
+    return total.hexdigest()
