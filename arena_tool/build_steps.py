@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from arena_tool.core.errors import ArenaError
     from arena_tool.model.lowering import Lowered
-    from arena_tool.target.manifest import BoardTarget
+    from arena_tool.target.manifest_data import BoardTarget
     from arena_tool.target.board_report import BoardProblem, BoardReport, OpMacs
     from arena_tool.plan.planfile import PlanFile
 
@@ -79,8 +79,8 @@ class Elf:
 class Build:
     """What one build's actions look up by target path (one per ``ArenaFirmware`` call).
 
-    docs: board name -> its target document (``manifest.target_doc``, from the manifest cache);
-    ``target(name)`` makes its ``manifest.BoardTarget`` the first time an action asks (a no-op
+    docs: board name -> its target document (``manifest_data.target_doc``, from the manifest cache);
+    ``target(name)`` makes its ``manifest_data.BoardTarget`` the first time an action asks (a no-op
     build runs no action, so it never imports the manifest's types); gates, elves: by the
     gate's and the ELF's path; lowered: (plan path, model sha) -> the lowered model the coverage
     check reads (a model shared by boards is lowered once per build); written: the reports a
@@ -106,12 +106,12 @@ class Build:
     samples: Mapping[str, str] = field(default_factory=dict)
 
     def target(self, name: str) -> BoardTarget:
-        """The manifest.BoardTarget of board ``name``, its board included (made once per build)."""
+        """The manifest_data.BoardTarget of board ``name``, its board included (made once per build)."""
         t = self._targets.get(name)
         if t is None:
-            from arena_tool.target import manifest
+            from arena_tool.target import manifest_data
 
-            t = self._targets[name] = manifest.target_from_doc(dict(self.docs[name]))
+            t = self._targets[name] = manifest_data.target_from_doc(dict(self.docs[name]))
         return t
 
     def board_of_report(self, path: str) -> str:

@@ -30,7 +30,7 @@ LAZY: dict[str, tuple[frozenset[str] | None, str]] = {
                                      "a step imports its stages when it runs, and a no-op build runs none"),
     "arena_tool.builder.noop_cache": (None, "a cache hit imports nothing but json, os and hashlib "
                                                 "(a no-op build starts here)"),
-    "arena_tool.builder.build_graph": (frozenset({"arena_tool.target.manifest", "arena_tool.target.boards"}),
+    "arena_tool.builder.build_graph": (frozenset({"arena_tool.target.manifest_data", "arena_tool.target.boards"}),
                                        "a no-op build wires the graph from the cached manifest document, "
                                        "without loading YAML, boards or the manifest's types"),
     "arena_tool.report.htmlreport": (frozenset({"arena_tool.report.plot"}),

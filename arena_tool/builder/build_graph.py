@@ -68,7 +68,7 @@ from arena_tool import runtime_dir
 from arena_tool.core import files
 
 if TYPE_CHECKING:
-    from arena_tool.target.manifest import Manifest
+    from arena_tool.target.manifest_data import Manifest
 
 KINDS = ("plan", "tflm", "tables", "tflm_tables", "gate", "tflm_app", "tflm_lib", "object", "elf", "report",
          "status")
@@ -467,9 +467,9 @@ def plan(manifest: Mapping[str, Any] | Manifest, build_dir: str = "build", toolc
     if isinstance(manifest, Mapping):
         doc = manifest
     else:
-        from arena_tool.target import manifest as manifest_module
+        from arena_tool.target import manifest_data
 
-        doc = manifest_module.to_doc(manifest)
+        doc = manifest_data.to_doc(manifest)
 
     by_name = {t["name"]: t for t in doc["targets"]}
     spec = boards if boards is None or isinstance(boards, str) else ",".join(boards)

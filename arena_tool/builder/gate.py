@@ -55,7 +55,7 @@ from arena_tool.plan.planfile import PlanFile
 from arena_tool.core.problem import align_up, fmt_bytes
 
 if TYPE_CHECKING:
-    from arena_tool.target.manifest import BoardTarget
+    from arena_tool.target.manifest_data import BoardTarget
 
 _FLOAT = ("float32", "float16", "bfloat16", "float64", "double", "float")
 
@@ -140,7 +140,7 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
          runtime_problems: Sequence[BoardProblem] = (),
          tflm: Mapping[str, Mapping[str, Any]] | None = None,
          macs: Mapping[str, Sequence[OpMacs]] | None = None) -> BoardReport:
-    """Check one board (a manifest.BoardTarget): RAM budget, flash for the weights, runtime coverage.
+    """Check one board (a manifest_data.BoardTarget): RAM budget, flash for the weights, runtime coverage.
 
     plans: (model name, plan path, plan file: planfile.load), in manifest order.
     fastest: (min_size, reserve) -> name of the fastest region with that much

@@ -9,7 +9,7 @@ from arena_tool.target.board_report import ModelUse
 
 if TYPE_CHECKING:
     from arena_tool.plan.planfile import PlanBuffer, PlanFile
-    from arena_tool.target.manifest import BoardTarget
+    from arena_tool.target.manifest_data import BoardTarget
 
 
 def better_region(target: BoardTarget, need: int, current: str, room: Callable[[str], int]) -> str | None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from arena_tool.core.files import package_digest
 
 if TYPE_CHECKING:
-    from arena_tool.target.manifest import Manifest
+    from arena_tool.target.manifest_data import Manifest
 
 FORMAT = 3  # 2: targets carry flash and runtime; 3: targets carry their whole board (Board.to_json)
 

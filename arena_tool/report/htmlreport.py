@@ -77,7 +77,7 @@ class Memory:
 
     @classmethod
     def of_board(cls, board: Any) -> "Memory":
-        """From a loaded board (``boards.Board``; a manifest.BoardTarget's ``board``)."""
+        """From a loaded board (``boards.Board``; a manifest_data.BoardTarget's ``board``)."""
         return cls(tuple(Region(r.name, r.origin, r.length, "ram") for r in board.ram),
                    Region(board.flash.name, board.flash.origin, board.flash.length, "flash"), board.data_region)
 

@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from arena_tool.plan.planfile import PlanFile
     from arena_tool.core.problem import ModelOptions
     from arena_tool.target.board_report import RegionUse
-    from arena_tool.target.manifest import ModelSpec
+    from arena_tool.target.manifest_data import ModelSpec
 
 HOST = "host"
 RUNTIME = Path(arena_tool.runtime_dir())

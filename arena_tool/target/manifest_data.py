@@ -1,0 +1,242 @@
+"""A loaded manifest as data: ``Manifest``, one ``BoardTarget`` per board, one ``ModelSpec`` per
+model and board, the ``Budget``; and their plain JSON (``to_doc``/``from_doc``), which a no-op
+build reads from noop_cache's file.
+
+Apart from the loader (``manifest.load``, which checks the YAML and needs the planner registry
+for the planner names), so what takes a loaded target (the gate, its hints, the build graph)
+does not import the loader and what it imports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any, Iterable
+
+from arena_tool.core.problem import ModelOptions
+from arena_tool.target import tflm_sources
+from arena_tool.target.board_choice import select_names
+from arena_tool.target.boards import Board, reserve_bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """One model as planned on one board.
+
+    name: C identifier, unique in the manifest.
+    path: the ONNX file (manifest folder joined to what the manifest says).
+    planner: planner registry name; k: bytes (exact_cover unit); time_limit: seconds.
+    options: everything that changes the planning problem.
+    regions: a split arena (board ``region: [A, B]`` or ``split: true``): (region, capacity in
+      bytes) fastest first, the capacity as ``BoardTarget.region_limit`` gives it; () for one arena.
+    copied: the other models of the board whose weights are copied into one of those regions
+      (``weights: <region>``), as (region, model path, its options): resident while this model
+      runs, their bytes are not this model's to plan (``planning.left_after_copies``).
+    """
+
+    name: str
+    path: str
+    planner: str
+    k: int
+    time_limit: float
+    options: ModelOptions
+    regions: tuple[tuple[str, int], ...] = ()
+    copied: tuple[tuple[str, str, ModelOptions], ...] = ()
+
+    def key(self) -> str:
+        """A canonical JSON text of everything that changes this model's plan (regions only
+        when split, so a one-arena model keeps the key it always had)."""
+        doc: dict[str, Any] = {
+            "name": self.name, "path": self.path.replace(os.sep, "/"), "planner": self.planner,
+            "k": self.k, "time_limit": self.time_limit, "options": self.options.to_doc(),
+        }
+        if self.regions:
+            doc["regions"] = [list(r) for r in self.regions]
+        if self.copied:
+            doc["copied"] = _copied_doc(self.copied)
+        return json.dumps(doc, sort_keys=True, separators=(",", ":"))
+
+
+def _copied_doc(copied: Iterable[tuple[str, str, ModelOptions]]) -> list[list[Any]]:
+    return [[region, path.replace(os.sep, "/"), options.to_doc()] for region, path, options in copied]
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    """The arena's RAM budget: ``size`` bytes, or ``percent`` of the arena's region.
+
+    text: as the user wrote it (for messages).
+    """
+
+    text: str
+    size: int | None = None
+    percent: float | None = None
+
+    def resolve(self, region_length: int) -> int:
+        """Bytes, given the chosen region's length in bytes."""
+        if self.size is not None:
+            return self.size
+        assert self.percent is not None
+        return int(region_length * self.percent / 100.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class BoardTarget:
+    """One board of the manifest with every override applied.
+
+    board: the loaded board (``boards.Board``: its file, RAM regions, default and data
+      region (the stack and heap reserve is taken there), flash (the budget for weights and
+      code), core (``board.cpu.gcc_flags()``) and QEMU machine); the manifest overrides none
+      of its fields, so it is the board file's as ``boards.load_board`` returns it;
+    region: the arena region name, or "auto" (the fastest region that fits, chosen
+      after planning); budget: see Budget; reserve_stack/reserve_heap: bytes;
+    warn_above: percent of the budget, or None; sharing: "sequential" | "concurrent";
+    runtime: "arena" (the build compiles arena's C runtime and checks that it runs every op),
+      "none" (plans, tables and linker script only: the project brings its own kernels) or
+      "tflm" (.tflite models only: the planned model as a C array, TFLM's tensor_arena and the
+      linker script; the project brings TFLite Micro);
+    models: the models with this board's overrides applied, in manifest order;
+    linker: "full" (arena writes the board's whole linker script) or "fragment" (arena writes
+      arena_fragment.ld, which ``linker_script``, the project's own script, INCLUDEs);
+    linker_script: that script's path (manifest folder joined), with linker fragment only;
+    linker_regions: (board region, the script's MEMORY name) pairs where the names differ;
+    split: a split arena's regions, fastest first (``region`` is the first); () for one arena;
+    tflm: with runtime tflm, the TFLite Micro arena builds the firmware with (None: the project
+      brings TFLM and its own main).
+    """
+
+    name: str
+    board: Board
+    region: str
+    budget: Budget
+    reserve_stack: int
+    reserve_heap: int
+    warn_above: float | None
+    sharing: str
+    models: tuple[ModelSpec, ...]
+    runtime: str = "arena"
+    linker: str = "full"
+    linker_script: str | None = None
+    linker_regions: tuple[tuple[str, str], ...] = ()
+    split: tuple[str, ...] = ()
+    optimize: str | None = None
+    tflm: tflm_sources.TflmConfig | None = None
+
+    @property
+    def reserve(self) -> int:
+        """Bytes the stack and heap reserve take in the data region (``boards.reserve_bytes``:
+        each rounded up to 8, as the linker script lays them out)."""
+        return reserve_bytes(self.reserve_stack, self.reserve_heap)
+
+    def region_room(self, name: str) -> int:
+        """Bytes of region ``name`` beside the stack and heap reserve (taken in the data region)."""
+        r = self.board.region(name)
+        return r.length - (self.reserve if name == self.board.data_region else 0)
+
+    def region_limit(self, name: str) -> int:
+        """What the arena may take in region ``name``: the budget (bytes, or a percentage of the
+        region), but no more than its room; the gate's limit, and a split arena's capacity per region."""
+        return min(self.budget.resolve(self.board.region(name).length), self.region_room(name))
+
+    def key(self) -> str:
+        """Canonical JSON of the board-level settings (the gate's Value); the linker keys only
+        when not the default, so a board with linker: full keeps the key it always had. The
+        rest of the board is the gate's through the board file, an input of the gate."""
+        b = self.board
+        doc: dict[str, Any] = {
+            "name": self.name, "region": self.region, "budget": self.budget.text,
+            "reserve": [self.reserve_stack, self.reserve_heap], "warn_above": self.warn_above,
+            "sharing": self.sharing, "models": [m.name for m in self.models],
+            "regions": [[r.name, r.origin, r.length] for r in b.ram],
+            "default_region": b.default_region, "data_region": b.data_region,
+            "flash": [b.flash.name, b.flash.origin, b.flash.length], "runtime": self.runtime,
+        }
+        if self.linker != "full":
+            doc.update(linker=self.linker, linker_script=(self.linker_script or "").replace(os.sep, "/"),
+                       linker_regions=[list(p) for p in self.linker_regions])
+        if self.split:
+            doc["split"] = list(self.split)
+        if self.optimize is not None:
+            doc["optimize"] = self.optimize
+        return json.dumps(doc, sort_keys=True, separators=(",", ":"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Manifest:
+    """A checked manifest.
+
+    file: the manifest path as given; board_dirs: folders searched for boards,
+    the manifest's own first; models: the top-level models (defaults applied);
+    targets: one per board, in manifest order; inputs: every file read
+    (manifest, boards, models) so a cache knows when to reload; samples: the
+    manifest's ``inputs:``, (model name, .npz path joined to the manifest's folder)
+    for ``arena-tool run MANIFEST``.
+    """
+
+    file: str
+    board_dirs: tuple[str, ...]
+    models: tuple[ModelSpec, ...]
+    targets: tuple[BoardTarget, ...]
+    inputs: tuple[str, ...]
+    samples: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def board_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.targets)
+
+    def select(self, spec: str | None) -> tuple[BoardTarget, ...]:
+        """Targets for ``board=`` ('all', 'a,b' or one name; None or '' means all)."""
+        by_name = {t.name: t for t in self.targets}
+        return tuple(by_name[n] for n in select_names(list(self.board_names), spec, self.file))
+
+
+def to_doc(m: Manifest) -> dict[str, Any]:
+    """The manifest as plain JSON data (``from_doc`` inverts it)."""
+    return {"file": m.file, "board_dirs": list(m.board_dirs), "inputs": list(m.inputs),
+            "models": [_spec_doc(s) for s in m.models], "targets": [target_doc(t) for t in m.targets],
+            "samples": [list(s) for s in m.samples]}
+
+
+def from_doc(d: dict[str, Any]) -> Manifest:
+    return Manifest(file=d["file"], board_dirs=tuple(d["board_dirs"]), inputs=tuple(d["inputs"]),
+                    models=tuple(_spec_from(s) for s in d["models"]),
+                    targets=tuple(target_from_doc(t) for t in d["targets"]),
+                    samples=tuple((str(n), str(p)) for n, p in d.get("samples", [])))
+
+
+def _spec_doc(s: ModelSpec) -> dict[str, Any]:
+    return {"name": s.name, "path": s.path, "key": s.key(), "planner": s.planner, "k": s.k,
+            "time_limit": s.time_limit, "options": s.options.to_doc(), "regions": [list(r) for r in s.regions],
+            "copied": _copied_doc(s.copied)}
+
+
+def _spec_from(d: dict[str, Any]) -> ModelSpec:
+    return ModelSpec(name=d["name"], path=d["path"], planner=d["planner"], k=d["k"], time_limit=d["time_limit"],
+                     options=ModelOptions.from_doc(d["options"]),
+                     regions=tuple((str(n), int(c)) for n, c in d.get("regions", [])),
+                     copied=tuple((str(r), str(p), ModelOptions.from_doc(o)) for r, p, o in d.get("copied", [])))
+
+
+def target_doc(t: BoardTarget) -> dict[str, Any]:
+    """One BoardTarget as plain data: its board as ``Board.to_json`` and ``board_file``, plus
+    two derived values the SCons tool and build_graph wire from without building a Board:
+    ``key`` and the core's ``gcc_flags`` (``target_from_doc`` ignores them)."""
+    return {"name": t.name, "board": t.board.to_json(), "board_file": t.board.file, "region": t.region,
+            "budget": {"text": t.budget.text, "size": t.budget.size, "percent": t.budget.percent},
+            "reserve_stack": t.reserve_stack, "reserve_heap": t.reserve_heap, "warn_above": t.warn_above,
+            "sharing": t.sharing, "models": [_spec_doc(s) for s in t.models], "runtime": t.runtime,
+            "linker": t.linker, "linker_script": t.linker_script, "linker_regions": [list(p) for p in t.linker_regions],
+            "split": list(t.split), "optimize": t.optimize, "key": t.key(), "gcc_flags": list(t.board.cpu.gcc_flags()),
+            "tflm": t.tflm.to_doc() if t.tflm else None}
+
+
+def target_from_doc(d: dict[str, Any]) -> BoardTarget:
+    """``target_doc``'s inverse (the board schema-checked by ``Board.from_json``)."""
+    return BoardTarget(
+        name=d["name"], board=Board.from_json(d["board"], d["board_file"]), region=d["region"],
+        budget=Budget(**d["budget"]), reserve_stack=d["reserve_stack"], reserve_heap=d["reserve_heap"],
+        warn_above=d["warn_above"], sharing=d["sharing"], models=tuple(_spec_from(s) for s in d["models"]),
+        runtime=d["runtime"], linker=d["linker"], linker_script=d["linker_script"],
+        linker_regions=tuple((a, b) for a, b in d["linker_regions"]), split=tuple(d["split"]),
+        optimize=d.get("optimize"), tflm=tflm_sources.TflmConfig.from_doc(d["tflm"]) if d.get("tflm") else None)
