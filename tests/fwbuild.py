@@ -17,6 +17,7 @@ from arena_tool.model import liveness
 from arena_tool.plan import planfile, planners
 from arena_tool.run import firmware
 from arena_tool.core.problem import ModelOptions
+from arena_tool.target.boards import Board
 
 REPO = Path(__file__).resolve().parent.parent
 FIRMWARE = REPO / "example_firmware"
@@ -63,8 +64,9 @@ def have_arm() -> bool:
     return shutil.which("arm-none-eabi-gcc") is not None and shutil.which("qemu-system-arm") is not None
 
 
-def build_elf(out: Path, generated: list[Path], board_name: str, arena_size: int) -> Path:
-    return firmware.build_elf(out, generated, board_name, arena_size, stack=8192,
+def build_elf(out: Path, generated: list[Path], board: Board | str, arena_size: int) -> Path:
+    board_name = board if isinstance(board, str) else board.name
+    return firmware.build_elf(out, generated, board, arena_size, stack=8192,
                               cflags=[*CFLAGS, "-O2", "-g", "-ffreestanding", "-ffunction-sections",
                                       "-fdata-sections", "-nostdlib"],
                               ldflags=["-Wl,--gc-sections"], libs=["-lgcc"], elf_name=f"{board_name}.elf")

@@ -6,12 +6,15 @@ QGemm shapes, same-shape QLinearAdd/QLinearMul and per-tensor QuantizeLinear/Deq
 each with K not a multiple of 4 and odd pixel and channel counts somewhere (the
 tails of the 2 x 2 blocks), plus the cases the fast paths hand back to the reference loops
 (weight zero points, a column longer than the stack buffer). All of them run in one host
-firmware (the portable C path, AddressSanitizer + UBSan) and under QEMU on mps2_an386
-(Cortex-M4) and mps2_an500 (Cortex-M7), the DSP path: every output equal to onnxruntime's.
+firmware (the portable C path, AddressSanitizer + UBSan), under QEMU on mps2_an386
+(Cortex-M4) and mps2_an500 (Cortex-M7), the DSP path, and on QEMU's mps2-an385 (Cortex-M3:
+no DSP extension, no FPU), the portable path on a target: every output equal to onnxruntime's.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,7 @@ import fwbuild
 from arena_tool.core.problem import ModelOptions
 from arena_tool.plan import planfile
 from arena_tool.run import qemu, verify
+from arena_tool.target import boards
 
 I8 = np.int8
 
@@ -204,16 +208,40 @@ def test_cases_reach_the_paths_they_name(built):
             assert step.workspace is not None, sym
 
 
-@pytest.mark.parametrize("board", ["mps2_an386", "mps2_an500"])
-def test_qemu_dsp_path_equals_the_host(built, board, tmp_path: Path):
-    """The same tables on Cortex-M4 / Cortex-M7 (DSP extension: SXTB16, SMLAD): every status
-    and every output identical to the host's, so to onnxruntime's."""
+DSP_OPS = ("smlad", "sxtb16", "sxtab16")
+
+
+def cortex_m3() -> boards.Board:
+    """QEMU's mps2-an385: AN386's memory map (hw/arm/mps2.c gives both the same SSRAMs and UART)
+    with a Cortex-M3, which has neither the DSP extension nor an FPU; no board file, as no one
+    ships firmware for it."""
+    an386 = boards.load_board("mps2_an386")
+    return dataclasses.replace(an386, name="mps2_an385", description="mps2_an386's map with a Cortex-M3",
+                               cpu=boards.Cpu("cortex-m3", "none", "soft"), qemu="mps2-an385")
+
+
+def _dsp_ops(elf: Path) -> set[str]:
+    """The DSP-extension mnemonics the ELF's code holds."""
+    text = subprocess.run([require_tool("arm-none-eabi-objdump"), "-d", str(elf)], check=True,
+                          capture_output=True, text=True).stdout
+    return {line.split("\t")[2].split(".")[0] for line in text.splitlines()
+            if line.count("\t") >= 2 and line.split("\t")[2].split(".")[0] in DSP_OPS}
+
+
+@pytest.mark.parametrize("board", ["mps2_an386", "mps2_an500", "mps2_an385"])
+def test_qemu_dsp_and_portable_paths_equal_the_host(built, board, tmp_path: Path):
+    """The same tables on Cortex-M4 / Cortex-M7 (DSP extension: SXTB16, SMLAD, both in the ELF)
+    and on a Cortex-M3 (the portable C path and soft-float requantization: neither in the ELF):
+    every status and every output identical to the host's, so to onnxruntime's."""
     require_tool("arm-none-eabi-gcc")
     require_tool("qemu-system-arm")
+    target = cortex_m3() if board == "mps2_an385" else boards.load_board(board)
     entries = [(sym, path, doc) for sym, (path, doc) in built["models"].items()]
     gen = fwbuild.generate(tmp_path, entries, board)
-    elf = fwbuild.build_elf(tmp_path, gen, board, max(doc.arena_size for _, _, doc in entries))
-    rc, text = qemu.run(str(elf), board.replace("_", "-"), timeout=120)
+    elf = fwbuild.build_elf(tmp_path, gen, target, max(doc.arena_size for _, _, doc in entries))
+    assert _dsp_ops(elf) == (set() if board == "mps2_an385" else {"smlad", "sxtb16", "sxtab16"}), board
+    assert target.qemu is not None
+    rc, text = qemu.run(str(elf), target.qemu, timeout=120)
     run = verify.parse_output(text)
     assert rc == 0 and run.status == built["run"].status, text[-2000:]
     for sym, outputs in built["run"].outputs.items():
