@@ -1,10 +1,16 @@
-"""bench: the random generator is seeded and network-shaped; the script runs and validates."""
+"""bench: the random generator is seeded and network-shaped; the script runs and validates;
+int8_io's checks hold on a model and catch a graph input planned into the arena."""
 
 from __future__ import annotations
 
-from arena_tool.core.problem import lower_bound
-from bench import bench
+from pathlib import Path
+
+from arena_tool.core.problem import ModelOptions, lower_bound
+from arena_tool.plan import planning
+from bench import bench, int8_io
 from bench.problems import random_problem
+
+KWS_INT8 = Path(__file__).resolve().parent.parent / "example_firmware" / "models" / "kws_int8.onnx"
 
 
 def test_generator_deterministic_and_sized() -> None:
@@ -25,3 +31,11 @@ def test_bench_runs_and_summarises(capsys) -> None:
     assert rc == 0
     assert "random-60-s5" in out and "random-60-s6" in out
     assert "optimal proved 2 of 2" in out and "geomean" in out and "INVALID" not in out
+
+
+def test_int8_io_measures_a_model_and_catches_io_in_the_arena() -> None:
+    row, fails = int8_io.measure(int8_io.Case("kws_int8", "shipped", KWS_INT8))
+    assert fails == [] and row.startswith("| kws_int8 | shipped | 8,000 | 8,000 | 8,000 | 8,000 | 512 | "), row
+    # a plan that keeps its I/O in the arena (io_buffers: arena) fails the caller check
+    in_arena = planning.plan_model(str(KWS_INT8), ModelOptions(io="int8"), "optimal", int8_io.PARAMS)
+    assert any(m.endswith("is packed in the arena") for m in int8_io.io_in_arena(KWS_INT8, in_arena))

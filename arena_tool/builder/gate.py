@@ -69,18 +69,11 @@ def model_use(name: str, plan_path: str, plan: PlanFile) -> ModelUse:
         name=name, planner=plan.planner, arena_size=plan.arena_size, lower_bound=plan.lower_bound,
         optimal=plan.optimal, status=str(plan.status), base=0, plan=project_path(plan_path),
         model=project_path(plan.model), model_sha256=plan.model_sha256, weights_bytes=plan.weights_bytes,
-        caller_io=caller_io_bytes(plan), unknown_scratch=plan.unknown_scratch or (),
+        caller_io=plan.caller_io, unknown_scratch=plan.unknown_scratch or (),
         patches=None if plan.patches is None else (plan.patches.stages, plan.patches.untiled_arena,
                                                    plan.patches.macs_untiled, plan.patches.macs),
     )
 
-
-def caller_io_bytes(plan: PlanFile) -> int:
-    """Bytes of the graph inputs and outputs the application owns (io_buffers: caller), 0 otherwise:
-    counted apart from the arena and its budget (they live wherever the application puts them)."""
-    if plan.options.io_buffers != "caller":
-        return 0
-    return sum(b.size for b in plan.buffers if b.kind in ("input", "output"))
 
 def plan_alignment(plan: PlanFile) -> int:
     """The alignment a model's slice needs: the plan's, or a buffer's above it."""

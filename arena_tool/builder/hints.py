@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, AbstractSet, Callable, Mapping, Sequence
 
+from arena_tool.core.dtypes import QUANTIZED
 from arena_tool.target.board_report import ModelUse
 
 if TYPE_CHECKING:
@@ -22,8 +23,10 @@ def better_region(target: BoardTarget, need: int, current: str, room: Callable[[
 def float_input_share(plan: PlanFile) -> tuple[str, float] | None:
     """(input, its share of the peak) when a float graph input that goes straight into a
     QuantizeLinear is at least half of the live bytes at the arena's peak: ``io: int8`` would take
-    it out. None for a plan that already has integer I/O or caller-owned buffers, or a float model."""
-    if plan.options.io != "model" or plan.options.io_buffers != "arena" or not plan.integer_ops:
+    it out. None for a plan that already has integer I/O or caller-owned buffers, a float model, or
+    one that ``io: int8`` would refuse (``int8_io_applies``)."""
+    if (plan.options.io != "model" or plan.options.io_buffers != "arena" or not plan.integer_ops
+            or not int8_io_applies(plan)):
         return None
     bufs = plan.in_arena
     group: dict[str, list[PlanBuffer]] = {}
@@ -39,13 +42,44 @@ def float_input_share(plan: PlanFile) -> tuple[str, float] | None:
     peak = max(live, default=0)
     at = live.index(peak) if peak else 0
     for b in bufs:
-        readers = [s for s in plan.schedule if b.name in s.inputs]
-        if (b.kind == "input" and b.dtype == "float32" and readers
-                and all(s.op_type == "QuantizeLinear" for s in readers) and b.root in spans):
+        if b.kind == "input" and b.dtype == "float32" and b.root in spans:
             size, a, e = spans[b.root]
             if a <= at <= e and 2 * size >= peak:
                 return b.name, size / peak
     return None
+
+
+def int8_io_applies(plan: PlanFile) -> bool:
+    """What lowering.boundary asks of ``io: int8``, read from the plan: each float input is read by
+    one QuantizeLinear alone and each float output made by a DequantizeLinear read by no op, at one
+    scale and zero point; a hint must not propose a choice the model would refuse."""
+    by_name = plan.by_name
+    readers: dict[str, list[str]] = {}
+    producer: dict[str, tuple[str, str]] = {}
+    for step in plan.schedule:
+        for x in dict.fromkeys(step.inputs):
+            readers.setdefault(x, []).append(step.op_type)
+        for y in step.outputs:
+            producer[y] = (step.op_type, step.inputs[0] if step.inputs else "")
+
+    def per_tensor(name: str) -> bool:
+        b = by_name.get(name)
+        return b is not None and b.quant is not None and len(b.quant.scale) == 1
+
+    outputs = {b.name for b in plan.buffers if b.kind == "output"}
+    for b in plan.buffers:
+        if b.dtype in QUANTIZED or b.kind not in ("input", "output"):
+            continue
+        if b.kind == "input":
+            reader = next((s for s in plan.schedule if b.name in s.inputs), None)
+            if readers.get(b.name) != ["QuantizeLinear"] or b.name in outputs or reader is None \
+                    or not per_tensor(reader.outputs[0]):
+                return False
+        else:
+            op_type, source = producer.get(b.name, ("", ""))
+            if op_type != "DequantizeLinear" or readers.get(b.name) or not per_tensor(source):
+                return False
+    return True
 
 
 def tries(target: BoardTarget, uses: Sequence[ModelUse], floats: AbstractSet[str], need: int, lb: int, *,

@@ -13,6 +13,8 @@ import re
 
 from arena_tool.core.errors import fail
 
+QUANTIZED = ("int8", "uint8", "int16", "uint16")  # element types a quantized tensor runs in
+
 # ONNX TensorProto.DataType code -> (name, bits per element). bool is one byte.
 _BY_CODE: dict[int, tuple[str, int]] = {
     1: ("float32", 32),

@@ -48,7 +48,7 @@ from arena_tool.model.onnx_fold import _run_node
 if TYPE_CHECKING:
     import onnx
 
-INTEGER = ("int8", "uint8", "int16", "uint16")  # element types a quantized tensor runs in
+INTEGER = dtypes.QUANTIZED
 _QRANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "uint16": (0, 65535)}
 _ONNX = ("", "ai.onnx")
 

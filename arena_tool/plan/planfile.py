@@ -329,6 +329,15 @@ class PlanFile:
         return tuple(b for b in self.buffers if b.kind not in ("input", "output"))
 
     @property
+    def caller_io(self) -> int:
+        """Bytes of the graph inputs and outputs the application owns (io_buffers: caller), 0
+        otherwise: counted apart from the arena and its budget (they live wherever the application
+        puts them), but RAM all the same."""
+        if self.options.io_buffers != "caller":
+            return 0
+        return sum(b.size for b in self.buffers if b.kind in ("input", "output"))
+
+    @property
     def by_name(self) -> dict[str, PlanBuffer]:
         """Buffer name -> its entry (a name listed twice: the last; ``check`` refuses that)."""
         return {b.name: b for b in self.buffers}

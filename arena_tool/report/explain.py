@@ -162,12 +162,13 @@ IO_CHOICES = (("io", "model", "int8"), ("io_buffers", "arena", "caller"))  # (op
 def io_choices(plan: PlanFile, planner: str, params: planners.Params) -> list[dict[str, Any]]:
     """What ``io: int8`` and ``io_buffers: caller`` save on this model: the model planned with the
     choice and without it (the one the plan did not make, re-planned from plan.model under the
-    plan's other options), or why a choice does not apply (a float model for io: int8)."""
+    plan's other options), or why a choice does not apply (a float model for io: int8). Each side's
+    caller-owned I/O bytes too: they leave the arena but still take the application's RAM."""
     out: list[dict[str, Any]] = []
     for key, default, choice in IO_CHOICES:
         chosen = getattr(plan.options, key) == choice
         row: dict[str, Any] = {"option": key, "choice": choice, "chosen": chosen, "without": None, "with": None,
-                               "saved": None, "why": None}
+                               "saved": None, "why": None, "caller_io_without": None, "caller_io_with": None}
         if plan.kind != "onnx":
             row["why"] = "applies to ONNX models"
             out.append(row)
@@ -176,13 +177,15 @@ def io_choices(plan: PlanFile, planner: str, params: planners.Params) -> list[di
         other = (dataclasses.replace(plan.options, io=value) if key == "io"
                  else dataclasses.replace(plan.options, io_buffers=value))
         try:
-            alt = planning.plan_model(plan.model, other, planner, params).plan.arena_size
+            alt = planning.plan_model(plan.model, other, planner, params).plan_file
         except ArenaError as e:
             row["why"] = e.msg
             out.append(row)
             continue
-        row["without"], row["with"] = (alt, plan.arena_size) if chosen else (plan.arena_size, alt)
+        without, with_ = (alt, plan) if chosen else (plan, alt)
+        row["without"], row["with"] = without.arena_size, with_.arena_size
         row["saved"] = row["without"] - row["with"]
+        row["caller_io_without"], row["caller_io_with"] = without.caller_io, with_.caller_io
         out.append(row)
     return out
 
@@ -195,8 +198,18 @@ def _io_lines(rows: list[dict[str, Any]]) -> list[str]:
             out.append(f"  {name:<20} does not apply: {r['why']}")
             continue
         state = "this plan" if r["chosen"] else "not this plan"
-        saves = (f"saves {fmt_bytes(r['saved'])} ({fmt_bytes(r['without'])} -> {fmt_bytes(r['with'])})"
-                 if r["saved"] > 0 else f"saves nothing here (arena {fmt_bytes(r['with'])} either way)")
+        c0, c1 = r["caller_io_without"], r["caller_io_with"]
+        if c0 == c1:
+            saves = (f"saves {fmt_bytes(r['saved'])} ({fmt_bytes(r['without'])} -> {fmt_bytes(r['with'])})"
+                     if r["saved"] > 0 else f"saves nothing here (arena {fmt_bytes(r['with'])} either way)")
+        elif c0 == 0:  # io_buffers: caller: the I/O leaves the arena for the application's own buffers
+            saves = ((f"saves {fmt_bytes(r['saved'])} ({fmt_bytes(r['without'])} -> {fmt_bytes(r['with'])})"
+                      if r["saved"] > 0 else f"saves nothing here (arena {fmt_bytes(r['with'])} either way)")
+                     + f", and the application's buffers hold the {fmt_bytes(c1)} of inputs and outputs")
+        else:  # io: int8 with caller-owned buffers: the application's buffers shrink too
+            arena = (f"{fmt_bytes(r['saved'])} of arena ({fmt_bytes(r['without'])} -> {fmt_bytes(r['with'])})"
+                     if r["saved"] else f"nothing in the arena ({fmt_bytes(r['with'])} either way)")
+            saves = f"saves {arena} and {fmt_bytes(c0 - c1)} of the application's buffers ({fmt_bytes(c0)} -> {fmt_bytes(c1)})"
         out.append(f"  {name:<20} {saves}; {state}")
     return out
 

@@ -171,3 +171,20 @@ def test_long_names_are_elided_in_the_middle(capsys, tmp_path):
     row = htmlreport.BufferRow(tensor, 6 * KB, "activation", "float32", 0, 1, (), 50.0)
     cell = htmlreport._buffer_table([row], True, "k.")
     assert f'title="{tensor}"' in cell and f">{short}</td>" in cell
+
+
+def test_io_choices_count_the_applications_buffers(capsys, tmp_path):
+    """io_buffers: caller takes the I/O out of the arena into the application's RAM, and io: int8
+    on such a plan shrinks those buffers even where the arena stays: explain says both."""
+    kws_int8 = KWS.replace("kws.onnx", "kws_int8.onnx")
+    r = explain_json(capsys, tmp_path, kws_int8, "--io-buffers", "caller")
+    rows = {row["option"]: row for row in r["savings"]["io"]}
+    q = rows["io"]  # float32 input and output (1,968 + 48 B at alignment 16) -> int8 (496 + 16 B)
+    assert (q["caller_io_without"], q["caller_io_with"], q["saved"]) == (2016, 512, 0)
+    c = rows["io_buffers"]
+    assert c["chosen"] and (c["caller_io_without"], c["caller_io_with"]) == (0, 2016)
+    _, out, _ = run(capsys, "explain", kws_int8, "--io-buffers", "caller")
+    assert ("io: int8             saves nothing in the arena (8,000 B either way) and 1,504 B of the "
+            "application's buffers (2,016 B -> 512 B); not this plan") in out
+    assert "io_buffers: caller   saves nothing here (arena 8,000 B either way), and the application's buffers " \
+           "hold the 2,016 B of inputs and outputs; this plan" in out
