@@ -32,8 +32,11 @@ bench/firmware.py and tests/fwbuild.py build with; compiler failures propagate a
 
 from __future__ import annotations
 
+import atexit
+import concurrent.futures
 import dataclasses
 import functools
+import hashlib
 import json
 import math
 import io
@@ -232,18 +235,74 @@ def _compile(cmd: list[str]) -> None:
     subprocess.run(cmd, check=True, capture_output=True, text=True)
 
 
-def host_command(out: Path, generated: Sequence[Path], cflags: Sequence[str] = HOST_CFLAGS,
-                 exe_name: str = "fw_host") -> list[str]:
-    out = Path(out)
-    return ["gcc", *cflags, f"-I{RUNTIME}", f"-I{out}", *map(str, runtime_sources()), *map(str, generated),
-            "-o", str(out / exe_name)]
+# The runtime's objects, compiled once per process for each compile command: a test session or a
+# benchmark builds hundreds of firmwares over the same runtime, which used to recompile it every
+# time (seconds each). The key holds the command and the bytes of every runtime file it can read,
+# so an edited source or header compiles again; linking the objects gives the ELF one gcc
+# command over the sources gave (same objects, same order).
+_OBJECTS: dict[tuple[str, ...], Path] = {}
+_OBJECT_DIR: list[Path] = []
+JOBS = 2  # compiles at a time
+
+
+def _runtime_digest() -> str:
+    h = hashlib.sha256()
+    for p in sorted(RUNTIME.rglob("*")):
+        if p.is_file() and p.suffix in (".c", ".h"):
+            h.update(p.relative_to(RUNTIME).as_posix().encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()
+
+
+def _object_dir() -> Path:
+    if not _OBJECT_DIR or not _OBJECT_DIR[0].is_dir():
+        d = Path(tempfile.mkdtemp(prefix="arena-objects-"))
+        atexit.register(shutil.rmtree, d, True)
+        _OBJECT_DIR[:] = [d]
+    return _OBJECT_DIR[0]
+
+
+def _build(compiler: str, cflags: Sequence[str], includes: Sequence[str], out: Path, runtime: Sequence[Path],
+           generated: Sequence[Path], link: Sequence[str], exe: Path) -> None:
+    """``compiler cflags includes -Iout runtime... generated... link -o exe``, with the runtime's
+    objects from the process's cache (compiled, ``JOBS`` at a time, where missing). The runtime's
+    files include only each other (quoted, found beside them or in ``includes``), never ``out``'s
+    generated headers, so their objects do not depend on ``out``. CalledProcessError when a
+    compile or the link fails."""
+    digest = _runtime_digest()
+    objects: list[Path] = []
+    todo: list[tuple[tuple[str, ...], list[str]]] = []
+    for src in runtime:
+        command = [compiler, *cflags, *includes, "-c", str(src)]
+        key = (digest, *command)
+        obj = _OBJECTS.get(key)
+        if obj is None or not obj.is_file():
+            obj = _object_dir() / f"{hashlib.sha256(repr(key).encode()).hexdigest()[:16]}_{src.stem}.o"
+            todo.append((key, [*command, "-o", str(obj)]))
+        objects.append(obj)
+    with concurrent.futures.ThreadPoolExecutor(JOBS) as pool:
+        failed = [e for e in pool.map(lambda t: _try_compile(t[1]), todo) if e is not None]
+    if failed:
+        raise failed[0]
+    for key, command in todo:
+        _OBJECTS[key] = Path(command[-1])
+    _compile([compiler, *cflags, *includes, f"-I{out}", *map(str, objects), *map(str, generated), *link,
+              "-o", str(exe)])
+
+
+def _try_compile(command: list[str]) -> subprocess.CalledProcessError | None:
+    try:
+        _compile(command)
+    except subprocess.CalledProcessError as e:
+        return e
+    return None
 
 
 def build_host(out: Path, generated: Sequence[Path], cflags: Sequence[str] = HOST_CFLAGS,
                exe_name: str = "fw_host") -> Path:
     """Compile the firmware natively; the executable. CalledProcessError when gcc fails."""
-    _compile(host_command(out, generated, cflags, exe_name))
-    return Path(out) / exe_name
+    out = Path(out)
+    _build("gcc", cflags, [f"-I{RUNTIME}"], out, runtime_sources(), generated, [], out / exe_name)
+    return out / exe_name
 
 
 def run_host(exe: Path, timeout: float = TIMEOUT) -> tuple[int, str]:
@@ -251,14 +310,6 @@ def run_host(exe: Path, timeout: float = TIMEOUT) -> tuple[int, str]:
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0", UBSAN_OPTIONS="print_stacktrace=1")
     p = subprocess.run([str(exe)], capture_output=True, text=True, timeout=timeout, env=env)
     return p.returncode, p.stdout + p.stderr
-
-
-def elf_command(out: Path, generated: Sequence[Path], board: Board, script: Path, elf: Path,
-                cflags: Sequence[str] = TARGET_CFLAGS, ldflags: Sequence[str] = TARGET_LDFLAGS,
-                libs: Sequence[str] = TARGET_LIBS) -> list[str]:
-    return ["arm-none-eabi-gcc", *board.cpu.gcc_flags(), *cflags, f"-I{RUNTIME}", f"-I{APP}", f"-I{out}",
-            str(APP / "startup.c"), *map(str, runtime_sources()), *map(str, generated),
-            *ldflags, f"-Wl,-T,{script}", *libs, "-o", str(elf)]
 
 
 def build_elf(out: Path, generated: Sequence[Path], board: Board | str, arena_size: int, *, stack: int = STACK,
@@ -278,7 +329,8 @@ def build_elf(out: Path, generated: Sequence[Path], board: Board | str, arena_si
     linker.write(str(script), linker.render(board, board.default_region, arena_size, stack, 0,
                                             arena_align=arena_align, regions=regions))
     elf = out / elf_name
-    _compile(elf_command(out, generated, board, script, elf, cflags, ldflags, libs))
+    _build("arm-none-eabi-gcc", [*board.cpu.gcc_flags(), *cflags], [f"-I{RUNTIME}", f"-I{APP}"], out,
+           [APP / "startup.c", *runtime_sources()], generated, [*ldflags, f"-Wl,-T,{script}", *libs], elf)
     return elf
 
 
