@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from arena_tool.plan.planners import Params, dlx, exact_cover, run
+from arena_tool.plan.planners import Params, exact_cover, run
 from arena_tool.plan.planners.decision import Decision
 from arena_tool.plan.planners.exact_cover import clique_points
 from arena_tool.core.problem import Buffer, Problem, Status
@@ -178,32 +178,6 @@ def test_clique_points_keep_only_maximal_live_sets():
     assert clique_points(bufs) == [1, 3]  # op 0's live set {a} is inside op 1's {a, b}
     chain = [Buffer("t0", 1, 0, 0), Buffer("t1", 1, 0, 1), Buffer("t2", 1, 1, 2), Buffer("t3", 1, 2, 2)]
     assert clique_points(chain) == [0, 1, 2]
-
-
-def _snapshot(ec: dlx.ExactCover):
-    return list(ec.U), list(ec.D), list(ec.S), list(ec.L), list(ec.R)
-
-
-def test_dlx_knuth_example_and_restore():
-    ec = dlx.ExactCover(7, 0)
-    for row in ([2, 4, 5], [0, 3, 6], [1, 2, 5], [0, 3], [1, 6], [3, 4, 6]):
-        ec.add_row(row)
-    before = _snapshot(ec)
-    outcome, rows = ec.solve(time.perf_counter() + 10)
-    assert (outcome, sorted(rows)) == (Decision.FOUND, [0, 3, 4])
-    assert _snapshot(ec) == before
-    ec.unlink_row(3)
-    assert ec.solve(time.perf_counter() + 10) == (Decision.INFEASIBLE, [])
-    ec.relink_row(3)
-    assert _snapshot(ec) == before
-
-
-def test_dlx_secondary_columns_are_optional():
-    ec = dlx.ExactCover(2, 2)
-    ec.add_row([0, 2])
-    ec.add_row([1, 2])
-    ec.add_row([1, 3])
-    assert ec.solve(time.perf_counter() + 10) == (Decision.FOUND, [0, 2])
 
 
 @pytest.mark.parametrize("deadline", [0.0, 0.05])
