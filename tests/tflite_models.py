@@ -8,11 +8,14 @@ from pathlib import Path
 import flatbuffers
 import numpy as np
 
+from arena_tool.cli import main
 from arena_tool.model import tflite_model
 
 fb = tflite_model.schema()
 
 from shared_paths import MLPERF  # noqa: E402  (ARENA_SHARED or ../shared)
+
+KWS_HYBRID = "keyword_spotting__kws_ref_model_float32.tflite"  # the MLPerf model TFLM refuses: hybrid
 
 
 def build(tensors, ops, inputs, outputs, subgraphs=1):
@@ -114,3 +117,17 @@ def pack(m) -> bytes:
     b = flatbuffers.Builder(1024)
     b.Finish(m.Pack(b), file_identifier=b"TFL3")
     return bytes(b.Output())
+
+
+def save(tmp_path: Path, name: str, data: bytes) -> str:
+    """Write model bytes to tmp_path/name; the path as a string."""
+    p = tmp_path / name
+    p.write_bytes(data)
+    return str(p)
+
+
+def run(capsys, *argv):
+    """arena-tool with ``argv``: (exit code, stdout, stderr)."""
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
