@@ -50,6 +50,13 @@ def require_shared(path: Path) -> Path:
     raise AssertionError("unreachable")
 
 
+def model_option_schemas() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The manifest and plan schemas, which list the model options (test_options, test_option_schemas)."""
+    from arena_tool.core import schema
+
+    return schema.load_schema("manifest"), schema.load_schema("plan")
+
+
 def light_models() -> list[Path]:
     """The real models that ship inside the onnx package."""
     import onnx

@@ -1,7 +1,6 @@
-"""runtime: tflm's TFLM sources, without compiling: the manifest's tflm: checks (one line, exit 2),
-``arena-tool run MODEL.tflite`` without a TFLM tree, the files and flags of the library
-(target.tflm_sources, read from the shared TFLM tree; skipped, saying so, where it is absent) and
-the generated model table (emit.tflm_app)."""
+"""runtime: tflm without compiling: the manifest's tflm: checks (one line, exit 2) and
+``arena-tool run MODEL.tflite`` without a TFLM tree (the library's files and flags:
+target/test_tflm_sources.py; the model table: emit/test_tflm_app.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ import pytest
 
 from arena_tool import cli
 from arena_tool.core.errors import ArenaError
-from arena_tool.emit import tflm_app
 from arena_tool.target import manifest, tflm_sources
 from conftest import require_shared
 from shared_paths import SHARED
@@ -58,34 +56,6 @@ def test_run_without_a_tree_is_one_line_exit_2(tmp_path: Path, monkeypatch: pyte
     assert cli.main(["run", str(model), "--board", "mps2_an500"]) == 2
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert len(err) == 1 and "--tflm" in err[0] and "ARENA_TFLM_DIR" in err[0], err
-
-
-def test_library_files_follow_the_ops_and_the_kernels() -> None:
-    root = str(require_shared(TREE))
-    regs = tflm_sources.registrations(root)
-    assert regs["CONV_2D"] == ("AddConv2D", "Register_CONV_2D")
-    assert regs["UNIDIRECTIONAL_SEQUENCE_LSTM"][0] == "AddUnidirectionalSequenceLSTM"
-    ref = tflm_sources.kernel_sources(root, "reference", ["CONV_2D"])
-    nn = tflm_sources.kernel_sources(root, "cmsis_nn", ["CONV_2D"])
-    k = "tensorflow/lite/micro/kernels/"
-    assert f"{k}conv.cc" in ref and f"{k}conv_common.cc" in ref and f"{k}cmsis_nn/conv.cc" not in ref
-    assert f"{k}cmsis_nn/conv.cc" in nn and f"{k}conv_common.cc" in nn and f"{k}conv.cc" not in nn  # one CONV_2D
-    assert f"{k}fully_connected.cc" not in ref  # only the model's ops
-    lstm = tflm_sources.kernel_sources(root, "reference", ["UNIDIRECTIONAL_SEQUENCE_LSTM"])
-    assert f"{k}lstm_eval.cc" in lstm and f"{k}lstm_eval_common.cc" in lstm
-    assert all(s.level == "-Os" for s in tflm_sources.library_sources(root, "reference", []) if "/kernels/" not in s.path)
-    assert "-DCMSIS_NN" in tflm_sources.cxx_flags("cmsis_nn") and "-DCMSIS_NN" not in tflm_sources.cxx_flags("reference")
-    with pytest.raises(ArenaError, match="no builtin kernel for op CUSTOM:SignalWindow"):
-        tflm_sources.resolver_methods(root, ["CUSTOM:SignalWindow"])
-
-
-def test_model_table_registers_exactly_the_models_ops() -> None:
-    e = tflm_app.TflmEntry("kws", ("AddConv2D", "AddSoftmax"), 1504, ("out 0", "Identity"), (b"\x01\x02",))
-    text = tflm_app.sources("mps2_an500", [e])
-    assert "MicroMutableOpResolver<2> kws_resolver;" in text
-    assert text.count("kws_resolver.AddConv2D()") == 1 and text.count(".Add") == 2
-    assert "tensor_arena + TENSOR_ARENA_BASE_KWS, 1504u" in text and '"out_0", "Identity"' in text
-    assert "kws_input0[2] = {" in text and text == tflm_app.sources("mps2_an500", [e])  # same bytes
 
 
 def test_the_plan_holds_the_scratch_of_the_kernels_the_firmware_links(tmp_path: Path) -> None:

@@ -17,31 +17,7 @@ from arena_tool.plan import planfile
 from arena_tool.target import manifest, option_schemas, yamlio
 from arena_tool.core.errors import ArenaError
 from arena_tool.core.problem import SCRATCHES, ModelOptions, option, option_fields
-
-
-def schemas() -> tuple[dict, dict]:
-    return schema.load_schema("manifest"), schema.load_schema("plan")
-
-
-def test_the_schemas_list_every_option_as_defined():
-    assert option_schemas.differences(*schemas()) == []
-    assert option_schemas.main() == 0
-
-
-def test_a_missed_schema_edit_is_named():
-    m, p = json.loads(json.dumps(schemas()))
-    del m["$defs"]["model_option_fields"]["properties"]["weights"]
-    m["$defs"]["model"]["properties"]["bogus"] = True
-    p["properties"]["options"]["properties"]["scratch"] = {"enum": ["none"]}
-    p["properties"]["options"]["required"].remove("inplace")
-    p["properties"]["alignment"]["minimum"] = 2  # the one option a plan states at its top level
-    lines = option_schemas.differences(m, p)
-    assert len(lines) == 5, lines
-    assert any(line.startswith("schemas/plan.schema.json properties.alignment: ") for line in lines)
-    assert any("model_option_fields.properties.weights: missing" in line for line in lines)
-    assert any("model.properties.bogus: no such model option" in line for line in lines)
-    assert any("options.properties.scratch" in line for line in lines)
-    assert any("options.required" in line for line in lines)
+from conftest import model_option_schemas
 
 
 def test_the_plan_file_states_the_options_where_the_schema_does():
@@ -125,9 +101,9 @@ def test_a_new_option_reaches_the_json_form_and_the_plan_schema():
     assert doc["tile"] == 4 and doc["fuse"] is False
     assert WithTile.from_doc(json.loads(json.dumps(doc))) == opts
     assert WithTile.from_doc({}) == WithTile()
-    lines = option_schemas.differences(*schemas(), cls=WithTile)  # the static schemas miss it: loudly
+    lines = option_schemas.differences(*model_option_schemas(), cls=WithTile)  # the static schemas miss it: loudly
     assert sum("tile" in line for line in lines) == 4 and sum("fuse" in line for line in lines) == 4
-    m, p = option_schemas.with_options(*schemas(), cls=WithTile)
+    m, p = option_schemas.with_options(*model_option_schemas(), cls=WithTile)
     assert option_schemas.differences(m, p, cls=WithTile) == []
     assert option_schemas.differences(m, p) != []  # and the real options no longer match those schemas
     plan_options = {k: v for k, v in doc.items() if k not in option_schemas.PLAN_TOP_LEVEL}
@@ -137,7 +113,7 @@ def test_a_new_option_reaches_the_json_form_and_the_plan_schema():
 
 
 def test_a_new_option_reaches_the_manifest(monkeypatch, tmp_path: Path):
-    m, _ = option_schemas.with_options(*schemas(), cls=WithTile)
+    m, _ = option_schemas.with_options(*model_option_schemas(), cls=WithTile)
     real = yamlio._validator
     monkeypatch.setattr(yamlio, "_validator",
                         lambda name: schema.validator_class()(m) if name == "manifest" else real(name))
