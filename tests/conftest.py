@@ -50,6 +50,15 @@ def require_shared(path: Path) -> Path:
     raise AssertionError("unreachable")
 
 
+def write_manifest(tmp: Path, text: str) -> str:
+    """``text`` as tmp/arena.yaml beside two empty model files it may name (m.onnx, n.onnx)."""
+    (tmp / "m.onnx").write_bytes(b"")
+    (tmp / "n.onnx").write_bytes(b"")
+    path = tmp / "arena.yaml"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
 def model_option_schemas() -> tuple[dict[str, Any], dict[str, Any]]:
     """The manifest and plan schemas, which list the model options (test_options, test_option_schemas)."""
     from arena_tool.core import schema

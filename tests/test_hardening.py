@@ -28,7 +28,6 @@ import models
 from arena_tool.core import files, schema
 from arena_tool.model import onnx_graph
 from arena_tool.target import boards, manifest, yamlio
-from arena_tool.builder import noop_cache
 from arena_tool.cli import main
 from arena_tool.core.errors import EXIT_USAGE, ArenaError
 
@@ -453,16 +452,6 @@ def test_scons_action_turns_an_oserror_into_exit_2(capsys: pytest.CaptureFixture
     err = capsys.readouterr().err
     assert info.value.code == 2 and "build/x.c: error: cannot access the file: No space left on device" in err
     assert "Traceback" not in err
-
-
-def test_truncated_manifest_cache_is_rebuilt(tmp_path: Path) -> None:
-    (tmp_path / "m.onnx").write_bytes(b"")
-    (tmp_path / "arena.yaml").write_text(MANIFEST)
-    cache = tmp_path / "build" / ".arena_manifest.json"
-    first = noop_cache.cached(str(tmp_path / "arena.yaml"), (), str(cache))
-    cache.write_text(cache.read_text()[:40])
-    assert noop_cache.cached(str(tmp_path / "arena.yaml"), (), str(cache)) == first
-    json.loads(cache.read_text())  # written anew, whole
 
 
 # ---------------------------------------------------------------- 5. model paths as written

@@ -14,6 +14,8 @@ import pytest
 from arena_tool.core import files
 from arena_tool.core.errors import ArenaError
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def test_a_path_inside_the_project_is_relative_with_forward_slashes(tmp_path: Path) -> None:
     inside = tmp_path / "models" / "kws.onnx"
@@ -61,3 +63,26 @@ def test_write_atomic_writes_text_and_bytes_as_ordinary_files(tmp_path: Path) ->
     files.write_atomic(text, "int y;\r\n")  # replaced whole, newlines as given
     assert text.read_bytes() == b"int y;\r\n"
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["a.c", "b.bin"]  # no temporary left
+
+
+def test_package_files_are_every_module_and_schema() -> None:
+    names = {os.path.relpath(f, ROOT).replace(os.sep, "/") for f in files.package_files()}
+    for needed in ("arena_tool/core/schema.py", "arena_tool/target/manifest.py", "arena_tool/plan/planners/__init__.py",
+                   "schemas/manifest.schema.json", "schemas/board.schema.json"):
+        assert needed in names
+    assert {n for n in names if n.startswith("arena_tool/") and n.endswith(".py")} == {
+        p.relative_to(ROOT).as_posix() for p in (ROOT / "arena_tool").rglob("*.py") if "__pycache__" not in p.parts}
+
+
+def test_files_digest_follows_the_bytes_and_the_last_two_path_parts(tmp_path: Path) -> None:
+    a, b = tmp_path / "one" / "core" / "x.py", tmp_path / "two" / "core" / "x.py"
+    for p in (a, b):
+        p.parent.mkdir(parents=True)
+        p.write_text("x = 1\n")
+    assert files.files_digest([str(a)]) == files.files_digest([str(b)])  # the same for every clone
+    b.write_text("x = 2\n")
+    assert files.files_digest([str(a)]) != files.files_digest([str(b)])
+    moved = tmp_path / "two" / "emit" / "x.py"
+    moved.parent.mkdir()
+    moved.write_text("x = 1\n")
+    assert files.files_digest([str(a)]) != files.files_digest([str(moved)])

@@ -9,19 +9,11 @@ from pathlib import Path
 import pytest
 
 from arena_tool.target import boards, manifest
-from arena_tool.builder import noop_cache
 from arena_tool.core.errors import ArenaError
+from conftest import write_manifest as write
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "example_firmware" / "arena.yaml"
-
-
-def write(tmp: Path, text: str) -> str:
-    (tmp / "m.onnx").write_bytes(b"")
-    (tmp / "n.onnx").write_bytes(b"")
-    path = tmp / "arena.yaml"
-    path.write_text(text, encoding="utf-8")
-    return str(path)
 
 
 def test_example_manifest_loads_every_shipped_board() -> None:
@@ -121,48 +113,6 @@ def test_keys_are_canonical(tmp_path: Path) -> None:
     assert one.models[0].key() == two.models[0].key()
     assert '"input_shapes":{"x":[1],"y":[2]}' in one.models[0].key()
     assert one.targets[0].key() == two.targets[0].key()
-
-
-def test_cached_load_skips_yaml_until_an_input_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = write(tmp_path, "models: [{name: a, path: m.onnx}]\nboards: [rpi_pico]\n")
-    cache = str(tmp_path / "build" / "cache.pickle")
-    first = noop_cache.load(path, (), cache)
-
-    def boom(*a: object, **k: object) -> None:
-        raise AssertionError("load called although nothing changed")
-
-    monkeypatch.setattr(manifest, "load", boom)
-    assert noop_cache.load(path, (), cache) == first
-    monkeypatch.undo()
-    Path(path).write_text("budget: 50%\nmodels: [{name: a, path: m.onnx}]\nboards: [rpi_pico]\n")
-    os.utime(path, ns=(1, 1))  # a different mtime even on coarse clocks
-    assert noop_cache.load(path, (), cache).targets[0].budget.percent == 50.0
-    os.remove(tmp_path / "m.onnx")  # a vanished model is noticed, not served from the cache
-    with pytest.raises(ArenaError, match="model file not found"):
-        noop_cache.load(path, (), cache)
-
-
-def test_the_cache_document_carries_the_whole_board(tmp_path: Path) -> None:
-    """to_doc/from_doc: every target keeps its Board (Board.to_json), the round trip is exact and
-    its text byte-identical; a cache of the previous format is not reused."""
-    import json
-
-    m = manifest.load(str(ROOT / "example_firmware" / "arena.yaml"))
-    doc = manifest.to_doc(m)
-    text = json.dumps(doc)
-    back = manifest.from_doc(json.loads(text))
-    assert back == m and json.dumps(manifest.to_doc(back)) == text
-    for t, d in zip(m.targets, doc["targets"]):
-        assert d["board"] == t.board.to_json() and d["board_file"] == t.board.file
-        assert d["gcc_flags"] == list(t.board.cpu.gcc_flags()) and d["key"] == t.key()
-    path = write(tmp_path, "models: [{name: a, path: m.onnx}]\nboards: [rpi_pico]\n")
-    cache = tmp_path / "cache.json"
-    noop_cache.cached(path, (), str(cache))
-    entry = json.loads(cache.read_text())
-    assert entry["key"][0] == noop_cache.FORMAT == 3
-    board = entry["manifest"]["targets"][0].pop("board")  # format 2 had copies of some board fields
-    cache.write_text(json.dumps(dict(entry, key=[2, *entry["key"][1:]])))
-    assert noop_cache.cached(path, (), str(cache))["targets"][0]["board"] == board
 
 
 def test_copying_the_example_keeps_it_valid(tmp_path: Path) -> None:
