@@ -1,13 +1,8 @@
-"""qemu: the qemu-system-arm command line, and what a missing QEMU or a firmware that never
-exits becomes (QEMU itself runs in the firmware tests)."""
+"""qemu: the qemu-system-arm command line (``qemu.run`` itself runs in the firmware tests, which
+are marked slow: tests/test_markers.py counts every call of it as running firmware)."""
 
 from __future__ import annotations
 
-import subprocess
-
-import pytest
-
-from arena_tool.core.errors import ArenaError
 from arena_tool.run import qemu
 
 
@@ -18,19 +13,3 @@ def test_the_command_runs_the_elf_with_semihosting_on_the_machine() -> None:
     timed = qemu.command("fw.elf", "mps2-an500", icount=True)
     assert timed[timed.index("-icount") + 1] == "shift=0" and sorted(set(timed) - set(cmd)) == ["-icount", "shift=0"]
 
-
-def test_a_missing_qemu_is_one_error_with_the_fix(monkeypatch) -> None:
-    monkeypatch.setattr(qemu.shutil, "which", lambda name: None)
-    with pytest.raises(ArenaError, match="qemu-system-arm is not installed") as info:
-        qemu.run("fw.elf", "mps2-an500")
-    assert "apt-get install qemu-system-arm" in (info.value.hint or "")
-
-
-def test_a_firmware_that_never_exits_is_stopped_with_the_timeout_status(monkeypatch) -> None:
-    def never(cmd, **kw):
-        raise subprocess.TimeoutExpired(cmd, kw["timeout"], output=b"booted\n")
-
-    monkeypatch.setattr(qemu.shutil, "which", lambda name: "/usr/bin/" + name)
-    monkeypatch.setattr(qemu.subprocess, "run", never)
-    status, out = qemu.run("fw.elf", "mps2-an500", timeout=0.5)
-    assert status == qemu.TIMEOUT_STATUS and out == "booted\n\nqemu: stopped after 0.5 s\n"
