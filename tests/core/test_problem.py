@@ -3,11 +3,15 @@ and byte counts are written), each against a plain re-computation."""
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 
 import pytest
 
-from arena_tool.core.problem import Buffer, align_up, arena_size, elide, fmt_bytes, lower_bound
+from arena_tool.core.problem import Buffer, Plan, Status, align_up, arena_size, elide, fmt_bytes, lower_bound
+
+SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "plan.schema.json"
 
 
 def _load_by_op(buffers: list[Buffer]) -> int:
@@ -55,3 +59,17 @@ def test_elide_keeps_both_ends_within_the_width() -> None:
 
 def test_fmt_bytes_groups_thousands() -> None:
     assert fmt_bytes(65536) == "65,536 B" and fmt_bytes(0) == "0 B"
+
+
+def test_schema_enum_is_the_status_enum() -> None:
+    schema = json.loads(SCHEMA.read_text())
+    assert schema["$defs"]["status"]["enum"] == [s.value for s in Status]
+    assert schema["properties"]["status"] == {"$ref": "#/$defs/status"}
+
+
+def test_plain_strings_convert_and_json_is_unchanged() -> None:
+    plan = Plan(offsets=(), arena_size=0, planner="naive", optimal=None, status="time_limit", lower_bound=0)
+    assert plan.status is Status.TIME_LIMIT and plan.status == "time_limit"
+    assert json.dumps({"status": plan.status}) == '{"status": "time_limit"}' and f"{plan.status}" == "time_limit"
+    with pytest.raises(ValueError):
+        Plan(offsets=(), arena_size=0, planner="naive", optimal=None, status="done", lower_bound=0)
