@@ -41,7 +41,7 @@ LAZY: dict[str, tuple[frozenset[str] | None, str]] = {
 # __main__ -> cli -> build_steps (`arena-tool generate` runs the SCons tool's steps) -> builder.noop_cache
 # (the manifest loader's cache) -> target.manifest (the loader checks planner names) -> plan.planners (the
 # registry) -> exact_cover -> optimal (exact_cover's byte-level proof) -> search -> sections -> core.problem;
-# run.tflm_firmware (plans, then runs the planned .tflite) and run.firmware (plans) stand at 9 beside it
+# beside it cli -> run.tflm_firmware (9) -> run.firmware and run.tflm (8) -> plan.planning (7, runs the registry)
 MAX_LAYERS = 11
 
 
