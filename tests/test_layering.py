@@ -38,10 +38,10 @@ LAZY: dict[str, tuple[frozenset[str] | None, str]] = {
                                      "has no pictures"),
 }
 # the longest chain of imports, counting the module itself (goal: 10). 11, each link a real use:
-# __main__ -> cli -> build_steps (`arena-tool generate` runs the SCons tool's steps) -> builder.noop_cache
-# (the manifest loader's cache) -> target.manifest (the loader checks planner names) -> plan.planners (the
-# registry) -> exact_cover -> optimal (exact_cover's byte-level proof) -> search -> sections -> core.problem;
-# beside it cli -> run.tflm_firmware (9) -> run.firmware and run.tflm (8) -> plan.planning (7, runs the registry)
+# __main__ -> cli -> build_steps (`arena-tool generate` runs the SCons tool's steps) -> run.firmware (plans)
+# or builder.noop_cache (the manifest loader's cache) -> plan.planning or target.manifest (the loader checks
+# planner names) -> plan.planners (the registry) -> exact_cover -> optimal (exact_cover's byte-level proof)
+# or greedy_size (its start) -> search or params -> sections or core.progress -> core.problem
 MAX_LAYERS = 11
 
 

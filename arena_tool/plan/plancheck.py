@@ -13,7 +13,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from arena_tool.model import liveness, patches, tflite_model, tflm_scratch
-from arena_tool.plan import split_arena
 from arena_tool.core.errors import ArenaError, CheckFailed
 from arena_tool.model.lowering import Lowered
 from arena_tool.plan.planfile import PlanBuffer, PlanFile, load, model_kind, quant_doc
@@ -148,7 +147,7 @@ def check(plan: PlanFile, mp: ModelProblem, plan_path: str, pairs: bool = True) 
     problems += _claims(plan, planned_as, optimal=pairs)
     problems += _tflm_scratch(plan, mp)
     if plan.is_split:
-        problems += split_arena.check(plan)
+        problems += check_split(plan)
     return problems
 
 
@@ -175,7 +174,7 @@ def _claims(plan: PlanFile, mp: ModelProblem, optimal: bool) -> list[str]:
     """What the plan says of itself: arena_size is where its buffers end (the gate reserves it), and
     an optimal claim is not above what greedy_size reaches on the same buffers (a cheap disproof)."""
     if plan.is_split:
-        return []  # regions.check: each region's arena_size and the sum
+        return []  # check_split: each region's arena_size and the sum
     top = max((b.offset + b.size for b in plan.in_arena), default=0)  # caller-owned I/O is not in it
     if plan.arena_size != top:
         return [f"arena_size {plan.arena_size} B, but its buffers end at {top} B"]
@@ -307,3 +306,34 @@ def require_valid(plan: PlanFile, mp: ModelProblem, plan_path: str) -> None:
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise CheckFailed(problems[0] + more, file=plan_path)
+
+
+def check_split(plan: PlanFile) -> list[str]:
+    """What a split plan says that does not add up (the pairs are checked per region by
+    check): every buffer in a listed region and inside its arena, each
+    region's arena_size the top of its buffers, the total their sum."""
+    problems: list[str] = []
+    regions = {r.name: r for r in plan.regions or ()}
+    tops = {name: 0 for name in regions}
+    region_of = {b.name: b.region for b in plan.buffers}
+    for b in plan.buffers:
+        name = b.region
+        if b.alias_of is not None and region_of.get(b.alias_of) != name:
+            problems.append(f"{b.name}: region {name!r}, but its alias root {b.alias_of} is in "
+                            f"{region_of.get(b.alias_of)!r}")
+        if name not in regions:
+            problems.append(f"{b.name}: region {name!r} is not one of the plan's regions "
+                            f"({', '.join(regions)})")
+            continue
+        end = b.offset + b.size
+        tops[name] = max(tops[name], end)
+        if end > regions[name].arena_size:
+            problems.append(f"{b.name}: ends at {end} B, past region {name}'s arena_size "
+                            f"{regions[name].arena_size} B")
+    for name, r in regions.items():
+        if r.arena_size != tops[name]:
+            problems.append(f"region {name}: arena_size {r.arena_size} B, its buffers end at {tops[name]} B")
+    total = sum(r.arena_size for r in regions.values())
+    if plan.arena_size != total:
+        problems.append(f"arena_size {plan.arena_size} B is not the sum of the regions' {total} B")
+    return problems

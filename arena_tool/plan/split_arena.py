@@ -423,37 +423,3 @@ def plan_split(mp: ModelProblem, lowered: Any, problem: Problem, caps: Sequence[
                       accessed_bytes=sum(access),
                       small_first_accessed=tuple(accessed_per_region(base, access, len(caps))) if base_ok else None)
     return Split(combined, tuple(region_plans), split, root_region)
-
-
-# ---------------------------------------------------------------- reading split plans
-
-
-def check(plan: PlanFile) -> list[str]:
-    """What a split plan says that does not add up (plancheck.check calls it; the pairs are
-    checked there, per region): every buffer in a listed region and inside its arena, each
-    region's arena_size the top of its buffers, the total their sum."""
-    problems: list[str] = []
-    regions = {r.name: r for r in plan.regions or ()}
-    tops = {name: 0 for name in regions}
-    region_of = {b.name: b.region for b in plan.buffers}
-    for b in plan.buffers:
-        name = b.region
-        if b.alias_of is not None and region_of.get(b.alias_of) != name:
-            problems.append(f"{b.name}: region {name!r}, but its alias root {b.alias_of} is in "
-                            f"{region_of.get(b.alias_of)!r}")
-        if name not in regions:
-            problems.append(f"{b.name}: region {name!r} is not one of the plan's regions "
-                            f"({', '.join(regions)})")
-            continue
-        end = b.offset + b.size
-        tops[name] = max(tops[name], end)
-        if end > regions[name].arena_size:
-            problems.append(f"{b.name}: ends at {end} B, past region {name}'s arena_size "
-                            f"{regions[name].arena_size} B")
-    for name, r in regions.items():
-        if r.arena_size != tops[name]:
-            problems.append(f"region {name}: arena_size {r.arena_size} B, its buffers end at {tops[name]} B")
-    total = sum(r.arena_size for r in regions.values())
-    if plan.arena_size != total:
-        problems.append(f"arena_size {plan.arena_size} B is not the sum of the regions' {total} B")
-    return problems

@@ -98,7 +98,7 @@ def test_kws_split_plan_fits_two_regions_not_one() -> None:
     assert all(r.arena_size <= r.capacity for r in plan.regions)
     assert plan.arena_size == sum(r.arena_size for r in plan.regions)
     assert plan.split.method == "exact" and plan.split.status == "proven"
-    assert split_arena.check(plan) == []
+    assert plancheck.check_split(plan) == []
     assert plancheck.check(plan, liveness.model_problem(KWS, opts), "kws.plan.json") == []
     # At least the accessed bytes of small-buffers-first in the fast region; the hottest buffer there.
     assert plan.regions[0].accessed_bytes >= plan.split.small_first_accessed[0]
@@ -129,7 +129,7 @@ def test_a_planner_above_capacity_falls_back_to_the_packing_that_proved_it() -> 
 # ---------------------------------------------------------------- the manifest and the gate
 
 
-def test_manifest_split_regions_and_weights(tmp_path: Path) -> None:
+def test_manifestcheck_split_and_weights(tmp_path: Path) -> None:
     proj = project(tmp_path / "p")
     path = str(proj / "example_firmware" / "arena.yaml")
     m = manifest.load(path)

@@ -22,7 +22,7 @@ import time
 
 from arena_tool.plan.planners.params import Params
 from arena_tool.plan.planners.clock import Deadline
-from arena_tool.plan.planners.placement import FIRST_FIT, heuristic_plan, place
+from arena_tool.plan.planners.placement import FIRST_FIT, heuristic_plan, place, start_order
 from arena_tool.core.problem import Plan, Problem
 
 
@@ -30,6 +30,6 @@ def plan(problem: Problem, params: Params) -> Plan:
     t0 = time.perf_counter()
     deadline = Deadline(t0 + params.time_limit)
     bufs = problem.buffers
-    order = sorted(range(len(bufs)), key=lambda i: (bufs[i].start, -bufs[i].end, i))
+    order = start_order(bufs)
     return heuristic_plan(problem, place(bufs, order, FIRST_FIT, deadline=deadline), "first_fit", t0,
                           deadline=deadline)

@@ -23,7 +23,7 @@ import time
 
 from arena_tool.plan.planners.params import Params
 from arena_tool.plan.planners.clock import Deadline
-from arena_tool.plan.planners.placement import FIRST_FIT, heuristic_plan, place
+from arena_tool.plan.planners.placement import FIRST_FIT, heuristic_plan, place, size_order
 from arena_tool.core.problem import Plan, Problem
 
 
@@ -31,6 +31,6 @@ def plan(problem: Problem, params: Params) -> Plan:
     t0 = time.perf_counter()
     deadline = Deadline(t0 + params.time_limit)
     bufs = problem.buffers
-    order = sorted(range(len(bufs)), key=lambda i: (-bufs[i].size, i))
+    order = size_order(bufs)
     return heuristic_plan(problem, place(bufs, order, FIRST_FIT, deadline=deadline), "greedy_size", t0,
                           deadline=deadline)

@@ -32,7 +32,6 @@ Worked example (TFLite Micro's TestGreedyMedium, (size, first, last)):
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import time
 from typing import Callable, Sequence
 
@@ -90,20 +89,15 @@ def greedy_layouts(buffers: Sequence[Buffer], deadline: Deadline | None = None) 
     return out
 
 
-def _registered_greedies(problem: Problem, params: Params, deadline: Deadline) -> list[list[int]]:
-    """Layouts of the first_fit / greedy_size planners, if another module provides them,
-    in the time left."""
+def _greedy_planners(buffers: Sequence[Buffer], deadline: Deadline) -> list[list[int]]:
+    """The first_fit and greedy_size planners' layouts, in the time left (each on its own
+    deadline, as those planners run: one cut short does not mark the search's clock hit)."""
     out = []
-    for mod in ("first_fit", "greedy_size"):
-        left = deadline.left()
-        if left <= 0:
+    for order in (placement.start_order, placement.size_order):
+        if deadline.left() <= 0:
             break
-        try:
-            m = importlib.import_module(f"arena_tool.plan.planners.{mod}")
-        except ImportError:
-            continue
-        p = m.plan(problem, dataclasses.replace(params, time_limit=left, progress=None))
-        out.append(list(p.offsets))
+        own = Deadline(deadline.at)
+        out.append(placement.place(buffers, order(buffers), placement.FIRST_FIT, deadline=own))
     return out
 
 
@@ -125,13 +119,13 @@ def _height(bufs: Sequence[Buffer], offs: Sequence[int]) -> int:
     return max((o + b.size for b, o in zip(bufs, offs)), default=0)
 
 
-def _seeds(problem: Problem, params: Params, clock: Deadline, incumbents: Sequence[Sequence[int]],
+def _seeds(problem: Problem, clock: Deadline, incumbents: Sequence[Sequence[int]],
            greedy: bool) -> list[list[int]]:
     """The layouts to start from: the incumbents, the greedy ones; at least one."""
     layouts = [list(o) for o in incumbents]
     if greedy:
         layouts += [o for _, o in greedy_layouts(problem.buffers, clock)]
-        layouts += _registered_greedies(problem, params, clock)
+        layouts += _greedy_planners(problem.buffers, clock)
     if not layouts:
         layouts = [greedy_layouts(problem.buffers, clock)[0][1]]
     return layouts
@@ -190,7 +184,7 @@ def minimize(problem: Problem, params: Params, incumbents: Sequence[Sequence[int
     progress = params.progress
     bufs = problem.buffers
     lb = lower_bound(bufs)
-    parts = _parts(bufs, _seeds(problem, params, clock, incumbents, greedy), lb)
+    parts = _parts(bufs, _seeds(problem, clock, incumbents, greedy), lb)
     global_bound = max((p.bound for p in parts), default=0)
     nodes = decisions = 0
 

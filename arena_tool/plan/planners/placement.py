@@ -198,6 +198,16 @@ def stack_rest(buffers: Sequence[Buffer], offsets: list[int | None], rest: Seque
     return [int(o) for o in offsets]  # type: ignore[arg-type]  # every one is set now
 
 
+def start_order(buffers: Sequence[Buffer]) -> list[int]:
+    """first_fit's order: by first op, the longer-lived first (a linear scan's arrivals)."""
+    return sorted(range(len(buffers)), key=lambda i: (buffers[i].start, -buffers[i].end, i))
+
+
+def size_order(buffers: Sequence[Buffer]) -> list[int]:
+    """greedy_size's order (TFLite Micro's greedy planner): the largest first."""
+    return sorted(range(len(buffers)), key=lambda i: (-buffers[i].size, i))
+
+
 def heuristic_plan(problem: Problem, offsets: Sequence[int], planner: str, t0: float,
                    stats: Sequence[tuple[str, int]] = (), deadline: Deadline | None = None,
                    lb: int | None = None) -> Plan:
