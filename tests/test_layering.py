@@ -197,3 +197,12 @@ def test_function_local_imports_are_only_the_documented_lazy_ones() -> None:
 @pytest.mark.parametrize("module", sorted(LAZY))
 def test_every_lazy_entry_is_still_needed(module: str) -> None:
     assert any(local for _, _, local in IMPORTS[module]), f"{module} imports nothing lazily: drop it from LAZY"
+
+
+def test_no_module_is_imported_by_name_at_run_time() -> None:
+    """importlib.import_module or __import__ would hide an edge from every check above."""
+    hidden = [f"{m}: {name}" for m, path in MODULES.items()
+              for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+              for name in [getattr(node, "attr", None) or getattr(node, "id", None)]
+              if name in ("import_module", "__import__")]
+    assert hidden == []
