@@ -51,7 +51,7 @@ def tflm_libraries(request: pytest.FixtureRequest,
     libs = {}
     for kernels in ("reference", "cmsis_nn"):
         spec = tflm_lib.LibrarySpec(root, kernels, OPS, cpu)
-        libs[kernels] = tflm_lib.build(spec, tflm_firmware.library_dir(spec), jobs=2)
+        libs[kernels] = tflm_lib.build(spec, tflm_firmware.library_dir(spec), 2, tflm_firmware.shared_dir(spec))
     yield libs
     if old is None:
         os.environ.pop(tflm_firmware.CACHE_ENV, None)
@@ -79,6 +79,21 @@ def test_kernels_the_core_does_not_run_are_refused(tflm_libraries: dict[str, str
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["run", str(HELLO), "--board", "mps2_an500", "--tflm", str(TREE), "--kernels", "cmsis_nn_mve"]) == 2
     assert "cortex-m7 runs cmsis_nn_dsp" in capsys.readouterr().err
+
+
+def test_the_kernel_sets_share_the_framework_objects(tflm_libraries: dict[str, str]) -> None:
+    """The CMSIS-NN library took the objects no file of which names CMSIS_NN from the shared folder
+    (the same bytes as the reference library's); micro_profiler.cc, which does, is compiled per set."""
+    root = str(TREE)
+    spec = tflm_lib.LibrarySpec(root, "cmsis_nn", OPS, tuple(boards.load_board("mps2_an500").cpu.gcc_flags()))
+    shared = Path(tflm_firmware.shared_dir(spec)) / "obj" / "tensorflow" / "lite" / "micro"
+    ref, nn = (Path(tflm_libraries[k]).parent / "obj" / "tensorflow" / "lite" / "micro" for k in ("reference", "cmsis_nn"))
+    assert "-DCMSIS_NN" in json.loads((nn / "micro_allocator.cmd").read_text())
+    assert "-DCMSIS_NN" not in json.loads((shared / "micro_allocator.cmd").read_text())
+    assert (shared / "micro_allocator.o").read_bytes() == (ref / "micro_allocator.o").read_bytes() == \
+        (nn / "micro_allocator.o").read_bytes()
+    assert not (shared / "micro_profiler.o").exists()
+    assert (ref / "micro_profiler.o").read_bytes() != (nn / "micro_profiler.o").read_bytes()
 
 
 SCONSTRUCT = """import os

@@ -17,6 +17,7 @@ import concurrent.futures
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from typing import Sequence
@@ -73,6 +74,34 @@ def _stale(obj: str, cmd_file: str, command: list[str]) -> bool:
     return any(not os.path.exists(d) or os.path.getmtime(d) > t for d in deps if d != "\\")
 
 
+KERNEL_DEFINE = "-DCMSIS_NN"  # the one flag the kernel sets' commands differ by (tflm_sources.defines)
+
+
+def _deps(obj: str) -> list[str]:
+    with open(obj[:-2] + ".d", encoding="utf-8") as f:
+        return [d for d in f.read().replace("\\\n", " ").split(":", 1)[1].split() if d != "\\"]
+
+
+def _reads_kernel_define(obj: str) -> bool:
+    """Whether a file the object was compiled from (its depfile: the source and every header but
+    the system ones) names the kernel define; one that names none compiles to the same bytes in
+    either kernel set."""
+    macro = KERNEL_DEFINE[2:].encode()
+    try:
+        for d in _deps(obj):
+            with open(d, "rb") as f:
+                if macro in f.read():
+                    return True
+    except (OSError, IndexError):
+        return True
+    return False
+
+
+def _neutral(command: list[str], obj: str, shared_obj: str) -> list[str]:
+    """The command without the kernel define, writing ``shared_obj``: the key of a shared object."""
+    return [shared_obj if a == obj else a for a in command if a != KERNEL_DEFINE]
+
+
 def _compile(command: list[str], cmd_file: str) -> str | None:
     """Run one compile; the compiler's first error line when it fails."""
     p = subprocess.run(command, capture_output=True, text=True)
@@ -84,9 +113,15 @@ def _compile(command: list[str], cmd_file: str) -> str | None:
     return None
 
 
-def build(spec: LibrarySpec, out_dir: str, jobs: int = 1) -> str:
+def build(spec: LibrarySpec, out_dir: str, jobs: int = 1, shared_dir: str | None = None) -> str:
     """Compile what changed and write ``out_dir/libtflm.a``; its path. ArenaError (exit 2) when
-    the tree does not compile (it names the file and the compiler's first error)."""
+    the tree does not compile (it names the file and the compiler's first error).
+
+    shared_dir: a folder the libraries of one tree and core share between kernel sets: an object
+    whose files never name ``CMSIS_NN`` (the framework's, all but micro_profiler.cc) is the same
+    in both sets, so it is kept there under its command without the define and copied from there
+    instead of compiled again (a few minutes of the second set's build). Builds that may run at
+    the same time (SCons's, one per kernel set) pass none."""
     tflm_sources.check_tree(spec.root)
     tflm_sources.check_kernels(spec.kernels, spec.root)
     root = os.path.abspath(spec.root)
@@ -100,10 +135,16 @@ def build(spec: LibrarySpec, out_dir: str, jobs: int = 1) -> str:
         objects.append(obj)
         if _stale(obj, obj[:-2] + ".cmd", command):
             os.makedirs(os.path.dirname(obj), exist_ok=True)
-            todo.append((src.path, command, obj[:-2] + ".cmd"))
+            if shared_dir is None or not _copy_shared(command, obj, shared_dir, src.path):
+                todo.append((src.path, command, obj[:-2] + ".cmd"))
     with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
         failures = [(path, err) for (path, _, _), err in
                     zip(todo, pool.map(lambda t: _compile(t[1], t[2]), todo)) if err is not None]
+    if shared_dir is not None:
+        for path, command, _ in todo:
+            obj = command[command.index("-o") + 1]
+            if path not in {p for p, _ in failures} and not _reads_kernel_define(obj):
+                _keep_shared(command, obj, shared_dir, path)
     if failures:
         path, err = failures[0]
         raise ArenaError(f"TFLite Micro does not compile: {path}: {err}", field="tflm.path",
@@ -125,6 +166,40 @@ def build(spec: LibrarySpec, out_dir: str, jobs: int = 1) -> str:
         if not same:
             os.replace(new, lib)
     return lib
+
+
+def _shared_obj(shared_dir: str, path: str) -> str:
+    return os.path.join(shared_dir, "obj", os.path.splitext(path)[0] + ".o")
+
+
+def _copy_shared(command: list[str], obj: str, shared_dir: str, path: str) -> bool:
+    """Take ``obj`` from the shared folder when it holds it for this command without the define
+    and none of its files names the define; whether it did."""
+    shared = _shared_obj(shared_dir, path)
+    if _stale(shared, shared[:-2] + ".cmd", _neutral(command, obj, shared)) or _reads_kernel_define(shared):
+        return False
+    _copy(shared, obj, command)
+    return True
+
+
+def _keep_shared(command: list[str], obj: str, shared_dir: str, path: str) -> None:
+    shared = _shared_obj(shared_dir, path)
+    os.makedirs(os.path.dirname(shared), exist_ok=True)
+    _copy(obj, shared, _neutral(command, obj, shared))
+
+
+def _copy(src: str, dst: str, command: list[str]) -> None:
+    """The object and depfile ``src`` to ``dst`` recorded as made by ``command``: the command file
+    goes first and comes back last, so an interrupted copy is compiled again, never trusted."""
+    stem, src_stem = dst[:-2], src[:-2]
+    if os.path.exists(stem + ".cmd"):
+        os.remove(stem + ".cmd")
+    for suffix in (".o", ".d"):
+        tmp = f"{stem}{suffix}.{os.getpid()}.tmp"
+        shutil.copyfile(src_stem + suffix, tmp)
+        os.replace(tmp, stem + suffix)
+    with open(stem + ".cmd", "w", encoding="utf-8") as f:
+        json.dump(command, f)
 
 
 def ops_of(paths: Sequence[str]) -> tuple[str, ...]:

@@ -75,6 +75,13 @@ def library_dir(spec: tflm_lib.LibrarySpec) -> str:
     return os.path.join(cache_dir(), "tflm", hashlib.sha256(key.encode()).hexdigest()[:16])
 
 
+def shared_dir(spec: tflm_lib.LibrarySpec) -> str:
+    """The folder the cached libraries of ``spec``'s tree, core and compiler share between kernel
+    sets (tflm_lib.build's ``shared_dir``: the framework's objects, compiled once)."""
+    key = json.dumps([os.path.abspath(spec.root), list(spec.cpu_flags), spec.prefix])
+    return os.path.join(cache_dir(), "tflm", "shared-" + hashlib.sha256(key.encode()).hexdigest()[:16])
+
+
 @dataclasses.dataclass(frozen=True)
 class Built:
     """One TFLM firmware: the ELF (or host executable), its library, the cflags of its own code."""
@@ -94,7 +101,7 @@ def build(out: Path, board: Board | None, root: str, kernels: str, models: Seque
     cpu = () if board is None else tuple(board.cpu.gcc_flags())
     op_names = tuple(sorted({op for e, _ in models for op in e.ops}))
     spec = tflm_lib.LibrarySpec(root, kernels, op_names, cpu, prefix)
-    lib = tflm_lib.build(spec, library_dir(spec), jobs)
+    lib = tflm_lib.build(spec, library_dir(spec), jobs, shared_dir(spec))
     sources: list[Path] = []
     for e, data in models:
         h, c = codegen.tflm_model_sources(e.symbol, data, 0, 0)
