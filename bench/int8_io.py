@@ -1,7 +1,7 @@
 """int8 inputs and outputs (``io: int8``) and caller-owned I/O buffers (``io_buffers: caller``)
 on every int8 model, against issue 21's floors.
 
-    python bench/int8_io.py [--quick] [--cache DIR]
+    python bench/int8_io.py [--quick] [--cache DIR] [--run BOARDS]
 
 The int8 models: tests/zoo.py's networks and every float model of tests/quantized.py (MLPerf
 Tiny's float ONNX networks where ../shared has them, the onnx package's light models), each
@@ -19,7 +19,16 @@ caller's buffers take, and one check per floor:
   the planner packed, not aliased by one, each at offset 0 of its own buffer, and
   ``arena-tool check`` finds nothing wrong with the plan.
 
-Exit status 1 when a check fails. ``--quick``: the zoo's MobileNetV2 and MLPerf's VWW and AD01,
+``--run host,mps2_an500``: also run every MCU-sized model (all but the onnx light models, too big
+for a microcontroller) through ``arena-tool run``'s own path (firmware.run: plan, generate, build,
+run on the host or under QEMU, compare with onnxruntime on the original model, seeded random
+input) with ``--io int8 --io-buffers caller`` and with ``--io-buffers caller`` alone, one column
+per board and combination: ``exact``, ``max abs err E`` (within arena-tool run's tolerance) or
+``FAIL ...``; a line per column sums them up. io: int8 alone is not run: a third run per model
+would add half again to the sweep's time, and tests/test_int8_io.py runs it (host and QEMU) on a
+sample.
+
+Exit status 1 when a check fails or a run does not match. ``--quick``: the zoo's MobileNetV2 and MLPerf's VWW and AD01,
 per channel, and the shipped int8 files.
 """
 
@@ -27,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import io
 import os
 import sys
 import tempfile
@@ -40,9 +50,11 @@ import onnx  # noqa: E402
 import quantized as Q  # noqa: E402
 import zoo  # noqa: E402
 
+from arena_tool.core.errors import ArenaError  # noqa: E402
 from arena_tool.core.problem import ModelOptions  # noqa: E402
 from arena_tool.model import liveness  # noqa: E402
 from arena_tool.plan import plancheck, planners, planning  # noqa: E402
+from arena_tool.run import firmware  # noqa: E402
 
 PARAMS = planners.Params(time_limit=5.0)
 VWW_QDQ_FLOOR = 55_296  # issue 21: VWW int8 QDQ, io: int8
@@ -53,16 +65,20 @@ SHIPPED = (Q.MLPERF_DIR / "visual_wake_words__vww_96_float_tflite2onnx_int8.onnx
            ROOT / "example_firmware" / "models" / "kws_int8.onnx")
 WAYS = {"model": ModelOptions(), "int8": ModelOptions(io="int8"), "caller": ModelOptions(io_buffers="caller"),
         "int8 + caller": ModelOptions(io="int8", io_buffers="caller")}
+# What --run runs each MCU-sized model with, on every board it names.
+RUNS = ("int8 + caller", "caller")
 QUICK = ("mobilenet_v2", "visual_wake_words__vww_96_float_tflite2onnx", "anomaly_detection__ad01_fp32_tflite2onnx")
 
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    """One int8 model: its row's name and form, and the file."""
+    """One int8 model: its row's name and form, and the file; mcu: small enough for --run (not an
+    onnx light model)."""
 
     name: str
     form: str
     path: Path
+    mcu: bool = True
 
 
 def _zoo_twin(name: str, fmt: str, pc: bool, cache: Path) -> Path:
@@ -91,7 +107,8 @@ def cases(cache: Path, quick: bool) -> Iterator[Case]:
     for path in Q.float_models():
         if not quick or path.stem in QUICK:
             for fmt, pc in ([Q.BIG[path.stem]] if path.stem in Q.BIG else forms):
-                yield Case(_short(path), f"{fmt} {'pc' if pc else 'pt'}", Q.quantized(path, fmt, pc, cache))
+                yield Case(_short(path), f"{fmt} {'pc' if pc else 'pt'}", Q.quantized(path, fmt, pc, cache),
+                           mcu=path.parent != Q.LIGHT_DIR)
     yield from (Case(p.name, "shipped", p) for p in SHIPPED if p.exists())
 
 
@@ -146,22 +163,71 @@ def measure(case: Case) -> tuple[str, list[str]]:
     return row, fails
 
 
-def main() -> int:
+def run_cell(case: Case, board: str, way: str) -> str:
+    """``arena-tool run MODEL --board BOARD`` with ``way``'s options, against onnxruntime:
+    ``exact``, ``max abs err E`` (a match within tolerance), ``FAIL ...`` or, for a model too big
+    for a microcontroller, ``not run``."""
+    if not case.mcu:
+        return "not run"
+    try:
+        code, doc = firmware.quiet_run(str(case.path), board, WAYS[way], "optimal", PARAMS, err=io.StringIO())
+    except ArenaError as e:  # the firmware failed (its report says no more), or a tool is missing
+        return f"FAIL {e.msg}"
+    if doc["result"] not in ("match", "mismatch"):
+        return f"FAIL {doc['result']}: {doc['error']}"
+    bad = [o["name"] for o in doc["outputs"] if not o["ok"]]
+    worst = firmware.worst_error(doc)
+    if code or bad:
+        return f"FAIL mismatch in {', '.join(bad)} (max abs err {worst:.3g})"
+    return "exact" if worst == 0 else f"max abs err {worst:.3g}"
+
+
+def run_summary(column: str, cells: list[str]) -> str:
+    """One line of --run's tally: how many of the models that ran matched exactly, within
+    tolerance, or failed."""
+    ran = [c for c in cells if c != "not run"]
+    exact = ran.count("exact")
+    fail = sum(c.startswith("FAIL") for c in ran)
+    return (f"{column}: {exact} of {len(ran)} exact, {len(ran) - exact - fail} within tolerance, {fail} FAIL"
+            + (f", {len(cells) - len(ran)} not run (onnx light models, too big for an MCU)" if len(ran) < len(cells)
+               else ""))
+
+
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="MobileNetV2, VWW and AD01 per channel, and the shipped files")
     ap.add_argument("--cache", help="folder for the quantized twins (default: a temporary one)")
-    args = ap.parse_args()
+    ap.add_argument("--run", metavar="BOARDS", help="also run every MCU-sized model on these boards (comma "
+                                                    "separated: host, mps2_an500, ...) against onnxruntime")
+    args = ap.parse_args(argv)
+    run_on = [b for b in (args.run or "").split(",") if b]
+    try:
+        for b in run_on:
+            firmware.require_tools(firmware.resolve_board(b))
+    except ArenaError as e:
+        print(f"int8_io: --run: {e.msg}" + (f" ({e.hint})" if e.hint else ""), file=sys.stderr)
+        return 2
+    columns = [(b, way) for b in run_on for way in RUNS]
     cache = Path(args.cache or tempfile.mkdtemp(prefix="arena-quantized-"))
     cache.mkdir(parents=True, exist_ok=True)
     print("| model | form | io: model | io: int8 | caller | int8 + caller | caller I/O B (int8) "
-          "| lower bounds (model / int8 / caller / both) | proven | floors |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---|---|")
+          "| lower bounds (model / int8 / caller / both) | proven | floors |"
+          + "".join(f" run {b}: {way} |" for b, way in columns))
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|---|" + "---|" * len(columns))
     failed = 0
+    ran: dict[tuple[str, str], list[str]] = {c: [] for c in columns}
     for case in cases(cache, args.quick):
         row, fails = measure(case)
-        failed += bool(fails)
-        print(row, flush=True)
-    print(f"\n{failed} model(s) fail a check" if failed else "\nevery check holds", file=sys.stderr)
+        cells = [run_cell(case, b, way) for b, way in columns]
+        for c, cell in zip(columns, cells):
+            ran[c].append(cell)
+        failed += bool(fails) or any(c.startswith("FAIL") for c in cells)
+        print(row + "".join(f" {c} |" for c in cells), flush=True)
+    if columns:
+        print()
+        for (b, way), cells in ran.items():
+            print(run_summary(f"run {b}: {way}", cells))
+    print(f"\n{failed} model(s) fail a check or a run" if failed else "\nevery check holds", file=sys.stderr)
     if not args.cache:
         print(f"(twins in {cache}; remove when done)", file=sys.stderr)
     return 1 if failed else 0

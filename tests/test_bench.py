@@ -1,5 +1,6 @@
 """bench: the random generator is seeded and network-shaped; the script runs and validates;
-int8_io's checks hold on a model and catch a graph input planned into the arena."""
+int8_io's checks hold on a model and catch a graph input planned into the arena; its --run skips
+the light models, tallies its cells and refuses an unknown board."""
 
 from __future__ import annotations
 
@@ -39,3 +40,13 @@ def test_int8_io_measures_a_model_and_catches_io_in_the_arena() -> None:
     # a plan that keeps its I/O in the arena (io_buffers: arena) fails the caller check
     in_arena = planning.plan_model(str(KWS_INT8), ModelOptions(io="int8"), "optimal", int8_io.PARAMS)
     assert any(m.endswith("is packed in the arena") for m in int8_io.io_in_arena(KWS_INT8, in_arena))
+
+
+def test_int8_io_run_skips_the_light_models_tallies_and_refuses_an_unknown_board(capsys) -> None:
+    light = int8_io.Case("light vgg19", "qdq pt", KWS_INT8, mcu=False)
+    assert int8_io.run_cell(light, "host", "caller") == "not run"  # no firmware built
+    line = int8_io.run_summary("run host: caller", ["exact", "max abs err 0.5", "FAIL mismatch in y", "not run"])
+    assert line == ("run host: caller: 1 of 3 exact, 1 within tolerance, 1 FAIL, "
+                    "1 not run (onnx light models, too big for an MCU)")
+    assert int8_io.main(["--run", "host,mps2_an9"]) == 2
+    assert capsys.readouterr().err.startswith("int8_io: --run: unknown board 'mps2_an9'")

@@ -987,25 +987,40 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
     return EXIT_CHECK_FAILED
 
 
+def quiet_run(model: str, board: str, options: ModelOptions, planner: str, params: planners.Params, *,
+              input_path: str | None = None, timeout: float = TIMEOUT, optimize: str | None = None,
+              err: TextIO | None = None) -> tuple[int, dict[str, Any]]:
+    """``run`` with its summary kept quiet, and its --json report (schemas/run.schema.json): for a
+    caller that sums up many runs in a line each (the run alias's samples, bench/int8_io.py --run).
+    ArenaError as ``run``'s (a firmware that fails raises after writing its report)."""
+    with tempfile.TemporaryDirectory(prefix="arena-run-") as tmp:
+        report = os.path.join(tmp, "run.json")
+        code = run(model, board, options, planner, params, input_path=input_path, json_path=report,
+                   timeout=timeout, out=io.StringIO(), err=err, optimize=optimize)
+        with open(report, encoding="utf-8") as f:
+            doc: dict[str, Any] = json.load(f)
+    return code, doc
+
+
+def worst_error(doc: dict[str, Any]) -> float:
+    """The largest max abs error over a run report's outputs (inf where one is not finite)."""
+    return max((math.inf if o["max_abs_error"] is None else float(o["max_abs_error"]) for o in doc["outputs"]),
+               default=0.0)
+
+
 def sample_match(spec: ModelSpec, board: str, sample: str, timeout: float = TIMEOUT,
                  optimize: str | None = None) -> tuple[str, bool]:
     """The run alias's check of a model with a manifest ``inputs:`` file: ``run``, as
     ``arena-tool run MANIFEST`` runs it (its own one-model firmware on ``board``, the shipped ELF
     untouched), its summary kept quiet; one line naming the file, and whether it matched."""
-    with tempfile.TemporaryDirectory(prefix="arena-run-") as tmp:
-        report = os.path.join(tmp, "run.json")
-        code = run(spec.path, board, spec.options, spec.planner,
-                   planners.Params(k=spec.k, time_limit=spec.time_limit), input_path=sample, json_path=report,
-                   timeout=timeout, out=io.StringIO(), optimize=optimize)
-        with open(report, encoding="utf-8") as f:
-            doc = json.load(f)
+    code, doc = quiet_run(spec.path, board, spec.options, spec.planner,
+                          planners.Params(k=spec.k, time_limit=spec.time_limit), input_path=sample,
+                          timeout=timeout, optimize=optimize)
     if doc["result"] not in ("match", "mismatch"):
         return f"{spec.name}: MISMATCH: {doc['error']} (input {sample})", False
-    outs = doc["outputs"]
-    bad = [o["name"] for o in outs if not o["ok"]]
-    worst = max((math.inf if o["max_abs_error"] is None else o["max_abs_error"] for o in outs), default=0.0)
+    bad = [o["name"] for o in doc["outputs"] if not o["ok"]]
     head = f"MISMATCH in {', '.join(bad)}" if bad else "outputs match onnxruntime"
-    return f"{spec.name}: {head} (max abs error {_e(worst)}, input {sample})", code == EXIT_OK and not bad
+    return f"{spec.name}: {head} (max abs error {_e(worst_error(doc))}, input {sample})", code == EXIT_OK and not bad
 
 
 def outputs_match(text: str, models: Sequence[tuple[str, str, PlanFile]]) -> tuple[list[str], bool]:
