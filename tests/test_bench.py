@@ -1,6 +1,6 @@
 """bench: the random generator is seeded and network-shaped; the script runs and validates;
 int8_io's checks hold on a model and catch a graph input planned into the arena; its --run skips
-the light models, tallies its cells and refuses an unknown board."""
+the light models, reports a failed run as a cell, tallies its cells and refuses an unknown board."""
 
 from __future__ import annotations
 
@@ -45,6 +45,9 @@ def test_int8_io_measures_a_model_and_catches_io_in_the_arena() -> None:
 def test_int8_io_run_skips_the_light_models_tallies_and_refuses_an_unknown_board(capsys) -> None:
     light = int8_io.Case("light vgg19", "qdq pt", KWS_INT8, mcu=False)
     assert int8_io.run_cell(light, "host", "caller") == "not run"  # no firmware built
+    # a run that fails (here before any build: a float model with io: int8) is a FAIL cell, not a crash
+    float_kws = int8_io.Case("kws", "float", KWS_INT8.with_name("kws.onnx"))
+    assert int8_io.run_cell(float_kws, "host", "int8").startswith("FAIL int8 I/O: input 'input' (float32)")
     line = int8_io.run_summary("run host: caller", ["exact", "max abs err 0.5", "FAIL mismatch in y", "not run"])
     assert line == ("run host: caller: 1 of 3 exact, 1 within tolerance, 1 FAIL, "
                     "1 not run (onnx light models, too big for an MCU)")
