@@ -156,6 +156,8 @@ CASES: dict[str, Any] = {
     "gemm_ref_trans0": lambda: qgemm(25, 2, 9, 5, trans_b=0),
     "gemm_ref_b_zp": lambda: qgemm(26, 1, 12, 4, b_zp=2),
     "gemm_n4_tail3": lambda: qgemm(27, 1, 21, 11),
+    "gemm_per_tensor_tail1": lambda: qgemm(33, 2, 8, 9, per_column=False),
+    "gemm_nobias_n8": lambda: qgemm(34, 1, 40, 8, bias=False),
     "add_same_shape": lambda: binary(28, "QLinearAdd", [1, 3, 5, 7]),
     "mul_same_shape": lambda: binary(29, "QLinearMul", [2, 9]),
     "add_ref_broadcast": lambda: binary(30, "QLinearAdd", [1, 4, 3, 3], [1, 4, 1, 1]),
