@@ -264,10 +264,10 @@ def _object_dir() -> Path:
 def _build(compiler: str, cflags: Sequence[str], includes: Sequence[str], out: Path, runtime: Sequence[Path],
            generated: Sequence[Path], link: Sequence[str], exe: Path) -> None:
     """``compiler cflags includes -Iout runtime... generated... link -o exe``, with the runtime's
-    objects from the process's cache (compiled, ``JOBS`` at a time, where missing). The runtime's
-    files include only each other (quoted, found beside them or in ``includes``), never ``out``'s
-    generated headers, so their objects do not depend on ``out``. CalledProcessError when a
-    compile or the link fails."""
+    objects from the process's cache (compiled where missing) and the generated C compiled to
+    objects beside it, ``JOBS`` compiles at a time. The runtime's files include only each other
+    (quoted, found beside them or in ``includes``), never ``out``'s generated headers, so their
+    objects do not depend on ``out``. CalledProcessError when a compile or the link fails."""
     digest = _runtime_digest()
     objects: list[Path] = []
     todo: list[tuple[tuple[str, ...], list[str]]] = []
@@ -279,14 +279,26 @@ def _build(compiler: str, cflags: Sequence[str], includes: Sequence[str], out: P
             obj = _object_dir() / f"{hashlib.sha256(repr(key).encode()).hexdigest()[:16]}_{src.stem}.o"
             todo.append((key, [*command, "-o", str(obj)]))
         objects.append(obj)
+    own: list[Path] = []  # the generated C, compiled beside it (not cached: it is this build's)
+    own_todo: list[list[str]] = []
+    for src in generated:
+        if src.suffix != ".c":
+            own.append(src)
+            continue
+        obj = out / f"{src.stem}.o"
+        if obj in own:
+            obj = out / f"{src.stem}_{len(own)}.o"
+        own.append(obj)
+        own_todo.append([compiler, *cflags, *includes, f"-I{out}", "-c", str(src), "-o", str(obj)])
     with concurrent.futures.ThreadPoolExecutor(JOBS) as pool:
-        failed = [e for e in pool.map(lambda t: _try_compile(t[1]), todo) if e is not None]
+        results = list(pool.map(_try_compile, [command for _, command in todo] + own_todo))
+    for (key, command), err in zip(todo, results):
+        if err is None:
+            _OBJECTS[key] = Path(command[-1])
+    failed = [e for e in results if e is not None]
     if failed:
         raise failed[0]
-    for key, command in todo:
-        _OBJECTS[key] = Path(command[-1])
-    _compile([compiler, *cflags, *includes, f"-I{out}", *map(str, objects), *map(str, generated), *link,
-              "-o", str(exe)])
+    _compile([compiler, *cflags, *map(str, objects), *map(str, own), *link, "-o", str(exe)])
 
 
 def _try_compile(command: list[str]) -> subprocess.CalledProcessError | None:
