@@ -51,6 +51,19 @@ def scons(cwd: Path, *args: str, seed: str = "0", pkg: Path = ROOT,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
 
 
+def outputs_under_hash_seeds(args: list[str], output: str, seeds: tuple[str, ...] = ("0", "12345")) -> list[bytes]:
+    """``python -m arena_tool ARGS`` once per PYTHONHASHSEED, each time the bytes of the file it
+    wrote (``output``, in which ``{seed}`` is the seed): the same inputs must give the same bytes."""
+    out = []
+    for seed in seeds:
+        path = output.format(seed=seed)
+        r = subprocess.run([sys.executable, "-m", "arena_tool", *(path if a == output else a for a in args)],
+                           env=dict(os.environ, PYTHONHASHSEED=seed), capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        out.append(Path(path).read_bytes())
+    return out
+
+
 def set_budget(proj: Path, board: str, budget: str) -> None:
     path = proj / "example_firmware" / "arena.yaml"
     text = path.read_text()

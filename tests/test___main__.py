@@ -3,23 +3,17 @@ main's exit status as the process's."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
 import models
+from builders import outputs_under_hash_seeds
 
 
 def test_console_script_and_byte_identical_plans(tmp_path):
     chain_path = str(models.save(models.chain(), tmp_path / "chain.onnx"))
-    docs = []
-    for seed in ("0", "12345"):
-        out_path = tmp_path / f"plan{seed}.json"
-        env = dict(os.environ, PYTHONHASHSEED=seed)
-        r = subprocess.run([sys.executable, "-m", "arena_tool", "plan", chain_path, "-o", str(out_path)],
-                           env=env, capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, r.stderr
-        docs.append(out_path.read_bytes())
+    out = str(tmp_path / "plan{seed}.json")
+    docs = outputs_under_hash_seeds(["plan", chain_path, "-o", out], out)
     assert docs[0] == docs[1]
 
 
