@@ -9,7 +9,7 @@ from arena_tool.core.dtypes import QUANTIZED
 from arena_tool.target.board_report import ModelUse
 
 if TYPE_CHECKING:
-    from arena_tool.plan.planfile import PlanBuffer, PlanFile
+    from arena_tool.plan.planfile import PlanBuffer, PlanFile, PlanStep
     from arena_tool.target.manifest_data import BoardTarget
 
 
@@ -54,11 +54,11 @@ def int8_io_applies(plan: PlanFile) -> bool:
     one QuantizeLinear alone and each float output made by a DequantizeLinear read by no op, at one
     scale and zero point; a hint must not propose a choice the model would refuse."""
     by_name = plan.by_name
-    readers: dict[str, list[str]] = {}
+    readers: dict[str, list[PlanStep]] = {}
     producer: dict[str, tuple[str, str]] = {}
     for step in plan.schedule:
         for x in dict.fromkeys(step.inputs):
-            readers.setdefault(x, []).append(step.op_type)
+            readers.setdefault(x, []).append(step)
         for y in step.outputs:
             producer[y] = (step.op_type, step.inputs[0] if step.inputs else "")
 
@@ -71,9 +71,8 @@ def int8_io_applies(plan: PlanFile) -> bool:
         if b.dtype in QUANTIZED or b.kind not in ("input", "output"):
             continue
         if b.kind == "input":
-            reader = next((s for s in plan.schedule if b.name in s.inputs), None)
-            if readers.get(b.name) != ["QuantizeLinear"] or b.name in outputs or reader is None \
-                    or not per_tensor(reader.outputs[0]):
+            rs = readers.get(b.name, [])
+            if [s.op_type for s in rs] != ["QuantizeLinear"] or b.name in outputs or not per_tensor(rs[0].outputs[0]):
                 return False
         else:
             op_type, source = producer.get(b.name, ("", ""))

@@ -141,9 +141,10 @@ def build(spec: LibrarySpec, out_dir: str, jobs: int = 1, shared_dir: str | None
         failures = [(path, err) for (path, _, _), err in
                     zip(todo, pool.map(lambda t: _compile(t[1], t[2]), todo)) if err is not None]
     if shared_dir is not None:
+        failed = {p for p, _ in failures}
         for path, command, _ in todo:
             obj = command[command.index("-o") + 1]
-            if path not in {p for p, _ in failures} and not _reads_kernel_define(obj):
+            if path not in failed and not _reads_kernel_define(obj):
                 _keep_shared(command, obj, shared_dir, path)
     if failures:
         path, err = failures[0]

@@ -199,17 +199,17 @@ def _io_lines(rows: list[dict[str, Any]]) -> list[str]:
             continue
         state = "this plan" if r["chosen"] else "not this plan"
         c0, c1 = r["caller_io_without"], r["caller_io_with"]
+        arena = (f"saves {fmt_bytes(r['saved'])} ({fmt_bytes(r['without'])} -> {fmt_bytes(r['with'])})"
+                 if r["saved"] > 0 else f"saves nothing here (arena {fmt_bytes(r['with'])} either way)")
         if c0 == c1:
-            saves = (f"saves {fmt_bytes(r['saved'])} ({fmt_bytes(r['without'])} -> {fmt_bytes(r['with'])})"
-                     if r["saved"] > 0 else f"saves nothing here (arena {fmt_bytes(r['with'])} either way)")
+            saves = arena
         elif c0 == 0:  # io_buffers: caller: the I/O leaves the arena for the application's own buffers
-            saves = ((f"saves {fmt_bytes(r['saved'])} ({fmt_bytes(r['without'])} -> {fmt_bytes(r['with'])})"
-                      if r["saved"] > 0 else f"saves nothing here (arena {fmt_bytes(r['with'])} either way)")
-                     + f", and the application's buffers hold the {fmt_bytes(c1)} of inputs and outputs")
+            saves = arena + f", and the application's buffers hold the {fmt_bytes(c1)} of inputs and outputs"
         else:  # io: int8 with caller-owned buffers: the application's buffers shrink too
-            arena = (f"{fmt_bytes(r['saved'])} of arena ({fmt_bytes(r['without'])} -> {fmt_bytes(r['with'])})"
-                     if r["saved"] else f"nothing in the arena ({fmt_bytes(r['with'])} either way)")
-            saves = f"saves {arena} and {fmt_bytes(c0 - c1)} of the application's buffers ({fmt_bytes(c0)} -> {fmt_bytes(c1)})"
+            in_arena = (f"{fmt_bytes(r['saved'])} of arena ({fmt_bytes(r['without'])} -> {fmt_bytes(r['with'])})"
+                        if r["saved"] else f"nothing in the arena ({fmt_bytes(r['with'])} either way)")
+            saves = (f"saves {in_arena} and {fmt_bytes(c0 - c1)} of the application's buffers "
+                     f"({fmt_bytes(c0)} -> {fmt_bytes(c1)})")
         out.append(f"  {name:<20} {saves}; {state}")
     return out
 
