@@ -1,5 +1,5 @@
-"""The blocked float32 kernels (kernels_float.c: the 4 x 4 GEMM tiles, the direct conv tiles and
-their clipped border pixels, im2col through the planned workspace, the depthwise interior path,
+"""The blocked float32 kernels (gemm_f32.c, conv_f32.c, depthwise_f32.c: the 4 x 4 GEMM tiles, the
+direct conv tiles and their clipped border pixels, im2col through the planned workspace, the depthwise interior path,
 Gemm/MatMul, the element-wise runs) compute what onnxruntime computes.
 
 Random single-op models, drawn from a fixed seed: Conv over shapes, strides, asymmetric pads,

@@ -187,5 +187,5 @@ def test_list_names_what_to_compile_and_link_and_makes_nothing(project: Path, ca
     assert got["depfile"] == [f"{b}/arena.d"] and f"{b}/arena_fragment.ld" in got["output"]
     assert got["source"][0] == f"{b}/gen/arena_board.c" and got["source"][1].endswith("/model_chain.c")
     assert got["script"] == [f"{project}/vendor/h743.ld"] and got["libdir"] == [f"{project}/vendor", b]
-    assert {os.path.basename(p) for p in got["runtime"]} >= {"arena_runtime.c", "kernels_float.c"}
+    assert {os.path.basename(p) for p in got["runtime"]} >= {"arena_runtime.c", "conv_f32.c"}
     assert "-mcpu=cortex-m7" in got["flag"] and "-std=c99" in got["cflag"]

@@ -2,7 +2,7 @@
 
 A depthwise Conv / QLinearConv (group == C == M, 2-D) whose input dies there may be planned
 with its output at the input's very offset and a one-channel workspace (H*W elements of the
-input's type). The kernels (kernels_float.c, kernels_quant.c) then copy input channel
+input's type). The kernels (depthwise_f32.c via conv_f32.c, qlinear_conv_q8.c) then copy input channel
 i = n*C + ch to the workspace and compute output channel i from the copy, in increasing i:
 output channel i's bytes never reach an input channel above i.
 

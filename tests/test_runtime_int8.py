@@ -1,4 +1,4 @@
-"""The int8 fast paths (arena_tool/runtime/kernels_int8.c) give exactly onnxruntime's codes.
+"""The int8 fast paths (arena_tool/runtime/*_int8.c) give exactly onnxruntime's codes.
 
 Random QLinearConv shapes (1x1, 3x3, KWS's 10x4, strided, padded, dilated, grouped, depthwise
 in place and not, 1-D), zero points, per-channel scales, biases and absorbed-Relu ranges, and

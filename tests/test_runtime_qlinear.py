@@ -1,4 +1,4 @@
-"""The quantized kernels (arena_tool/runtime/kernels_qlinear.c, kernels_quant.c) compute what
+"""The quantized kernels (arena_tool/runtime/*_q8.c, quant_support.c) compute what
 onnxruntime computes, within one quantization step, for int8 and uint8 tensors.
 
 Small models built here, QOperator (com.microsoft contrib ops, as onnxruntime's quantizer

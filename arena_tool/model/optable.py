@@ -94,7 +94,7 @@ CONCAT = _rt("CONCAT", "concat", "axis")
 BATCH_NORM = _rt("BATCH_NORM", "batch_norm", "epsilon")
 QUANTIZE_LINEAR = _rt("QUANTIZE_LINEAR", "quantize", "axis")
 DEQUANTIZE_LINEAR = _rt("DEQUANTIZE_LINEAR", "dequantize", "axis")
-# Quantized (QOperator and lowered QDQ; kernels_qlinear.c): scales and zero points are inputs
+# Quantized (QOperator and lowered QDQ; the *_q8.c kernels, int8 fast paths in *_int8.c): scales and zero points are inputs
 # in onnxruntime's QOperator order.
 QLINEAR_CONV = _rt("QLINEAR_CONV", "qlinear_conv")
 QLINEAR_MATMUL = _rt("QLINEAR_MATMUL", "qlinear_matmul")
@@ -108,7 +108,7 @@ QLINEAR_SOFTMAX = _rt("QLINEAR_SOFTMAX", "qlinear_softmax")
 QLINEAR_SIGMOID = _rt("QLINEAR_SIGMOID", "qlinear_unary")
 QLINEAR_LEAKY_RELU = _rt("QLINEAR_LEAKY_RELU", "qlinear_unary")
 QLINEAR_HARD_SWISH = _rt("QLINEAR_HARD_SWISH", "qlinear_unary")
-# Layout and more element-wise ops (kernels_shape.c, kernels_float.c).
+# Layout and more element-wise ops (transpose.c, pad.c, ..., unary_f32.c, binary_f32.c).
 TRANSPOSE = _rt("TRANSPOSE", "transpose", "ints: perm[rank]")
 PAD = _rt("PAD", "pad", "ints: begin[rank], end[rank]; axis: mode 0 constant 1 reflect 2 edge; value")
 SLICE = _rt("SLICE", "slice", "ints: per input dim d, interleaved: start[d], step[d] (normalized, in range)")

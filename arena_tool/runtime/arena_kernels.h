@@ -29,8 +29,8 @@ float arena_sqrtf(float x);
 float arena_logf(float x);
 float arena_rintf(float x); /* round half to even, as ONNX quantization does */
 
-/* The kernels the dispatch calls (arena_ops.h; kernels_float.c, kernels_quant.c, kernels_qlinear.c,
- * kernels_shape.c): one per line of the op table's runtime ops, each returns an arena_status_t. */
+/* The kernels the dispatch calls (arena_ops.h; one file per op and element type, <op>_<dtype>.c):
+ * one per line of the op table's runtime ops, each returns an arena_status_t. */
 #define ARENA_KERNEL(kernel) int kernel(const arena_ctx_t *c);
 #include "arena_ops.h"
 #undef ARENA_KERNEL
@@ -43,7 +43,7 @@ float arena_rintf(float x); /* round half to even, as ONNX quantization does */
 typedef int (*arena_kernel_t)(const arena_ctx_t *c);
 extern const arena_kernel_t arena_kernels[ARENA_OP_COUNT];
 
-/* Quantization helpers shared by the quantized kernels (kernels_quant.c documents them). */
+/* Quantization helpers shared by the quantized kernels (quant_support.c documents them). */
 int32_t arena_q_load(const arena_tensor_t *t, const void *data, uint32_t i);
 void arena_q_put(void *data, uint32_t i, int32_t q);
 int32_t arena_q_round(float v, int32_t zp, int32_t lo, int32_t hi);
@@ -53,7 +53,7 @@ int32_t arena_q_zp(const arena_ctx_t *c, int z, uint32_t k);
 int arena_q_check(const arena_ctx_t *c, int x, uint32_t n);
 int arena_q_out(const arena_ctx_t *c, int s, int32_t *lo, int32_t *hi);
 
-/* A conv's sizes, NCHW (a rank-3 1-D conv runs as H = 1); kernels_quant.c checks them. */
+/* A conv's sizes, NCHW (a rank-3 1-D conv runs as H = 1); qlinear_conv_q8.c checks them. */
 typedef struct {
     int32_t n, c, h, w;     /* input */
     int32_t m, oh, ow;      /* output channels and size */
@@ -61,7 +61,7 @@ typedef struct {
     int32_t kk;             /* cg * KH * KW: one output pixel's dot product length */
 } arena_conv_dims_t;
 
-/* kernels_int8.c: the int8 x int8 fast paths (weight zero points 0); 1 when they ran the
+/* The int8 x int8 fast paths (conv_int8.c, add_mul_int8.c, quantize_int8.c, fully_connected_int8.c) (weight zero points 0); 1 when they ran the
  * op, 0 when it is not theirs (the caller runs its reference loop). dw_temp: a depthwise
  * conv's in-place channel temp, or NULL. */
 int arena_i8_conv(const arena_ctx_t *c, const arena_conv_dims_t *d, int32_t lo, int32_t hi, void *dw_temp);

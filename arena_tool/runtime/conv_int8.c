@@ -1,0 +1,247 @@
+/* QLinearConv's int8 fast path for a conv that is not depthwise (arena_i8_conv; the depthwise
+ * form is depthwise_int8.c's): a GEMM of weight rows by im2col columns, 2 channels x 2 pixels.
+ *
+ * Workspace: the op's planned workspace (lowering.workspace_of: Cin/group * KH * KW bytes per
+ * output pixel, one output row's worth under scratch: row, all of them under scratch: full)
+ * holds as many pixels' columns as fit; without one, COL_STACK_BYTES on the stack. A 1x1
+ * stride-1 unpadded conv needs none (its columns are the input's channels, copied a slab at a
+ * time). When not one pixel's column fits, the reference loop runs. */
+#include "support_int8.h"
+
+/* Bytes of the stack buffer for im2col columns when the op has no workspace: at least
+ * one pixel's column (kk bytes) must fit, else the reference loop runs. */
+#define COL_STACK_BYTES 1024
+
+/* The dot products of weight rows w and w + K with columns x and x + K, each column
+ * element minus zp: s[0] = w.x, s[1] = w.(x + K), s[2] = (w + K).x, s[3] = (w + K).(x + K).
+ * Not inlined: its loop gets every register (4 sums, zp, 2 pointers, K, the end). */
+static __attribute__((noinline)) void dot2x2(int32_t s[4], const int8_t *w, const int8_t *x, int32_t K, int32_t zp)
+{
+    int32_t s00 = 0, s01 = 0, s10 = 0, s11 = 0, k, n = K;
+#if defined(__ARM_FEATURE_DSP)
+    uint32_t nz = ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u;
+    const int8_t *end = x + (K & ~3);
+/* One step of 4 taps at offset o: both columns against both rows. */
+#define STEP2X2(o)                                                                                                  \
+    do {                                                                                                            \
+        uint32_t a = ld4(x + (o)), u = ld4(w + (o)), b, v, b0, b1, v0, v1;                                          \
+        uint32_t a0 = LO16(a, nz), a1 = HI16(a, nz), u0 = W_LO(u), u1 = W_HI(u);                                    \
+        s00 = MAC2(u0, a0, s00);                                                                                    \
+        s00 = MAC2(u1, a1, s00);                                                                                    \
+        b = ld4(x + K + (o));                                                                                       \
+        b0 = LO16(b, nz);                                                                                           \
+        b1 = HI16(b, nz);                                                                                           \
+        s01 = MAC2(u0, b0, s01);                                                                                    \
+        s01 = MAC2(u1, b1, s01);                                                                                    \
+        v = ld4(w + K + (o));                                                                                       \
+        v0 = W_LO(v);                                                                                               \
+        v1 = W_HI(v);                                                                                               \
+        s10 = MAC2(v0, a0, s10);                                                                                    \
+        s10 = MAC2(v1, a1, s10);                                                                                    \
+        s11 = MAC2(v0, b0, s11);                                                                                    \
+        s11 = MAC2(v1, b1, s11);                                                                                    \
+    } while (0)
+    if (K & 4) {
+        STEP2X2(0);
+        x += 4;
+        w += 4;
+    }
+    for (; x != end; x += 8, w += 8) {
+        STEP2X2(0);
+        STEP2X2(4);
+    }
+#undef STEP2X2
+    n = K & 3;
+#endif
+    for (k = 0; k < n; ++k) {
+        int32_t a = (int32_t)x[k] - zp, b = (int32_t)x[k + K] - zp, u = w[k], v = w[k + K];
+        s00 += u * a;
+        s01 += u * b;
+        s10 += v * a;
+        s11 += v * b;
+    }
+    s[0] = s00;
+    s[1] = s01;
+    s[2] = s10;
+    s[3] = s11;
+}
+
+/* Column bytes of a window inside the plane: per channel, KH rows of KW taps. Leaf
+ * functions (not inlined), so their loops keep their variables in registers. */
+static __attribute__((noinline)) int8_t *window(int8_t *col, const int8_t *xr, int32_t cg, int32_t plane,
+                                                int32_t KH, int32_t KW, int32_t row, int32_t dw)
+{
+    int32_t ci, ky, kx;
+    if (KW == 3 && dw == 1) {
+        for (ci = 0; ci < cg; ++ci, xr += plane) {
+            const int8_t *r = xr;
+            for (ky = 0; ky < KH; ++ky, r += row, col += 3) {
+                col[0] = r[0];
+                col[1] = r[1];
+                col[2] = r[2];
+            }
+        }
+        return col;
+    }
+    for (ci = 0; ci < cg; ++ci, xr += plane) {
+        const int8_t *r = xr;
+        for (ky = 0; ky < KH; ++ky, r += row) {
+            for (kx = 0; kx < KW; ++kx) {
+                *col++ = r[kx * dw];
+            }
+        }
+    }
+    return col;
+}
+
+/* col[p][ci] = src[ci * plane + p] for np pixels, K = cg bytes a column: a 1x1 conv's
+ * columns (stride 1, no padding), four channels a step. */
+static __attribute__((noinline)) void slab(int8_t *col, const int8_t *src, int32_t cg, int32_t plane, int32_t np,
+                                           int32_t K)
+{
+    int32_t ci = 0, p;
+    for (; ci + 4 <= cg; ci += 4, src += 4 * plane) {
+        const int8_t *s0 = src, *s1 = s0 + plane, *s2 = s1 + plane, *s3 = s2 + plane;
+        int8_t *dst = col + ci;
+        for (p = 0; p < np; ++p, dst += K) {
+            dst[0] = s0[p];
+            dst[1] = s1[p];
+            dst[2] = s2[p];
+            dst[3] = s3[p];
+        }
+    }
+    for (; ci < cg; ++ci, src += plane) {
+        int8_t *dst = col + ci;
+        for (p = 0; p < np; ++p, dst += K) {
+            *dst = src[p];
+        }
+    }
+}
+
+/* im2col of output pixels [p0, p0 + np) (flat over OH * OW) of image n, group g into
+ * col[p][k]; taps in the padding hold x_zp. */
+static void im2col(const int8_t *x, const arena_conv_dims_t *d, const arena_attrs_t *a, int32_t n, int32_t g,
+                   int32_t p0, int32_t np, int8_t x_zp, int8_t *col)
+{
+    const int8_t *xg = x + (size_t)(n * d->c + g * d->cg) * (size_t)d->h * (size_t)d->w;
+    int32_t plane = d->h * d->w, p, ci, ky, kx, oh, ow;
+    int32_t KH = a->kernel[0], KW = a->kernel[1], dh = a->dilations[0], dw = a->dilations[1];
+    if (KH == 1 && KW == 1 && a->strides[0] == 1 && a->strides[1] == 1 && a->pads[0] == 0 && a->pads[1] == 0
+        && d->oh == d->h && d->ow == d->w) {
+        slab(col, xg + p0, d->cg, plane, np, d->kk);
+        return;
+    }
+    oh = p0 / d->ow;
+    ow = p0 - oh * d->ow;
+    for (p = 0; p < np; ++p) {
+        int32_t ih0 = oh * a->strides[0] - a->pads[0], iw0 = ow * a->strides[1] - a->pads[1];
+        if (ih0 >= 0 && ih0 + (KH - 1) * dh < d->h && iw0 >= 0 && iw0 + (KW - 1) * dw < d->w) {
+            col = window(col, xg + ih0 * d->w + iw0, d->cg, plane, KH, KW, dh * d->w, dw);
+        } else {
+            for (ci = 0; ci < d->cg; ++ci) {
+                const int8_t *xc = xg + (size_t)ci * (size_t)plane;
+                for (ky = 0; ky < KH; ++ky) {
+                    int32_t ih = ih0 + ky * dh;
+                    for (kx = 0; kx < KW; ++kx) {
+                        int32_t iw = iw0 + kx * dw;
+                        *col++ = ih >= 0 && ih < d->h && iw >= 0 && iw < d->w ? xc[ih * d->w + iw] : x_zp;
+                    }
+                }
+            }
+        }
+        if (++ow == d->ow) {
+            ow = 0;
+            ++oh;
+        }
+    }
+}
+
+/* Output channels [m0, m1) of group g over the np columns in col (pixels p0 ...). */
+static void conv_gemm(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q, const cparams_t *cp,
+                      int32_t n, int32_t m0, int32_t m1, int32_t p0, int32_t np, const int8_t *col, int32_t x_zp)
+{
+    const int8_t *w = (const int8_t *)arena_in_data(c, 3);
+    int8_t *y = (int8_t *)arena_out_data(c, 0);
+    size_t ohw = (size_t)d->oh * (size_t)d->ow, K = (size_t)d->kk;
+    int32_t m, p, s[4];
+    for (m = m0; m + 1 < m1; m += 2) {
+        chan_t c0 = chan(cp, m), c1 = chan(cp, m + 1);
+        const int8_t *w0 = w + (size_t)m * K;
+        int8_t *y0 = y + (size_t)(n * d->m + m) * ohw + (size_t)p0, *y1 = y0 + ohw;
+        for (p = 0; p + 1 < np; p += 2) {
+            dot2x2(s, w0, col + (size_t)p * K, d->kk, x_zp);
+            y0[p] = store(q, &c0, s[0]);
+            y0[p + 1] = store(q, &c0, s[1]);
+            y1[p] = store(q, &c1, s[2]);
+            y1[p + 1] = store(q, &c1, s[3]);
+        }
+        if (p < np) {
+            arena_i8_dot2x1(s, w0, col + (size_t)p * K, d->kk, x_zp);
+            y0[p] = store(q, &c0, s[0]);
+            y1[p] = store(q, &c1, s[1]);
+        }
+    }
+    if (m < m1) {
+        chan_t c0 = chan(cp, m);
+        const int8_t *w0 = w + (size_t)m * K;
+        int8_t *y0 = y + (size_t)(n * d->m + m) * ohw + (size_t)p0;
+        for (p = 0; p < np; ++p) {
+            y0[p] = store(q, &c0, dot1x1(w0, col + (size_t)p * K, d->kk, x_zp));
+        }
+    }
+}
+
+/* A conv that is not depthwise: im2col columns of as many pixels as the buffer (the
+ * planned workspace when it holds a column, else COL_STACK_BYTES on the stack) holds, then the GEMM. 0 when not
+ * even one column fits (the caller runs the reference loop). */
+static int conv_im2col(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q)
+{
+    int8_t stack_col[COL_STACK_BYTES];
+    const int8_t *x = (const int8_t *)arena_in_data(c, 0);
+    int8_t *col = stack_col;
+    uint32_t cap = COL_STACK_BYTES;
+    int32_t x_zp = arena_q_zp(c, 2, 0), ohw = d->oh * d->ow, n, g, p0, chunk;
+    cparams_t cp = cparams(c);
+    if (c->op->workspace >= 0) {
+        const arena_tensor_t *wst = &c->m->tensors[c->op->workspace];
+        if (wst->dtype == ARENA_DT_INT8 && wst->elements >= (uint32_t)d->kk) {
+            col = (int8_t *)arena_tensor_data(c->m, c->base, c->op->workspace);
+            cap = wst->elements;
+        }
+    }
+    if (d->kk < 1 || (uint32_t)d->kk > cap) {
+        return 0;
+    }
+    chunk = (int32_t)(cap / (uint32_t)d->kk);
+    for (n = 0; n < d->n; ++n) {
+        for (g = 0; g < d->groups; ++g) {
+            for (p0 = 0; p0 < ohw; p0 += chunk) {
+                int32_t np = ohw - p0 < chunk ? ohw - p0 : chunk;
+                im2col(x, d, &c->op->attrs, n, g, p0, np, (int8_t)x_zp, col);
+                conv_gemm(c, d, q, &cp, n, g * d->mg, (g + 1) * d->mg, p0, np, col, x_zp);
+            }
+        }
+    }
+    return 1;
+}
+
+int arena_i8_conv(const arena_ctx_t *c, const arena_conv_dims_t *d, int32_t lo, int32_t hi, void *dw_temp)
+{
+    qpar_t q = qpar(arena_q_zp(c, 7, 0), lo, hi);
+    cparams_t cp;
+    int32_t m;
+    if (arena_in(c, 0)->dtype != ARENA_DT_INT8 || arena_in(c, 3)->dtype != ARENA_DT_INT8
+        || arena_out(c, 0)->dtype != ARENA_DT_INT8 || !w_zp_zero(c, 5)) {
+        return 0;
+    }
+    cp = cparams(c);
+    for (m = 0; m < d->m; ++m) {
+        if (!mult_ok(chan(&cp, m).mult)) {
+            return 0;
+        }
+    }
+    if (d->groups == d->c && d->m == d->c) {
+        return arena_i8_depthwise(c, d, &q, (int8_t *)dw_temp);
+    }
+    return conv_im2col(c, d, &q);
+}

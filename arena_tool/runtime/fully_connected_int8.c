@@ -1,0 +1,210 @@
+/* QGemm's int8 fast path (arena_i8_qgemm): Y = A B^T, four rows of B a step through
+ * arena_i8_dot4 (Thumb-2 assembly) on DSP cores. No workspace. */
+#include "support_int8.h"
+
+#if defined(__ARM_FEATURE_DSP) && defined(__thumb2__)
+/* arena_i8_dot4(s, x, w, K, nz): s[r] = (w + r K).x over taps [0, K & ~3), x's bytes plus
+ * nz's halfwords (-zp, -zp). Four rows, x unpacked once per 4 taps, 8 taps an iteration:
+ * the loop needs 14 registers (4 sums; x, its end; rows 0 and 2, rows 1 and 3 addressed K
+ * bytes past them; nz; 4 temporaries), every one the core has. GCC's allocation of the
+ * same C spilled, and differed between -O2 and -Os; an inline asm statement with 14
+ * operands does not compile when r7 holds the frame (-O0, -fno-omit-frame-pointer) or r9
+ * the PIC base. So it is a function of its own, in its own section for --gc-sections.
+ * r4-r7 sums, r1 x, r9 end, r2 row 0, r8 row 2, r3 K, r10 nz, r11/r12 x's bytes 0, 2 and
+ * 1, 3, lr a row's word, r0 its other half (s is kept on the stack). */
+#define DOT4_ROW(sum)                                                                                               \
+    "sxtb16 r0, lr\n\t"                                                                                             \
+    "smlad " sum ", r0, r11, " sum "\n\t"                                                                           \
+    "sxtb16 lr, lr, ror #8\n\t"                                                                                     \
+    "smlad " sum ", lr, r12, " sum "\n\t"
+#define DOT4_STEP                                                                                                   \
+    "ldr r11, [r1], #4\n\t"                                                                                         \
+    "ldr lr, [r2, r3]\n\t"                                                                                          \
+    "sxtab16 r12, r10, r11, ror #8\n\t"                                                                             \
+    "sxtab16 r11, r10, r11\n\t" DOT4_ROW("r5") "ldr lr, [r2], #4\n\t" DOT4_ROW("r4") "ldr lr, [r8, r3]\n\t"        \
+    DOT4_ROW("r7") "ldr lr, [r8], #4\n\t" DOT4_ROW("r6")
+__asm__(".pushsection .text.arena_i8_dot4,\"ax\",%progbits\n\t"
+        ".p2align 2\n\t"
+        ".global arena_i8_dot4\n\t"
+        ".type arena_i8_dot4, %function\n\t"
+        ".thumb_func\n"
+        "arena_i8_dot4:\n\t"
+        "push {r0, r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
+        "ldr r10, [sp, #40]\n\t"
+        "add r8, r2, r3, lsl #1\n\t"
+        "bic r9, r3, #7\n\t"
+        "add r9, r1, r9\n\t"
+        "movs r4, #0\n\t"
+        "movs r5, #0\n\t"
+        "movs r6, #0\n\t"
+        "movs r7, #0\n\t"
+        "cmp r1, r9\n\t"
+        "beq 2f\n"
+        "1:\n\t" DOT4_STEP DOT4_STEP "cmp r1, r9\n\t"
+        "bne 1b\n"
+        "2:\n\t"
+        "tst r3, #4\n\t"
+        "beq 3f\n\t" DOT4_STEP "3:\n\t"
+        "pop {r0}\n\t"
+        "stmia r0, {r4, r5, r6, r7}\n\t"
+        "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t"
+        ".size arena_i8_dot4, . - arena_i8_dot4\n\t"
+        ".popsection");
+#undef DOT4_ROW
+#undef DOT4_STEP
+void arena_i8_dot4(int32_t s[4], const int8_t *x, const int8_t *w, int32_t K, uint32_t nz);
+#endif
+
+/* s[r] = (w + r K).x for r < 4 (x minus zp): x unpacked once for four rows (arena_i8_dot4
+ * on DSP cores, then the last K % 4 taps here). Inlined into fc_row, which requantizes the
+ * four sums from registers. */
+static inline __attribute__((always_inline)) void dot4x1(int32_t s[4], const int8_t *w, const int8_t *x, int32_t K,
+                                                         int32_t zp)
+{
+    const int8_t *w2 = w + 2 * K;
+    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, k = 0;
+#if defined(__ARM_FEATURE_DSP) && defined(__thumb2__)
+    arena_i8_dot4(s, x, w, K, ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u);
+    s0 = s[0];
+    s1 = s[1];
+    s2 = s[2];
+    s3 = s[3];
+    k = K & ~3;
+#endif
+    for (; k < K; ++k) {
+        int32_t a = (int32_t)x[k] - zp;
+        s0 += (int32_t)w[k] * a;
+        s1 += (int32_t)w[k + K] * a;
+        s2 += (int32_t)w2[k] * a;
+        s3 += (int32_t)w2[k + K] * a;
+    }
+    s[0] = s0;
+    s[1] = s1;
+    s[2] = s2;
+    s[3] = s3;
+}
+
+/* What requantizing QGemm's outputs needs, the same for every output. */
+typedef struct {
+    const float *bs; /* B's scales, nbs of them (1 or N) */
+    uint32_t nbs, sj; /* sj: the bias's stride per column */
+    int32_t K, zp;    /* the rows' length, A's zero point */
+    float ab, ys;     /* alpha * a_scale, y_scale (unused for a float32 output) */
+    int quant_out;
+    qpar_t q;
+} fc_t;
+
+/* acc times mult requantized to int8; a NaN product, from a non-finite multiplier, gives lo
+ * as in arena_q_round (checking the product costs less than checking every multiplier
+ * before the first output). */
+static inline __attribute__((always_inline)) int8_t fc_q(int32_t acc, float mult, const qpar_t *q)
+{
+    float v = (float)acc * mult;
+    return (int8_t)(v == v ? requant_f(v, q) : q->lo);
+}
+
+/* Outputs Y[yi + t] for t < nj (columns j + t): bias cb[t * sj] (cb NULL: none) plus the
+ * sum s[t], times alpha * a_scale * b_scale[j + t] (divided by y_scale), requantized to
+ * int8 (fc_q) or stored as float32. The parameters are copied to locals first (a byte
+ * store may alias *f), so the loop keeps them in registers. */
+static inline __attribute__((always_inline)) void fc_out(const fc_t *f, void *Y, uint32_t yi, const int32_t *s,
+                                                         uint32_t j, const int32_t *cb, int32_t nj)
+{
+    const float *bs = f->nbs > 1u ? f->bs + j : f->bs;
+    uint32_t bstep = f->nbs > 1u ? 1u : 0u, sj = f->sj;
+    float ab = f->ab, ys = f->ys;
+    qpar_t q = f->q;
+    int32_t t;
+    if (!f->quant_out) {
+        for (t = 0; t < nj; ++t, bs += bstep) {
+            int32_t acc = cb != NULL ? bias_add(cb[(uint32_t)t * sj], s[t]) : s[t];
+            ((float *)Y)[yi + (uint32_t)t] = (float)acc * (ab * *bs);
+        }
+        return;
+    }
+    for (t = 0; t < nj; ++t, bs += bstep) {
+        int32_t acc = cb != NULL ? bias_add(cb[(uint32_t)t * sj], s[t]) : s[t];
+        ((int8_t *)Y)[yi + (uint32_t)t] = fc_q(acc, ab * *bs / ys, &q);
+    }
+}
+
+/* The last one to three outputs of a row of Y. */
+static __attribute__((noinline)) void fc_tail(const fc_t *f, void *Y, uint32_t yi, const int8_t *w, const int8_t *x,
+                                              uint32_t j, const int32_t *cb, int32_t nj)
+{
+    int32_t s[3];
+    if (nj >= 2) {
+        arena_i8_dot2x1(s, w, x, f->K, f->zp);
+    }
+    if (nj != 2) {
+        s[nj - 1] = dot1x1(w + (size_t)(nj - 1) * (size_t)f->K, x, f->K, f->zp);
+    }
+    fc_out(f, Y, yi, s, j, cb, nj);
+}
+
+/* Row x of A against every row of B: outputs Y[yi + j], j < N, four columns a step (cb:
+ * the bias of column 0, or NULL). One call a row, the parameters in a local copy that no
+ * output store can alias, so the loop keeps them in registers. */
+static __attribute__((noinline)) void fc_row(const fc_t *f, void *Y, uint32_t yi, const int8_t *B, const int8_t *x,
+                                             const int32_t *cb, int32_t N)
+{
+    fc_t g = *f;
+    int32_t j, s[4];
+    /* int8 output, per-column scales and a bias (every quantized dense layer): the four
+     * outputs written out, without fc_out's loop and tests. */
+    int common = g.quant_out && g.nbs > 1u && cb != NULL;
+    for (j = 0; j + 4 <= N; j += 4) {
+        dot4x1(s, B + (size_t)j * (size_t)g.K, x, g.K, g.zp);
+        if (common) {
+            int8_t *y = (int8_t *)Y + yi + (uint32_t)j;
+            const float *bs = g.bs + j;
+            const int32_t *cj = cb + (uint32_t)j * g.sj;
+            y[0] = fc_q(bias_add(cj[0], s[0]), g.ab * bs[0] / g.ys, &g.q);
+            y[1] = fc_q(bias_add(cj[g.sj], s[1]), g.ab * bs[1] / g.ys, &g.q);
+            y[2] = fc_q(bias_add(cj[2u * g.sj], s[2]), g.ab * bs[2] / g.ys, &g.q);
+            y[3] = fc_q(bias_add(cj[3u * g.sj], s[3]), g.ab * bs[3] / g.ys, &g.q);
+        } else {
+            fc_out(&g, Y, yi + (uint32_t)j, s, (uint32_t)j, cb != NULL ? cb + (uint32_t)j * g.sj : NULL, 4);
+        }
+    }
+    if (j < N) {
+        fc_tail(&g, Y, yi + (uint32_t)j, B + (size_t)j * (size_t)g.K, x, (uint32_t)j,
+                cb != NULL ? cb + (uint32_t)j * g.sj : NULL, N - j);
+    }
+}
+
+/* Y = A B^T for int8 A (M x K, rows contiguous) and B (N x K: transB), weight zero points
+ * 0: rows of B in fours against each row of A (fc_row). scale_j, bias and output as
+ * arena_k_qgemm. */
+int arena_i8_qgemm(const arena_ctx_t *c, int32_t M, int32_t N, int32_t K, uint32_t si, uint32_t sj, int quant_out,
+                   int32_t lo, int32_t hi)
+{
+    const arena_attrs_t *at = &c->op->attrs;
+    const int8_t *A = (const int8_t *)arena_in_data(c, 0), *B = (const int8_t *)arena_in_data(c, 3);
+    const int32_t *C = (const int32_t *)arena_in_data(c, 6);
+    void *Yv = arena_out_data(c, 0);
+    fc_t f;
+    int32_t i;
+    if (arena_in(c, 0)->dtype != ARENA_DT_INT8 || arena_in(c, 3)->dtype != ARENA_DT_INT8 || at->trans_a != 0
+        || at->trans_b != 1 || !w_zp_zero(c, 5) || (quant_out && arena_out(c, 0)->dtype != ARENA_DT_INT8)) {
+        return 0;
+    }
+    f.bs = (const float *)arena_in_data(c, 4);
+    f.nbs = arena_in(c, 4)->elements;
+    f.sj = sj;
+    f.ab = at->alpha * arena_q_scale(c, 1, 0); /* the reference's alpha * a_scale * b_scale, same rounding */
+    f.ys = 1.0f;
+    f.quant_out = quant_out;
+    f.q = qpar(0, lo, hi);
+    f.K = K;
+    f.zp = arena_q_zp(c, 2, 0);
+    if (quant_out) {
+        f.ys = arena_q_scale(c, 7, 0);
+        f.q = qpar(arena_q_zp(c, 8, 0), lo, hi);
+    }
+    for (i = 0; i < M; ++i) {
+        fc_row(&f, Yv, (uint32_t)i * (uint32_t)N, B, A + (size_t)i * (size_t)K, C != NULL ? C + (uint32_t)i * si : NULL,
+               N);
+    }
+    return 1;
+}

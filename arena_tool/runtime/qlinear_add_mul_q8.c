@@ -1,0 +1,93 @@
+/* QLinearAdd, QLinearMul, int8/uint8, numpy broadcasting. In place allowed. No workspace. */
+#include "support_q8.h"
+
+/* --- QLinearAdd, QLinearMul ---------------------------------------------------- */
+
+/* Dim d of y's rank, right-aligned, of a tensor broadcast to rank `rank` (1 where it has none). */
+static int32_t dim_at(const arena_tensor_t *t, int rank, int d)
+{
+    int td = d - (rank - (int)t->rank);
+    return td < 0 ? 1 : t->shape[td];
+}
+
+/* y has the numpy broadcast shape of a and b; sa/sb: the inputs' element strides per
+ * dim of y (0 where they broadcast). */
+static int broadcast(const arena_tensor_t *a, const arena_tensor_t *b, const arena_tensor_t *y,
+                     uint32_t sa[ARENA_MAX_RANK], uint32_t sb[ARENA_MAX_RANK])
+{
+    int r = (int)y->rank, d;
+    uint32_t ka = 1u, kb = 1u;
+    if (a->rank > y->rank || b->rank > y->rank) {
+        return 0;
+    }
+    for (d = r - 1; d >= 0; --d) {
+        int32_t ad = dim_at(a, r, d), bd = dim_at(b, r, d), yd = y->shape[d];
+        if ((ad != yd && ad != 1) || (bd != yd && bd != 1) || (yd != ad && yd != bd)) {
+            return 0;
+        }
+        sa[d] = ad == 1 ? 0u : ka;
+        sb[d] = bd == 1 ? 0u : kb;
+        ka *= (uint32_t)ad;
+        kb *= (uint32_t)bd;
+    }
+    return 1;
+}
+
+/* onnxruntime's MlasQLinearAdd / MlasQLinearMul: float requantization of the
+ * zero-point-free codes. */
+int arena_k_qlinear_binary(const arena_ctx_t *c)
+{
+    qin_t a, b;
+    qout_t y;
+    uint32_t sa[ARENA_MAX_RANK], sb[ARENA_MAX_RANK], idx[ARENA_MAX_RANK];
+    uint32_t i = 0, ia = 0, ib = 0, len, la, lb, k;
+    float ra, rb, rm;
+    int r, d, is_add = c->op->type == ARENA_OP_QLINEAR_ADD;
+    int rc = qin(c, 0, &a);
+    if (rc == ARENA_OK) {
+        rc = qin(c, 3, &b);
+    }
+    if (rc == ARENA_OK) {
+        rc = qout(c, 6, &y);
+    }
+    if (rc != ARENA_OK) {
+        return rc;
+    }
+    if (!broadcast(a.t, b.t, y.t, sa, sb) || !alias_ok(&a, &y) || !alias_ok(&b, &y)) {
+        return ARENA_ERR_SHAPE;
+    }
+    ra = a.scale / y.scale;
+    rb = b.scale / y.scale;
+    rm = a.scale * b.scale / y.scale;
+    if (same_shape(a.t, y.t) && same_shape(b.t, y.t) && a.t->dtype == ARENA_DT_INT8 && b.t->dtype == ARENA_DT_INT8
+        && y.t->dtype == ARENA_DT_INT8
+        && arena_i8_binary((const int8_t *)a.data, (const int8_t *)b.data, (int8_t *)y.data, y.t->elements, a.zp,
+                           b.zp, ra, rb, rm, is_add, y.zp, y.lo, y.hi)) {
+        return ARENA_OK;
+    }
+    r = (int)y.t->rank;
+    len = r > 0 ? (uint32_t)y.t->shape[r - 1] : 1u;
+    la = r > 0 ? sa[r - 1] : 0u;
+    lb = r > 0 ? sb[r - 1] : 0u;
+    for (d = 0; d < r; ++d) {
+        idx[d] = 0u;
+    }
+    while (i < y.t->elements) {
+        /* One run along the last dim, then advance the outer multi-index. */
+        for (k = 0; k < len; ++k, ++i) {
+            int32_t u = code(&a, ia + k * la) - a.zp, v = code(&b, ib + k * lb) - b.zp;
+            put(&y, i, is_add ? ra * (float)u + rb * (float)v : rm * (float)(u * v));
+        }
+        for (d = r - 2; d >= 0; --d) {
+            ia += sa[d];
+            ib += sb[d];
+            if (++idx[d] < (uint32_t)y.t->shape[d]) {
+                break;
+            }
+            ia -= sa[d] * idx[d];
+            ib -= sb[d] * idx[d];
+            idx[d] = 0u;
+        }
+    }
+    return ARENA_OK;
+}

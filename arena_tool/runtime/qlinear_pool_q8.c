@@ -1,0 +1,97 @@
+/* QLinearAveragePool, QLinearGlobalAveragePool, int8/uint8. No workspace. */
+#include "support_q8.h"
+
+/* --- QLinearAveragePool, QLinearGlobalAveragePool ----------------------------------- */
+
+/* Pooled size of one dim (floor mode), or -1 when the window does not fit. */
+static int32_t pooled(int32_t in, int32_t k, int32_t stride, int32_t p0, int32_t p1)
+{
+    return in + p0 + p1 < k ? -1 : (in + p0 + p1 - k) / stride + 1;
+}
+
+/* onnxruntime's QLinearPool2DTask: the mean of the dequantized window (clipped to
+ * the input; count_include_pad divides by the kernel size), quantized. NCHW only. */
+int arena_k_qlinear_pool(const arena_ctx_t *c)
+{
+    const arena_attrs_t *a = &c->op->attrs;
+    const int32_t *k = a->kernel, *s = a->strides, *p = a->pads;
+    qin_t x;
+    qout_t y;
+    int32_t xd[4], yd[4], nc, oh, ow, ih, iw;
+    uint32_t yi = 0;
+    int rc = qin(c, 0, &x);
+    if (rc == ARENA_OK) {
+        rc = qout(c, 3, &y);
+    }
+    if (rc != ARENA_OK) {
+        return rc;
+    }
+    if (nchw(x.t, xd) || nchw(y.t, yd) || x.t->rank != y.t->rank || yd[0] != xd[0] || yd[1] != xd[1]) {
+        return ARENA_ERR_SHAPE;
+    }
+    /* onnxruntime refuses pads >= kernel; a dilated or ceil-mode pool has other output sizes. */
+    if (k[0] < 1 || k[1] < 1 || s[0] < 1 || s[1] < 1 || p[0] < 0 || p[1] < 0 || p[2] < 0 || p[3] < 0
+        || p[0] >= k[0] || p[2] >= k[0] || p[1] >= k[1] || p[3] >= k[1] || a->dilations[0] > 1 || a->dilations[1] > 1) {
+        return ARENA_ERR_SHAPE;
+    }
+    if (yd[2] != pooled(xd[2], k[0], s[0], p[0], p[2]) || yd[3] != pooled(xd[3], k[1], s[1], p[1], p[3])) {
+        return ARENA_ERR_SHAPE;
+    }
+    for (nc = 0; nc < xd[0] * xd[1]; ++nc) {
+        uint32_t plane = (uint32_t)nc * (uint32_t)xd[2] * (uint32_t)xd[3];
+        for (oh = 0; oh < yd[2]; ++oh) {
+            int32_t hs = oh * s[0] - p[0], he = hs + k[0] < xd[2] ? hs + k[0] : xd[2];
+            hs = hs > 0 ? hs : 0;
+            for (ow = 0; ow < yd[3]; ++ow, ++yi) {
+                int32_t ws = ow * s[1] - p[1], we = ws + k[1] < xd[3] ? ws + k[1] : xd[3], sum = 0, count;
+                ws = ws > 0 ? ws : 0;
+                for (ih = hs; ih < he; ++ih) {
+                    for (iw = ws; iw < we; ++iw) {
+                        sum += code(&x, plane + (uint32_t)(ih * xd[3] + iw)) - x.zp;
+                    }
+                }
+                count = a->count_include_pad ? k[0] * k[1] : (he - hs) * (we - ws);
+                put(&y, yi, (float)sum * x.scale / (float)count / y.scale);
+            }
+        }
+    }
+    return ARENA_OK;
+}
+
+/* onnxruntime's MlasQLinearGlobalAveragePoolNchw: integer sums, one requantization. */
+int arena_k_qlinear_global_pool(const arena_ctx_t *c)
+{
+    qin_t x;
+    qout_t y;
+    uint32_t nc, n_nc, spatial, i;
+    float scale;
+    int d, rc = qin(c, 0, &x);
+    if (rc == ARENA_OK) {
+        rc = qout(c, 3, &y);
+    }
+    if (rc != ARENA_OK) {
+        return rc;
+    }
+    if (x.t->rank < 3 || y.t->rank != x.t->rank || y.t->shape[0] != x.t->shape[0] || y.t->shape[1] != x.t->shape[1]) {
+        return ARENA_ERR_SHAPE;
+    }
+    for (d = 2; d < (int)y.t->rank; ++d) {
+        if (y.t->shape[d] != 1) {
+            return ARENA_ERR_SHAPE;
+        }
+    }
+    n_nc = arena_dims_product(x.t, 0, 2);
+    spatial = arena_dims_product(x.t, 2, x.t->rank);
+    if (spatial == 0u || spatial > 4194304u) {
+        return ARENA_ERR_SHAPE; /* no mean, or sum - zp * spatial could overflow int32 */
+    }
+    scale = x.scale / (y.scale * (float)spatial);
+    for (nc = 0; nc < n_nc; ++nc) {
+        int32_t sum = 0;
+        for (i = 0; i < spatial; ++i) {
+            sum += code(&x, nc * spatial + i);
+        }
+        put(&y, nc, (float)(sum - x.zp * (int32_t)spatial) * scale);
+    }
+    return ARENA_OK;
+}

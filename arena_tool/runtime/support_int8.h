@@ -1,0 +1,214 @@
+/* Internal to the int8 fast paths (*_int8.c): their shared helpers, static inline.
+ *
+ * The int8 x int8 fast paths of QLinearConv and QGemm, NCHW, weights in the model's order.
+ *
+ * Every conv that is not depthwise runs as a GEMM: a few output pixels' im2col columns
+ * (k = ci, ky, kx, as in the weights; taps in the padding hold x_zp) go into the planned
+ * workspace or a small stack buffer, and each (output channel, pixel) is the dot product of
+ * a weight row and a column, blocked 2 channels x 2 pixels. A depthwise conv runs one
+ * plane at a time, the interior without bounds checks and the border through checked taps.
+ *
+ * Cores with the DSP extension (__ARM_FEATURE_DSP: Cortex-M4, M7, M33, M55) unpack four
+ * bytes of a 32-bit load into two pairs of halfwords with SXTB16 (SXTAB16 subtracts the
+ * input zero point in the same instruction) and do two multiply-accumulates per SMLAD; the
+ * portable path (M0, M3, the host) does the same integer sums in plain C. QGemm's four-row
+ * dot product is a Thumb-2 assembly function (arena_i8_dot4: its loop takes every
+ * register). The sums are exact, so both give the same accumulators, and every output is
+ * requantized once, with the float arithmetic of arena_q_round (onnxruntime's), so both
+ * give the same codes.
+ * Only weight zero points 0 take these paths (every int8 model's weights are symmetric);
+ * others run the reference loops of qlinear_conv_q8.c, qgemm_q8.c. */
+#ifndef ARENA_SUPPORT_INT8_H
+#define ARENA_SUPPORT_INT8_H
+
+#include <string.h>
+
+#include "arena_kernels.h"
+
+#if defined(__ARM_FEATURE_DSP)
+#include <arm_acle.h>
+#endif
+
+/* --- requantization ------------------------------------------------------------ */
+
+/* Output parameters shared by every channel: the zero point and the clamp [lo, hi], also
+ * as the bounds [lo - zp, hi - zp] that rint(v) is clamped to before zp is added. */
+typedef struct {
+    int32_t zp, lo, hi, rl, rh;
+    float fl, fh;
+} qpar_t;
+
+static inline qpar_t qpar(int32_t zp, int32_t lo, int32_t hi)
+{
+    qpar_t q;
+    q.zp = zp;
+    q.lo = lo;
+    q.hi = hi;
+    q.rl = lo - zp;
+    q.rh = hi - zp;
+    q.fl = (float)q.rl;
+    q.fh = (float)q.rh;
+    return q;
+}
+
+/* arena_q_round(v, zp, lo, hi), inline (v = acc * mult for requant): the same
+ * round-half-even, the same clamp (clamping rint(v) to integers equals clamping v first).
+ * With a single-precision FPU one VCVTR rounds (the FPSCR's default mode, to nearest even)
+ * and converts, saturating; v must be no NaN (the callers check that their multipliers
+ * are finite: mult_ok).
+ * Without one, v is clamped in float first (NaN gives lo, as in arena_q_round) and adding
+ * 1.5 * 2^23 rounds it to an integer with ties to even, as arena_rintf. */
+static inline __attribute__((always_inline)) int32_t requant_f(float v, const qpar_t *q)
+{
+#if defined(__arm__) && defined(__ARM_FP) && (__ARM_FP & 4)
+    int32_t r;
+    __asm__("vcvtr.s32.f32 %0, %0" : "+t"(v));
+    memcpy(&r, &v, sizeof r);
+    r = r > q->rl ? r : q->rl;
+    r = r < q->rh ? r : q->rh;
+    return r + q->zp;
+#else
+    v = v > q->fl ? v : q->fl;
+    v = v < q->fh ? v : q->fh;
+    v = (v + 12582912.0f) - 12582912.0f;
+    return (int32_t)v + q->zp;
+#endif
+}
+
+static inline __attribute__((always_inline)) int32_t requant(int32_t acc, float mult, const qpar_t *q)
+{
+    return requant_f((float)acc * mult, q);
+}
+
+/* A multiplier requant() takes: finite (any product with an int32 is then no NaN). */
+static inline int mult_ok(float mult)
+{
+    return mult == mult && mult - mult == 0.0f;
+}
+
+/* arena_q_bias_add, inline: bias + dot with int32 wraparound. */
+static inline __attribute__((always_inline)) int32_t bias_add(int32_t bias, int32_t dot)
+{
+    uint32_t s = (uint32_t)bias + (uint32_t)dot;
+    return s <= (uint32_t)INT32_MAX ? (int32_t)s : -(int32_t)(~s) - 1;
+}
+
+/* What requantizing one output channel needs. */
+typedef struct {
+    float mult;
+    int32_t bias;
+} chan_t;
+
+static inline __attribute__((always_inline)) int8_t store(const qpar_t *q, const chan_t *ch, int32_t acc)
+{
+    return (int8_t)requant(bias_add(ch->bias, acc), ch->mult, q);
+}
+
+/* --- dot products --------------------------------------------------------------- */
+
+#if defined(__ARM_FEATURE_DSP)
+static inline uint32_t ld4(const int8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4); /* one LDR: unaligned loads are allowed on these cores */
+    return v;
+}
+/* Bytes 1, 3 of v as signed halfwords (plus nz's): SXTB16/SXTAB16 with ROR #8, which
+ * GCC's ACLE intrinsics do not fold from a separate rotate. */
+static inline uint32_t sxtb16_ror8(uint32_t v)
+{
+    uint32_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(v));
+    return r;
+}
+static inline uint32_t sxtab16_ror8(uint32_t nz, uint32_t v)
+{
+    uint32_t r;
+    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(nz), "r"(v));
+    return r;
+}
+/* Bytes 0, 2 and 1, 3 of v as two pairs of signed halfwords, plus nz = (-zp, -zp). */
+#define LO16(v, nz) ((uint32_t)__sxtab16((nz), (v)))
+#define HI16(v, nz) sxtab16_ror8((nz), (v))
+#define W_LO(v) ((uint32_t)__sxtb16(v))
+#define W_HI(v) sxtb16_ror8(v)
+#define MAC2(a, b, acc) __smlad((int32_t)(a), (int32_t)(b), (acc))
+#endif
+
+/* w.x (x minus zp). */
+static inline int32_t dot1x1(const int8_t *w, const int8_t *x, int32_t K, int32_t zp)
+{
+    int32_t s = 0, k = 0;
+#if defined(__ARM_FEATURE_DSP)
+    uint32_t nz = ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u;
+    int32_t q;
+    for (q = K >> 2; q > 0; --q, x += 4, w += 4) {
+        uint32_t a = ld4(x), u = ld4(w);
+        s = MAC2(W_LO(u), LO16(a, nz), s);
+        s = MAC2(W_HI(u), HI16(a, nz), s);
+    }
+    K &= 3;
+#endif
+    for (; k < K; ++k) {
+        s += (int32_t)w[k] * ((int32_t)x[k] - zp);
+    }
+    return s;
+}
+
+/* Per-channel requantization: the reference's mult = x_scale * w_scale[m] / y_scale, from
+ * the operands read once per op. */
+typedef struct {
+    float xs, ys;
+    const float *ws;
+    uint32_t nws;
+    const int32_t *bias; /* int32, one per channel (conv_dims checked), or NULL */
+} cparams_t;
+
+static inline cparams_t cparams(const arena_ctx_t *c)
+{
+    cparams_t p;
+    p.xs = arena_q_scale(c, 1, 0);
+    p.ys = arena_q_scale(c, 6, 0);
+    p.ws = (const float *)arena_in_data(c, 4);
+    p.nws = arena_in(c, 4)->elements;
+    p.bias = arena_in(c, 8) != NULL ? (const int32_t *)arena_in_data(c, 8) : NULL;
+    return p;
+}
+
+static inline chan_t chan(const cparams_t *p, int32_t m)
+{
+    chan_t ch;
+    ch.mult = p->xs * p->ws[p->nws > 1u ? (uint32_t)m : 0u] / p->ys;
+    ch.bias = p->bias != NULL ? p->bias[m] : 0;
+    return ch;
+}
+
+/* Every weight zero point is 0 (absent, or all entries 0): their bytes OR-ed four at a time. */
+static inline int w_zp_zero(const arena_ctx_t *c, int z)
+{
+    const arena_tensor_t *t = arena_in(c, z);
+    const int8_t *d = (const int8_t *)arena_in_data(c, z);
+    uint32_t i = 0, n, any = 0u;
+    if (t == NULL) {
+        return 1;
+    }
+    n = t->elements;
+    for (; n - i >= 4u; i += 4u) {
+        uint32_t v;
+        memcpy(&v, d + i, 4);
+        any |= v;
+    }
+    for (; i < n; ++i) {
+        any |= (uint8_t)d[i];
+    }
+    return any == 0u;
+}
+
+/* dot_int8.c: s[0] = w.x, s[1] = (w + K).x (x minus zp); conv_int8.c and fully_connected_int8.c. */
+void arena_i8_dot2x1(int32_t s[2], const int8_t *w, const int8_t *x, int32_t K, int32_t zp);
+
+/* depthwise_int8.c: a depthwise conv (group == C == M) into output codes through q; 0 when its
+ * window does not fit the stack band (the caller runs the reference loop), else 1. */
+int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q, int8_t *temp);
+
+#endif
