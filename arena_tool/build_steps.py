@@ -15,7 +15,7 @@ its text::
     tflm_lib      TFLite Micro as one static library (tflm_lib.build) for the models' ops
     gate          gate.gate; once it passes, the board's arena C file and linker script (or fragment)
     elf           ``link(build, elf, command, env)``: the link, its output captured; then check_elf
-    final_report  the gate's report, measured on the ELF when linked, and its views
+    final_report  the board report, measured on the ELF when linked, and its views
     status        an alias's end: exit non-zero when one of its boards' reports failed
     run           the run alias: each ELF under QEMU, its run_report.json
 
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from arena_tool.core.errors import ArenaError
     from arena_tool.model.lowering import Lowered
     from arena_tool.target.manifest_data import BoardTarget
-    from arena_tool.target.board_report import BoardProblem, BoardReport, OpMacs
+    from arena_tool.builder.board_report import BoardProblem, BoardReport, OpMacs
     from arena_tool.plan.planfile import PlanFile
 
 REBUILD = "delete it and run scons again: arena makes it anew"
@@ -124,12 +124,12 @@ class Build:
         return not gates or any(self.passed(g) for g in gates)
 
     def passed(self, gate: str) -> bool:
-        """Whether the board of ``gate`` (a gate's path) is still good: its gate's report passed
+        """Whether the board of ``gate`` (a gate's path) is still good: its board report passed
         (read once; a dry run, before any gate ran, reads none) and nothing failed since."""
         if self.gates[gate].board in self.failed:
             return False
         if gate not in self.gate_verdicts:
-            from arena_tool.target import board_report
+            from arena_tool.builder import board_report
 
             self.gate_verdicts[gate] = not os.path.exists(gate) or board_report.read(gate).passed
         return self.gate_verdicts[gate]
@@ -137,7 +137,7 @@ class Build:
     def fail(self, board: str, report: str, rep: BoardReport) -> None:
         """Board ``board`` failed: say why (its problems' lines, on stderr), write its report and
         views, and skip from now on what only it needs."""
-        from arena_tool.target import board_report
+        from arena_tool.builder import board_report
 
         failed = board_report.failure(rep)
         assert failed is not None, "a failed board has a problem"
@@ -252,7 +252,7 @@ def _model_failure(build: Build, stem: str) -> Iterator[None]:
     from arena_tool.builder import gate as gate_module
     from arena_tool.builder.build_graph import digest
     from arena_tool.core.errors import ArenaError
-    from arena_tool.target.board_report import BoardProblem
+    from arena_tool.builder.board_report import BoardProblem
 
     try:
         yield
@@ -360,7 +360,7 @@ def tflm_lib(build: Build, targets: Sequence[str], sources: Sequence[str]) -> No
 
 def _write_failed(build: Build, path: str, rep: BoardReport) -> None:
     """A failed board's report and its views."""
-    from arena_tool.target import board_report
+    from arena_tool.builder import board_report
 
     board_report.write(path, rep)
     _write_views(build, path, rep)
@@ -392,7 +392,7 @@ def gate(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
     (runtime: tflm), ...]: gate.gate; a failure deletes the board's generated files and fails
     the board (``Build.fail``); a pass writes what follows from the report."""
     from arena_tool.plan import planfile
-    from arena_tool.target import board_report
+    from arena_tool.builder import board_report
     from arena_tool.builder import gate as gate_module
     from arena_tool.core.errors import ArenaError
     from arena_tool.core.files import read_json
@@ -445,7 +445,7 @@ def gate(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
 
 
 def write_arena(rep: BoardReport, c_path: str, h_path: str, plans: Sequence[PlanFile] | None = None) -> None:
-    """arena_board.{c,h} (runtime tflm: tflm_arena.{c,h}) from a gate's report; with arena's runtime,
+    """arena_board.{c,h} (runtime tflm: tflm_arena.{c,h}) from a board report; with arena's runtime,
     its kernel table holds the ops of the models' plans (``plans``, else read from the report's paths)."""
     from arena_tool.emit import codegen
     from arena_tool.plan import planfile
@@ -465,21 +465,22 @@ def write_arena(rep: BoardReport, c_path: str, h_path: str, plans: Sequence[Plan
 
 
 def arena_sources(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
-    """arena_board.{c,h} <- a gate's report (the ArenaArena builder)."""
-    from arena_tool.target import board_report
+    """arena_board.{c,h} <- a board report (the ArenaArena builder)."""
+    from arena_tool.builder import board_report
 
     write_arena(board_report.read(sources[0]), targets[0], targets[1])
 
 
 def linker_script(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
-    """<board>.ld <- [a gate's report, the board file] (the ArenaLinkerScript builder)."""
-    from arena_tool.target import board_report, boards
+    """<board>.ld <- [a board report, the board file] (the ArenaLinkerScript builder)."""
+    from arena_tool.builder import board_report
+    from arena_tool.target import boards
 
     _write_ld(board_report.read(sources[0]), boards.load_board_file(sources[1]), targets[0])
 
 
 def _write_ld(rep: BoardReport, board: Any, path: str) -> None:
-    """<board>.ld for the gate's report on ``board`` (a boards.Board)."""
+    """<board>.ld for the board report on ``board`` (a boards.Board)."""
     from arena_tool.emit import linker
 
     text = linker.render(board, rep.region, rep.arena_size, rep.reserve_stack, rep.reserve_heap,
@@ -507,8 +508,7 @@ def link(build: Build, elf: str, command: Sequence[str], env: Mapping[str, str])
     """Run the link ``command`` with its output captured: a failed link fails the board, its
     report saying why (status over, naming the region, when ld says one overflowed; else error,
     exit 2), and leaves no ELF."""
-    from arena_tool.emit import linker
-    from arena_tool.target import board_report
+    from arena_tool.builder import board_report, gate
     from arena_tool.core.errors import ArenaError
 
     try:
@@ -522,7 +522,7 @@ def link(build: Build, elf: str, command: Sequence[str], env: Mapping[str, str])
         return
     e = build.elves[elf]
     t = build.target(e.board)
-    rep = linker.link_failure(board_report.read(e.gate), p.stdout, t.board.flash.name, _region_lengths(t))
+    rep = gate.link_failure(board_report.read(e.gate), p.stdout, t.board.flash.name, _region_lengths(t))
     if os.path.exists(elf):
         os.unlink(elf)
     build.fail(e.board, e.report, rep)
@@ -540,9 +540,9 @@ def _region_lengths(t: BoardTarget) -> dict[str, int]:
 
 
 def check_elf(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
-    """The ELF check against the gate's report; a failure deletes the ELF and fails the board."""
+    """The ELF check against the board report; a failure deletes the ELF and fails the board."""
     from arena_tool.run import elfcheck
-    from arena_tool.target import board_report
+    from arena_tool.builder import board_report
     from arena_tool.core.errors import CheckFailed
 
     elf = targets[0]
@@ -559,10 +559,10 @@ def check_elf(build: Build, targets: Sequence[str], sources: Sequence[str]) -> N
 
 
 def final_report(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
-    """arena_report.{json,html,md} <- [gate, ELF when linked]: the gate's report, with RAM and
+    """arena_report.{json,html,md} <- [gate, ELF when linked]: the board report, with RAM and
     flash measured on the ELF when linked; a board that failed already has its report."""
     from arena_tool.run import elfcheck
-    from arena_tool.target import board_report
+    from arena_tool.builder import board_report
 
     board = build.board_of_report(targets[0])
     if board in build.failed:  # the gate, the link or the ELF check said why (Build.fail)
@@ -585,7 +585,7 @@ def status(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None
     when every one passed; else removed (the next build asks again) and the build exits with
     the worst board's status (1 a failed check, 2 a link the linker refused). Each failed
     board's lines were printed when it failed; the summary lists every board's outcome."""
-    from arena_tool.target import board_report
+    from arena_tool.builder import board_report
     from arena_tool.core.files import write_atomic
 
     outcome = {}
@@ -612,7 +612,7 @@ def run(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
     has no ELF to run and fails the alias."""
     from arena_tool.plan import planfile
     from arena_tool.run import firmware, qemu, runreport
-    from arena_tool.target import board_report
+    from arena_tool.builder import board_report
     from arena_tool.core.errors import CheckFailed
 
     tables = []
@@ -766,7 +766,7 @@ def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequen
         doc.update(noop_cache.cached(manifest_path, tuple(board_dirs), os.path.join(out, ".arena_manifest.json")))
 
     guarded(load)
-    graph = build_graph.plan(doc, out, build_graph.Toolchain(link=False, root=root), board)
+    graph = build_graph.graph_of(doc, out, build_graph.Toolchain(link=False, root=root), board)
     if depfile is not None and len(graph.boards) != 1:
         guarded(lambda: _one_board(len(graph.boards)))
     build = Build({t["name"]: t for t in doc["targets"]}, needs={n.targets[0]: n.gates for n in graph.nodes if n.gates})

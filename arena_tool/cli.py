@@ -692,7 +692,7 @@ def parser() -> argparse.ArgumentParser:
                                         "manifest's board, for builds other than SCons (Make, CMake)",
                        description="Make everything `scons link=0` makes for BOARD, byte for byte, from the same "
                                    "build graph: plans, C tables, arena_board.{c,h}, the linker script (or "
-                                   "fragment), the gate's report and arena_report.{json,html,md}; and a Make/Ninja "
+                                   "fragment), the board report and arena_report.{json,html,md}; and a Make/Ninja "
                                    "depfile naming every input read. Exit 0 ok, 1 over budget or a failed check, "
                                    "2 usage or input error, 3 arena bug. Run it from the project folder: outputs "
                                    "name files relative to it.")

@@ -11,7 +11,8 @@ import pytest
 
 from arena_tool.builder import build_graph as bg
 from arena_tool import build_steps
-from arena_tool.target import board_report, manifest
+from arena_tool.builder import board_report
+from arena_tool.target import manifest
 from arena_tool.core.errors import EXIT_BUG, EXIT_CHECK_FAILED, ArenaError, CheckFailed
 from models import relu_chain, save
 
@@ -21,7 +22,7 @@ def project(tmp_path: Path, budget: str = "100%") -> tuple[bg.BuildGraph, build_
     (tmp_path / "arena.yaml").write_text(f"models: [{{name: m, path: m.onnx}}]\n"
                                          f"boards: [{{name: mps2_an500, budget: {budget}}}]\n")
     doc = manifest.to_doc(manifest.load("arena.yaml"))
-    g = bg.plan(doc, "build", bg.Toolchain(root=str(tmp_path)), generator="digest")
+    g = bg.graph_of(doc, "build", bg.Toolchain(root=str(tmp_path)), generator="digest")
     build = build_steps.Build({t["name"]: t for t in doc["targets"]})
     for b in g.boards:
         build.gates[b.gate] = build_steps.Gate(b.name, b.deleted, b.report)

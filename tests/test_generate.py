@@ -142,7 +142,7 @@ def test_an_edit_to_each_input_makes_the_depfile_rule_out_of_date(project: Path)
         path.write_bytes(path.read_bytes())  # an edit Make sees: a newer mtime
         os.utime(path, ns=(st.st_atime_ns, oldest + 1_000_000_000))
         assert os.stat(path).st_mtime_ns > oldest  # so Make (and Ninja) rerun generate
-    # a board edit reaches the output: regenerating with another budget rewrites the gate's report
+    # a board edit reaches the output: regenerating with another budget rewrites the board report
     (project / "arena.yaml").write_text(MANIFEST.format(extra="").replace("budget: 64K, linker", "budget: 63K, linker"))
     before = (project / "out" / "nucleo_h743" / "arena_gate.json").read_bytes()
     assert cli.main(["generate", "arena.yaml", "--board", "nucleo_h743", "--out", "out"]) == 0

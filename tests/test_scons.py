@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool.target import board_report, boards
+from arena_tool.builder import board_report
+from arena_tool.target import boards
 from arena_tool.run import elfcheck, runreport
 from conftest import require_tool
 from builders import ACTION, copy_example, copy_package, scons, set_budget
@@ -626,7 +627,7 @@ def test_same_named_sources_and_user_ccflags(tmp_path: Path) -> None:
     compiles = [ln for ln in p.stdout.splitlines() if " -c " in ln]
     assert compiles and all("-DAPP_FLAG=7" in ln and "-Iinc" in ln for ln in compiles), compiles
     assert (proj / "build" / "mps2_an500" / "firmware.elf").is_file()
-    # The ELF check disagreeing with the gate (here: a tampered gate report, at the size and timestamp
+    # The ELF check disagreeing with the gate (here: a tampered board report, at the size and timestamp
     # SCons recorded, so that it is taken for the gate's own output) fails the ELF and says so in the
     # report (status error), deleting the ELF.
     gate = proj / "build" / "mps2_an500" / "arena_gate.json"

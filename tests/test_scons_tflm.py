@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool.target import board_report
+from arena_tool.builder import board_report
 from conftest import absent
 from tflite_models import MLPERF, chain_model
 

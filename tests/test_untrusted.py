@@ -416,7 +416,7 @@ def test_a_model_that_cannot_be_planned_still_gets_its_boards_a_report(tmp_path:
     """A runtime: tflm build of a hostile .tflite (a rank-100 tensor) died with rc 139 and wrote no report;
     now the plan refuses it (one line, exit 2) and the board's arena_report.json (and its views) says so."""
     import test_scons_tflm as T
-    from arena_tool.target import board_report
+    from arena_tool.builder import board_report
 
     proj = T.project(tmp_path / "p")
     (proj / "fw" / "chain.tflite").write_bytes(bytes(pack(relu_model(rank=100))))

@@ -1,7 +1,7 @@
 """The firmware build as data: every file a manifest's boards make, what it is made from, and the
 build's aliases, in frozen dataclasses and without SCons.
 
-``plan(manifest, build_dir, toolchain)`` returns a :class:`BuildGraph`; the SCons tool
+``graph_of(manifest, build_dir, toolchain)`` returns a :class:`BuildGraph`; the SCons tool
 (``site_scons/site_tools/arena.py``) walks its ``nodes`` in order and maps each ``kind`` to one
 Builder, so the graph is what the build does and this module is where its policy lives: file
 names, which inputs each step reads, what shares a node between boards, the compile and link
@@ -454,8 +454,8 @@ def manifest_names(t: Mapping[str, Any]) -> tuple[str, ...]:
 # ---------------------------------------------------------------- the graph
 
 
-def plan(manifest: Mapping[str, Any] | Manifest, build_dir: str = "build", toolchain: Toolchain | None = None,
-         boards: str | Sequence[str] | None = None, generator: str | None = None) -> BuildGraph:
+def graph_of(manifest: Mapping[str, Any] | Manifest, build_dir: str = "build", toolchain: Toolchain | None = None,
+             boards: str | Sequence[str] | None = None, generator: str | None = None) -> BuildGraph:
     """The build graph of ``manifest`` (``manifest.to_doc``'s or ``noop_cache.cached``'s
     plain data, or a ``Manifest``) for the boards ``boards`` picks (``board=``'s text:
     ``all``/None, ``a,b``, one name; or a list of names; an unknown name is an ArenaError).
@@ -484,7 +484,7 @@ def plan(manifest: Mapping[str, Any] | Manifest, build_dir: str = "build", toolc
 
 
 class _Graph:
-    """plan()'s accumulator: nodes by first target, shared between boards (plans, tables and
+    """graph_of()'s accumulator: nodes by first target, shared between boards (plans, tables and
     objects), made into frozen Nodes once every board has added its requirements."""
 
     def __init__(self, build_dir: str, toolchain: Toolchain, generator: Value, manifest: str) -> None:
@@ -628,7 +628,7 @@ class _Graph:
             script = project_file(t["linker_script"], tc.root)
             linkflags = tuple(fragment_link_flags(env.linkflags, script))
             depends.append(t["linker_script"])
-        depends.append(ld)  # the script holds everything the ELF check reads of the gate's report
+        depends.append(ld)  # the script holds everything the ELF check reads of the board report
         cxx = bool(tflm) or any(os.path.splitext(s)[1] in CXX_SUFFIXES for s in tc.sources)
         return self.add("elf", [f"{bdir}/firmware.elf"], [*objs, *tail], gate=gate, depends=tuple(depends),
                         board=t["name"], env=env.key, linkflags=linkflags, cxx=cxx,

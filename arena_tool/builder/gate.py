@@ -44,10 +44,11 @@ from typing import TYPE_CHECKING, AbstractSet, Any, Callable, Mapping, Sequence
 
 from arena_tool.plan import split_arena
 from arena_tool.emit import codegen, runtime_support
+from arena_tool.emit.linker import failed_asserts, overflows
 from arena_tool.builder import hints
-from arena_tool.target.board_report import ModelUse, OpMacs, BoardProblem, RegionUse, BoardReport, Usage, arena_section, \
-    status_of, \
-    tflm_arena_size, weights_section
+from arena_tool.builder.board_report import ModelUse, OpMacs, BoardProblem, BoardReport, Usage, status_of, \
+    tflm_arena_size, with_problem
+from arena_tool.emit.linker_fragment import RegionUse, arena_section, weights_section
 from arena_tool.core.files import project_path
 from arena_tool.model.lowering import Lowered
 from arena_tool.model import macs as op_macs
@@ -355,3 +356,33 @@ def runtime_problems(board: str, model: str, plan: PlanFile, lowered: Lowered) -
 def planfile_shapes(plan: PlanFile) -> dict[str, list[int]]:
     """The plan's pinned input shapes, as the quantize command spells them."""
     return {name: list(shape) for name, shape in plan.options.input_shapes}
+
+
+def link_failure(rep: BoardReport, ld_output: str, flash_name: str, region_lengths: Mapping[str, int]) -> BoardReport:
+    """The report after a failed link: each region ld says overflowed (flash: over; RAM: over),
+    each failed ``arena:`` ASSERT of the script, else one 'link' problem."""
+    board = rep.board
+    for region, over in overflows(ld_output):
+        if region == flash_name:
+            total = rep.flash.total
+            rep = with_problem(rep, BoardProblem(
+                "flash", f"arena: {board}: code, constants and weights overflow {region} by {fmt_bytes(over)} "
+                f"(flash {fmt_bytes(total)}, of which the weights take {fmt_bytes(rep.weights)})",
+                region=region, need=total + over, limit=total))
+        else:
+            length = region_lengths.get(region, 0)
+            rep = with_problem(rep, BoardProblem(
+                "ram", f"arena: {board}: the firmware's RAM sections overflow {region} by {fmt_bytes(over)} "
+                f"({fmt_bytes(length)}; .data, .bss, the arena and the stack/heap reserve)",
+                region=region, need=length + over, limit=length))
+    for text in failed_asserts(ld_output):
+        if not any(text in p.message for p in rep.problems):
+            kind = "ram" if "overflow" in text or "larger" in text else "link"
+            rep = with_problem(rep, BoardProblem(kind, f"arena: {board}: the link refused the firmware: {text}"))
+    if rep.passed:
+        why = "the linker's messages above say why"
+        if rep.runtime == "none" and "undefined reference to `arena_" in ld_output:
+            why += ("; with runtime: none the firmware defines arena_run, arena_tensor_data and what else it "
+                    "calls itself: link your kernels, or use runtime: arena")
+        rep = with_problem(rep, BoardProblem("link", f"arena: {board}: the link failed ({why})"))
+    return rep

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, AbstractSet, Callable, Mapping, Sequence
 
 from arena_tool.core.dtypes import QUANTIZED
-from arena_tool.target.board_report import ModelUse
+from arena_tool.builder.board_report import ModelUse
 
 if TYPE_CHECKING:
     from arena_tool.plan.planfile import PlanBuffer, PlanFile, PlanStep

@@ -85,7 +85,7 @@ def summary(report_paths: list[str], cache_file: str) -> str:
             return str(entry["text"])
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    from arena_tool.target import board_report
+    from arena_tool.builder import board_report
     from arena_tool.core.files import write_atomic
 
     text = board_report.summary([board_report.read(path) for path in report_paths])

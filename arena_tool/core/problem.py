@@ -312,8 +312,8 @@ class ModelOptions:
       each way, so nothing an op touches is reused by its neighbours (double buffering).
     io: 'model' keeps the graph's inputs and outputs; 'int8' removes a quantized model's boundary
       QuantizeLinear/DequantizeLinear, so they are the integer tensors (lowering.integer_io).
-    patches: 'off', 'auto', or stages 'NODE:RxC;...' run tile by tile (model/patches.py; the plan
-      stage's patching.py chooses them under auto).
+    patches: 'off', 'auto', or stages 'NODE:RxC;...' run tile by tile (model/patches.py; its
+      ``choose`` picks them under auto).
     io_buffers: 'arena' plans the graph inputs and outputs in the arena; 'caller' leaves them out,
       in buffers the application owns (never aliased with an arena tensor; ``problem`` skips them).
     kernels: the TFLM kernels a .tflite model runs on ('reference', or CMSIS-NN for a core with

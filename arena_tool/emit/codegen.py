@@ -50,7 +50,7 @@ from arena_tool.core.files import write_atomic
 
 if TYPE_CHECKING:
     from arena_tool.plan.planfile import PlanFile
-    from arena_tool.target.board_report import RegionUse
+    from arena_tool.emit.linker_fragment import RegionUse
 
 MAX_RANK = 6
 
@@ -706,7 +706,7 @@ def arena_sources(board: str, arena_size: int, bases: list[tuple[str, int]], ali
     """(header, source) defining the board's arena and where each model starts in it; the
     array is aligned to the largest buffer alignment of the plans (at least 16).
 
-    regions: the report's ``regions`` (board_report.RegionUse): a split arena gets one array per
+    regions: the report's ``regions`` (linker_fragment.RegionUse): a split arena gets one array per
     region (``arena`` the first, ``arena_size`` its bytes); copied weights get ``arena_init``.
     kernels: ``runtime_ops`` of the board's plans, the ops whose kernels ``arena_kernels`` holds;
     None (``runtime: none``, no arena runtime linked): no table."""

@@ -30,7 +30,7 @@ import os
 import re
 from typing import Mapping, Sequence
 
-from arena_tool.target.board_report import BoardProblem, BoardReport, RegionUse, with_problem
+from arena_tool.emit.linker_fragment import RegionUse
 from arena_tool.target.boards import Board, Region, reserve_bytes
 from arena_tool.core.errors import EXIT_CHECK_FAILED, ArenaError
 from arena_tool.core.files import write_atomic
@@ -81,7 +81,7 @@ def render(
     arena_input: the input sections the ``.arena`` output section collects (``.tensor_arena``
     for runtime: tflm, where TFLM's ``tensor_arena`` array is the arena; the output section
     keeps its name, which the ELF check looks for).
-    regions: the gate report's ``regions`` (board_report.RegionUse): a split arena's ``.arena_<region>``
+    regions: the board report's ``regions`` (linker_fragment.RegionUse): a split arena's ``.arena_<region>``
     sections replace ``.arena`` (then arena_region/arena_size only name the first region and the
     total), and each ``.weights_<region>`` is a ``.data``-like section in its region, loaded
     from flash (``_split_text``/``_weights_text``).
@@ -341,36 +341,6 @@ def failed_asserts(ld_output: str) -> list[str]:
         if i >= 0 and line[i:].strip() not in seen:
             seen.append(line[i:].strip())
     return seen
-
-
-def link_failure(rep: BoardReport, ld_output: str, flash_name: str, region_lengths: Mapping[str, int]) -> BoardReport:
-    """The report after a failed link: each region ld says overflowed (flash: over; RAM: over),
-    each failed ``arena:`` ASSERT of the script, else one 'link' problem."""
-    board = rep.board
-    for region, over in overflows(ld_output):
-        if region == flash_name:
-            total = rep.flash.total
-            rep = with_problem(rep, BoardProblem(
-                "flash", f"arena: {board}: code, constants and weights overflow {region} by {fmt_bytes(over)} "
-                f"(flash {fmt_bytes(total)}, of which the weights take {fmt_bytes(rep.weights)})",
-                region=region, need=total + over, limit=total))
-        else:
-            length = region_lengths.get(region, 0)
-            rep = with_problem(rep, BoardProblem(
-                "ram", f"arena: {board}: the firmware's RAM sections overflow {region} by {fmt_bytes(over)} "
-                f"({fmt_bytes(length)}; .data, .bss, the arena and the stack/heap reserve)",
-                region=region, need=length + over, limit=length))
-    for text in failed_asserts(ld_output):
-        if not any(text in p.message for p in rep.problems):
-            kind = "ram" if "overflow" in text or "larger" in text else "link"
-            rep = with_problem(rep, BoardProblem(kind, f"arena: {board}: the link refused the firmware: {text}"))
-    if rep.passed:
-        why = "the linker's messages above say why"
-        if rep.runtime == "none" and "undefined reference to `arena_" in ld_output:
-            why += ("; with runtime: none the firmware defines arena_run, arena_tensor_data and what else it "
-                    "calls itself: link your kernels, or use runtime: arena")
-        rep = with_problem(rep, BoardProblem("link", f"arena: {board}: the link failed ({why})"))
-    return rep
 
 
 def write(path: str | os.PathLike[str], text: str) -> None:

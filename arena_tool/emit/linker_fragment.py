@@ -21,7 +21,7 @@ address of copied sections). ``linkscript.check_script`` reads your script witho
 whose ld messages are obscure: no INCLUDE of the fragment, an INCLUDE outside SECTIONS, a MEMORY
 command without the arena's region.
 
-Issue 12's split arena and copied weights: ``sections_of`` turns a gate report into arena sections
+Issue 12's split arena and copied weights: ``sections_of`` turns a board report into arena sections
 (one ``.arena``, or the ``.arena_<region>`` sections its ``regions`` name) and ``copies_of`` into
 ``.data``-like sections for ``weights: <region>`` (run address in that region, ``AT>`` the flash;
 symbols ``__weights_<region>_start``/``_end``/``_load`` for the start-up copy). Output is plain
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 from arena_tool.target.boards import Board, Region
 from arena_tool.core.errors import EXIT_CHECK_FAILED, ArenaError
@@ -40,8 +40,6 @@ from arena_tool.target.linkscript import FRAGMENT_NAME
 from arena_tool.core.problem import align_up, fmt_bytes
 from arena_tool.core.files import write_atomic
 
-if TYPE_CHECKING:
-    from arena_tool.target.board_report import BoardReport
 
 STACK_TOPS = ("_estack", "__StackTop")  # STM32CubeMX; CMSIS gcc templates, nRF MDK, NXP
 _ALIGN_OK = tuple(1 << i for i in range(13))  # 1 .. 4096, as arena_tool.emit.linker
@@ -71,7 +69,7 @@ class ArenaSection:
 class CopiedSection:
     """A section linked into flash and copied once to ``region`` at start-up (``.data``-like).
 
-    For weights in fast RAM (issue 12 item 2; ``copies_of`` reads them from a gate report). Symbols for the copy loop:
+    For weights in fast RAM (issue 12 item 2; ``copies_of`` reads them from a board report). Symbols for the copy loop:
     ``__<name>_start``/``_end`` (in RAM) and ``__<name>_load`` (in flash).
     """
 
@@ -85,9 +83,70 @@ class CopiedSection:
         return "__" + self.name.lstrip(".")
 
 
-def sections_of(rep: BoardReport) -> list[ArenaSection]:
-    """The arena sections a gate report asks for: one ``.arena`` in its region, or, where the
-    report lists ``regions`` (board_report.RegionUse: a split arena), each region's arena section."""
+@dataclasses.dataclass(frozen=True)
+class RegionUse:
+    """One RAM region of a board. Sizes in bytes; sections are None where it holds nothing."""
+
+    name: str
+    origin: int
+    length: int
+    arena: int
+    weights: int
+    reserve: int
+    limit: int
+    arena_section: str | None
+    weights_section: str | None
+
+    @property
+    def used(self) -> int:
+        return self.arena + self.weights
+
+    @property
+    def headroom(self) -> int:
+        return self.limit - self.used
+
+    def to_json(self) -> dict[str, Any]:
+        """The report's ``regions`` entry (``headroom`` derived)."""
+        return {"name": self.name, "origin": self.origin, "length": self.length, "arena": self.arena,
+                "weights": self.weights, "reserve": self.reserve, "limit": self.limit, "headroom": self.headroom,
+                "arena_section": self.arena_section, "weights_section": self.weights_section}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "RegionUse":
+        """From a ``regions`` entry the report schema has checked."""
+        return cls(name=str(doc["name"]), origin=int(doc["origin"]), length=int(doc["length"]),
+                   arena=int(doc["arena"]), weights=int(doc["weights"]), reserve=int(doc["reserve"]),
+                   limit=int(doc["limit"]), arena_section=doc["arena_section"], weights_section=doc["weights_section"])
+
+
+def arena_section(region: str, split: bool) -> str:
+    return f".arena_{region}" if split else ".arena"
+
+def weights_section(region: str) -> str:
+    return f".weights_{region}"
+
+
+class ArenaLayout(Protocol):
+    """What the fragment reads of a board report (builder.board_report.BoardReport): its runtime,
+    the arena's region, size and alignment, its split regions and the stack reserve."""
+
+    @property
+    def runtime(self) -> str: ...
+    @property
+    def region(self) -> str: ...
+    @property
+    def arena_size(self) -> int: ...
+    @property
+    def alignment(self) -> int: ...
+    @property
+    def regions(self) -> Sequence[RegionUse]: ...
+    @property
+    def reserve_stack(self) -> int: ...
+
+
+def sections_of(rep: ArenaLayout) -> list[ArenaSection]:
+    """The arena sections a board report asks for: one ``.arena`` in its region, or, where the
+    report lists ``regions`` (RegionUse: a split arena), each region's arena section."""
     inputs = ".tensor_arena" if rep.runtime == "tflm" else ".arena"
     held = [(r, r.arena_section) for r in rep.regions if r.arena_section]
     if not held:
@@ -96,12 +155,12 @@ def sections_of(rep: BoardReport) -> list[ArenaSection]:
             for r, section in held]
 
 
-def copies_of(rep: BoardReport) -> list[CopiedSection]:
-    """The weights a gate report copies to RAM (``weights: <region>``): one section per region."""
+def copies_of(rep: ArenaLayout) -> list[CopiedSection]:
+    """The weights a board report copies to RAM (``weights: <region>``): one section per region."""
     return [CopiedSection(r.weights_section, r.name, r.weights) for r in rep.regions if r.weights_section]
 
 
-def regions_of(board: Board, rep: BoardReport) -> list[str]:
+def regions_of(board: Board, rep: ArenaLayout) -> list[str]:
     """The board regions a report's fragment names: its arena and weights regions, and the
     flash when weights are copied from it (their load address)."""
     names = [s.region for s in sections_of(rep)] + [c.region for c in copies_of(rep)]
@@ -220,8 +279,8 @@ def fragment(board: Board, sections: Sequence[ArenaSection], stack_size: int,
     return "\n".join(out[:-1]) + "\n"
 
 
-def render_for_report(board: Board, rep: BoardReport, names: Mapping[str, str] | None = None) -> str:
-    """The fragment a gate report asks for."""
+def render_for_report(board: Board, rep: ArenaLayout, names: Mapping[str, str] | None = None) -> str:
+    """The fragment a board report asks for."""
     return fragment(board, sections_of(rep), rep.reserve_stack, names, copies_of(rep))
 
 

@@ -2,8 +2,8 @@
 
 A CNN's first high-resolution blocks hold the peak; computing the stage's output one spatial
 tile at a time, each tile from its input window plus the halo its receptive field needs, keeps
-only one tile's intermediates alive. This module is the geometry and the rewrite; the plan
-stage chooses where and how finely (plan/patching.py).
+only one tile's intermediates alive. This module is the geometry, the rewrite and, under ``patches: auto``,
+the choice of where and how finely (``choose``; plan/planning.py plans with and without it).
 
 A *stage* ends at an op (``split_after``) and is every op its output depends on, back to one
 whole tensor (the graph input, or the previous stage's output): a chain or DAG of

@@ -37,11 +37,11 @@ from arena_tool.core.files import write_atomic
 from arena_tool.plan.planfile import PlanFile
 from arena_tool.report import timeline
 from arena_tool.run.runreport import elf_sizes
-from arena_tool.target.board_report import TFLM_NOTE
+from arena_tool.builder.board_report import TFLM_NOTE
 
 if TYPE_CHECKING:
     from arena_tool.plan.planfile import PlanFile
-    from arena_tool.target.board_report import ModelUse, BoardReport, Usage
+    from arena_tool.builder.board_report import ModelUse, BoardReport, Usage
     from arena_tool.run.runreport import Section
 
 HTML_NAME = "arena_report.html"

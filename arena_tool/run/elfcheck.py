@@ -30,7 +30,7 @@ from arena_tool.run.runreport import elf_sizes
 
 if TYPE_CHECKING:
     from arena_tool.target.boards import Board, Region
-    from arena_tool.target.board_report import BoardReport
+    from arena_tool.builder.board_report import BoardReport
 
 SHF_WRITE = 0x1
 SHF_ALLOC = 0x2

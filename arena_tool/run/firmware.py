@@ -63,7 +63,7 @@ from arena_tool.emit import codegen, runtime_support, linker
 from arena_tool.model import liveness, lowering, macs
 from arena_tool.plan import plancheck, planfile, planners, planning, split_arena
 from arena_tool.run import qemu, runreport, verify
-from arena_tool.target.board_report import RegionUse
+from arena_tool.emit.linker_fragment import RegionUse
 
 if TYPE_CHECKING:
     from arena_tool.target.boards import Board
@@ -71,7 +71,6 @@ if TYPE_CHECKING:
     from arena_tool.model.lowering import Boundary, Lowered
     from arena_tool.plan.planfile import PlanFile
     from arena_tool.core.problem import ModelOptions
-    from arena_tool.target.board_report import RegionUse
     from arena_tool.target.manifest_data import ModelSpec
 
 HOST = "host"
@@ -179,7 +178,7 @@ def generate(out: Path, models: Sequence[tuple[str, str, PlanFile]], board: str 
 
 
 def board_regions(plans: Sequence[PlanFile], copies: bool = True) -> tuple[RegionUse, ...]:
-    """The gate report's ``regions`` (board_report.RegionUse: what codegen and the linker
+    """The board report's ``regions`` (RegionUse: what codegen and the linker
     read; origin, length and limit are not known here) for plans run one after another: a split plan's regions (each the largest of the
     models' arenas there), then the regions their weights are copied to (``weights: <region>``;
     copies False: none, as on the host, where the weights stay initialized data in their section)."""

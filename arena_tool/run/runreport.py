@@ -45,7 +45,7 @@ from arena_tool.core.schema import check_json
 from arena_tool.run import verify
 
 if TYPE_CHECKING:
-    from arena_tool.target.board_report import BoardReport
+    from arena_tool.builder.board_report import BoardReport
 
 FORMAT_VERSION = 1
 ICOUNT_SHIFT = 0

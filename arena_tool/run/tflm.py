@@ -39,7 +39,7 @@ import numpy as np
 
 from arena_tool.model import tflite_model, tflm_persistent, tflm_scratch
 from arena_tool.plan import planfile, validate
-from arena_tool.target import board_report
+from arena_tool.builder import board_report
 from arena_tool.emit import tflite_write
 from arena_tool.core.errors import EXIT_CHECK_FAILED, EXIT_OK, ArenaError, CheckFailed
 from arena_tool.plan.planfile import PlanFile

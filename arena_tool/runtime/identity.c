@@ -1,4 +1,5 @@
-/* Identity, Reshape, Flatten, Squeeze, Unsqueeze, Dropout: any element type, a copy (none in place). */
+/* Identity, Reshape, Flatten, Squeeze, Unsqueeze, Dropout: any element type, a copy (none when planned in
+ * place: same address). No workspace. */
 #include <string.h>
 
 #include "arena_kernels.h"

@@ -7,7 +7,7 @@ Use it from any SConstruct::
     env.ArenaFirmware("app/arena.yaml", sources=["app/startup.c", "app/main.c"], cpppath=["app"])
 
 This module only wires. ``ArenaFirmware`` reads the manifest through its JSON cache
-(``arena_tool.builder.noop_cache``), asks ``arena_tool.builder.build_graph.plan`` for the build (every
+(``arena_tool.builder.noop_cache``), asks ``arena_tool.builder.build_graph.graph_of`` for the build (every
 file, what it is made from, the compile and link flags, the aliases: the policy is that
 module's) and makes one Builder call per graph node, in order. Each builder's action calls the
 function of its kind in ``arena_tool.build_steps`` with paths, where the work and its errors
@@ -218,7 +218,7 @@ def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), c
         manifest_path = files.project_path(str(manifest_path), top)  # no clone's path in outputs
         m = noop_cache.cached(manifest_path, tuple(board_dirs) + tuple(env["ARENA_BOARD_DIRS"]),
                                   os.path.join(build_dir, ".arena_manifest.json"))
-        graph = build_graph.plan(m, build_dir, toolchain, board)
+        graph = build_graph.graph_of(m, build_dir, toolchain, board)
     except ArenaError as err:
         sys.stderr.write(err.render() + "\n")
         Exit(err.exit_code)

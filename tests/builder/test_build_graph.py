@@ -67,7 +67,7 @@ def closure(g: BuildGraph, target: str) -> set[str]:
 
 def test_example_graph(tmp_path: Path, in_root: None) -> None:
     doc = example_doc(tmp_path)
-    g = bg.plan(doc, "build", toolchain(ROOT), generator=GEN)
+    g = bg.graph_of(doc, "build", toolchain(ROOT), generator=GEN)
     names = [t["name"] for t in doc["targets"]]
     assert [b.name for b in g.boards] == names and g.generator == Value("arena_tool sources digest")
     assert set(bg.KINDS) >= {n.kind for n in g.nodes} == {"plan", "tables", "gate", "object", "elf", "report",
@@ -161,7 +161,7 @@ def test_example_graph(tmp_path: Path, in_root: None) -> None:
 
 
 def test_example_graph_without_linking(tmp_path: Path, in_root: None) -> None:
-    g = bg.plan(example_doc(tmp_path), "build", toolchain(ROOT, link=False), boards="mps2_an500,nucleo_f746",
+    g = bg.graph_of(example_doc(tmp_path), "build", toolchain(ROOT, link=False), boards="mps2_an500,nucleo_f746",
                 generator=GEN)
     assert [b.name for b in g.boards] == ["mps2_an500", "nucleo_f746"]  # in the order given
     assert not g.of_kind("object") and not g.of_kind("elf") and g.envs == ()
@@ -174,28 +174,28 @@ def test_example_graph_without_linking(tmp_path: Path, in_root: None) -> None:
 
 def test_graph_is_deterministic(tmp_path: Path, in_root: None) -> None:
     doc = example_doc(tmp_path)
-    g = bg.plan(doc, "build", toolchain(ROOT), generator=GEN)
-    assert g == bg.plan(json.loads(json.dumps(doc)), "build", toolchain(ROOT), generator=GEN)
-    assert g == bg.plan(manifest.load(str(EXAMPLE.relative_to(ROOT))), "build", toolchain(ROOT), generator=GEN)
-    assert bg.plan(doc, "build/", toolchain(ROOT), generator=GEN) == g
+    g = bg.graph_of(doc, "build", toolchain(ROOT), generator=GEN)
+    assert g == bg.graph_of(json.loads(json.dumps(doc)), "build", toolchain(ROOT), generator=GEN)
+    assert g == bg.graph_of(manifest.load(str(EXAMPLE.relative_to(ROOT))), "build", toolchain(ROOT), generator=GEN)
+    assert bg.graph_of(doc, "build/", toolchain(ROOT), generator=GEN) == g
     # the same bytes whatever the hash seed (no set or dict order leaks into the graph)
     code = ("import sys; from arena_tool.builder import build_graph as bg, noop_cache\n"
             f"doc = noop_cache.cached({str(EXAMPLE.relative_to(ROOT))!r}, (), sys.argv[1])\n"
-            f"print(repr(bg.plan(doc, 'build', bg.Toolchain(link=True, root={str(ROOT)!r}), generator='x')))\n")
+            f"print(repr(bg.graph_of(doc, 'build', bg.Toolchain(link=True, root={str(ROOT)!r}), generator='x')))\n")
     out = {subprocess.run([sys.executable, "-c", code, str(tmp_path / f"c{seed}.json")], cwd=ROOT, check=True,
                           capture_output=True, text=True, env=dict(os.environ, PYTHONHASHSEED=seed)).stdout
            for seed in ("1", "2")}
     assert len(out) == 1
     # an unknown board is the manifest's usage error, as for board=
     with pytest.raises(ArenaError, match="board 'nucleo_f747' is not in the manifest"):
-        bg.plan(doc, "build", toolchain(ROOT), boards="nucleo_f747", generator=GEN)
+        bg.graph_of(doc, "build", toolchain(ROOT), boards="nucleo_f747", generator=GEN)
 
 
 def test_tflm_boards_get_the_tflm_nodes(tmp_path: Path, in_root: None) -> None:
     """runtime: tflm (from the plain data: a .tflite model is not needed to wire it)."""
     doc = example_doc(tmp_path)
     t = dict(doc["targets"][-1], runtime="tflm")
-    g = bg.plan(dict(doc, targets=[t]), "build", toolchain(ROOT), generator=GEN)
+    g = bg.graph_of(dict(doc, targets=[t]), "build", toolchain(ROOT), generator=GEN)
     b = g.board(t["name"])
     assert b.arena == (f"build/{b.name}/gen/tflm_arena.c", f"build/{b.name}/gen/tflm_arena.h")
     for spec in t["models"]:
@@ -218,7 +218,7 @@ def test_tflm_sources_build_one_library_per_core_and_kernels(tmp_path: Path, in_
     first, last = doc["targets"][0], doc["targets"][-1]
     ts = [dict(first, runtime="tflm", tflm=tflm), dict(first, name="twin", runtime="tflm", tflm=tflm),
           dict(last, runtime="tflm", tflm=tflm)]
-    g = bg.plan(dict(doc, targets=ts), "build", toolchain(ROOT), generator=GEN)
+    g = bg.graph_of(dict(doc, targets=ts), "build", toolchain(ROOT), generator=GEN)
     libs = g.of_kind("tflm_lib")
     assert len(libs) == 2  # two cores: nucleo_f746 and its twin share one
     key = bg.env_key(first["gcc_flags"]) + "_tflm_cmsis_nn"
@@ -280,7 +280,7 @@ def project(tmp_path: Path) -> Path:
 def project_graph(proj: Path, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> tuple[dict[str, Any], BuildGraph]:
     monkeypatch.chdir(proj)
     doc = noop_cache.cached("arena.yaml", (), str(proj / "build" / ".arena_manifest.json"))
-    return doc, bg.plan(doc, "build", toolchain(proj), **{"generator": GEN, **kw})
+    return doc, bg.graph_of(doc, "build", toolchain(proj), **{"generator": GEN, **kw})
 
 
 def test_boards_and_models_graph(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

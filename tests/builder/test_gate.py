@@ -1,5 +1,5 @@
 """gate: one board's plans against its RAM budget, its flash and its runtime, the problems and
-suggestions it reports, a split arena's regions (the document itself: target/test_board_report.py)."""
+suggestions it reports, a split arena's regions (the document itself: builder/test_board_report.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from arena_tool.plan import plancheck
-from arena_tool.target import board_report, boards
+from arena_tool.builder import board_report
+from arena_tool.target import boards
 from arena_tool.emit import linker
 from arena_tool.builder import gate, hints
 from arena_tool.core.errors import EXIT_CHECK_FAILED, ArenaError, CheckFailed
@@ -203,17 +204,17 @@ def test_a_failed_link_is_in_the_report(tmp_path: Path) -> None:
     rep = gate.gate(t, plans(t, plan_doc(30000, 28000), plan_doc(20000, 20000)))
     ld = ("ld: build/x/firmware.elf section `.rodata' will not fit in region `FLASH'\n"
           "ld: region `FLASH' overflowed by 25360 bytes\ncollect2: error: ld returned 1 exit status\n")
-    over = linker.link_failure(rep, ld, "FLASH", {"DTCM": 65536})
+    over = gate.link_failure(rep, ld, "FLASH", {"DTCM": 65536})
     check_json(over.to_json(), "report", "arena_report.json")
     [p] = over.problems
     assert over.status == "over" and (p.kind, p.region, p.over_by) == ("flash", "FLASH", 25360)
     assert p.message == ("arena: nucleo_f746: code, constants and weights overflow FLASH by 25,360 B "
                             "(flash 1,048,576 B, of which the weights take 200 B)")
-    ram = linker.link_failure(rep, "ld: region `DTCM' overflowed by 8 bytes\n", "FLASH", {"DTCM": 65536})
+    ram = gate.link_failure(rep, "ld: region `DTCM' overflowed by 8 bytes\n", "FLASH", {"DTCM": 65536})
     assert ram.status == "over" and ram.problems[0].kind == "ram" and ram.problems[0].need == 65544
-    other = linker.link_failure(rep, "main.c:3: undefined reference to `arena_run'\n", "FLASH", {})
+    other = gate.link_failure(rep, "main.c:3: undefined reference to `arena_run'\n", "FLASH", {})
     assert other.status == "error" and other.problems[0].kind == "link"
-    none = linker.link_failure(dataclasses.replace(rep, runtime="none"), "undefined reference to `arena_run'",
+    none = gate.link_failure(dataclasses.replace(rep, runtime="none"), "undefined reference to `arena_run'",
                                "FLASH", {})
     assert "with runtime: none the firmware defines arena_run" in none.problems[0].message
     text = board_report.summary([over])

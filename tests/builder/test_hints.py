@@ -15,7 +15,7 @@ from arena_tool.builder import hints
 from arena_tool.core.errors import ArenaError
 from arena_tool.core.problem import ModelOptions
 from arena_tool.plan import planners, planning
-from arena_tool.target.board_report import ModelUse
+from arena_tool.builder.board_report import ModelUse
 from builders import target
 
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from arena_tool.target import board_report, boards, linkscript, manifest
+from arena_tool.builder import board_report
+from arena_tool.target import boards, linkscript, manifest
 from arena_tool.emit import linker, linker_fragment
 from arena_tool.run import elfcheck
 from arena_tool.core.errors import ArenaError
@@ -81,7 +82,7 @@ def _arena_section(elf: Path) -> tuple[int, int, str]:
 
 
 def _doc(region: str, size: int, align: int = 16, **fields: object) -> board_report.BoardReport:
-    """A gate report of one arena: what the ELF check and the fragment read, the rest placeholders."""
+    """A board report of one arena: what the ELF check and the fragment read, the rest placeholders."""
     base = board_report.BoardReport(board="b", region=region, region_origin=0, region_length=1, region_auto=False,
                          sharing="sequential", arena_size=size, lower_bound=size, alignment=align, budget=1,
                          budget_spec="100%", limit=size, reserve_stack=0, reserve_heap=0, warn_above=None, models=(),
@@ -126,9 +127,9 @@ def test_copied_section_extension_point() -> None:
 
 
 SPLIT_DOC = _doc("DTCM", 3000, reserve_stack=1024, regions=(
-    board_report.RegionUse("DTCM", 0, 1, arena=1000, weights=0, reserve=0, limit=0, arena_section=".arena_DTCM",
+    linker_fragment.RegionUse("DTCM", 0, 1, arena=1000, weights=0, reserve=0, limit=0, arena_section=".arena_DTCM",
                           weights_section=None),
-    board_report.RegionUse("AXI_SRAM", 0, 1, arena=2000, weights=512, reserve=0, limit=0,
+    linker_fragment.RegionUse("AXI_SRAM", 0, 1, arena=2000, weights=512, reserve=0, limit=0,
                           arena_section=".arena_AXI_SRAM", weights_section=".weights_AXI_SRAM")))
 SPLIT_FIRMWARE = r"""
 #include <stdint.h>

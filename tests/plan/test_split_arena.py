@@ -21,7 +21,8 @@ import models
 from builders import ROOT, SPLIT_BOARD, copy_example, scons
 from arena_tool.model import liveness, lowering
 from arena_tool.plan import plancheck, planfile, planners, planning, split_arena
-from arena_tool.target import board_report, boards, manifest
+from arena_tool.builder import board_report
+from arena_tool.target import boards, manifest
 from arena_tool.run import elfcheck, firmware, verify
 from arena_tool.core.errors import ArenaError
 from arena_tool.core.problem import Buffer, ModelOptions
@@ -172,7 +173,7 @@ def test_split_is_planned_against_what_other_models_weights_leave(tmp_path: Path
     doc = manifest.to_doc(manifest.load("arena.yaml"))
     assert [s["copied"] for s in doc["targets"][0]["models"]] == [
         [["FAST", "w.onnx", ModelOptions(weights="FAST").to_doc()]], []]
-    g = bg.plan(doc, "build", bg.Toolchain(root=str(tmp_path)), generator="digest")
+    g = bg.graph_of(doc, "build", bg.Toolchain(root=str(tmp_path)), generator="digest")
     assert "w.onnx" in g.of_kind("plan")[0].depends  # chain's plan is redone when w's weights change
     build = build_steps.Build({t["name"]: t for t in doc["targets"]})
     for b in g.boards:

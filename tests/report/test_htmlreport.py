@@ -22,7 +22,9 @@ import pytest
 
 from arena_tool.model import macs
 from arena_tool.plan import plancheck, planfile, planners
-from arena_tool.target import board_report, boards
+from arena_tool.builder import board_report
+from arena_tool.emit import linker_fragment
+from arena_tool.target import boards
 from arena_tool.report import explain, htmlreport
 from arena_tool.run.runreport import Section
 from conftest import ROOT, require_tool
@@ -210,7 +212,9 @@ def test_markdown_has_the_same_numbers(ok: Path) -> None:
 
 RERENDER = """
 import sys
-from arena_tool.target import board_report, boards
+from arena_tool.builder import board_report
+from arena_tool.emit import linker_fragment
+from arena_tool.target import boards
 from arena_tool.report import htmlreport
 json_path, out, board_file, elf, root = sys.argv[1:]
 memory = htmlreport.Memory.of_board(boards.load_board_file(board_file))
@@ -312,8 +316,8 @@ def test_split_report_says_each_regions_limit_and_what_each_section_is() -> None
     """A split arena with weights copied to its fast region, linked: the banner gives each region's
     use against its own limit (not their sum in the first), a 4 B .init_array in flash is drawn in
     the flash (not as RAM outside every region at origin 0), .weights_DTCM says whose weights."""
-    regions = (board_report.RegionUse("DTCM", 0x20000000, 128, 80, 20, 0, 128, ".arena_DTCM", ".weights_DTCM"),
-               board_report.RegionUse("AXI", 0x24000000, 256, 60, 0, 0, 256, ".arena_AXI", None))
+    regions = (linker_fragment.RegionUse("DTCM", 0x20000000, 128, 80, 20, 0, 128, ".arena_DTCM", ".weights_DTCM"),
+               linker_fragment.RegionUse("AXI", 0x24000000, 256, 60, 0, 0, 256, ".arena_AXI", None))
     rep = board_report.BoardReport(
         board="b", region="DTCM", region_origin=0x20000000, region_length=128, region_auto=False, sharing="sequential",
         arena_size=140, lower_bound=140, alignment=16, budget=384, budget_spec="100%", limit=384, reserve_stack=0,

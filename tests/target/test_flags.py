@@ -13,7 +13,8 @@ import pytest
 import arena_tool
 from arena_tool.builder import build_graph as bg
 from arena_tool import cli
-from arena_tool.target import board_report, flags, manifest
+from arena_tool.builder import board_report
+from arena_tool.target import flags, manifest
 from arena_tool.builder import gate
 from arena_tool.run import firmware
 from arena_tool.report import htmlreport
@@ -32,7 +33,7 @@ def project(tmp_path: Path, top: str = "", boards: str = "[mps2_an500, nucleo_f7
 
 def graph(m: manifest.Manifest, root: Path) -> bg.BuildGraph:
     tc = bg.Toolchain(link=True, sources=(str(APP / "startup.c"),), cpppath=(str(APP),), root=str(root))
-    return bg.plan(manifest.to_doc(m), "build", tc, generator="digest")
+    return bg.graph_of(manifest.to_doc(m), "build", tc, generator="digest")
 
 
 def test_scons_and_run_compile_and_link_with_the_same_flags(tmp_path: Path) -> None:

@@ -1,10 +1,18 @@
-"""The per-board report (schemas/report.schema.json): the document the gate writes and the link
-and the ELF check update, and its text (the end-of-build summary).
+"""The board report (schemas/report.schema.json): the document the gate writes and the link
+and the ELF check update, and its text (the end-of-build summary). It lives beside the gate,
+its writer; a user never writes one.
 
-``BoardReport`` is the report as a value (ModelUse, BoardProblem, Usage and RegionUse below it);
+Three documents are called reports, one word each: the **board report** (this module: the
+gate's verdict, ``arena_gate.json`` at stage planned, ``arena_report.json`` at stage linked,
+for CI), the **build report** (report/htmlreport.py: that document drawn for people,
+``arena_report.{html,md}``) and the **run report** (run/runreport.py: what a firmware did under
+QEMU, ``run_report.json``; ``arena-tool run --json`` writes its one-model form).
+
+``BoardReport`` is the report as a value (ModelUse, BoardProblem, Usage below it, each region's
+share a linker_fragment.RegionUse);
 ``BoardReport.from_json`` (schema-checked) and ``to_json`` are the one conversion between it and the
 file, key order and optional keys included, so ``read`` then ``write`` gives the same bytes.
-``with_problem`` and ``with_elf`` (and ``linker.link_failure``) return a new BoardReport. Its
+``with_problem`` and ``with_elf`` (and ``gate.link_failure``) return a new BoardReport. Its
 ``status``:
 
 - ``ok``, ``warn`` (above ``warn_above``): the board passed the gate;
@@ -48,6 +56,7 @@ from arena_tool.core.errors import EXIT_CHECK_FAILED, EXIT_USAGE, CheckFailed
 from arena_tool.core.files import read_json, write_atomic
 from arena_tool.core.problem import align_up, fmt_bytes
 from arena_tool.core.schema import check_json
+from arena_tool.emit.linker_fragment import RegionUse
 
 FORMAT_VERSION = 2
 
@@ -206,49 +215,6 @@ class Usage:
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> Usage:
         return cls(int(doc["used"]), int(doc["total"]), str(doc["source"]))
-
-
-@dataclasses.dataclass(frozen=True)
-class RegionUse:
-    """One RAM region of a board. Sizes in bytes; sections are None where it holds nothing."""
-
-    name: str
-    origin: int
-    length: int
-    arena: int
-    weights: int
-    reserve: int
-    limit: int
-    arena_section: str | None
-    weights_section: str | None
-
-    @property
-    def used(self) -> int:
-        return self.arena + self.weights
-
-    @property
-    def headroom(self) -> int:
-        return self.limit - self.used
-
-    def to_json(self) -> dict[str, Any]:
-        """The report's ``regions`` entry (``headroom`` derived)."""
-        return {"name": self.name, "origin": self.origin, "length": self.length, "arena": self.arena,
-                "weights": self.weights, "reserve": self.reserve, "limit": self.limit, "headroom": self.headroom,
-                "arena_section": self.arena_section, "weights_section": self.weights_section}
-
-    @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> "RegionUse":
-        """From a ``regions`` entry the report schema has checked."""
-        return cls(name=str(doc["name"]), origin=int(doc["origin"]), length=int(doc["length"]),
-                   arena=int(doc["arena"]), weights=int(doc["weights"]), reserve=int(doc["reserve"]),
-                   limit=int(doc["limit"]), arena_section=doc["arena_section"], weights_section=doc["weights_section"])
-
-
-def arena_section(region: str, split: bool) -> str:
-    return f".arena_{region}" if split else ".arena"
-
-def weights_section(region: str) -> str:
-    return f".weights_{region}"
 
 
 @dataclasses.dataclass(frozen=True)

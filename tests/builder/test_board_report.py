@@ -1,4 +1,4 @@
-"""board_report: the per-board report document (schema-checked both ways, byte-identical round
+"""board_report: the board report document (schema-checked both ways, byte-identical round
 trips, every shape the build writes) and its text (the summary, PlatformIO-style usage lines)."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from arena_tool.builder import gate
 from arena_tool.core.errors import EXIT_USAGE, ArenaError
 from arena_tool.core.schema import check_json
 from arena_tool.emit import linker
-from arena_tool.target import board_report, manifest
-from arena_tool.target.board_report import OpMacs
+from arena_tool.builder import board_report
+from arena_tool.target import manifest
+from arena_tool.builder.board_report import OpMacs
 from builders import plan_doc, plans, target
 
 
@@ -81,7 +82,7 @@ def _reports(tmp_path: Path) -> dict[str, board_report.BoardReport]:
     return {
         "planned": planned, "linked": linked,
         "flash over when linked": board_report.with_elf(planned, ram_used=40000, flash_used=2 << 20),
-        "failed link": linker.link_failure(planned, "ld: region `FLASH' overflowed by 8 bytes\n", "FLASH", {}),
+        "failed link": gate.link_failure(planned, "ld: region `FLASH' overflowed by 8 bytes\n", "FLASH", {}),
         "failed ELF check": board_report.with_problem(
             linked, board_report.BoardProblem("elf", "arena: nucleo_f746: ELF check failed")),
         "over": gate.gate(t, plans(t, plan_doc(71680, 60000), plan_doc(1000, 1000))),
