@@ -284,6 +284,9 @@ def _write_plot(plans: list[tuple[str, PlanFile]], path: str) -> None:
     print(f"wrote {path}")
 
 
+PROBLEMS_SHOWN = 20  # lines check prints: a hand-edited plan of 100,000 extra buffers has a problem per buffer
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from arena_tool.model import liveness
     from arena_tool.plan import plancheck, planfile
@@ -293,8 +296,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     problems = plancheck.check(plan, mp, args.plan)
     if plan.kind == "onnx":
         problems += plancheck.patch_problems(plan, plancheck.lowered_model(args.model, plan))
-    for p in problems:
+    for p in problems[:PROBLEMS_SHOWN]:
         print(f"{args.plan}: error: {p}", file=sys.stderr)
+    if len(problems) > PROBLEMS_SHOWN:
+        print(f"{args.plan}: error: and {len(problems) - PROBLEMS_SHOWN:,} more problems", file=sys.stderr)
     if problems:
         return EXIT_CHECK_FAILED
     print(f"{args.plan}: ok: {len(plan.buffers)} buffers in {fmt_bytes(plan.arena_size)}, "
@@ -447,7 +452,7 @@ def _plan_macs(path: str, plan: PlanFile) -> tuple[int, ...] | None:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from arena_tool.plan import planfile, planning
+    from arena_tool.plan import plancheck, planfile, planning
     from arena_tool.report import explain
 
     params = _params(args)
@@ -458,11 +463,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
             raise ArenaError(f"{given[0]} does not apply to a plan file: its options are fixed", file=args.model,
                              field=given[0], hint="explain the model instead (arena-tool explain MODEL ...)")
         plan = planfile.load(args.model)
-        peak = lower_bound(planfile.group_buffers(plan.buffers, plan.alignment))
-        if peak != plan.lower_bound:
-            raise ArenaError(f"lower_bound {fmt_bytes(plan.lower_bound)}, but its buffers peak at {fmt_bytes(peak)}",
-                             file=args.model, field="lower_bound",
-                             hint="the plan file was edited; check it with arena-tool check MODEL PLAN, or re-plan")
+        problems = plancheck.consistent(plan)  # a report of a plan that cannot hold would vouch for it
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise CheckFailed(f"{problems[0]}{more}", file=args.model,
+                              hint="the plan file was edited; check it with arena-tool check MODEL PLAN, or re-plan")
     elif _is_tflite(args.model):
         plan = planning.plan_tflite(args.model, _model_options(args), args.planner, params).plan_file
     else:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
 import pytest
 
 import models as M
@@ -477,3 +478,141 @@ def test_the_linker_script_reader_is_linear(tmp_path: Path, piece: str) -> None:
         linkscript.read_script(str(path))
         times.append(time.perf_counter() - t0)
     assert times[1] < 8 * times[0] + 0.3 and times[1] < 5, times
+
+
+# --- issue 35: the second pass (board import, generate, explain, TFLM's writer) -------------------
+
+def conv_without_options() -> bytes:
+    """A CONV_2D that declares builtin_options_type 13 with no options table: arena plans it, TFLM's C++
+    re-packer (tflite_flatbuffer_align) dereferences the missing table."""
+    from tflite_models import build
+
+    w, b = np.zeros((4, 3, 3, 2), np.float32), np.zeros(4, np.float32)
+    return build([("x", "FLOAT32", [1, 8, 8, 2], None), ("w", "FLOAT32", [4, 3, 3, 2], w), ("b", "FLOAT32", [4], b),
+                  ("y", "FLOAT32", [1, 6, 6, 4], None)], [("CONV_2D", [0, 1, 2], [3], (13, None))], [0], [3])
+
+
+def test_tflms_repacker_crash_is_one_error_not_a_signal(tmp_path: Path) -> None:
+    """plan -o (and generate, a runtime: tflm build) died with SIGSEGV (rc 139) in the re-packer, in
+    arena's own process; it runs in a child now, and its crash is exit 2 naming the model."""
+    path = tmp_path / "m.tflite"
+    path.write_bytes(conv_without_options())
+    r = subprocess.run([sys.executable, "-m", "arena_tool", "plan", str(path), "-o", str(tmp_path / "p.tflite")],
+                       capture_output=True, text=True, timeout=120)
+    line = one_error(r.returncode, r.stderr, 2, str(path))
+    assert "re-packer failed" in line and "SIGSEGV" in line, line
+    assert not (tmp_path / "p.tflite").exists()
+
+
+def test_the_repacker_in_its_child_writes_the_same_bytes(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """The child re-packs a good model as before: the planned model TFLM reads, aligned to 16."""
+    model = tmp_path / "m.tflite"
+    model.write_bytes(pack(relu_model()))
+    code, _, err = run(capsys, "plan", model, "-o", tmp_path / "p.tflite")
+    assert code == 0, err
+    data = (tmp_path / "p.tflite").read_bytes()
+    assert data[4:8] == b"TFL3" and tflite_write.offline_plan(tflite_model.unpack(data, "p")) is not None
+
+
+BAD_BOARD_SOURCES = {
+    "list.json": "[1, 2]", "string.json": '"x"', "build5.json": '{"build": 5, "upload": {"maximum_size": 1024, '
+    '"maximum_ram_size": 1024}}', "infinity.json": '{"upload": {"maximum_size": Infinity, "maximum_ram_size": 1}}',
+    "nested.json": "[" * 100_000, "fcpu.json": '{"build": {"f_cpu": "' + "9" * 10_000 + 'L"}, "upload": '
+    '{"maximum_size": 1024, "maximum_ram_size": 1024}}', "negative.json": '{"upload": {"maximum_size": -5, '
+    '"maximum_ram_size": 1024}}', "nested.dts": "/ {" + "a {" * 5000 + "};" * 5000 + "};",
+    "cells.dts": "/ { x { reg = " + "<0x20000000> " * 32 + "\n",
+    "terms.ld": "MEMORY { FLASH (rx) : ORIGIN = 0, LENGTH = " + "1+" * 100_000 + "1\n RAM (rw) : ORIGIN = "
+    "0x20000000, LENGTH = 64K }\n", "nul.ld": "MEMORY { FLASH (rx) : ORIGIN = 0, LENGTH = 1\0\n }\n",
+    "comments.ld": "/* " * 300_000}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_BOARD_SOURCES))
+def test_board_import_of_a_hostile_source_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                      name: str) -> None:
+    """44 inputs exited 3 (a list, NaN, deep nesting, 10,000 digits: RecursionError, OverflowError) and a
+    devicetree of 32 cells without ';' backtracked 2^32 ways (N = 22: 5.9 CPU-s); each is exit 2 in
+    well under a second now."""
+    path = tmp_path / name
+    path.write_text(BAD_BOARD_SOURCES[name])
+    t0 = time.process_time()
+    code, _, err = run(capsys, "board", "import", path, "-o", tmp_path / "x.yaml")
+    one_error(code, err, 2, name)
+    assert time.process_time() - t0 < 2
+
+
+def test_a_nul_byte_in_a_manifest_or_an_external_data_location_is_named(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture) -> None:
+    """Both were "this is an arena bug" (yaml's ReaderError before parsing, os.path.realpath's ValueError)."""
+    m = M.chain()
+    init = m.graph.initializer[0]
+    init.data_location = onnx.TensorProto.EXTERNAL
+    init.ClearField("raw_data")
+    init.ClearField("float_data")
+    init.external_data.add(key="location", value="w\0.bin")
+    path = tmp_path / "m.onnx"
+    path.write_bytes(m.SerializeToString())
+    code, _, err = run(capsys, "plan", path)
+    assert "NUL byte" in one_error(code, err, 2, str(path))
+    (tmp_path / "c.onnx").write_bytes(M.chain().SerializeToString())
+    manifest = tmp_path / "arena.yaml"
+    manifest.write_text("models:\n  - {name: a\0b, path: c.onnx}\nboards: [mps2_an500]\n")
+    code, _, err = run(capsys, "generate", manifest, "--board", "mps2_an500", "--out", tmp_path / "gen")
+    assert "not allowed in YAML" in one_error(code, err, 2, f"{manifest}:2")
+
+
+@pytest.mark.parametrize("edit", ["arena 2^40", "arena below the bound", "overlap", "optimal disproved",
+                                  "alias off its root"])
+def test_explain_refuses_a_plan_that_check_refuses(tmp_path: Path, capsys: pytest.CaptureFixture, edit: str) -> None:
+    """explain PLAN.json printed a 2^40 B arena, one 16 B below the lower bound, and overlapping buffers
+    (94 of 143 edited plans rc 0); it checks what the plan says of itself first (exit 1 like check)."""
+    model = tmp_path / "m.onnx"
+    model.write_bytes(M.chain().SerializeToString())
+    plan_path = tmp_path / "p.json"
+    assert main(["plan", str(model), "-o", str(plan_path)]) == 0
+    doc = json.loads(plan_path.read_text())
+    bufs = doc["buffers"]
+    if edit == "arena 2^40":
+        doc["arena_size"] = 2 ** 40
+    elif edit == "arena below the bound":
+        doc["arena_size"] -= 16
+        doc["lower_bound"] -= 16
+    elif edit == "overlap":
+        for b in bufs:
+            b["offset"] = 0
+    elif edit == "optimal disproved":  # every buffer its own bytes: a valid plan, not an optimal one
+        top = 0
+        for b in bufs:
+            b["offset"], top = top, top + b["size"]
+        doc["arena_size"] = top
+    else:
+        bufs[1]["alias_of"] = bufs[0]["name"]
+    plan_path.write_text(json.dumps(doc))
+    capsys.readouterr()
+    code, out, err = run(capsys, "explain", plan_path)
+    one_error(code, err, 1, str(plan_path))
+    assert run(capsys, "check", model, plan_path)[0] == 1
+
+
+def test_check_of_100000_overlapping_buffers_is_bounded(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A 25 MB plan of 100,022 buffers at one offset grew to 17.6 GiB and ran past 87 CPU-s: now a few
+    seconds, the first 20 problems and a count of the rest."""
+    import resource
+
+    from arena_tool.plan import plancheck
+
+    model = tmp_path / "m.onnx"
+    model.write_bytes(M.chain().SerializeToString())
+    plan_path = tmp_path / "p.json"
+    assert main(["plan", str(model), "-o", str(plan_path)]) == 0
+    doc = json.loads(plan_path.read_text())
+    doc["buffers"] += [dict(doc["buffers"][0], name=f"x{k}") for k in range(100_000)]
+    plan_path.write_text(json.dumps(doc))
+    capsys.readouterr()
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.process_time()
+    code, _, err = run(capsys, "check", model, plan_path)
+    lines = err.strip().splitlines()
+    rest = 100_000 + plancheck.OVERLAPS_SHOWN - 20  # a problem per extra buffer, the first 10 overlaps
+    assert code == 1 and len(lines) == 21 and lines[-1].endswith(f"and {rest:,} more problems"), lines[-3:]
+    assert time.process_time() - t0 < 30
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0 < 2 << 20  # KiB: under 2 GiB more

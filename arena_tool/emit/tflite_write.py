@@ -22,7 +22,12 @@ ignores it, and TFLM's kernels and this int32 table need it).
 
 from __future__ import annotations
 
+import glob
+import importlib.util
 import os
+import signal
+import subprocess
+import sys
 import tempfile
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -82,7 +87,7 @@ def planned_bytes(data: bytes, path: str, offsets: Sequence[int], order: Sequenc
     _set_metadata(model, payload)
     builder = flatbuffers.Builder(len(data) + len(payload) + 4096)
     builder.Finish(model.Pack(builder), file_identifier=tflite_model.IDENTIFIER)
-    return realign(bytes(builder.Output()))
+    return realign(bytes(builder.Output()), path)
 
 
 def _set_metadata(model: Any, payload: np.ndarray) -> None:
@@ -108,17 +113,52 @@ def _set_metadata(model: Any, payload: np.ndarray) -> None:
     model.metadata = [m for m in (model.metadata or []) if _name(m) != METADATA_NAME] + [md]
 
 
-def realign(data: bytes) -> bytes:
-    """Re-pack with TFLM's tflite_flatbuffer_align (C++ flatbuffers: buffer data 16-byte aligned)."""
-    try:
-        from tflite_micro.tensorflow.lite.micro.tools import tflite_flatbuffer_align_wrapper as align
-    except ImportError as e:  # pragma: no cover - a dependency
-        raise ArenaError("tflite-micro's tflite_flatbuffer_align is missing", hint="pip install tflite-micro") from e
+# The child's whole program: the extension module loaded from its file, not through the tflite_micro
+# package (whose __init__ loads the interpreter: 0.5 s more per call).
+_ALIGN_CHILD = """\
+import importlib.machinery, importlib.util, sys
+loader = importlib.machinery.ExtensionFileLoader("tflite_flatbuffer_align_wrapper", sys.argv[1])
+module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+loader.exec_module(module)
+module.align_tflite_model(sys.argv[2], sys.argv[3])
+"""
+
+
+def _align_library() -> str:
+    """The path of tflite-micro's tflite_flatbuffer_align_wrapper extension (found, not imported)."""
+    spec = importlib.util.find_spec("tflite_micro")
+    roots = list(spec.submodule_search_locations or []) if spec is not None else []
+    for root in roots:
+        found = sorted(glob.glob(os.path.join(root, "tensorflow", "lite", "micro", "tools",
+                                              "tflite_flatbuffer_align_wrapper*.so")))
+        if found:
+            return found[0]
+    raise ArenaError("tflite-micro's tflite_flatbuffer_align is missing", hint="pip install tflite-micro")
+
+
+def realign(data: bytes, path: str = "(model)") -> bytes:
+    """Re-pack with TFLM's tflite_flatbuffer_align (C++ flatbuffers: buffer data 16-byte aligned).
+
+    In a child process: the C++ re-packer trusts the flatbuffer (an operator declaring an options
+    table it lacks is a SIGSEGV), and a crash must end the child, not the command or SCons build.
+    """
     with tempfile.TemporaryDirectory(prefix="arena-tflite-") as d:
         src, dst = os.path.join(d, "in.tflite"), os.path.join(d, "out.tflite")
         with open(src, "wb") as f:
             f.write(data)
-        align.align_tflite_model(src, dst)
+        try:
+            child = subprocess.run([sys.executable, "-I", "-c", _ALIGN_CHILD, _align_library(), src, dst],
+                                   capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            raise ArenaError("TFLM's flatbuffer re-packer did not finish in 120 s", file=path,
+                             hint="check the model with arena-tool plan MODEL.tflite") from None
+        if child.returncode != 0 or not os.path.exists(dst):
+            why = (f"signal {signal.Signals(-child.returncode).name}" if child.returncode < 0
+                   else f"exit status {child.returncode}")
+            last = (child.stderr.strip().splitlines() or [""])[-1][:200]
+            raise ArenaError(f"TFLM's flatbuffer re-packer failed on this model ({why}{': ' + last if last else ''})",
+                             file=path, hint="the flatbuffer is malformed (e.g. an operator's options table is "
+                                             "missing); re-export it with the TFLite converter")
         with open(dst, "rb") as f:
             out = f.read()
     if out[4:8] != tflite_model.IDENTIFIER:

@@ -162,6 +162,9 @@ def check_external_data(model: onnx.ModelProto, path: str, *, allow_outside: boo
         if not location:
             fail(f"tensor {tensor.name!r} has external data without a location", file=path,
                  hint="re-save the model with onnx.save_model(..., save_as_external_data=True)")
+        if "\0" in location:
+            fail(f"tensor {tensor.name!r} has external data at {location!r}, a location with a NUL byte no file "
+                 "can have", file=path, hint="re-save the model with its data files beside it")
         if not allow_outside and not _inside(folder, location):
             fail(f"tensor {tensor.name!r} keeps its data outside the model's folder (location {location!r})",
                  file=path, hint=EXTERNAL_OUTSIDE_HINT)

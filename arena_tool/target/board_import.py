@@ -44,19 +44,27 @@ class Imported:
 
 
 def _strip_comments(text: str) -> str:
-    return re.sub(r"//[^\n]*", "", re.sub(r"/\*.*?\*/", " ", text, flags=re.S))
+    """Without C comments; an unclosed ``/*`` runs to the end (one scan: a pattern needing the closing
+    ``*/`` scanned to the end once per unclosed ``/*``, quadratic)."""
+    return re.sub(r"//[^\n]*", "", re.sub(r"/\*.*?(?:\*/|\Z)", " ", text, flags=re.S))
+
+
+MAX_EXPRESSION = 200  # characters of one number's expression: a vendor's is a few dozen
 
 
 def _number(text: str, where: str) -> int:
     """An ld/dts number or constant expression (``0x20000000``, ``64K``, ``(256 * 1024)``)."""
     expr = text.strip()
+    bad = ArenaError(f"{where}: '{expr[:60]}{'...' if len(expr) > 60 else ''}' is not a number arena can read",
+                     hint="write the value in the file")
+    if len(expr) > MAX_EXPRESSION:  # 100,000 terms overflowed the parser's and the evaluator's stacks
+        raise bad
     expr = re.sub(r"\b(0[xX][0-9a-fA-F]+|[0-9]+)[uUlL]*\s*([KkMm])\b",
                   lambda m: f"({m.group(1)}*{1024 if m.group(2) in 'Kk' else 1024 * 1024})", expr)
     expr = re.sub(r"\b(0[xX][0-9a-fA-F]+|[0-9]+)[uUlL]+\b", r"\1", expr)
-    bad = ArenaError(f"{where}: '{text.strip()}' is not a number arena can read", hint="write the value in the file")
     try:
         tree = ast.parse(expr.replace("/", "//"), mode="eval")
-    except SyntaxError:
+    except (SyntaxError, ValueError):  # ValueError: a NUL byte
         raise bad from None
     return _evaluate(tree.body, bad)
 
@@ -182,27 +190,57 @@ def from_platformio(path: str, name: str | None = None, core: str | None = None,
     """A board from a PlatformIO board JSON: core (``build.cpu``), clock (``build.f_cpu``), flash and
     RAM sizes (``upload.maximum_size``, ``maximum_ram_size``); no addresses, so the Cortex-M
     defaults (RAM 0x20000000, flash 0x08000000 on STM32 and 0 elsewhere) are written and named."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-        build, upload = doc.get("build", {}), doc.get("upload", {})
-        flash_size, ram_size = int(upload["maximum_size"]), int(upload["maximum_ram_size"])
-    except OSError as e:
-        raise ArenaError(f"cannot read the PlatformIO board: {e.strerror or e}", file=path) from None
-    except (ValueError, KeyError, TypeError) as e:
-        raise ArenaError(f"not a PlatformIO board JSON (upload.maximum_size and maximum_ram_size): {e}",
-                         file=path) from None
+    doc = _read_json(path)
+    build, upload = doc.get("build", {}), doc.get("upload", {})
+    if not isinstance(build, dict) or not isinstance(upload, dict):
+        raise ArenaError("not a PlatformIO board JSON: 'build' and 'upload' must be objects", file=path,
+                         field="build" if not isinstance(build, dict) else "upload")
+    flash_size = _json_size(upload, "maximum_size", path)
+    ram_size = _json_size(upload, "maximum_ram_size", path)
     mcu = str(build.get("mcu", ""))
     unknown = []
     flash_origin = 0x08000000 if mcu.lower().startswith("stm32") else 0
     unknown.append(f"flash.origin: PlatformIO gives no addresses (0x{flash_origin:08X} written)")
     unknown.append("ram[0].origin: PlatformIO gives no addresses (0x20000000, the Cortex-M SRAM region, written); "
                    "its one RAM size may span several regions")
-    f_cpu = re.sub(r"[^0-9]", "", str(build.get("f_cpu", "")))
+    f_cpu = re.sub(r"[^0-9]", "", str(build.get("f_cpu", ""))[:40])
+    if f_cpu and not 0 < int(f_cpu) < 1 << 32:
+        raise ArenaError(f"build.f_cpu {f_cpu} Hz is not a clock", file=path, field="build.f_cpu",
+                         hint="give the core clock in Hz, like \"168000000L\"")
     stem = re.sub(r"[^a-z0-9_]", "_", (name or path.rsplit("/", 1)[-1].rsplit(".", 1)[0]).lower())
-    return _board(stem, f"PlatformIO board {path}", str(doc.get("name") or stem), core or build.get("cpu"), fpu,
+    cpu = build.get("cpu")
+    return _board(stem, f"PlatformIO board {path}", str(doc.get("name") or stem)[:200],
+                  core or (cpu if isinstance(cpu, str) else None), fpu,
                   float_abi, Region("FLASH", flash_origin, flash_size, writable=False),
                   [Region("SRAM", 0x20000000, ram_size)], None, unknown, int(f_cpu) if f_cpu else None)
+
+
+def _read_json(path: str) -> dict[str, Any]:
+    """A JSON object from ``path``: anything else (a list, NaN, 100,000 nested '[') is one error naming it."""
+    def no_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f, parse_constant=no_constant)
+    except OSError as e:
+        raise ArenaError(f"cannot read the PlatformIO board: {e.strerror or e}", file=path) from None
+    except (ValueError, RecursionError) as e:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        why = "nested too deeply" if isinstance(e, RecursionError) else str(e)[:200]
+        raise ArenaError(f"not a PlatformIO board JSON: {why}", file=path) from None
+    if not isinstance(doc, dict):
+        raise ArenaError(f"not a PlatformIO board JSON: a {type(doc).__name__}, not an object", file=path)
+    return doc
+
+
+def _json_size(upload: dict[str, Any], key: str, path: str) -> int:
+    """``upload[key]``, a size in bytes (an integer or its digits) between 1 B and 4 GiB."""
+    value = upload.get(key)
+    text = str(value)[:40] if isinstance(value, (int, str)) and not isinstance(value, bool) else ""
+    if not re.fullmatch(r"[0-9]{1,10}", text) or not 0 < int(text) <= 1 << 32:
+        raise ArenaError(f"not a PlatformIO board JSON: upload.{key} {str(value)[:40]!r} is not a size in bytes",
+                         file=path, field=f"upload.{key}", hint="give the size in bytes, like 65536")
+    return int(text)
 
 
 # ---------------------------------------------------------------- Zephyr devicetree
@@ -216,8 +254,11 @@ class _Node:
     children: list[_Node]
 
 
-_TOKEN = re.compile(r'\s*(?:((?:[\w,.+-]+:\s*)*)([\w,.@+#-]+|/)\s*\{|(\};?)|([\w,.#+-]+)\s*(?:=\s*((?:"[^"]*"|<[^>]*>|'
-                    r'\[[^\]]*\]|&[\w-]+|[^;{}])*))?;|(/[\w-]+/[^;]*;))', re.S)
+# A value's pieces are disjoint ('"', '<', '[' and '&' start only their own piece) and taken possessively:
+# with a bare character that could also begin '<...>', N cells without their ';' backtracked 2^N ways.
+_TOKEN = re.compile(r'\s*+(?:((?:[\w,.+-]++:\s*+)*+)([\w,.@+#-]++|/)\s*+\{|(\};?)|([\w,.#+-]++)\s*+'
+                    r'(?:=\s*+((?:"[^"]*+"|<[^>]*+>|\[[^\]]*+\]|&[\w-]++|[^;{}"<\[&])*+))?;|(/[\w-]++/[^;]*+;))', re.S)
+_BLANK = re.compile(r"\s*\Z")
 
 
 def _parse_dts(text: str, path: str) -> _Node:
@@ -226,7 +267,7 @@ def _parse_dts(text: str, path: str) -> _Node:
     pos = 0
     text = re.sub(r"^\s*#[^\n]*", "", _strip_comments(text), flags=re.M)  # cpp line markers
     while pos < len(text):
-        if not text[pos:].strip():
+        if _BLANK.match(text, pos):
             break
         m = _TOKEN.match(text, pos)
         if not m:
@@ -250,9 +291,12 @@ def _parse_dts(text: str, path: str) -> _Node:
 
 
 def _walk(node: _Node) -> list[_Node]:
-    out = [node]
-    for c in node.children:
-        out += _walk(c)
+    """Every node, depth first in source order (a loop: 5,000 nested nodes overflowed the recursion)."""
+    out, todo = [], [node]
+    while todo:
+        n = todo.pop()
+        out.append(n)
+        todo.extend(reversed(n.children))
     return out
 
 

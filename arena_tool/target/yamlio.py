@@ -304,7 +304,12 @@ def _syntax_error(exc: yaml.MarkedYAMLError, file: str) -> ArenaError:
 
 def loads(text: str, file: str = "<string>") -> Doc:
     """Parse YAML text (one document) into a Doc; ``file`` is used in messages."""
-    loader = _BoundedLoader(text, file)
+    try:
+        loader = _BoundedLoader(text, file)
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (a NUL byte), found before parsing
+        line = text.count("\n", 0, exc.position) + 1
+        raise ArenaError(f"character {exc.character:#06x} is not allowed in YAML", file=file, line=line,
+                         hint="remove it (a binary file, or a NUL byte pasted into the text?)") from None
     try:
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
