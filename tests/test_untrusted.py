@@ -616,3 +616,57 @@ def test_check_of_100000_overlapping_buffers_is_bounded(tmp_path: Path, capsys: 
     assert code == 1 and len(lines) == 21 and lines[-1].endswith(f"and {rest:,} more problems"), lines[-3:]
     assert time.process_time() - t0 < 30
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0 < 2 << 20  # KiB: under 2 GiB more
+
+
+def test_a_fused_tflite_output_name_fits_the_firmwares_line() -> None:
+    """TFLM's seanet models name outputs 'model/a;model/b;...' (hundreds of characters): fw_io.h builds a
+    line in 160 characters, so 'output NAME float32 320' lost its type and count, every output read as
+    missing, and run said "TFLite Micro did not run the model (exit status 0, status 0)". The printed
+    name is one bounded word; the reader looks it up by the same word."""
+    from arena_tool.emit import tflm_app
+    from arena_tool.run import verify
+
+    names = [";".join(f"model/seanet/conv1d_{i}/Conv1D{j}" for j in range(12)) for i in range(3)] + ["a b;c"]
+    words = [tflm_app.print_name(n) for n in names]
+    assert len(set(words)) == len(names)
+    source = tflm_app.sources("host", [tflm_app.TflmEntry("m", (), 1024, tuple(names))])
+    lines = ["model m"]
+    for w in words:
+        line = f"output {w} float32 4294967295"
+        assert len(line) < 159 and f'"{w}"' in source, line  # fits fw_io.h's line with its newline
+        lines += [line, "0 0x3f800000 1.000000"]
+    got = verify.parse_output("\n".join(lines + ["status m 0"])).outputs["m"]
+    assert sorted(got) == sorted(words) and all(got[w].view(np.float32)[0] == 1.0 for w in words)
+
+
+def refused_qdq(tmp_path: Path) -> Path:
+    """qdq_conv with a value_info that types its folded weight's DequantizeLinear output as double:
+    onnxruntime refuses the file; arena (which folds the weight) plans and runs it."""
+    m = M.qdq_conv()
+    w = next(i for i in m.graph.initializer if i.name == "w")
+    m.graph.value_info.append(onnx.helper.make_tensor_value_info("wf", onnx.TensorProto.DOUBLE, list(w.dims)))
+    path = tmp_path / "refused.onnx"
+    path.write_bytes(m.SerializeToString())
+    return path
+
+
+def test_onnxruntime_refusing_the_model_file_is_seen(tmp_path: Path) -> None:
+    from arena_tool.run import firmware
+
+    assert "does not match expected type" in (firmware.ort_refuses(str(refused_qdq(tmp_path))) or "")
+    good = tmp_path / "good.onnx"
+    good.write_bytes(M.qdq_conv().SerializeToString())
+    assert firmware.ort_refuses(str(good)) is None
+
+
+@pytest.mark.slow
+def test_run_says_what_it_compared_with(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """run printed "match: every output equals onnxruntime's" for a QDQ model onnxruntime refuses: its
+    reference was arena's own re-export. The line names the lowering and the refusal; a warning says it."""
+    path = refused_qdq(tmp_path)
+    code, out, err = run(capsys, "run", path, "--board", "host")
+    assert code == 0, out + err
+    last = out.strip().splitlines()[-1]
+    assert last == (f"match: every output equals onnxruntime's run of arena's integer (QOperator) lowering of {path} "
+                    f"(onnxruntime refuses the file itself) within its tolerance"), last
+    assert "warning: onnxruntime refuses the model file itself" in err, err

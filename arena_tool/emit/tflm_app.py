@@ -12,6 +12,7 @@ example's pattern) and the outputs' names as the firmware prints them.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 from typing import Sequence
 
@@ -32,9 +33,18 @@ class TflmEntry:
     ops: tuple[str, ...] = ()
 
 
+PRINTED_NAME = 64  # characters: fw_io.h builds each line in 160, "output NAME float32 N" must fit
+
+
 def print_name(name: str) -> str:
-    """A tensor name as the firmware prints it: one word (verify.parse_output reads ``\\S+``)."""
-    return re.sub(r"\s", "_", name) or "_"
+    """A tensor name as the firmware prints it: one word of letters, digits and ``_.:/#-``
+    (verify.parse_output reads ``\\S+``), at most PRINTED_NAME characters. TFLite's fused names
+    (``model/conv;model/bias_add;...``, hundreds of characters) overran the firmware's line: the
+    output line lost its type and count, and every output of the model read as missing."""
+    word = re.sub(r"[^\w.:/#-]", "_", name, flags=re.ASCII) or "_"
+    if len(word) <= PRINTED_NAME:
+        return word
+    return word[:PRINTED_NAME - 9] + "~" + hashlib.sha256(name.encode("utf-8", "replace")).hexdigest()[:8]
 
 
 def _c_string(text: str) -> str:
