@@ -245,18 +245,26 @@ def materialized(path: Path, cache_dir: Path) -> Path:
     return _publish(build, Path(cache_dir) / f"{Path(path).stem}_float.onnx")
 
 
-def quantized(path: Path, fmt: str, per_channel: bool, cache_dir: Path) -> Path:
+def quantized(path: Path, fmt: str, per_channel: bool, cache_dir: Path, *, activation: str = "int8",
+              weight_symmetric: bool = True) -> Path:
     """The int8 twin of float model ``path`` (QInt8 activations and weights, MinMax calibration on
     calibration_inputs), made once as ``<stem>_<fmt>_<pc|pt>.onnx`` in ``cache_dir``; ``fmt`` is
     "qdq" (QuantizeLinear/DequantizeLinear around float ops) or "qoperator" (QLinearConv, ...).
+    ``activation="uint8"`` (QUInt8 activations: onnxruntime's U8S8) and ``weight_symmetric=False``
+    (int8 weights with zero points other than 0) make the variants other quantizers write, named
+    ``..._u8`` and ``..._wa``.
     quantize_static reads a copy of the float twin in a private directory, since it writes
     ``<input>-inferred.onnx`` beside its input."""
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
+    ACTIVATIONS = {"int8": QuantType.QInt8, "uint8": QuantType.QUInt8}
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, not {fmt!r}")
     cache_dir = Path(cache_dir)
-    final = cache_dir / f"{Path(path).stem}_{fmt}_{'pc' if per_channel else 'pt'}.onnx"
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {tuple(ACTIVATIONS)}, not {activation!r}")
+    variant = ("_u8" if activation == "uint8" else "") + ("" if weight_symmetric else "_wa")
+    final = cache_dir / f"{Path(path).stem}_{fmt}_{'pc' if per_channel else 'pt'}{variant}.onnx"
     if final.exists():
         return final
     source = materialized(path, cache_dir)
@@ -274,9 +282,9 @@ def quantized(path: Path, fmt: str, per_channel: bool, cache_dir: Path) -> Path:
             str(src), str(out), _Feeds(feeds),
             quant_format=QuantFormat.QDQ if fmt == "qdq" else QuantFormat.QOperator,
             per_channel=per_channel, reduce_range=False,
-            activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+            activation_type=ACTIVATIONS[activation], weight_type=QuantType.QInt8,
             calibrate_method=CalibrationMethod.MinMax,
-            extra_options=EXTRA_OPTIONS,
+            extra_options={**EXTRA_OPTIONS, "WeightSymmetric": weight_symmetric},
         )
         return out
 

@@ -1,11 +1,12 @@
-"""The CNN families microcontrollers run, at 96x96, generated with onnx.helper (no files shipped).
+"""The CNN families microcontrollers run, at 96x96 (the DS-TCN at 40 x 30 x 1), generated with onnx.helper (no files shipped).
 
 The block structure of torchvision's exports, at small width so the weights fit an MCU's flash:
 MobileNet V1 (depthwise separable, ReLU6 as Clip), V2 (inverted residuals), V3 (HardSwish,
 squeeze-excite with HardSigmoid), MnasNet (5x5 depthwise), EfficientNet (Swish = x * Sigmoid(x),
 squeeze-excite with Sigmoid, ReduceMean), ShuffleNetV2 (Split, channel shuffle by Reshape ->
 Transpose -> Reshape, Concat), SqueezeNet (fire modules, MaxPool, Concat), ResNet (BasicBlocks with
-unfolded BatchNormalization). Weights are seeded (He-like scale) so activations stay in range and
+unfolded BatchNormalization), and MLPerf Tiny's streaming wake-word DS-TCN (Kx1 depthwise convs
+on 1-wide planes, at its own 40 x 30 x 1 input). Weights are seeded (He-like scale) so activations stay in range and
 the int8 twins (tests/quantized.py) calibrate to useful scales.
 
 ``build(name) -> ModelProto``; ``NAMES`` lists them.
@@ -27,8 +28,9 @@ CLASSES = 10
 class _Net:
     """A graph under construction: ``x = net.conv(x, ...)`` appends nodes and returns the output."""
 
-    def __init__(self, name: str, channels: int = 3) -> None:
+    def __init__(self, name: str, channels: int = 3, hw: tuple[int, int] = (HW, HW)) -> None:
         self.name = name
+        self.shape = [1, channels, *hw]
         self.nodes: list[onnx.NodeProto] = []
         self.inits: list[onnx.TensorProto] = []
         self.n = 0
@@ -54,13 +56,15 @@ class _Net:
         return out
 
     def conv(self, x: str, cout: int, k: int = 1, stride: int = 1, group: int = 1, act: str | None = "relu6",
-             bn: bool = False) -> str:
+             bn: bool = False, kw: int | None = None, pad: bool = True) -> str:
+        """A Conv of a k x kw kernel (kw None: k x k), padded to keep the size (pad) or not."""
         cin = self.c[x]
         name = self._id("conv")
-        w = self._weight(f"{name}.w", (cout, cin // group, k, k), (2.0 / (cin // group * k * k)) ** 0.5)
+        kw = k if kw is None else kw
+        w = self._weight(f"{name}.w", (cout, cin // group, k, kw), (2.0 / (cin // group * k * kw)) ** 0.5)
         ins = [x, w] if bn else [x, w, self._weight(f"{name}.b", (cout,), 0.05)]
-        y = self.node("Conv", ins, cout, kernel_shape=[k, k], strides=[stride, stride], pads=[k // 2] * 4,
-                      group=group)
+        pads = [k // 2, kw // 2] * 2 if pad else [0] * 4
+        y = self.node("Conv", ins, cout, kernel_shape=[k, kw], strides=[stride, stride], pads=pads, group=group)
         if bn:
             rng = np.random.default_rng(zlib.crc32(f"{self.name}/{name}.bn".encode()))
             stats = [(1 + 0.1 * rng.standard_normal(cout)), 0.05 * rng.standard_normal(cout),
@@ -100,7 +104,7 @@ class _Net:
     def model(self, out: str) -> onnx.ModelProto:
         self.nodes[-1].output[0] = "output"
         g = helper.make_graph(self.nodes, self.name,
-                              [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, HW, HW])],
+                              [helper.make_tensor_value_info("input", TensorProto.FLOAT, self.shape)],
                               [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, CLASSES])], self.inits)
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)], producer_name="arena tests/zoo.py")
         m.ir_version = 8
@@ -223,8 +227,20 @@ def resnet() -> onnx.ModelProto:
     return net.model(net.head(x))
 
 
+def ds_tcn() -> onnx.ModelProto:
+    """MLPerf Tiny's streaming wake word DS-TCN (str_ww_ref_model.tflite's layers, NCHW): 30 frames
+    of 40 features as a 40 x 30 x 1 input, depthwise 3x1 / 5x1 / 10x1 / 15x1 over the time axis of
+    1-wide planes, each followed by a pointwise conv, then a dense layer."""
+    net = _Net("ds_tcn", channels=40, hw=(30, 1))
+    x = net.conv("input", 40, 3, group=40, kw=1, pad=False, act=None)
+    for k, cout in ((5, 128), (10, 128), (15, 128)):
+        x = net.conv(x, 128, act="relu")
+        x = net.conv(x, 128, k, group=128, kw=1, pad=False, act=None)
+    return net.model(net.head(net.conv(x, 32, act="relu")))
+
+
 BUILDERS = {f.__name__: f for f in (mobilenet_v1, mobilenet_v2, mobilenet_v3, mnasnet, efficientnet, shufflenet_v2,
-                                    squeezenet, resnet)}
+                                    squeezenet, resnet, ds_tcn)}
 NAMES = tuple(BUILDERS)
 
 
