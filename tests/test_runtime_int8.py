@@ -1,14 +1,16 @@
 """The int8 fast paths (arena_tool/runtime/*_int8.c) give exactly onnxruntime's codes.
 
 Random QLinearConv shapes (1x1, 3x3, KWS's 10x4, strided, padded, dilated, grouped, depthwise
-in place and not, 1-D), zero points, per-channel scales, biases and absorbed-Relu ranges, and
-QGemm shapes, same-shape QLinearAdd/QLinearMul and per-tensor QuantizeLinear/DequantizeLinear,
-each with K not a multiple of 4 and odd pixel and channel counts somewhere (the
-tails of the 2 x 2 blocks), plus the cases the fast paths hand back to the reference loops
-(weight zero points, a column longer than the stack buffer). All of them run in one host
-firmware (the portable C path, AddressSanitizer + UBSan), under QEMU on mps2_an386
-(Cortex-M4) and mps2_an500 (Cortex-M7), the DSP path, and on QEMU's mps2-an385 (Cortex-M3:
-no DSP extension, no FPU), the portable path on a target: every output equal to onnxruntime's.
+in place and not, 1-D; depthwise Kx1 down 1-wide planes as a DS-TCN has them, 1xK, 5x5, 7x7,
+channel multipliers), zero points, per-channel scales, biases and absorbed-Relu ranges, uint8
+activations (onnxruntime's U8S8) and weight zero points other than 0 (per channel too), and
+QGemm shapes (uint8 A, B's zero points), same-shape QLinearAdd/QLinearMul and per-tensor
+QuantizeLinear/DequantizeLinear, each with K not a multiple of 4 and odd pixel and channel
+counts somewhere (the tails of the 2 x 2 blocks), plus the case the fast paths hand back to the
+reference loop (a column longer than the stack buffer). All of them run in one host firmware
+(the portable C path, AddressSanitizer + UBSan), under QEMU on mps2_an386 (Cortex-M4) and
+mps2_an500 (Cortex-M7), the DSP path, and on QEMU's mps2-an385 (Cortex-M3: no DSP extension,
+no FPU), the portable path on a target: every output equal to onnxruntime's.
 """
 
 from __future__ import annotations
@@ -58,46 +60,56 @@ def _out(n: int, k: int, s: int, d: int, p0: int, p1: int) -> int:
 
 def conv(seed: int, cin: int, cout: int, hw: tuple[int, ...], k: tuple[int, ...], stride: int = 1,
          pads: tuple[int, ...] | None = None, dil: int = 1, group: int = 1, x_zp: int = 3, y_zp: int = -5,
-         w_zp: int = 0, per_channel: bool = True, bias: bool = True, chain: bool = False) -> onnx.ModelProto:
+         w_zp: int = 0, per_channel: bool = True, bias: bool = True, chain: bool = False,
+         u8: bool = False, w_zps: bool = False) -> onnx.ModelProto:
     """One QLinearConv (rank 4, or rank 3 when hw has one dim); chain: a 1x1 conv first, so the
-    conv's input is an arena tensor that dies there (a depthwise conv then runs in place)."""
+    conv's input is an arena tensor that dies there (a depthwise conv then runs in place).
+    u8: uint8 activations (onnxruntime's U8S8; the zero points x_zp + 128, y_zp + 128);
+    w_zp: the weight zero point; w_zps: a random one per channel instead."""
     g = _G(seed)
     r = len(hw)
+    act, off = (np.uint8, 128) if u8 else (I8, 0)
+    x_zp, y_zp = x_zp + off, y_zp + off
     pads = pads if pads is not None else tuple([k[i] // 2 for i in range(r)] * 2)
     x_shape = [1, cin, *hw]
     x = "x"
     if chain:
         g.nodes.append(helper.make_node("QLinearConv", [
-            "x", g.const("x_s", 0.05, np.float32), g.const("x_z", x_zp, I8),
+            "x", g.const("x_s", 0.05, np.float32), g.const("x_z", x_zp, act),
             g.const("w0", g.rng.integers(-90, 90, [cin, cin, *([1] * r)]), I8), g.const("w0_s", 0.004, np.float32),
-            g.const("w0_z", 0, I8), g.const("h_s", 0.04, np.float32), g.const("h_z", x_zp, I8)], ["h"]))
+            g.const("w0_z", 0, I8), g.const("h_s", 0.04, np.float32), g.const("h_z", x_zp, act)], ["h"]))
         x = "h"
-    w = g.rng.integers(-127, 128, [cout, cin // group, *k])
+    w = g.rng.integers(-127 + max(w_zp, 0), 128 + min(w_zp, 0), [cout, cin // group, *k])
     w_s = (0.001 + 0.003 * g.rng.random(cout)).astype(np.float32) if per_channel else np.float32(0.002)
-    w_z = np.full(cout, w_zp) if per_channel else np.asarray(w_zp)
-    ins = [x, g.const("xs", 0.04 if chain else 0.05, np.float32), g.const("xz", x_zp, I8), g.const("w", w, I8),
+    w_z = g.rng.integers(-20, 21, cout) if w_zps else np.full(cout, w_zp) if per_channel else np.asarray(w_zp)
+    ins = [x, g.const("xs", 0.04 if chain else 0.05, np.float32), g.const("xz", x_zp, act), g.const("w", w, I8),
            g.const("w_s", w_s, np.float32), g.const("w_z", w_z, I8), g.const("y_s", 0.2, np.float32),
-           g.const("y_z", y_zp, I8)]
+           g.const("y_z", y_zp, act)]
     if bias:
         ins.append(g.const("b", g.rng.integers(-4000, 4000, cout), np.int32))
     out_hw = [_out(hw[i], k[i], stride, dil, pads[i], pads[i + r]) for i in range(r)]
     g.nodes.append(helper.make_node("QLinearConv", ins, ["y"], strides=[stride] * r, pads=list(pads),
                                     dilations=[dil] * r, group=group, kernel_shape=list(k)))
-    return g.model(x_shape, [1, cout, *out_hw])
+    u8_type = TensorProto.UINT8 if u8 else TensorProto.INT8
+    return g.model(x_shape, [1, cout, *out_hw], u8_type, u8_type)
 
 
 def qgemm(seed: int, M: int, K: int, N: int, trans_b: int = 1, b_zp: int = 0, bias: bool = True,
-          alpha: float = 1.0, per_column: bool = True) -> onnx.ModelProto:
+          alpha: float = 1.0, per_column: bool = True, u8: bool = False, b_zps: bool = False) -> onnx.ModelProto:
+    """One QGemm; u8: uint8 A and Y; b_zps: a different random zero point per column of B."""
     g = _G(seed)
-    b = g.rng.integers(-127, 128, [N, K] if trans_b else [K, N])
+    act, off = (np.uint8, 128) if u8 else (I8, 0)
+    b = g.rng.integers(-100, 100, [N, K] if trans_b else [K, N])
     b_s = (0.001 + 0.003 * g.rng.random(N)).astype(np.float32) if per_column else np.float32(0.002)
-    ins = ["x", g.const("a_s", 0.05, np.float32), g.const("a_z", -7, I8), g.const("b", b, I8),
-           g.const("b_s", b_s, np.float32), g.const("b_z", np.full(N, b_zp) if per_column else np.int8(b_zp), I8),
+    b_z = g.rng.integers(-27, 28, N) if b_zps else np.full(N, b_zp) if per_column else np.int8(b_zp)
+    ins = ["x", g.const("a_s", 0.05, np.float32), g.const("a_z", -7 + off, act), g.const("b", b, I8),
+           g.const("b_s", b_s, np.float32), g.const("b_z", b_z, I8),
            g.const("c", g.rng.integers(-4000, 4000, N), np.int32) if bias else "",
-           g.const("y_s", 0.3, np.float32), g.const("y_z", 4, I8)]
+           g.const("y_s", 0.3, np.float32), g.const("y_z", 4 + off, act)]
     g.nodes.append(helper.make_node("QGemm", ins, ["y"], domain="com.microsoft", transA=0, transB=trans_b,
                                     alpha=alpha))
-    return g.model([M, K], [M, N])
+    u8_type = TensorProto.UINT8 if u8 else TensorProto.INT8
+    return g.model([M, K], [M, N], u8_type, u8_type)
 
 
 def binary(seed: int, op: str, shape: list[int], b_shape: list[int] | None = None) -> onnx.ModelProto:
@@ -148,13 +160,13 @@ CASES: dict[str, Any] = {
     "dw5_dilated": lambda: conv(17, 4, 4, (12, 12), (5, 5), group=4, dil=2, pads=(4, 4, 4, 4)),
     "dw3_nopad": lambda: conv(18, 3, 3, (6, 9), (3, 3), group=3, pads=(0, 0, 0, 0), x_zp=-60),
     "dw_1d": lambda: conv(19, 5, 5, (17,), (3,), group=5),
-    "ref_w_zp": lambda: conv(20, 4, 6, (5, 5), (3, 3), w_zp=3, per_channel=False),
+    "c3_w_zp": lambda: conv(20, 4, 6, (5, 5), (3, 3), w_zp=3, per_channel=False),
     "ref_long_column": lambda: conv(21, 120, 3, (3, 3), (3, 3)),
     "gemm_m1": lambda: qgemm(22, 1, 13, 7),
     "gemm_m3": lambda: qgemm(23, 3, 64, 10, alpha=0.5),
     "gemm_nobias": lambda: qgemm(24, 2, 30, 3, bias=False),
     "gemm_ref_trans0": lambda: qgemm(25, 2, 9, 5, trans_b=0),
-    "gemm_ref_b_zp": lambda: qgemm(26, 1, 12, 4, b_zp=2),
+    "gemm_b_zp": lambda: qgemm(26, 1, 12, 4, b_zp=2),
     "gemm_n4_tail3": lambda: qgemm(27, 1, 21, 11),
     "gemm_per_tensor_tail1": lambda: qgemm(33, 2, 8, 9, per_column=False),
     "gemm_nobias_n8": lambda: qgemm(34, 1, 40, 8, bias=False),
@@ -163,8 +175,40 @@ CASES: dict[str, Any] = {
     "add_ref_broadcast": lambda: binary(30, "QLinearAdd", [1, 4, 3, 3], [1, 4, 1, 1]),
     "quantize_dequantize": lambda: quantize(31, [1, 5, 4, 6], 0.02, -3),
     "quantize_saturates": lambda: quantize(32, [1, 3, 7, 2], 0.0005, 10),
+    # uint8 activations (U8S8) and weight zero points other than 0, on every path
+    "u8_pw_k13": lambda: conv(35, 13, 7, (5, 6), (1, 1), x_zp=-128, y_zp=127, u8=True),
+    "u8_c3_s2_padded": lambda: conv(36, 6, 9, (9, 8), (3, 3), stride=2, x_zp=90, y_zp=-100, u8=True),
+    "u8_kws_first": lambda: conv(37, 1, 12, (20, 10), (10, 4), stride=2, pads=(4, 1, 5, 1), u8=True),
+    "u8_dw3_s1": lambda: conv(38, 6, 6, (9, 11), (3, 3), group=6, x_zp=-70, u8=True),
+    "u8_dw3_in_place": lambda: conv(39, 5, 5, (8, 8), (3, 3), group=5, chain=True, u8=True),
+    "u8_dw5_s2": lambda: conv(40, 4, 4, (11, 12), (5, 5), group=4, stride=2, u8=True),
+    "wzp_pw_k9": lambda: conv(41, 9, 10, (4, 5), (1, 1), w_zps=True),
+    "wzp_c3_s1_padded": lambda: conv(42, 7, 5, (7, 6), (3, 3), w_zps=True, x_zp=-40),
+    "wzp_c3_chunks": lambda: conv(43, 8, 3, (10, 10), (3, 3), w_zps=True, u8=True),
+    "wzp_dw3_s2": lambda: conv(44, 6, 6, (9, 9), (3, 3), group=6, stride=2, w_zps=True),
+    "wzp_dw5_dilated": lambda: conv(45, 4, 4, (12, 12), (5, 5), group=4, dil=2, pads=(4, 4, 4, 4), w_zps=True),
+    "u8_wzp_c3": lambda: conv(46, 5, 6, (6, 7), (3, 3), w_zps=True, u8=True, x_zp=60),
+    "u8_wzp_dw3_in_place": lambda: conv(47, 5, 5, (7, 8), (3, 3), group=5, chain=True, u8=True, w_zps=True),
+    "u8_wzp_dw_1d": lambda: conv(48, 6, 6, (23,), (5,), group=6, u8=True, w_zps=True),
+    # depthwise shapes: Kx1 down 1-wide planes (a DS-TCN), 1xK, 5x5, strides, dilation, multipliers
+    "dw_k3x1_wide1": lambda: conv(49, 7, 7, (30, 1), (3, 1), group=7, pads=(0, 0, 0, 0)),
+    "dw_k5x1_wide1_padded": lambda: conv(50, 5, 5, (28, 1), (5, 1), group=5, pads=(2, 0, 2, 0)),
+    "dw_k10x1_wide1": lambda: conv(51, 6, 6, (24, 1), (10, 1), group=6, pads=(0, 0, 0, 0)),
+    "dw_k15x1_wide1_u8": lambda: conv(52, 6, 6, (15, 1), (15, 1), group=6, pads=(0, 0, 0, 0), u8=True),
+    "dw_k7x1_wide1_s2_d2": lambda: conv(53, 4, 4, (40, 1), (7, 1), group=4, stride=2, dil=2, pads=(3, 0, 6, 0)),
+    "dw_k5x1_wide1_in_place": lambda: conv(54, 5, 5, (26, 1), (5, 1), group=5, pads=(2, 0, 2, 0), chain=True),
+    "dw_k1x7_high1": lambda: conv(55, 5, 5, (1, 33), (1, 7), group=5, pads=(0, 3, 0, 3)),
+    "dw5_s1": lambda: conv(56, 6, 6, (13, 14), (5, 5), group=6),
+    "dw5_s2_wzp": lambda: conv(57, 5, 5, (15, 12), (5, 5), group=5, stride=2, w_zps=True),
+    "dw7_s1": lambda: conv(58, 3, 3, (11, 10), (7, 7), group=3),
+    "dw_mult2": lambda: conv(59, 4, 8, (7, 9), (3, 3), group=4),
+    "dw_mult3_k5x1_wide1_u8": lambda: conv(60, 3, 9, (20, 1), (5, 1), group=3, pads=(0, 0, 0, 0), u8=True),
+    "gemm_u8": lambda: qgemm(61, 2, 30, 9, u8=True),
+    "gemm_u8_b_zps": lambda: qgemm(62, 1, 37, 11, u8=True, b_zps=True),
+    "gemm_b_zps_per_tensor": lambda: qgemm(63, 3, 16, 6, b_zp=-5, per_column=False),
+    "gemm_b_zps_n4": lambda: qgemm(64, 1, 64, 12, b_zps=True),
 }
-SCRATCH = {"c3_s1": ("row", "full"), "c3_grouped": ("row",)}
+SCRATCH = {"c3_s1": ("row", "full"), "c3_grouped": ("row",), "wzp_c3_chunks": ("full",)}
 
 
 @pytest.fixture(scope="module")

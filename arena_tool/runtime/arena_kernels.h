@@ -61,7 +61,8 @@ typedef struct {
     int32_t kk;             /* cg * KH * KW: one output pixel's dot product length */
 } arena_conv_dims_t;
 
-/* The int8 x int8 fast paths (conv_int8.c, add_mul_int8.c, quantize_int8.c, fully_connected_int8.c) (weight zero points 0); 1 when they ran the
+/* The int8 fast paths (conv_int8.c, add_mul_int8.c, quantize_int8.c, fully_connected_int8.c; conv and
+ * QGemm take uint8 activations and weight zero points too); 1 when they ran the
  * op, 0 when it is not theirs (the caller runs its reference loop). dw_temp: a depthwise
  * conv's in-place channel temp, or NULL. */
 int arena_i8_conv(const arena_ctx_t *c, const arena_conv_dims_t *d, int32_t lo, int32_t hi, void *dw_temp);

@@ -156,9 +156,27 @@ static void im2col(const int8_t *x, const arena_conv_dims_t *d, const arena_attr
     }
 }
 
-/* Output channels [m0, m1) of group g over the np columns in col (pixels p0 ...). */
-static void conv_gemm(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q, const cparams_t *cp,
-                      int32_t n, int32_t m0, int32_t m1, int32_t p0, int32_t np, const int8_t *col, int32_t x_zp)
+/* sums[p] = sum(col[p][k] - x_zp) over the kk taps of each of np columns: what a weight
+ * zero point wz takes from a pixel's accumulator (wz * sums[p]). */
+static __attribute__((noinline)) void col_sums(int32_t *sums, const int8_t *col, int32_t np, int32_t kk, int32_t x_zp)
+{
+    int32_t p, k;
+    for (p = 0; p < np; ++p, col += kk) {
+        int32_t s = -kk * x_zp;
+        for (k = 0; k < kk; ++k) {
+            s += col[k];
+        }
+        sums[p] = s;
+    }
+}
+
+/* Output channels [m0, m1) of group g over the np columns in col (pixels p0 ...); sums: the
+ * columns' input sums when a weight zero point is not 0 (col_sums), else NULL. Inlined into
+ * one function per case (gemm_sym, gemm_asym), so the common one keeps its registers. */
+static inline __attribute__((always_inline)) void conv_gemm(const arena_ctx_t *c, const arena_conv_dims_t *d,
+                                                            const qpar_t *q, const cparams_t *cp, int32_t n, int32_t m0,
+                                                            int32_t m1, int32_t p0, int32_t np, const int8_t *col,
+                                                            int32_t x_zp, const int32_t *sums)
 {
     const int8_t *w = (const int8_t *)arena_in_data(c, 3);
     int8_t *y = (int8_t *)arena_out_data(c, 0);
@@ -170,6 +188,12 @@ static void conv_gemm(const arena_ctx_t *c, const arena_conv_dims_t *d, const qp
         int8_t *y0 = y + (size_t)(n * d->m + m) * ohw + (size_t)p0, *y1 = y0 + ohw;
         for (p = 0; p + 1 < np; p += 2) {
             dot2x2(s, w0, col + (size_t)p * K, d->kk, x_zp);
+            if (sums != NULL) {
+                s[0] -= c0.wz * sums[p];
+                s[1] -= c0.wz * sums[p + 1];
+                s[2] -= c1.wz * sums[p];
+                s[3] -= c1.wz * sums[p + 1];
+            }
             y0[p] = store(q, &c0, s[0]);
             y0[p + 1] = store(q, &c0, s[1]);
             y1[p] = store(q, &c1, s[2]);
@@ -177,6 +201,10 @@ static void conv_gemm(const arena_ctx_t *c, const arena_conv_dims_t *d, const qp
         }
         if (p < np) {
             arena_i8_dot2x1(s, w0, col + (size_t)p * K, d->kk, x_zp);
+            if (sums != NULL) {
+                s[0] -= c0.wz * sums[p];
+                s[1] -= c1.wz * sums[p];
+            }
             y0[p] = store(q, &c0, s[0]);
             y1[p] = store(q, &c1, s[1]);
         }
@@ -186,25 +214,45 @@ static void conv_gemm(const arena_ctx_t *c, const arena_conv_dims_t *d, const qp
         const int8_t *w0 = w + (size_t)m * K;
         int8_t *y0 = y + (size_t)(n * d->m + m) * ohw + (size_t)p0;
         for (p = 0; p < np; ++p) {
-            y0[p] = store(q, &c0, dot1x1(w0, col + (size_t)p * K, d->kk, x_zp));
+            y0[p] = store(q, &c0, dot1x1(w0, col + (size_t)p * K, d->kk, x_zp) - (sums != NULL ? c0.wz * sums[p] : 0));
         }
     }
 }
 
+static __attribute__((noinline)) void gemm_sym(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q,
+                                               const cparams_t *cp, int32_t n, int32_t m0, int32_t m1, int32_t p0,
+                                               int32_t np, const int8_t *col, int32_t x_zp)
+{
+    conv_gemm(c, d, q, cp, n, m0, m1, p0, np, col, x_zp, NULL);
+}
+
+static __attribute__((noinline)) void gemm_asym(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q,
+                                                const cparams_t *cp, int32_t n, int32_t m0, int32_t m1, int32_t p0,
+                                                int32_t np, const int8_t *col, int32_t x_zp, const int32_t *sums)
+{
+    conv_gemm(c, d, q, cp, n, m0, m1, p0, np, col, x_zp, sums);
+}
+
+/* Pixels a chunk holds at most when weight zero points need their column sums. */
+#define SUM_PIXELS 64
+
 /* A conv that is not depthwise: im2col columns of as many pixels as the buffer (the
  * planned workspace when it holds a column, else COL_STACK_BYTES on the stack) holds, then the GEMM. 0 when not
- * even one column fits (the caller runs the reference loop). */
-static int conv_im2col(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q)
+ * even one column fits (the caller runs the reference loop). u8: the input is uint8 (the
+ * columns are flipped to int8, x_zp is minus 128). */
+static int conv_im2col(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q, int u8, int32_t x_zp)
 {
     int8_t stack_col[COL_STACK_BYTES];
+    int32_t sums[SUM_PIXELS];
     const int8_t *x = (const int8_t *)arena_in_data(c, 0);
     int8_t *col = stack_col;
     uint32_t cap = COL_STACK_BYTES;
-    int32_t x_zp = arena_q_zp(c, 2, 0), ohw = d->oh * d->ow, n, g, p0, chunk;
+    int32_t ohw = d->oh * d->ow, n, g, p0, chunk;
+    int8_t pad = (int8_t)(u8 ? x_zp + 128 : x_zp); /* the zero point's byte in the input's own type */
     cparams_t cp = cparams(c);
     if (c->op->workspace >= 0) {
         const arena_tensor_t *wst = &c->m->tensors[c->op->workspace];
-        if (wst->dtype == ARENA_DT_INT8 && wst->elements >= (uint32_t)d->kk) {
+        if ((wst->dtype == ARENA_DT_INT8 || wst->dtype == ARENA_DT_UINT8) && wst->elements >= (uint32_t)d->kk) {
             col = (int8_t *)arena_tensor_data(c->m, c->base, c->op->workspace);
             cap = wst->elements;
         }
@@ -213,12 +261,23 @@ static int conv_im2col(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
         return 0;
     }
     chunk = (int32_t)(cap / (uint32_t)d->kk);
+    if (cp.wz != NULL && chunk > SUM_PIXELS) {
+        chunk = SUM_PIXELS;
+    }
     for (n = 0; n < d->n; ++n) {
         for (g = 0; g < d->groups; ++g) {
             for (p0 = 0; p0 < ohw; p0 += chunk) {
                 int32_t np = ohw - p0 < chunk ? ohw - p0 : chunk;
-                im2col(x, d, &c->op->attrs, n, g, p0, np, (int8_t)x_zp, col);
-                conv_gemm(c, d, q, &cp, n, g * d->mg, (g + 1) * d->mg, p0, np, col, x_zp);
+                im2col(x, d, &c->op->attrs, n, g, p0, np, pad, col);
+                if (u8) {
+                    flip_u8(col, (size_t)np * (size_t)d->kk);
+                }
+                if (cp.wz != NULL) {
+                    col_sums(sums, col, np, d->kk, x_zp);
+                    gemm_asym(c, d, q, &cp, n, g * d->mg, (g + 1) * d->mg, p0, np, col, x_zp, sums);
+                } else {
+                    gemm_sym(c, d, q, &cp, n, g * d->mg, (g + 1) * d->mg, p0, np, col, x_zp);
+                }
             }
         }
     }
@@ -229,9 +288,9 @@ int arena_i8_conv(const arena_ctx_t *c, const arena_conv_dims_t *d, int32_t lo, 
 {
     qpar_t q = qpar(arena_q_zp(c, 7, 0), lo, hi);
     cparams_t cp;
-    int32_t m;
-    if (arena_in(c, 0)->dtype != ARENA_DT_INT8 || arena_in(c, 3)->dtype != ARENA_DT_INT8
-        || arena_out(c, 0)->dtype != ARENA_DT_INT8 || !w_zp_zero(c, 5)) {
+    int32_t m, x_zp;
+    int u8 = act_in(c, 0, &x_zp);
+    if (u8 < 0 || arena_in(c, 3)->dtype != ARENA_DT_INT8 || !q8_out(c)) {
         return 0;
     }
     cp = cparams(c);
@@ -240,8 +299,8 @@ int arena_i8_conv(const arena_ctx_t *c, const arena_conv_dims_t *d, int32_t lo, 
             return 0;
         }
     }
-    if (d->groups == d->c && d->m == d->c) {
-        return arena_i8_depthwise(c, d, &q, (int8_t *)dw_temp);
+    if (d->groups == d->c && d->cg == 1 && (d->m == d->c || d->groups > 1)) { /* depthwise, or a multiplier */
+        return arena_i8_depthwise(c, d, &q, (int8_t *)dw_temp, u8, x_zp);
     }
-    return conv_im2col(c, d, &q);
+    return conv_im2col(c, d, &q, u8, x_zp);
 }

@@ -1,6 +1,11 @@
-/* QLinearConv's int8 fast path for a depthwise conv (group == C == M): one plane at a time,
- * through a band of padded input rows on the stack (DW_BAND_BYTES), 3x3 undilated windows by
- * SMLAD on DSP cores.
+/* QLinearConv's int8 fast path for a depthwise conv (group == C, M a multiple of C: a channel
+ * multiplier): one plane at a time, through a band of padded input rows on the stack
+ * (DW_BAND_BYTES), any kernel size, stride and dilation. On DSP cores 3x3 undilated windows
+ * take dw3_block (two outputs per load at stride 1) and every other undilated row of taps
+ * dwk_block (four taps a load, two SMLADs); a Kx1 kernel down a 1-wide plane (a DS-TCN's
+ * time axis) runs as the 1xK kernel along a 1-high plane it is, so a band row holds the
+ * whole plane. Each channel's kernel is first made w - wz (int16 taps) or, for dwk_block,
+ * halfword pairs.
  *
  * Workspace: none of its own; planned in place (y at x's address) each input channel is copied
  * into the op's one-channel workspace before its output is written (arena_dw_in_place, temp). */
@@ -11,11 +16,29 @@
 /* A block of depthwise outputs computed from a band (see dw_plane): nh rows of n outputs,
  * output (i, j) from the window at band + i * rstep + j * sw, rows width apart. */
 typedef struct {
-    const int8_t *band, *w; /* band; kernel KH x KW */
-    int8_t *dst;            /* output (0, 0); rows dstride apart */
-    int32_t width, n, nh, sw, rstep, dstride, kh, kw, dh, dwl;
-    int32_t fold;           /* x_zp * sum(w): every tap is inside the band, padding = x_zp */
+    const int8_t *band;  /* the band, or the plane itself (rows W apart); int8 bytes */
+    const int16_t *w;    /* dw3_block, dw_block: the kernel KH x KW, w - wz */
+    const uint32_t *wp;  /* dwk_block: per row, groups of 4 taps (zero past KW) as (w0, w2), (w1, w3) */
+    const int8_t *wrow;  /* dwk_row: the model's kernel (1 x KW); its last KW % 4 taps packed in tail */
+    uint32_t tail[2];
+    int8_t *dst;         /* output (0, 0); rows dstride apart */
+    int32_t width, n, nh, sw, rstep, dstride, kh, kw, dh, dwl, groups;
+    int32_t fold;        /* dw3_block, dw_block: x_zp * sum(w - wz), every tap inside the band */
+    uint32_t nz, nwz;    /* dwk_block, dwk_row: (-x_zp, -x_zp) and (-wz, -wz) as halfwords */
 } dw_block_t;
+
+/* Taps of a channel's kernel the fast path takes (its int16 copy, and dwk_block's packed
+ * pairs: at most as many halfwords as taps plus 3 a row). */
+#define DW_TAPS 128
+
+/* Which block kernel a depthwise conv's windows take (dw_kind). */
+enum { DW_ANY, DW_3X3, DW_PACKED, DW_ROW };
+
+/* (-v, -v) as two halfwords: what SXTAB16 adds to subtract a zero point v. */
+static inline uint32_t neg2(int32_t v)
+{
+    return ((uint32_t)(-v) & 0xFFFFu) * 0x10001u;
+}
 
 #if defined(__ARM_FEATURE_DSP)
 /* 3x3, no dilation: per kernel row one 32-bit load x0..x3, (x0, x2) . (w0, w2) by SMLAD and
@@ -58,11 +81,76 @@ static __attribute__((noinline)) void dw3_block(const dw_block_t *b, const qpar_
         }
     }
 }
+
+
+/* Any kernel undilated along its rows: per row of taps, four at a time, one 32-bit load
+ * x0..x3 minus x_zp as (x0, x2), (x1, x3) (SXTAB16) into two SMLADs with the packed pairs;
+ * a row's last group has zero weights past KW (its load stays inside the band: 3 spare bytes). */
+static __attribute__((noinline)) void dwk_block(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
+{
+    int32_t i, j, ky, g, kh = b->kh, groups = b->groups, rowstep = b->dh * b->width;
+    uint32_t nz = b->nz;
+    for (i = 0; i < b->nh; ++i) {
+        const int8_t *r0 = b->band + i * b->rstep;
+        int8_t *dst = b->dst + i * b->dstride;
+        for (j = 0; j < b->n; ++j, r0 += b->sw) {
+            const int8_t *r = r0;
+            const uint32_t *wp = b->wp;
+            int32_t acc = 0;
+            for (ky = 0; ky < kh; ++ky, r += rowstep) {
+                for (g = 0; g < groups; ++g, wp += 2) {
+                    uint32_t v = ld4(r + 4 * g);
+                    acc = MAC2(LO16(v, nz), wp[0], acc);
+                    acc = MAC2(HI16(v, nz), wp[1], acc);
+                }
+            }
+            dst[j] = store(q, ch, acc);
+        }
+    }
+}
+
+/* One row of taps (KH 1, undilated: a 1xK kernel, or a Kx1 one down a 1-wide plane): per
+ * output the kernel's full groups of 4 taps read straight from the model, x and w minus their
+ * zero points by SXTAB16 (no copy per channel), then the last KW % 4 from tail. */
+static __attribute__((noinline)) void dwk_row(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
+{
+    const int8_t *r = b->band, *wend = b->wrow + 4 * b->groups;
+    int8_t *dst = b->dst;
+    uint32_t nz = b->nz, nwz = b->nwz, t0 = b->tail[0], t1 = b->tail[1];
+    int32_t j, n = b->n, sw = b->sw;
+    for (j = 0; j < n; ++j, r += sw) {
+        const int8_t *p = r, *k = b->wrow;
+        int32_t acc = 0;
+        uint32_t v;
+        for (; k != wend; k += 4, p += 4) {
+            uint32_t u = ld4(k);
+            v = ld4(p);
+            acc = MAC2(LO16(v, nz), LO16(u, nwz), acc);
+            acc = MAC2(HI16(v, nz), HI16(u, nwz), acc);
+        }
+        v = ld4(p);
+        acc = MAC2(LO16(v, nz), t0, acc);
+        acc = MAC2(HI16(v, nz), t1, acc);
+        dst[j] = store(q, ch, acc);
+    }
+}
+
+/* Taps k0 .. k0 + 3 of w (those below kw; the others 0) minus wz, as halfword pairs (w0, w2), (w1, w3). */
+static void pack4(uint32_t wp[2], const int8_t *w, int32_t k0, int32_t kw, int32_t wz)
+{
+    uint32_t t[4];
+    int32_t k;
+    for (k = 0; k < 4; ++k) {
+        t[k] = k0 + k < kw ? (uint16_t)(w[k0 + k] - wz) : 0u;
+    }
+    wp[0] = t[0] | t[2] << 16;
+    wp[1] = t[1] | t[3] << 16;
+}
 #else
 /* 3x3, no dilation, in C. */
 static __attribute__((noinline)) void dw3_block(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
 {
-    const int8_t *w = b->w;
+    const int16_t *w = b->w;
     int32_t i, j;
     for (i = 0; i < b->nh; ++i) {
         const int8_t *r0 = b->band + i * b->rstep, *r1 = r0 + b->width, *r2 = r1 + b->width;
@@ -134,83 +222,170 @@ static dw_split_t dw_split(const arena_conv_dims_t *d, const arena_attrs_t *a)
     return t;
 }
 
-/* A depthwise plane: src (H x W, one channel) through kernel w (KH x KW) into dst
- * (OH x OW), block by block: the input rows and columns a block's windows read are copied
- * into the band with the padding filled with x_zp, so every window is inside the band and
- * its sum is sum(x * w) - x_zp * sum(w), without bounds checks. */
-static void dw_plane(const int8_t *src, int8_t *dst, const int8_t *w, const arena_conv_dims_t *d,
-                     const arena_attrs_t *a, const dw_split_t *t, int32_t x_zp, const qpar_t *q, const chan_t *ch)
+/* The block kernel of a depthwise conv with attributes a. */
+static int dw_kind(const arena_attrs_t *a)
+{
+    if (a->kernel[0] == 3 && a->kernel[1] == 3 && a->dilations[0] == 1 && a->dilations[1] == 1) {
+        return DW_3X3;
+    }
+#if defined(__ARM_FEATURE_DSP)
+    if (a->dilations[1] == 1) {
+        return a->kernel[0] == 1 ? DW_ROW : DW_PACKED;
+    }
+#endif
+    return DW_ANY;
+}
+
+/* Channel m's kernel w (KH x KW) with weight zero point wz into b as its kind reads it:
+ * int16 taps wk and the fold, packed pairs wp, or the model's row and its packed tail. */
+static void dw_kernel(dw_block_t *b, int kind, const int8_t *w, int32_t wz, int32_t x_zp, int16_t *wk, uint32_t *wp)
+{
+    int32_t i, taps = b->kh * b->kw, wsum = 0;
+#if defined(__ARM_FEATURE_DSP)
+    int32_t ky, g;
+    if (kind == DW_ROW) {
+        b->wrow = w;
+        b->nwz = neg2(wz);
+        pack4(b->tail, w, 4 * b->groups, b->kw, wz);
+        return;
+    }
+    if (kind == DW_PACKED) {
+        for (ky = 0; ky < b->kh; ++ky) {
+            for (g = 0; g < b->groups; ++g) {
+                pack4(wp + 2 * (ky * b->groups + g), w + ky * b->kw, 4 * g, b->kw, wz);
+            }
+        }
+        return;
+    }
+#endif
+    (void)kind;
+    (void)wp;
+    for (i = 0; i < taps; ++i) {
+        wk[i] = (int16_t)(w[i] - wz);
+        wsum += wk[i];
+    }
+    b->fold = x_zp * wsum;
+}
+
+/* A depthwise plane: src (H x W, one channel) through the kernel in *k (dw_kernel) into dst
+ * (OH x OW), block by block. A block's windows read the input rows and columns copied into
+ * the band with the padding filled with x_zp's byte (pad: the input's own, flipped with the
+ * band when u8), so every window is inside the band, without bounds checks; or, when direct
+ * (an int8 input no output overlaps, the plane's last byte + 3 still in the tensor) and the
+ * block's windows need no padding, the plane itself. */
+static void dw_plane(const int8_t *src, int8_t *dst, const dw_block_t *k, int kind, const arena_conv_dims_t *d,
+                     const arena_attrs_t *a, const dw_split_t *t, int32_t x_zp, int u8, int direct, const qpar_t *q,
+                     const chan_t *ch)
 {
     int8_t band[DW_BAND_BYTES];
-    dw_block_t b;
-    int32_t oh0, ow0, j, i, wsum = 0;
-    int fast3 = a->kernel[0] == 3 && a->kernel[1] == 3 && a->dilations[0] == 1 && a->dilations[1] == 1;
-    for (i = 0; i < a->kernel[0] * a->kernel[1]; ++i) {
-        wsum += w[i];
-    }
-    b.band = band;
-    b.w = w;
-    b.sw = a->strides[1];
-    b.dstride = d->ow;
-    b.kh = a->kernel[0];
-    b.kw = a->kernel[1];
-    b.dh = a->dilations[0];
-    b.dwl = a->dilations[1];
-    b.fold = x_zp * wsum;
+    dw_block_t b = *k;
+    int32_t oh0, ow0, j;
+    int8_t pad = (int8_t)(u8 ? x_zp + 128 : x_zp);
     for (ow0 = 0; ow0 < d->ow; ow0 += t->per_w) {
+        int32_t iw0 = ow0 * a->strides[1] - a->pads[1];
         b.n = d->ow - ow0 < t->per_w ? d->ow - ow0 : t->per_w;
-        b.width = (b.n - 1) * b.sw + t->span_w + 3;
-        b.rstep = a->strides[0] * b.width;
         for (oh0 = 0; oh0 < d->oh; oh0 += t->per_h) {
-            int32_t ih0 = oh0 * a->strides[0] - a->pads[0];
+            int32_t ih0 = oh0 * a->strides[0] - a->pads[0], rows, span;
             b.nh = d->oh - oh0 < t->per_h ? d->oh - oh0 : t->per_h;
-            for (j = 0; j < (b.nh - 1) * a->strides[0] + t->span_h; ++j) {
-                int32_t ih = ih0 + j;
-                if (ih < 0 || ih >= d->h) {
-                    memset(band + j * b.width, x_zp, (size_t)b.width);
-                } else {
-                    band_row(band + j * b.width, src + ih * d->w, ow0 * b.sw - a->pads[1], b.width, d->w,
-                             (int8_t)x_zp);
+            rows = (b.nh - 1) * a->strides[0] + t->span_h;
+            span = (b.n - 1) * b.sw + t->span_w;
+            if (direct && ih0 >= 0 && ih0 + rows <= d->h && iw0 >= 0 && iw0 + span <= d->w) {
+                b.band = src + ih0 * d->w + iw0;
+                b.width = d->w;
+            } else {
+                b.band = band;
+                b.width = span + 3;
+                for (j = 0; j < rows; ++j) {
+                    int32_t ih = ih0 + j;
+                    if (ih < 0 || ih >= d->h) {
+                        memset(band + j * b.width, pad, (size_t)b.width);
+                    } else {
+                        band_row(band + j * b.width, src + ih * d->w, iw0, b.width, d->w, pad);
+                    }
+                }
+                if (u8) {
+                    flip_u8(band, (size_t)rows * (size_t)b.width);
                 }
             }
+            b.rstep = a->strides[0] * b.width;
             b.dst = dst + oh0 * d->ow + ow0;
-            if (fast3) {
-                dw3_block(&b, q, ch);
-            } else {
-                dw_block(&b, q, ch);
+            switch (kind) {
+            case DW_3X3: dw3_block(&b, q, ch); break;
+#if defined(__ARM_FEATURE_DSP)
+            case DW_PACKED: dwk_block(&b, q, ch); break;
+            case DW_ROW: dwk_row(&b, q, ch); break;
+#endif
+            default: dw_block(&b, q, ch); break;
             }
         }
     }
 }
 
-/* A depthwise conv (group == C == M), in place through temp (one channel, copied
- * before its output is written: arena_dw_in_place) or from x directly (temp NULL). A
+/* A depthwise conv (group == C, M = C * multiplier), in place through temp (one channel,
+ * copied before its output is written: arena_dw_in_place) or from x directly (temp NULL). A
  * plane whose band is one block is all copied before any output is written: in place it
- * needs no temp. */
-int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q, int8_t *temp)
+ * needs no temp. u8, x_zp: the input's type and int8-side zero point (act_in). */
+int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q, int8_t *temp, int u8,
+                       int32_t x_zp)
 {
     const int8_t *x = (const int8_t *)arena_in_data(c, 0), *w = (const int8_t *)arena_in_data(c, 3);
     int8_t *y = (int8_t *)arena_out_data(c, 0);
-    int32_t x_zp = arena_q_zp(c, 2, 0), taps = c->op->attrs.kernel[0] * c->op->attrs.kernel[1];
+    arena_conv_dims_t dd = *d;
+    arena_attrs_t a = c->op->attrs;
+    int32_t taps = a.kernel[0] * a.kernel[1], mult = d->m / d->c, o;
     size_t plane = (size_t)d->h * (size_t)d->w, oplane = (size_t)d->oh * (size_t)d->ow;
-    size_t chans = (size_t)d->n * (size_t)d->c, i;
-    dw_split_t t = dw_split(d, &c->op->attrs);
+    size_t xbytes = (size_t)d->n * (size_t)d->c * plane, ybytes = (size_t)d->n * (size_t)d->m * oplane;
+    int16_t wk[DW_TAPS];
+    uint32_t wp[DW_TAPS / 2];
+    dw_block_t k;
+    dw_split_t t;
     cparams_t cp = cparams(c);
-    if (t.per_w == 0) {
+    uintptr_t xa = (uintptr_t)x, ya = (uintptr_t)y;
+    int kind, apart = ya >= xa + xbytes || ya + ybytes <= xa;
+    if (d->w == 1 && a.kernel[1] == 1 && a.pads[1] == 0 && a.pads[3] == 0) {
+        /* Kx1 down a 1-wide plane: the 1xK kernel along a 1-high plane of the same bytes. */
+        a.kernel[1] = a.kernel[0];
+        a.strides[1] = a.strides[0];
+        a.dilations[1] = a.dilations[0];
+        a.pads[1] = a.pads[0];
+        a.pads[3] = a.pads[2];
+        a.kernel[0] = a.strides[0] = a.dilations[0] = 1;
+        a.pads[0] = a.pads[2] = 0;
+        dd.w = d->h;
+        dd.ow = d->oh;
+        dd.h = dd.oh = 1;
+    }
+    t = dw_split(&dd, &a);
+    if (t.per_w == 0 || taps > DW_TAPS || a.kernel[0] * (a.kernel[1] + 3) > DW_TAPS || (temp != NULL && mult != 1)) {
         return 0;
     }
-    if (t.per_w == d->ow && t.per_h == d->oh) {
+    if (t.per_w == dd.ow && t.per_h == dd.oh) {
         temp = NULL;
     }
-    for (i = 0; i < chans; ++i) { /* increasing i: see arena_dw_in_place */
-        int32_t m = (int32_t)(i % (size_t)d->c);
+    kind = dw_kind(&a);
+    memset(&k, 0, sizeof k);
+    k.w = wk;
+    k.wp = wp;
+    k.sw = a.strides[1];
+    k.dstride = dd.ow;
+    k.kh = a.kernel[0];
+    k.kw = a.kernel[1];
+    k.dh = a.dilations[0];
+    k.dwl = a.dilations[1];
+    k.groups = kind == DW_ROW ? k.kw / 4 : (k.kw + 3) / 4;
+    k.nz = neg2(x_zp);
+    for (o = 0; o < d->n * d->m; ++o) { /* increasing o: see arena_dw_in_place */
+        int32_t m = o % d->m;
         chan_t ch = chan(&cp, m);
-        const int8_t *src = x + i * plane;
+        size_t at = (size_t)(o / d->m * d->c + m / mult) * plane;
+        const int8_t *src = x + at;
+        dw_kernel(&k, kind, w + (size_t)m * (size_t)taps, ch.wz, x_zp, wk, wp);
         if (temp != NULL) {
             memcpy(temp, src, plane);
             src = temp;
         }
-        dw_plane(src, y + i * oplane, w + (size_t)m * (size_t)taps, d, &c->op->attrs, &t, x_zp, q, &ch);
+        dw_plane(src, y + (size_t)o * oplane, &k, kind, &dd, &a, &t, x_zp, u8,
+                 !u8 && temp == NULL && apart && at + plane + 3u <= xbytes, q, &ch);
     }
     return 1;
 }

@@ -1,6 +1,10 @@
 /* QGemm's int8 fast path (arena_i8_qgemm): Y = A B^T, four rows of B a step through
- * arena_i8_dot4 (Thumb-2 assembly) on DSP cores. No workspace. */
+ * arena_i8_dot4 (Thumb-2 assembly) on DSP cores. A uint8 A's rows are flipped into a stack
+ * row of FC_ROW_BYTES first (support_int8.h). No workspace. */
 #include "support_int8.h"
+
+/* Bytes of the stack copy of a uint8 row of A: a longer row runs the reference loop. */
+#define FC_ROW_BYTES 1024
 
 #if defined(__ARM_FEATURE_DSP) && defined(__thumb2__)
 /* arena_i8_dot4(s, x, w, K, nz): s[r] = (w + r K).x over taps [0, K & ~3), x's bytes plus
@@ -88,7 +92,10 @@ static inline __attribute__((always_inline)) void dot4x1(int32_t s[4], const int
 typedef struct {
     const float *bs; /* B's scales, nbs of them (1 or N) */
     uint32_t nbs, sj; /* sj: the bias's stride per column */
-    int32_t K, zp;    /* the rows' length, A's zero point */
+    int32_t K, zp;    /* the rows' length, A's zero point (int8 side) */
+    const int8_t *bz; /* B's zero points, nbz of them (1 or N); NULL when all are 0 */
+    uint32_t nbz;
+    int32_t xsum;     /* with bz: the row's sum(x - zp), which bz[j] times comes off column j */
     float ab, ys;     /* alpha * a_scale, y_scale (unused for a float32 output) */
     int quant_out;
     qpar_t q;
@@ -128,6 +135,15 @@ static inline __attribute__((always_inline)) void fc_out(const fc_t *f, void *Y,
     }
 }
 
+/* s[t] -= bz[j + t] * xsum for t < nj: column j's weight zero point folded in. */
+static inline __attribute__((always_inline)) void fc_fix(const fc_t *f, int32_t *s, uint32_t j, int32_t nj)
+{
+    int32_t t;
+    for (t = 0; t < nj; ++t) {
+        s[t] -= f->bz[f->nbz > 1u ? j + (uint32_t)t : 0u] * f->xsum;
+    }
+}
+
 /* The last one to three outputs of a row of Y. */
 static __attribute__((noinline)) void fc_tail(const fc_t *f, void *Y, uint32_t yi, const int8_t *w, const int8_t *x,
                                               uint32_t j, const int32_t *cb, int32_t nj)
@@ -138,6 +154,9 @@ static __attribute__((noinline)) void fc_tail(const fc_t *f, void *Y, uint32_t y
     }
     if (nj != 2) {
         s[nj - 1] = dot1x1(w + (size_t)(nj - 1) * (size_t)f->K, x, f->K, f->zp);
+    }
+    if (f->bz != NULL) {
+        fc_fix(f, s, j, nj);
     }
     fc_out(f, Y, yi, s, j, cb, nj);
 }
@@ -155,6 +174,9 @@ static __attribute__((noinline)) void fc_row(const fc_t *f, void *Y, uint32_t yi
     int common = g.quant_out && g.nbs > 1u && cb != NULL;
     for (j = 0; j + 4 <= N; j += 4) {
         dot4x1(s, B + (size_t)j * (size_t)g.K, x, g.K, g.zp);
+        if (g.bz != NULL) {
+            fc_fix(&g, s, (uint32_t)j, 4);
+        }
         if (common) {
             int8_t *y = (int8_t *)Y + yi + (uint32_t)j;
             const float *bs = g.bs + j;
@@ -173,9 +195,9 @@ static __attribute__((noinline)) void fc_row(const fc_t *f, void *Y, uint32_t yi
     }
 }
 
-/* Y = A B^T for int8 A (M x K, rows contiguous) and B (N x K: transB), weight zero points
- * 0: rows of B in fours against each row of A (fc_row). scale_j, bias and output as
- * arena_k_qgemm. */
+/* Y = A B^T for int8 or uint8 A (M x K, rows contiguous) and int8 B (N x K: transB), any
+ * zero points: rows of B in fours against each row of A (fc_row). scale_j, bias and output
+ * as arena_k_qgemm. */
 int arena_i8_qgemm(const arena_ctx_t *c, int32_t M, int32_t N, int32_t K, uint32_t si, uint32_t sj, int quant_out,
                    int32_t lo, int32_t hi)
 {
@@ -183,12 +205,17 @@ int arena_i8_qgemm(const arena_ctx_t *c, int32_t M, int32_t N, int32_t K, uint32
     const int8_t *A = (const int8_t *)arena_in_data(c, 0), *B = (const int8_t *)arena_in_data(c, 3);
     const int32_t *C = (const int32_t *)arena_in_data(c, 6);
     void *Yv = arena_out_data(c, 0);
+    int8_t row[FC_ROW_BYTES];
     fc_t f;
-    int32_t i;
-    if (arena_in(c, 0)->dtype != ARENA_DT_INT8 || arena_in(c, 3)->dtype != ARENA_DT_INT8 || at->trans_a != 0
-        || at->trans_b != 1 || !w_zp_zero(c, 5) || (quant_out && arena_out(c, 0)->dtype != ARENA_DT_INT8)) {
+    int32_t i, k;
+    int u8 = act_in(c, 0, &f.zp);
+    if (u8 < 0 || arena_in(c, 3)->dtype != ARENA_DT_INT8 || at->trans_a != 0 || at->trans_b != 1
+        || (quant_out && !q8_out(c)) || (u8 && K > FC_ROW_BYTES)) {
         return 0;
     }
+    f.bz = w_zp_zero(c, 5) ? NULL : (const int8_t *)arena_in_data(c, 5);
+    f.nbz = f.bz != NULL ? arena_in(c, 5)->elements : 0u;
+    f.xsum = 0;
     f.bs = (const float *)arena_in_data(c, 4);
     f.nbs = arena_in(c, 4)->elements;
     f.sj = sj;
@@ -197,14 +224,24 @@ int arena_i8_qgemm(const arena_ctx_t *c, int32_t M, int32_t N, int32_t K, uint32
     f.quant_out = quant_out;
     f.q = qpar(0, lo, hi);
     f.K = K;
-    f.zp = arena_q_zp(c, 2, 0);
     if (quant_out) {
         f.ys = arena_q_scale(c, 7, 0);
         f.q = qpar(arena_q_zp(c, 8, 0), lo, hi);
     }
     for (i = 0; i < M; ++i) {
-        fc_row(&f, Yv, (uint32_t)i * (uint32_t)N, B, A + (size_t)i * (size_t)K, C != NULL ? C + (uint32_t)i * si : NULL,
-               N);
+        const int8_t *x = A + (size_t)i * (size_t)K;
+        if (u8) {
+            memcpy(row, x, (size_t)K);
+            flip_u8(row, (size_t)K);
+            x = row;
+        }
+        if (f.bz != NULL) {
+            f.xsum = -K * f.zp;
+            for (k = 0; k < K; ++k) {
+                f.xsum += x[k];
+            }
+        }
+        fc_row(&f, Yv, (uint32_t)i * (uint32_t)N, B, x, C != NULL ? C + (uint32_t)i * si : NULL, N);
     }
     return 1;
 }

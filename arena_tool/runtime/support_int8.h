@@ -16,8 +16,14 @@
  * register). The sums are exact, so both give the same accumulators, and every output is
  * requantized once, with the float arithmetic of arena_q_round (onnxruntime's), so both
  * give the same codes.
- * Only weight zero points 0 take these paths (every int8 model's weights are symmetric);
- * others run the reference loops of qlinear_conv_q8.c, qgemm_q8.c. */
+ * uint8 activations and weight zero points other than 0 take the same paths, as gemmlowp and
+ * CMSIS-NN fold them: a uint8 input's bytes are read as int8 after XOR 0x80 (b - 128, and its
+ * zero point minus 128, so every x - zp is unchanged: the im2col columns, the depthwise band
+ * and the dense row are copies anyway), a uint8 output stores the same byte as the int8 code
+ * would (its range [0, 255] is in qpar); and with weight zero points wz, an accumulator
+ * sum((x - xz) (w - wz)) is sum((x - xz) w) - wz * sum(x - xz), the per-pixel (per-row)
+ * input sum computed once for every output channel (a depthwise kernel's w - wz fits its
+ * int16 taps). uint8 weights run the reference loops of qlinear_conv_q8.c, qgemm_q8.c. */
 #ifndef ARENA_SUPPORT_INT8_H
 #define ARENA_SUPPORT_INT8_H
 
@@ -93,10 +99,10 @@ static inline __attribute__((always_inline)) int32_t bias_add(int32_t bias, int3
     return s <= (uint32_t)INT32_MAX ? (int32_t)s : -(int32_t)(~s) - 1;
 }
 
-/* What requantizing one output channel needs. */
+/* What requantizing one output channel needs (wz: its weight zero point). */
 typedef struct {
     float mult;
-    int32_t bias;
+    int32_t bias, wz;
 } chan_t;
 
 static inline __attribute__((always_inline)) int8_t store(const qpar_t *q, const chan_t *ch, int32_t acc)
@@ -155,34 +161,6 @@ static inline int32_t dot1x1(const int8_t *w, const int8_t *x, int32_t K, int32_
     return s;
 }
 
-/* Per-channel requantization: the reference's mult = x_scale * w_scale[m] / y_scale, from
- * the operands read once per op. */
-typedef struct {
-    float xs, ys;
-    const float *ws;
-    uint32_t nws;
-    const int32_t *bias; /* int32, one per channel (conv_dims checked), or NULL */
-} cparams_t;
-
-static inline cparams_t cparams(const arena_ctx_t *c)
-{
-    cparams_t p;
-    p.xs = arena_q_scale(c, 1, 0);
-    p.ys = arena_q_scale(c, 6, 0);
-    p.ws = (const float *)arena_in_data(c, 4);
-    p.nws = arena_in(c, 4)->elements;
-    p.bias = arena_in(c, 8) != NULL ? (const int32_t *)arena_in_data(c, 8) : NULL;
-    return p;
-}
-
-static inline chan_t chan(const cparams_t *p, int32_t m)
-{
-    chan_t ch;
-    ch.mult = p->xs * p->ws[p->nws > 1u ? (uint32_t)m : 0u] / p->ys;
-    ch.bias = p->bias != NULL ? p->bias[m] : 0;
-    return ch;
-}
-
 /* Every weight zero point is 0 (absent, or all entries 0): their bytes OR-ed four at a time. */
 static inline int w_zp_zero(const arena_ctx_t *c, int z)
 {
@@ -204,11 +182,77 @@ static inline int w_zp_zero(const arena_ctx_t *c, int z)
     return any == 0u;
 }
 
+/* Per-channel requantization: the reference's mult = x_scale * w_scale[m] / y_scale, from
+ * the operands read once per op. */
+typedef struct {
+    float xs, ys;
+    const float *ws;
+    uint32_t nws;
+    const int32_t *bias; /* int32, one per channel (conv_dims checked), or NULL */
+    const int8_t *wz;    /* the weight zero points, nwz of them (1 or M); NULL when all are 0 */
+    uint32_t nwz;
+} cparams_t;
+
+static inline cparams_t cparams(const arena_ctx_t *c)
+{
+    cparams_t p;
+    p.xs = arena_q_scale(c, 1, 0);
+    p.ys = arena_q_scale(c, 6, 0);
+    p.ws = (const float *)arena_in_data(c, 4);
+    p.nws = arena_in(c, 4)->elements;
+    p.bias = arena_in(c, 8) != NULL ? (const int32_t *)arena_in_data(c, 8) : NULL;
+    p.wz = w_zp_zero(c, 5) ? NULL : (const int8_t *)arena_in_data(c, 5);
+    p.nwz = p.wz != NULL ? arena_in(c, 5)->elements : 0u;
+    return p;
+}
+
+static inline chan_t chan(const cparams_t *p, int32_t m)
+{
+    chan_t ch;
+    ch.mult = p->xs * p->ws[p->nws > 1u ? (uint32_t)m : 0u] / p->ys;
+    ch.bias = p->bias != NULL ? p->bias[m] : 0;
+    ch.wz = p->wz != NULL ? p->wz[p->nwz > 1u ? (uint32_t)m : 0u] : 0;
+    return ch;
+}
+
+/* Input x's zero point as its int8 bytes see it (*zp; minus 128 for uint8) and whether its
+ * bytes are uint8 ones to flip (1), int8 (0), or neither (-1: no fast path). */
+static inline int act_in(const arena_ctx_t *c, int x, int32_t *zp)
+{
+    uint8_t dt = arena_in(c, x)->dtype;
+    *zp = arena_q_zp(c, x + 2, 0) - (dt == ARENA_DT_UINT8 ? 128 : 0);
+    return dt == ARENA_DT_UINT8 ? 1 : dt == ARENA_DT_INT8 ? 0 : -1;
+}
+
+/* A uint8 output stores the byte of its code as an int8 one does (qpar's range is [0, 255]). */
+static inline int q8_out(const arena_ctx_t *c)
+{
+    uint8_t dt = arena_out(c, 0)->dtype;
+    return dt == ARENA_DT_INT8 || dt == ARENA_DT_UINT8;
+}
+
+/* p[i] ^= 0x80 for i < n, four bytes at a time: uint8 bytes b become the int8 bytes b - 128. */
+static inline void flip_u8(int8_t *p, size_t n)
+{
+    size_t i = 0;
+    for (; n - i >= 4u; i += 4u) {
+        uint32_t v;
+        memcpy(&v, p + i, 4);
+        v ^= 0x80808080u;
+        memcpy(p + i, &v, 4);
+    }
+    for (; i < n; ++i) {
+        p[i] = (int8_t)((uint8_t)p[i] ^ 0x80u);
+    }
+}
+
 /* dot_int8.c: s[0] = w.x, s[1] = (w + K).x (x minus zp); conv_int8.c and fully_connected_int8.c. */
 void arena_i8_dot2x1(int32_t s[2], const int8_t *w, const int8_t *x, int32_t K, int32_t zp);
 
-/* depthwise_int8.c: a depthwise conv (group == C == M) into output codes through q; 0 when its
- * window does not fit the stack band (the caller runs the reference loop), else 1. */
-int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q, int8_t *temp);
+/* depthwise_int8.c: a depthwise conv (group == C, M a multiple of C) into output codes through q,
+ * the input uint8 (u8) or int8 with int8-side zero point x_zp (act_in); 0 when its window does
+ * not fit the stack band or its kernel DW_TAPS (the caller runs the reference loop), else 1. */
+int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q, int8_t *temp, int u8,
+                       int32_t x_zp);
 
 #endif
