@@ -425,7 +425,12 @@ def gate(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
             macs[spec.name] = gate_module.macs_rows(p, lowered)
             if t.runtime != "none":
                 problems += gate_module.runtime_problems(t.name, spec.name, p, lowered)
-    rep = gate_module.gate(t, plans, fastest, problems, tflm=alloc, macs=macs)
+    remedy = None
+    if t.runtime != "tflm" and all(p.kind == "onnx" for _, _, p in plans):
+        from arena_tool.builder import fit
+
+        remedy = fit.remedy
+    rep = gate_module.gate(t, plans, fastest, problems, tflm=alloc, macs=macs, remedy=remedy)
     board_report.write(targets[0], rep)
     build.gate_verdicts[targets[0]] = rep.passed
     if not rep.passed:

@@ -222,8 +222,32 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.budget is not None and pm.plan.arena_size > args.budget:
         raise CheckFailed(f"arena {fmt_bytes(pm.plan.arena_size)} exceeds the budget {fmt_bytes(args.budget)} "
                           f"by {fmt_bytes(pm.plan.arena_size - args.budget)}", file=args.model,
-                          hint="try --planner optimal, --activation-dtype int8, or a bigger RAM region")
+                          hint=_budget_hint(args, pm.plan, tflite))
     return EXIT_OK
+
+
+def _budget_hint(args: argparse.Namespace, plan: Plan, tflite: bool) -> str:
+    """What could meet ``plan --budget``: a better plan only when this one is not proven optimal,
+    and the configurations ``arena-tool fit``'s search finds (an ONNX model), or the smallest
+    arena it reaches; the options given on the command line stay as given."""
+    tries = []
+    proven = plan.optimal is True or plan.arena_size == plan.lower_bound
+    if not proven and args.budget >= plan.lower_bound:
+        tries.append("--planner optimal")
+    if not tflite:
+        from arena_tool.builder import fit
+        from arena_tool.target.manifest_data import ModelSpec
+
+        given = tuple(f.name for f, o in _model_flags() if getattr(args, o.dest) != _flag_default(o, f.default))
+        spec = ModelSpec(name=os.path.splitext(os.path.basename(args.model))[0], path=args.model,
+                         planner=args.planner, k=args.k, time_limit=args.time_limit, options=_model_options(args),
+                         fixed=given)
+        fits, found = fit.remedies(spec, args.budget, seconds=60.0, cli=True)
+        if not fits:
+            return found + ("; try --planner optimal, or " if tries else "; try ") + "a bigger RAM region"
+        tries.append(found)
+    tries.append("a bigger RAM region")
+    return "try " + "; or ".join(tries)
 
 
 def _scratch_line(mp: Any) -> str:
@@ -485,6 +509,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_fit(args: argparse.Namespace) -> int:
+    from arena_tool.run import fit
+
+    return fit.main(args.manifest, args.board, objective=args.objective, json_path=args.json,
+                    prove=not args.no_prove, timeout=args.timeout)
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from arena_tool.core import schema
     from arena_tool.core.errors import did_you_mean
@@ -710,6 +741,25 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--board-dir", action="append", default=[], metavar="DIR",
                    help="another folder of board files (before the manifest's board_dirs)")
     p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser("fit", help="the fastest configuration of a board's models that fits its RAM and flash, "
+                                   "proven on QEMU",
+                       description="Search the configurations of BOARD's models (io, io_buffers, schedule, patches "
+                                   "and optimize; the options the manifest sets stay fixed): RAM from the plans, "
+                                   "flash from the linked ELF, instructions from a per-op cost model calibrated by "
+                                   "profiled QEMU runs. Print the Pareto front, pick the fastest that fits and "
+                                   "prove it on QEMU (outputs equal onnxruntime's, instructions measured). Exit 0 "
+                                   "a configuration fits, 1 none does (the smallest RAM and flash reachable are "
+                                   "named), 2 usage or input error, 3 arena bug.")
+    p.add_argument("manifest", help="the manifest (arena.yaml)")
+    p.add_argument("--board", required=True, metavar="BOARD", help="a board of the manifest (also a,b or all)")
+    p.add_argument("--objective", default="speed", choices=("speed", "ram", "flash"),
+                   help="what the pick minimizes among the configurations that fit (default speed)")
+    p.add_argument("--json", metavar="FILE", help="write the search (schemas/fit.schema.json)")
+    p.add_argument("--no-prove", action="store_true", help="skip the QEMU run of the pick")
+    p.add_argument("--timeout", type=float, default=300.0, metavar="S",
+                   help="stop each firmware run after S seconds (default 300)")
+    p.set_defaults(func=cmd_fit)
 
     p = sub.add_parser("board", help="board files: import one from a linker script, PlatformIO JSON or devicetree",
                        description="Board files (boards/<name>.yaml).")

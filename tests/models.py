@@ -151,3 +151,21 @@ def qdq_conv(relu: bool = True, bias_scale: float | None = None) -> onnx.ModelPr
              const("b", np.arange(8, dtype=np.int32)), const("b_s", bs.astype(np.float32)),
              const("b_z", np.zeros(8, np.int32))]
     return model(nodes, [vi("x", [1, 4, 8, 8])], [vi("out", [1, 8, 8, 8])], inits, opset=13)
+
+
+def mobile() -> onnx.ModelProto:
+    """A small depthwise network whose peak is its first, wide tensor: conv 3->16 at 32x32 ->
+    depthwise s2 -> conv 16->8 -> pool -> Gemm (patches tile its first stage)."""
+    rng = np.random.default_rng(3)
+    inits = []
+    for name, shape in (("w0", (16, 3, 3, 3)), ("w1", (16, 1, 3, 3)), ("w2", (8, 16, 1, 1)), ("fc", (10, 8)),
+                        ("fb", (10,))):
+        inits.append(const(name, (rng.standard_normal(shape) * 0.3).astype(np.float32)))
+    nodes = [node("Conv", ["x", "w0"], ["a"], "c0", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             node("Relu", ["a"], ["ar"], "r0"),
+             node("Conv", ["ar", "w1"], ["b"], "dw", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], group=16),
+             node("Conv", ["b", "w2"], ["c"], "pw", kernel_shape=[1, 1]),
+             node("GlobalAveragePool", ["c"], ["g"], "gap"),
+             node("Flatten", ["g"], ["fl"], "flat"),
+             node("Gemm", ["fl", "fc", "fb"], ["y"], "fc", transB=1)]
+    return model(nodes, [vi("x", [1, 3, 32, 32])], [vi("y", [1, 10])], inits, opset=13)

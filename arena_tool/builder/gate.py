@@ -133,7 +133,8 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
          fastest: Callable[[int, int], str | None] | None = None,
          runtime_problems: Sequence[BoardProblem] = (),
          tflm: Mapping[str, Mapping[str, Any]] | None = None,
-         macs: Mapping[str, Sequence[OpMacs]] | None = None) -> BoardReport:
+         macs: Mapping[str, Sequence[OpMacs]] | None = None,
+         remedy: Callable[[BoardTarget, Sequence[str], int], str] | None = None) -> BoardReport:
     """Check one board (a manifest_data.BoardTarget): RAM budget, flash for the weights, runtime coverage.
 
     plans: (model name, plan path, plan file: planfile.load), in manifest order.
@@ -145,6 +146,8 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
     of flash (the C array holds the whole model, not only the weights: ``tflm_use``).
     macs: model name -> its MACs per op (``macs_rows``), for the report to show; a model without
     an entry has none (a .tflite model).
+    remedy: (target, the models that set the peak, the arena's limit) -> the configurations that
+    would fit (``builder.fit.remedy``, time-bounded), added to the RAM problem's hints.
     Never raises for a board that does not fit: see ``BoardReport.status`` and ``failure``.
     """
     uses0 = [dataclasses.replace(model_use(n, p, d), ops=None if macs is None or n not in macs else tuple(macs[n]))
@@ -168,7 +171,11 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
         chosen = fastest(need, reserve) if fastest else None
         if chosen is None or room(chosen) < need:
             largest = max(target.board.ram, key=lambda r: (room(r.name), r.name))
-            tries = hints.tries(target, uses, floats, need, lb, region=None, float_inputs=float_inputs)
+            peak = [u for u in uses if target.sharing == "concurrent" or u.arena_size > room(largest.name)]
+            tries = hints.tries(target, peak, floats, need, lb, region=None, float_inputs=float_inputs)
+            found = remedy(target, [u.name for u in peak], room(largest.name)) if remedy is not None and \
+                target.sharing == "sequential" else ""
+            tries = "; ".join(x for x in (tries, found) if x)
             region = largest.name
             problems.append(BoardProblem(
                 "ram", f"arena: {target.name}: {_who(uses)} {fmt_bytes(need)}, more than any region of the board "
@@ -191,6 +198,9 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
         alt = hints.better_region(target, need, region, room) if (
             target.budget.percent is not None or usable < budget) else None
         tries = hints.tries(target, offending, floats, need, lb, region=alt, limit=limit, float_inputs=float_inputs)
+        found = remedy(target, [u.name for u in offending], limit) if remedy is not None and \
+            target.sharing == "sequential" else ""
+        tries = "; ".join(x for x in (tries, found) if x)
         why = f"budget {fmt_bytes(budget)}"
         if usable < budget:
             why = f"room {fmt_bytes(usable)} ({fmt_bytes(info.length)} less the {fmt_bytes(reserve)} stack+heap reserve)"

@@ -598,6 +598,13 @@ def _cuts(lw: Lowered) -> list[int]:
 def choose(lw: Lowered, mp: ModelProblem, time_limit: float) -> Choice:
     """The stages and grids with the smallest peak under the MAC cap (module docstring); lw is the
     untiled lowered model, mp its problem."""
+    return ladder(lw, mp, time_limit)[0]
+
+
+def ladder(lw: Lowered, mp: ModelProblem, time_limit: float) -> list[Choice]:
+    """``choose``'s answer first, then each larger peak whose stages recompute fewer MACs, up to
+    the untiled network (stages ()) last: the trade between RAM and time auto weighs, which
+    ``arena-tool fit`` searches (a faster choice is worth it when its peak still fits)."""
     # A work budget, not the clock: the same model and limit weigh the same candidates on a busy
     # machine too, so the plan is byte-identical run to run; the clock only guards a pathological
     # model (three times the limit).
@@ -641,18 +648,20 @@ def choose(lw: Lowered, mp: ModelProblem, time_limit: float) -> Choice:
             untiled, tiled = stage_macs(lw, stage, per_op)
             options.setdefault((a, b), []).append(
                 (stage_peak(lw, stage, mp.options.alignment), tiled - untiled, stage.spec))
-    best = Choice((), max(loads, default=0), macs0, macs0, weighed, status)
+    whole = Choice((), max(loads, default=0), macs0, macs0, weighed, status)
     budget = int(MAC_CAP * macs0)
+    out: list[Choice] = []
     for peak in sorted({p for opts in options.values() for p, _, _ in opts}):
-        if peak >= best.peak:
+        if peak >= whole.peak:
             break
-        found = _cheapest(starts, cuts, options, rest, peak, budget)
+        found = _cheapest(starts, cuts, options, rest, peak, budget if not out else out[-1].macs - macs0 - 1)
         if found is not None:
             extra, specs = found
-            best = Choice(tuple(specs), max(peak, *(rest[b] for b in [_end(lw, specs[-1])])),
-                          macs0, macs0 + extra, weighed, status)
-            break
-    return best
+            out.append(Choice(tuple(specs), max(peak, *(rest[b] for b in [_end(lw, specs[-1])])),
+                              macs0, macs0 + extra, weighed, status))
+            if extra == 0:
+                break
+    return [*out, whole]
 
 
 def _end(lw: Lowered, spec: StageSpec) -> int:

@@ -174,6 +174,7 @@ class _Loader:
             name=name, path=path, planner=o.get("planner", DEFAULT_PLANNER), k=int(o.get("k", 1)),
             time_limit=float(o.get("time_limit", 10.0)),
             options=ModelOptions.from_doc({f.name: o[f.name] for f, _ in option_fields(ModelOptions) if f.name in o}),
+            fixed=tuple(f.name for f, _ in option_fields(ModelOptions) if f.name in o),
         )
 
     def models(self) -> tuple[list[ModelSpec], dict[str, dict[str, Any]]]:

@@ -33,6 +33,8 @@ class ModelSpec:
     copied: the other models of the board whose weights are copied into one of those regions
       (``weights: <region>``), as (region, model path, its options): resident while this model
       runs, their bytes are not this model's to plan (``planning.left_after_copies``).
+    fixed: the option names the manifest sets for this model (defaults, the model, the board's
+      override): ``arena-tool fit`` never turns them.
     """
 
     name: str
@@ -43,6 +45,7 @@ class ModelSpec:
     options: ModelOptions
     regions: tuple[tuple[str, int], ...] = ()
     copied: tuple[tuple[str, str, ModelOptions], ...] = ()
+    fixed: tuple[str, ...] = ()
 
     def key(self) -> str:
         """A canonical JSON text of everything that changes this model's plan (regions only
@@ -208,14 +211,15 @@ def from_doc(d: dict[str, Any]) -> Manifest:
 def _spec_doc(s: ModelSpec) -> dict[str, Any]:
     return {"name": s.name, "path": s.path, "key": s.key(), "planner": s.planner, "k": s.k,
             "time_limit": s.time_limit, "options": s.options.to_doc(), "regions": [list(r) for r in s.regions],
-            "copied": _copied_doc(s.copied)}
+            "copied": _copied_doc(s.copied), "fixed": list(s.fixed)}
 
 
 def _spec_from(d: dict[str, Any]) -> ModelSpec:
     return ModelSpec(name=d["name"], path=d["path"], planner=d["planner"], k=d["k"], time_limit=d["time_limit"],
                      options=ModelOptions.from_doc(d["options"]),
                      regions=tuple((str(n), int(c)) for n, c in d.get("regions", [])),
-                     copied=tuple((str(r), str(p), ModelOptions.from_doc(o)) for r, p, o in d.get("copied", [])))
+                     copied=tuple((str(r), str(p), ModelOptions.from_doc(o)) for r, p, o in d.get("copied", [])),
+                     fixed=tuple(str(k) for k in d.get("fixed", [])))
 
 
 def target_doc(t: BoardTarget) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from arena_tool.core.errors import ArenaError
 from arena_tool.core.problem import ModelOptions, lower_bound
 from arena_tool.model import lowering, patches
 from arena_tool.model.patches import StageSpec
+import models
 from arena_tool.plan import plancheck, planners, planning
 from arena_tool.run import verify
 
@@ -154,26 +155,7 @@ def test_random_chains_run_tile_by_tile_equal_untiled(tmp_path: Path, quantized:
 # --- user errors ----------------------------------------------------------------------------------
 
 def _mobile(tmp_path: Path) -> str:
-    """A small depthwise network whose peak is its first, wide tensor: conv 3->16 at 32x32 ->
-    depthwise s2 -> conv 16->8 -> pool -> Gemm."""
-    rng = np.random.default_rng(3)
-    w = lambda *s: numpy_helper.from_array(rng.standard_normal(s).astype(np.float32) * 0.3)  # noqa: E731
-    inits = [w(16, 3, 3, 3), w(16, 1, 3, 3), w(8, 16, 1, 1), w(10, 8), w(10)]
-    for t, n in zip(inits, ("w0", "w1", "w2", "fc", "fb")):
-        t.name = n
-    nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], name="c0", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
-             helper.make_node("Relu", ["a"], ["ar"], name="r0"),
-             helper.make_node("Conv", ["ar", "w1"], ["b"], name="dw", kernel_shape=[3, 3], strides=[2, 2],
-                              pads=[1, 1, 1, 1], group=16),
-             helper.make_node("Conv", ["b", "w2"], ["c"], name="pw", kernel_shape=[1, 1]),
-             helper.make_node("GlobalAveragePool", ["c"], ["g"], name="gap"),
-             helper.make_node("Flatten", ["g"], ["fl"], name="flat"),
-             helper.make_node("Gemm", ["fl", "fc", "fb"], ["y"], name="fc", transB=1)]
-    g = helper.make_graph(nodes, "mobile", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 32, 32])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
-    path = tmp_path / "mobile.onnx"
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(path))
-    return str(path)
+    return models.save(models.mobile(), tmp_path / "mobile.onnx")
 
 
 @pytest.mark.parametrize("option, field, words", [
@@ -230,3 +212,17 @@ def test_auto_never_returns_a_larger_plan_than_off(tmp_path):
     assert p.stages != "off" and auto.plan.arena_size < off.plan.arena_size  # 77,824 -> 27,120 B
     mp = plancheck.derived_problem(path, auto.plan_file)
     assert lower_bound(mp.problem().buffers) == auto.plan.lower_bound
+
+
+def test_the_ladder_trades_peak_for_macs_from_auto_choice_to_the_untiled_network(tmp_path):
+    path = _mobile(tmp_path)
+    lw = lowering.load(path)
+    from arena_tool.model import liveness
+
+    mp = liveness.model_problem(path, ModelOptions(), lowered=lw)
+    rungs = patches.ladder(lw, mp, 2.0)
+    assert rungs[0] == patches.choose(lw, mp, 2.0) and rungs[0].stages  # auto's pick first
+    assert rungs[-1].stages == () and rungs[-1].macs == patches.total_macs(lw)  # the untiled network last
+    assert len(rungs) >= 3
+    for a, b in zip(rungs, rungs[1:]):  # each rung: a larger peak bought by fewer MACs
+        assert a.peak < b.peak and a.macs > b.macs

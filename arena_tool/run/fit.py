@@ -1,0 +1,482 @@
+"""``arena-tool fit MANIFEST --board B``: the fastest configuration of a board's models that fits
+its RAM and flash, and the QEMU run that proves it.
+
+Three costs per configuration (a candidate per model, ``builder.fit``, and an ``optimize``
+level for the board):
+
+* RAM: from the plans (``builder.fit.combine``: arena, reserve, caller-owned I/O), exact;
+* flash: the linked ELF of the configuration's firmware (the runtime, the tables, the weights:
+  ``firmware.generate`` + ``firmware.build_elf`` for the core's emulated board, whose code is
+  the target's: same compiler flags), exact; built only for configurations that fit RAM;
+* time: instructions per inference from a per-op cost model (``CostModel``): each op's
+  instructions per MAC (or per output byte, for an op without MACs) from ``arena-tool run
+  --profile`` runs of the model at each level (its manifest configuration, and the smallest-peak
+  patched one where patches are searched), applied to each candidate's ops and MACs; an op it has
+  not seen takes its op type's rate. Its error against QEMU is measured on the pick.
+
+The pick is the fastest configuration that fits (ties: less RAM, less flash), proven by
+``firmware.run`` on the emulated board: outputs equal onnxruntime's, instructions measured.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import math
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence, TextIO
+
+from arena_tool.builder import fit as search
+from arena_tool.builder.fit import Candidate, Combo, ModelSpace
+from arena_tool.core.errors import EXIT_CHECK_FAILED, EXIT_OK, ArenaError
+from arena_tool.core.files import project_path, write_atomic
+from arena_tool.core.problem import fmt_bytes
+from arena_tool.core.schema import check_json
+from arena_tool.model import macs as op_macs
+from arena_tool.plan import plancheck, planners
+from arena_tool.run import firmware, runreport
+from arena_tool.target import boards, flags, manifest
+from arena_tool.target.manifest_data import BoardTarget
+
+FORMAT_VERSION = 1
+OBJECTIVES = ("speed", "ram", "flash")
+SETTLE = 0.15  # the fitting configurations predicted within 15 % of the fastest are measured on QEMU ...
+MAX_SETTLE = 3  # ... at most this many: the model ranks, QEMU settles the close ones
+
+
+def emulated_for(target: BoardTarget) -> boards.Board:
+    """The board QEMU runs for ``target``: itself when emulated, else a shipped emulated board whose
+    core compiles with the same flags (the same ISA features: the same code and counts)."""
+    if target.board.qemu:
+        return target.board
+    want = target.board.cpu.gcc_flags()
+    for name in firmware.emulated_boards():
+        b = boards.load_board(name)
+        if b.cpu.gcc_flags() == want:
+            return b
+    raise ArenaError(f"no emulated board has board {target.name}'s core ({' '.join(want)}), so no pick can be "
+                     "proven", field="--board", hint="fit a board QEMU emulates, or one with the core of "
+                     + " or ".join(firmware.emulated_boards()))
+
+
+# ---------------------------------------------------------------- time: the per-op cost model
+
+
+def _key(name: str) -> tuple[str, str]:
+    """(the node an op comes from, what it is): a tiled op 'conv3@2' is ('conv3', 'tile'), its
+    input crop 'conv3@2:crop0' ('conv3', 'crop'), a tile's write 'y@2:patch' ('y', 'patch')."""
+    base, at, rest = name.partition("@")
+    if not at:
+        return base, "op"
+    return base, "crop" if ":crop" in rest else "patch" if rest.endswith(":patch") else "tile"
+
+
+@dataclasses.dataclass(frozen=True)
+class OpWork:
+    name: str
+    op_type: str
+    work: int  # MACs, or output bytes for an op without MACs
+    per_mac: bool
+
+
+def op_work(c: Candidate) -> list[OpWork]:
+    """The work of each op of the candidate's plan (MACs, or output bytes)."""
+    lowered = plancheck.lowered_model(c.path, c.plan)
+    counts = op_macs.plan_macs(c.plan.schedule, lowered)
+    by_name = c.plan.by_name
+    out = []
+    for step, n in zip(c.plan.schedule, counts):
+        if n:
+            out.append(OpWork(step.name, step.op_type, n, True))
+        else:
+            size = sum(by_name[y].size for y in step.outputs if y in by_name)
+            out.append(OpWork(step.name, step.op_type, size, False))
+    return out
+
+
+@dataclasses.dataclass
+class CostModel:
+    """Instructions per unit of work, learnt from profiled runs at one optimize level: per op key
+    (``_key``), per op type (mean over the ops seen) and the instructions outside the ops.
+
+    A tile's rate depends on its size (a small tile pays its loop set-up on fewer MACs): a tiled
+    op's rate is interpolated in log(MACs per tile) between the tiles profiled (``tiles``) and
+    the whole op (``by_key``'s 'op' entry), and kept at the nearer end outside them."""
+
+    by_key: dict[tuple[str, str, bool], float] = dataclasses.field(default_factory=dict)
+    by_type: dict[tuple[str, bool], list[float]] = dataclasses.field(default_factory=dict)
+    tiles: dict[str, list[tuple[int, float]]] = dataclasses.field(default_factory=dict)
+    whole: dict[str, tuple[int, float]] = dataclasses.field(default_factory=dict)
+    outside: list[int] = dataclasses.field(default_factory=list)
+
+    def learn(self, work: Sequence[OpWork], doc: dict[str, Any]) -> None:
+        rows = {r["name"]: r for r in doc["profile"] or []}
+        total = 0
+        for w in work:
+            r = rows.get(w.name)
+            if r is None or r["instructions"] is None or not w.work:
+                continue
+            rate = r["instructions"] / w.work
+            base, kind = _key(w.name)
+            self.by_key[(base, kind, w.per_mac)] = rate
+            self.by_type.setdefault((w.op_type, w.per_mac), []).append(rate)
+            if w.per_mac and kind == "tile":
+                self.tiles.setdefault(base, []).append((w.work, rate))
+            elif w.per_mac and kind == "op":
+                self.whole[base] = (w.work, rate)
+            total += r["instructions"]
+        if doc["instructions"] is not None:
+            self.outside.append(max(0, int(doc["instructions"]) - total))
+
+    def _tile_rate(self, base: str, n: int) -> float | None:
+        points: list[tuple[int, float]] = sorted({*self.tiles.get(base, ()), *([self.whole[base]] if base in self.whole else [])})
+        if not points:
+            return None
+        if n <= points[0][0]:
+            return points[0][1]
+        if n >= points[-1][0]:
+            return points[-1][1]
+        for (n0, r0), (n1, r1) in zip(points, points[1:]):
+            if n0 <= n <= n1:
+                f = 0.0 if n1 == n0 else (math.log(n) - math.log(n0)) / (math.log(n1) - math.log(n0))
+                return r0 + f * (r1 - r0)
+        return points[-1][1]
+
+    def rate(self, w: OpWork) -> float:
+        base, kind = _key(w.name)
+        if kind == "tile" and w.per_mac:
+            tile = self._tile_rate(base, w.work)
+            if tile is not None:
+                return tile
+        for key in ((base, kind, w.per_mac), (base, "op", w.per_mac)):
+            if key in self.by_key:
+                return self.by_key[key]
+        seen = self.by_type.get((w.op_type, w.per_mac))
+        if seen:
+            return sum(seen) / len(seen)
+        every = [r for (_, per), rs in self.by_type.items() if per == w.per_mac for r in rs]
+        return sum(every) / len(every) if every else 0.0
+
+    def predict(self, work: Sequence[OpWork]) -> int:
+        outside = sum(self.outside) / len(self.outside) if self.outside else 0.0
+        return round(sum(self.rate(w) * w.work for w in work) + outside)
+
+
+# ---------------------------------------------------------------- the search
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """One board configuration: a combination and a level, with its three costs (flash None:
+    not built, the RAM does not fit) and whether it fits."""
+
+    combo: Combo
+    optimize: str
+    flash: int | None
+    instructions: int
+    fits_ram: bool
+    fits_flash: bool | None
+
+    @property
+    def fits(self) -> bool:
+        return self.fits_ram and bool(self.fits_flash)
+
+
+@dataclasses.dataclass(frozen=True)
+class Proof:
+    """The pick's QEMU run per model: result, measured instructions, flash and RAM of its ELF."""
+
+    model: str
+    board: str
+    result: str
+    instructions: int | None
+    max_abs_error: float | None
+
+
+@dataclasses.dataclass(frozen=True)
+class FitResult:
+    target: BoardTarget
+    emulated: str
+    objective: str
+    spaces: tuple[ModelSpace, ...]
+    configs: tuple[Config, ...]
+    front: tuple[int, ...]  # indices into configs: the Pareto front (RAM, flash, instructions)
+    pick: int | None
+    proofs: tuple[tuple[int, tuple[Proof, ...]], ...]  # (config index, its runs): the pick and close contenders
+    calibration: tuple[tuple[str, str, str, int, int], ...]  # (model, level, configuration, predicted, measured)
+    flash_limit: int
+
+    @property
+    def picked(self) -> Config | None:
+        return None if self.pick is None else self.configs[self.pick]
+
+
+def _levels(target: BoardTarget) -> list[str]:
+    return [flags.level(target.optimize)] if target.optimize is not None else sorted(flags.LEVELS, reverse=True)
+
+
+def _profile(c: Candidate, board: str, level: str, timeout: float) -> dict[str, Any]:
+    """``arena-tool run --profile``'s report of one candidate (raises when the firmware fails)."""
+    with tempfile.TemporaryDirectory(prefix="arena-fit-") as tmp:
+        report = os.path.join(tmp, "run.json")
+        firmware.run(c.path, board, c.options, c.planner, c.params, json_path=report, timeout=timeout,
+                     out=io.StringIO(), err=io.StringIO(), optimize=level, profile=True)
+        with open(report, encoding="utf-8") as f:
+            doc: dict[str, Any] = json.load(f)
+    return doc
+
+
+def _flash(combo: Combo, board: boards.Board, level: str) -> int:
+    """Flash bytes of the configuration's firmware, linked (no input table: the product's flash)."""
+    syms = [(p.model.lower(), p.path, p.plan) for p in combo.picks]
+    with tempfile.TemporaryDirectory(prefix="arena-fit-") as tmp:
+        out = Path(tmp)
+        gen = firmware.generate(out, syms, board.name)
+        elf = firmware.build_elf(out, gen, board, max(p.arena for p in combo.picks),
+                                 regions=firmware.board_regions([p.plan for p in combo.picks]),
+                                 cflags=flags.cflags(level))
+        return runreport.elf_sizes(str(elf)).flash
+
+
+def _front(configs: Sequence[Config]) -> tuple[int, ...]:
+    """Indices of the configurations no other beats in RAM, flash and instructions together."""
+    known = [(i, c) for i, c in enumerate(configs) if c.flash is not None]
+
+    def costs(c: Config) -> tuple[int, int, int]:
+        assert c.flash is not None
+        return c.combo.ram, c.flash, c.instructions
+
+    out = []
+    for i, c in known:
+        a = costs(c)
+        if not any(all(x <= y for x, y in zip(costs(d), a)) and costs(d) != a for _, d in known):
+            out.append(i)
+    return tuple(out)
+
+
+def fit(target: BoardTarget, *, objective: str = "speed", prove: bool = True, timeout: float = 300.0,
+        log: TextIO | None = None) -> FitResult:
+    """Search, measure, pick and prove (module docstring)."""
+    log = log or io.StringIO()
+    emu = emulated_for(target)
+    room = search.room(target)
+    spaces = []
+    for m in target.models:
+        print(f"fit {target.name}: planning {m.name}'s candidates", file=log, flush=True)
+        spaces.append(search.model_space(m, room))
+    levels = _levels(target)
+    models: dict[tuple[str, str], CostModel] = {}
+    calibration: list[tuple[str, str, str, int, int]] = []
+    work: dict[int, list[OpWork]] = {}
+    for s in spaces:
+        for c in s.candidates:
+            work[id(c)] = op_work(c)
+        first = s.candidates[0]
+        tiled = [c for c in s.candidates if c.plan.patches is not None and c.plan.patches.stages != "off"]
+        probes = [first] + ([min(tiled, key=lambda c: (c.ram, c.macs))] if tiled else [])
+        for level in levels:
+            cm = models.setdefault((s.spec.name, level), CostModel())
+            docs = []
+            for c in probes:
+                print(f"fit {target.name}: profiling {s.spec.name} ({c.label(s.spec.options)}) at {level}",
+                      file=log, flush=True)
+                docs.append((c, _profile(c, emu.name, level, timeout)))
+                cm.learn(work[id(c)], docs[-1][1])
+            calibration += [(s.spec.name, level, c.label(s.spec.options), cm.predict(work[id(c)]),
+                             int(doc["instructions"] or 0)) for c, doc in docs]
+    configs = []
+    flash_limit = target.board.flash.length if target.board.flash is not None else 0
+    for combo in search.combos(target, spaces):
+        for level in levels:
+            instr = sum(models[(p.model, level)].predict(work[id(p)]) for p in combo.picks)
+            fits_ram = combo.region is not None
+            flash = _flash(combo, emu, level) if fits_ram else None
+            configs.append(Config(combo, level, flash, instr, fits_ram,
+                                  None if flash is None else (not flash_limit or flash <= flash_limit)))
+
+    def key(c: Config) -> tuple[int, int, int]:
+        costs = {"speed": (c.instructions, c.combo.ram, c.flash or 0), "ram": (c.combo.ram, c.instructions, c.flash or 0),
+                 "flash": (c.flash or 0, c.instructions, c.combo.ram)}
+        return costs[objective]
+
+    fitting = sorted((i for i, c in enumerate(configs) if c.fits), key=lambda i: (key(configs[i]), i))
+    pick = fitting[0] if fitting else None
+    proofs: dict[int, tuple[Proof, ...]] = {}
+    if pick is not None and prove:
+        best = configs[pick].instructions
+        contenders = [i for i in fitting if configs[i].instructions <= best * (1 + SETTLE)][:MAX_SETTLE] \
+            if objective == "speed" else [pick]
+        for i in contenders:
+            proofs[i] = _prove(configs[i], emu, timeout, log)
+        proven = [i for i in contenders if all(p.result == "match" for p in proofs[i])]
+        pick = min(proven, key=lambda i: (sum(p.instructions or 0 for p in proofs[i]), key(configs[i]), i)) \
+            if proven and objective == "speed" else contenders[0]
+    return FitResult(target, emu.name, objective, tuple(spaces), tuple(configs), _front(configs), pick,
+                     tuple(sorted(proofs.items())), tuple(calibration), flash_limit)
+
+
+def _prove(c: Config, emu: boards.Board, timeout: float, log: TextIO) -> tuple[Proof, ...]:
+    """Each model of the configuration run on QEMU through ``arena-tool run``'s path: outputs
+    against onnxruntime's, instructions measured."""
+    out = []
+    for p in c.combo.picks:
+        print(f"fit: running {p.model} ({p.options.io}/{p.options.io_buffers}/{p.options.schedule}/"
+              f"patches {p.options.patches}, {c.optimize}) on {emu.name} (QEMU)", file=log, flush=True)
+        _, doc = firmware.quiet_run(p.path, emu.name, p.options, p.planner, p.params, timeout=timeout,
+                                    optimize=c.optimize)
+        out.append(Proof(p.model, emu.name, doc["result"], doc["instructions"],
+                         firmware.worst_error(doc) if doc["outputs"] else None))
+    return tuple(out)
+
+
+
+# ---------------------------------------------------------------- what it says
+
+
+def _names(combo: Combo, spaces: Sequence[ModelSpace]) -> str:
+    return "; ".join(f"{p.model}: {p.label(s.spec.options)}" for p, s in zip(combo.picks, spaces))
+
+
+def _why_lost(c: Config, pick: Config | None, objective: str, flash_limit: int, target: BoardTarget) -> str:
+    if not c.fits_ram:
+        return f"arena {fmt_bytes(c.combo.arena)} fits no region's limit"
+    if not c.fits_flash:
+        return f"flash {fmt_bytes(c.flash or 0)} > {fmt_bytes(flash_limit)}"
+    if pick is None:
+        return ""
+    if objective == "speed":
+        return f"slower: {c.instructions - pick.instructions:+,} instructions"
+    if objective == "ram":
+        return f"more RAM: {c.combo.ram - pick.combo.ram:+,} B"
+    return f"more flash: {(c.flash or 0) - (pick.flash or 0):+,} B"
+
+
+def smallest(result: FitResult) -> tuple[Config, Config | None]:
+    """(the configuration with the least RAM, the one with the least flash among those built)."""
+    by_ram = min(result.configs, key=lambda c: (c.combo.ram, c.instructions))
+    built = [c for c in result.configs if c.flash is not None]
+    return by_ram, min(built, key=lambda c: (c.flash or 0, c.instructions)) if built else None
+
+
+def render(result: FitResult) -> list[str]:
+    """The console report: the Pareto front, what fits, the pick and its proof."""
+    t = result.target
+    pick = result.picked
+    lines = [f"fit {t.name}: {len(result.configs)} configurations of {'+'.join(m.name for m in t.models)} "
+             f"({t.sharing}), objective {result.objective}; RAM = arena + {fmt_bytes(t.reserve)} reserve "
+             f"(+ caller-owned I/O), flash = the linked ELF ({fmt_bytes(result.flash_limit)} on the board), "
+             f"instructions from the per-op cost model (calibrated on {result.emulated})"]
+    for s in result.spaces:
+        for p in s.pruned:
+            lines.append(f"  {s.spec.name}: not planned: {p.options.io}/{p.options.io_buffers}/{p.options.schedule}: "
+                         f"{p.why}")
+        if not s.complete:
+            lines.append(f"  {s.spec.name}: the search stopped at its time bound")
+    lines.append("Pareto front (RAM, flash, instructions); * fits, > the pick:")
+    shown = [i for i in result.front]
+    shown += [i for i, c in enumerate(result.configs) if c.flash is None and i not in shown]
+    for i in shown:
+        c = result.configs[i]
+        mark = ">" if i == result.pick else "*" if c.fits else " "
+        flash = "not built" if c.flash is None else f"{c.flash:,} B"
+        lines.append(f" {mark} RAM {c.combo.ram:>9,} B  flash {flash:>12}  instr {c.instructions:>12,}  "
+                     f"{c.optimize:<5}  {_names(c.combo, result.spaces)}"
+                     + ("" if i == result.pick else f"  ({_why_lost(c, pick, result.objective, result.flash_limit, t)})"))
+    for model, level, label, predicted, measured in result.calibration:
+        err = 100.0 * (predicted - measured) / measured if measured else 0.0
+        lines.append(f"  cost model: {model} {label} at {level}: predicted {predicted:,}, QEMU {measured:,} "
+                     f"({err:+.1f} %, calibration run)")
+    if pick is None:
+        least, thin = smallest(result)
+        lines.append(f"fit {t.name}: nothing fits; the smallest RAM reachable is {fmt_bytes(least.combo.ram)} "
+                     f"(arena {fmt_bytes(least.combo.arena)}, set by {'+'.join(least.combo.peak)}: "
+                     f"{_names(least.combo, result.spaces)})" + (
+                         f"; the smallest flash {fmt_bytes(thin.flash or 0)} (set by "
+                         f"{_flash_owner(thin)}: {_names(thin.combo, result.spaces)}, {thin.optimize})"
+                         if thin is not None else "; no configuration fits RAM, so no flash was measured"))
+        return lines
+    lines.append(f"pick: {_names(pick.combo, result.spaces)}, optimize {pick.optimize}, region {pick.combo.region}: "
+                 f"RAM {fmt_bytes(pick.combo.ram)}, flash {fmt_bytes(pick.flash or 0)}, "
+                 f"{pick.instructions:,} instructions predicted")
+    for i, runs in result.proofs:
+        c = result.configs[i]
+        total = sum(r.instructions or 0 for r in runs)
+        what = "pick" if i == result.pick else "contender"
+        for run in runs:
+            lines.append(f"  {what} proof: {run.model} on {run.board} (QEMU): {run.result}, {run.instructions or 0:,} "
+                         f"instructions" + (f", max abs error {run.max_abs_error:.3e}" if run.max_abs_error is not None
+                                            else "") + ("" if i == result.pick else f" ({_names(c.combo, result.spaces)}, {c.optimize})"))
+        if total:
+            lines.append(f"    cost model error: {100.0 * (c.instructions - total) / total:+.1f} % "
+                         f"({c.instructions:,} predicted, {total:,} measured)")
+    return lines
+
+
+def _flash_owner(c: Config) -> str:
+    """The model with the most weights in a configuration (what sets most of its flash)."""
+    return max(c.combo.picks, key=lambda p: (p.weights, p.model)).model
+
+
+def to_json(result: FitResult) -> dict[str, Any]:
+    """The --json document (schemas/fit.schema.json)."""
+    t = result.target
+
+    def config(i: int, c: Config) -> dict[str, Any]:
+        return {"index": i, "optimize": c.optimize, "ram": c.combo.ram, "arena": c.combo.arena,
+                "region": c.combo.region, "flash": c.flash, "instructions": c.instructions,
+                "fits_ram": c.fits_ram, "fits_flash": c.fits_flash, "front": i in result.front,
+                "peak": list(c.combo.peak),
+                "models": [{"name": p.model, "model": project_path(p.path), "changes": p.changes(s.spec.options),
+                            "options": p.options.to_doc(), "arena": p.arena, "ram": p.ram, "macs": p.macs,
+                            "weights": p.weights} for p, s in zip(c.combo.picks, result.spaces)]}
+
+    ram, flash = smallest(result)
+    return {
+        "format_version": FORMAT_VERSION, "board": t.name, "emulated": result.emulated, "sharing": t.sharing,
+        "objective": result.objective, "reserve": t.reserve, "flash_limit": result.flash_limit,
+        "configurations": [config(i, c) for i, c in enumerate(result.configs)],
+        "pick": result.pick,
+        "proofs": [{"index": i, "model": p.model, "board": p.board, "result": p.result,
+                    "instructions": p.instructions, "max_abs_error": p.max_abs_error}
+                   for i, runs in result.proofs for p in runs],
+        "calibration": [{"model": m, "optimize": lv, "configuration": lab, "predicted": pr, "measured": me}
+                        for m, lv, lab, pr, me in result.calibration],
+        "smallest_ram": {"ram": ram.combo.ram, "set_by": list(ram.combo.peak)},
+        "smallest_flash": None if flash is None else {"flash": flash.flash, "set_by": [_flash_owner(flash)]},
+        "pruned": [{"model": p.model, "options": p.options.to_doc(), "why": p.why}
+                   for s in result.spaces for p in s.pruned],
+    }
+
+
+def main(manifest_path: str, board: str, *, objective: str = "speed", json_path: str | None = None,
+         prove: bool = True, timeout: float = 300.0, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """``arena-tool fit``: exit 0 when a configuration fits (and its proof matched), 1 when none does."""
+    out = out or sys.stdout
+    if objective not in OBJECTIVES:
+        raise ArenaError(f"unknown objective '{objective}'", field="--objective",
+                         hint=f"expected one of: {', '.join(OBJECTIVES)}")
+    m = manifest.load(manifest_path)
+    targets = m.select(board)
+    code = EXIT_OK
+    docs = []
+    for t in targets:
+        if t.runtime != "arena":
+            raise ArenaError(f"board {t.name} has runtime {t.runtime}; fit builds and runs arena's runtime",
+                             file=manifest_path, field="runtime", hint="fit a board with runtime: arena")
+        result = fit(t, objective=objective, prove=prove, timeout=timeout, log=err or sys.stderr)
+        for line in render(result):
+            print(line, file=out)
+        docs.append(to_json(result))
+        if result.pick is None or any(p.result != "match" for i, runs in result.proofs if i == result.pick
+                                      for p in runs):
+            code = EXIT_CHECK_FAILED
+    if json_path:
+        doc = {"format_version": FORMAT_VERSION, "manifest": project_path(manifest_path), "boards": docs}
+        check_json(doc, "fit", json_path)
+        write_atomic(json_path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        print(f"wrote {json_path}", file=out)
+    return code

@@ -1,0 +1,57 @@
+"""arena-tool fit: the search measured (plans, linked ELFs, QEMU), the pick proven, the exit status."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import models
+from arena_tool import cli
+from conftest import require_tool
+
+
+def _manifest(tmp_path: Path, budget: str) -> str:
+    models.save(models.mobile(), tmp_path / "mobile.onnx")
+    (tmp_path / "arena.yaml").write_text(
+        "models:\n  - {name: mobile, path: mobile.onnx, time_limit: 2}\n"
+        f"boards:\n  - {{name: mps2_an386, region: SSRAM23, budget: {budget}, optimize: speed}}\n", encoding="utf-8")
+    return str(tmp_path / "arena.yaml")
+
+
+def test_bad_input_is_exit_2_before_any_build(tmp_path, capsys):
+    path = _manifest(tmp_path, "40000")
+    assert cli.main(["fit", path, "--board", "nosuch"]) == 2
+    assert "nosuch" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_fit_picks_a_patched_configuration_and_proves_it_on_qemu(tmp_path, capsys):
+    require_tool("arm-none-eabi-gcc")
+    require_tool("qemu-system-arm")
+    report = tmp_path / "fit.json"
+    assert cli.main(["fit", _manifest(tmp_path, "40000"), "--board", "mps2_an386", "--json", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "pick proof: mobile on mps2_an386 (QEMU): match" in out
+    (doc,) = json.loads(report.read_text())["boards"]
+    pick = doc["configurations"][doc["pick"]]
+    assert pick["fits_ram"] and pick["fits_flash"] and pick["arena"] <= 40000
+    assert pick["models"][0]["changes"]["patches"] != "off"  # nothing else meets 40,000 B
+    assert pick["ram"] == pick["arena"] + doc["reserve"]
+    runs = [p for p in doc["proofs"] if p["index"] == doc["pick"]]
+    assert runs and all(p["result"] == "match" and p["instructions"] > 0 for p in runs)
+    fastest = min(sum(p["instructions"] for p in doc["proofs"] if p["index"] == i)
+                  for i in {p["index"] for p in doc["proofs"]})
+    assert sum(p["instructions"] for p in runs) == fastest  # QEMU settles the contenders
+    for c in doc["configurations"]:
+        assert (c["flash"] is None) == (not c["fits_ram"])  # the ELF is linked for what fits RAM
+
+
+@pytest.mark.slow
+def test_nothing_fits_exit_1_names_the_smallest_ram_reachable(tmp_path, capsys):
+    require_tool("arm-none-eabi-gcc")
+    require_tool("qemu-system-arm")
+    assert cli.main(["fit", _manifest(tmp_path, "1000"), "--board", "mps2_an386"]) == 1
+    out = capsys.readouterr().out
+    assert "nothing fits; the smallest RAM reachable is" in out and "set by mobile" in out
