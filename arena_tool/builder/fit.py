@@ -33,6 +33,7 @@ from arena_tool.plan import planners, planning
 
 if TYPE_CHECKING:
     from arena_tool.plan.planfile import PlanFile
+    from arena_tool.target.boards import Region
     from arena_tool.target.manifest_data import BoardTarget, ModelSpec
 
 # the options the search turns, in the order a configuration is spelled
@@ -61,6 +62,11 @@ class Candidate:
     params: planners.Params
 
     @property
+    def split(self) -> tuple[tuple[str, int], ...]:
+        """A split plan's (region, arena bytes there), fastest first; () for one arena."""
+        return tuple((r.name, r.arena_size) for r in self.plan.regions or ())
+
+    @property
     def ram(self) -> int:
         return self.arena + self.caller_io
 
@@ -69,8 +75,10 @@ class Candidate:
         return {k: str(getattr(self.options, k)) for k in SEARCHED if getattr(self.options, k) != getattr(base, k)}
 
     def label(self, base: ModelOptions) -> str:
-        ch = self.changes(base)
-        return ", ".join(f"{k}: {v}" for k, v in ch.items()) or "as the manifest says"
+        ch = [f"{k}: {v}" for k, v in self.changes(base).items()]
+        if self.split:
+            ch.append("region: [" + ", ".join(n for n, _ in self.split) + "]")
+        return ", ".join(ch) or "as the manifest says"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,8 +114,9 @@ def _variants(spec: ModelSpec, int8_ok: bool) -> list[ModelOptions]:
     return out
 
 
-def _candidate(spec: ModelSpec, options: ModelOptions, params: planners.Params) -> Candidate:
-    pm = planning.plan_model(spec.path, options, spec.planner, params)
+def _candidate(spec: ModelSpec, options: ModelOptions, params: planners.Params,
+               regions: Sequence[tuple[str, int]] = ()) -> Candidate:
+    pm = planning.plan_model(spec.path, options, spec.planner, params, regions or spec.regions)
     pf = pm.plan_file
     macs = pf.patches.macs if pf.patches is not None else patches.total_macs(liveness.lower(spec.path, options))
     return Candidate(spec.name, spec.path, options, spec.planner, pf.arena_size, pf.lower_bound, pf.caller_io,
@@ -118,9 +127,12 @@ def _io_bytes(options: ModelOptions, mp: ModelProblem) -> int:
     return sum(t.size for t in mp.tensors if t.kind in ("input", "output")) if options.io_buffers == "caller" else 0
 
 
-def model_space(spec: ModelSpec, room: int, deadline: float | None = None) -> ModelSpace:
+def model_space(spec: ModelSpec, room: int, deadline: float | None = None,
+                split: Sequence[tuple[str, int]] = ()) -> ModelSpace:
     """Plan ``spec``'s candidates (module docstring); room: the largest arena any region allows
-    (a patched rung is planned only when the untiled plans need more)."""
+    (a patched rung is planned only when the untiled plans need more); split: the board's
+    regions fastest first with their limits, when its arena may be split (``region: auto``): an
+    untiled plan over ``room`` but within their sum is planned split too."""
     params = planners.Params(k=spec.k, time_limit=spec.time_limit)
     first = _candidate(spec, spec.options, params)
     int8_ok = first.plan.integer_ops is not None and first.plan.integer_ops > 0 and (
@@ -145,6 +157,14 @@ def model_space(spec: ModelSpec, room: int, deadline: float | None = None) -> Mo
         if c is not first:
             out.append(c)
         planned_flat[same] = min(c.ram, best if best is not None else c.ram)
+    if split and not spec.regions:
+        for c in [c for c in out if c.options.patches == "off" and room < c.arena <= sum(n for _, n in split)]:
+            if deadline is not None and time.monotonic() > deadline:
+                complete = False
+                break
+            s = _candidate(spec, c.options, params, split)
+            if all(r.arena_size <= r.capacity for r in s.plan.regions or ()):
+                out.append(s)
     if "patches" not in spec.fixed and not spec.regions:
         for io in sorted({c.options.io for c in out}):
             if deadline is not None and time.monotonic() > deadline:
@@ -195,10 +215,33 @@ def combine(target: BoardTarget, picks: Sequence[Candidate]) -> Combo:
         for c in picks:
             end = align_up(end, align) + c.arena
         arena, peak = end, tuple(c.model for c in picks)
-    regions = [target.region] if target.region != "auto" else [
-        r.name for r in sorted(target.board.ram, key=lambda r: (r.speed, target.board.ram.index(r)))]
+    if any(c.split for c in picks):  # a split arena: every model's, each region within its limit
+        used: dict[str, int] = {}
+        for c in picks:
+            for name, size in c.split or ((None, c.arena),):
+                key = name or "?"
+                used[key] = max(used.get(key, 0), size)
+        ok = target.sharing == "sequential" and "?" not in used and all(
+            n <= target.region_limit(r) for r, n in used.items())
+        return Combo(tuple(picks), arena, arena + target.reserve + sum(c.caller_io for c in picks),
+                     "+".join(used) if ok else None, peak)
+    regions = [target.region] if target.region != "auto" else [r.name for r in _by_speed(target)]
     region = next((r for r in regions if arena <= target.region_limit(r)), None)
     return Combo(tuple(picks), arena, arena + target.reserve + sum(c.caller_io for c in picks), region, peak)
+
+
+def _by_speed(target: BoardTarget) -> list[Region]:
+    """The regions usable at reset by speed rank (unranked last), then file order (as ``split: true``)."""
+    ram = target.board.ram
+    return sorted((r for r in ram if not r.needs_init), key=lambda r: (r.speed is None, r.speed or 0, ram.index(r)))
+
+
+def split_caps(target: BoardTarget) -> tuple[tuple[str, int], ...]:
+    """The regions a split arena may take, fastest first, with their limits: a board with more
+    than one RAM region whose manifest leaves the region to arena (``region: auto``)."""
+    if target.region != "auto" or target.split or len(target.board.ram) < 2 or target.sharing != "sequential":
+        return ()
+    return tuple((r.name, target.region_limit(r.name)) for r in _by_speed(target))
 
 
 def room(target: BoardTarget) -> int:
@@ -217,7 +260,7 @@ def ram_fits(target: BoardTarget, seconds: float = 30.0) -> tuple[list[Combo], l
     """The combinations that fit the board's RAM (fewest changes, then least RAM, first) and
     every model's space; searched for at most about ``seconds`` (the gate's hints)."""
     deadline = time.monotonic() + seconds
-    spaces = [model_space(m, room(target), deadline) for m in target.models]
+    spaces = [model_space(m, room(target), deadline, split_caps(target)) for m in target.models]
     fitting = [c for c in combos(target, spaces) if c.region is not None]
     fitting.sort(key=lambda c: (sum(len(p.changes(s.spec.options)) for p, s in zip(c.picks, spaces)), c.ram))
     return fitting, spaces

@@ -25,6 +25,8 @@ import io
 import json
 import math
 import os
+import re
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -219,8 +221,41 @@ def _levels(target: BoardTarget) -> list[str]:
     return [flags.level(target.optimize)] if target.optimize is not None else sorted(flags.LEVELS, reverse=True)
 
 
+# Runs and links already made in this process, by what determines them (a bench fits one model
+# at many budgets and boards of one core: the same candidate is not run or linked twice).
+_MEASURED: dict[str, Any] = {}
+
+
+def _memo_key(*parts: Any) -> str:
+    return json.dumps(parts, sort_keys=True, default=str)
+
+
+def candidate_key(c: Candidate) -> list[Any]:
+    """What a candidate's firmware is made from: the model, options, planner and split regions."""
+    return [c.path, c.options.to_doc(), c.planner, c.params.k, c.params.time_limit, list(c.split)]
+
+
+def measure(c: Candidate, board: str, level: str, timeout: float = 300.0) -> dict[str, Any]:
+    """``arena-tool run``'s report of one candidate on an emulated board at a level (memoized):
+    outputs against onnxruntime, instructions measured."""
+    key = _memo_key("run", candidate_key(c), board, level)
+    if key not in _MEASURED:
+        _MEASURED[key] = firmware.quiet_run(c.path, board, c.options, c.planner, c.params, timeout=timeout,
+                                            optimize=level)[1]
+    doc: dict[str, Any] = _MEASURED[key]
+    return doc
+
+
 def _profile(c: Candidate, board: str, level: str, timeout: float) -> dict[str, Any]:
-    """``arena-tool run --profile``'s report of one candidate (raises when the firmware fails)."""
+    """``arena-tool run --profile``'s report of one candidate (memoized; raises when the firmware fails)."""
+    key = _memo_key("profile", candidate_key(c), board, level)
+    if key not in _MEASURED:
+        _MEASURED[key] = _profile_run(c, board, level, timeout)
+    doc: dict[str, Any] = _MEASURED[key]
+    return doc
+
+
+def _profile_run(c: Candidate, board: str, level: str, timeout: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="arena-fit-") as tmp:
         report = os.path.join(tmp, "run.json")
         firmware.run(c.path, board, c.options, c.planner, c.params, json_path=report, timeout=timeout,
@@ -230,15 +265,36 @@ def _profile(c: Candidate, board: str, level: str, timeout: float) -> dict[str, 
     return doc
 
 
+_OVERFLOW = re.compile(r"region `([^']+)' overflowed by ([0-9]+) bytes")
+
+
 def _flash(combo: Combo, board: boards.Board, level: str) -> int:
-    """Flash bytes of the configuration's firmware, linked (no input table: the product's flash)."""
+    """``_link``, memoized."""
+    key = _memo_key("flash", [candidate_key(p) for p in combo.picks], board.name, level)
+    if key not in _MEASURED:
+        _MEASURED[key] = _link(combo, board, level)
+    flash: int = _MEASURED[key]
+    return flash
+
+
+def _link(combo: Combo, board: boards.Board, level: str) -> int:
+    """Flash bytes of the configuration's firmware linked for ``board`` (its own memory map; no
+    input table: the product's flash). A firmware over the board's flash does not link: then
+    the flash length plus what ld says it overflowed by."""
     syms = [(p.model.lower(), p.path, p.plan) for p in combo.picks]
     with tempfile.TemporaryDirectory(prefix="arena-fit-") as tmp:
         out = Path(tmp)
         gen = firmware.generate(out, syms, board.name)
-        elf = firmware.build_elf(out, gen, board, max(p.arena for p in combo.picks),
-                                 regions=firmware.board_regions([p.plan for p in combo.picks]),
-                                 cflags=flags.cflags(level))
+        try:
+            elf = firmware.build_elf(out, gen, board, max(p.arena for p in combo.picks),
+                                     regions=firmware.board_regions([p.plan for p in combo.picks]),
+                                     cflags=flags.cflags(level))
+        except subprocess.CalledProcessError as e:
+            over = {m.group(1): int(m.group(2)) for m in _OVERFLOW.finditer(e.stderr or "")}
+            flash = board.flash
+            if flash is None or set(over) != {flash.name}:
+                raise
+            return flash.length + over[flash.name]
         return runreport.elf_sizes(str(elf)).flash
 
 
@@ -267,7 +323,7 @@ def fit(target: BoardTarget, *, objective: str = "speed", prove: bool = True, ti
     spaces = []
     for m in target.models:
         print(f"fit {target.name}: planning {m.name}'s candidates", file=log, flush=True)
-        spaces.append(search.model_space(m, room))
+        spaces.append(search.model_space(m, room, split=search.split_caps(target)))
     levels = _levels(target)
     models: dict[tuple[str, str], CostModel] = {}
     calibration: list[tuple[str, str, str, int, int]] = []
@@ -294,7 +350,7 @@ def fit(target: BoardTarget, *, objective: str = "speed", prove: bool = True, ti
         for level in levels:
             instr = sum(models[(p.model, level)].predict(work[id(p)]) for p in combo.picks)
             fits_ram = combo.region is not None
-            flash = _flash(combo, emu, level) if fits_ram else None
+            flash = _flash(combo, target.board, level) if fits_ram else None
             configs.append(Config(combo, level, flash, instr, fits_ram,
                                   None if flash is None else (not flash_limit or flash <= flash_limit)))
 
@@ -326,8 +382,7 @@ def _prove(c: Config, emu: boards.Board, timeout: float, log: TextIO) -> tuple[P
     for p in c.combo.picks:
         print(f"fit: running {p.model} ({p.options.io}/{p.options.io_buffers}/{p.options.schedule}/"
               f"patches {p.options.patches}, {c.optimize}) on {emu.name} (QEMU)", file=log, flush=True)
-        _, doc = firmware.quiet_run(p.path, emu.name, p.options, p.planner, p.params, timeout=timeout,
-                                    optimize=c.optimize)
+        doc = measure(p, emu.name, c.optimize, timeout)
         out.append(Proof(p.model, emu.name, doc["result"], doc["instructions"],
                          firmware.worst_error(doc) if doc["outputs"] else None))
     return tuple(out)
@@ -337,7 +392,7 @@ def _prove(c: Config, emu: boards.Board, timeout: float, log: TextIO) -> tuple[P
 # ---------------------------------------------------------------- what it says
 
 
-def _names(combo: Combo, spaces: Sequence[ModelSpace]) -> str:
+def names(combo: Combo, spaces: Sequence[ModelSpace]) -> str:
     return "; ".join(f"{p.model}: {p.label(s.spec.options)}" for p, s in zip(combo.picks, spaces))
 
 
@@ -384,7 +439,7 @@ def render(result: FitResult) -> list[str]:
         mark = ">" if i == result.pick else "*" if c.fits else " "
         flash = "not built" if c.flash is None else f"{c.flash:,} B"
         lines.append(f" {mark} RAM {c.combo.ram:>9,} B  flash {flash:>12}  instr {c.instructions:>12,}  "
-                     f"{c.optimize:<5}  {_names(c.combo, result.spaces)}"
+                     f"{c.optimize:<5}  {names(c.combo, result.spaces)}"
                      + ("" if i == result.pick else f"  ({_why_lost(c, pick, result.objective, result.flash_limit, t)})"))
     for model, level, label, predicted, measured in result.calibration:
         err = 100.0 * (predicted - measured) / measured if measured else 0.0
@@ -394,12 +449,12 @@ def render(result: FitResult) -> list[str]:
         least, thin = smallest(result)
         lines.append(f"fit {t.name}: nothing fits; the smallest RAM reachable is {fmt_bytes(least.combo.ram)} "
                      f"(arena {fmt_bytes(least.combo.arena)}, set by {'+'.join(least.combo.peak)}: "
-                     f"{_names(least.combo, result.spaces)})" + (
+                     f"{names(least.combo, result.spaces)})" + (
                          f"; the smallest flash {fmt_bytes(thin.flash or 0)} (set by "
-                         f"{_flash_owner(thin)}: {_names(thin.combo, result.spaces)}, {thin.optimize})"
+                         f"{_flash_owner(thin)}: {names(thin.combo, result.spaces)}, {thin.optimize})"
                          if thin is not None else "; no configuration fits RAM, so no flash was measured"))
         return lines
-    lines.append(f"pick: {_names(pick.combo, result.spaces)}, optimize {pick.optimize}, region {pick.combo.region}: "
+    lines.append(f"pick: {names(pick.combo, result.spaces)}, optimize {pick.optimize}, region {pick.combo.region}: "
                  f"RAM {fmt_bytes(pick.combo.ram)}, flash {fmt_bytes(pick.flash or 0)}, "
                  f"{pick.instructions:,} instructions predicted")
     for i, runs in result.proofs:
@@ -409,7 +464,7 @@ def render(result: FitResult) -> list[str]:
         for run in runs:
             lines.append(f"  {what} proof: {run.model} on {run.board} (QEMU): {run.result}, {run.instructions or 0:,} "
                          f"instructions" + (f", max abs error {run.max_abs_error:.3e}" if run.max_abs_error is not None
-                                            else "") + ("" if i == result.pick else f" ({_names(c.combo, result.spaces)}, {c.optimize})"))
+                                            else "") + ("" if i == result.pick else f" ({names(c.combo, result.spaces)}, {c.optimize})"))
         if total:
             lines.append(f"    cost model error: {100.0 * (c.instructions - total) / total:+.1f} % "
                          f"({c.instructions:,} predicted, {total:,} measured)")
