@@ -513,7 +513,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     from arena_tool.run import fit
 
     return fit.main(args.manifest, args.board, objective=args.objective, json_path=args.json,
-                    prove=not args.no_prove, timeout=args.timeout)
+                    prove=not args.no_prove, timeout=args.timeout, write=args.write)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -757,6 +757,10 @@ def parser() -> argparse.ArgumentParser:
                    help="what the pick minimizes among the configurations that fit (default speed)")
     p.add_argument("--json", metavar="FILE", help="write the search (schemas/fit.schema.json)")
     p.add_argument("--no-prove", action="store_true", help="skip the QEMU run of the pick")
+    p.add_argument("--write", metavar="FILE.yaml",
+                   help="write the manifest with each board's pick as its settings (the models' options in the "
+                        "board's models: overrides, optimize, a split's region list) to FILE.yaml, to build from; "
+                        "YAML comments are not kept")
     p.add_argument("--timeout", type=float, default=300.0, metavar="S",
                    help="stop each firmware run after S seconds (default 300)")
     p.set_defaults(func=cmd_fit)

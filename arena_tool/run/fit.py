@@ -38,7 +38,7 @@ from arena_tool.core.errors import EXIT_CHECK_FAILED, EXIT_OK, ArenaError
 from arena_tool.core.files import project_path, write_atomic
 from arena_tool.core.problem import fmt_bytes
 from arena_tool.core.schema import check_json
-from arena_tool.model import macs as op_macs
+from arena_tool.model import macs as op_macs, patches as patch_stages
 from arena_tool.plan import plancheck, planners
 from arena_tool.run import firmware, runreport
 from arena_tool.target import boards, flags, manifest
@@ -507,8 +507,54 @@ def to_json(result: FitResult) -> dict[str, Any]:
     }
 
 
+def write_choice(manifest_path: str, results: Sequence[FitResult], path: str) -> None:
+    """The manifest with each board's pick recorded as its own settings (the models' options in
+    the board's ``models:`` overrides, ``optimize``, a split's ``region: [...]``), written to
+    ``path`` atomically; a product freezes the choice by building from it. Read with PyYAML and
+    written back: comments are not kept, so ``path`` beside the manifest keeps the original."""
+    import yaml
+
+    with open(manifest_path, encoding="utf-8") as f:
+        data = yaml.safe_load(f)
+    base = os.path.dirname(os.path.abspath(manifest_path))
+    here = os.path.dirname(os.path.abspath(path))
+    for key in ("board_dirs",):
+        if key in data:
+            data[key] = [os.path.relpath(os.path.join(base, d), here) for d in data[key]]
+    for m in data.get("models", []):
+        m["path"] = os.path.relpath(os.path.join(base, m["path"]), here)
+    if isinstance(data.get("inputs"), dict):
+        data["inputs"] = {k: os.path.relpath(os.path.join(base, v), here) for k, v in data["inputs"].items()}
+    for r in results:
+        c = r.picked
+        if c is None:
+            continue
+        boards_list = data["boards"]
+        i = next(k for k, b in enumerate(boards_list) if (b if isinstance(b, str) else b["name"]) == r.target.name)
+        entry = {"name": boards_list[i]} if isinstance(boards_list[i], str) else dict(boards_list[i])
+        overrides = dict(entry.get("models") or {})
+        for p, space in zip(c.combo.picks, r.spaces):
+            changes: dict[str, Any] = dict(p.changes(space.spec.options))
+            stages = patch_stages.parse(changes.get("patches", "off"))
+            if stages:  # as the manifest spells stages (a node name may hold ';')
+                changes["patches"] = [{"split_after": x.split_after, "tiles": [x.rows, x.cols]} for x in stages]
+            if changes:
+                overrides[p.model] = {**(overrides.get(p.model) or {}), **changes}
+        if overrides:
+            entry["models"] = overrides
+        if r.target.optimize is None:
+            entry["optimize"] = c.optimize
+        split = next((p.split for p in c.combo.picks if p.split), ())
+        if split:
+            entry["region"] = [name for name, _ in split]
+        boards_list[i] = entry
+    text = "# written by arena-tool fit --write from " + os.path.basename(manifest_path) + ": each board's pick\n"
+    write_atomic(path, text + yaml.safe_dump(data, sort_keys=False, default_flow_style=False))
+
+
 def main(manifest_path: str, board: str, *, objective: str = "speed", json_path: str | None = None,
-         prove: bool = True, timeout: float = 300.0, out: TextIO | None = None, err: TextIO | None = None) -> int:
+         prove: bool = True, timeout: float = 300.0, out: TextIO | None = None, err: TextIO | None = None,
+         write: str | None = None) -> int:
     """``arena-tool fit``: exit 0 when a configuration fits (and its proof matched), 1 when none does."""
     out = out or sys.stdout
     if objective not in OBJECTIVES:
@@ -518,6 +564,7 @@ def main(manifest_path: str, board: str, *, objective: str = "speed", json_path:
     targets = m.select(board)
     code = EXIT_OK
     docs = []
+    results = []
     for t in targets:
         if t.runtime != "arena":
             raise ArenaError(f"board {t.name} has runtime {t.runtime}; fit builds and runs arena's runtime",
@@ -526,6 +573,7 @@ def main(manifest_path: str, board: str, *, objective: str = "speed", json_path:
         for line in render(result):
             print(line, file=out)
         docs.append(to_json(result))
+        results.append(result)
         if result.pick is None or any(p.result != "match" for i, runs in result.proofs if i == result.pick
                                       for p in runs):
             code = EXIT_CHECK_FAILED
@@ -534,4 +582,8 @@ def main(manifest_path: str, board: str, *, objective: str = "speed", json_path:
         check_json(doc, "fit", json_path)
         write_atomic(json_path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
         print(f"wrote {json_path}", file=out)
+    if write:
+        write_choice(manifest_path, results, write)
+        manifest.load(write)  # what it wrote loads as a manifest (schema and checks)
+        print(f"wrote {write}", file=out)
     return code

@@ -9,6 +9,7 @@ import pytest
 
 import models
 from arena_tool import cli
+from arena_tool.target import manifest
 from conftest import require_tool
 
 
@@ -31,7 +32,10 @@ def test_fit_picks_a_patched_configuration_and_proves_it_on_qemu(tmp_path, capsy
     require_tool("arm-none-eabi-gcc")
     require_tool("qemu-system-arm")
     report = tmp_path / "fit.json"
-    assert cli.main(["fit", _manifest(tmp_path, "40000"), "--board", "mps2_an386", "--json", str(report)]) == 0
+    frozen = tmp_path / "frozen" / "arena.yaml"
+    frozen.parent.mkdir()
+    assert cli.main(["fit", _manifest(tmp_path, "40000"), "--board", "mps2_an386", "--json", str(report),
+                     "--write", str(frozen)]) == 0
     out = capsys.readouterr().out
     assert "pick proof: mobile on mps2_an386 (QEMU): match" in out
     (doc,) = json.loads(report.read_text())["boards"]
@@ -46,6 +50,8 @@ def test_fit_picks_a_patched_configuration_and_proves_it_on_qemu(tmp_path, capsy
     assert sum(p["instructions"] for p in runs) == fastest  # QEMU settles the contenders
     for c in doc["configurations"]:
         assert (c["flash"] is None) == (not c["fits_ram"])  # the ELF is linked for what fits RAM
+    (t,) = manifest.load(str(frozen)).targets  # --write: the pick, as the board's settings
+    assert t.models[0].options.to_doc() == pick["models"][0]["options"] and t.optimize == pick["optimize"]
 
 
 @pytest.mark.slow
