@@ -226,10 +226,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _budget_hint(args: argparse.Namespace, plan: Plan, tflite: bool) -> str:
-    """What could meet ``plan --budget``: a better plan only when this one is not proven optimal,
-    and the configurations ``arena-tool fit``'s search finds (an ONNX model), or the smallest
-    arena it reaches; the options given on the command line stay as given."""
+def _budget_hint(args: argparse.Namespace, plan: Plan | PlanFile, tflite: bool, model: str | None = None,
+                 options: ModelOptions | None = None) -> str:
+    """What could meet ``--budget`` (plan, explain): a better plan only when this one is not proven
+    optimal, and the configurations ``arena-tool fit``'s search finds (an ONNX model), or the
+    smallest arena it reaches; the options given on the command line stay as given (model,
+    options: a plan file's, whose options are all open to the search)."""
     tries = []
     proven = plan.optimal is True or plan.arena_size == plan.lower_bound
     if not proven and args.budget >= plan.lower_bound:
@@ -238,10 +240,11 @@ def _budget_hint(args: argparse.Namespace, plan: Plan, tflite: bool) -> str:
         from arena_tool.builder import fit
         from arena_tool.target.manifest_data import ModelSpec
 
-        given = tuple(f.name for f, o in _model_flags() if getattr(args, o.dest) != _flag_default(o, f.default))
-        spec = ModelSpec(name=os.path.splitext(os.path.basename(args.model))[0], path=args.model,
-                         planner=args.planner, k=args.k, time_limit=args.time_limit, options=_model_options(args),
-                         fixed=given)
+        given = () if options is not None else tuple(
+            f.name for f, o in _model_flags() if getattr(args, o.dest) != _flag_default(o, f.default))
+        path = model or args.model
+        spec = ModelSpec(name=os.path.splitext(os.path.basename(path))[0], path=path, planner=args.planner, k=args.k,
+                         time_limit=args.time_limit, options=options or _model_options(args), fixed=given)
         fits, found = fit.remedies(spec, args.budget, seconds=60.0, cli=True)
         if not fits:
             return found + ("; try --planner optimal, or " if tries else "; try ") + "a bigger RAM region"
@@ -506,6 +509,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if args.json:
         explain.write(args.json, report)
         print(f"wrote {args.json}")
+    if args.budget is not None and plan.arena_size > args.budget:
+        given = args.model.lower().endswith(".json")
+        raise CheckFailed(f"arena {fmt_bytes(plan.arena_size)} exceeds the budget {fmt_bytes(args.budget)} "
+                          f"by {fmt_bytes(plan.arena_size - args.budget)}", file=args.model,
+                          hint=_budget_hint(args, plan, plan.kind != "onnx", plan.model if given else None,
+                                            plan.options if given else None))
     return EXIT_OK
 
 
@@ -720,6 +729,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="FILE", help="write the report (schemas/explain.schema.json)")
     p.add_argument("--timeline", action="store_true",
                    help="print a text timeline instead: per op the arena map and live bytes, the peak marked")
+    p.add_argument("--budget", type=_size, metavar="BYTES",
+                   help="exit 1 when the arena exceeds this (e.g. 64K), naming the configurations that would fit")
     _model_args(p)
     _planner_args(p)
     p.set_defaults(func=cmd_explain)

@@ -85,3 +85,29 @@ def test_the_gate_names_only_the_peak_model_and_lists_configurations_that_fit(tm
     assert "model mobile needs" in problem.message and "small" not in problem.message
     assert "configurations that fit for mobile: patches: " in problem.message
     assert "planner optimal" not in problem.message  # the plan is optimal already
+
+
+@pytest.mark.slow  # quantizes MobileNetV2 and plans its candidates (about a minute), no build
+def test_mobilenet_v2_int8_over_64k_is_told_patches(zoo_dir, qcache, capsys):
+    import quantized
+    from arena_tool import cli
+
+    model = quantized.quantized(zoo_dir / "mobilenet_v2.onnx", "qdq", True, qcache)
+    assert cli.main(["plan", str(model), "--budget", "64K"]) == 1
+    err = capsys.readouterr().err
+    assert "configurations that fit for" in err and "--io int8 --patches" in err
+    assert "--planner optimal" not in err  # the plan is optimal already: the hint was that
+
+
+@pytest.mark.parametrize("command", ["plan", "explain"])
+def test_budget_hints_name_what_fits_and_never_what_the_plan_already_does(tmp_path, capsys, command):
+    from arena_tool import cli
+
+    path = models.save(models.mobile(), tmp_path / "mobile.onnx")
+    assert cli.main([command, path, "--budget", "40000", "--time-limit", "2"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "configurations that fit for mobile: --patches" in err
+    assert "--planner optimal" not in err and "--activation-dtype" not in err
+    assert cli.main([command, path, "--budget", "1000", "--time-limit", "2"]) == 1
+    err = capsys.readouterr().err
+    assert "nothing meets it for mobile" in err and "the smallest arena reached is --patches" in err
