@@ -39,6 +39,7 @@ import errno
 import functools
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -768,6 +769,7 @@ def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequen
     doc: dict[str, Any] = {}
 
     def load() -> None:
+        files.hold_build_lock(out)
         doc.update(noop_cache.cached(manifest_path, tuple(board_dirs), os.path.join(out, ".arena_manifest.json")))
 
     guarded(load)
@@ -864,9 +866,20 @@ def depfile_inputs(manifest_path: str, t: Mapping[str, Any]) -> list[str]:
 
 def _make_word(path: str) -> str:
     """One path in Make/Ninja depfile syntax: absolute (Ninja and CMake read a depfile from
-    the build folder, Make from where it runs), spaces and ``#`` escaped, ``$`` doubled."""
+    the build folder, Make from where it runs); a space, ``#`` and ``:`` escaped with ``\\``, ``$``
+    doubled, any other ``\\`` as it is (both read ``\\\\`` before a letter as two). A path neither
+    can read back (a tab or newline; a ``\\`` before a space, ``#``, ``:`` or at the end, which GNU
+    make and Ninja read differently) is one error naming it."""
+    from arena_tool.core.errors import ArenaError
+
     full = os.path.abspath(path).replace(os.sep, "/")
-    return full.replace("\\", "\\\\").replace(" ", "\\ ").replace("#", "\\#").replace("$", "$$")
+    if re.search(r"[\t\n\r]|\\(?=[ #:]|$)", full):
+        raise ArenaError("a path with a tab, a newline, or a '\\' before a space, '#', ':' or at its end cannot "
+                         "be written in a depfile that GNU make and Ninja read alike", file=full,
+                         hint="rename the file or folder")
+    drive = full[:2] if os.name == "nt" and re.match(r"[A-Za-z]:/", full) else ""  # C: is Make's on Windows
+    rest = full[len(drive):]
+    return drive + rest.replace(" ", "\\ ").replace("#", "\\#").replace(":", "\\:").replace("$", "$$")
 
 
 def _write_depfile(path: str, targets: Sequence[str], inputs: Sequence[str]) -> None:

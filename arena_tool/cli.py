@@ -490,7 +490,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
             raise ArenaError(f"{given[0]} does not apply to a plan file: its options are fixed", file=args.model,
                              field=given[0], hint="explain the model instead (arena-tool explain MODEL ...)")
         plan = planfile.load(args.model)
-        problems = plancheck.consistent(plan)  # a report of a plan that cannot hold would vouch for it
+        problems, checked = plancheck.checked_alone(plan, args.model)  # a report would vouch for a plan
+        if checked is None:
+            print(f"arena-tool: {args.model}: note: its model {plan.model} is not at hand: the plan is checked "
+                  f"against itself only", file=sys.stderr)
         if problems:
             more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
             raise CheckFailed(f"{problems[0]}{more}", file=args.model,
@@ -550,15 +553,18 @@ def cmd_generate(args: argparse.Namespace) -> int:
     exit status."""
     from arena_tool import build_steps
     from arena_tool.builder import noop_cache
+    from arena_tool.core import files
 
     try:
         made = build_steps.generate(args.manifest, args.board, args.out, args.board_dir, args.depfile, args.list)
+        if args.list:
+            return EXIT_OK
+        print(noop_cache.summary(list(made.reports), os.path.join(args.out, ".arena_summary.json")))
+        return made.status
     except SystemExit as stop:
         return int(stop.code or 0)
-    if args.list:
-        return EXIT_OK
-    print(noop_cache.summary(list(made.reports), os.path.join(args.out, ".arena_summary.json")))
-    return made.status
+    finally:
+        files.release_build_lock(args.out)  # generate holds it while it writes (one process at a time)
 
 
 def cmd_board_import(args: argparse.Namespace) -> int:

@@ -670,3 +670,107 @@ def test_run_says_what_it_compared_with(tmp_path: Path, capsys: pytest.CaptureFi
     assert last == (f"match: every output equals onnxruntime's run of arena's integer (QOperator) lowering of {path} "
                     f"(onnxruntime refuses the file itself) within its tolerance"), last
     assert "warning: onnxruntime refuses the model file itself" in err, err
+
+
+@pytest.mark.parametrize("reader", ["make", pytest.param("ninja", marks=pytest.mark.slow)])
+def test_a_depfile_path_with_a_colon_or_a_backslash_reads_back(tmp_path: Path, reader: str) -> None:
+    """GNU make could not read arena.d when a path held ':' (a second rule separator) or '\\' (written
+    doubled, which make reads as two). Each path is written so both make and Ninja read it back, or
+    refused in one line."""
+    import shutil
+
+    from arena_tool import build_steps
+    from arena_tool.core.errors import ArenaError
+
+    if shutil.which(reader) is None:
+        pytest.skip(f"{reader} is not installed")
+    folder = tmp_path / "a:b c#d$e\\f"
+    folder.mkdir()
+    inputs = [folder / "m.onnx", folder / "x\\y.yaml"]
+    for p in inputs:
+        p.write_text("x")
+    dep = tmp_path / "out.d"
+    build_steps._write_depfile(str(dep), [str(tmp_path / "out")], [str(p) for p in inputs])
+    if reader == "make":
+        (tmp_path / "Makefile").write_text(f"include out.d\n{tmp_path}/out:\n\t$(file >names.txt,$^)\n")
+        r = subprocess.run(["make", "-s", str(tmp_path / "out")], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert (tmp_path / "names.txt").read_text().strip() == " ".join(str(p) for p in inputs)
+    else:
+        (tmp_path / "build.ninja").write_text("rule w\n  command = touch $out\n  depfile = out.d\n  deps = gcc\n"
+                                              f"build {tmp_path}/out: w\n")
+        r = subprocess.run(["ninja"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+        r = subprocess.run(["ninja", "-t", "deps", str(tmp_path / "out")], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert [ln.strip() for ln in r.stdout.splitlines()[1:] if ln.strip()] == [str(p) for p in inputs], r.stdout
+    for bad in ("tab\there", "end\\", "back\\ space"):
+        with pytest.raises(ArenaError) as info:
+            build_steps._make_word(str(tmp_path / bad))
+        assert "\n" not in info.value.render()
+
+
+def test_a_second_build_in_one_folder_is_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Two builds at once in one tree interleaved their records: in 1 of 3 trials every later build said
+    "rpi_pico: the link failed" until build/ was deleted. The folder's lock is held by the first; the
+    second is one line, exit 2; once it is released a build runs."""
+    import fcntl
+
+    from arena_tool.core import files
+
+    (tmp_path / "m.onnx").write_bytes(M.chain().SerializeToString())
+    (tmp_path / "arena.yaml").write_text("models:\n  - {name: m, path: m.onnx}\nboards: [mps2_an500]\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    holder = open(out / files.LOCK_NAME, "w")  # another process's build, as the OS sees it: an open file's lock
+    fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    code, _, err = run(capsys, "generate", tmp_path / "arena.yaml", "--board", "mps2_an500", "--out", out)
+    assert "another build is running" in one_error(code, err, 2, files.LOCK_NAME)
+    assert sorted(p.name for p in out.iterdir()) == [files.LOCK_NAME]  # nothing written beside it
+    holder.close()
+    code, _, err = run(capsys, "generate", tmp_path / "arena.yaml", "--board", "mps2_an500", "--out", out)
+    assert code == 0, err
+    fcntl.flock(open(out / files.LOCK_NAME), fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when generate ended
+
+
+@pytest.mark.parametrize("what", ["onnx", "tflite", "input", "manifest", "plan"])
+def test_a_fifo_is_refused_not_waited_on(tmp_path: Path, capsys: pytest.CaptureFixture, what: str) -> None:
+    """A FIFO as the model or --input hung (open() waits for a writer) or was "not found"."""
+    import os
+    import threading
+
+    fifo = tmp_path / {"onnx": "m.onnx", "tflite": "m.tflite", "input": "x.npz", "manifest": "arena.yaml",
+                       "plan": "p.json"}[what]
+    os.mkfifo(fifo)
+    model = tmp_path / "c.onnx"
+    model.write_bytes(M.chain().SerializeToString())
+    argv = {"onnx": ["plan", fifo], "tflite": ["plan", fifo], "input": ["run", model, "--board", "host", "--input", fifo],
+            "manifest": ["generate", fifo, "--board", "mps2_an500", "--out", tmp_path / "o"],
+            "plan": ["check", model, fifo]}[what]
+    unblock = threading.Timer(20, lambda: open(fifo, "wb").close())  # a hang ends (and fails) rather than stalls
+    unblock.start()
+    try:
+        code, _, err = run(capsys, *argv)
+    finally:
+        unblock.cancel()
+    assert "is a FIFO, not a regular file" in one_error(code, err, 2, str(fifo))
+
+
+def test_an_initializer_of_an_undefined_data_type_is_named(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Found by the fuzz (seed 0, o323): data_type 57 reached numpy_helper.to_array, a KeyError, exit 3."""
+    m = M.chain()
+    m.graph.initializer[0].data_type = 57
+    path = tmp_path / "m.onnx"
+    path.write_bytes(m.SerializeToString())
+    code, _, err = run(capsys, "plan", path)
+    assert "data type 57" in one_error(code, err, 2, str(path))
+
+
+def test_a_region_name_of_27000_characters_is_read_in_linear_time(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Found by the fuzz (seed 0, ld282): a MEMORY line cut into a 27 KB word took 300 CPU-s in board import
+    (every character of the word a start of the region pattern, each scanning to its end)."""
+    path = tmp_path / "s.ld"
+    path.write_text("MEMORY\n{\n  FLASH (rx) : ORIGIN = 0x08000000, LE" + "Infinity" * 3400 + "\n  RAM (rw) : ORIGIN = "
+                    "0x20000000, LENGTH = 64K\n}\n" + "MEMORY {" * 3000)
+    t0 = time.process_time()
+    code, _, err = run(capsys, "board", "import", path, "--name", "s", "-o", tmp_path / "s.yaml")
+    assert code == 2 and time.process_time() - t0 < 2, (code, err)

@@ -395,18 +395,20 @@ def without_gcc(bdirs: Sequence[str], gcc: str, link: bool, required: bool) -> t
     """A build without the cross gcc: (what to print, exit status). Required (require_link=1,
     ARENA_REQUIRE_TOOLS=1) and meant to link, it is an error, exit 2; else each board's stale
     ELF, map and run report are removed and a build meant to link says it stops early."""
+    for bdir in bdirs:
+        remove_unlinked(bdir, board_report=link and required)
     if link and required:
         return (no_gcc_text(gcc).replace("stopping after", "required to link (require_link=1 or "
                                          "ARENA_REQUIRE_TOOLS=1), not stopping after", 1) + "\n", 2)
-    for bdir in bdirs:
-        remove_unlinked(bdir)
     return (no_gcc_text(gcc) + "\n" if link else "", 0)
 
 
-def remove_unlinked(bdir: str) -> None:
+def remove_unlinked(bdir: str, board_report: bool = False) -> None:
     """Delete a board's ELF, map and run report when this build does not link: left from an
-    earlier build they would look current beside tables they were not made from."""
-    for name in ("firmware.elf", "firmware.map", "run_report.json"):
+    earlier build they would look current beside tables they were not made from. board_report:
+    the board report too, for a build that stops before it runs (a required link without the
+    cross gcc): its "ok, linked" beside the old ELF said the failed build had succeeded."""
+    for name in ("firmware.elf", "firmware.map", "run_report.json") + (("arena_report.json",) if board_report else ()):
         path = os.path.join(bdir, name)
         if os.path.isfile(path):
             os.remove(path)

@@ -136,3 +136,21 @@ def did_you_mean(word: str, options: Sequence[str], cutoff: float = 0.6) -> str:
 def fail(msg: str, **kw: Any) -> NoReturn:
     """Raise ArenaError; a NoReturn helper so type checkers follow control flow."""
     raise ArenaError(msg, **kw)
+
+
+def require_regular(path: str, what: str, field: str | None = None) -> None:
+    """Refuse ``path`` before it is opened when it names a FIFO, a device, a socket or a folder: a FIFO's
+    open() waits for a writer (a hang), and arena reads an input more than once. A path that is not
+    there is left to the caller's own "not found"."""
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return
+    if not stat.S_ISREG(mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode)
+                else "a device or a socket")
+        raise ArenaError(f"{what} is {kind}, not a regular file", file=path, field=field,
+                         hint="give the file itself (arena may read it more than once)")

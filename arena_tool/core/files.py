@@ -14,7 +14,7 @@ import os
 import tempfile
 from typing import Any, Iterable
 
-from arena_tool.core.errors import ArenaError, os_error
+from arena_tool.core.errors import ArenaError, os_error, require_regular
 from arena_tool.core.schema import check_json, schema_dir
 
 
@@ -33,6 +33,7 @@ def read_json(path: str, what: str, hint: str, schema: str | None = None) -> Any
 
     what: what the file is, for messages ('plan file'); hint: how to make a good one.
     """
+    require_regular(path, what)
     try:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f, parse_constant=_no_constant)
@@ -87,6 +88,43 @@ def write_atomic(path: str | os.PathLike[str], text: str | bytes) -> None:
         if isinstance(e, OSError):
             raise os_error(e, "write", path) from e
         raise
+
+
+_HELD: dict[str, int] = {}  # build folder -> the open lock file this process holds until it exits
+LOCK_NAME = ".arena.lock"
+
+
+def hold_build_lock(folder: str) -> None:
+    """Take ``folder``'s build lock for the rest of this process, or one error if another process
+    holds it. Two builds writing one folder at once interleave their outputs and records (a
+    stale "the link failed" kept every later build red until build/ was deleted): the second
+    is refused instead. An advisory flock on ``<folder>/.arena.lock``, released by the OS when the
+    holder exits, however it exits."""
+    import fcntl
+
+    key = os.path.abspath(folder)
+    if key in _HELD:
+        return
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd = os.open(os.path.join(folder, LOCK_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        raise os_error(e, "create the build folder's lock file", os.path.join(folder, LOCK_NAME)) from e
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise ArenaError(f"another build is running in {folder} (it holds {LOCK_NAME})",
+                         file=os.path.join(folder, LOCK_NAME),
+                         hint="wait for it to finish, or build into another folder") from None
+    _HELD[key] = fd
+
+
+def release_build_lock(folder: str) -> None:
+    """Give ``folder``'s lock back (a long-lived process, e.g. a test, that builds again later)."""
+    fd = _HELD.pop(os.path.abspath(folder), None)
+    if fd is not None:
+        os.close(fd)
 
 
 def package_files(package: str | None = None, schemas: str | None = None) -> list[str]:

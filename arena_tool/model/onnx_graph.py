@@ -29,7 +29,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from arena_tool.core import dtypes
-from arena_tool.core.errors import ArenaError, fail
+from arena_tool.core.errors import ArenaError, fail, require_regular
 from arena_tool.model.onnx_fold import Folder, static_dims, type_of
 from arena_tool.model.onnx_node import Graph as Graph, Node as Node, Shape as Shape, TensorType as TensorType, \
     Weight as Weight  # re-exported: the graph's vocabulary
@@ -61,6 +61,7 @@ def load(path: str, input_shapes: Sequence[tuple[str, Sequence[int]]] = (), *,
     data = _read(path)
     model = _parse(data, path)
     check_external_data(model, path, allow_outside=allow_external_data_outside)
+    _check_tensor_types(model, path)
     graph = model.graph
     _reject_subgraphs(graph, path)
     order = _topological(graph, path)
@@ -96,6 +97,8 @@ def load(path: str, input_shapes: Sequence[tuple[str, Sequence[int]]] = (), *,
 # --- reading and checking -------------------------------------------------------------------
 
 def _read(path: str) -> bytes:
+    if not os.path.isdir(path):  # a folder has its own message below
+        require_regular(path, "the model")
     try:
         return Path(path).read_bytes()
     except FileNotFoundError:
@@ -168,6 +171,16 @@ def check_external_data(model: onnx.ModelProto, path: str, *, allow_outside: boo
         if not allow_outside and not _inside(folder, location):
             fail(f"tensor {tensor.name!r} keeps its data outside the model's folder (location {location!r})",
                  file=path, hint=EXTERNAL_OUTSIDE_HINT)
+
+
+def _check_tensor_types(model: onnx.ModelProto, path: str) -> None:
+    """Every constant tensor's data type is one ONNX defines (a damaged file's 57 reached
+    numpy_helper.to_array: KeyError, exit 3)."""
+    known = set(TensorProto.DataType.values()) - {TensorProto.UNDEFINED}
+    for tensor in _tensors(model):
+        if tensor.data_type not in known:
+            fail(f"tensor {tensor.name!r} has data type {tensor.data_type}, which ONNX does not define", file=path,
+                 hint="the file is damaged or from a newer ONNX; re-export the model")
 
 
 EXTERNAL_OUTSIDE_HINT = ("move the data file into the model's folder and re-save the model with a relative "

@@ -44,7 +44,7 @@ from typing import Any, NoReturn, Sequence
 import numpy as np
 
 from arena_tool.core import dtypes
-from arena_tool.core.errors import ArenaError
+from arena_tool.core.errors import ArenaError, require_regular
 from arena_tool.core.problem import ModelOptions, ModelProblem, Quant, Step, Tensor, align_up
 from arena_tool.model import tflm_scratch
 
@@ -99,6 +99,8 @@ def type_names() -> dict[int, str]:
 def is_tflite(path: str) -> bool:
     """A TFLite flatbuffer by content (TFL3 at bytes 4..8); a .tflite file name also counts, so a
     .tflite without the identifier gets the TFLite reader's error rather than ONNX's."""
+    if not os.path.isfile(path):  # a FIFO's open() would wait for a writer: the reader refuses it
+        return str(path).lower().endswith(".tflite")
     try:
         with open(path, "rb") as f:
             head = f.read(8)
@@ -108,6 +110,7 @@ def is_tflite(path: str) -> bool:
 
 
 def read_bytes(path: str) -> bytes:
+    require_regular(path, "the model")
     try:
         with open(path, "rb") as f:
             return f.read()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -231,6 +232,29 @@ def _leave(live: dict[int, tuple[list[int], list[tuple[object, int, dict[int, in
     else:
         del offsets[k]
         del entries[k]
+
+
+def model_at_hand(plan: PlanFile, plan_path: str) -> str | None:
+    """The model file the plan names (``model``: relative to the folder the plan was made in, which
+    is the current one or the plan's), when it is there."""
+    for base in (os.curdir, os.path.dirname(plan_path)):
+        path = os.path.join(base, plan.model)
+        if "\0" not in path and os.path.isfile(path):
+            return path
+    return None
+
+
+def checked_alone(plan: PlanFile, plan_path: str) -> tuple[list[str], str | None]:
+    """A plan read without a model named on the command line (explain PLAN.json): every problem
+    ``check`` finds against the model the plan names when it is at hand, else ``consistent``'s;
+    and that model (None: the plan was checked against itself only)."""
+    model = model_at_hand(plan, plan_path)
+    if model is None:
+        return consistent(plan), None
+    problems = check(plan, derived_problem(model, plan), plan_path)
+    if plan.kind == "onnx":
+        problems += patch_problems(plan, lowered_model(model, plan))
+    return problems, model
 
 
 def consistent(plan: PlanFile) -> list[str]:

@@ -54,7 +54,7 @@ import numpy as np
 
 import arena_tool
 from arena_tool.target import boards, flags
-from arena_tool.core.errors import EXIT_BUG, EXIT_CHECK_FAILED, EXIT_OK, ArenaError, did_you_mean
+from arena_tool.core.errors import EXIT_BUG, EXIT_CHECK_FAILED, EXIT_OK, ArenaError, did_you_mean, require_regular
 from arena_tool.core.files import project_path, write_atomic
 from arena_tool.target.manifest import DEFAULT_STACK
 from arena_tool.run.verify import NUMPY_TYPES
@@ -396,6 +396,7 @@ def load_inputs(path: str, specs: Sequence[TensorSpec]) -> list[np.ndarray]:
     """The arrays of an .npz file, one per graph input by name, checked against ``specs``
     (names, dtypes, shapes); every problem is one ArenaError (exit 2) naming the array."""
     hint = _save_hint(specs)
+    require_regular(path, "the input file", "--input")
     try:
         with open(path, "rb") as f:
             magic = f.read(6)

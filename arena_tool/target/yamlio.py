@@ -39,7 +39,7 @@ import yaml
 from yaml.events import AliasEvent, ScalarEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from arena_tool.core.errors import ArenaError, did_you_mean
+from arena_tool.core.errors import ArenaError, did_you_mean, require_regular
 from arena_tool.core.schema import load_schema, schema_path, validator_class  # noqa: F401  (schema_path re-exported)
 
 KeyPath = tuple[Any, ...]
@@ -328,6 +328,7 @@ def loads(text: str, file: str = "<string>") -> Doc:
 
 def load(path: str) -> Doc:
     """Read and parse a YAML file; unreadable files and bad YAML raise ArenaError."""
+    require_regular(str(path), "the file")
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError as exc:

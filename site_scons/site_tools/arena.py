@@ -216,6 +216,8 @@ def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), c
         user=build_graph.UserFlags.of(env.get), prefix=env.subst("$ARENA_GCC_PREFIX"))
     try:
         manifest_path = files.project_path(str(manifest_path), top)  # no clone's path in outputs
+        if not (GetOption("help") or GetOption("no_exec")):
+            files.hold_build_lock(build_dir)  # a second scons in this tree: one line, not interleaved outputs
         m = noop_cache.cached(manifest_path, tuple(board_dirs) + tuple(env["ARENA_BOARD_DIRS"]),
                                   os.path.join(build_dir, ".arena_manifest.json"))
         graph = build_graph.graph_of(m, build_dir, toolchain, board)

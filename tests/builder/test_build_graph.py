@@ -449,3 +449,22 @@ def test_scons_tool_wires_the_graph(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert got["aliases"] == {a.name: {"targets": [name(t) for t in a.targets], "depends": [name(d) for d in a.depends]}
                               for a in g.aliases}
     assert got["default"] == ["alias:" + d for d in g.default]
+
+
+@pytest.mark.parametrize("required", [True, False])
+def test_a_build_that_cannot_link_leaves_nothing_looking_current(tmp_path, required):
+    """gcc_prefix=foo-none-eabi- require_link=1 exited 2 with a clear line, but build/<board>/arena_report.json
+    still said ok, linked, beside the previous firmware.elf (issue 35). Required, the build stops before it
+    runs: the ELF, map, run report and board report go. Not required, the build goes on without linking
+    and writes the board report again: the ELF, map and run report go."""
+    from arena_tool.builder import build_graph
+
+    bdir = tmp_path / "mps2_an500"
+    bdir.mkdir()
+    names = ["firmware.elf", "firmware.map", "run_report.json", "arena_report.json", "arena_board.c"]
+    for n in names:
+        (bdir / n).write_text("old")
+    text, code = build_graph.without_gcc([str(bdir)], "foo-none-eabi-gcc", True, required)
+    assert code == (2 if required else 0) and "foo-none-eabi-gcc" in text
+    left = sorted(p.name for p in bdir.iterdir())
+    assert left == (["arena_board.c"] if required else ["arena_board.c", "arena_report.json"]), left

@@ -118,7 +118,8 @@ def test_plan_file_rejects_model_options(capsys, tmp_path):
 
 
 def test_peak_not_the_lower_bound_is_an_arena_bug(capsys, tmp_path):
-    """In a plan arena made it is a bug; in a plan file someone edited it is bad input (issue 23)."""
+    """In a plan arena made it is a bug; in a plan file someone edited it is a failed check, exit 1 as
+    check's (issues 23 and 35)."""
     plan = _plan(capsys, tmp_path, models.save(models.chain(), tmp_path / "chain.onnx"))
     doc = json.loads(plan.read_text())
     doc["lower_bound"] = 11 * KB
@@ -126,7 +127,7 @@ def test_peak_not_the_lower_bound_is_an_arena_bug(capsys, tmp_path):
         explain.explain(planfile.PlanFile.from_json(doc), "greedy_size", planners.Params())
     plan.write_text(json.dumps(doc))
     code, _, err = run(capsys, "explain", str(plan))
-    assert code == 2 and "lower_bound" in err and len(err.strip().splitlines()) == 1, err
+    assert code == 1 and "lower_bound" in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_schema_rejects_a_bad_report(capsys, tmp_path):
