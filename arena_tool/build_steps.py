@@ -353,7 +353,7 @@ def tflm_lib(build: Build, targets: Sequence[str], sources: Sequence[str]) -> No
     from arena_tool.builder import tflm_lib as lib
 
     doc = dict(json.loads(sources[0]), ops=list(lib.ops_of(sources[1:])))
-    lib.build(lib.LibrarySpec.from_json(doc), os.path.dirname(targets[0]), build.jobs)
+    lib.build(lib.LibrarySpec.from_json(doc), os.path.dirname(targets[0]), build.jobs, progress=sys.stdout)
 
 
 # ---------------------------------------------------------------- per board
@@ -789,15 +789,23 @@ def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequen
         depfiles.append(path)
     if listing:
         return Generated(tuple(depfiles), ())
-    steps = sorted((n for n in graph.nodes if n.kind in _GENERATE_ORDER), key=lambda n: _GENERATE_ORDER[n.kind])
-    for n in steps:
-        if not build.ready(n.targets[0]):
-            continue  # made only for boards that failed
-        sources = [s.text if isinstance(s, build_graph.Value) else s for s in n.sources]
-        step = globals()["final_report" if n.kind == "report" else n.kind]
-        sys.stdout.write(f"{_COMSTR[n.kind]} {n.targets[0]}\n")
-        sys.stdout.flush()
-        guarded(lambda: step(build, list(n.targets), sources))
+    from arena_tool.builder import execute
+
+    def action(kind: str) -> execute.Step:
+        step = globals()["final_report" if kind == "report" else kind]
+
+        def run(targets: list[str], sources: list[str]) -> None:
+            sys.stdout.write(f"{_COMSTR[kind]} {targets[0]}\n")
+            sys.stdout.flush()
+            guarded(lambda: step(build, targets, sources))
+
+        return run
+
+    # the graph's executor, every step made (an outer build calls generate when an input changed),
+    # each only for boards whose gates passed; asked in kind order, it runs them in that order
+    made = sorted((n for n in graph.nodes if n.kind in _GENERATE_ORDER), key=lambda n: _GENERATE_ORDER[n.kind])
+    execute.Executor(graph, root, steps={k: action(k) for k in _GENERATE_ORDER}, remember=False,
+                     ready=lambda n: build.ready(n.targets[0])).build([n.targets[0] for n in made])
     last = graph.node(graph.alias("boards").targets[-1])
     code = 0
     try:

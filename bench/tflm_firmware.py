@@ -11,8 +11,9 @@ tflm/main.cc), so the numbers are the product's. It prints one row per (model, k
 allocates beyond the reference kernels), the tensor_arena the board holds (head + tail), what
 TFLM used of it on the target (``arena_used_bytes``), the ELF's flash,
 instructions per inference (SysTick x 40, ``-icount shift=0``) and whether every output is
-bit-identical to the host interpreter's. The TFLM libraries are cached under ``--build``
-(default build/tflm_firmware), one per kernel set.
+bit-identical to the host interpreter's. The TFLM libraries are the machine's cache's
+(``$ARENA_CACHE_DIR``, as ``arena-tool run`` and a SCons build keep them: built once, whoever asks
+first); ``--build`` (default build/tflm_firmware) holds the firmwares.
 
 ``<shared>`` is ``$ARENA_SHARED`` or ../shared beside the project; without it, the cross C++
 compiler or QEMU the script says why and exits 0 having measured nothing. Exit status 1 when a
@@ -107,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of {', '.join(MODELS)}")
     ap.add_argument("--kernels", default=",".join(KERNELS), help="reference, cmsis_nn or both (default)")
-    ap.add_argument("--build", default=str(ROOT / "build" / "tflm_firmware"), help="work and cache folder")
+    ap.add_argument("--build", default=str(ROOT / "build" / "tflm_firmware"), help="work folder")
     ap.add_argument("--jobs", type=int, default=2, help="parallel compiles of the TFLM libraries (default 2)")
     args = ap.parse_args(argv)
     keys = [k.strip() for k in args.models.split(",") if k.strip()]
@@ -121,7 +122,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tflm_firmware: skipped, nothing measured: {why}")
         return 0
     build = Path(args.build)
-    os.environ[tflm_firmware.CACHE_ENV] = str(build / "cache")
     tree = shared / "third_party" / "tflite-micro"
     rows = []
     for key in keys:

@@ -22,7 +22,7 @@ from typing import Iterator
 import pytest
 
 from arena_tool import cli
-from arena_tool.builder import tflm_lib
+from arena_tool.builder import execute, tflm_lib
 from arena_tool.run import tflm_firmware
 from arena_tool.target import boards
 from conftest import require_shared, require_tool
@@ -45,18 +45,18 @@ def tflm_libraries(request: pytest.FixtureRequest,
     # pytest's cache keeps the libraries between sessions; without it (-p no:cacheprovider), this session's
     cache_plugin = getattr(request.config, "cache", None)
     cache = str(cache_plugin.mkdir("arena_tflm") if cache_plugin else tmp_path_factory.mktemp("arena_tflm"))
-    old = os.environ.get(tflm_firmware.CACHE_ENV)
-    os.environ[tflm_firmware.CACHE_ENV] = cache
+    old = os.environ.get(execute.CACHE_ENV)
+    os.environ[execute.CACHE_ENV] = cache
     cpu = tuple(boards.load_board("mps2_an500").cpu.gcc_flags())
     libs = {}
     for kernels in ("reference", "cmsis_nn"):
         spec = tflm_lib.LibrarySpec(root, kernels, OPS, cpu)
-        libs[kernels] = tflm_lib.build(spec, tflm_firmware.library_dir(spec), 2, tflm_firmware.shared_dir(spec))
+        libs[kernels] = tflm_lib.build(spec, tflm_lib.library_dir(spec), 2).path
     yield libs
     if old is None:
-        os.environ.pop(tflm_firmware.CACHE_ENV, None)
+        os.environ.pop(execute.CACHE_ENV, None)
     else:
-        os.environ[tflm_firmware.CACHE_ENV] = old
+        os.environ[execute.CACHE_ENV] = old
 
 
 @pytest.mark.parametrize("option,kernels", [("reference", "reference"), ("cmsis_nn_dsp", "cmsis_nn")])
@@ -81,19 +81,14 @@ def test_kernels_the_core_does_not_run_are_refused(tflm_libraries: dict[str, str
     assert "cortex-m7 runs cmsis_nn_dsp" in capsys.readouterr().err
 
 
-def test_the_kernel_sets_share_the_framework_objects(tflm_libraries: dict[str, str]) -> None:
-    """The CMSIS-NN library took the objects no file of which names CMSIS_NN from the shared folder
-    (the same bytes as the reference library's); micro_profiler.cc, which does, is compiled per set."""
-    root = str(TREE)
-    spec = tflm_lib.LibrarySpec(root, "cmsis_nn", OPS, tuple(boards.load_board("mps2_an500").cpu.gcc_flags()))
-    shared = Path(tflm_firmware.shared_dir(spec)) / "obj" / "tensorflow" / "lite" / "micro"
-    ref, nn = (Path(tflm_libraries[k]).parent / "obj" / "tensorflow" / "lite" / "micro" for k in ("reference", "cmsis_nn"))
-    assert "-DCMSIS_NN" in json.loads((nn / "micro_allocator.cmd").read_text())
-    assert "-DCMSIS_NN" not in json.loads((shared / "micro_allocator.cmd").read_text())
-    assert (shared / "micro_allocator.o").read_bytes() == (ref / "micro_allocator.o").read_bytes() == \
-        (nn / "micro_allocator.o").read_bytes()
-    assert not (shared / "micro_profiler.o").exists()
-    assert (ref / "micro_profiler.o").read_bytes() != (nn / "micro_profiler.o").read_bytes()
+def test_a_second_user_of_a_library_compiles_nothing(tflm_libraries: dict[str, str], tmp_path: Path) -> None:
+    """Every object of a library is the machine's object cache's: the same library built again
+    elsewhere (another project's build/common/, arena-tool run's folder) runs no compiler, and
+    is the same archive."""
+    spec = tflm_lib.LibrarySpec(str(TREE), "reference", OPS, tuple(boards.load_board("mps2_an500").cpu.gcc_flags()))
+    again = tflm_lib.build(spec, str(tmp_path / "elsewhere"), 2)
+    assert again.compiles == 0
+    assert Path(again.path).read_bytes() == Path(tflm_libraries["reference"]).read_bytes()
 
 
 SCONSTRUCT = """import os

@@ -215,6 +215,7 @@ class CompileEnv(_Fields):
     cflags: Any
     cppdefines: Any
     libpath: Any
+    prefix: str = "arm-none-eabi-"  # the compilers' (gcc_prefix=; '' for the host's): the executor runs them
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -430,7 +431,40 @@ def compile_env(gcc_flags: Sequence[str], toolchain: Toolchain, optimize: str | 
         ccflags=tuple(compile_flags(gcc_flags, toolchain.root, toolchain.extra_ccflags, user.ccflags, optimize)),
         linkflags=tuple(link_flags(gcc_flags, user.linkflags)),
         cpppath=(*user.cpppath, *toolchain.cpppath, _runtime_dir(toolchain)),
-        libs=(*user.libs, *flags.LIBS), cflags=user.cflags, cppdefines=user.cppdefines, libpath=user.libpath)
+        libs=(*user.libs, *flags.LIBS), cflags=user.cflags, cppdefines=user.cppdefines, libpath=user.libpath,
+        prefix=toolchain.prefix)
+
+
+def firmware(build_dir: str, env: CompileEnv, sources: Sequence[str], elf: str, root: str = ".",
+             libraries: Sequence[str] = (), cxx_env: CompileEnv | None = None) -> BuildGraph:
+    """One firmware outside a manifest (``arena-tool run --board host``, the tests' builds with
+    their own flags, ``arena-tool run MODEL.tflite``): each source compiled in ``env`` (a C++
+    one in ``cxx_env`` when given; one made in ``build_dir`` to an object beside it, any other
+    to ``build_dir/obj/``, at its path as ``object_name`` gives it), then linked in the order
+    given, with ``libraries`` after the objects, into ``elf``. ``env.linkflags`` come before the
+    objects, ``env.libs`` after them."""
+    top = os.path.abspath(root)
+    runtime = runtime_dir()
+    own = os.path.abspath(os.path.join(top, build_dir))
+    folder = "" if own == top else build_dir.rstrip("/") + "/"
+    objects: list[str] = []
+    nodes: list[Node] = []
+    for src in sources:
+        full = os.path.normpath(os.path.join(top, src))
+        stem = os.path.splitext(full)[0]
+        if os.path.dirname(full) == own:
+            obj = project_file(stem, top) + ".o"
+        else:
+            obj = f"{folder}obj/{object_name(full, top, runtime)}.o"
+        if obj in objects:
+            obj = f"{obj[:-2]}_{len(objects)}.o"
+        objects.append(obj)
+        cxx = src.endswith(CXX_SUFFIXES)
+        nodes.append(Node("object", (obj,), (src,), env=(cxx_env if cxx and cxx_env else env).key))
+    cxx = any(s.endswith(CXX_SUFFIXES) for s in sources)
+    nodes.append(Node("elf", (elf,), (*objects, *libraries), env=env.key, cxx=cxx))
+    return BuildGraph(nodes=tuple(nodes), aliases=(), default=(), envs=(env, *([cxx_env] if cxx_env else [])),
+                      boards=(), generator=Value(""))
 
 
 def _runtime_dir(toolchain: Toolchain) -> str:

@@ -5,10 +5,10 @@ over the C runtime and the tables ``codegen`` generates for one planned model. T
 
 * ``host``: the same C compiled natively by ``gcc`` (``HOST_CFLAGS``) and run as a process;
   its exit status is main's. No flash, RAM or instruction counts.
-* a board with a ``qemu`` machine (mps2_an386, mps2_an500): ``arm-none-eabi-gcc`` with the
-  flags of a SCons build (``arena_tool.target.flags``: -O2 or ``--optimize``'s level, newlib-nano,
-  --gc-sections), the linker script ``arena_tool.emit.linker`` renders for the board's default
-  region with a manifest's default stack reserve (``STACK``), run
+* a board with a ``qemu`` machine (mps2_an386, mps2_an500): the firmware a project build
+  (SCons) makes of this one model on that board (``board_firmware``: the build graph of a
+  one-board manifest, the board's default region and a manifest's default stack reserve,
+  ``STACK``; -O2 or ``--optimize``'s level), the same objects and ELF byte for byte, run
   under ``qemu-system-arm -icount shift=0``. Flash and RAM come from the ELF's section headers,
   instructions per inference from main.c's SysTick ticks (x 40 on the mps2 machines; see
   arena_tool/run/runreport.py).
@@ -25,18 +25,17 @@ the given arrays (an ``--input`` npz, or ``random_inputs``); onnxruntime gets th
 
 ``run`` is the whole pipeline for ``arena-tool run`` (the CLI only parses arguments); the
 report it writes follows schemas/run.schema.json and holds no times or temporary paths.
-The lower-level pieces (``generate``, ``build_host``, ``run_host``, ``build_elf``) are what
-bench/firmware.py and tests/fwbuild.py build with; compiler failures propagate as
-``subprocess.CalledProcessError`` there, and ``run`` turns them into an arena bug (exit 3).
+The lower-level pieces (``generate``, ``build_host``, ``run_host``, ``build_elf``: a firmware of
+the caller's flags, ``build_graph.firmware``) are what the benches and tests/fwbuild.py build
+with. Every build is build-graph nodes run by the graph's executor (``builder.execute``: the
+runtime's objects compiled once per machine and flags); compiler failures propagate as
+``subprocess.CalledProcessError``, and ``run`` turns them into an arena bug (exit 3).
 """
 
 from __future__ import annotations
 
-import atexit
-import concurrent.futures
 import dataclasses
 import functools
-import hashlib
 import json
 import math
 import io
@@ -53,6 +52,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence, TextIO
 import numpy as np
 
 import arena_tool
+from arena_tool.builder import build_graph, execute
 from arena_tool.target import boards, flags
 from arena_tool.core.errors import EXIT_BUG, EXIT_CHECK_FAILED, EXIT_OK, ArenaError, did_you_mean, require_regular
 from arena_tool.core.files import project_path, write_atomic
@@ -64,6 +64,7 @@ from arena_tool.model import liveness, lowering, macs
 from arena_tool.plan import plancheck, planfile, planners, planning, split_arena
 from arena_tool.run import qemu, runreport, verify
 from arena_tool.emit.linker_fragment import RegionUse
+from arena_tool.target.manifest_data import BoardTarget, Budget, ModelSpec, target_doc
 
 if TYPE_CHECKING:
     from arena_tool.target.boards import Board
@@ -71,7 +72,6 @@ if TYPE_CHECKING:
     from arena_tool.model.lowering import Boundary, Lowered
     from arena_tool.plan.planfile import PlanFile
     from arena_tool.core.problem import ModelOptions
-    from arena_tool.target.manifest_data import ModelSpec
 
 HOST = "host"
 RUNTIME = Path(arena_tool.runtime_dir())
@@ -152,29 +152,33 @@ def runtime_sources() -> list[Path]:
 
 
 def generate(out: Path, models: Sequence[tuple[str, str, PlanFile]], board: str = HOST, *,
-             name: str = "model_{sym}", lowered: Mapping[str, Lowered] | None = None) -> list[Path]:
+             name: str = "model_{sym}", lowered: Mapping[str, Lowered] | None = None,
+             arena: Path | None = None) -> list[Path]:
     """Write the tables of ``models`` (symbol, model path, plan file), run one after another in a
     shared arena, and the board's arena source; returns the generated .c files.
 
-    name: file name stem of each model's tables; lowered: symbol -> its lowered model (else loaded)."""
+    name: path of each model's tables below ``out``, without suffix; lowered: symbol -> its
+    lowered model (else loaded); arena: the arena source's path (default out/arena_board.c)."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     sources = []
     for sym, path, plan in models:
         low = (lowered or {}).get(sym) or plancheck.lowered_model(str(path), plan)
         h, c = codegen.model_sources(plan, low, sym)
-        stem = name.format(sym=sym)
-        codegen.write(str(out / f"{stem}.h"), h)
-        codegen.write(str(out / f"{stem}.c"), c)
-        sources.append(out / f"{stem}.c")
+        stem = out / name.format(sym=sym)
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        codegen.write(f"{stem}.h", h)
+        codegen.write(f"{stem}.c", c)
+        sources.append(Path(f"{stem}.c"))
     size = max((p.arena_size for _, _, p in models), default=0)
-    align = max([16] + [b.alignment or p.alignment for _, _, p in models for b in p.buffers])
+    align = _alignment([p for _, _, p in models])
     placed = board_regions([p for _, _, p in models], copies=board != HOST)
     h, c = codegen.arena_sources(board, size, [(sym, 0) for sym, _, _ in models], align, placed,
                                  kernels=codegen.runtime_ops(p for _, _, p in models))
-    codegen.write(str(out / "arena_board.h"), h)
-    codegen.write(str(out / "arena_board.c"), c)
-    return sources + [out / "arena_board.c"]
+    arena = arena or out / "arena_board.c"
+    arena.parent.mkdir(parents=True, exist_ok=True)
+    codegen.write(str(arena.with_suffix(".h")), h)
+    codegen.write(str(arena), c)
+    return sources + [arena]
 
 
 def board_regions(plans: Sequence[PlanFile], copies: bool = True) -> tuple[RegionUse, ...]:
@@ -230,90 +234,30 @@ def input_source(models: Sequence[tuple[str, Sequence[tuple[str, np.ndarray]]]])
 
 # --- building and running -----------------------------------------------------------------
 
-def _compile(cmd: list[str]) -> None:
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
+def _env(key: str, prefix: str, ccflags: Sequence[str], linkflags: Sequence[str], libs: Sequence[str],
+         cpppath: Sequence[Path], root: Path) -> build_graph.CompileEnv:
+    """A compile environment of its own flags (the tests', the host's): the project (``root``)
+    mapped to ``.`` outside the signature, as a board's, so objects do not name the build folder."""
+    return build_graph.CompileEnv(key=key, ccflags=(*ccflags, "$(", build_graph.prefix_map(str(root)), "$)"),
+                                  linkflags=tuple(linkflags), cpppath=tuple(map(str, cpppath)),
+                                  libs=tuple(lib[2:] if lib.startswith("-l") else lib for lib in libs),
+                                  cflags=(), cppdefines=(), libpath=(), prefix=prefix)
 
 
-# The runtime's objects, compiled once per process for each compile command: a test session or a
-# benchmark builds hundreds of firmwares over the same runtime, which used to recompile it every
-# time (seconds each). The key holds the command and the bytes of every runtime file it can read,
-# so an edited source or header compiles again; linking the objects gives the ELF one gcc
-# command over the sources gave (same objects, same order).
-_OBJECTS: dict[tuple[str, ...], Path] = {}
-_OBJECT_DIR: list[Path] = []
-JOBS = 2  # compiles at a time
-
-
-def _runtime_digest() -> str:
-    h = hashlib.sha256()
-    for p in sorted(RUNTIME.rglob("*")):
-        if p.is_file() and p.suffix in (".c", ".h"):
-            h.update(p.relative_to(RUNTIME).as_posix().encode() + b"\0" + p.read_bytes())
-    return h.hexdigest()
-
-
-def _object_dir() -> Path:
-    if not _OBJECT_DIR or not _OBJECT_DIR[0].is_dir():
-        d = Path(tempfile.mkdtemp(prefix="arena-objects-"))
-        atexit.register(shutil.rmtree, d, True)
-        _OBJECT_DIR[:] = [d]
-    return _OBJECT_DIR[0]
-
-
-def _build(compiler: str, cflags: Sequence[str], includes: Sequence[str], out: Path, runtime: Sequence[Path],
-           generated: Sequence[Path], link: Sequence[str], exe: Path) -> None:
-    """``compiler cflags includes -Iout runtime... generated... link -o exe``, with the runtime's
-    objects from the process's cache (compiled where missing) and the generated C compiled to
-    objects beside it, ``JOBS`` compiles at a time. The runtime's files include only each other
-    (quoted, found beside them or in ``includes``), never ``out``'s generated headers, so their
-    objects do not depend on ``out``. CalledProcessError when a compile or the link fails."""
-    digest = _runtime_digest()
-    objects: list[Path] = []
-    todo: list[tuple[tuple[str, ...], list[str]]] = []
-    for src in runtime:
-        command = [compiler, *cflags, *includes, "-c", str(src)]
-        key = (digest, *command)
-        obj = _OBJECTS.get(key)
-        if obj is None or not obj.is_file():
-            obj = _object_dir() / f"{hashlib.sha256(repr(key).encode()).hexdigest()[:16]}_{src.stem}.o"
-            todo.append((key, [*command, "-o", str(obj)]))
-        objects.append(obj)
-    own: list[Path] = []  # the generated C, compiled beside it (not cached: it is this build's)
-    own_todo: list[list[str]] = []
-    for src in generated:
-        if src.suffix != ".c":
-            own.append(src)
-            continue
-        obj = out / f"{src.stem}.o"
-        if obj in own:
-            obj = out / f"{src.stem}_{len(own)}.o"
-        own.append(obj)
-        own_todo.append([compiler, *cflags, *includes, f"-I{out}", "-c", str(src), "-o", str(obj)])
-    with concurrent.futures.ThreadPoolExecutor(JOBS) as pool:
-        results = list(pool.map(_try_compile, [command for _, command in todo] + own_todo))
-    for (key, command), err in zip(todo, results):
-        if err is None:
-            _OBJECTS[key] = Path(command[-1])
-    failed = [e for e in results if e is not None]
-    if failed:
-        raise failed[0]
-    _compile([compiler, *cflags, *map(str, objects), *map(str, own), *link, "-o", str(exe)])
-
-
-def _try_compile(command: list[str]) -> subprocess.CalledProcessError | None:
-    try:
-        _compile(command)
-    except subprocess.CalledProcessError as e:
-        return e
-    return None
+def _make(out: Path, env: build_graph.CompileEnv, sources: Sequence[Path], exe: Path) -> Path:
+    """Compile ``sources`` and link them into ``exe`` through the build graph's executor (the
+    objects of arena's runtime from the machine's cache); CalledProcessError when gcc fails."""
+    graph = build_graph.firmware(".", env, [str(s) for s in sources if s.suffix != ".h"], exe.name, root=str(out))
+    execute.Executor(graph, str(out)).build([exe.name])
+    return exe
 
 
 def build_host(out: Path, generated: Sequence[Path], cflags: Sequence[str] = HOST_CFLAGS,
                exe_name: str = "fw_host") -> Path:
     """Compile the firmware natively; the executable. CalledProcessError when gcc fails."""
-    out = Path(out)
-    _build("gcc", cflags, [f"-I{RUNTIME}"], out, runtime_sources(), generated, [], out / exe_name)
-    return out / exe_name
+    out = Path(out).resolve()
+    env = _env("host", "", cflags, cflags, (), [RUNTIME], out)
+    return _make(out, env, [*runtime_sources(), *generated], out / exe_name)
 
 
 def run_host(exe: Path, timeout: float = TIMEOUT) -> tuple[int, str]:
@@ -328,21 +272,57 @@ def build_elf(out: Path, generated: Sequence[Path], board: Board | str, arena_si
               libs: Sequence[str] = TARGET_LIBS, elf_name: str = "firmware.elf", arena_align: int = 16,
               regions: Sequence[RegionUse] = ()) -> Path:
     """Link the firmware for ``board`` (a Board or its name) with the linker script for an arena of
-    ``arena_size`` bytes in its default region and ``stack`` bytes of stack reserve.
+    ``arena_size`` bytes in its default region and ``stack`` bytes of stack reserve, compiled with
+    ``cflags`` after the core's (the tests' and benches' own flags; ``arena-tool run`` builds a
+    board's firmware as a project build does: ``board_firmware``).
     ArenaError when the arena cannot fit; CalledProcessError when the compiler fails."""
     if isinstance(board, str):
         board = boards.load_board(board)
-    out = Path(out)
+    out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     script = out / f"{board.name}.ld"
     for r in regions:  # an unknown region is the user's: ArenaError with a did-you-mean
         board.region(r.name)
     linker.write(str(script), linker.render(board, board.default_region, arena_size, stack, 0,
                                             arena_align=arena_align, regions=regions))
-    elf = out / elf_name
-    _build("arm-none-eabi-gcc", [*board.cpu.gcc_flags(), *cflags], [f"-I{RUNTIME}", f"-I{APP}"], out,
-           [APP / "startup.c", *runtime_sources()], generated, [*ldflags, f"-Wl,-T,{script}", *libs], elf)
-    return elf
+    cpu = board.cpu.gcc_flags()
+    env = _env(elf_name, "arm-none-eabi-", [*cpu, *cflags], [*cpu, *cflags, *ldflags, f"-Wl,-T,{script}"], libs,
+               [RUNTIME, APP], out)
+    return _make(out, env, [APP / "startup.c", *runtime_sources(), *generated], out / elf_name)
+
+
+def board_firmware(out: Path, spec: ModelSpec, plan: PlanFile, lowered: Lowered, board: Board,
+                   inputs_c: str, optimize: str | None = None, build: str = "build",
+                   extra: Sequence[str] = ()) -> Path:
+    """The ELF a project build (SCons) makes of ``spec``'s model alone on ``board``, in the project
+    ``out``: the build graph of a manifest of that board (its default region, a manifest's
+    default stack reserve) and that model, over the example main.c and startup.c and the run's
+    input table (``arena_inputs.c`` in ``out``, one more source of the application). The plan's
+    tables, the arena's C file and the linker script are written where the graph puts them, and
+    the graph's executor compiles and links with SCons's commands: the same objects and ELF.
+    build: the build folder below ``out``; extra: compile flags after arena's (ARENA_EXTRA_CCFLAGS)."""
+    out = Path(out).resolve()
+    codegen.write(str(out / "arena_inputs.c"), inputs_c)
+    target = BoardTarget(name=board.name, board=board, region=board.default_region,
+                         budget=Budget("100%", percent=100.0), reserve_stack=STACK, reserve_heap=0, warn_above=None,
+                         sharing="sequential", models=(spec,), optimize=optimize)
+    toolchain = build_graph.Toolchain(link=True, sources=(str(APP / "startup.c"), str(APP / "main.c"),
+                                                          str(out / "arena_inputs.c")),
+                                      cpppath=(str(APP),), root=str(out), extra_ccflags=tuple(extra))
+    graph = build_graph.graph_of({"file": spec.path, "targets": [target_doc(target)]}, build, toolchain, generator="")
+    b = graph.board(board.name)
+    tables = Path(b.tables[0]).with_suffix("")
+    generate(out, [(spec.name, spec.path, plan)], board.name, name=str(tables.parent / tables.name.replace(
+        spec.name, "{sym}")), lowered={spec.name: lowered}, arena=out / b.arena[0])
+    linker.write(str(out / b.ld), linker.render(board, board.default_region, plan.arena_size, STACK, 0,
+                                                arena_align=_alignment([plan]), regions=board_regions([plan])))
+    execute.Executor(graph, str(out)).build([b.elf])
+    return out / b.elf
+
+
+def _alignment(plans: Sequence[PlanFile]) -> int:
+    """The arena's alignment: the largest a plan or one of its buffers asks, at least 16."""
+    return max([16] + [b.alignment or p.alignment for p in plans for b in p.buffers])
 
 
 def run_qemu(elf: Path, board: Board, timeout: float = TIMEOUT) -> tuple[int, str]:
@@ -678,35 +658,36 @@ def profile_table(rows: Sequence[OpProfile], fw: Firmware) -> list[str]:
     return out
 
 
-def build_and_run(out: Path, symbol: str, model_path: str, plan: PlanFile, lowered: Lowered, board: Board | None,
+def build_and_run(out: Path, spec: ModelSpec, plan: PlanFile, lowered: Lowered, board: Board | None,
                   inputs: Sequence[tuple[str, np.ndarray]], timeout: float = TIMEOUT,
                   optimize: str | None = None, *, profile: bool = False) -> Firmware:
-    """Generate, build and run one model's firmware in ``out`` with ``inputs`` (name, array) in the
-    model's input order, compiled at the ``optimize`` level (``arena_tool.target.flags``; None: the
-    build's default); ArenaError (exit 3) when it does not compile. The caller judges the run.
+    """Generate, build and run the firmware of one model (``spec``: its name is the tables'
+    symbol) in ``out`` with ``inputs`` (name, array) in the model's input order, compiled at the
+    ``optimize`` level (``arena_tool.target.flags``; None: the build's default); on a board, the
+    firmware a project build makes (``board_firmware``). ArenaError (exit 3) when it does not
+    compile. The caller judges the run.
 
-    profile (a QEMU board): also build ``firmware_profile.elf`` with -DARENA_PROFILE and run it for
-    each op's ticks (``Firmware.op_ticks``); outputs, flash and the inference's count stay the
-    normal build's, whose bytes the macro does not change."""
+    profile (a QEMU board): also build ``profile/<board>/firmware.elf`` with -DARENA_PROFILE and
+    run it for each op's ticks (``Firmware.op_ticks``); outputs, flash and the inference's count
+    stay the normal build's, whose bytes the macro does not change."""
     out = Path(out)
+    symbol = spec.name
     board_name = HOST if board is None else board.name
-    gen = generate(out, [(symbol, model_path, plan)], board_name, lowered={symbol: lowered})
-    codegen.write(str(out / "arena_inputs.c"), input_source([(symbol, inputs)]))
-    gen.append(out / "arena_inputs.c")
+    inputs_c = input_source([(symbol, inputs)])
     try:
         if board is None:
+            gen = generate(out, [(symbol, spec.path, plan)], board_name, lowered={symbol: lowered})
+            codegen.write(str(out / "arena_inputs.c"), inputs_c)
             cflags = list(flags.host_cflags(optimize))
-            exe = build_host(out, gen, cflags)
+            exe = build_host(out, [*gen, out / "arena_inputs.c"], cflags)
         else:
-            target = flags.cflags(optimize)
-            cflags = [*board.cpu.gcc_flags(), *target]
-            exe = build_elf(out, gen, board, plan.arena_size, regions=board_regions([plan]), cflags=target)
+            cflags = [*board.cpu.gcc_flags(), *flags.cflags(optimize)]
+            exe = board_firmware(out, spec, plan, lowered, board, inputs_c, optimize)
             if profile:
-                prof = build_elf(out, gen, board, plan.arena_size, regions=board_regions([plan]),
-                                 cflags=[*target, PROFILE_FLAG], elf_name="firmware_profile.elf")
+                prof = board_firmware(out, spec, plan, lowered, board, inputs_c, optimize, build="profile",
+                                      extra=[PROFILE_FLAG])
     except subprocess.CalledProcessError as e:
-        first = next((ln for ln in (e.stderr or "").splitlines() if "error" in ln), (e.stderr or "").strip()[:300])
-        raise ArenaError(f"the firmware does not compile: {first}", field="run", exit_code=EXIT_BUG,
+        raise ArenaError(f"the firmware does not compile: {execute.first_error(e)}", field="run", exit_code=EXIT_BUG,
                          hint=BUG_HINT) from e
     try:
         rc, text = run_host(exe, timeout) if board is None else run_qemu(exe, board, timeout)
@@ -979,9 +960,11 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
             compared += " (onnxruntime refuses the file itself)"
 
     symbol = codegen.sanitize(Path(model).stem).lower()
+    spec = ModelSpec(name=symbol, path=model, planner=planner, k=params.k, time_limit=params.time_limit,
+                     options=options)
     work = Path(build_dir) if build_dir else Path(tempfile.mkdtemp(prefix="arena-run-"))
     try:
-        fw = build_and_run(work, symbol, model, plan, lowered, board, fw_inputs, timeout, optimize, profile=profile)
+        fw = build_and_run(work, spec, plan, lowered, board, fw_inputs, timeout, optimize, profile=profile)
     finally:
         if not build_dir:
             shutil.rmtree(work, ignore_errors=True)

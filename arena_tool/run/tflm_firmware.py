@@ -5,8 +5,11 @@ The firmware is the one a SCons build with ``runtime: tflm`` and ``tflm: {path: 
 the package's tflm/main.cc over a generated table (``tflm_app``), the planned model as a C array
 and its ``tensor_arena`` (codegen), arena's linker script and startup.c on a target, and TFLM
 as one static library (``tflm_lib``; the framework, the model's kernels, CMSIS-NN when asked).
-The library is cached per tree, kernel set, core and compiler under ``$ARENA_CACHE_DIR``
-(default ``~/.cache/arena-tool``)/tflm/, so a second run compiles only the application.
+The library is kept per tree, kernel set, core and compiler under ``$ARENA_CACHE_DIR``
+(default ``~/.cache/arena-tool``)/tflm/, its objects in the machine's object cache, which a SCons
+build's library shares (``tflm_lib.build``): a second run, or a run after a project build of the
+same tree, kernels and core, compiles only the application. The application's objects and the
+link are build-graph nodes too (``build_graph.firmware``), run by the same executor.
 
 The reference is the ``tflite-micro`` wheel's interpreter (reference kernels, in a child
 process: ``tflm.run_tflm``) on the same planned model and the same seeded random inputs; every
@@ -18,7 +21,6 @@ the host), TFLM's own ``arena_used_bytes`` on this build, flash and instructions
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import shutil
@@ -31,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Sequence, TextIO
 import numpy as np
 
 import arena_tool
-from arena_tool.builder import tflm_lib
+from arena_tool.builder import build_graph, execute, tflm_lib
 from arena_tool.core.errors import EXIT_BUG, EXIT_CHECK_FAILED, EXIT_OK, ArenaError
 from arena_tool.core.files import write_atomic
 from arena_tool.core.schema import check_json
@@ -48,7 +50,6 @@ if TYPE_CHECKING:
     from arena_tool.target.boards import Board
 
 TFLM_ENV = "ARENA_TFLM_DIR"
-CACHE_ENV = "ARENA_CACHE_DIR"
 APP = Path(arena_tool.runtime_dir()) / "tflm"  # main.cc, arena_tflm.h
 STACK = 16384  # TFLM's kernels keep more on the stack than arena's (LSTM's gate buffers)
 
@@ -64,24 +65,6 @@ def tflm_root(given: str | None, env: dict[str, str] | None = None) -> str:
     return root
 
 
-def cache_dir() -> str:
-    return os.environ.get(CACHE_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "arena-tool")
-
-
-def library_dir(spec: tflm_lib.LibrarySpec) -> str:
-    """Where the library of ``spec`` is cached: one folder per tree, kernels, core and compiler
-    (not per op set: another model adds its kernels' objects beside the others)."""
-    key = json.dumps([os.path.abspath(spec.root), spec.kernels, list(spec.cpu_flags), spec.prefix])
-    return os.path.join(cache_dir(), "tflm", hashlib.sha256(key.encode()).hexdigest()[:16])
-
-
-def shared_dir(spec: tflm_lib.LibrarySpec) -> str:
-    """The folder the cached libraries of ``spec``'s tree, core and compiler share between kernel
-    sets (tflm_lib.build's ``shared_dir``: the framework's objects, compiled once)."""
-    key = json.dumps([os.path.abspath(spec.root), list(spec.cpu_flags), spec.prefix])
-    return os.path.join(cache_dir(), "tflm", "shared-" + hashlib.sha256(key.encode()).hexdigest()[:16])
-
-
 @dataclasses.dataclass(frozen=True)
 class Built:
     """One TFLM firmware: the ELF (or host executable), its library, the cflags of its own code."""
@@ -92,16 +75,17 @@ class Built:
 
 
 def build(out: Path, board: Board | None, root: str, kernels: str, models: Sequence[tuple[tflm_app.TflmEntry, bytes]],
-          arena_size: int, optimize: str | None = None, jobs: int = 1) -> Built:
+          arena_size: int, optimize: str | None = None, jobs: int = 1, progress: TextIO | None = None) -> Built:
     """Generate and build the firmware of ``models`` (entry, planned bytes) run one after another
     in a tensor_arena of ``arena_size`` bytes; ArenaError (exit 3) when arena's own code does not build."""
+    out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     name = firmware.HOST if board is None else board.name
     prefix = "" if board is None else "arm-none-eabi-"
     cpu = () if board is None else tuple(board.cpu.gcc_flags())
     op_names = tuple(sorted({op for e, _ in models for op in e.ops}))
     spec = tflm_lib.LibrarySpec(root, kernels, op_names, cpu, prefix)
-    lib = tflm_lib.build(spec, library_dir(spec), jobs, shared_dir(spec))
+    lib = tflm_lib.build(spec, tflm_lib.library_dir(spec), jobs, progress=progress).path
     sources: list[Path] = []
     for e, data in models:
         h, c = codegen.tflm_model_sources(e.symbol, data, 0, 0)
@@ -115,39 +99,30 @@ def build(out: Path, board: Board | None, root: str, kernels: str, models: Seque
     sources.append(out / "tflm_arena.c")
     codegen.write(str(out / "arena_tflm.cc"), tflm_app.sources(name, [e for e, _ in models]))
     level = flags.LEVELS[flags.level(optimize, flags.HOST_OPTIMIZE if board is None else flags.DEFAULT_OPTIMIZE)]
-    cxx = [*cpu, *tflm_sources.cxx_flags(kernels), level, f"-I{APP}", f"-I{APP.parent / 'example'}", f"-I{out}",
-           *(f"-I{d}" for d in tflm_sources.include_dirs(root))]
-    cc = [*cpu, *(flags.cflags(optimize) if board else flags.host_cflags(optimize)), f"-I{out}"]
-    objs = []
+    example = APP.parent / "example"
+    hidden = ("$(", build_graph.prefix_map(str(out)), "$)")  # the build folder, out of objects and signatures
+    link: tuple[str, ...] = ()
+    if board is not None:
+        script = out / f"{board.name}.ld"
+        linker.write(str(script), linker.render(board, board.default_region, arena_size, STACK, 0,
+                                                arena_align=16, arena_input=".tensor_arena"))
+        link = (*cpu, *flags.LINKFLAGS, f"-Wl,-T,{script}", f"-Wl,-Map,{out / 'firmware.map'}")
+    c_flags = flags.cflags(optimize) if board else flags.host_cflags(optimize)
+    cc = build_graph.CompileEnv(key="c", ccflags=(*cpu, *c_flags, *hidden),
+                                linkflags=link, cpppath=(str(example),), libs=flags.LIBS, cflags=(), cppdefines=(),
+                                libpath=(), prefix=prefix)
+    cxx = dataclasses.replace(cc, key="c++", ccflags=(*cpu, *tflm_sources.cxx_flags(kernels), level, *hidden),
+                              cpppath=(str(APP), str(example), str(out), *tflm_sources.include_dirs(root)))
+    c_sources = [*sources, *([example / "startup.c"] if board is not None else [])]
+    exe = "firmware.elf" if board is not None else "fw_host"
+    graph = build_graph.firmware(".", cc, [str(APP / "main.cc"), str(out / "arena_tflm.cc"), *map(str, c_sources)],
+                                 exe, root=str(out), libraries=[lib], cxx_env=cxx)
     try:
-        for src in [APP / "main.cc", out / "arena_tflm.cc"]:
-            obj = out / (src.stem + ".o")
-            _run([f"{prefix}g++", *cxx, "-c", str(src), "-o", str(obj)])
-            objs.append(obj)
-        c_sources = [*sources, *([APP.parent / "example" / "startup.c"] if board is not None else [])]
-        for src in c_sources:
-            obj = out / (src.stem + ".c.o")
-            _run([f"{prefix}gcc", *cc, f"-I{APP.parent / 'example'}", "-c", str(src), "-o", str(obj)])
-            objs.append(obj)
-        exe = out / ("firmware.elf" if board is not None else "fw_host")
-        if board is None:
-            _run(["g++", *map(str, objs), lib, "-lm", "-o", str(exe)])
-        else:
-            script = out / f"{board.name}.ld"
-            linker.write(str(script), linker.render(board, board.default_region, arena_size, STACK, 0,
-                                                    arena_align=16, arena_input=".tensor_arena"))
-            _run([f"{prefix}g++", *cpu, *flags.LINKFLAGS, f"-Wl,-T,{script}", f"-Wl,-Map,{out / 'firmware.map'}",
-                  *map(str, objs), lib, *(f"-l{x}" for x in flags.LIBS), "-o", str(exe)])
+        execute.Executor(graph, str(out)).build([exe])
     except subprocess.CalledProcessError as e:
-        first = next((ln for ln in (e.stderr or "").splitlines() if "error" in ln or "undefined" in ln),
-                     (e.stderr or "").strip()[:300])
-        raise ArenaError(f"the TFLM firmware does not build: {first}", field="run", exit_code=EXIT_BUG,
+        raise ArenaError(f"the TFLM firmware does not build: {execute.first_error(e)}", field="run", exit_code=EXIT_BUG,
                          hint=firmware.BUG_HINT) from e
-    return Built(exe, lib, (*cpu, *tflm_sources.cxx_flags(kernels), level))
-
-
-def _run(cmd: list[str]) -> None:
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return Built(out / exe, lib, (*cpu, *tflm_sources.cxx_flags(kernels), level))
 
 
 @dataclasses.dataclass
@@ -219,7 +194,7 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
     entry = dataclasses.replace(entry, arena_bytes=arena)
     work = Path(build_dir) if build_dir else Path(tempfile.mkdtemp(prefix="arena-run-"))
     try:
-        built = build(work, board, root, kernels, [(entry, data)], arena, optimize, jobs)
+        built = build(work, board, root, kernels, [(entry, data)], arena, optimize, jobs, progress=err)
         res = run_exe(built.exe, board, symbol, len(outs), [s.name for s in outs], timeout)
         sizes = runreport.elf_sizes(str(built.exe)) if board is not None else None
     finally:

@@ -1,5 +1,5 @@
-"""tflm_lib: what one TFLM library is made of and when an object is compiled again (the library
-itself is built once per session: test_tflm_firmware's tflm_libraries)."""
+"""tflm_lib: what one TFLM library is made of, as build-graph nodes (the library itself is built
+once per session: test_tflm_firmware's tflm_libraries)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 
 from arena_tool.builder import tflm_lib
+from conftest import require_shared
+from shared_paths import SHARED
 
 SPEC = tflm_lib.LibrarySpec("/tflm", "cmsis_nn", ("CONV_2D", "SOFTMAX"), ("-mcpu=cortex-m7", "-mthumb"))
 
@@ -25,27 +27,18 @@ def test_compile_flags_are_the_cores_then_tflms_then_the_tree() -> None:
     assert any(f.startswith("-I/tflm") for f in cxx) and cxx != SPEC.compile_flags("c")
 
 
-def _object(tmp_path: Path, command: list[str], deps: list[Path]) -> tuple[str, str]:
-    obj, cmd = tmp_path / "k.o", tmp_path / "k.o.cmd"
-    obj.write_bytes(b"")
-    cmd.write_text(json.dumps(command))
-    (tmp_path / "k.d").write_text("k.o: " + " \\\n ".join(map(str, deps)) + "\n")
-    return str(obj), str(cmd)
-
-
-def test_an_object_is_stale_on_another_command_a_newer_or_vanished_input(tmp_path: Path) -> None:
-    src = tmp_path / "k.cc"
-    src.write_text("int k;\n")
-    os.utime(src, ns=(1, 1))
-    obj, cmd = _object(tmp_path, ["g++", "-c", "k.cc"], [src])
-    assert not tflm_lib._stale(obj, cmd, ["g++", "-c", "k.cc"])
-    assert tflm_lib._stale(obj, cmd, ["g++", "-O2", "-c", "k.cc"])
-    os.utime(src, ns=(2 * 10**18, 2 * 10**18))  # edited after the object
-    assert tflm_lib._stale(obj, cmd, ["g++", "-c", "k.cc"])
-    os.remove(src)
-    assert tflm_lib._stale(obj, cmd, ["g++", "-c", "k.cc"])
-    os.remove(obj)
-    assert tflm_lib._stale(obj, cmd, ["g++", "-c", "k.cc"])
+def test_the_library_is_graph_nodes_objects_then_the_archive() -> None:
+    tree = str(require_shared(SHARED / "third_party" / "tflite-micro"))
+    spec = tflm_lib.LibrarySpec(tree, "cmsis_nn", ("CONV_2D", "SOFTMAX"), ("-mcpu=cortex-m7", "-mthumb"))
+    graph = tflm_lib.graph(spec, "lib")
+    *objects, archive = graph.nodes
+    assert archive.kind == "archive" and archive.targets == ("lib/libtflm.a",)
+    assert archive.sources == tuple(n.targets[0] for n in objects) and len(objects) > 50
+    assert all(n.kind == "object" and n.targets[0].startswith("lib/obj/") for n in objects)
+    assert any("conv.o" in n.targets[0] for n in objects) and not any("/add.o" in n.targets[0] for n in objects)
+    cxx = graph.env(objects[0].env)
+    assert cxx.ccflags[:2] == ("-mcpu=cortex-m7", "-mthumb") and "-DCMSIS_NN" in cxx.ccflags
+    assert cxx.prefix == "arm-none-eabi-" and os.path.abspath(tree) in cxx.cpppath
 
 
 def test_ops_of_is_the_sorted_union_of_the_measurements(tmp_path: Path) -> None:

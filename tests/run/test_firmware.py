@@ -194,8 +194,8 @@ def test_profile_times_every_op_on_qemu(capsys, tmp_path):
     assert total and int(total.group(1).replace(",", "")) == ops and int(total.group(2).replace(",", "")) == doc["macs"]
     assert re.search(rf"^MACs +{doc['macs']:,} per inference \([\d.]+ instructions per MAC\)$", out, re.MULTILINE)
     # the hook is only in the profiled build: the normal one (outputs, flash, the count) has none of it
-    assert "arena_profile_op" in symbols(tmp_path / "b" / "firmware_profile.elf")
-    assert "arena_profile_op" not in symbols(tmp_path / "b" / "firmware.elf")
+    assert "arena_profile_op" in symbols(tmp_path / "b" / "profile" / "mps2_an500" / "firmware.elf")
+    assert "arena_profile_op" not in symbols(tmp_path / "b" / "build" / "mps2_an500" / "firmware.elf")
 
 
 def symbols(elf) -> set[str]:

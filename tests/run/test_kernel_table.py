@@ -55,7 +55,7 @@ def test_int8_firmware_links_no_float_kernel_and_runs_its_ops(capsys, tmp_path: 
                        "--build-dir", str(tmp_path / name)])
         out = capsys.readouterr().out
         assert rc == 0 and "match: every output" in out, out
-        syms[name] = _symbols(tmp_path / name / "firmware.elf")
+        syms[name] = _symbols(tmp_path / name / "build" / "mps2_an500" / "firmware.elf")
     assert {"arena_k_qlinear_conv", "arena_k_qlinear_matmul", "arena_kernels"} <= syms["kws_int8"]
     assert not {"arena_k_conv", "arena_k_gemm", "arena_k_softmax"} & syms["kws_int8"]
     assert {"arena_k_conv", "arena_k_gemm", "arena_k_softmax"} <= syms["kws"]

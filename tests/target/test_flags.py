@@ -15,7 +15,7 @@ from arena_tool.builder import build_graph as bg
 from arena_tool import cli
 from arena_tool.builder import board_report
 from arena_tool.target import flags, manifest
-from arena_tool.builder import gate
+from arena_tool.builder import execute, gate
 from arena_tool.run import firmware
 from arena_tool.report import htmlreport
 from arena_tool.core.errors import ArenaError
@@ -107,12 +107,19 @@ def test_report_states_the_level_the_manifest_chose(tmp_path: Path) -> None:
 @pytest.mark.parametrize("argv,first", [((), "-O2"), (("--optimize", "size"), "-Os"), (("--optimize", "speed"), "-O2")])
 def test_run_compiles_at_the_level_asked(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
                                          tmp_path: Path, argv: tuple[str, ...], first: str) -> None:
-    """``arena-tool run --optimize``: the compile command and the report's cflags (no compiler run)."""
+    """``arena-tool run --optimize``: the compile command and the report's cflags (no compiler run:
+    each command's output is an empty file, in a cache of the test's own)."""
     seen: list[list[str]] = []
-    monkeypatch.setattr(firmware, "_compile", seen.append)
+
+    def compile(self: execute.Executor, command: list[str]) -> None:
+        seen.append(command)
+        Path(self.root, command[command.index("-o") + 1]).write_bytes(b"")
+
+    monkeypatch.setenv(execute.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(execute.Executor, "_run", compile)
     monkeypatch.setattr(firmware, "run_host", lambda exe, timeout=0: (1, "status kws 1\n"))
     rc = cli.main(["run", str(KWS), "--board", "host", "--json", str(tmp_path / "r.json"), *argv])
     capsys.readouterr()
     assert rc == 3
     doc: dict[str, Any] = json.loads((tmp_path / "r.json").read_text())
-    assert doc["cflags"][0] == first and seen[0][:2] == ["gcc", first]
+    assert doc["cflags"][0] == first and seen[0][0] == "gcc" and seen[0][4] == first
