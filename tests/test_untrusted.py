@@ -774,3 +774,20 @@ def test_a_region_name_of_27000_characters_is_read_in_linear_time(tmp_path: Path
     t0 = time.process_time()
     code, _, err = run(capsys, "board", "import", path, "--name", "s", "-o", tmp_path / "s.yaml")
     assert code == 2 and time.process_time() - t0 < 2, (code, err)
+
+
+def test_lost_output_lines_are_truncation_not_a_mismatch() -> None:
+    """At load 24 QEMU dropped 2,940 of 36,864 printed values (its stdio device writes without blocking
+    into a full pipe; it writes to a file now): run reported a MISMATCH, max error inf. Each printout
+    is checked against its declared count and indexes: what is missing is "output truncated"."""
+    from arena_tool.run import firmware, verify
+
+    whole = ["model m", "output y float32 4"] + [f"{i} 0x3f800000 1.000000" for i in range(4)] + ["status m 0"]
+    assert verify.parse_output("\n".join(whole)).truncated == {}
+    lost = whole[:3] + whole[5:]  # values 1 and 2 lost: a gap and a short count
+    parsed = verify.parse_output("\n".join(lost))
+    assert parsed.truncated == {"m": {"y": "2 of 4 values, 1 out of order"}}
+    cut = whole[:4] + whole[6:]  # the tail lost: a short count
+    assert verify.parse_output("\n".join(cut)).truncated == {"m": {"y": "2 of 4 values"}}
+    lines, ok = firmware.outputs_match("\n".join(lost), [("m", "unused.onnx", None)])  # type: ignore[list-item]
+    assert not ok and lines == ["m: output truncated: y arrived with 2 of 4 values, 1 out of order; run again"]

@@ -596,6 +596,7 @@ class Firmware:
     instructions_per_tick: float | None = None
     calibration: tuple[int, int] | None = None
     op_ticks: dict[int, int] | None = None  # --profile: op index -> SysTick ticks (the profiled build)
+    truncated: dict[str, str] = dataclasses.field(default_factory=dict)  # output -> what of it is missing
 
 
 @dataclasses.dataclass(frozen=True)
@@ -703,7 +704,7 @@ def build_and_run(out: Path, spec: ModelSpec, plan: PlanFile, lowered: Lowered, 
             v = v.astype(NUMPY_TYPES.get(s.dtype, v.dtype))
             outputs[s.name] = v.reshape(s.shape) if v.size == int(np.prod(s.shape, dtype=np.int64)) else v
     fw = Firmware(board_name, None if board is None else board.qemu, rc, text, outputs,
-                  parsed.status.get(symbol), cflags)
+                  parsed.status.get(symbol), cflags, truncated=parsed.truncated.get(symbol, {}))
     if board is not None:
         sizes = runreport.elf_sizes(str(exe))
         fw.flash, fw.ram = sizes.flash, sizes.ram
@@ -970,6 +971,9 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
             shutil.rmtree(work, ignore_errors=True)
     why = _failure(fw, symbol, timeout)
     missing = [n for n in lowered.outputs if n not in fw.outputs]
+    if why is None and fw.truncated:  # lines lost on the way: no comparison can be made, none is reported
+        name, what = next(iter(fw.truncated.items()))
+        why = f"output truncated: the firmware's printout of {name!r} arrived with {what}; run again"
     if why is None and missing:
         why = f"the firmware printed no value for output {missing[0]!r}"
     if why is not None:
@@ -977,6 +981,9 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
         print(f"arena-tool: {model}: the firmware's last lines:\n{tail}", file=err)
         if json_path:
             write_report(json_path, report_of(result="firmware_error", fw=fw, error=why))
+        if fw.truncated:  # not arena's bug, and not a mismatch: nothing was compared
+            raise ArenaError(why, file=model, field="run", exit_code=EXIT_CHECK_FAILED,
+                             hint="the firmware's output was lost on its way (a loaded machine?); run again")
         raise ArenaError(why, file=model, field="run", exit_code=EXIT_BUG,
                          hint=BUG_HINT + (f"; the build is kept in {build_dir}" if build_dir else
                                           "; --build-dir DIR keeps the build"))
@@ -1055,6 +1062,11 @@ def outputs_match(text: str, models: Sequence[tuple[str, str, PlanFile]]) -> tup
     for name, path, plan in models:
         if run.status.get(name) != 0 or name not in run.outputs:
             lines.append(f"{name}: MISMATCH: it did not run to the end (status {run.status.get(name)})")
+            ok = False
+            continue
+        if run.truncated.get(name):  # lines lost on the way: nothing to compare, not a mismatch
+            out, what = next(iter(run.truncated[name].items()))
+            lines.append(f"{name}: output truncated: {out} arrived with {what}; run again")
             ok = False
             continue
         ref = verify.reference(path, plan)

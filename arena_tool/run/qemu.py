@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 
 from arena_tool.core.errors import ArenaError
 
@@ -37,10 +38,15 @@ def run(elf_path: str, machine: str, timeout: float = 60, icount: bool = False) 
     if shutil.which("qemu-system-arm") is None:
         raise ArenaError("qemu-system-arm is not installed",
                          hint="apt-get install qemu-system-arm (Debian), or run the host build instead")
-    try:
-        p = subprocess.run(command(elf_path, machine, icount), stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode("utf-8", "replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-        return TIMEOUT_STATUS, out + f"\nqemu: stopped after {timeout} s\n"
-    return p.returncode, p.stdout.decode("utf-8", "replace")
+    # Into a file, not a pipe: QEMU's stdio character device writes without blocking and drops what
+    # a full pipe refuses, so a reader slowed by a loaded machine lost output lines (2,940 of 36,864
+    # values at load 24, read as a mismatch); a file takes every write.
+    with tempfile.TemporaryFile() as out:
+        try:
+            code = subprocess.run(command(elf_path, machine, icount), stdout=out, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, timeout=timeout).returncode
+            tail = ""
+        except subprocess.TimeoutExpired:
+            code, tail = TIMEOUT_STATUS, f"\nqemu: stopped after {timeout} s\n"
+        out.seek(0)
+        return code, out.read().decode("utf-8", "replace") + tail

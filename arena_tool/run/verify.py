@@ -268,13 +268,16 @@ class FirmwareRun:
     """outputs[model][tensor] = values; status[model] = arena_run's code;
     ticks[model] = SysTick ticks of the inference (target builds only);
     calibration = (instructions of main.c's timing loop, its ticks), target builds only;
-    op_ticks[model][op index] = SysTick ticks of that op (a -DARENA_PROFILE build)."""
+    op_ticks[model][op index] = SysTick ticks of that op (a -DARENA_PROFILE build);
+    truncated[model][tensor] = what of its printout is missing ("3,071 of 4,096 values"): lines lost
+    on the way (QEMU's output under load), which no comparison should read as a mismatch."""
 
     outputs: dict[str, dict[str, np.ndarray]]
     status: dict[str, int]
     ticks: dict[str, int]
     calibration: tuple[int, int] | None = None
     op_ticks: dict[str, dict[int, int]] = dataclasses.field(default_factory=dict)
+    truncated: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
 
 
 def parse_output(text: str) -> FirmwareRun:
@@ -287,9 +290,15 @@ def parse_output(text: str) -> FirmwareRun:
     model = tensor = None
     dtype = ""
     vals: list[Any] = []
+    declared = 0
+    gaps = 0  # values whose index is not the one after the last: lines lost in between
+    truncated: dict[str, dict[str, str]] = {}
 
     def close() -> None:
         if model is not None and tensor is not None:
+            if len(vals) != declared or gaps:
+                truncated.setdefault(model, {})[tensor] = f"{len(vals):,} of {declared:,} values" + (
+                    f", {gaps:,} out of order" if gaps else "")
             if dtype == "float32":
                 arr = np.array(vals, dtype=np.uint32).view(np.float32)
             else:
@@ -304,7 +313,7 @@ def parse_output(text: str) -> FirmwareRun:
             outputs.setdefault(model, {})
         elif m := _LINE_OUTPUT.match(line):
             close()
-            tensor, dtype, vals = m.group(1), m.group(2), []
+            tensor, dtype, vals, declared, gaps = m.group(1), m.group(2), [], int(m.group(3)), 0
         elif m := _LINE_STATUS.match(line):
             close()
             status[m.group(1)] = int(m.group(2))
@@ -316,7 +325,8 @@ def parse_output(text: str) -> FirmwareRun:
         elif m := _LINE_OP.match(line):
             op_ticks.setdefault(m.group(1), {})[int(m.group(2))] = int(m.group(3))
         elif tensor is not None and (m := _LINE_VALUE.match(line)):
+            gaps += int(m.group(1)) != len(vals)
             tok = m.group(2)
             vals.append(int(tok, 16) if tok.startswith("0x") else int(tok))
     close()
-    return FirmwareRun(outputs, status, ticks, calibration, op_ticks)
+    return FirmwareRun(outputs, status, ticks, calibration, op_ticks, truncated)
