@@ -341,7 +341,7 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
     dw_split_t t;
     cparams_t cp = cparams(c);
     uintptr_t xa = (uintptr_t)x, ya = (uintptr_t)y;
-    int kind, apart = ya >= xa + xbytes || ya + ybytes <= xa;
+    int kind, row, apart = ya >= xa + xbytes || ya + ybytes <= xa;
     if (d->w == 1 && a.kernel[1] == 1 && a.pads[1] == 0 && a.pads[3] == 0) {
         /* Kx1 down a 1-wide plane: the 1xK kernel along a 1-high plane of the same bytes. */
         a.kernel[1] = a.kernel[0];
@@ -374,12 +374,28 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
     k.dwl = a.dilations[1];
     k.groups = kind == DW_ROW ? k.kw / 4 : (k.kw + 3) / 4;
     k.nz = neg2(x_zp);
+    /* One unpadded row of taps over a whole 1-high plane (a DS-TCN's): with direct reads, one
+     * block straight from the plane, without dw_plane. */
+    row = kind == DW_ROW && dd.h == 1 && t.per_w == dd.ow && a.pads[1] == 0 && a.pads[3] == 0 && !u8 && temp == NULL
+          && apart;
+    (void)row; /* no DW_ROW without the DSP extension */
+    k.n = dd.ow;
+    k.nh = 1;
+    k.width = dd.w;
     for (o = 0; o < d->n * d->m; ++o) { /* increasing o: see arena_dw_in_place */
         int32_t m = o % d->m;
         chan_t ch = chan(&cp, m);
         size_t at = (size_t)(o / d->m * d->c + m / mult) * plane;
         const int8_t *src = x + at;
         dw_kernel(&k, kind, w + (size_t)m * (size_t)taps, ch.wz, x_zp, wk, wp);
+#if defined(__ARM_FEATURE_DSP)
+        if (row && at + plane + 3u <= xbytes) {
+            k.band = src;
+            k.dst = y + (size_t)o * oplane;
+            dwk_row(&k, q, &ch);
+            continue;
+        }
+#endif
         if (temp != NULL) {
             memcpy(temp, src, plane);
             src = temp;
