@@ -1,7 +1,7 @@
 """arena's runtime against TFLite Micro, reference kernels and CMSIS-NN, on one emulated Cortex-M.
 
     python3 bench/speed.py [--networks vww,kws,resnet8,ad01] [--dtypes int8,float] [--optimize size|speed]
-                           [--build DIR]
+                           [--variants kws,ds_tcn,mobilenet_v2,mnasnet] [--build DIR]
 
 For each MLPerf Tiny network (VWW, KWS, ResNet-8, AD01), int8 and float32, this builds and runs
 
@@ -20,6 +20,15 @@ dtype): MACs (arena_tool.model.macs on the ONNX: conv and gemm MACs plus pooling
 network), instructions and instructions per MAC of each runtime, flash (the ELF's allocated
 sections with contents, the input data included: arena-tool run links its input table, TFLM's
 firmware its g_input) and the ratios arena / TFLM measured in this run; then which files were used.
+
+Then, arena alone (``--variants``; ``--networks ''`` measures only these): each network's int8 twin
+and its two variants other quantizers write, quantized here by tests/quantized.py (QOperator,
+per-channel): uint8 activations (onnxruntime's U8S8) and asymmetric int8 weights (zero points
+other than 0), one ``arena-tool run --profile`` each, every output equal to onnxruntime's. The
+networks: MLPerf Tiny's KWS and tests/zoo.py's DS-TCN, MobileNetV2 and MnasNet. A table of each
+variant's instructions and its ratio to the int8 twin, then one of instructions per MAC per op
+kind (depthwise KxK, pointwise, conv KxK, fully connected: the conv ops' kernel and group from
+the lowered model) of every variant.
 
 ``<shared>`` is ``../shared`` beside the project (``ARENA_SHARED`` overrides it). Without it, or
 without the cross C++ toolchain (Debian ``libstdc++-arm-none-eabi-newlib``), qemu-system-arm or
@@ -250,9 +259,11 @@ def arena_model(shared: Path, build: Path, net: Network, dtype: str) -> tuple[Pa
     return path, f"quantized from {net.onnx_float} by tests/quantized.py (QDQ, per-channel)"
 
 
-def run_arena(model: Path, work: Path, optimize: str = DEFAULT_OPTIMIZE) -> tuple[Measured, int]:
-    """arena-tool run on the QEMU board at the ``optimize`` level: (its numbers, the model's MACs);
-    an error when the firmware fails or its outputs differ from onnxruntime's."""
+def run_arena(model: Path, work: Path, optimize: str = DEFAULT_OPTIMIZE,
+              profile: bool = False) -> tuple[Measured, int, list[dict[str, Any]]]:
+    """arena-tool run on the QEMU board at the ``optimize`` level: (its numbers, the model's MACs, the
+    run report's per-op profile when ``profile``, else []); an error when the firmware fails or its
+    outputs differ from onnxruntime's."""
     from arena_tool import cli
 
     work.mkdir(parents=True, exist_ok=True)
@@ -261,12 +272,97 @@ def run_arena(model: Path, work: Path, optimize: str = DEFAULT_OPTIMIZE) -> tupl
     text = io.StringIO()
     with contextlib.redirect_stdout(text), contextlib.redirect_stderr(text):
         rc = cli.main(["run", str(model), "--board", BOARD, "--json", str(report), "--build-dir", str(work / "fw"),
-                       "--timeout", str(TIMEOUT), "--optimize", optimize])
+                       "--timeout", str(TIMEOUT), "--optimize", optimize, *(["--profile"] if profile else [])])
     if not report.is_file():
-        return Measured(None, None, f"arena-tool run exited {rc}: {text.getvalue().strip()[-200:]}"), 0
+        return Measured(None, None, f"arena-tool run exited {rc}: {text.getvalue().strip()[-200:]}"), 0, []
     doc = json.loads(report.read_text(encoding="utf-8"))
     error = None if doc["result"] == "match" else f"{doc['result']}: {doc.get('error') or 'outputs differ'}"
-    return Measured(doc["instructions"], doc["flash"], error), int(doc["macs"])
+    return Measured(doc["instructions"], doc["flash"], error), int(doc["macs"]), list(doc.get("profile") or [])
+
+
+# --- uint8 and asymmetric-weight variants ------------------------------------------------------
+
+VARIANT_NETWORKS = ("kws", "ds_tcn", "mobilenet_v2", "mnasnet")
+# (label, quantized()'s keywords): the int8 twin first, the ratios are to it
+VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("int8", {}), ("uint8", {"activation": "uint8"}), ("asym w", {"weight_symmetric": False}))
+
+
+def op_kind(op_type: str, attrs: Mapping[str, Any], channels: int | None) -> str:
+    """A profile row's kind: a conv by kernel and group (depthwise: one input channel per group),
+    the dense ops as one, anything else its op type."""
+    if op_type in ("QLinearConv", "Conv"):
+        kh, kw = ([*(attrs.get("kernel_shape") or [1])] + [1])[:2]
+        group = int(attrs.get("group") or 1)
+        if group > 1 and group == channels:
+            return f"depthwise {kh}x{kw}"
+        return "pointwise" if (kh, kw) == (1, 1) else f"conv {kh}x{kw}"
+    if op_type in ("QGemm", "Gemm", "QLinearMatMul", "MatMul"):
+        return "fully connected"
+    return op_type
+
+
+def kinds(model: Path, profile: Sequence[Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
+    """Per op kind of ``model`` (op_kind, from its lowered ops by name): (instructions, MACs) summed over its profile."""
+    from arena_tool.model import lowering
+
+    lw = lowering.load(str(model))
+    by_name = {op.name: op for op in lw.ops}
+    out: dict[str, tuple[int, int]] = {}
+    for row in profile:
+        op = by_name.get(row["name"])
+        shape = lw.types[op.inputs[0]].shape if op is not None and op.inputs[0] in lw.types else None
+        channels = shape[1] if shape is not None and len(shape) > 1 and isinstance(shape[1], int) else None
+        kind = op_kind(row["op_type"], op.attrs if op is not None else {}, channels)
+        i, m = out.get(kind, (0, 0))
+        out[kind] = (i + int(row["instructions"] or 0), m + int(row["macs"]))
+    return out
+
+
+def variant_source(shared: Path, build: Path, key: str) -> Path:
+    """The float model of a variant network: KWS's ONNX conversion, or tests/zoo.py's network saved once."""
+    if key == "kws":
+        return models_dir(shared) / "keyword_spotting__kws_ref_model_float32_tflite2onnx.onnx"
+    import onnx
+    import zoo  # tests/ is on sys.path (variants)
+
+    path = build / "zoo" / f"{key}.onnx"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        onnx.save(zoo.build(key), str(path))
+    return path
+
+
+def variants(shared: Path, build: Path, keys: Sequence[str], optimize: str) -> tuple[list[str], int]:
+    """The variant tables' lines and how many runs failed."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        import quantized as Q
+
+        measured: list[tuple[str, str, Measured, dict[str, tuple[int, int]]]] = []
+        for key in keys:
+            src = variant_source(shared, build, key)
+            for label, kw in VARIANTS:
+                path = Q.quantized(src, "qoperator", True, build / "quantized", **kw)
+                print(f"speed: arena-tool run --profile {path.name} --board {BOARD}", file=sys.stderr, flush=True)
+                m, _, prof = run_arena(path, build / "arena" / f"{path.stem}_{optimize}", optimize, profile=True)
+                measured.append((key, label, m, kinds(path, prof) if prof else {}))
+    finally:
+        sys.path.remove(str(ROOT / "tests"))
+    lines = ["| network | " + " | ".join(f"{label} instr | x int8" for label, _ in VARIANTS[1:]) + " | int8 instr |",
+             "|---|" + "---:|---:|" * (len(VARIANTS) - 1) + "---:|"]
+    for key in keys:
+        got = {label: m for k, label, m, _ in measured if k == key}
+        base = got["int8"].instructions
+        cells = [f"{_n(got[label].instructions)} | {ratio(got[label].instructions, base)}" for label, _ in VARIANTS[1:]]
+        lines.append(f"| {key} | " + " | ".join(cells) + f" | {_n(base)} |")
+    lines += ["", "| network | variant | op kind | MACs | instructions | instr/MAC |", "|---|---|---|---:|---:|---:|"]
+    for key, label, m, by_kind in measured:
+        for kind, (insns, macs) in sorted(by_kind.items(), key=lambda kv: -kv[1][0]):
+            if macs:
+                lines.append(f"| {key} | {label} | {kind} | {macs:,} | {insns:,} | {insns / macs:.2f} |")
+    errors = [f"speed: error: {key} {label}: arena: {m.error}" for key, label, m, _ in measured if m.error]
+    return lines + errors, len(errors)
 
 
 # --- the table --------------------------------------------------------------------------------
@@ -324,14 +420,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--dtypes", default=",".join(DTYPES), help="int8, float or both (default)")
     ap.add_argument("--optimize", choices=sorted(LEVELS), default=DEFAULT_OPTIMIZE,
                     help=f"arena's level: size (-Os) or speed (-O2) (default {DEFAULT_OPTIMIZE}, a build's)")
+    ap.add_argument("--variants", default=",".join(VARIANT_NETWORKS),
+                    help=f"networks whose uint8 and asymmetric-weight variants arena runs against their int8 twin, "
+                         f"of {', '.join(VARIANT_NETWORKS)} (default: all; '' for none)")
     ap.add_argument("--build", default=str(ROOT / "build" / "speed"), help="cache folder (default build/speed)")
     ap.add_argument("--jobs", type=int, default=2, help="parallel compiles of the TFLM build (default 2)")
     args = ap.parse_args(argv)
     by_key = {n.key: n for n in NETWORKS}
     keys = [k.strip().lower() for k in args.networks.split(",") if k.strip()]
     dtypes = [d.strip().lower() for d in args.dtypes.split(",") if d.strip()]
+    vkeys = [k.strip().lower() for k in args.variants.split(",") if k.strip()]
     bad = [k for k in keys if k not in by_key] + [d for d in dtypes if d not in DTYPES]
-    if bad or not keys or not dtypes:
+    bad += [k for k in vkeys if k not in VARIANT_NETWORKS]
+    if bad or not (keys or vkeys) or not dtypes:
         ap.error(f"unknown network or dtype {', '.join(bad) or '(none given)'}: networks "
                  f"{', '.join(by_key)}; dtypes {', '.join(DTYPES)}")
     shared = shared_dir()
@@ -341,6 +442,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     build = Path(args.build)
     cases = [(by_key[k], d) for k in keys for d in dtypes]
+    if not cases:
+        lines, failed = variants(shared, build, vkeys, args.optimize)
+        print("\n".join(lines))
+        return 1 if failed else 0
     models = models_dir(shared)
     tflites = sorted({models / (n.tflite_int8 if d == "int8" else n.tflite_float) for n, d in cases})
     for kernels in KERNELS:
@@ -353,7 +458,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tfl = net.tflite_int8 if dtype == "int8" else net.tflite_float
         onnx_path, how = arena_model(shared, build, net, dtype)
         print(f"speed: arena-tool run {onnx_path.name} --board {BOARD}", file=sys.stderr, flush=True)
-        arena, macs = run_arena(onnx_path, build / "arena" / f"{net.key}_{dtype}_{args.optimize}", args.optimize)
+        arena, macs, _ = run_arena(onnx_path, build / "arena" / f"{net.key}_{dtype}_{args.optimize}", args.optimize)
         rows.append(Row(net.title, dtype, macs, arena, {k: tflm[elves[(k, tfl)]] for k in KERNELS}))
         files.append(f"  {net.title} {dtype}: arena {onnx_path.name} ({how}); TFLM {tfl}")
 
@@ -372,7 +477,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     failures = [r for r in rows if r.arena.error]
     for r in failures:
         print(f"speed: error: {r.network} {r.dtype}: arena: {r.arena.error}")
-    return 1 if failures else 0
+    failed = 0
+    if vkeys:
+        lines, failed = variants(shared, build, vkeys, args.optimize)
+        print("\nuint8-activation and asymmetric-weight variants (QOperator, per-channel) against their int8 twin:")
+        print("\n".join(lines))
+    return 1 if failures or failed else 0
 
 
 if __name__ == "__main__":
