@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 FORMAT = 3  # 2: targets carry flash and runtime; 3: targets carry their whole board (Board.to_json)
 
 
-def _stamp(paths: Iterable[str]) -> list[list[Any]]:
+def stamps(paths: Iterable[str]) -> list[list[Any]]:
+    """(path, mtime in ns, size) of each file, None where it is gone."""
     out: list[list[Any]] = []
     for p in paths:
         try:
@@ -48,7 +49,7 @@ def cached(path: str, board_dirs: tuple[str, ...], cache_file: str) -> dict[str,
     try:
         with open(cache_file, encoding="utf-8") as f:
             entry = json.load(f)
-        if entry["key"] == key and entry["stamps"] == _stamp(_watched(entry["manifest"])):
+        if entry["key"] == key and entry["stamps"] == stamps(_watched(entry["manifest"])):
             hit: dict[str, Any] = entry["manifest"]
             return hit
     except (OSError, ValueError, KeyError, TypeError):
@@ -56,7 +57,7 @@ def cached(path: str, board_dirs: tuple[str, ...], cache_file: str) -> dict[str,
     from arena_tool.target import manifest
 
     doc = manifest.to_doc(manifest.load(path, board_dirs))
-    entry = {"key": key, "stamps": _stamp(_watched(doc)), "manifest": doc}
+    entry = {"key": key, "stamps": stamps(_watched(doc)), "manifest": doc}
     from arena_tool.core.files import write_atomic
 
     write_atomic(cache_file, json.dumps(entry))
@@ -77,11 +78,11 @@ def summary(report_paths: list[str], cache_file: str) -> str:
     (the code that renders them): a no-op build prints the end-of-build table
     without importing ``arena_tool.report`` (a few milliseconds of dataclass set-up).
     """
-    stamps = [package_digest(), *_stamp(report_paths)]
+    seen = [package_digest(), *stamps(report_paths)]
     try:
         with open(cache_file, encoding="utf-8") as f:
             entry = json.load(f)
-        if entry["format"] == FORMAT and entry["stamps"] == stamps:
+        if entry["format"] == FORMAT and entry["stamps"] == seen:
             return str(entry["text"])
     except (OSError, ValueError, KeyError, TypeError):
         pass
@@ -90,7 +91,7 @@ def summary(report_paths: list[str], cache_file: str) -> str:
 
     text = board_report.summary([board_report.read(path) for path in report_paths])
     try:
-        write_atomic(cache_file, json.dumps({"format": FORMAT, "stamps": stamps, "text": text}))
+        write_atomic(cache_file, json.dumps({"format": FORMAT, "stamps": seen, "text": text}))
     except OSError:
         pass  # only an optimisation
     return text

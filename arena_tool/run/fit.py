@@ -587,3 +587,20 @@ def main(manifest_path: str, board: str, *, objective: str = "speed", json_path:
         manifest.load(write)  # what it wrote loads as a manifest (schema and checks)
         print(f"wrote {write}", file=out)
     return code
+
+
+def chosen(result: FitResult) -> BoardTarget:
+    """The board as the build plans it under ``fit:``: each model with its pick's options (a split
+    pick's regions and the board's split too), the pick's level where the manifest sets none; the
+    board unchanged when nothing fits (its gate then says why, with the configurations' hints)."""
+    t, c = result.target, result.picked
+    if c is None:
+        return t
+    split = next((p.split for p in c.combo.picks if p.split), ())
+    caps = tuple((name, t.region_limit(name)) for name, _ in split)
+    models = tuple(dataclasses.replace(spec, options=p.options, regions=caps or spec.regions)
+                   for spec, p in zip(t.models, c.combo.picks))
+    out = dataclasses.replace(t, models=models, optimize=t.optimize or c.optimize)
+    if caps:
+        out = dataclasses.replace(out, region=caps[0][0], split=tuple(n for n, _ in caps))
+    return out

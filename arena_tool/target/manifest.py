@@ -242,7 +242,7 @@ class _Loader:
         known = sorted(boards.list_boards(list(dirs)))
         top: dict[str, Any] = {k: self.data[k] for k in (
             "sharing", "region", "split", "budget", "reserve", "warn_above", "runtime", "linker", "linker_script",
-            "linker_regions", "optimize", "tflm") if k in self.data}
+            "linker_regions", "optimize", "tflm", "fit") if k in self.data}
         targets: list[BoardTarget] = []
         seen: dict[str, int] = {}
         for i, item in enumerate(self.data["boards"]):
@@ -339,10 +339,20 @@ class _Loader:
             models=tuple(models), runtime=runtime, linker=linker, linker_script=script,
             linker_regions=memory_names, split=split, optimize=pick("optimize", None),
             tflm=self.tflm(board.name, runtime, pick("tflm", None), where_of("tflm")),
+            fit=self.fit(board.name, runtime, pick("fit", None), where_of("fit")),
         )
         if target.tflm is not None:
             target = dataclasses.replace(target, models=self.tflm_kernels(target, where_of("tflm")))
         return self.placed(target, where_of)
+
+    def fit(self, board: str, runtime: str, raw: Any, where: tuple[Any, ...]) -> str | None:
+        """``fit: auto`` -> speed, ``{objective: X}`` -> X; only a board whose firmware arena builds."""
+        if raw is None:
+            return None
+        if runtime != "arena":
+            raise self.err(f"fit on board {board} with runtime: {runtime}: the search builds and runs arena's runtime",
+                           where, hint="drop fit:, or use runtime: arena")
+        return "speed" if raw == "auto" else str(raw["objective"])
 
     def tflm_kernels(self, t: BoardTarget, where: tuple[Any, ...]) -> tuple[ModelSpec, ...]:
         """The models planned for the kernels the firmware links (tflm.kernels refined by the core:

@@ -107,6 +107,8 @@ class BoardTarget:
     split: a split arena's regions, fastest first (``region`` is the first); () for one arena;
     tflm: with runtime tflm, the TFLite Micro arena builds the firmware with (None: the project
       brings TFLM and its own main).
+    fit: ``fit: auto`` (speed) or its objective (ram, flash): the build plans the configuration
+      ``arena-tool fit`` picks (build_steps.fitted); None: the manifest's options as they are.
     """
 
     name: str
@@ -125,6 +127,7 @@ class BoardTarget:
     split: tuple[str, ...] = ()
     optimize: str | None = None
     tflm: tflm_sources.TflmConfig | None = None
+    fit: str | None = None
 
     @property
     def reserve(self) -> int:
@@ -162,6 +165,8 @@ class BoardTarget:
             doc["split"] = list(self.split)
         if self.optimize is not None:
             doc["optimize"] = self.optimize
+        if self.fit is not None:
+            doc["fit"] = self.fit
         return json.dumps(doc, sort_keys=True, separators=(",", ":"))
 
 
@@ -232,7 +237,7 @@ def target_doc(t: BoardTarget) -> dict[str, Any]:
             "sharing": t.sharing, "models": [_spec_doc(s) for s in t.models], "runtime": t.runtime,
             "linker": t.linker, "linker_script": t.linker_script, "linker_regions": [list(p) for p in t.linker_regions],
             "split": list(t.split), "optimize": t.optimize, "key": t.key(), "gcc_flags": list(t.board.cpu.gcc_flags()),
-            "tflm": t.tflm.to_doc() if t.tflm else None}
+            "tflm": t.tflm.to_doc() if t.tflm else None, "fit": t.fit}
 
 
 def target_from_doc(d: dict[str, Any]) -> BoardTarget:
@@ -243,4 +248,5 @@ def target_from_doc(d: dict[str, Any]) -> BoardTarget:
         warn_above=d["warn_above"], sharing=d["sharing"], models=tuple(_spec_from(s) for s in d["models"]),
         runtime=d["runtime"], linker=d["linker"], linker_script=d["linker_script"],
         linker_regions=tuple((a, b) for a, b in d["linker_regions"]), split=tuple(d["split"]),
-        optimize=d.get("optimize"), tflm=tflm_sources.TflmConfig.from_doc(d["tflm"]) if d.get("tflm") else None)
+        optimize=d.get("optimize"), tflm=tflm_sources.TflmConfig.from_doc(d["tflm"]) if d.get("tflm") else None,
+        fit=d.get("fit"))

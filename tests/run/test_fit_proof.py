@@ -61,3 +61,29 @@ def test_nothing_fits_exit_1_names_the_smallest_ram_reachable(tmp_path, capsys):
     assert cli.main(["fit", _manifest(tmp_path, "1000"), "--board", "mps2_an386"]) == 1
     out = capsys.readouterr().out
     assert "nothing fits; the smallest RAM reachable is" in out and "set by mobile" in out
+
+
+@pytest.mark.slow
+def test_fit_auto_builds_the_pick_keeps_explicit_options_and_a_rebuild_is_a_noop(tmp_path, monkeypatch, capsys):
+    require_tool("arm-none-eabi-gcc")
+    require_tool("qemu-system-arm")
+    from arena_tool.plan import planfile
+
+    models.save(models.mobile(), tmp_path / "mobile.onnx")
+    (tmp_path / "arena.yaml").write_text(
+        "fit: auto\nmodels:\n  - {name: mobile, path: mobile.onnx, time_limit: 2, schedule: memory}\n"
+        "boards:\n  - {name: mps2_an386, region: SSRAM23, budget: 40000}\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["generate", "arena.yaml", "--board", "mps2_an386"]) == 0
+    first = capsys.readouterr().out
+    assert "fit mps2_an386:" in first and "pick:" in first
+    (doc,) = json.loads((tmp_path / "build" / "mps2_an386" / "arena_fit.json").read_text())["boards"]
+    pick = doc["configurations"][doc["pick"]]
+    (plan_path,) = (tmp_path / "build").rglob("*.plan.json")
+    plan = planfile.load(str(plan_path))
+    assert plan.options.to_doc() == pick["models"][0]["options"] and plan.arena_size <= 40000
+    assert plan.options.patches != "off" and plan.options.schedule == "memory"  # the manifest's, kept
+    stamp = (tmp_path / "build" / ".arena_fit.json").stat().st_mtime_ns
+    assert cli.main(["generate", "arena.yaml", "--board", "mps2_an386"]) == 0
+    assert "fit mps2_an386:" not in capsys.readouterr().out  # the search's cache: no search again
+    assert (tmp_path / "build" / ".arena_fit.json").stat().st_mtime_ns == stamp
