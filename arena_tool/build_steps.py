@@ -750,73 +750,9 @@ class Generated:
     status: int = 0
 
 
-FIT_FORMAT = 1
-
-
-def fitted(doc: dict[str, Any], out: str) -> dict[str, Any]:
-    """The manifest document with every ``fit:`` board as ``arena-tool fit`` picks it
-    (``run.fit.chosen``: its models' options, level and split), for the build graph to plan.
-
-    Cached by content in ``<out>/.arena_fit.json``, per board: keyed by the board's document,
-    the (path, mtime, size) of its board and model files and the package's digest, so a no-op
-    build reads one JSON file and imports nothing more, and a change re-runs the search of the
-    boards it touches only. On a miss the search runs (profiled QEMU runs for the cost model, a
-    link per configuration that fits RAM; no proof run: ``arena-tool fit`` proves), prints its
-    report and writes ``<out>/<board>/arena_fit.json`` (schemas/fit.schema.json)."""
-    if not any(t.get("fit") for t in doc["targets"]):
-        return doc
-    import hashlib
-
-    from arena_tool.builder import noop_cache
-    from arena_tool.core.files import package_digest, write_atomic
-
-    cache = os.path.join(out, ".arena_fit.json")
-    try:
-        with open(cache, encoding="utf-8") as f:
-            entries: dict[str, Any] = json.load(f)
-    except (OSError, ValueError):
-        entries = {}
-    digest = package_digest()
-    targets, changed = [], False
-    for t in doc["targets"]:
-        if not t.get("fit"):
-            targets.append(t)
-            continue
-        files = [t["board_file"], *(m["path"] for m in t["models"])]
-        key = hashlib.sha256(json.dumps([FIT_FORMAT, digest, noop_cache.stamps(files), t],
-                                        sort_keys=True).encode()).hexdigest()
-        entry = entries.get(t["name"])
-        if not isinstance(entry, dict) or entry.get("key") != key:
-            entry = {"key": key, "target": _fit_board(doc["file"], t, out)}
-            entries[t["name"]] = entry
-            changed = True
-        targets.append(entry["target"])
-    if changed:
-        os.makedirs(out, exist_ok=True)
-        write_atomic(cache, json.dumps(entries, sort_keys=True))
-    return {**doc, "targets": targets}
-
-
-def _fit_board(manifest_file: str, t: dict[str, Any], out: str) -> dict[str, Any]:
-    """One board's search (``fitted``): its report printed and written, the board as picked."""
-    from arena_tool.core.files import write_atomic
-    from arena_tool.core.schema import check_json
-    from arena_tool.run import fit
-    from arena_tool.target import manifest_data
-
-    target = manifest_data.target_from_doc(t)
-    result = fit.fit(target, objective=target.fit or "speed", prove=False)
-    sys.stdout.write("".join(line + "\n" for line in fit.render(result)))
-    report = {"format_version": fit.FORMAT_VERSION, "manifest": manifest_file, "boards": [fit.to_json(result)]}
-    path = os.path.join(out, target.name, "arena_fit.json")
-    check_json(report, "fit", path)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    write_atomic(path, json.dumps(report, indent=2, sort_keys=True) + "\n")
-    return manifest_data.target_doc(fit.chosen(result))
-
-
 def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequence[str] = (),
-             depfile: str | None = None, listing: bool = False) -> Generated:
+             depfile: str | None = None, listing: bool = False,
+             fitted: Callable[[dict[str, Any], str], dict[str, Any]] | None = None) -> Generated:
     """Everything ``scons link=0`` makes for the boards ``board`` picks, from the same build graph
     and the same steps, with paths relative to the current folder (the project, as SCons's):
     byte-identical outputs. Before any step runs, each board's depfile (``<out>/<board>/arena.d``,
@@ -824,7 +760,8 @@ def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequen
     (Make, Ninja, CMake) reruns this exactly when one changes, a failed gate too. A board that
     fails is a verdict, as in SCons: its lines are printed, the other boards are made, and
     ``Generated.status`` is the exit status; any other failing step raises SystemExit with its
-    exit code, its message printed once (``guarded``)."""
+    exit code, its message printed once (``guarded``). fitted: the manifest document as the
+    ``fit:`` boards pick it (``run.fit.fitted``)."""
     from arena_tool.builder import build_graph, noop_cache
     from arena_tool.core import files
 
@@ -835,8 +772,8 @@ def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequen
 
     def load() -> None:
         files.hold_build_lock(out)
-        doc.update(fitted(noop_cache.cached(manifest_path, tuple(board_dirs), os.path.join(out, ".arena_manifest.json")),
-                          out))
+        loaded = noop_cache.cached(manifest_path, tuple(board_dirs), os.path.join(out, ".arena_manifest.json"))
+        doc.update(fitted(loaded, out) if fitted is not None else loaded)
 
     guarded(load)
     graph = build_graph.graph_of(doc, out, build_graph.Toolchain(link=False, root=root), board)

@@ -547,6 +547,19 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _fitted(doc: dict[str, Any], out: str) -> dict[str, Any]:
+    """The manifest document as its ``fit:`` boards pick it: from the cache (nothing imported), or
+    searched (``run.fit``)."""
+    from arena_tool.builder import noop_cache
+
+    try:
+        return noop_cache.fitted(doc, out)
+    except LookupError:
+        from arena_tool.run import fit
+
+        return fit.fitted(doc, out)
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     """What ``scons link=0`` makes, for any outer build: the steps print their own errors
     (the gate's lines as the SCons build prints them); the summary, then the worst board's
@@ -556,7 +569,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from arena_tool.core import files
 
     try:
-        made = build_steps.generate(args.manifest, args.board, args.out, args.board_dir, args.depfile, args.list)
+        made = build_steps.generate(args.manifest, args.board, args.out, args.board_dir, args.depfile, args.list,
+                                    fitted=_fitted)
         if args.list:
             return EXIT_OK
         print(noop_cache.summary(list(made.reports), os.path.join(args.out, ".arena_summary.json")))

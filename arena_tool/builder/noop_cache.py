@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from arena_tool.core.files import package_digest
 
@@ -69,6 +69,54 @@ def load(path: str, board_dirs: Iterable[str], cache_file: str) -> Manifest:
     from arena_tool.target import manifest
 
     return manifest.from_doc(cached(path, tuple(board_dirs), cache_file))
+
+
+FIT_FORMAT = 1
+
+
+def fitted(doc: dict[str, Any], out: str,
+           search: Callable[[str, dict[str, Any], str], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The manifest document with every ``fit:`` board as ``arena-tool fit`` picks it, for the
+    build graph to plan (``run.fit.fitted`` gives ``search``: (manifest, board document, build
+    folder) -> the board as picked, ``run.fit.chosen``'s).
+
+    Cached by content in ``<out>/.arena_fit.json``, per board: keyed by the board's document,
+    the (path, mtime, size) of its board and model files and the package's digest. A hit reads
+    that one JSON file and imports nothing (a no-op build stays one); a miss without ``search``
+    raises LookupError (the caller then imports run.fit and asks again with it). A change re-runs
+    the search of the boards it touches only."""
+    if not any(t.get("fit") for t in doc["targets"]):
+        return doc
+    import hashlib
+
+    cache = os.path.join(out, ".arena_fit.json")
+    try:
+        with open(cache, encoding="utf-8") as f:
+            entries: dict[str, Any] = json.load(f)
+    except (OSError, ValueError):
+        entries = {}
+    digest = package_digest()
+    targets, changed = [], False
+    for t in doc["targets"]:
+        if not t.get("fit"):
+            targets.append(t)
+            continue
+        files = [t["board_file"], *(m["path"] for m in t["models"])]
+        key = hashlib.sha256(json.dumps([FIT_FORMAT, digest, stamps(files), t], sort_keys=True).encode()).hexdigest()
+        entry = entries.get(t["name"])
+        if not isinstance(entry, dict) or entry.get("key") != key:
+            if search is None:
+                raise LookupError(t["name"])
+            entry = {"key": key, "target": search(doc["file"], t, out)}
+            entries[t["name"]] = entry
+            changed = True
+        targets.append(entry["target"])
+    if changed:
+        from arena_tool.core.files import write_atomic
+
+        os.makedirs(out, exist_ok=True)
+        write_atomic(cache, json.dumps(entries, sort_keys=True))
+    return {**doc, "targets": targets}
 
 
 def summary(report_paths: list[str], cache_file: str) -> str:

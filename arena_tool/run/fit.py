@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Sequence, TextIO
 
-from arena_tool.builder import fit as search
+from arena_tool.builder import fit as search, noop_cache
 from arena_tool.builder.fit import Candidate, Combo, ModelSpace
 from arena_tool.core.errors import EXIT_CHECK_FAILED, EXIT_OK, ArenaError
 from arena_tool.core.files import project_path, write_atomic
@@ -42,6 +42,7 @@ from arena_tool.model import macs as op_macs, patches as patch_stages
 from arena_tool.plan import plancheck, planners
 from arena_tool.run import firmware, runreport
 from arena_tool.target import boards, flags, manifest
+from arena_tool.target import manifest_data
 from arena_tool.target.manifest_data import BoardTarget
 
 FORMAT_VERSION = 1
@@ -604,3 +605,24 @@ def chosen(result: FitResult) -> BoardTarget:
     if caps:
         out = dataclasses.replace(out, region=caps[0][0], split=tuple(n for n, _ in caps))
     return out
+
+
+# ---------------------------------------------------------------- fit: in the manifest
+
+
+def fitted(doc: dict[str, Any], out: str) -> dict[str, Any]:
+    """``noop_cache.fitted`` with this module's search for the boards it has not cached."""
+    return noop_cache.fitted(doc, out, _fit_board)
+
+
+def _fit_board(manifest_file: str, t: dict[str, Any], out: str) -> dict[str, Any]:
+    """One board's search (``fitted``): its report printed and written, the board as picked."""
+    target = manifest_data.target_from_doc(t)
+    result = fit(target, objective=target.fit or "speed", prove=False)
+    sys.stdout.write("".join(line + "\n" for line in render(result)))
+    report = {"format_version": FORMAT_VERSION, "manifest": manifest_file, "boards": [to_json(result)]}
+    path = os.path.join(out, target.name, "arena_fit.json")
+    check_json(report, "fit", path)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_atomic(path, json.dumps(report, indent=2, sort_keys=True) + "\n")
+    return manifest_data.target_doc(chosen(result))

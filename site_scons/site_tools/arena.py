@@ -218,8 +218,14 @@ def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), c
         manifest_path = files.project_path(str(manifest_path), top)  # no clone's path in outputs
         if not (GetOption("help") or GetOption("no_exec")):
             files.hold_build_lock(build_dir)  # a second scons in this tree: one line, not interleaved outputs
-        m = build_steps.fitted(noop_cache.cached(manifest_path, tuple(board_dirs) + tuple(env["ARENA_BOARD_DIRS"]),
-                                                 os.path.join(build_dir, ".arena_manifest.json")), build_dir)
+        m = noop_cache.cached(manifest_path, tuple(board_dirs) + tuple(env["ARENA_BOARD_DIRS"]),
+                              os.path.join(build_dir, ".arena_manifest.json"))
+        try:  # fit: boards as the search picks them, from its cache (nothing imported) or searched
+            m = noop_cache.fitted(m, build_dir)
+        except LookupError:
+            from arena_tool.run import fit
+
+            m = fit.fitted(m, build_dir)
         graph = build_graph.graph_of(m, build_dir, toolchain, board)
     except ArenaError as err:
         sys.stderr.write(err.render() + "\n")
