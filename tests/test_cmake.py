@@ -139,3 +139,13 @@ boards:
     script.write_text(script.read_text() + "\n/* edited */\n")
     again = _build(build)
     assert again.returncode == 0 and "arena: generating nucleo_h743" in again.stdout, again.stdout
+
+
+def test_a_project_path_with_a_dollar_links(tmp_path: Path) -> None:
+    """The link failed in a project folder named with '$': CMake escaped the -T script's path twice
+    (make read '\\$$', Ninja '\\$$$$'); the script goes by name with its folder a link directory."""
+    proj = copy_example(tmp_path / "a$b")
+    build = _cmake(proj)
+    p = _build(build)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert (build / "firmware.elf").exists()
