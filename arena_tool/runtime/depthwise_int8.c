@@ -109,9 +109,27 @@ static __attribute__((noinline)) void dwk_block(const dw_block_t *b, const qpar_
     }
 }
 
-/* One row of taps (KH 1, undilated: a 1xK kernel, or a Kx1 one down a 1-wide plane): per
- * output the kernel's full groups of 4 taps read straight from the model, x and w minus their
- * zero points by SXTAB16 (no copy per channel), then the last KW % 4 from tail. */
+/* One output of a row of taps: the window at p against the kernel's full groups of 4 taps
+ * [w, wend), read straight from the model, x and w minus their zero points by SXTAB16, then
+ * the last KW % 4 taps' packed pairs t0, t1 (pack4). */
+static inline __attribute__((always_inline)) int32_t row_dot(const int8_t *p, const int8_t *w, const int8_t *wend,
+                                                             uint32_t nz, uint32_t nwz, uint32_t t0, uint32_t t1)
+{
+    int32_t acc = 0;
+    uint32_t v;
+    for (; w != wend; w += 4, p += 4) {
+        uint32_t u = ld4(w);
+        v = ld4(p);
+        acc = MAC2(LO16(v, nz), LO16(u, nwz), acc);
+        acc = MAC2(HI16(v, nz), HI16(u, nwz), acc);
+    }
+    v = ld4(p);
+    acc = MAC2(LO16(v, nz), t0, acc);
+    return MAC2(HI16(v, nz), t1, acc);
+}
+
+/* One row of taps (KH 1, undilated: a 1xK kernel, or a Kx1 one down a 1-wide plane): row_dot
+ * per output, the model's weights read directly (no copy per channel). */
 static __attribute__((noinline)) void dwk_row(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
 {
     const int8_t *r = b->band, *wend = b->wrow + 4 * b->groups;
@@ -119,32 +137,47 @@ static __attribute__((noinline)) void dwk_row(const dw_block_t *b, const qpar_t 
     uint32_t nz = b->nz, nwz = b->nwz, t0 = b->tail[0], t1 = b->tail[1];
     int32_t j, n = b->n, sw = b->sw;
     for (j = 0; j < n; ++j, r += sw) {
-        const int8_t *p = r, *k = b->wrow;
-        int32_t acc = 0;
-        uint32_t v;
-        for (; k != wend; k += 4, p += 4) {
-            uint32_t u = ld4(k);
-            v = ld4(p);
-            acc = MAC2(LO16(v, nz), LO16(u, nwz), acc);
-            acc = MAC2(HI16(v, nz), HI16(u, nwz), acc);
-        }
-        v = ld4(p);
-        acc = MAC2(LO16(v, nz), t0, acc);
-        acc = MAC2(HI16(v, nz), t1, acc);
-        dst[j] = store(q, ch, acc);
+        dst[j] = store(q, ch, row_dot(r, b->wrow, wend, nz, nwz, t0, t1));
     }
 }
 
 /* Taps k0 .. k0 + 3 of w (those below kw; the others 0) minus wz, as halfword pairs (w0, w2), (w1, w3). */
-static void pack4(uint32_t wp[2], const int8_t *w, int32_t k0, int32_t kw, int32_t wz)
+static inline void pack4(uint32_t wp[2], const int8_t *w, int32_t k0, int32_t kw, int32_t wz)
 {
-    uint32_t t[4];
-    int32_t k;
-    for (k = 0; k < 4; ++k) {
-        t[k] = k0 + k < kw ? (uint16_t)(w[k0 + k] - wz) : 0u;
+    uint32_t t0 = 0u, t1 = 0u;
+    w += k0;
+    switch (kw - k0 < 4 ? kw - k0 : 4) {
+    case 4: t1 = (uint32_t)(uint16_t)(w[3] - wz) << 16; /* fall through */
+    case 3: t0 = (uint32_t)(uint16_t)(w[2] - wz) << 16; /* fall through */
+    case 2: t1 |= (uint16_t)(w[1] - wz); /* fall through */
+    case 1: t0 |= (uint16_t)(w[0] - wz); break;
+    default: break;
     }
-    wp[0] = t[0] | t[2] << 16;
-    wp[1] = t[1] | t[3] << 16;
+    wp[0] = t0;
+    wp[1] = t1;
+}
+
+/* The first count output channels of a conv whose every channel is one row of taps over a
+ * whole 1-high plane read in place (arena_i8_depthwise's row case; planes and channels one to
+ * one): per channel its multiplier, bias, weight zero point and tail, then row_dot per output,
+ * in one loop (a DS-TCN's last depthwise conv has one output per channel, so this set-up is
+ * most of its work). */
+static __attribute__((noinline)) void dw_rows(const dw_block_t *k, const cparams_t *cp, const qpar_t *q,
+                                              const int8_t *x, int8_t *y, const int8_t *w, int32_t count,
+                                              int32_t plane, int32_t oplane)
+{
+    int32_t m, j, kw = k->kw, n = k->n, sw = k->sw;
+    uint32_t nz = k->nz;
+    qpar_t qq = *q;
+    for (m = 0; m < count; ++m, x += plane, y += oplane, w += kw) {
+        chan_t ch = chan(cp, m);
+        const int8_t *r = x, *wend = w + 4 * k->groups;
+        uint32_t tail[2], nwz = neg2(ch.wz);
+        pack4(tail, w, 4 * k->groups, kw, ch.wz);
+        for (j = 0; j < n; ++j, r += sw) {
+            y[j] = store(&qq, &ch, row_dot(r, w, wend, nz, nwz, tail[0], tail[1]));
+        }
+    }
 }
 #else
 /* 3x3, no dilation, in C. */
@@ -382,7 +415,15 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
     k.n = dd.ow;
     k.nh = 1;
     k.width = dd.w;
-    for (o = 0; o < d->n * d->m; ++o) { /* increasing o: see arena_dw_in_place */
+    o = 0;
+#if defined(__ARM_FEATURE_DSP)
+    if (row && d->n == 1 && mult == 1) { /* every plane but one whose 3 bytes past it leave the tensor */
+        o = (int32_t)(xbytes - 3u < xbytes ? (xbytes - 3u) / plane : 0u);
+        o = o < d->m ? o : d->m;
+        dw_rows(&k, &cp, q, x, y, w, o, (int32_t)plane, (int32_t)oplane);
+    }
+#endif
+    for (; o < d->n * d->m; ++o) { /* increasing o: see arena_dw_in_place */
         int32_t m = o % d->m;
         chan_t ch = chan(&cp, m);
         size_t at = (size_t)(o / d->m * d->c + m / mult) * plane;
