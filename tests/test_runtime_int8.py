@@ -4,7 +4,8 @@ Random QLinearConv shapes (1x1, 3x3, KWS's 10x4, strided, padded, dilated, group
 in place and not, 1-D; depthwise Kx1 down 1-wide planes as a DS-TCN has them, 1xK, 5x5, 7x7,
 channel multipliers), zero points, per-channel scales, biases and absorbed-Relu ranges, uint8
 activations (onnxruntime's U8S8) and weight zero points other than 0 (per channel too), and
-QGemm shapes (uint8 A, B's zero points), same-shape QLinearAdd/QLinearMul and per-tensor
+QGemm shapes (uint8 A, B's zero points), int8/uint8 MaxPool (padded, ceil mode, a plane too
+wide for the fast path), same-shape QLinearAdd/QLinearMul and per-tensor
 QuantizeLinear/DequantizeLinear, each with K not a multiple of 4 and odd pixel and channel
 counts somewhere (the tails of the 2 x 2 blocks), plus the case the fast paths hand back to the
 reference loop (a column longer than the stack buffer). All of them run in one host firmware
@@ -127,6 +128,19 @@ def binary(seed: int, op: str, shape: list[int], b_shape: list[int] | None = Non
     return g.model(shape, shape)
 
 
+def maxpool(seed: int, shape: list[int], k: tuple[int, int], stride: tuple[int, int],
+            pads: tuple[int, int, int, int] = (0, 0, 0, 0), ceil: int = 0, u8: bool = False) -> onnx.ModelProto:
+    """One MaxPool over an int8 (u8: uint8) input: arena's int8 MaxPool (max_pool_int8.c)."""
+    g = _G(seed)
+    g.nodes.append(helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=list(k), strides=list(stride),
+                                    pads=list(pads), ceil_mode=ceil))
+    h, w = shape[2:]
+    oh = (h + pads[0] + pads[2] - k[0] + (stride[0] - 1 if ceil else 0)) // stride[0] + 1
+    ow = (w + pads[1] + pads[3] - k[1] + (stride[1] - 1 if ceil else 0)) // stride[1] + 1
+    t = TensorProto.UINT8 if u8 else TensorProto.INT8
+    return g.model(shape, [*shape[:2], oh, ow], t, t)
+
+
 def quantize(seed: int, shape: list[int], scale: float, zp: int) -> onnx.ModelProto:
     """float32 -> int8 -> float32: QuantizeLinear, QLinearConv 1x1, DequantizeLinear (per tensor)."""
     g = _G(seed)
@@ -207,6 +221,11 @@ CASES: dict[str, Any] = {
     "gemm_u8_b_zps": lambda: qgemm(62, 1, 37, 11, u8=True, b_zps=True),
     "gemm_b_zps_per_tensor": lambda: qgemm(63, 3, 16, 6, b_zp=-5, per_column=False),
     "gemm_b_zps_n4": lambda: qgemm(64, 1, 64, 12, b_zps=True),
+    "maxpool_3x3_s2": lambda: maxpool(65, [1, 5, 13, 14], (3, 3), (2, 2)),
+    "maxpool_3x3_s2_padded_u8": lambda: maxpool(66, [1, 4, 11, 10], (3, 3), (2, 2), (1, 1, 1, 1), u8=True),
+    "maxpool_2x2_ceil": lambda: maxpool(67, [2, 3, 9, 9], (2, 2), (2, 2), ceil=1),
+    "maxpool_5x1_wide1": lambda: maxpool(68, [1, 6, 20, 1], (5, 1), (2, 1), (2, 0, 2, 0)),
+    "maxpool_wide_generic": lambda: maxpool(69, [1, 2, 3, 600], (1, 3), (1, 2)),
 }
 SCRATCH = {"c3_s1": ("row", "full"), "c3_grouped": ("row",), "wzp_c3_chunks": ("full",)}
 

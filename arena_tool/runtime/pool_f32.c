@@ -56,6 +56,9 @@ int arena_k_pool(const arena_ctx_t *c)
         return ARENA_ERR_UNSUPPORTED;
     }
     es = arena_dtype_size(xt->dtype);
+    if (is_max && es == 1 && xd[2] > 0 && xd[3] > 0 && arena_i8_max_pool(c, xd, yd)) {
+        return ARENA_OK;
+    }
     plane_in = (size_t)xd[2] * (size_t)xd[3];
     plane_out = (size_t)yd[2] * (size_t)yd[3];
     for (nc = 0; nc < xd[0] * xd[1]; ++nc) {

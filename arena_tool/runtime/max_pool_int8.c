@@ -1,0 +1,78 @@
+/* MaxPool of int8 and uint8 planes, the fast path of pool_f32.c's arena_k_pool (arena_i8_max_pool):
+ * separable. Per output row the window's input rows are max-ed byte by byte into one stack row
+ * (four bytes a step by USUB8 + SEL on DSP cores; int8 bytes compared as uint8 after XOR 0x80,
+ * which keeps their order), then each output is the max of its taps along that row. The same
+ * taps as the generic loop, so the same codes: a window all in the padding gives the lowest code.
+ * Dilations other than 1, a plane wider than POOL_ROW_BYTES or an output overlapping its input
+ * take the generic loop. No workspace. */
+#include <string.h>
+
+#include "arena_kernels.h"
+
+/* Bytes of the stack row: the widest input plane this path takes. */
+#define POOL_ROW_BYTES 512
+
+/* row[i] = max(row[i], src[i] ^ flip) for i < n, as unsigned bytes. */
+static void vmax(uint8_t *row, const uint8_t *src, int32_t n, uint32_t flip)
+{
+    int32_t i = 0;
+#if defined(__ARM_FEATURE_DSP)
+    for (; i + 4 <= n; i += 4) {
+        uint32_t a, b, r;
+        memcpy(&a, row + i, 4);
+        memcpy(&b, src + i, 4);
+        b ^= flip;
+        /* GE per byte where a >= b, then SEL takes a's byte there, b's elsewhere: the max */
+        __asm__("usub8 %0, %1, %2\n\tsel %0, %1, %2" : "=&r"(r) : "r"(a), "r"(b) : "cc");
+        memcpy(row + i, &r, 4);
+    }
+#endif
+    for (; i < n; ++i) {
+        uint8_t v = (uint8_t)(src[i] ^ (uint8_t)flip);
+        row[i] = v > row[i] ? v : row[i];
+    }
+}
+
+/* First and end tap of a window starting at i0 (kernel k) inside [0, n). */
+static void taps(int32_t i0, int32_t k, int32_t n, int32_t *t0, int32_t *t1)
+{
+    *t0 = i0 < 0 ? -i0 : 0;
+    *t1 = n - i0 < k ? n - i0 : k;
+}
+
+int arena_i8_max_pool(const arena_ctx_t *c, const int32_t xd[4], const int32_t yd[4])
+{
+    const arena_attrs_t *a = &c->op->attrs;
+    const uint8_t *x = (const uint8_t *)arena_in_data(c, 0);
+    uint8_t *y = (uint8_t *)arena_out_data(c, 0);
+    uint8_t row[POOL_ROW_BYTES];
+    uint32_t flip = arena_in(c, 0)->dtype == ARENA_DT_INT8 ? 0x80808080u : 0u;
+    int32_t H = xd[2], W = xd[3], OH = yd[2], OW = yd[3], kh = a->kernel[0], kw = a->kernel[1];
+    int32_t nc, oh, ow, ky, ky0, ky1, kx, kx0, kx1;
+    size_t pin = (size_t)H * (size_t)W, pout = (size_t)OH * (size_t)OW, planes = (size_t)xd[0] * (size_t)xd[1];
+    uintptr_t xa = (uintptr_t)x, ya = (uintptr_t)y;
+    if (a->dilations[0] != 1 || a->dilations[1] != 1 || W > POOL_ROW_BYTES
+        || !(ya >= xa + planes * pin || ya + planes * pout <= xa)) {
+        return 0;
+    }
+    for (nc = 0; nc < (int32_t)planes; ++nc, x += pin) {
+        for (oh = 0; oh < OH; ++oh, y += OW) {
+            int32_t ih0 = oh * a->strides[0] - a->pads[0];
+            taps(ih0, kh, H, &ky0, &ky1);
+            memset(row, 0, (size_t)W);
+            for (ky = ky0; ky < ky1; ++ky) {
+                vmax(row, x + (size_t)(ih0 + ky) * (size_t)W, W, flip);
+            }
+            for (ow = 0; ow < OW; ++ow) {
+                int32_t iw0 = ow * a->strides[1] - a->pads[1];
+                uint8_t m = 0;
+                taps(iw0, kw, W, &kx0, &kx1);
+                for (kx = kx0; kx < kx1; ++kx) {
+                    m = row[iw0 + kx] > m ? row[iw0 + kx] : m;
+                }
+                y[ow] = (uint8_t)(m ^ (uint8_t)flip);
+            }
+        }
+    }
+    return 1;
+}
