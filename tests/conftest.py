@@ -95,7 +95,7 @@ def qcache(tmp_path_factory):
 @pytest.fixture(scope="session")
 def zoo_dir(tmp_path_factory):
     """tests/zoo.py's networks (MobileNet V1/V2/V3, MnasNet, EfficientNet, ShuffleNetV2,
-    SqueezeNet, ResNet at 96x96) saved once per run, as <name>.onnx."""
+    SqueezeNet, ResNet at 96x96, the DS-TCN) saved once per run, as <name>.onnx."""
     import onnx
 
     import zoo
