@@ -21,7 +21,7 @@ import time
 from arena_tool.core.problem import Buffer, Problem
 
 
-MODES = ("network", "tiled", "large")
+MODES = ("network", "tiled", "large", "syn")
 
 
 def random_problem(n: int, seed: int, alignment: int = 16, mode: str = "network") -> Problem:
@@ -34,6 +34,8 @@ def random_problem(n: int, seed: int, alignment: int = 16, mode: str = "network"
         return tiled_problem(n, seed, alignment)
     if mode == "large":
         return large_problem(n, seed, alignment)
+    if mode == "syn":
+        return syn_problem(n, seed, alignment)
     if mode != "network":
         raise ValueError(f"mode {mode!r}: expected one of {MODES}")
     rng = random.Random(seed * 1_000_003 + n)
@@ -176,6 +178,24 @@ def large_problem(n: int, seed: int, alignment: int = 16) -> Problem:
     return Problem(tuple(bufs[:n]))
 
 
+def syn_problem(n: int, seed: int, alignment: int = 64) -> Problem:
+    """An independent generator (issue 39), unlike ``large_problem`` in shape: no chain.
+    Buffers start at uniformly random ops of a timeline n ops long and live a mix of
+    lengths (70 % 1-8 ops, 25 % 8-128, 5 % up to n/10), sizes log-uniform from
+    ``alignment`` to 4096 times it, as in minimalloc's CSV files (a trace of an
+    accelerator's allocations). Same (n, seed) -> same Problem.
+    """
+    rng = random.Random(seed * 9_000_011 + n * 17 + 3)
+    bufs = []
+    for i in range(n):
+        start = rng.randrange(n)
+        r = rng.random()
+        life = rng.randint(1, 8) if r < 0.7 else rng.randint(8, 128) if r < 0.95 else rng.randint(128, max(128, n // 10))
+        size = alignment * int(2 ** rng.uniform(0, 12))
+        bufs.append(Buffer(f"t{i}", size, start, min(n - 1, start + life - 1), alignment))
+    return Problem(tuple(bufs))
+
+
 CHALLENGES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                           "..", "shared", "anchors", "minimalloc", "challenging")
 LARGE = tuple((n, s) for n in (1000, 5000, 10000, 20000) for s in (1, 2, 3))
@@ -183,9 +203,9 @@ LARGE = tuple((n, s) for n in (1000, 5000, 10000, 20000) for s in (1, 2, 3))
 
 def _named(name: str, challenges: str) -> Problem:
     """A challenge letter (A-K, at the capacity its file name gives) or large-N-sS."""
-    if name.startswith("large-"):
-        _, n, s = name.split("-")
-        return large_problem(int(n), int(s[1:]))
+    if name.startswith(("large-", "syn-")):
+        kind, n, s = name.split("-")
+        return (large_problem if kind == "large" else syn_problem)(int(n), int(s[1:]))
     from arena_tool.model import csvio
     path = glob.glob(os.path.join(challenges, f"{name}.*.csv"))[0]
     cap = int(os.path.basename(path).split(".")[1])

@@ -129,7 +129,7 @@ def lower_bound(buffers: Sequence[Buffer]) -> Bytes:
     for b in buffers:
         events.append((b.start, b.size))
         events.append((b.end + 1, -b.size))
-    events.sort(key=lambda e: (e[0], e[1]))  # frees before allocs at one time
+    events.sort()  # by time, frees (negative) before allocs at one time
     load = best = 0
     for _, delta in events:
         load += delta

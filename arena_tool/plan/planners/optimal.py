@@ -3,9 +3,11 @@
 Method (after minimalloc's ideas, our own code; see ``search.py`` and ``sections.py``):
 1. Split the buffers into independent parts where the live set empties (a part's
    layout never constrains another's; the arena is the largest part's height).
-2. Per part, start from the best of several greedy layouts (first fit and best fit
-   under several orders, plus the ``first_fit`` / ``greedy_size`` planners when
-   registered) -- the search only ever looks below it.
+2. Per part, start from the best of several greedy layouts -- the search only ever
+   looks below it. First the search's own first descents (``walk.py``, compiled:
+   milliseconds at 20,000 buffers) under a list of preorders (``WALKS``), until one
+   reaches the load bound; only then, if none did, first fit and best fit under
+   several orders and the ``first_fit`` / ``greedy_size`` planners' layouts.
 3. With ``problem.capacity`` set and the greedy above it, first ask the decision
    search for a layout under the capacity (60 % of the time; all of it when the
    capacity equals the bound), then under the bound (40 % of what is left):
@@ -37,14 +39,18 @@ from typing import Callable, Sequence
 
 
 from arena_tool.plan.planners.params import Params
-from arena_tool.plan.planners import placement
+from arena_tool.plan.planners import placement, walk
 from arena_tool.plan.planners.clock import Deadline
 from arena_tool.plan.planners.decision import Decision
 from arena_tool.plan.planners.search import Rules, decide_restarts
-from arena_tool.plan.planners.sections import Instance, instance, stack_bound
+from arena_tool.plan.planners.sections import Instance, instance, preorder, stack_bound
 from arena_tool.core.problem import Buffer, Plan, Problem, Status, arena_size, lower_bound
 
 
+# the walks' preorders, the most often successful first: on issue 39's network problems
+# (bench/problems.py large_problem, 20k-100k buffers, seeds 1-3) ... (see _walk_seeds)
+WALKS = ("TWA", "UWA", "LZW", "OLA", "ALO", "TOW", "WAT", "TAW", "LAW", "ZWT")
+WALK_SHARE = 0.3  # share of the time limit the walks may take
 CAP_SHARE = 0.6  # share of the remaining time a probe at problem.capacity may take
 LOW_SHARE = 0.4  # share of the remaining time a probe at the lower bound may take
 
@@ -119,10 +125,29 @@ def _height(bufs: Sequence[Buffer], offs: Sequence[int]) -> int:
     return max((o + b.size for b, o in zip(bufs, offs)), default=0)
 
 
+def _walk_seeds(bufs: Sequence[Buffer], inst: Instance, lb: int, until: float) -> list[list[int]]:
+    """The first descents under ``WALKS`` (bytes), stopping at the first one at the load
+    bound or at ``until`` (perf_counter); none for an instance with a fixed buffer."""
+    out: list[list[int]] = []
+    for h in WALKS:
+        if time.perf_counter() > until:
+            break
+        offs = walk.walk(inst, preorder(inst, h))
+        if offs is None:
+            break
+        out.append([o * inst.unit for o in offs])
+        if _height(bufs, out[-1]) <= lb:
+            break
+    return out
+
+
 def _seeds(problem: Problem, clock: Deadline, incumbents: Sequence[Sequence[int]],
-           greedy: bool) -> list[list[int]]:
-    """The layouts to start from: the incumbents, the greedy ones; at least one."""
-    layouts = [list(o) for o in incumbents]
+           greedy: bool, walks: list[list[int]], lb: int) -> list[list[int]]:
+    """The layouts to start from: the incumbents, the walks, then (if no walk reached
+    the load bound) the one-pass greedy ones; at least one."""
+    layouts = [list(o) for o in incumbents] + walks
+    if any(_height(problem.buffers, w) <= lb for w in walks):
+        return layouts
     if greedy:
         layouts += [o for _, o in greedy_layouts(problem.buffers, clock)]
         layouts += _greedy_planners(problem.buffers, clock)
@@ -184,7 +209,11 @@ def minimize(problem: Problem, params: Params, incumbents: Sequence[Sequence[int
     progress = params.progress
     bufs = problem.buffers
     lb = lower_bound(bufs)
-    parts = _parts(bufs, _seeds(problem, clock, incumbents, greedy), lb)
+    whole = instance(bufs) if greedy and bufs else None
+    walks = [] if whole is None else _walk_seeds(bufs, whole, lb, t0 + WALK_SHARE * params.time_limit)
+    parts = _parts(bufs, _seeds(problem, clock, incumbents, greedy, walks, lb), lb)
+    if len(parts) == 1 and whole is not None:
+        parts[0].inst = whole  # the part is the whole problem, its buffers in the same order
     global_bound = max((p.bound for p in parts), default=0)
     nodes = decisions = 0
 
@@ -202,9 +231,10 @@ def minimize(problem: Problem, params: Params, incumbents: Sequence[Sequence[int
             break
         p = max(open_parts, key=lambda q: (q.best, -q.idx[0]))
         if p.inst is None:
-            p.inst = instance(p.bufs, deadline)
-            if p.inst is None:
-                break  # the time ran out building it
+            p.inst = instance(p.bufs)
+        if not p.inst.neighbours(deadline):
+            break  # the time ran out building them
+        if "stack_bound" not in p.inst.cache:
             # alignment padding: often closes the gap to the load bound at no search
             pad = stack_bound(p.inst, deadline) * p.inst.unit
             if pad > p.bound:

@@ -47,9 +47,9 @@ class Instance:
     s0: np.ndarray
     s1: np.ndarray
     n_sections: int
-    overlaps: list[np.ndarray]
     start: np.ndarray
     end: np.ndarray
+    overlaps: list[np.ndarray] | None = None  # built by ``neighbours`` (only the search reads them)
     cache: dict[Any, Any] = dataclasses.field(default_factory=dict, repr=False)
 
     @property
@@ -62,9 +62,37 @@ class Instance:
         np.add.at(load, self.s1 + 1, -self.size)
         return np.cumsum(load)[:-1]
 
+    def neighbours(self, deadline: float | None = None) -> bool:
+        """Build ``overlaps``; False when ``deadline`` (perf_counter) passes first.
+
+        A sweep in start order: buffer i meets those starting in [.., end_i] (a slice
+        of the start order) that end at or after start_i, and the slice begins where
+        the running maximum of ends reaches start_i, so each row costs about its
+        neighbourhood, not n.
+        """
+        if self.overlaps is not None:
+            return True
+        start, end = self.start, self.end
+        by_start = np.argsort(start, kind="stable")
+        reach = np.maximum.accumulate(end[by_start]) if self.n else end
+        lo = np.searchsorted(reach, start, side="left").tolist()
+        hi = np.searchsorted(start[by_start], end, side="right").tolist()
+        overlaps = []
+        for i in range(self.n):
+            if deadline is not None and i % 64 == 0 and time.perf_counter() > deadline:
+                return False
+            cand = by_start[lo[i]:hi[i]]
+            cand = cand[(end[cand] >= start[i]) & (cand != i)]
+            cand.sort()
+            overlaps.append(cand)
+        self.overlaps = overlaps
+        return True
+
     def lists(self) -> "Lists":
         """The arrays as Python lists (the search indexes them one at a time)."""
         if "lists" not in self.cache:
+            self.neighbours()
+            assert self.overlaps is not None
             members: list[list[int]] = [[] for _ in range(self.n_sections)]
             for y, (a, b) in enumerate(zip(self.s0.tolist(), self.s1.tolist())):
                 for s in range(a, b + 1):
@@ -93,14 +121,9 @@ def _unit(buffers: Sequence[Buffer]) -> int:
     return g
 
 
-def instance(buffers: Sequence[Buffer], deadline: float | None = None) -> Instance | None:
-    """The scaled instance; None when ``deadline`` (perf_counter) passes first.
-
-    Overlaps by a sweep in start order: buffer i meets those starting in
-    [.., end_i] (a slice of the start order) that end at or after start_i, and
-    the slice begins where the running maximum of ends reaches start_i, so each
-    row costs about its neighbourhood, not n.
-    """
+def instance(buffers: Sequence[Buffer]) -> Instance:
+    """The scaled instance, its sections numbered (vectorized: the overlaps wait for
+    ``Instance.neighbours``)."""
     n = len(buffers)
     g = _unit(buffers)
     size = np.array([b.size // g for b in buffers], dtype=np.int64)
@@ -112,20 +135,37 @@ def instance(buffers: Sequence[Buffer], deadline: float | None = None) -> Instan
     points = np.unique(np.concatenate([start, end + 1])) if n else np.zeros(0, dtype=np.int64)
     s0 = np.searchsorted(points, start)
     s1 = np.searchsorted(points, end + 1) - 1
-    by_start = np.argsort(start, kind="stable")
-    reach = np.maximum.accumulate(end[by_start]) if n else end
-    lo = np.searchsorted(reach, start, side="left").tolist()
-    hi = np.searchsorted(start[by_start], end, side="right").tolist()
-    overlaps = []
-    for i in range(n):
-        if deadline is not None and i % 64 == 0 and time.perf_counter() > deadline:
-            return None
-        cand = by_start[lo[i]:hi[i]]
-        cand = cand[(end[cand] >= start[i]) & (cand != i)]
-        cand.sort()
-        overlaps.append(cand)
     return Instance(g, size, align, fixed, s0.astype(np.int64), s1.astype(np.int64),
-                    max(len(points) - 1, 0), overlaps, start, end)
+                    max(len(points) - 1, 0), start, end)
+
+
+def span_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """max(values[lo[i]:hi[i] + 1]) for every i, by a sparse table: O(S log S + n)."""
+    if not len(lo):
+        return np.zeros(0, dtype=values.dtype)
+    table = [values]
+    width = 1
+    while 2 * width <= len(values):
+        prev = table[-1]
+        table.append(np.maximum(prev[:-width], prev[width:]))
+        width *= 2
+    length = hi - lo + 1
+    k = np.floor(np.log2(length)).astype(np.int64)
+    out = np.empty(len(lo), dtype=values.dtype)
+    for j in np.unique(k).tolist():
+        sel = k == j
+        row = table[j]
+        out[sel] = np.maximum(row[lo[sel]], row[hi[sel] - (1 << j) + 1])
+    return out
+
+
+def overlap_counts(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """How many other buffers each one meets: all but those ending before it starts
+    or starting after it ends."""
+    ends, starts = np.sort(end), np.sort(start)
+    before = np.searchsorted(ends, start, side="left")
+    after = len(start) - np.searchsorted(starts, end, side="right")
+    return np.asarray(len(start) - before - after - 1, dtype=np.int64)
 
 
 STACK_STATES = 4096  # largest multiset DP per section; bigger sections use their load
@@ -210,13 +250,11 @@ def preorder(inst: Instance, heuristic: str) -> np.ndarray:
         return ranked
     keys = inst.cache.get("keys")
     if keys is None:
-        load = inst.section_loads()
-        total = (np.array([load[a:b + 1].max() for a, b in zip(inst.s0.tolist(), inst.s1.tolist())],
-                          dtype=np.int64) if inst.n else np.zeros(0, np.int64))
+        total = span_max(inst.section_loads(), inst.s0, inst.s1)
         width = inst.end - inst.start + 1
         keys = inst.cache["keys"] = {
             "W": width, "A": width * inst.size, "T": total, "Z": inst.size,
-            "O": np.array([len(o) for o in inst.overlaps], dtype=np.int64), "L": -inst.start,
+            "O": overlap_counts(inst.start, inst.end), "L": -inst.start,
             "U": inst.end, "S": inst.start, "E": -inst.end, "C": inst.s1 - inst.s0 + 1}
     cols = [np.arange(inst.n)] + [-keys[c] for c in reversed(heuristic)]
     order = np.lexsort(cols)
