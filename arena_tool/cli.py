@@ -13,6 +13,7 @@ import argparse
 import os
 import sys
 import traceback
+import time
 from typing import TYPE_CHECKING, Any, Sequence
 
 from arena_tool.plan import planners
@@ -32,6 +33,22 @@ from arena_tool.core.problem import ModelOptions, ModelProblem, Option, Plan, Pr
 
 if TYPE_CHECKING:
     from arena_tool.plan.planfile import PlanFile
+
+
+_LOADED = time.perf_counter()
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux's /proc; elsewhere since this module
+    loaded): the time limit of ``plan --problem`` counts the interpreter's start-up too."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime
+        with open("/proc/uptime", encoding="ascii") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return time.perf_counter() - _LOADED
 
 
 def _model_options(args: argparse.Namespace) -> ModelOptions:
@@ -120,7 +137,8 @@ def _optimal_word(plan: Plan) -> str:
     if plan.optimal is True:
         return "yes (proven)"
     if plan.optimal is False:
-        bound = f", best bound {fmt_bytes(plan.best_bound)}" if plan.best_bound else ""
+        bound = (f", best bound {fmt_bytes(plan.best_bound)}: at most "
+                 f"{100 * (plan.arena_size / plan.best_bound - 1):.2f} % above the optimum") if plan.best_bound else ""
         return f"no ({plan.status.replace('_', ' ')}{bound})"
     if plan.status == Status.TIME_LIMIT:
         return "not claimed (heuristic, stopped at the time limit)"
@@ -167,7 +185,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             raise ArenaError("--plot draws a model's plan, not a CSV problem's", field="--plot",
                              hint="arena-tool plan MODEL --plot FILE.svg")
         problem = csvio.read_problem(args.problem, capacity=args.capacity)
-        plan = planning.run_planner(args.planner, problem, params)
+        plan = planning.run_planner(args.planner, problem, params, spent=process_age())
         print(_summary(args.problem, problem, plan,
                        [("buffers", str(len(problem.buffers))),
                         ("capacity", fmt_bytes(problem.capacity) if problem.capacity else "none")]))

@@ -181,7 +181,7 @@ def large_problem(n: int, seed: int, alignment: int = 16) -> Problem:
 def syn_problem(n: int, seed: int, alignment: int = 64) -> Problem:
     """An independent generator (issue 39), unlike ``large_problem`` in shape: no chain.
     Buffers start at uniformly random ops of a timeline n ops long and live a mix of
-    lengths (70 % 1-8 ops, 25 % 8-128, 5 % up to n/10), sizes log-uniform from
+    lengths (70 % 1-8 ops, 25 % 8-128, 5 % 128-1024), sizes log-uniform from
     ``alignment`` to 4096 times it, as in minimalloc's CSV files (a trace of an
     accelerator's allocations). Same (n, seed) -> same Problem.
     """
@@ -190,7 +190,7 @@ def syn_problem(n: int, seed: int, alignment: int = 64) -> Problem:
     for i in range(n):
         start = rng.randrange(n)
         r = rng.random()
-        life = rng.randint(1, 8) if r < 0.7 else rng.randint(8, 128) if r < 0.95 else rng.randint(128, max(128, n // 10))
+        life = rng.randint(1, 8) if r < 0.7 else rng.randint(8, 128) if r < 0.95 else rng.randint(128, 1024)
         size = alignment * int(2 ** rng.uniform(0, 12))
         bufs.append(Buffer(f"t{i}", size, start, min(n - 1, start + life - 1), alignment))
     return Problem(tuple(bufs))
@@ -202,20 +202,26 @@ LARGE = tuple((n, s) for n in (1000, 5000, 10000, 20000) for s in (1, 2, 3))
 
 
 def _named(name: str, challenges: str) -> Problem:
-    """A challenge letter (A-K, at the capacity its file name gives) or large-N-sS."""
+    """A CSV file (minimalloc's format; the capacity from an ``X.<capacity>.csv`` name), a
+    challenge letter (A-K, at the capacity its file name gives), large-N-sS or syn-N-sS."""
     if name.startswith(("large-", "syn-")):
         kind, n, s = name.split("-")
         return (large_problem if kind == "large" else syn_problem)(int(n), int(s[1:]))
     from arena_tool.model import csvio
-    path = glob.glob(os.path.join(challenges, f"{name}.*.csv"))[0]
-    cap = int(os.path.basename(path).split(".")[1])
+    path = name if name.endswith(".csv") else glob.glob(os.path.join(challenges, f"{name}.*.csv"))[0]
+    parts = os.path.basename(path).split(".")
+    cap = int(parts[-2]) if len(parts) >= 3 and parts[-2].isdigit() else None
     return csvio.read_problem(path, capacity=cap)
 
 
-def _run_one(name: str, limit: float, challenges: str) -> str:
-    """Plan one problem with ``optimal`` in this process; one result line. fit: CPU
-    seconds until the best layout first met the capacity (the challenges' question;
-    the search then goes on below it) or, without one, the proven bound."""
+def _label(name: str) -> str:
+    return os.path.basename(name) if name.endswith(".csv") else name
+
+
+def _run_one(name: str, limit: float, challenges: str) -> dict[str, object]:
+    """Plan one problem with ``optimal`` in this process. fit: CPU seconds until the best
+    layout first met the capacity (the challenges' question; the search then goes on below
+    it) or, without one, the load bound."""
     import io
     import resource
     from arena_tool.core.progress import Progress
@@ -223,7 +229,8 @@ def _run_one(name: str, limit: float, challenges: str) -> str:
     from arena_tool.plan import validate
     from arena_tool.plan.planners import PLANNERS, Params
     problem = _named(name, challenges)
-    target = problem.capacity if problem.capacity is not None else lower_bound(problem.buffers)
+    lb = lower_bound(problem.buffers)
+    target = problem.capacity if problem.capacity is not None else lb
 
     class FitClock(Progress):
         """Records the CPU time of the first report of a best at or under the target."""
@@ -238,35 +245,119 @@ def _run_one(name: str, limit: float, challenges: str) -> str:
     plan = PLANNERS["optimal"](problem, Params(time_limit=limit, progress=clock))
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     bad = validate.violations(Problem(problem.buffers), plan.offsets, plan.arena_size)
-    fits = problem.capacity is None or plan.arena_size <= problem.capacity
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    fit = "   none" if clock.fit is None else f"{clock.fit:7.2f}"
-    return (f"{name:16} n={len(problem.buffers):6} arena={plan.arena_size:9} bound={plan.best_bound:9} "
-            f"{str(plan.status):10} fits={'yes' if fits else 'NO '} fit={fit}s cpu={cpu:7.2f}s wall={wall:7.2f}s "
-            f"over={max(0.0, wall - limit):5.2f}s peak={peak:7.1f}MB valid={'yes' if not bad else 'NO: ' + bad[0].message}")
+    return {"name": _label(name), "n": len(problem.buffers), "arena": plan.arena_size, "lb": lb,
+            "target": target, "bound": plan.best_bound, "status": str(plan.status), "fit": clock.fit,
+            "cpu": cpu, "wall": wall, "over": max(0.0, wall - limit),
+            "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "valid": "yes" if not bad else "NO: " + bad[0].message}
+
+
+def _arena(name: str, limit: float, challenges: str) -> dict[str, object]:
+    """``_run_one`` in a fresh process (its own peak RSS); proc: that process's whole CPU
+    time, start-up and reading included."""
+    import json
+    import resource
+    import subprocess
+    import sys
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", name, "--challenges", challenges,
+                           "--limit", str(limit)], capture_output=True, text=True, check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"{name}: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else done.returncode}")
+    row: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    row["proc"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return row
+
+
+def _minimalloc(binary: str, name: str, challenges: str, capacity: int, limit: float,
+                tmp: str) -> dict[str, object]:
+    """minimalloc on the same problem at ``capacity`` (the file's, else the load bound): its
+    CPU (the child's rusage) and wall time, whether it returned a solution, and that
+    solution's height, checked by arena's validator."""
+    import resource
+    import subprocess
+    from arena_tool.model import csvio
+    from arena_tool.plan import validate
+    problem = _named(name, challenges)
+    src = name if name.endswith(".csv") else os.path.join(tmp, f"{_label(name)}.csv")
+    if not name.endswith(".csv"):
+        csvio.write_problem(Problem(problem.buffers), src)
+    out = os.path.join(tmp, f"{_label(name)}.minimalloc.csv")
+    if os.path.exists(out):
+        os.unlink(out)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    w0 = time.perf_counter()
+    subprocess.run([binary, f"--capacity={capacity}", f"--input={src}", f"--output={out}", f"--timeout={limit}s"],
+                   capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - w0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    height = None
+    valid = "no output"
+    if os.path.exists(out):
+        solved = csvio.read_problem(out)
+        offsets = [b.fixed_offset or 0 for b in solved.buffers]
+        height = max((o + b.size for o, b in zip(offsets, solved.buffers)), default=0)
+        bad = validate.violations(Problem(problem.buffers), offsets, height)
+        valid = "yes" if not bad else "NO: " + bad[0].message
+    return {"cpu": cpu, "wall": wall, "height": height, "valid": valid}
+
+
+def _line(r: dict[str, object]) -> str:
+    fit = "   none" if r["fit"] is None else f"{r['fit']:7.2f}"
+    fits = int(str(r["arena"])) <= int(str(r["target"]))
+    return (f"{r['name']:16} n={r['n']:6} arena={r['arena']:9} bound={r['bound']:9} {r['status']:10} "
+            f"fits={'yes' if fits else 'NO '} fit={fit}s cpu={r['cpu']:7.2f}s proc={r['proc']:6.2f}s "
+            f"wall={r['wall']:7.2f}s over={r['over']:5.2f}s peak={r['peak']:7.1f}MB valid={r['valid']}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run each problem in a fresh process (its own peak RSS) and print one line each."""
+    """Run each problem in a fresh process and print one line each; with --minimalloc,
+    minimalloc on the same problem right after, and the ratios of the run at the end."""
     import argparse
-    import subprocess
-    import sys
-    ap = argparse.ArgumentParser(description="optimal on minimalloc's challenges and large networks")
-    ap.add_argument("names", nargs="*", help="A..K or large-N-sS (default: all)")
+    import json
+    import tempfile
+    ap = argparse.ArgumentParser(description="optimal on minimalloc's challenges, large networks and CSV files")
+    ap.add_argument("names", nargs="*", help="A..K, large-N-sS, syn-N-sS or minimalloc CSV files "
+                                            "(X.<capacity>.csv sets the capacity; default: A..K and large-*)")
     ap.add_argument("--limit", type=float, default=0.0, help="seconds each (default 60 challenge, 30 large)")
     ap.add_argument("--challenges", default=CHALLENGES, help="folder of minimalloc's challenge CSVs")
+    ap.add_argument("--minimalloc", metavar="PATH", help="a minimalloc binary: run it side by side")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     names = args.names or [chr(c) for c in range(ord("A"), ord("L"))] + [f"large-{n}-s{s}" for n, s in LARGE]
     if args.one:
-        lim = args.limit or (30.0 if names[0].startswith("large") else 60.0)
-        print(_run_one(names[0], lim, args.challenges), flush=True)
+        lim = args.limit or (30.0 if names[0].startswith(("large", "syn")) else 60.0)
+        print(json.dumps(_run_one(names[0], lim, args.challenges)), flush=True)
         return 0
-    for name in names:
-        cmd = [sys.executable, os.path.abspath(__file__), "--one", name, "--challenges", args.challenges]
-        if args.limit:
-            cmd += ["--limit", str(args.limit)]
-        subprocess.run(cmd, check=False)
+    sums = {"arena": 0.0, "arena_proc": 0.0, "mm": 0.0, "arena_fits": 0, "mm_fits": 0}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            lim = args.limit or (30.0 if name.startswith(("large", "syn")) else 60.0)
+            r = _arena(name, lim, args.challenges)
+            print(_line(r), flush=True)
+            if not args.minimalloc:
+                continue
+            m = _minimalloc(args.minimalloc, name, args.challenges, int(str(r["target"])), lim, tmp)
+            mm_fit = m["height"] is not None and int(str(m["height"])) <= int(str(r["target"]))
+            fit = r["fit"] is not None
+            print(f"{'':16} minimalloc: height={m['height']} fits={'yes' if mm_fit else 'NO '} "
+                  f"cpu={m['cpu']:7.2f}s wall={m['wall']:7.2f}s valid={m['valid']}"
+                  + (f"  ratio arena/minimalloc CPU to fit {float(str(r['fit'])) / max(float(str(m['cpu'])), 1e-9):.2f}x"
+                     f" (whole process {float(str(r['proc'])) / max(float(str(m['cpu'])), 1e-9):.2f}x)"
+                     if fit and mm_fit else ""), flush=True)
+            if fit and mm_fit:
+                sums["arena"] += float(str(r["fit"]))
+                sums["arena_proc"] += float(str(r["proc"]))
+                sums["mm"] += float(str(m["cpu"]))
+            sums["arena_fits"] += fit
+            sums["mm_fits"] += mm_fit
+    if args.minimalloc:
+        mm = max(sums["mm"], 1e-9)
+        print(f"fits: arena {sums['arena_fits']:.0f}/{len(names)}, minimalloc {sums['mm_fits']:.0f}/{len(names)}; "
+              f"where both fit: arena {sums['arena']:.2f} CPU-s to the fit ({sums['arena_proc']:.2f} whole processes), "
+              f"minimalloc {sums['mm']:.2f}: ratio {sums['arena'] / mm:.2f}x ({sums['arena_proc'] / mm:.2f}x)")
     return 0
 
 

@@ -267,6 +267,14 @@ def slow_reason(item: pytest.Item) -> str | None:
     return None
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Build optimal's compiled core (arena_tool/plan/planners/native.py) before any test: its
+    first use runs the C compiler, which the guard below would charge to whichever fast test
+    planned first. Without a compiler it stays unbuilt and the planners run the Python path."""
+    from arena_tool.plan.planners import native
+    native.load()
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m deselects
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:

@@ -4,6 +4,7 @@ the light models, reports a failed run as a cell, tallies its cells and refuses 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from arena_tool.core.problem import ModelOptions, lower_bound
@@ -53,3 +54,32 @@ def test_int8_io_run_skips_the_light_models_tallies_and_refuses_an_unknown_board
                     "1 not run (onnx light models, too big for an MCU)")
     assert int8_io.main(["--run", "host,mps2_an9"]) == 2
     assert capsys.readouterr().err.startswith("int8_io: --run: unknown board 'mps2_an9'")
+
+
+FAKE_MINIMALLOC = '''
+import sys
+args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
+rows = open(args["input"]).read().split()
+out, top = [rows[0] + ",offset"], 0
+for row in rows[1:]:
+    out.append(f"{row},{top}")
+    top += int(row.split(",")[3])
+open(args["output"], "w").write("\\n".join(out) + "\\n")
+'''
+
+
+def test_problems_runs_minimalloc_side_by_side(tmp_path, capsys) -> None:
+    """bench/problems.py on a minimalloc CSV (capacity from its name) with --minimalloc: a
+    stand-in binary taking minimalloc's flags (it stacks every buffer, 48 B <= 64 B) runs
+    right after arena; its solution is validated and the CPU ratios are printed."""
+    from bench import problems
+    fake = tmp_path / "minimalloc"
+    fake.write_text(f"#!{sys.executable}\n{FAKE_MINIMALLOC}")
+    fake.chmod(0o755)
+    csv = tmp_path / "small.64.csv"
+    csv.write_text("id,lower,upper,size\na,0,2,16\nb,1,3,16\nc,0,3,16\n")
+    assert problems.main([str(csv), "--minimalloc", str(fake), "--limit", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "small.64.csv" in out and "arena=       48" in out and "fits=yes" in out and "valid=yes" in out
+    assert "minimalloc: height=48 fits=yes" in out and "ratio arena/minimalloc CPU to fit" in out
+    assert "fits: arena 1/1, minimalloc 1/1" in out

@@ -152,3 +152,12 @@ def test_plan_echoes_schedule_execution_and_io_alignment(chain_path, capsys):
     code, out, err = run(capsys, "plan", chain_path)
     [line] = [ln for ln in out.splitlines() if ln.startswith("options")]
     assert "io_alignment 16" in line and "schedule graph" in line and "execution sequential" in line, line
+
+
+def test_an_unproven_plan_says_how_far_from_proven_it_is():
+    """issue 39: 'time limit' with the best bound gives the largest possible gap to the optimum."""
+    from arena_tool.cli import _optimal_word
+    from arena_tool.core.problem import Plan, Status
+    plan = Plan(offsets=(0,), arena_size=1_041_408, planner="optimal", optimal=False, status=Status.TIME_LIMIT,
+                lower_bound=986_112, best_bound=986_112)
+    assert _optimal_word(plan) == "no (time limit, best bound 986,112 B: at most 5.61 % above the optimum)"

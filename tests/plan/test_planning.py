@@ -5,6 +5,7 @@ in-place on is never above the optimal arena with it off."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto
@@ -102,3 +103,12 @@ def test_a_narrow_quantized_output_does_not_hold_the_float_slot(tmp_path):
     on = planning.plan_model(path, ModelOptions(), "optimal", planners.Params())
     off = planning.plan_model(path, ModelOptions(inplace=False), "optimal", planners.Params())
     assert on.plan.arena_size == off.plan.arena_size == 13 * 1024
+
+
+def test_the_planner_gets_the_limit_less_what_its_clock_does_not_cover():
+    """Start-up and reading are spent; the reserve (setup, validation, writing) grows with n;
+    a planner always gets a little time to return a layout."""
+    from arena_tool.plan.planning import LEAST_SECONDS, RESERVE_SECONDS_PER_BUFFER, planner_limit
+    assert planner_limit(10.0, 0) == 10.0
+    assert planner_limit(10.0, 100_000, spent=1.0) == pytest.approx(9.0 - 100_000 * RESERVE_SECONDS_PER_BUFFER)
+    assert planner_limit(1.0, 100_000, spent=0.9) == LEAST_SECONDS

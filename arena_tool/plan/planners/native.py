@@ -82,19 +82,22 @@ def load() -> ctypes.CDLL | None:
         if lib is not None:
             p = ctypes.POINTER(ctypes.c_int64)
             lib.arena_walk.restype = ctypes.c_int64
-            lib.arena_walk.argtypes = [ctypes.c_int64, p, p, p, p, p, p]
+            lib.arena_walk.argtypes = [ctypes.c_int64, p, p, p, p, p, ctypes.c_double, p, p]
         _loaded.append(lib)
     return _loaded[0]
 
 
 def walk(lib: ctypes.CDLL, s0: np.ndarray, s1: np.ndarray, size: np.ndarray, align: np.ndarray,
-         rank: np.ndarray) -> list[int] | None:
-    """``arena_walk`` on int64 copies of the arrays; None when it ran out of memory."""
+         rank: np.ndarray, deadline: float | None = None) -> tuple[list[int], bool] | None:
+    """``arena_walk`` on int64 copies of the arrays: (offsets, cut by ``deadline``, a
+    time.perf_counter() value), or None when it ran out of memory."""
     arrays = [np.ascontiguousarray(a, dtype=np.int64) for a in (s0, s1, size, align, rank)]
     off = np.empty(len(size), dtype=np.int64)
+    cut = np.zeros(1, dtype=np.int64)
     p = ctypes.POINTER(ctypes.c_int64)
-    top = lib.arena_walk(len(size), *(a.ctypes.data_as(p) for a in arrays), off.ctypes.data_as(p))
+    top = lib.arena_walk(len(size), *(a.ctypes.data_as(p) for a in arrays), -1.0 if deadline is None else deadline,
+                         off.ctypes.data_as(p), cut.ctypes.data_as(p))
     if top < 0:
         return None
     out: list[int] = off.tolist()
-    return out
+    return out, bool(cut[0])

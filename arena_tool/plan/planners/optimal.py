@@ -50,23 +50,26 @@ from arena_tool.core.problem import Buffer, Plan, Problem, Status, arena_size, l
 # the walks' preorders, the most often successful first: on issue 39's network problems
 # (bench/problems.py large_problem, 20k-100k buffers, seeds 1-3) ... (see _walk_seeds)
 WALKS = ("TWA", "UWA", "LZW", "OLA", "ALO", "TOW", "WAT", "TAW", "LAW", "ZWT")
-WALK_SHARE = 0.3  # share of the time limit the walks may take
+FIRST_WALK_GRACE = 0.5  # seconds past the limit the first walk may run: cut, it is a stack without reuse
+WALK_SHARE = 0.3  # share of the time limit the walks and, after them, the greedy seeds may take
 CAP_SHARE = 0.6  # share of the remaining time a probe at problem.capacity may take
 LOW_SHARE = 0.4  # share of the remaining time a probe at the lower bound may take
 
 
 def components(buffers: Sequence[Buffer]) -> list[list[int]]:
     """Index groups whose live ranges chain together; groups never share an op."""
-    order = sorted(range(len(buffers)), key=lambda i: (buffers[i].start, i))
+    starts = [b.start for b in buffers]
+    ends = [b.end for b in buffers]
+    order = sorted(range(len(buffers)), key=starts.__getitem__)  # stable: ties by index
     parts: list[list[int]] = []
-    reach = None
+    reach = -1
     for i in order:
-        b = buffers[i]
-        if reach is None or b.start > reach:
+        if not parts or starts[i] > reach:
             parts.append([])
-            reach = b.end
+            reach = ends[i]
         parts[-1].append(i)
-        reach = max(reach, b.end)
+        if ends[i] > reach:
+            reach = ends[i]
     return [sorted(p) for p in parts]
 
 
@@ -125,17 +128,22 @@ def _height(bufs: Sequence[Buffer], offs: Sequence[int]) -> int:
     return max((o + b.size for b, o in zip(bufs, offs)), default=0)
 
 
-def _walk_seeds(bufs: Sequence[Buffer], inst: Instance, lb: int, until: float) -> list[list[int]]:
+def _walk_seeds(bufs: Sequence[Buffer], inst: Instance, lb: int, until: float, clock: Deadline) -> list[list[int]]:
     """The first descents under ``WALKS`` (bytes), stopping at the first one at the load
-    bound or at ``until`` (perf_counter); none for an instance with a fixed buffer."""
+    bound or, after the first, at ``until`` (perf_counter); one cut by ``clock`` (the first
+    one FIRST_WALK_GRACE past it) stacks its rest and ends them. None for an instance with a fixed buffer."""
     out: list[list[int]] = []
     for h in WALKS:
-        if time.perf_counter() > until:
+        if out and time.perf_counter() > until:
+            break  # the first one always runs: O(E log n), the best layout at hand
+        done = walk.walk(inst, preorder(inst, h), clock.at + (0.0 if out else FIRST_WALK_GRACE))
+        if done is None:
             break
-        offs = walk.walk(inst, preorder(inst, h))
-        if offs is None:
-            break
+        offs, cut = done
         out.append([o * inst.unit for o in offs])
+        if cut:
+            clock.hit = True
+            break
         if _height(bufs, out[-1]) <= lb:
             break
     return out
@@ -144,11 +152,11 @@ def _walk_seeds(bufs: Sequence[Buffer], inst: Instance, lb: int, until: float) -
 def _seeds(problem: Problem, clock: Deadline, incumbents: Sequence[Sequence[int]],
            greedy: bool, walks: list[list[int]], lb: int) -> list[list[int]]:
     """The layouts to start from: the incumbents, the walks, then (if no walk reached
-    the load bound) the one-pass greedy ones; at least one."""
+    the load bound) the one-pass greedy ones, by ``clock``; at least one."""
     layouts = [list(o) for o in incumbents] + walks
     if any(_height(problem.buffers, w) <= lb for w in walks):
         return layouts
-    if greedy:
+    if greedy and not (walks and clock.passed()):  # a pass cut at once is a stack: worse than a walk
         layouts += [o for _, o in greedy_layouts(problem.buffers, clock)]
         layouts += _greedy_planners(problem.buffers, clock)
     if not layouts:
@@ -210,8 +218,9 @@ def minimize(problem: Problem, params: Params, incumbents: Sequence[Sequence[int
     bufs = problem.buffers
     lb = lower_bound(bufs)
     whole = instance(bufs) if greedy and bufs else None
-    walks = [] if whole is None else _walk_seeds(bufs, whole, lb, t0 + WALK_SHARE * params.time_limit)
-    parts = _parts(bufs, _seeds(problem, clock, incumbents, greedy, walks, lb), lb)
+    walks = [] if whole is None else _walk_seeds(bufs, whole, lb, t0 + WALK_SHARE * params.time_limit, clock)
+    seeding = Deadline(t0 + WALK_SHARE * params.time_limit) if walks else clock  # the rest is the search's
+    parts = _parts(bufs, _seeds(problem, seeding, incumbents, greedy, walks, lb), lb)
     if len(parts) == 1 and whole is not None:
         parts[0].inst = whole  # the part is the whole problem, its buffers in the same order
     global_bound = max((p.bound for p in parts), default=0)
@@ -232,8 +241,11 @@ def minimize(problem: Problem, params: Params, incumbents: Sequence[Sequence[int
         p = max(open_parts, key=lambda q: (q.best, -q.idx[0]))
         if p.inst is None:
             p.inst = instance(p.bufs)
+        built = time.perf_counter()
         if not p.inst.neighbours(deadline):
             break  # the time ran out building them
+        if "lists" not in p.inst.cache and deadline - time.perf_counter() < 2 * (time.perf_counter() - built):
+            break  # the search's own setup (Instance.lists) takes about as long again: no time to search
         if "stack_bound" not in p.inst.cache:
             # alignment padding: often closes the gap to the load bound at no search
             pad = stack_bound(p.inst, deadline) * p.inst.unit

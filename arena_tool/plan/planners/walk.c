@@ -4,11 +4,26 @@
  * (inclusive), size/align in the instance's units, rank a permutation (the
  * preorder). Two buffers meet when their section spans intersect. Repeatedly the
  * unplaced buffer with the lowest (min_off, rank) goes to its min_off, and every
- * unplaced buffer it meets rises above it (aligned up). Returns the height, or -1
- * when memory runs out. Built on first use by native.py (host C compiler).
+ * unplaced buffer it meets rises above it (aligned up). The heap holds each unplaced
+ * buffer once, keyed at most its min_off (a raise only writes min_off; a stale entry
+ * popped goes back in at its current one), so the first fresh entry popped is the
+ * true lowest. Past ``deadline`` (perf_counter seconds; <= 0: none) the unplaced
+ * buffers are stacked above the rest in rank order and *cut is set. Returns the
+ * height, or -1 when memory runs out. Built on first use by native.py (host C compiler).
  */
+#define _POSIX_C_SOURCE 199309L
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
+
+#define CLOCK_EVERY 4096 /* placements between clock reads */
+
+/* CLOCK_MONOTONIC in seconds: what Python's time.perf_counter() reads on Linux. */
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 typedef struct { int64_t e, r; int64_t x; } item;
 
@@ -27,18 +42,22 @@ static void push(item *h, int64_t *len, item it) {
     h[i] = it;
 }
 
-static item pop(item *h, int64_t *len) {
-    item top = h[0], last = h[--(*len)];
-    int64_t i = 0, n = *len;
+/* Puts ``it`` at hole i, moved down below its smaller children. */
+static void sift_down(item *h, int64_t n, int64_t i, item it) {
     for (;;) {
         int64_t c = 2 * i + 1;
         if (c >= n) break;
         if (c + 1 < n && less(&h[c + 1], &h[c])) c++;
-        if (!less(&h[c], &last)) break;
+        if (!less(&h[c], &it)) break;
         h[i] = h[c];
         i = c;
     }
-    if (n) h[i] = last;
+    h[i] = it;
+}
+
+static item pop(item *h, int64_t *len) {
+    item top = h[0], last = h[--(*len)];
+    if (*len) sift_down(h, *len, 0, last);
     return top;
 }
 
@@ -49,76 +68,75 @@ static int by_start(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* Adjacency in CSR form: pass 0 counts each buffer's neighbours, pass 1 fills them. */
-static int neighbours(int64_t n, const int64_t *s0, const int64_t *s1, int64_t **start_out, int64_t **adj_out) {
-    int64_t *order = malloc(sizeof(int64_t) * (n ? n : 1));
-    int64_t *active = malloc(sizeof(int64_t) * (n ? n : 1));
-    int64_t *deg = calloc((size_t)n + 1, sizeof(int64_t));
-    int64_t *fill = calloc((size_t)n + 1, sizeof(int64_t));
-    int64_t *adj = NULL;
-    if (!order || !active || !deg || !fill) goto fail;
-    for (int64_t i = 0; i < n; i++) order[i] = i;
-    sort_key = s0;
-    qsort(order, (size_t)n, sizeof(int64_t), by_start);
-    for (int pass = 0; pass < 2; pass++) {
-        int64_t na = 0;
-        for (int64_t k = 0; k < n; k++) {
-            int64_t i = order[k], keep = 0;
-            for (int64_t a = 0; a < na; a++)
-                if (s1[active[a]] >= s0[i]) active[keep++] = active[a];
-            na = keep;
-            for (int64_t a = 0; a < na; a++) {
-                int64_t j = active[a];
-                if (pass == 0) { deg[i + 1]++; deg[j + 1]++; }
-                else { adj[fill[i]++] = j; adj[fill[j]++] = i; }
-            }
-            active[na++] = i;
-        }
-        if (pass == 0) {
-            for (int64_t i = 0; i < n; i++) deg[i + 1] += deg[i];
-            adj = malloc(sizeof(int64_t) * (deg[n] ? deg[n] : 1));
-            if (!adj) goto fail;
-            for (int64_t i = 0; i < n; i++) fill[i] = deg[i];
-        }
+/* The buffers x meets, without listing them: in start order, those from the first
+ * whose running maximum of ends reaches x's start (lo) up to the last starting at or
+ * before x's end (hi), less the ones ending before x starts. No adjacency is stored. */
+static int64_t first_at_least(const int64_t *v, int64_t n, int64_t key) {
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < key) lo = mid + 1; else hi = mid;
     }
-    free(order); free(active); free(fill);
-    *start_out = deg;
-    *adj_out = adj;
-    return 0;
-fail:
-    free(order); free(active); free(deg); free(fill); free(adj);
-    return -1;
+    return lo;
 }
 
 int64_t arena_walk(int64_t n, const int64_t *s0, const int64_t *s1, const int64_t *size,
-                   const int64_t *align, const int64_t *rank, int64_t *off) {
-    int64_t *start, *adj, top = 0, len = 0;
-    if (neighbours(n, s0, s1, &start, &adj)) return -1;
+                   const int64_t *align, const int64_t *rank, double deadline, int64_t *off, int64_t *cut) {
+    int64_t top = 0, len = 0, polls = 0;
+    *cut = 0;
+    int64_t *order = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t *starts = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t *reach = malloc(sizeof(int64_t) * (size_t)(n + 1));
     int64_t *mo = calloc((size_t)n + 1, sizeof(int64_t));
-    item *heap = malloc(sizeof(item) * (size_t)(n + start[n] + 1));
-    if (!mo || !heap) { free(mo); free(heap); free(start); free(adj); return -1; }
+    item *heap = malloc(sizeof(item) * (size_t)(n + 1));  /* one entry per unplaced buffer */
+    if (!order || !starts || !reach || !mo || !heap) {
+        free(order); free(starts); free(reach); free(mo); free(heap);
+        return -1;
+    }
+    for (int64_t i = 0; i < n; i++) order[i] = i;
+    sort_key = s0;
+    qsort(order, (size_t)n, sizeof(int64_t), by_start);
+    for (int64_t k = 0; k < n; k++) {
+        starts[k] = s0[order[k]];
+        reach[k] = k && reach[k - 1] > s1[order[k]] ? reach[k - 1] : s1[order[k]];
+    }
     for (int64_t i = 0; i < n; i++) {
         off[i] = -1;
         item it = {0, rank[i], i};
         push(heap, &len, it);
     }
     while (len) {
+        if (deadline > 0 && ++polls % CLOCK_EVERY == 0 && now() > deadline) {
+            *cut = 1;
+            break;
+        }
         item it = pop(heap, &len);
         int64_t x = it.x;
-        if (off[x] >= 0 || it.e != mo[x]) continue;
+        if (it.e != mo[x]) {  /* raised since it was pushed: back in at its min_off */
+            item up = {mo[x], rank[x], x};
+            push(heap, &len, up);
+            continue;
+        }
         off[x] = it.e;
         int64_t t = it.e + size[x];
         if (t > top) top = t;
-        for (int64_t k = start[x]; k < start[x + 1]; k++) {
-            int64_t y = adj[k];
+        int64_t lo = first_at_least(reach, n, s0[x]), hi = first_at_least(starts, n, s1[x] + 1);
+        for (int64_t k = lo; k < hi; k++) {
+            int64_t y = order[k];
+            if (off[y] >= 0 || s1[y] < s0[x]) continue;
             int64_t ty = (t + align[y] - 1) / align[y] * align[y];
-            if (off[y] < 0 && mo[y] < ty) {
-                mo[y] = ty;
-                item up = {ty, rank[y], y};
-                push(heap, &len, up);
-            }
+            if (mo[y] < ty) mo[y] = ty;
         }
     }
-    free(mo); free(heap); free(start); free(adj);
+    if (*cut) {  /* what is left, in rank order (pop order with every key 0), stacked */
+        for (int64_t k = 0; k < len; k++) heap[k].e = 0;
+        for (int64_t k = len / 2; k-- > 0;) sift_down(heap, len, k, heap[k]);  /* heapify */
+        while (len) {
+            int64_t x = pop(heap, &len).x;
+            off[x] = (top + align[x] - 1) / align[x] * align[x];
+            top = off[x] + size[x];
+        }
+    }
+    free(order); free(starts); free(reach); free(mo); free(heap);
     return top;
 }

@@ -33,8 +33,8 @@ def test_c_and_python_give_the_same_offsets(idx: int) -> None:
     inst = instance(p.buffers)
     for h in HEURISTICS:
         rank = preorder(inst, h)
-        ref = walk.walk_py(inst, rank)
-        assert native.walk(lib, inst.s0, inst.s1, inst.size, inst.align, rank) == ref
+        ref, cut = walk.walk_py(inst, rank)
+        assert native.walk(lib, inst.s0, inst.s1, inst.size, inst.align, rank) == (ref, False) and not cut
         offs = [o * inst.unit for o in ref]
         arena = max(o + b.size for o, b in zip(offs, p.buffers))
         assert validate.violations(p, offs, arena) == []
@@ -60,6 +60,22 @@ def test_a_network_of_5000_buffers_reaches_the_bound() -> None:
     """Where first fit by size stays 1-4 % above (issue 39), the TWA walk is at the bound."""
     p = large_problem(5000, 1)
     inst = instance(p.buffers)
-    offs = walk.walk(inst, preorder(inst, "TWA"))
-    assert offs is not None
+    done = walk.walk(inst, preorder(inst, "TWA"))
+    assert done is not None and not done[1]
+    offs = done[0]
     assert max(o + s for o, s in zip(offs, inst.size.tolist())) * inst.unit == lower_bound(p.buffers)
+
+
+def test_past_the_deadline_the_rest_is_stacked_alike() -> None:
+    """A deadline already passed cuts both at the first clock read (CLOCK_EVERY placements):
+    the same placements, the rest stacked in rank order; still a valid layout."""
+    p = large_problem(6000, 2)
+    inst = instance(p.buffers)
+    rank = preorder(inst, "UWA")
+    ref, cut = walk.walk_py(inst, rank, deadline=0.0)
+    assert cut and sum(o >= 0 for o in ref) == len(ref)
+    lib = native.load()
+    if lib is not None:
+        assert native.walk(lib, inst.s0, inst.s1, inst.size, inst.align, rank, deadline=1e-9) == (ref, True)
+    offs = [o * inst.unit for o in ref]
+    assert validate.violations(p, offs, max(o + b.size for o, b in zip(offs, p.buffers))) == []
