@@ -165,13 +165,18 @@ def library(call: Callable[[], object]) -> Callable[[], int]:
 NOT_VALID = 5  # a case's own code: a plan it accepted (exit 0) that check refuses
 
 
-def rechecked(model: Path, plan: Path, *argv: object) -> Callable[[], int]:
+def rechecked(model: Path, plan: Path, *argv: object, compare: bool = False) -> Callable[[], int]:
     """``argv`` (which reads or writes the plan file ``plan``); when it succeeds the validator
-    (``check MODEL PLAN``) must find the plan valid too: a silently wrong plan is NOT_VALID."""
+    (``check MODEL PLAN``) must find the plan valid too: a silently wrong plan is NOT_VALID.
+    compare: then the model runs on the plan against its reference (``verify``: onnxruntime's
+    values in one bytearray), which must match."""
     def run() -> int:
         code = main([str(a) for a in argv])
         if code == 0 and plan.exists() and main(["check", str(model), str(plan)]) != 0:
             print(f"accepted, but check refuses {plan}", file=sys.stderr)
+            return NOT_VALID
+        if code == 0 and compare and main(["verify", str(model), str(plan)]) == 1:
+            print(f"accepted, but its run differs from the reference: {plan}", file=sys.stderr)
             return NOT_VALID
         return code
     return run
@@ -585,7 +590,8 @@ def cases(rng: np.random.Generator, folder: Path, n: int, verify_tflite: bool) -
         p.write_bytes(data if rng.random() < 0.7 else flip_bytes(rng, data))
         out = folder / f"o{i}.plan.json"
         planner = "optimal" if rng.random() < 0.1 else "greedy_size"
-        yield f"onnx plan {p.name}", rechecked(p, out, "plan", p, "--planner", planner, "--time-limit", "1", "-o", out)
+        yield f"onnx plan {p.name}", rechecked(p, out, "plan", p, "--planner", planner, "--time-limit", "1", "-o", out,
+                                               compare=verify_tflite)
     for i in range(n):
         p = folder / f"i{i}.npz"
         npz_case(rng, p)

@@ -791,3 +791,15 @@ def test_lost_output_lines_are_truncation_not_a_mismatch() -> None:
     assert verify.parse_output("\n".join(cut)).truncated == {"m": {"y": "2 of 4 values"}}
     lines, ok = firmware.outputs_match("\n".join(lost), [("m", "unused.onnx", None)])  # type: ignore[list-item]
     assert not ok and lines == ["m: output truncated: y arrived with 2 of 4 values, 1 out of order; run again"]
+
+
+def test_verify_of_a_model_onnxruntime_refuses_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Found by the slow fuzz sweep (46 of 1,400 ONNX cases): arena plans a model onnxruntime refuses
+    (MatMul dimensions, a float Reshape shape, a Conv's dilations), and verify was exit 3 with
+    onnxruntime's traceback; it is exit 2 naming the model."""
+    path = refused_qdq(tmp_path)
+    plan = tmp_path / "p.json"
+    assert main(["plan", str(path), "-o", str(plan)]) == 0
+    capsys.readouterr()
+    code, _, err = run(capsys, "verify", path, plan)
+    assert "onnxruntime cannot run the model" in one_error(code, err, 2, str(path))

@@ -111,8 +111,13 @@ def reference(model_path: str, plan: PlanFile, names: list[str] | None = None) -
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     opts.log_severity_level = 3
-    sess = ort.InferenceSession(m.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-    values = dict(zip(wanted, sess.run(wanted, feeds))) if wanted else {}
+    try:  # a model arena plans may still be one onnxruntime refuses (found by tests/test_fuzz.py's sweep)
+        sess = ort.InferenceSession(m.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+        values = dict(zip(wanted, sess.run(wanted, feeds))) if wanted else {}
+    except Exception as e:  # noqa: BLE001 - onnxruntime raises its own exception types
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+        raise ArenaError(f"onnxruntime cannot run the model, so it has no reference values: {first}",
+                         file=model_path, hint="check the model with onnx.checker and onnxruntime") from None
     values.update(feeds)
     return values
 
