@@ -232,10 +232,9 @@ class Search:
         self.mo = [0] * n  # min_off: lowest offset each unplaced buffer may take
         self.unplaced = [True] * n
         self.off = [-1] * n
-        self.cuts = [0] * inst.n_sections  # cuts[b]: unplaced buffers live in both section b and b + 1
-        for y in range(n):
-            for b in range(self.s0[y], self.s1[y]):
-                self.cuts[b] += 1
+        # cuts[b]: unplaced buffers live in both section b and b + 1 (one search per restart:
+        # vectorized, as the sum of the spans is far above n on long-lived buffers)
+        self.cuts: list[int] = inst.cuts().tolist()
         self.aligned = all(a == 1 for a in self.align)
         # sections with mixed alignments: the unplaced members of a section all sit
         # above its top, one above the other, so their lowest aligned stack must fit
@@ -727,19 +726,24 @@ def decide_restarts(inst: Instance, capacity: int, deadline: float | None,
     regrouped one), with a node limit doubling each round (2n first).
 
     Any run that finishes settles the question (every run searches a superset of the
-    same canonical space); only the deadline ends it unsettled (ABORTED). A preorder
+    same canonical space); only the deadline ends it unsettled (ABORTED), or the time
+    left being less than the last run took (a run's setup is O(n log n) in Python: at
+    50,000 buffers a run started just before the deadline overran it by seconds). A preorder
     is ranked when first used (``preorder`` caches it on the instance).
     """
     limit = max(2 * inst.n, 64)
     total = 0
     runs = [(h, False) for h in heuristics] + [(h, True) for h in REGROUPED if rules.decompose]
+    last = 0.0  # seconds the last run took: the next one sets up as much and may search more
     while True:
         for h, regroup in runs:
-            if deadline is not None and time.perf_counter() > deadline:
+            if deadline is not None and time.perf_counter() + last > deadline:
                 return Result(Decision.ABORTED, None, total)
             rank = preorder(inst, h)
+            began = time.perf_counter()
             res = decide(inst, capacity, rank, rules, node_limit=limit, deadline=deadline, progress=progress,
                          heuristic=h if regroup else None)
+            last = time.perf_counter() - began
             total += res.nodes
             if res.status != Decision.ABORTED:
                 return Result(res.status, res.offsets, total)

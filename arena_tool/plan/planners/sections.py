@@ -62,6 +62,13 @@ class Instance:
         np.add.at(load, self.s1 + 1, -self.size)
         return np.cumsum(load)[:-1]
 
+    def cuts(self) -> np.ndarray:
+        """Per boundary b (between sections b and b + 1), the buffers that span it."""
+        diff = np.zeros(self.n_sections + 1, dtype=np.int64)
+        np.add.at(diff, self.s0, 1)
+        np.add.at(diff, self.s1, -1)
+        return np.cumsum(diff)[:self.n_sections]
+
     def neighbours(self, deadline: float | None = None) -> bool:
         """Build ``overlaps``; False when ``deadline`` (perf_counter) passes first.
 
@@ -211,15 +218,21 @@ def stack_bound(inst: Instance, deadline: float | None = None) -> int:
     the stack stays a relaxation. Too big to enumerate, or one alignment shared:
     every offset is a multiple of g, the gcd of the alignments, so each buffer
     but the top one takes align_up(size, g) -- the top one being the one that
-    pads most. With g = 1 that is the load bound.
+    pads most. With g = 1 that is the load bound. Past ``deadline`` (perf_counter): the
+    bound of the sections seen so far.
     """
     if "stack_bound" in inst.cache:
         cached: int = inst.cache["stack_bound"]
         return cached
+    if not (inst.align > 1).any():  # every stack is its load: the load bound, by the array
+        inst.cache["stack_bound"] = int(inst.section_loads().max(initial=0))
+        return int(inst.cache["stack_bound"])
     size, align, fixed, _, _, _, members = inst.lists()
     best = 0
     seen: set[tuple[tuple[int, int], ...]] = set()
-    for m in members:
+    for k, m in enumerate(members):
+        if deadline is not None and k % 64 == 0 and time.perf_counter() > deadline:
+            return best  # the sections seen so far: still a bound, not cached
         items = sorted((size[y], align[y] if fixed[y] < 0 else 1) for y in m)
         if not items or tuple(items) in seen:
             continue
