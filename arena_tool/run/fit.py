@@ -202,6 +202,9 @@ class Proof:
 
 @dataclasses.dataclass(frozen=True)
 class FitResult:
+    """One board's search: its candidates, every configuration with its costs, the front, the
+    pick (None: nothing fits) and the QEMU runs of the pick and its close contenders."""
+
     target: BoardTarget
     emulated: str
     objective: str
