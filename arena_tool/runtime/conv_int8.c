@@ -295,7 +295,8 @@ int arena_i8_conv(const arena_ctx_t *c, const arena_conv_dims_t *d, int32_t lo, 
     }
     cp = cparams(c);
     for (m = 0; m < d->m; ++m) {
-        if (!mult_ok(chan(&cp, m).mult)) {
+        float mult = chan(&cp, m).mult;
+        if (!mult_ok(mult) || mult < 0.0f) { /* requant_i takes mult >= 0 (the lowering's scales are > 0) */
             return 0;
         }
     }

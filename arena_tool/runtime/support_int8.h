@@ -99,15 +99,81 @@ static inline __attribute__((always_inline)) int32_t bias_add(int32_t bias, int3
     return s <= (uint32_t)INT32_MAX ? (int32_t)s : -(int32_t)(~s) - 1;
 }
 
-/* What requantizing one output channel needs (wz: its weight zero point). */
+/* Whether this build has a single-precision FPU (else float arithmetic is soft-float calls). */
+#if defined(__ARM_FP) && (__ARM_FP & 4) || !defined(__arm__)
+#define ARENA_HAVE_FPU 1
+#else
+#define ARENA_HAVE_FPU 0
+#endif
+
+/* What requantizing one output channel needs (wz: its weight zero point; mm, me: without an
+ * FPU, mult = mm * 2^me, its significand and exponent, for requant_i). */
 typedef struct {
     float mult;
     int32_t bias, wz;
+#if !ARENA_HAVE_FPU
+    uint32_t mm;
+    int32_t me;
+#endif
 } chan_t;
+
+#if !ARENA_HAVE_FPU
+/* x / 2^s rounded half to even, 0 < s < 64. */
+static inline __attribute__((always_inline)) uint64_t rne_shift(uint64_t x, int32_t s)
+{
+    uint64_t q = x >> s, r = x - (q << s), half = (uint64_t)1 << (s - 1);
+    return q + (r > half || (r == half && (q & 1u)));
+}
+
+/* x rounded half to even to 24 significant bits: *e grows by the bits dropped. */
+static inline __attribute__((always_inline)) uint64_t round24(uint64_t x, int32_t *e)
+{
+    int32_t n = x >> 32 ? 64 - __builtin_clz((uint32_t)(x >> 32)) : 32 - __builtin_clz((uint32_t)x);
+    if (n > 24) {
+        x = rne_shift(x, n - 24);
+        *e += n - 24;
+        if (x >> 24) { /* rounded up to 2^24 */
+            x >>= 1;
+            *e += 1;
+        }
+    }
+    return x;
+}
+
+/* requant(acc, mult, q) without an FPU, in integers, to the same bits: (float)acc rounds |acc|
+ * to 24 significant bits, the float product rounds acc * mm to 24 bits again, and rint rounds
+ * that times 2^e to an integer, each half to even as the FPU does (a product below the normal
+ * range is below 0.5 and gives 0 either way; one past 2^31 is past every clamp). The cores
+ * without an FPU (Cortex-M0+, M3) would run the float version as soft-float calls. */
+static inline __attribute__((always_inline)) int32_t requant_i(int32_t acc, const chan_t *ch, const qpar_t *q)
+{
+    uint64_t a = acc < 0 ? (uint64_t)(-(int64_t)acc) : (uint64_t)acc, p;
+    int32_t e = ch->me, r;
+    if (a == 0u || ch->mm == 0u) {
+        r = 0;
+    } else {
+        a = round24(a, &e);
+        p = round24((uint64_t)(uint32_t)a * ch->mm, &e);
+        if (e >= 0) {
+            r = e > 7 || (p << e) > 0x7FFFFFFFu ? 0x7FFFFFFF : (int32_t)(p << e);
+        } else {
+            r = -e > 25 ? 0 : (int32_t)rne_shift(p, -e);
+        }
+        r = acc < 0 ? -r : r;
+    }
+    r = r > q->rl ? r : q->rl;
+    r = r < q->rh ? r : q->rh;
+    return r + q->zp;
+}
+#endif
 
 static inline __attribute__((always_inline)) int8_t store(const qpar_t *q, const chan_t *ch, int32_t acc)
 {
+#if ARENA_HAVE_FPU
     return (int8_t)requant(bias_add(ch->bias, acc), ch->mult, q);
+#else
+    return (int8_t)requant_i(bias_add(ch->bias, acc), ch, q);
+#endif
 }
 
 /* --- dot products --------------------------------------------------------------- */
@@ -212,6 +278,14 @@ static inline chan_t chan(const cparams_t *p, int32_t m)
     ch.mult = p->xs * p->ws[p->nws > 1u ? (uint32_t)m : 0u] / p->ys;
     ch.bias = p->bias != NULL ? p->bias[m] : 0;
     ch.wz = p->wz != NULL ? p->wz[p->nwz > 1u ? (uint32_t)m : 0u] : 0;
+#if !ARENA_HAVE_FPU
+    {
+        uint32_t bits;
+        memcpy(&bits, &ch.mult, sizeof bits); /* finite and > 0 (mult_ok, the lowering's scale check) */
+        ch.mm = (bits & 0x7FFFFFu) | (bits >> 23 & 0xFFu ? 0x800000u : 0u);
+        ch.me = (bits >> 23 & 0xFFu ? (int32_t)(bits >> 23 & 0xFFu) : 1) - 150;
+    }
+#endif
     return ch;
 }
 
