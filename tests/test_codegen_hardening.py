@@ -126,7 +126,7 @@ def _header_fields() -> dict[str, str]:
     text = (fwbuild.RUNTIME / "arena_model.h").read_text()
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     out: dict[str, str] = {}
-    for body, name in re.findall(r"typedef struct \{(.*?)\}\s*(\w+);", text, flags=re.S):
+    for body, name in re.findall(r"typedef struct (?:\w+ )?\{(.*?)\}\s*(\w+);", text, flags=re.S):
         for decl in body.split(";"):
             m = re.match(r"\s*(?:const\s+)?(\w+)\s*\*?\s*(.+)", decl.strip())
             if m:

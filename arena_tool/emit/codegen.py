@@ -45,11 +45,12 @@ import numpy as np
 
 from arena_tool.model import optable
 from arena_tool.core.errors import ArenaError
+from arena_tool.emit import tileloop
 from arena_tool.model.lowering import Lowered, Op
 from arena_tool.core.files import write_atomic
 
 if TYPE_CHECKING:
-    from arena_tool.plan.planfile import PlanFile
+    from arena_tool.plan.planfile import PlanFile, PlanStep
     from arena_tool.emit.linker_fragment import RegionUse
 
 MAX_RANK = 6
@@ -77,6 +78,9 @@ FIELD_TYPES: dict[str, str] = {
     "arena_model_t.n_inputs": "uint16_t", "arena_model_t.n_outputs": "uint16_t",
     "arena_model_t.inputs": "int32_t", "arena_model_t.outputs": "int32_t",
     "arena_entry_t.base": "uint32_t", "arena_size": "uint32_t",
+    **{f"arena_tiles_t.{f}": "uint16_t" for f in ("rows", "cols", "n_members", "n_slots")},
+    **{f"arena_tiles_t.{f}": "int32_t" for f in ("input", "output", "first_slot")},
+    "arena_tiles_t.first": "uint32_t", "arena_tiles_t.tile_rows": "uint8_t",
 }
 _LIMITS = {"uint8_t": ("0", "UINT8_MAX"), "uint16_t": ("0", "UINT16_MAX"), "uint32_t": ("0", "UINT32_MAX"),
            "int16_t": ("INT16_MIN", "INT16_MAX"), "int32_t": ("INT32_MIN", "INT32_MAX")}
@@ -152,9 +156,9 @@ def unique_ids(names: Iterable[str], reserved: Iterable[str] = ()) -> list[str]:
     return out
 
 
-def _table_names(plan: PlanFile) -> tuple[list[str], list[str]]:
-    """The tables' tensors: the plan's buffers, then the constants the kernels read in order of
-    first use."""
+def table_names(plan: PlanFile, loops: bool = True) -> tuple[list[str], list[str]]:
+    """The tables' tensors: the plan's buffers (a tile loop's tile tensors once, as its slots:
+    tileloop.table_buffers), then the constants the kernels read in order of first use."""
     planned = {b.name for b in plan.buffers}
     const_names: list[str] = []
     seen: set[str] = set()  # const_names as a set: a 33,000-input Concat is not quadratic
@@ -166,7 +170,7 @@ def _table_names(plan: PlanFile) -> tuple[list[str], list[str]]:
             if used is None or pos in used:
                 const_names.append(name)
                 seen.add(name)
-    return [b.name for b in plan.buffers], const_names
+    return tileloop.table_buffers(plan, tileloop.loops(plan) if loops else ()), const_names
 
 
 def _runtime(op_type: str) -> optable.Runtime | None:
@@ -174,10 +178,13 @@ def _runtime(op_type: str) -> optable.Runtime | None:
     return spec.runtime if spec is not None else None
 
 
-def runtime_ops(plans: Iterable[PlanFile]) -> list[str]:
-    """The runtime ops (arena_op_type_t names) the plans' schedules run, in the op table's order:
-    the kernels a board's firmware links (the same lookup model_sources writes each op's type with)."""
-    used = {r.enum for plan in plans for step in plan.schedule if (r := _runtime(step.op_type)) is not None}
+def runtime_ops(plans: Iterable[PlanFile], loops: bool = True) -> list[str]:
+    """The runtime ops (arena_op_type_t names) the plans' op tables run, in the op table's order:
+    the kernels a board's firmware links (the same lookup model_sources writes each op's type with;
+    a tile loop runs its stage's ops, and copies its crops and tiles itself). loops: as
+    model_sources'."""
+    used = {r.enum for plan in plans for _, op_type, _ in tileloop.table_rows(plan, loops)
+            if (r := _runtime(op_type)) is not None}
     return [r.enum for r in optable.RUNTIME if r.enum in used]
 
 
@@ -213,7 +220,7 @@ def header_ids(symbol: str, plan: PlanFile) -> list[str]:
     gate compares these across a board's models (gate.gate)."""
     sym = sanitize(symbol).lower()
     SYM = sym.upper()
-    ids = _tensor_ids(*_table_names(plan))
+    ids = _tensor_ids(*table_names(plan))
     return [f"ARENA_MODEL_{SYM}_H", *(f"{SYM}_{m}" for m in ("ARENA_SIZE", "LOWER_BOUND", "WEIGHTS_BYTES",
                                                              "N_TENSORS", "N_OPS")),
             f"{sym}_tensor", *(f"{SYM}_T_{i.upper()}" for i in ids), f"{SYM}_T_{COUNT_ID}",
@@ -361,6 +368,11 @@ _C_FIELDS = (("alpha", "alpha"), ("beta", "beta"), ("transA", "trans_a"), ("tran
              ("output_min", "out_min"), ("output_max", "out_max"))
 
 
+def op_attrs(op: Op, model: Lowered) -> dict[str, Any]:
+    """The op row's attributes (arena_attrs_t fields) of ``op``; {} for an op the runtime lacks."""
+    return _c_attrs(op, model) if _runtime(op.op_type) is not None else {}
+
+
 def _c_attrs(op: Op, model: Lowered) -> dict[str, Any]:
     """A lowered op's normalized attributes as arena_attrs_t fields (2-D; a 1-D op gets H = 1;
     the op-specific fields from the op's table entry, ``ints``/``floats`` as arena_ops.h's
@@ -407,12 +419,13 @@ def _attrs_init(attrs: dict[str, Any]) -> str:
 
 # --- the model tables -------------------------------------------------------
 
-def model_sources(plan: PlanFile, model: Lowered, symbol: str) -> tuple[str, str]:
+def model_sources(plan: PlanFile, model: Lowered, symbol: str, loops: bool = True) -> tuple[str, str]:
     """(header text, source text) of one model's tables; `symbol` names the C objects.
 
     ``plan`` is the plan file (planfile.load / plancheck.verified); ``model`` is the lowered
     model the plan was made from (plancheck.lowered_model): the ops, their attributes and the
-    constant values all come from it.
+    constant values all come from it. loops: patched stages as tile loops (tileloop.py);
+    False writes every tile's ops out, the form the loops are tested against.
     """
     model_path = model.path
     if plan.model_sha256 != model.sha256:
@@ -429,13 +442,14 @@ def model_sources(plan: PlanFile, model: Lowered, symbol: str) -> tuple[str, str
                          hint="re-plan the model with this version of arena")
     steps = [op for op in found if op is not None]  # every one (checked above)
     by_name = {b.name: b for b in plan.buffers}
-    arena_names, const_names = _table_names(plan)
+    arena_names, const_names = table_names(plan, loops)
     for name in const_names:
         if name not in model.constants:
             raise ArenaError(f"tensor {name!r} is neither planned nor constant", file=model_path, field="buffers",
                              hint="re-plan the model")
     values = {n: model.value(n) for n in const_names}
 
+    tile_loops = tileloop.loops(plan) if loops else ()
     ids = _tensor_ids(arena_names, const_names)
     index = {n: i for i, n in enumerate(arena_names + const_names)}
     enum_of = {n: f"{SYM}_T_{ids[i].upper()}" for n, i in index.items()}
@@ -448,7 +462,7 @@ def model_sources(plan: PlanFile, model: Lowered, symbol: str) -> tuple[str, str
           f"#define {SYM}_ARENA_SIZE {plan.arena_size}u",
           f"#define {SYM}_LOWER_BOUND {plan.lower_bound}u",
           f"#define {SYM}_WEIGHTS_BYTES {sum(int(v.nbytes) for v in values.values() if v is not None)}u",
-          f"#define {SYM}_N_TENSORS {len(index)}u", f"#define {SYM}_N_OPS {len(plan.schedule)}u", "",
+          f"#define {SYM}_N_TENSORS {len(index)}u", f"#define {SYM}_N_OPS {tileloop.table_ops(plan, tile_loops)}u", "",
           "/* Tensor indices: arena tensors, then constants. */", f"enum {sym}_tensor {{"]
     for n in arena_names + const_names:
         h.append(f"    {enum_of[n]} = {index[n]},")
@@ -475,10 +489,11 @@ def model_sources(plan: PlanFile, model: Lowered, symbol: str) -> tuple[str, str
         s.append(_wrap(_values(np.asarray(v).astype(dt), dt), per))
         s.append("};")
     s.append("")
+    shown = {s.key: s.display for lp in tile_loops for s in lp.slots}  # a slot's row shows the untiled name
     s.append(f"static const arena_tensor_t {sym}_tensors[{max(1, len(index))}] = {{")
     for n in arena_names:
-        b = by_name[n]  # an alias carries its root's offset (plancheck.check)
-        s.append(_tensor_row(n, "NULL", b.offset, b.size, b.elements,
+        b = by_name[n]  # an alias carries its root's offset (plancheck.check); a slot: its first tile's
+        s.append(_tensor_row(shown.get(n, n), "NULL", b.offset, b.size, b.elements,
                              DTYPES.get(b.dtype, "ARENA_DT_OTHER"), list(b.shape), model_path, fits))
     for n in const_names:
         v = values[n]
@@ -489,37 +504,30 @@ def model_sources(plan: PlanFile, model: Lowered, symbol: str) -> tuple[str, str
         s.append("    {0}")
     s += ["};", ""]
 
-    op_rows: list[str] = []
-    for i, step in enumerate(plan.schedule):
-        op_type = step.op_type
-        runtime = _runtime(op_type)
-        used = _reads(op_type)
-        ins = [str(index[n]) if n and (used is None or p in used) and n in index else "-1"
-               for p, n in enumerate(step.inputs)]
-        outs = [str(index[n]) if n in index else "-1" for n in step.outputs]
-        where = f"op {i} {step.name or step.outputs[0]!r}"
-        s.append(_index_array(f"{sym}_op{i}_in", ins, fits, "arena_op_t.inputs", where))
-        s.append(_index_array(f"{sym}_op{i}_out", outs, fits, "arena_op_t.outputs", where))
-        kind = runtime.enum if runtime is not None else "ARENA_OP_UNSUPPORTED"
-        attrs = _c_attrs(steps[i], model) if runtime is not None else {}
-        _note_attrs(fits, attrs, where)
-        for key, c_type, fmt in (("ints", "int32_t", lambda v: c_int(v, 32)), ("floats", "float", c_float)):
-            if attrs.get(key):
-                s.append(f"static const {c_type} {sym}_op{i}_{key}[{len(attrs[key])}] = "
-                         f"{{{', '.join(fmt(v) for v in attrs[key])}}};")
-                attrs[f"n_{key}"] = fits.add(f"arena_attrs_t.n_{key}", len(attrs[key]), where)
-                attrs[key] = f"{sym}_op{i}_{key}"
-            else:
-                attrs.pop(key, None)
-        ws = fits.add("arena_op_t.workspace", index[step.workspace] if step.workspace else -1, where)
-        fits.add("arena_op_t.n_inputs", len(ins), where)
-        fits.add("arena_op_t.n_outputs", len(outs), where)
-        op_rows.append(f"    {{{kind}, {len(ins)}, {len(outs)}, {ws}, {sym}_op{i}_in, {sym}_op{i}_out,\n"
-                   f"     {c_string(step.name or step.outputs[0])}, {c_string(op_type)},\n"
-                   f"     {_attrs_init(attrs)}}},")
+    rows = _Rows(sym, index, fits, s)
+    untiled = {op.name: op for op in (model.untiled or model).ops}
+    loop_rows: list[str] = []
+    at = 0
+    for k, lp in enumerate(tile_loops):
+        for i in range(at, lp.first):
+            step = plan.schedule[i]
+            rows.add(step, step.inputs, step.outputs, step.workspace, steps[i], model)
+        originals = [untiled[m.name] for m in lp.members]
+        tileloop.check(plan, lp, originals, [optable.TABLE[op.op_type].spatial for op in originals])
+        loop_rows.append(_loop_table(sym, k, lp, len(rows.rows), index, plan, fits, s))
+        for m, op in zip(lp.members, originals):  # each with its untiled op's attributes (its own pads)
+            rows.add(m.step, m.inputs, (m.output,), m.workspace, op, model.untiled or model, m.name)
+        at = lp.end
+    for i in range(at, len(plan.schedule)):
+        step = plan.schedule[i]
+        rows.add(step, step.inputs, step.outputs, step.workspace, steps[i], model)
+    op_rows = rows.rows
+    n_ops = len(op_rows)
     s += ["", f"static const arena_op_t {sym}_ops[{max(1, len(op_rows))}] = {{"]
     s += op_rows or ["    {0}"]
     s += ["};", ""]
+    if loop_rows:
+        s += [f"static const arena_tiles_t {sym}_loops[{len(loop_rows)}] = {{", *loop_rows, "};", ""]
 
     g_in, g_out = list(model.inputs), list(model.outputs)
     for kind, names in (("inputs", g_in), ("outputs", g_out)):
@@ -530,15 +538,89 @@ def model_sources(plan: PlanFile, model: Lowered, symbol: str) -> tuple[str, str
         s.append(_index_array(f"{sym}_{kind}", [str(index[n]) for n in names], fits, f"arena_model_t.{kind}",
                               f"graph {kind}"))
     for field, count in (("arena_size", plan.arena_size), ("n_tensors", len(index)),
-                         ("n_ops", len(plan.schedule)), ("n_inputs", len(g_in)), ("n_outputs", len(g_out))):
+                         ("n_ops", n_ops), ("n_inputs", len(g_in)), ("n_outputs", len(g_out))):
         fits.add(f"arena_model_t.{field}", count, f"model {symbol!r}")
     regions_c, first_size, regions_tail = (_caller_parts if caller_buffers(plan) else _split_parts)(
         plan, sym, len(index))
     s += regions_c + ["", f"const arena_model_t {sym}_model = {{",
-          f"    {c_string(symbol)}, {first_size}u, {len(index)}u, {len(plan.schedule)}u,"
+          f"    {c_string(symbol)}, {first_size}u, {len(index)}u, {n_ops}u,"
           f" {len(g_in)}, {len(g_out)},",
-          f"    {sym}_tensors, {sym}_ops, {sym}_inputs, {sym}_outputs{regions_tail}", "};"]
+          f"    {sym}_tensors, {sym}_ops, {sym}_inputs, {sym}_outputs{regions_tail},",
+          f"    {len(loop_rows)}u, {f'{sym}_loops' if loop_rows else 'NULL'}", "};"]
     return "\n".join(h), "\n".join(s + fits.asserts(sym))
+
+
+class _Rows:
+    """The op table's rows, one ``add`` per row, with their index and parameter arrays appended
+    to the source ``out`` as they come."""
+
+    def __init__(self, sym: str, index: dict[str, int], fits: Fits, out: list[str]) -> None:
+        self.sym, self.index, self.fits, self.out = sym, index, fits, out
+        self.rows: list[str] = []
+
+    def add(self, step: PlanStep, inputs: Sequence[str], outputs: Sequence[str], workspace: str | None, op: Op,
+            model: Lowered, name: str | None = None) -> None:
+        """A row for ``step`` (its op type) over the table names ``inputs``/``outputs``, with
+        ``op``'s attributes (a tile loop's member: the untiled op's own) and ``name`` shown."""
+        sym, index, fits, s = self.sym, self.index, self.fits, self.out
+        i = len(self.rows)
+        op_type = step.op_type
+        runtime = _runtime(op_type)
+        used = _reads(op_type)
+        ins = [str(index[n]) if n and (used is None or p in used) and n in index else "-1"
+               for p, n in enumerate(inputs)]
+        outs = [str(index[n]) if n in index else "-1" for n in outputs]
+        where = f"op {i} {step.name or step.outputs[0]!r}"
+        s.append(_index_array(f"{sym}_op{i}_in", ins, fits, "arena_op_t.inputs", where))
+        s.append(_index_array(f"{sym}_op{i}_out", outs, fits, "arena_op_t.outputs", where))
+        kind = runtime.enum if runtime is not None else "ARENA_OP_UNSUPPORTED"
+        attrs = _c_attrs(op, model) if runtime is not None else {}
+        _note_attrs(fits, attrs, where)
+        for key, c_type, fmt in (("ints", "int32_t", lambda v: c_int(v, 32)), ("floats", "float", c_float)):
+            if attrs.get(key):
+                s.append(f"static const {c_type} {sym}_op{i}_{key}[{len(attrs[key])}] = "
+                         f"{{{', '.join(fmt(v) for v in attrs[key])}}};")
+                attrs[f"n_{key}"] = fits.add(f"arena_attrs_t.n_{key}", len(attrs[key]), where)
+                attrs[key] = f"{sym}_op{i}_{key}"
+            else:
+                attrs.pop(key, None)
+        ws = fits.add("arena_op_t.workspace", index[workspace] if workspace else -1, where)
+        fits.add("arena_op_t.n_inputs", len(ins), where)
+        fits.add("arena_op_t.n_outputs", len(outs), where)
+        self.rows.append(f"    {{{kind}, {len(ins)}, {len(outs)}, {ws}, {sym}_op{i}_in, {sym}_op{i}_out,\n"
+                         f"     {c_string(name or step.name or step.outputs[0])}, {c_string(op_type)},\n"
+                         f"     {_attrs_init(attrs)}}},")
+
+
+def _loop_table(sym: str, k: int, lp: tileloop.Loop, first: int, index: dict[str, int], plan: PlanFile,
+                fits: Fits, out: list[str]) -> str:
+    """Loop ``k``'s arena_tiles_t row (arena_model.h), its arrays appended to ``out``: per slot
+    (kind, member, input), per tile its row of offsets, the distinct rows of each slot's offset."""
+    by_name = plan.by_name
+    slots = [v for sl in lp.slots for v in (sl.kind, sl.member, sl.pos)]
+    per_tile = [tuple(by_name[b].offset if b is not None else 0 for b in (sl.buffers[t] for sl in lp.slots))
+                for t in range(lp.tiles)]
+    distinct = sorted(set(per_tile))
+    wide = max((v for row in distinct for v in row), default=0) > 0xFFFF
+    pre = f"{sym}_loop{k}"
+    out.append(f"static const int16_t {pre}_slots[{len(slots)}] = {{{', '.join(map(str, slots))}}};")
+    out.append(f"static const uint8_t {pre}_tile_rows[{lp.tiles}] = {{")
+    out.append(_wrap([str(distinct.index(row)) for row in per_tile], 32))
+    out.append("};")
+    out.append(f"static const uint{32 if wide else 16}_t {pre}_offsets[{len(distinct) * len(lp.slots)}] = {{")
+    out.append(_wrap([f"{v}u" for row in distinct for v in row], 16))
+    out.append("};")
+    where = f"tile loop {k} ({lp.output!r})"
+    for field, v in (("rows", lp.rows), ("cols", lp.cols), ("n_members", len(lp.members)),
+                     ("n_slots", len(lp.slots)), ("tile_rows", len(distinct) - 1)):
+        fits.add(f"arena_tiles_t.{field}", v, where)
+    first_slot = index[lp.rowed[0].key]
+    for field, v in (("first", first), ("input", index[lp.input]), ("output", index[lp.output]),
+                     ("first_slot", first_slot)):
+        fits.add(f"arena_tiles_t.{field}", v, where)
+    return (f"    {{arena_run_tiles, {first}u, {lp.rows}u, {lp.cols}u, {len(lp.members)}u, {len(lp.slots)}u, "
+            f"{index[lp.input]}, {index[lp.output]}, {first_slot},\n     {pre}_slots, {pre}_tile_rows, "
+            f"{'NULL' if wide else f'{pre}_offsets'}, {f'{pre}_offsets' if wide else 'NULL'}}},")
 
 
 def _index_array(ident: str, items: list[str], fits: Fits, field: str, where: str) -> str:
@@ -620,8 +702,9 @@ def _caller_parts(plan: PlanFile, sym: str, n_tensors: int) -> tuple[list[str], 
     arena = [(r.name, region_symbol(r.name), r.arena_size) for r in regions] or [("arena", "arena", plan.arena_size)]
     names = [r.name for r in regions]
     slot = {name: len(arena) + k for k, (_, name, _) in enumerate(bufs)}
-    index = [slot[b.name] if b.name in slot else (names.index(b.region or "") if regions else 0)
-             for b in plan.buffers]
+    by_name = plan.by_name
+    index = [slot[n] if n in slot else (names.index(by_name[n].region or "") if regions else 0)
+             for n in table_names(plan)[0]]
     index += [0] * (n_tensors - len(index))
     align = max(16, plan.alignment, *(b.alignment or 1 for b in plan.buffers))
     out = ["", "/* Caller-owned inputs and outputs (io_buffers: caller): outside the arena, one buffer each.",

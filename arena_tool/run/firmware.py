@@ -59,7 +59,7 @@ from arena_tool.core.files import project_path, write_atomic
 from arena_tool.target.manifest import DEFAULT_STACK
 from arena_tool.run.verify import NUMPY_TYPES
 from arena_tool.core.schema import check_json
-from arena_tool.emit import codegen, runtime_support, linker
+from arena_tool.emit import codegen, runtime_support, linker, tileloop
 from arena_tool.model import liveness, lowering, macs
 from arena_tool.plan import plancheck, planfile, planners, planning, split_arena
 from arena_tool.run import qemu, runreport, verify
@@ -153,17 +153,18 @@ def runtime_sources() -> list[Path]:
 
 def generate(out: Path, models: Sequence[tuple[str, str, PlanFile]], board: str = HOST, *,
              name: str = "model_{sym}", lowered: Mapping[str, Lowered] | None = None,
-             arena: Path | None = None) -> list[Path]:
+             arena: Path | None = None, loops: bool = True) -> list[Path]:
     """Write the tables of ``models`` (symbol, model path, plan file), run one after another in a
     shared arena, and the board's arena source; returns the generated .c files.
 
     name: path of each model's tables below ``out``, without suffix; lowered: symbol -> its
-    lowered model (else loaded); arena: the arena source's path (default out/arena_board.c)."""
+    lowered model (else loaded); arena: the arena source's path (default out/arena_board.c); loops:
+    patched stages as tile loops (False: unrolled, codegen.model_sources)."""
     out = Path(out)
     sources = []
     for sym, path, plan in models:
         low = (lowered or {}).get(sym) or plancheck.lowered_model(str(path), plan)
-        h, c = codegen.model_sources(plan, low, sym)
+        h, c = codegen.model_sources(plan, low, sym, loops)
         stem = out / name.format(sym=sym)
         stem.parent.mkdir(parents=True, exist_ok=True)
         codegen.write(f"{stem}.h", h)
@@ -173,7 +174,7 @@ def generate(out: Path, models: Sequence[tuple[str, str, PlanFile]], board: str 
     align = _alignment([p for _, _, p in models])
     placed = board_regions([p for _, _, p in models], copies=board != HOST)
     h, c = codegen.arena_sources(board, size, [(sym, 0) for sym, _, _ in models], align, placed,
-                                 kernels=codegen.runtime_ops(p for _, _, p in models))
+                                 kernels=codegen.runtime_ops((p for _, _, p in models), loops))
     arena = arena or out / "arena_board.c"
     arena.parent.mkdir(parents=True, exist_ok=True)
     codegen.write(str(arena.with_suffix(".h")), h)
@@ -293,14 +294,15 @@ def build_elf(out: Path, generated: Sequence[Path], board: Board | str, arena_si
 
 def board_firmware(out: Path, spec: ModelSpec, plan: PlanFile, lowered: Lowered, board: Board,
                    inputs_c: str, optimize: str | None = None, build: str = "build",
-                   extra: Sequence[str] = ()) -> Path:
+                   extra: Sequence[str] = (), loops: bool = True) -> Path:
     """The ELF a project build (SCons) makes of ``spec``'s model alone on ``board``, in the project
     ``out``: the build graph of a manifest of that board (its default region, a manifest's
     default stack reserve) and that model, over the example main.c and startup.c and the run's
     input table (``arena_inputs.c`` in ``out``, one more source of the application). The plan's
     tables, the arena's C file and the linker script are written where the graph puts them, and
     the graph's executor compiles and links with SCons's commands: the same objects and ELF.
-    build: the build folder below ``out``; extra: compile flags after arena's (ARENA_EXTRA_CCFLAGS)."""
+    build: the build folder below ``out``; extra: compile flags after arena's (ARENA_EXTRA_CCFLAGS);
+    loops: as ``generate``'s."""
     out = Path(out).resolve()
     codegen.write(str(out / "arena_inputs.c"), inputs_c)
     target = BoardTarget(name=board.name, board=board, region=board.default_region,
@@ -313,7 +315,7 @@ def board_firmware(out: Path, spec: ModelSpec, plan: PlanFile, lowered: Lowered,
     b = graph.board(board.name)
     tables = Path(b.tables[0]).with_suffix("")
     generate(out, [(spec.name, spec.path, plan)], board.name, name=str(tables.parent / tables.name.replace(
-        spec.name, "{sym}")), lowered={spec.name: lowered}, arena=out / b.arena[0])
+        spec.name, "{sym}")), lowered={spec.name: lowered}, arena=out / b.arena[0], loops=loops)
     linker.write(str(out / b.ld), linker.render(board, board.default_region, plan.arena_size, STACK, 0,
                                                 arena_align=_alignment([plan]), regions=board_regions([plan])))
     execute.Executor(graph, str(out)).build([b.elf])
@@ -591,6 +593,7 @@ class Firmware:
     flash: int | None = None
     ram: int | None = None
     tables_flash: int | None = None
+    table_bytes: int | None = None  # the model's compiled tables besides its weights (runreport.table_bytes)
     ticks: int | None = None
     instructions: int | None = None
     instructions_per_tick: float | None = None
@@ -618,14 +621,16 @@ class OpProfile:
 
 
 def firmware_profile(plan: PlanFile, macs: Sequence[int], fw: Firmware) -> tuple[OpProfile, ...]:
-    """The per-op rows of a profiled run, in the tables' op order (the plan's schedule)."""
+    """The per-op rows of a profiled run, in the tables' op order (the plan's schedule; a tile
+    loop runs as its first member's row, which carries its stage's MACs, its other members none)."""
     ticks = fw.op_ticks or {}
     clock = round(1e9 / fw.instructions_per_tick) if fw.instructions_per_tick else None
     rows = []
-    for i, (step, n) in enumerate(zip(plan.schedule, macs)):
+    for i, (name, op_type, steps) in enumerate(tileloop.table_rows(plan)):
         t = ticks.get(i)
-        rows.append(OpProfile(i, step.name, step.op_type, t,
-                              None if t is None or clock is None else runreport.instructions(t, clock), n))
+        rows.append(OpProfile(i, name, op_type, t,
+                              None if t is None or clock is None else runreport.instructions(t, clock),
+                              sum(macs[k] for k in steps)))
     return tuple(rows)
 
 
@@ -661,7 +666,7 @@ def profile_table(rows: Sequence[OpProfile], fw: Firmware) -> list[str]:
 
 def build_and_run(out: Path, spec: ModelSpec, plan: PlanFile, lowered: Lowered, board: Board | None,
                   inputs: Sequence[tuple[str, np.ndarray]], timeout: float = TIMEOUT,
-                  optimize: str | None = None, *, profile: bool = False) -> Firmware:
+                  optimize: str | None = None, *, profile: bool = False, loops: bool = True) -> Firmware:
     """Generate, build and run the firmware of one model (``spec``: its name is the tables'
     symbol) in ``out`` with ``inputs`` (name, array) in the model's input order, compiled at the
     ``optimize`` level (``arena_tool.target.flags``; None: the build's default); on a board, the
@@ -670,20 +675,20 @@ def build_and_run(out: Path, spec: ModelSpec, plan: PlanFile, lowered: Lowered, 
 
     profile (a QEMU board): also build ``profile/<board>/firmware.elf`` with -DARENA_PROFILE and
     run it for each op's ticks (``Firmware.op_ticks``); outputs, flash and the inference's count
-    stay the normal build's, whose bytes the macro does not change."""
+    stay the normal build's, whose bytes the macro does not change. loops: as ``generate``'s."""
     out = Path(out)
     symbol = spec.name
     board_name = HOST if board is None else board.name
     inputs_c = input_source([(symbol, inputs)])
     try:
         if board is None:
-            gen = generate(out, [(symbol, spec.path, plan)], board_name, lowered={symbol: lowered})
+            gen = generate(out, [(symbol, spec.path, plan)], board_name, lowered={symbol: lowered}, loops=loops)
             codegen.write(str(out / "arena_inputs.c"), inputs_c)
             cflags = list(flags.host_cflags(optimize))
             exe = build_host(out, [*gen, out / "arena_inputs.c"], cflags)
         else:
             cflags = [*board.cpu.gcc_flags(), *flags.cflags(optimize)]
-            exe = board_firmware(out, spec, plan, lowered, board, inputs_c, optimize)
+            exe = board_firmware(out, spec, plan, lowered, board, inputs_c, optimize, loops=loops)
             if profile:
                 prof = board_firmware(out, spec, plan, lowered, board, inputs_c, optimize, build="profile",
                                       extra=[PROFILE_FLAG])
@@ -709,6 +714,8 @@ def build_and_run(out: Path, spec: ModelSpec, plan: PlanFile, lowered: Lowered, 
         sizes = runreport.elf_sizes(str(exe))
         fw.flash, fw.ram = sizes.flash, sizes.ram
         fw.tables_flash = runreport.model_flash(str(exe), [symbol])[symbol]
+        obj = next(iter(sorted(out.rglob(f"model_{symbol}.o"))), None)  # the project build's first
+        fw.table_bytes = None if obj is None else runreport.table_bytes(str(obj), symbol)
         fw.calibration = parsed.calibration
         ticks = parsed.ticks.get(symbol)
         if ticks is not None and board.cpu.clock_hz:
@@ -783,6 +790,7 @@ def report_doc(*, model: str, plan: PlanFile, board: str, machine: str | None, r
         "flash": fw.flash if fw else None,
         "ram": fw.ram if fw else None,
         "tables_flash": fw.tables_flash if fw else None,
+        "table_bytes": fw.table_bytes if fw else None,
         "ticks": fw.ticks if fw else None,
         "instructions": fw.instructions if fw else None,
         "instructions_per_tick": fw.instructions_per_tick if fw else None,
@@ -827,7 +835,8 @@ def summary(model: str, plan: PlanFile, board: Board | None, fw: Firmware, input
         lines.append(f"{'instructions':<{w}} n/a (host build; --board {' or '.join(emulated_boards()) or 'mps2_an500'} "
                      f"counts them under QEMU)")
     else:
-        lines.append(f"{'flash':<{w}} {_fmt(fw.flash)} (ELF; the model's tables {_fmt(fw.tables_flash)})")
+        lines.append(f"{'flash':<{w}} {_fmt(fw.flash)} (ELF; the model's tables {_fmt(fw.tables_flash)}, "
+                     f"{_fmt(fw.table_bytes)} of them besides the weights)")
         lines.append(f"{'RAM':<{w}} {_fmt(fw.ram)} (ELF; arena {_fmt(plan.arena_size)}, "
                      f"stack reserve {_fmt(STACK)})")
         if fw.instructions is not None:

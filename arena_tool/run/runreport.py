@@ -125,6 +125,25 @@ def model_flash(elf_path: str, symbols: Sequence[str]) -> dict[str, int]:
     return {s: sizes[s.lower()] for s in symbols}
 
 
+def table_bytes(object_path: str, symbol: str) -> int:
+    """Flash bytes of one model's compiled tables besides its weights: the object's allocated
+    sections (the load image of writable ones too), less the sections of its constants' arrays
+    (``<symbol>_c_*``, each in its own section under -fdata-sections)."""
+    from elftools.elf.constants import SH_FLAGS
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
+    prefix = f"{symbol.lower()}_c_"
+    with open(object_path, "rb") as f:
+        elf = ELFFile(f)
+        weights = {int(sym["st_shndx"]) for sec in elf.iter_sections() if isinstance(sec, SymbolTableSection)
+                   for sym in sec.iter_symbols()
+                   if sym.name.startswith(prefix) and sym["st_info"]["type"] == "STT_OBJECT"
+                   and isinstance(sym["st_shndx"], int)}
+        return sum(int(sec["sh_size"]) for i, sec in enumerate(elf.iter_sections())
+                   if sec["sh_flags"] & SH_FLAGS.SHF_ALLOC and sec["sh_type"] != "SHT_NOBITS" and i not in weights)
+
+
 def instructions(ticks: int, clock_hz: int, shift: int = ICOUNT_SHIFT) -> int:
     """Instructions that took `ticks` SysTick ticks at `clock_hz` under -icount shift=`shift`."""
     return round(ticks * 1_000_000_000 / (clock_hz * (1 << shift)))

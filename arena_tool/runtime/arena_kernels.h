@@ -4,11 +4,26 @@
 
 #include "arena_model.h"
 
-/* One op being run: its model, its tables row and the model's arena base. */
+/* A tile loop's tile tensors in the tile being run (tile_loop.c): tensors[first .. first + n) are
+ * rows[0 .. n) at addr[0 .. n), not their table rows; and for the op being run, tensor
+ * over_index[k] (an input it reads cropped) is over_rows[k] at over_addr[k]. */
+typedef struct {
+    int32_t first, n;
+    const arena_tensor_t *rows;
+    uint8_t *const *addr;
+    int32_t n_over;
+    const int32_t *over_index;
+    const arena_tensor_t *over_rows;
+    uint8_t *const *over_addr;
+} arena_tile_view_t;
+
+/* One op being run: its model, its tables row and the model's arena base; tile: NULL, or the
+ * slots of the tile a loop body op runs in. */
 typedef struct {
     const arena_model_t *m;
     const arena_op_t *op;
     uint8_t *base;
+    const arena_tile_view_t *tile;
 } arena_ctx_t;
 
 /* Input/output `i` of the op: tensor row (NULL when absent) and data. */
@@ -16,6 +31,8 @@ const arena_tensor_t *arena_in(const arena_ctx_t *c, int i);
 const arena_tensor_t *arena_out(const arena_ctx_t *c, int i);
 void *arena_in_data(const arena_ctx_t *c, int i);
 void *arena_out_data(const arena_ctx_t *c, int i);
+const arena_tensor_t *arena_tensor_row(const arena_ctx_t *c, int32_t index); /* a table or tile row */
+void *arena_ctx_data(const arena_ctx_t *c, int32_t index);                    /* its bytes */
 uint32_t arena_dims_product(const arena_tensor_t *t, int from, int to);
 int arena_shape_ok(const arena_tensor_t *t); /* the shape agrees with the element count, no dim < 0 */
 /* A depthwise conv's in-place check (TinyEngine's scheme; arena_runtime.c): *temp is the

@@ -169,7 +169,37 @@ typedef struct {
     arena_attrs_t attrs;
 } arena_op_t;
 
+/* A patched stage run as one loop over its tiles (patch-based inference; arena_tool/emit/tileloop.py
+ * writes it). Its ops (members) are ops[first .. first + n_members), as the untiled model has
+ * them (each with its own pads); arena_run runs them once per tile, row-major. Their tile tensors
+ * (slots) are, per slot: kind (ARENA_SLOT_*), member, and for a crop the input it crops; the OUT
+ * and WS slots have rows tensors[first_slot ...] in slot order, the crops (last) none. Per tile
+ * the runtime derives, as model/patches.py does: the tile's box of the stage output (the grid's
+ * cut), backwards through the members each output's box (the union of what its readers read),
+ * each window member's input window and tile-local pads, a crop (copied) where a member reads less
+ * than its input's box, a depthwise in-place workspace's elements; each slot's offset is the
+ * plan's for that tile: row tile_rows[tile] of offsets16 (offsets32 when the arena is 64 KiB or
+ * more), n_slots each. After the members the tile is copied into the whole stage output. `run`
+ * is arena_run_tiles (tile_loop.c), named only by models that have loops, so other firmware
+ * links none of it. */
+#define ARENA_TILE_SLOTS 24 /* the most slots (and members) a loop may have: the runtime's rows on the stack */
+enum { ARENA_SLOT_OUT = 0, ARENA_SLOT_WS_IN = 1, ARENA_SLOT_CROP = 2 };
+struct arena_model;
 typedef struct {
+    int (*run)(const struct arena_model *m, uint32_t k, uint8_t *base, int *failed_op);
+    uint32_t first;        /* the members' first op row */
+    uint16_t rows, cols;   /* the grid */
+    uint16_t n_members;
+    uint16_t n_slots;
+    int32_t input, output; /* the stage's whole input and output tensors */
+    int32_t first_slot;
+    const int16_t *slots;  /* per slot: kind, member, input position (crops) */
+    const uint8_t *tile_rows;
+    const uint16_t *offsets16;
+    const uint32_t *offsets32;
+} arena_tiles_t;
+
+typedef struct arena_model {
     const char *name;
     uint32_t arena_size;   /* bytes this model needs from its base */
     uint32_t n_tensors;
@@ -184,6 +214,8 @@ typedef struct {
                               regions[tensor_regions[i]], arena_size the first region's (arena_run's base) */
     const arena_region_t *regions;
     const uint8_t *tensor_regions; /* per tensor, its region index (split arenas; else NULL) */
+    uint32_t n_loops;      /* patched stages run as tile loops (arena_tiles_t) */
+    const arena_tiles_t *loops;
 } arena_model_t;
 
 /* One model of a board's firmware and where its slice of the arena starts. */
@@ -266,6 +298,10 @@ static inline int arena_run_io(const arena_model_t *m, uint8_t *base, void *cons
  * so a startup that runs the init array (__libc_init_array, the example's startup.c)
  * calls it before main; a startup that does not must call it once before arena_run. */
 void arena_init(void);
+
+/* Runs tile loop k of m (arena_tiles_t; arena_run calls it through the loop's `run`). On error
+ * *failed_op is the member's op row that stopped. */
+int arena_run_tiles(const arena_model_t *m, uint32_t k, uint8_t *base, int *failed_op);
 
 /* Address of tensor `index` (arena or constant). */
 void *arena_tensor_data(const arena_model_t *m, uint8_t *base, int index);

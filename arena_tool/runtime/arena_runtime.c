@@ -32,30 +32,61 @@ void *arena_tensor_data(const arena_model_t *m, uint8_t *base, int index)
     return (void *)(base + t->offset);
 }
 
-const arena_tensor_t *arena_in(const arena_ctx_t *c, int i)
+const arena_tensor_t *arena_tensor_row(const arena_ctx_t *c, int32_t index)
 {
-    if (i >= (int)c->op->n_inputs || c->op->inputs[i] < 0) {
+    const arena_tile_view_t *v = c->tile;
+    int32_t k;
+    if (index < 0 || index >= (int32_t)c->m->n_tensors) {
         return NULL;
     }
-    return &c->m->tensors[c->op->inputs[i]];
+    if (v != NULL) {
+        for (k = 0; k < v->n_over; ++k) {
+            if (v->over_index[k] == index) {
+                return &v->over_rows[k];
+            }
+        }
+        if (index >= v->first && index - v->first < v->n) {
+            return &v->rows[index - v->first];
+        }
+    }
+    return &c->m->tensors[index];
+}
+
+void *arena_ctx_data(const arena_ctx_t *c, int32_t index)
+{
+    const arena_tile_view_t *v = c->tile;
+    int32_t k;
+    if (v != NULL) {
+        for (k = 0; k < v->n_over; ++k) {
+            if (v->over_index[k] == index) {
+                return v->over_addr[k];
+            }
+        }
+        if (index >= v->first && index - v->first < v->n) {
+            return v->addr[index - v->first];
+        }
+    }
+    return arena_tensor_data(c->m, c->base, index);
+}
+
+const arena_tensor_t *arena_in(const arena_ctx_t *c, int i)
+{
+    return i < (int)c->op->n_inputs ? arena_tensor_row(c, c->op->inputs[i]) : NULL;
 }
 
 const arena_tensor_t *arena_out(const arena_ctx_t *c, int i)
 {
-    if (i >= (int)c->op->n_outputs || c->op->outputs[i] < 0) {
-        return NULL;
-    }
-    return &c->m->tensors[c->op->outputs[i]];
+    return i < (int)c->op->n_outputs ? arena_tensor_row(c, c->op->outputs[i]) : NULL;
 }
 
 void *arena_in_data(const arena_ctx_t *c, int i)
 {
-    return i < (int)c->op->n_inputs ? arena_tensor_data(c->m, c->base, c->op->inputs[i]) : NULL;
+    return i < (int)c->op->n_inputs ? arena_ctx_data(c, c->op->inputs[i]) : NULL;
 }
 
 void *arena_out_data(const arena_ctx_t *c, int i)
 {
-    return i < (int)c->op->n_outputs ? arena_tensor_data(c->m, c->base, c->op->outputs[i]) : NULL;
+    return i < (int)c->op->n_outputs ? arena_ctx_data(c, c->op->outputs[i]) : NULL;
 }
 
 int arena_shape_ok(const arena_tensor_t *t)
@@ -129,7 +160,7 @@ static int dispatch(const arena_ctx_t *c)
 
 int arena_run(const arena_model_t *m, uint8_t *base, int *failed_op)
 {
-    uint32_t i;
+    uint32_t i, loop = 0u;
     int rc = check_bounds(m, base);
     if (failed_op != NULL) {
         *failed_op = -1;
@@ -139,13 +170,23 @@ int arena_run(const arena_model_t *m, uint8_t *base, int *failed_op)
     }
     for (i = 0; i < m->n_ops; ++i) {
         arena_ctx_t c;
+        int failed = (int)i;
         c.m = m;
         c.op = &m->ops[i];
-        c.base = base; ARENA_PROFILE_OP(m, i, 0)
-        rc = dispatch(&c); ARENA_PROFILE_OP(m, i, 1)
+        c.base = base;
+        c.tile = NULL;
+        if (loop < m->n_loops && m->loops[loop].first == i) { /* a patched stage: its ops run per tile */
+            const arena_tiles_t *t = &m->loops[loop]; ARENA_PROFILE_OP(m, i, 0)
+            rc = t->run != NULL ? t->run(m, loop, base, &failed) : ARENA_ERR_UNSUPPORTED; ARENA_PROFILE_OP(m, i, 1)
+            i += t->n_members > 0u ? t->n_members - 1u : 0u;
+            ++loop;
+        } else {
+            ARENA_PROFILE_OP(m, i, 0)
+            rc = dispatch(&c); ARENA_PROFILE_OP(m, i, 1)
+        }
         if (rc != ARENA_OK) {
             if (failed_op != NULL) {
-                *failed_op = (int)i;
+                *failed_op = failed;
             }
             return rc;
         }
@@ -299,9 +340,9 @@ int arena_dw_in_place(const arena_ctx_t *c, const void *x, size_t x_bytes, const
     if (y_bytes > x_bytes || c->op->workspace < 0) {
         return ARENA_ERR_SHAPE;
     }
-    wst = &c->m->tensors[c->op->workspace];
+    wst = arena_tensor_row(c, c->op->workspace);
     ws_bytes = (size_t)wst->elements * arena_dtype_size(wst->dtype);
-    *temp = arena_tensor_data(c->m, c->base, c->op->workspace);
+    *temp = arena_ctx_data(c, c->op->workspace);
     tb = (uintptr_t)*temp;
     if (wst->data != NULL || ws_bytes < plane_bytes || plane_bytes == 0u || tb % es != 0u) {
         *temp = NULL; /* a constant (flash) or a temp that cannot hold one channel */
