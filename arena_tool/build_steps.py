@@ -397,6 +397,8 @@ def gate(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
     from arena_tool.builder import gate as gate_module
     from arena_tool.core.errors import ArenaError
     from arena_tool.core.files import read_json
+    from arena_tool.emit import code_size, codegen, table_bytes, tileloop
+    from arena_tool.target import flags
 
     g = build.gates[targets[0]]
     t = build.target(g.board)
@@ -411,6 +413,7 @@ def gate(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
     problems: list[BoardProblem] = []
     alloc = None
     macs: dict[str, tuple[OpMacs, ...]] = {}
+    tables: dict[str, int] = {}  # the generated tables' flash, with arena's runtime
     if t.runtime == "tflm":  # then one tflm.json per model: TFLM's measured tail
         n = len(t.models)
         alloc = {spec.name: read_json(path, "TFLM allocation file", REBUILD)
@@ -426,12 +429,19 @@ def gate(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
             macs[spec.name] = gate_module.macs_rows(p, lowered)
             if t.runtime != "none":
                 problems += gate_module.runtime_problems(t.name, spec.name, p, lowered)
+                tables[spec.name] = table_bytes.table_bytes(p, lowered, spec.name)
+    code = None
+    if t.runtime == "arena":
+        code = code_size.code_bytes(t.board.cpu.gcc_flags(), flags.level(t.optimize),
+                                    codegen.runtime_ops(p for _, _, p in plans),
+                                    any(tileloop.loops(p) for _, _, p in plans))
     remedy = None
     if t.runtime != "tflm" and all(p.kind == "onnx" for _, _, p in plans):
         from arena_tool.builder import fit
 
         remedy = fit.remedy
-    rep = gate_module.gate(t, plans, fastest, problems, tflm=alloc, macs=macs, remedy=remedy)
+    rep = gate_module.gate(t, plans, fastest, problems, tflm=alloc, macs=macs, remedy=remedy,
+                           tables=tables, code=code)
     board_report.write(targets[0], rep)
     build.gate_verdicts[targets[0]] = rep.passed
     if not rep.passed:

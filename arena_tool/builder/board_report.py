@@ -112,6 +112,7 @@ class ModelUse:
     ops: tuple[OpMacs, ...] | None = None  # MACs per op (arena_tool.model.macs); None: not counted (runtime tflm)
     unknown_scratch: tuple[str, ...] = ()  # runtime tflm: ops whose kernel scratch the plan omits (measured head)
     patches: tuple[str, int, int, int] | None = None  # (stages, untiled arena B, untiled MACs, MACs): patches set
+    table_bytes: int = 0  # flash of the generated C tables besides the weights (emit.table_bytes); 0: none (tflm)
 
     @property
     def macs(self) -> int | None:
@@ -131,7 +132,7 @@ class ModelUse:
         return {"name": self.name, "planner": self.planner, "arena_size": self.arena_size,
                 "lower_bound": self.lower_bound, "optimal": self.optimal, "status": self.status, "base": self.base,
                 "plan": self.plan, "model": self.model, "model_sha256": self.model_sha256,
-                "weights_bytes": self.weights_bytes,
+                "weights_bytes": self.weights_bytes, "table_bytes": self.table_bytes,
                 **({"head": self.head, "tail": self.tail} if self.head is not None else {}),
                 **({"regions": dict(self.regions)} if self.regions else {}),
                 **({"weights_region": self.weights_region, "weights_ram": self.weights_ram}
@@ -149,6 +150,7 @@ class ModelUse:
                    lower_bound=int(doc["lower_bound"]), optimal=doc["optimal"], status=str(doc["status"]),
                    base=int(doc["base"]), plan=str(doc["plan"]), model=str(doc["model"]),
                    model_sha256=str(doc["model_sha256"]), weights_bytes=int(doc["weights_bytes"]),
+                   table_bytes=int(doc.get("table_bytes", 0)),
                    head=doc.get("head"), tail=doc.get("tail"),
                    regions=tuple((str(k), int(v)) for k, v in (doc.get("regions") or {}).items()),
                    weights_region=str(doc.get("weights_region", "flash")), weights_ram=int(doc.get("weights_ram", 0)),
@@ -256,6 +258,7 @@ class BoardReport:
     stage: str = "planned"
     arena_tool_version: str = __version__
     optimize: str | None = None  # the level the manifest chose (arena_tool.target.flags), None: the default
+    code_bytes: int | None = None  # the runtime code the board links (emit.code_size), None: not counted
 
     @property
     def headroom(self) -> int:
@@ -270,6 +273,11 @@ class BoardReport:
     def weights(self) -> int:
         """The models' weights (``flash.weights``)."""
         return sum(m.weights_bytes for m in self.models)
+
+    @property
+    def tables(self) -> int:
+        """The models' generated tables besides their weights (``flash.tables``)."""
+        return sum(m.table_bytes for m in self.models)
 
     @property
     def bases(self) -> list[tuple[str, int]]:
@@ -306,7 +314,7 @@ class BoardReport:
             "warn_above": self.warn_above,
             "warning": self.warning,
             "ram": self.ram.to_json(),
-            "flash": dict(self.flash.to_json(), weights=self.weights),
+            "flash": dict(self.flash.to_json(), weights=self.weights, tables=self.tables, code=self.code_bytes),
             "models": [m.to_json() for m in self.models],
             **({"tflm_note": TFLM_NOTE} if self.runtime == "tflm" else {}),
             **({"regions": [u.to_json() for u in self.regions]} if self.regions else {}),
@@ -328,7 +336,7 @@ class BoardReport:
             flash=Usage.from_json(doc["flash"]), problems=tuple(BoardProblem.from_json(p) for p in doc["problems"]),
             regions=tuple(RegionUse.from_json(r) for r in doc.get("regions") or ()),
             stage=str(doc["stage"]), arena_tool_version=str(doc["arena_tool_version"]),
-            optimize=doc["optimize"]["level"] if "optimize" in doc else None)
+            optimize=doc["optimize"]["level"] if "optimize" in doc else None, code_bytes=doc["flash"].get("code"))
 
 
 def tflm_arena_size(head: int, tail: int) -> int:
@@ -405,8 +413,14 @@ def usage_lines(rep: BoardReport) -> list[str]:
     lines = [usage_line("RAM", rep.ram.used, rep.ram.total), usage_line("Flash", rep.flash.used, rep.flash.total)]
     if rep.stage != "linked":
         lines[0] += " [arena + stack/heap reserve, before linking]"
-        lines[1] += " [weights only, before linking]"
+        lines[1] += f" [{flash_parts(rep)}, before linking]"
     return lines
+
+def flash_parts(rep: BoardReport) -> str:
+    """What the gate counts in the flash before the link: weights, tables and runtime code."""
+    code = "runtime code not counted" if rep.code_bytes is None else f"runtime code {rep.code_bytes:,}"
+    return f"weights {rep.weights:,} + tables {rep.tables:,} + {code}"
+
 
 def summary(reps: Sequence[BoardReport]) -> str:
     """The end-of-build table: one block per board."""
@@ -441,6 +455,8 @@ def summary(reps: Sequence[BoardReport]) -> str:
                              f"which arena cannot size: its head is measured on the host (reference kernels; CMSIS-NN's can "
                              f"be larger, leave headroom)")
         lines += ["  " + ln for ln in usage_lines(d)]
+        if d.stage == "linked" and d.runtime != "tflm":  # before the link the Flash line already splits it
+            lines.append(f"  flash counted before the link: {flash_parts(d)} bytes")
         if d.runtime == "tflm":
             lines += [f"  tflm {m.name}: tensor_arena {fmt_bytes(m.arena_size)} = head {fmt_bytes(m.head)}"
                       f" + tail {fmt_bytes(m.tail or 0)}" for m in d.models if m.head is not None]

@@ -134,7 +134,8 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
          runtime_problems: Sequence[BoardProblem] = (),
          tflm: Mapping[str, Mapping[str, Any]] | None = None,
          macs: Mapping[str, Sequence[OpMacs]] | None = None,
-         remedy: Callable[[BoardTarget, Sequence[str], int], str] | None = None) -> BoardReport:
+         remedy: Callable[[BoardTarget, Sequence[str], int], str] | None = None,
+         tables: Mapping[str, int] | None = None, code: int | None = None) -> BoardReport:
     """Check one board (a manifest_data.BoardTarget): RAM budget, flash for the weights, runtime coverage.
 
     plans: (model name, plan path, plan file: planfile.load), in manifest order.
@@ -148,9 +149,13 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
     an entry has none (a .tflite model).
     remedy: (target, the models that set the peak, the arena's limit) -> the configurations that
     would fit (``builder.fit.remedy``, time-bounded), added to the RAM problem's hints.
+    tables: model name -> its generated tables' flash besides the weights (``table_bytes``);
+    code: the runtime code the board links (``code_size.code_bytes``), None when not counted.
+    The flash must hold weights, tables and code together.
     Never raises for a board that does not fit: see ``BoardReport.status`` and ``failure``.
     """
-    uses0 = [dataclasses.replace(model_use(n, p, d), ops=None if macs is None or n not in macs else tuple(macs[n]))
+    uses0 = [dataclasses.replace(model_use(n, p, d), ops=None if macs is None or n not in macs else tuple(macs[n]),
+                                 table_bytes=(tables or {}).get(n, 0))
              for n, p, d in plans]
     if tflm is not None:
         uses0 = [tflm_use(u, tflm[u.name]) for u in uses0]
@@ -210,9 +215,12 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
             region=region, need=need, limit=limit))
     problems += region_problems(target, placed, uses, arena_over=bool(problems))
     weights = sum(u.weights_bytes for u in uses)
+    flash_need = weights + sum(u.table_bytes for u in uses) + (code or 0)
     flash = target.board.flash
     if flash.length and weights > flash.length:
         problems.append(_flash_problem(target, uses, floats, weights))
+    elif flash.length and flash_need > flash.length:
+        problems.append(_tables_problem(target, uses, code, flash_need))
     problems += runtime_problems
     if target.runtime != "tflm":
         problems += _name_clashes(target.name, plans)
@@ -230,9 +238,24 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
         reserve_heap=target.reserve_heap, warn_above=target.warn_above, models=tuple(uses),
         status=status_of(problems, warned), warning=warning, runtime=target.runtime, optimize=target.optimize,
         ram=Usage(need + reserve + sum(u.weights_ram for u in uses), ram_total, "plan"),
-        flash=Usage(weights, flash.length if flash is not None else 0, "plan"), problems=tuple(problems),
-        regions=placed,
+        flash=Usage(flash_need, flash.length if flash is not None else 0, "plan"), problems=tuple(problems),
+        regions=placed, code_bytes=code,
     )
+
+def _tables_problem(target: BoardTarget, uses: Sequence[ModelUse], code: int | None, need: int) -> BoardProblem:
+    """Weights that fit, but not with the tables and the runtime code beside them: name the
+    model with the most tables."""
+    flash = target.board.flash
+    who = max(uses, key=lambda u: (u.table_bytes, u.name))
+    parts = " + ".join([f"{fmt_bytes(sum(u.weights_bytes for u in uses))} of weights",
+                        f"{fmt_bytes(sum(u.table_bytes for u in uses))} of tables ({who.name}'s {fmt_bytes(who.table_bytes)})",
+                        *([f"{fmt_bytes(code)} of runtime code"] if code is not None else [])])
+    return BoardProblem(
+        "flash", f"arena: {target.name}: models {'+'.join(u.name for u in uses)} need {parts} = {fmt_bytes(need)} "
+        f"of flash, {flash.name} has {fmt_bytes(flash.length)} (over by {fmt_bytes(need - flash.length)}, before "
+        "the application's own code); try optimize: size, or a board with more flash",
+        region=flash.name, need=need, limit=flash.length, model=who.name)
+
 
 def _flash_problem(target: BoardTarget, uses: Sequence[ModelUse], floats: AbstractSet[str],
                    weights: int) -> BoardProblem:

@@ -174,6 +174,8 @@ class BoardView:
     ram: Usage
     flash: Usage
     weights: int
+    tables: int  # the models' generated tables besides the weights (flash.tables)
+    code: int | None  # the runtime code the board links (flash.code), None: not counted
     problems: tuple[tuple[str, str], ...]  # (kind, message)
     warning: str | None
     note: str | None
@@ -303,7 +305,11 @@ def _plan_uses(memory: Memory, rep: BoardReport, models: str, copied: Mapping[st
     weights = tuple(Occupant(f"weights: {m.name}", m.weights_bytes, "const",
                              "the planned .tflite (C array)" if m.head is not None else "the model's weights")
                     for m in rep.models)
-    return tuple(out) + (RegionUse(memory.flash, weights),)
+    tables = tuple(Occupant(f"tables: {m.name}", m.table_bytes, "const", "the model's generated tables")
+                   for m in rep.models if m.table_bytes)
+    code = (Occupant("runtime code", rep.code_bytes, "code", "the kernels and dispatch the board links"),) \
+        if rep.code_bytes else ()
+    return tuple(out) + (RegionUse(memory.flash, weights + tables + code),)
 
 
 def build(rep: BoardReport, plans: Mapping[str, PlanFile | str], memory: Memory,
@@ -323,7 +329,7 @@ def build(rep: BoardReport, plans: Mapping[str, PlanFile | str], memory: Memory,
         region_auto=rep.region_auto, budget=rep.budget, budget_spec=rep.budget_spec, limit=rep.limit,
         arena_size=rep.arena_size, lower_bound=rep.lower_bound, headroom=rep.headroom,
         percent=rep.percent, reserve_stack=rep.reserve_stack, reserve_heap=rep.reserve_heap,
-        ram=rep.ram, flash=rep.flash, weights=rep.weights,
+        ram=rep.ram, flash=rep.flash, weights=rep.weights, tables=rep.tables, code=rep.code_bytes,
         problems=tuple((p.kind, p.message) for p in rep.problems), warning=rep.warning,
         note=TFLM_NOTE if rep.runtime == "tflm" else None,
         models=tuple(_model(m, rep, plans.get(m.name, "not found"), picture) for m in rep.models),
@@ -380,6 +386,8 @@ def _board_rows(v: BoardView) -> list[tuple[str, str, str]]:
         ("flash used", "flash.used", f"{_num(v.flash.used)} B of {_num(v.flash.total)} B "
                                      f"({v.flash.percent:.2f} %, {_source(v.flash.source, 'flash')})"),
         ("weights", "flash.weights", f"{_num(v.weights)} B"),
+        ("tables", "flash.tables", f"{_num(v.tables)} B"),
+        ("runtime code", "flash.code", "not counted" if v.code is None else f"{_num(v.code)} B"),
         ("runtime", "runtime", v.runtime),
         *([("optimize", "optimize.level", f"{v.optimize} ({LEVELS[v.optimize]})")] if v.optimize else []),
         ("stage", "stage", v.stage),
@@ -389,7 +397,8 @@ def _board_rows(v: BoardView) -> list[tuple[str, str, str]]:
 def _source(source: str, what: str) -> str:
     if source == "elf":
         return "measured on the ELF"
-    return "arena + stack/heap reserve, before linking" if what == "ram" else "weights only, before linking"
+    return "arena + stack/heap reserve, before linking" if what == "ram" else \
+        "weights + tables + runtime code, before linking"
 
 
 _MODEL_COLUMNS = ("model", "planner", "arena B", "lower bound B", "gap B", "base", "region", "budget B",
@@ -552,6 +561,7 @@ def _model_html(v: BoardView, m: ModelView) -> list[str]:
             ("region", "region", v.region), ("budget", "budget", f"{_num(v.budget)} B"),
             ("headroom", "headroom", _room(m.headroom)),
             ("weights", "weights_bytes", f"{_num(u.weights_bytes)} B"),
+            ("tables", "table_bytes", f"{_num(u.table_bytes)} B (the generated C tables besides the weights)"),
             ("model", "model", u.model), ("plan", "plan", u.plan)]
     if u.caller_io:
         rows[2:2] = [("caller-owned I/O", "caller_io",
@@ -685,7 +695,7 @@ def render_markdown(v: BoardView) -> str:
         out += ["", f"### Model {md_escape(m.use.name)}", ""]
         out += [f"- {md_escape(n)}" for n in m.notes]
         out.append(f"- model {md_escape(m.use.model)}, plan {md_escape(m.use.plan)}, "
-                   f"weights {_num(m.use.weights_bytes)} B"
+                   f"weights {_num(m.use.weights_bytes)} B, tables {_num(m.use.table_bytes)} B"
                    + (f", {_num(m.use.macs)} MACs per inference" if m.use.macs is not None else ""))
         if m.use.caller_io:
             out.append(f"- caller-owned I/O {_num(m.use.caller_io)} B (the application's buffers, outside the arena)")

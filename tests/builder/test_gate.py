@@ -141,6 +141,30 @@ def test_warn_above(tmp_path: Path) -> None:
     assert "65.1% of the 61,440 B budget in DTCM (warn_above 50%)" in r.warning
 
 
+def test_the_flash_counts_tables_and_code_beside_the_weights(tmp_path: Path) -> None:
+    """Weights that fit do not make a board that fits: its tables (a patched model's once
+    unrolled tile ops) and the runtime code share the flash, and every report states them."""
+    (tmp_path / "boards").mkdir()
+    text = (ROOT / "boards" / "mps2_an500.yaml").read_text()
+    (tmp_path / "boards" / "tiny.yaml").write_text(
+        text.replace("name: mps2_an500", "name: tiny").replace("  length: 4M\n  note: ZBT SSRAM1", "  length: 64K\n  note: x"))
+    t = target(tmp_path, "tiny", models="a,b", board_dirs="[boards]")
+    docs = [dict(plan_doc(100, 100), weights_bytes=w) for w in (30000, 20000)]
+    fits = gate.gate(t, plans(t, *docs), tables={"a": 4000, "b": 1000}, code=9000)
+    assert fits.status == "ok" and (fits.flash.used, fits.tables, fits.code_bytes) == (64000, 5000, 9000)
+    doc = fits.to_json()
+    check_json(doc, "report", "arena_report.json")
+    assert doc["flash"]["tables"] == 5000 and doc["flash"]["code"] == 9000
+    assert [m["table_bytes"] for m in doc["models"]] == [4000, 1000]
+    assert board_report.BoardReport.from_json(doc) == fits
+    assert "weights 50,000 + tables 5,000 + runtime code 9,000, before linking" in board_report.summary([fits])
+    over = gate.gate(t, plans(t, *docs), tables={"a": 6000, "b": 1000}, code=9000)
+    [p] = over.problems
+    assert (over.status, p.kind, p.model, p.need, p.limit) == ("over", "flash", "a", 66000, 65536)
+    assert p.message.startswith("arena: tiny: models a+b need 50,000 B of weights + 7,000 B of tables (a's 6,000 B) "
+                                "+ 9,000 B of runtime code = 66,000 B of flash, FLASH has 65,536 B (over by 464 B")
+
+
 def test_weights_above_the_flash_name_the_model(tmp_path: Path) -> None:
     (tmp_path / "boards").mkdir()
     text = (ROOT / "boards" / "mps2_an500.yaml").read_text()
