@@ -616,3 +616,34 @@ def test_kernels_refuse_tables_that_disagree_with_the_tensors(tmp_path):
     assert "Sanitizer" not in text and "runtime error" not in text, text[-3000:]
     run = verify.parse_output(text)
     assert {name: run.status.get(name) for name in BAD_TABLES} == {name: 11 for name in BAD_TABLES}
+
+
+# An op type whose kernel-table row names a kernel without a case for it (as a new op added to the
+# table, dispatched to the element-wise kernels, would be before its case is written): the kernel
+# refuses it (ARENA_ERR_UNSUPPORTED, 10) instead of computing some other op's function.
+NO_CASE = {
+    "softmax_as_unary": (lambda: graph([node("Softmax", ["x"], ["y"], axis=1)], [("x", F, [2, 5])], ["y"]),
+                         "[ARENA_OP_SOFTMAX] = arena_k_softmax,", "[ARENA_OP_SOFTMAX] = arena_k_unary,"),
+    "matmul_as_binary": (lambda: graph([node("MatMul", ["x", "w"], ["y"])], [("x", F, [1, 1])], ["y"],
+                                       (("w", np.ones((1, 4), np.float32)),)),
+                         "[ARENA_OP_MATMUL] = arena_k_matmul,", "[ARENA_OP_MATMUL] = arena_k_binary,"),
+}
+
+
+def test_element_wise_kernels_refuse_an_op_they_have_no_case_for(tmp_path):
+    planned = []
+    for name, (build, _, _) in NO_CASE.items():
+        path = tmp_path / f"{name}.onnx"
+        onnx.save(build(), str(path))
+        planned.append((name, str(path), fwbuild.plan(str(path), "naive")))
+    sources = fwbuild.generate(tmp_path, planned)
+    board = tmp_path / "arena_board.c"
+    text = board.read_text()
+    for name, (_, old, new) in NO_CASE.items():
+        assert old in text, (name, old)
+        text = text.replace(old, new)
+    board.write_text(text)
+    rc, out = fwbuild.run_host(fwbuild.build_host(tmp_path, sources))
+    assert "Sanitizer" not in out and "runtime error" not in out, out[-3000:]
+    run = verify.parse_output(out)
+    assert {name: run.status.get(name) for name in NO_CASE} == {name: 10 for name in NO_CASE}, out[-2000:]

@@ -2,16 +2,19 @@
  * numpy broadcasting. In place allowed. No workspace. */
 #include "support_f32.h"
 
-static float binary_f(uint8_t op, float r, float v)
+/* *y = r op v; 0 for an op this file has no case for (the caller returns ARENA_ERR_UNSUPPORTED):
+ * every op is named, none is computed by default. */
+static int binary_f(uint8_t op, float r, float v, float *y)
 {
     switch (op) {
-    case ARENA_OP_ADD: return r + v;
-    case ARENA_OP_SUB: return r - v;
-    case ARENA_OP_MUL: return r * v;
-    case ARENA_OP_DIV: return r / v;
-    case ARENA_OP_MAX: return v > r ? v : r;
-    case ARENA_OP_MIN: return v < r ? v : r;
-    default: return r < 0.0f ? r * v : r; /* PRelu */
+    case ARENA_OP_ADD: *y = r + v; return 1;
+    case ARENA_OP_SUB: *y = r - v; return 1;
+    case ARENA_OP_MUL: *y = r * v; return 1;
+    case ARENA_OP_DIV: *y = r / v; return 1;
+    case ARENA_OP_MAX: *y = v > r ? v : r; return 1;
+    case ARENA_OP_MIN: *y = v < r ? v : r; return 1;
+    case ARENA_OP_PRELU: *y = r < 0.0f ? r * v : r; return 1;
+    default: return 0;
     }
 }
 
@@ -34,7 +37,8 @@ static float binary_f(uint8_t op, float r, float v)
         }                                                           \
     } while (0)
 
-static void binary_run(uint8_t op, const float *p, uint32_t sp, const float *q, uint32_t sq, float *y, uint32_t n)
+/* 0 for an op without a case, before writing anything. */
+static int binary_run(uint8_t op, const float *p, uint32_t sp, const float *q, uint32_t sq, float *y, uint32_t n)
 {
     uint32_t j;
     switch (op) {
@@ -44,8 +48,10 @@ static void binary_run(uint8_t op, const float *p, uint32_t sp, const float *q, 
     case ARENA_OP_DIV: BINARY_RUN(r / v); break;
     case ARENA_OP_MAX: BINARY_RUN(v > r ? v : r); break;
     case ARENA_OP_MIN: BINARY_RUN(v < r ? v : r); break;
-    default: BINARY_RUN(r < 0.0f ? r * v : r); break; /* PRelu */
+    case ARENA_OP_PRELU: BINARY_RUN(r < 0.0f ? r * v : r); break;
+    default: return 0;
     }
+    return 1;
 }
 #undef BINARY_RUN
 
@@ -120,13 +126,17 @@ int arena_k_binary(const arena_ctx_t *c)
     for (i = 0; i < yt->elements; i += run) {
         float *y = Y + i;
         if (n == 2) {
-            binary_run(op, in[0] + w.offset[0], mode[0] > 0, in[1] + w.offset[1], mode[1] > 0, y, run);
+            if (!binary_run(op, in[0] + w.offset[0], mode[0] > 0, in[1] + w.offset[1], mode[1] > 0, y, run)) {
+                return ARENA_ERR_UNSUPPORTED;
+            }
         } else {
             uint32_t j;
             for (j = 0; j < run; ++j) {
                 float r = in[0][w.offset[0] + (mode[0] > 0 ? j : 0u)];
                 for (k = 1; k < n; ++k) {
-                    r = binary_f(op, r, in[k][w.offset[k] + (mode[k] > 0 ? j : 0u)]);
+                    if (!binary_f(op, r, in[k][w.offset[k] + (mode[k] > 0 ? j : 0u)], &r)) {
+                        return ARENA_ERR_UNSUPPORTED;
+                    }
                 }
                 y[j] = r;
             }

@@ -45,6 +45,9 @@ int arena_k_pool(const arena_ctx_t *c)
     int32_t xd[4], yd[4], nc, oh, ow;
     int is_max = c->op->type == ARENA_OP_MAX_POOL;
     size_t es, plane_in, plane_out;
+    if (!is_max && c->op->type != ARENA_OP_AVERAGE_POOL) {
+        return ARENA_ERR_UNSUPPORTED;
+    }
     if (xt == NULL || yt == NULL || nchw(xt, xd) || nchw(yt, yd) || xt->rank != yt->rank || !arena_shape_ok(xt) ||
         !arena_shape_ok(yt) || !spatial_ok(a) || yd[0] != xd[0] || yd[1] != xd[1]) {
         return ARENA_ERR_SHAPE;
@@ -109,6 +112,9 @@ int arena_k_global_pool(const arena_ctx_t *c)
     void *y = arena_out_data(c, 0);
     int is_max = c->op->type == ARENA_OP_GLOBAL_MAX_POOL;
     uint32_t nc, i, n_nc, spatial;
+    if (!is_max && c->op->type != ARENA_OP_GLOBAL_AVERAGE_POOL) {
+        return ARENA_ERR_UNSUPPORTED;
+    }
     if (xt == NULL || yt == NULL || xt->rank < 2 || !arena_shape_ok(xt) || !arena_shape_ok(yt)) {
         return ARENA_ERR_SHAPE;
     }

@@ -43,7 +43,7 @@ int arena_k_qlinear_binary(const arena_ctx_t *c)
     uint32_t i = 0, ia = 0, ib = 0, len, la, lb, k;
     float ra, rb, rm;
     int r, d, is_add = c->op->type == ARENA_OP_QLINEAR_ADD;
-    int rc = qin(c, 0, &a);
+    int rc = is_add || c->op->type == ARENA_OP_QLINEAR_MUL ? qin(c, 0, &a) : ARENA_ERR_UNSUPPORTED;
     if (rc == ARENA_OK) {
         rc = qin(c, 3, &b);
     }

@@ -47,29 +47,32 @@ static float clamp01(float v)
     return v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
 }
 
-static float unary_f(const arena_attrs_t *a, uint8_t op, float v)
+/* *y = op(v); 0 for an op this file has no case for (the kernel returns ARENA_ERR_UNSUPPORTED):
+ * every op is named, none is computed by default. */
+static int unary_f(const arena_attrs_t *a, uint8_t op, float v, float *y)
 {
     switch (op) {
-    case ARENA_OP_RELU: return v > 0.0f ? v : 0.0f;
-    case ARENA_OP_CLIP: v = v < a->min ? a->min : v; return v > a->max ? a->max : v; /* min(max(v, lo), hi) */
-    case ARENA_OP_LEAKY_RELU: return v >= 0.0f ? v : v * a->alpha;
-    case ARENA_OP_SIGMOID: return 1.0f / (1.0f + arena_expf(-v));
-    case ARENA_OP_HARD_SIGMOID: return clamp01(a->alpha * v + a->beta);
-    case ARENA_OP_HARD_SWISH: return v * clamp01(v * (1.0f / 6.0f) + 0.5f); /* x * HardSigmoid(1/6, 1/2) */
-    case ARENA_OP_TANH: return tanh_f(v);
-    case ARENA_OP_EXP: return arena_expf(v);
-    case ARENA_OP_NEG: return -v;
-    case ARENA_OP_ABS: return v < 0.0f ? -v : (v == 0.0f ? 0.0f : v);
-    case ARENA_OP_SQRT: return arena_sqrtf(v);
-    case ARENA_OP_ERF: return erf_f(v);
-    case ARENA_OP_SOFTSIGN: return v / (1.0f + (v < 0.0f ? -v : v));
-    default: return v >= 0.0f ? v : a->alpha * (arena_expf(v) - 1.0f); /* Elu */
+    case ARENA_OP_RELU: *y = v > 0.0f ? v : 0.0f; return 1;
+    case ARENA_OP_CLIP: v = v < a->min ? a->min : v; *y = v > a->max ? a->max : v; return 1; /* min(max(v, lo), hi) */
+    case ARENA_OP_LEAKY_RELU: *y = v >= 0.0f ? v : v * a->alpha; return 1;
+    case ARENA_OP_SIGMOID: *y = 1.0f / (1.0f + arena_expf(-v)); return 1;
+    case ARENA_OP_HARD_SIGMOID: *y = clamp01(a->alpha * v + a->beta); return 1;
+    case ARENA_OP_HARD_SWISH: *y = v * clamp01(v * (1.0f / 6.0f) + 0.5f); return 1; /* x * HardSigmoid(1/6, 1/2) */
+    case ARENA_OP_TANH: *y = tanh_f(v); return 1;
+    case ARENA_OP_EXP: *y = arena_expf(v); return 1;
+    case ARENA_OP_NEG: *y = -v; return 1;
+    case ARENA_OP_ABS: *y = v < 0.0f ? -v : (v == 0.0f ? 0.0f : v); return 1;
+    case ARENA_OP_SQRT: *y = arena_sqrtf(v); return 1;
+    case ARENA_OP_ERF: *y = erf_f(v); return 1;
+    case ARENA_OP_SOFTSIGN: *y = v / (1.0f + (v < 0.0f ? -v : v)); return 1;
+    case ARENA_OP_ELU: *y = v >= 0.0f ? v : a->alpha * (arena_expf(v) - 1.0f); return 1;
+    default: return 0;
     }
 }
 
 /* y[i] = op(x[i]), i < n: the cheap ops as their own loops, so no element pays a call or a dispatch;
  * the transcendental ones through unary_f. y may be x (in place: element i is read first). */
-static void unary_loop(const arena_attrs_t *a, uint8_t op, const float *x, float *y, uint32_t n)
+static int unary_loop(const arena_attrs_t *a, uint8_t op, const float *x, float *y, uint32_t n)
 {
     uint32_t i;
     float lo = a->min, hi = a->max;
@@ -98,12 +101,15 @@ static void unary_loop(const arena_attrs_t *a, uint8_t op, const float *x, float
             y[i] = -x[i];
         }
         break;
-    default:
+    default: /* the first element fails for an op without a case, before anything is written */
         for (i = 0; i < n; ++i) {
-            y[i] = unary_f(a, op, x[i]);
+            if (!unary_f(a, op, x[i], &y[i])) {
+                return ARENA_ERR_UNSUPPORTED;
+            }
         }
         break;
     }
+    return ARENA_OK;
 }
 
 /* A float bound as an integer inside [lo, hi] (NaN and out-of-range values saturate). */
@@ -158,6 +164,5 @@ int arena_k_unary(const arena_ctx_t *c)
     if (xt->dtype != ARENA_DT_FLOAT32) {
         return ARENA_ERR_UNSUPPORTED;
     }
-    unary_loop(&c->op->attrs, op, x, y, yt->elements);
-    return ARENA_OK;
+    return unary_loop(&c->op->attrs, op, x, y, yt->elements);
 }

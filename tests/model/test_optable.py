@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -9,6 +10,18 @@ from arena_tool.model import optable
 from arena_tool.emit import runtime_support
 
 RUNTIME_DIR = optable.HEADER.parent
+TESTS = Path(__file__).resolve().parent.parent
+
+# The tests that run arena's C runtime and compare its outputs with onnxruntime's (verify.reference,
+# onnxruntime itself, or arena-tool run, which compares), each file with the text that shows it does.
+COMPARED = {
+    "test_runtime.py": "verify.", "test_runtime_layout.py": "verify.reference", "test_float_kernels.py":
+    "verify.reference", "test_runtime_qlinear.py": "verify.", "test_runtime_int8.py": "verify.",
+    "test_inplace_depthwise.py": "onnxruntime", "test_patches_run.py": '"run"',
+}
+# Runtime ops no model states: arena's own rewrites make them, and the file that runs the rewrite
+# against onnxruntime's untiled model, with the option that makes it.
+REWRITES = {"ARENA_OP_PATCH_WRITE": ("test_patches_run.py", "--patches")}
 
 # arena_op_type_t as released: a constant's value is its position, so these never move (a new
 # op goes after the last; firmware built against older tables relies on the numbers).
@@ -55,6 +68,43 @@ def test_every_kernel_is_defined_once() -> None:
     text = "\n".join(p.read_text() for p in sorted(RUNTIME_DIR.glob("*.c")))
     for k in dict.fromkeys(r.kernel for r in optable.RUNTIME):
         assert len(re.findall(rf"^int {k}\(const arena_ctx_t \*c\)$", text, flags=re.M)) == 1, k
+
+
+def _op_names(path: Path) -> set[str]:
+    """The string literals of a test file that are not docstrings: op types in make_node calls,
+    helper calls and parametrize lists (a docstring naming an op runs nothing)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and n.body
+            and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            and id(n) not in docs}
+
+
+def test_every_runtime_op_is_compared_with_onnxruntime() -> None:
+    """An op added to the table with its kernel but no test against onnxruntime fails here (a kernel
+    switch once computed Elu for any op without a case, and every table test stayed green): each
+    runtime op has an ONNX op type that one of the COMPARED files builds, or a rewrite that makes it."""
+    names: set[str] = set()
+    for name, proof in COMPARED.items():
+        text = (TESTS / name).read_text(encoding="utf-8")
+        assert proof in text, f"{name} no longer compares with onnxruntime ({proof!r})"
+        names |= _op_names(TESTS / name)
+    for enum, (name, option) in REWRITES.items():
+        assert name in COMPARED and option in (TESTS / name).read_text(encoding="utf-8"), enum
+    op_types: dict[str, list[str]] = {}
+    for op_type, s in optable.TABLE.items():
+        if s.runtime is not None:
+            op_types.setdefault(s.runtime.enum, []).append(op_type)
+    missing = sorted(f"{e} ({', '.join(ts)})" for e, ts in op_types.items() if e not in REWRITES and not names & set(ts))
+    assert not missing, f"no onnxruntime-compared test runs: {missing}"
+    assert set(op_types) == {r.enum for r in optable.RUNTIME}
+
+
+def test_the_onnxruntime_check_sees_an_op_no_test_runs() -> None:
+    """The check above can fail: a made-up op type is in no compared file, a real one is."""
+    names = set().union(*(_op_names(TESTS / n) for n in COMPARED))
+    assert "Softplus" not in names and "Elu" in names and "QLinearConcat" in names
 
 
 def test_every_runtime_op_is_in_the_table_and_states_its_element_types() -> None:
