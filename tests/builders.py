@@ -67,6 +67,13 @@ def outputs_under_hash_seeds(args: list[str], output: str, seeds: tuple[str, ...
     return out
 
 
+def printed_under_hash_seeds(code: str, *argv: str, seeds: tuple[str, ...] = ("1", "4242")) -> list[str]:
+    """What ``python -c CODE ARGV`` prints, once per PYTHONHASHSEED, run from the repository: a
+    result must not depend on set or dict order, which one process cannot show (its seed is fixed)."""
+    return [subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, env=dict(os.environ, PYTHONHASHSEED=seed),
+                           capture_output=True, text=True, check=True, timeout=120).stdout for seed in seeds]
+
+
 def set_budget(proj: Path, board: str, budget: str) -> None:
     path = proj / "example_firmware" / "arena.yaml"
     text = path.read_text()

@@ -13,7 +13,7 @@ import re
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -21,14 +21,28 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 
+def unavailable(why: str, fix: str) -> NoReturn:
+    """Skip: something the test needs is missing; a failure under ARENA_REQUIRE_TOOLS=1 (CI)."""
+    if os.environ.get("ARENA_REQUIRE_TOOLS") == "1":
+        pytest.fail(f"{why} but ARENA_REQUIRE_TOOLS=1 ({fix})")
+    pytest.skip(f"{why} ({fix})")
+
+
 def require_tool(name: str) -> str:
     path = shutil.which(name)
     if path:
         return path
+    unavailable(f"{name} is not on PATH", "install it with .ci/setup")
+
+
+def has_tool(name: str) -> bool:
+    """For a test that checks more where a tool is (a link after the plans): whether ``name`` is on
+    PATH; its absence is a failure under ARENA_REQUIRE_TOOLS=1, never a quieter test."""
+    if shutil.which(name):
+        return True
     if os.environ.get("ARENA_REQUIRE_TOOLS") == "1":
-        pytest.fail(f"{name} is not on PATH but ARENA_REQUIRE_TOOLS=1 (CI must install it: see .ci/setup)")
-    pytest.skip(f"{name} is not on PATH (install it with .ci/setup)")
-    raise AssertionError("unreachable")
+        unavailable(f"{name} is not on PATH", "install it with .ci/setup")
+    return False
 
 
 # The shared folder: ``absent`` and ``require_shared`` fail instead of skipping when CI required it.
@@ -209,6 +223,7 @@ SLOW_TESTS = {
     "test_firmware.py::test_same_input_prints_the_same_numbers",
     "test_runreport.py::test_elf_sizes_agree_with_size_A",
     "test_runtime_layout.py::test_kernels_refuse_tables_that_disagree_with_the_tensors",
+    "test_runtime_layout.py::test_element_wise_kernels_refuse_an_op_they_have_no_case_for",
     "test_runtime_qlinear.py::test_qemu_mps2_an500_prints_what_the_host_build_prints",
     "test_scheduling.py::test_rescheduled_model_runs_on_the_host",
     "test_split_arena.py::test_gate_names_the_region_over",  # scons

@@ -9,7 +9,6 @@ arena_tool/run/firmware.py (the library `arena-tool run` builds with) with these
 from __future__ import annotations
 
 import copy
-import shutil
 from pathlib import Path
 from typing import Any, Callable
 
@@ -58,10 +57,6 @@ def build_host(out: Path, generated: list[Path]) -> Path:
 
 def run_host(exe: Path) -> tuple[int, str]:
     return firmware.run_host(exe, timeout=120)
-
-
-def have_arm() -> bool:
-    return shutil.which("arm-none-eabi-gcc") is not None and shutil.which("qemu-system-arm") is not None
 
 
 def build_elf(out: Path, generated: list[Path], board: Board | str, arena_size: int) -> Path:

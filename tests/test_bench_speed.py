@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, unavailable
 
 sys.path.insert(0, str(ROOT / "bench"))
 import speed  # noqa: E402
@@ -166,7 +166,7 @@ def test_speed_on_ad01_measures_every_runtime(request, tmp_path_factory, monkeyp
     shared = speed.shared_dir()
     why = speed.skip_reason(shared)
     if why is not None:
-        pytest.skip(why)
+        unavailable(why, "install what it names, or set ARENA_SHARED")
     cache_plugin = getattr(request.config, "cache", None)
     build = cache_plugin.mkdir("arena_speed") if cache_plugin else tmp_path_factory.mktemp("arena_speed")
     monkeypatch.setenv("OPS", "fully_connected")

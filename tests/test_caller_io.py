@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from conftest import ROOT, require_shared, require_tool
+from conftest import ROOT, has_tool, require_shared, require_tool
 
 import arena_tool
 import quantized as Q
@@ -69,14 +69,15 @@ def test_every_int8_model_leaves_its_io_out_of_the_arena(qcache):
 
 
 def test_an_input_larger_than_the_arena_stays_out_of_it():
-    if VWW_INT8.exists():  # its float input is 110,592 B, the caller arena 55,296 B
-        _excludes_every_io_byte(VWW_INT8, CALLER)
+    _excludes_every_io_byte(require_shared(VWW_INT8), CALLER)  # its float input is 110,592 B, the arena 55,296 B
 
 
-def test_mobilenet_v2_and_vww_floors_with_caller_buffers(qcache):
+def test_mobilenet_v2_floor_with_caller_buffers(qcache):
     assert _plan(_zoo_twin("mobilenet_v2", "qdq", qcache), BOTH).plan.arena_size <= 129_024
-    if VWW_INT8.exists():
-        assert _plan(VWW_INT8, BOTH).plan.arena_size <= 55_296
+
+
+def test_vww_floor_with_caller_buffers():
+    assert _plan(require_shared(VWW_INT8), BOTH).plan.arena_size <= 55_296
 
 
 def test_check_refuses_an_arena_buffer_relying_on_a_caller_buffer(tmp_path):
@@ -252,7 +253,7 @@ def test_scons_builds_gates_and_reports_caller_buffers(tmp_path):
     (tmp_path / "SConstruct").write_text(SCONSTRUCT)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(ROOT)
-    targets = ["board=mps2_an500"] + (["run"] if shutil.which("qemu-system-arm") else [])
+    targets = ["board=mps2_an500"] + (["run"] if has_tool("qemu-system-arm") else [])
     r = subprocess.run([sys.executable, "-m", "SCons", "-Q", *targets], cwd=tmp_path, capture_output=True,
                        text=True, timeout=600, env=env)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -8,7 +8,6 @@ failures, model paths as written, case-colliding model names.
 from __future__ import annotations
 
 import errno
-import importlib.util
 import json
 import os
 import re
@@ -468,8 +467,6 @@ def test_scons_path_escapes_dollars() -> None:
     assert env.File(scons_path("models/net")).path == os.path.join("models", "net")
 
 
-@pytest.mark.skipif(shutil.which("scons") is None and importlib.util.find_spec("SCons") is None,
-                    reason="needs SCons")
 def test_scons_uses_model_paths_exactly_as_written(tmp_path: Path) -> None:
     """A model at models/k$ws (no .onnx, a '$'): planned and tabled from that very file."""
     proj = tmp_path / "p"

@@ -25,7 +25,7 @@ import pytest
 from arena_tool.builder import board_report
 from arena_tool.target import boards
 from arena_tool.run import elfcheck, runreport
-from conftest import require_tool
+from conftest import has_tool, require_tool
 from builders import ACTION, copy_example, copy_package, scons, set_budget
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,7 +33,6 @@ TWO = "board=nucleo_f746,mps2_an500"
 THREE = TWO + ",nucleo_h743"
 M7DP = "cortex-m7_fpv5-d16_hard"  # mps2_an500 and nucleo_h743
 M7SP = "cortex-m7_fpv5-sp-d16_hard"  # nucleo_f746
-HAVE_GCC = shutil.which("arm-none-eabi-gcc") is not None
 
 
 def mtimes(folder: Path) -> dict[str, int]:
@@ -76,7 +75,7 @@ def test_full_build_outputs(built: Path) -> None:
         fl = gate["flash"]
         assert gate["stage"] == "planned" and fl["used"] == fl["weights"] + fl["tables"] + fl["code"]
         assert fl["weights"] > 0 and fl["tables"] > 0 and fl["code"] > 0
-        if HAVE_GCC:  # measured on the ELF, which holds the application's code beside what the gate counts
+        if has_tool("arm-none-eabi-gcc"):  # measured on the ELF, which holds the application's code beside what the gate counts
             assert doc["stage"] == "linked" and doc["flash"]["used"] > fl["used"]
             assert doc["ram"]["used"] >= doc["arena_size"] + doc["reserve"]["stack"]
             assert {k: v for k, v in doc.items() if k not in ("stage", "ram", "flash")} == \
@@ -90,10 +89,10 @@ def test_full_build_outputs(built: Path) -> None:
         assert sorted(p.name for p in folder.iterdir()) == [f"model_{name}.c", f"model_{name}.h"]
 
 
-@pytest.mark.skipif(not HAVE_GCC, reason="arm-none-eabi-gcc is not on PATH")
 def test_tables_compile_once_per_flag_set(built_run: tuple[Path, subprocess.CompletedProcess]) -> None:
     """mps2_an500 and nucleo_h743 share core flags: one object per model's tables (and per runtime
     file) for both; nucleo_f746 has its own flags and its own objects; each board its arena_board.o."""
+    require_tool("arm-none-eabi-gcc")
     built, p = built_run
     compiled = sorted(m for m in re.findall(r"^Compiling (\S+)", p.stdout, re.M))
     assert len(compiled) == len(set(compiled)), compiled
@@ -111,7 +110,7 @@ def test_summary_and_help(built: Path) -> None:
     assert p.returncode == 0
     assert re.search(r"arena: nucleo_f746: sequential in DTCM, budget 61,440 B \(60K\)", p.stdout)
     assert re.search(r"DTCM \[[= ]{10}\] \d+\.\d%", p.stdout)
-    if HAVE_GCC:  # PlatformIO's lines, from the ELF
+    if has_tool("arm-none-eabi-gcc"):  # PlatformIO's lines, from the ELF
         assert re.search(r"^  RAM:   \[[= ]{10}\] +\d+\.\d% \(used [\d,]+ bytes from 348,160 bytes\)$", p.stdout, re.M)
         assert re.search(r"^  Flash: \[[= ]{10}\] +\d+\.\d% \(used [\d,]+ bytes from 1,048,576 bytes\)$", p.stdout, re.M)
     h = scons(built, "-h")
@@ -132,8 +131,8 @@ def test_noop_build_runs_no_action(built: Path) -> None:
     assert mtimes(built / "build") == before
 
 
-@pytest.mark.skipif(not HAVE_GCC, reason="arm-none-eabi-gcc is not on PATH")
 def test_elf_is_checked(built: Path) -> None:
+    require_tool("arm-none-eabi-gcc")
     for board in ("nucleo_f746", "mps2_an500"):
         b = built / "build" / board
         elf = b / "firmware.elf"
@@ -148,7 +147,7 @@ def test_elf_is_checked(built: Path) -> None:
 
 
 def test_generated_c_compiles_with_host_gcc(built: Path, tmp_path: Path) -> None:
-    gcc = shutil.which("gcc") or pytest.skip("no host gcc")
+    gcc = require_tool("gcc")
     gen = built / "build" / "nucleo_f746" / "gen"
     for c in sorted(gen.glob("*.c")) + sorted((built / "build" / "tables").glob("*/*.c")):
         p = subprocess.run([gcc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-c", str(c),
@@ -231,7 +230,7 @@ def test_one_board_over_budget_fails_alone(tmp_path: Path) -> None:
         assert not [c for c in compiled if M7SP in c or "nucleo_f746" in c], compiled  # nothing only it needs
         if attempt == 0:
             assert len(list((proj / "build" / "tables").glob("*/model_*.c"))) == len(MODELS)
-            if HAVE_GCC:
+            if has_tool("arm-none-eabi-gcc"):
                 assert ok.stage == "linked" and (proj / "build" / "mps2_an500" / "firmware.elf").is_file()
                 assert compiled and "Linking build/mps2_an500/firmware.elf" in p.stdout
         else:
@@ -320,13 +319,15 @@ def test_board_all_and_byte_identical_under_two_hash_seeds(tmp_path: Path) -> No
         assert (one / "build" / rel).read_bytes() == (two / "build" / rel).read_bytes(), rel
     for b in shipped:
         linked, planned = (json.loads((x / "build" / b / "arena_report.json").read_text()) for x in (one, two))
-        assert (planned["stage"], linked["stage"]) == ("planned", "linked" if HAVE_GCC else "planned")
+        linked_stage = "linked" if has_tool("arm-none-eabi-gcc") else "planned"
+        assert (planned["stage"], linked["stage"]) == ("planned", linked_stage)
         assert {k: v for k, v in linked.items() if k not in ("stage", "ram", "flash")} == \
             {k: v for k, v in planned.items() if k not in ("stage", "ram", "flash")}
 
 
-@pytest.mark.skipif(not (HAVE_GCC and shutil.which("qemu-system-arm")), reason="needs arm gcc and qemu")
 def test_run_alias(built: Path) -> None:
+    require_tool("arm-none-eabi-gcc")
+    require_tool("qemu-system-arm")
     p = scons(built, "board=mps2_an500", "run")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "status kws 0" in p.stdout + p.stderr
@@ -346,11 +347,12 @@ def test_run_alias(built: Path) -> None:
                          re.M), p.stdout[-2000:]
 
 
-@pytest.mark.skipif(not (HAVE_GCC and shutil.which("qemu-system-arm")), reason="needs arm gcc and qemu")
 def test_run_alias_uses_the_manifests_inputs(tmp_path: Path) -> None:
     """scons run: a model the manifest's inputs: names runs on that data (arena-tool run MANIFEST's
     one-model firmware), the other on main.c's pattern; the shipped ELF's bytes stay the build's.
     The data is the pattern negated, so onnxruntime's outputs on the two differ."""
+    require_tool("arm-none-eabi-gcc")
+    require_tool("qemu-system-arm")
     import hashlib
 
     import numpy as np
@@ -437,14 +439,14 @@ def test_board_file_change_regenerates_that_boards_outputs(tmp_path: Path) -> No
     done = rebuilt(p)
     assert "build/mps2_an500/arena_gate.json" in done and ld.read_text() != before, done
     assert not any("nucleo_f746" in t or t.startswith(("build/plans", "build/tables")) for t in done), done
-    if HAVE_GCC:
+    if has_tool("arm-none-eabi-gcc"):
         assert "build/mps2_an500/firmware.elf" in done and "build/mps2_an500/arena_report.json" in done, done
     assert not rebuilt(scons(proj, TWO))
 
 
-@pytest.mark.skipif(not HAVE_GCC, reason="arm-none-eabi-gcc is not on PATH")
 def test_firmware_source_and_header_changes_recompile(tmp_path: Path) -> None:
     """implicit_cache must still notice an edited header; an edited source rebuilds its objects only."""
+    require_tool("arm-none-eabi-gcc")
     pkg = copy_package(tmp_path / "pkg")
     proj = copy_example(tmp_path / "p")
     assert scons(proj, TWO, pkg=pkg).returncode == 0
@@ -553,7 +555,7 @@ def test_unsupported_op_fails_before_compiling_and_runtime_none_builds(tmp_path:
     assert list((proj / "build" / "tables").glob("trig-*/model_trig.c"))
     compiled = re.findall(r"^Compiling (\S+)", q.stdout, re.M)
     assert not any("/arena_runtime/" in c and "/example/" not in c for c in compiled), compiled
-    if HAVE_GCC:
+    if has_tool("arm-none-eabi-gcc"):
         assert f"build/common/{M7DP}/kernels/kernels.o" in compiled and (
             proj / "build" / "mps2_an500" / "firmware.elf").is_file()
         assert doc["stage"] == "linked"
@@ -584,8 +586,7 @@ def test_flash_overflow_fails_before_linking_then_at_the_link(tmp_path: Path) ->
     doc = board_report.read(str(proj / "build" / "mps2_an500" / "arena_report.json")).to_json()
     assert doc["status"] == "over" and doc["problems"][0]["region"] == "FLASH"
     assert doc["problems"][0]["model"] == "autoencoder" and doc["problems"][0]["over_by"] == 27504
-    if not HAVE_GCC:
-        return
+    require_tool("arm-none-eabi-gcc")  # the plans' verdict is checked; the link's needs the cross gcc
     small_flash_board(proj, "300K")  # the weights fit (290,980 B), with the code they do not
     q = scons(proj, "board=mps2_an500")
     assert q.returncode == 1, q.stdout + q.stderr
@@ -611,9 +612,9 @@ env.ArenaFirmware("example_firmware/arena.yaml", cpppath=[app],
 """
 
 
-@pytest.mark.skipif(not HAVE_GCC, reason="arm-none-eabi-gcc is not on PATH")
 def test_same_named_sources_and_user_ccflags(tmp_path: Path) -> None:
     """a/util.c and b/util.c get their own objects; CCFLAGS and CPPPATH appended to the env reach every compile."""
+    require_tool("arm-none-eabi-gcc")
     proj = copy_example(tmp_path / "p")
     (proj / "SConstruct").write_text(OWN_SCONSTRUCT)
     for folder, fn in (("a", "util_a"), ("b", "util_b")):
@@ -649,10 +650,10 @@ def test_same_named_sources_and_user_ccflags(tmp_path: Path) -> None:
     assert not (proj / "build" / "mps2_an500" / "firmware.elf").exists() and "FAILED: error" in q.stdout
 
 
-@pytest.mark.skipif(not HAVE_GCC, reason="needs arm-none-eabi-gcc")
 def test_optimize_size_compiles_at_Os_and_the_report_says_so(tmp_path: Path) -> None:
     """optimize: size on one board: its compiles run at -Os into their own folder, its report
     states the level; the board beside it keeps the default -O2 and a report without the field."""
+    require_tool("arm-none-eabi-gcc")
     proj = copy_example(tmp_path / "p")
     path = proj / "example_firmware" / "arena.yaml"
     path.write_text(path.read_text().replace("  - mps2_an500\n", "  - {name: mps2_an500, optimize: size}\n"))
@@ -668,11 +669,11 @@ def test_optimize_size_compiles_at_Os_and_the_report_says_so(tmp_path: Path) -> 
     assert "size (-Os)" in (proj / "build" / "mps2_an500" / "arena_report.md").read_text()
 
 
-@pytest.mark.skipif(not HAVE_GCC, reason="needs arm-none-eabi-gcc")
 def test_two_clones_share_one_cache_dir(tmp_path: Path) -> None:
     """The README's CI matrix recipe: cache=DIR (an SCons CacheDir) shared by two clones at
     different paths: the second plans and compiles nothing, every output is retrieved and
     byte-identical to the first clone's."""
+    require_tool("arm-none-eabi-gcc")
     one, two = copy_example(tmp_path / "one"), copy_example(tmp_path / "clone two")
     cache = f"cache={tmp_path / 'cache'}"
     first = scons(one, "board=mps2_an500", cache)
@@ -683,5 +684,5 @@ def test_two_clones_share_one_cache_dir(tmp_path: Path) -> None:
     made = {p.relative_to(one / "build"): p.read_bytes() for p in (one / "build").rglob("*")
             if p.is_file() and ".sconsign" not in p.name and not p.name.startswith(".arena_")
             and p.name != "firmware.map"}  # the link's by-product, not a target: not cached
-    assert (Path("mps2_an500") / "firmware.elf" in made) == HAVE_GCC and len(made) > 20
+    assert (Path("mps2_an500") / "firmware.elf" in made) == has_tool("arm-none-eabi-gcc") and len(made) > 20
     assert {rel: (two / "build" / rel).read_bytes() for rel in made} == made

@@ -20,11 +20,10 @@ from pathlib import Path
 import pytest
 
 from arena_tool.builder import board_report
-from conftest import absent
+from conftest import absent, has_tool
 from tflite_models import MLPERF, chain_model
 
 ROOT = Path(__file__).resolve().parent.parent
-HAVE_GCC = shutil.which("arm-none-eabi-gcc") is not None
 ACTION = re.compile(r"^(Planning|Checking|Generating|Compiling|Linking) ", re.M)
 
 SCONSTRUCT = """import os
@@ -116,7 +115,7 @@ def test_tflm_board_builds_model_array_tensor_arena_and_script(tmp_path: Path) -
     assert "runtime tflm" in p.stdout and "CMSIS-NN" in p.stdout
     assert "arena_runtime.o" not in p.stdout  # arena's runtime is not compiled
 
-    if HAVE_GCC:
+    if has_tool("arm-none-eabi-gcc"):
         elf = b / "nucleo_f746" / "firmware.elf"
         assert elf.is_file() and json.loads((b / "nucleo_f746" / "arena_report.json").read_text())["stage"] == "linked"
         nm = subprocess.run(["arm-none-eabi-nm", "-S", str(elf)], capture_output=True, text=True).stdout

@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 import arena_tool
-from conftest import ROOT
+from conftest import ROOT, has_tool
 
 SCONSTRUCT = """\
 import arena_tool
@@ -37,7 +37,7 @@ def test_tool_from_an_outside_project(tmp_path: Path) -> None:
     write_project(tmp_path)
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
-    have_gcc = shutil.which("arm-none-eabi-gcc") is not None
+    have_gcc = has_tool("arm-none-eabi-gcc")
     r = subprocess.run([sys.executable, "-m", "SCons", "-Q", "board=mps2_an386"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stdout + r.stderr

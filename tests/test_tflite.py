@@ -13,11 +13,11 @@ from arena_tool.plan import plancheck, planfile, planners, planning
 from arena_tool.run import tflm
 from arena_tool.core.problem import ModelOptions
 from arena_tool.core.schema import check_json
+from conftest import require_shared
 from shared_paths import TFLM_EXAMPLES
 from tflite_models import KWS_HYBRID, MLPERF, chain_model, run, save
 
 MLPERF_MODELS = sorted(p.name for p in MLPERF.glob("*.tflite") if p.name != KWS_HYBRID) if MLPERF.is_dir() else []
-needs_mlperf = pytest.mark.skipif(not MLPERF_MODELS, reason=f"{MLPERF} is absent on this machine")
 # TFLM's own GreedyMemoryPlanner head, as its RecordingMicroAllocator reports it, and the lower bound.
 VWW = {"visual_wake_words__vww_96_int8.tflite": (73_728, 55_296),
        "visual_wake_words__vww_96_float.tflite": (294_912, 221_184)}
@@ -27,6 +27,8 @@ EXAMPLE_HEADS = {"trained_lstm_int8.tflite": 1_536, "dtln_noise_suppression.tfli
 EXAMPLES = sorted(p.name for p in TFLM_EXAMPLES.glob("*.tflite")) if TFLM_EXAMPLES.is_dir() else []
 # Every shared .tflite TFLM runs: (folder, name) as a test id "name".
 SHARED_TFLITE = [(MLPERF, n) for n in MLPERF_MODELS] + [(TFLM_EXAMPLES, n) for n in EXAMPLES]
+# Without the shared folder one case stands for them, and require_shared skips it (fails it in CI).
+SHARED_CASES = SHARED_TFLITE or [(MLPERF, "absent")]
 
 
 # --- the commands on a .tflite ------------------------------------------------------------
@@ -55,15 +57,14 @@ def tflm_heads():
     return heads
 
 
-shared_ids = [n for _, n in SHARED_TFLITE]
+shared_ids = [n for _, n in SHARED_CASES]
 
 
-@pytest.mark.skipif(not SHARED_TFLITE, reason=f"{MLPERF} and {TFLM_EXAMPLES} are absent on this machine")
-@pytest.mark.parametrize("folder,name", SHARED_TFLITE, ids=shared_ids)
+@pytest.mark.parametrize("folder,name", SHARED_CASES, ids=shared_ids)
 def test_mlperf_every_planner_and_greedy_is_tflm(folder, name, tflm_heads):
     """Every planner, its scratch buffers settled where TFLM puts them, passes check; greedy_size on
     arena's buffers (kernel scratch included) is TFLM's own head exactly; optimal is the lower bound."""
-    path = str(folder / name)
+    path = str(require_shared(folder / name))
     mp = liveness.model_problem(path, ModelOptions())
     problem = mp.problem()
     params = planners.Params(time_limit=2.0)
@@ -82,12 +83,11 @@ def test_mlperf_every_planner_and_greedy_is_tflm(folder, name, tflm_heads):
         assert tflm_heads[name].head == EXAMPLE_HEADS[name]
 
 
-@pytest.mark.skipif(not SHARED_TFLITE, reason=f"{MLPERF} and {TFLM_EXAMPLES} are absent on this machine")
-@pytest.mark.parametrize("folder,name", SHARED_TFLITE, ids=shared_ids)
+@pytest.mark.parametrize("folder,name", SHARED_CASES, ids=shared_ids)
 def test_mlperf_planned_model_verifies_in_tflm(folder, name, tmp_path, capsys, tflm_heads):
     """The head TFLM uses with arena's plan is the plan (its kernel scratch buffers included), never above
     TFLM's own; the floors: VWW int8 55,296 B, mnist_lstm <= 1,536 B, dtln <= 1,424 B."""
-    src = folder / name
+    src = require_shared(folder / name)
     out = tmp_path / "planned.tflite"
     code, text, err = run(capsys, "plan", src, "-o", out)
     assert code == 0, err

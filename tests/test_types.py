@@ -10,13 +10,11 @@ second or two.
 from __future__ import annotations
 
 import importlib.util
-import os
 import subprocess
 import sys
 
-import pytest
 
-from conftest import ROOT
+from conftest import ROOT, unavailable
 
 
 def test_mypy_checks_the_package_the_scons_tool_and_bench() -> None:
@@ -28,9 +26,7 @@ def test_mypy_checks_the_package_the_scons_tool_and_bench() -> None:
 
 def test_arena_tool_type_checks_strict() -> None:
     if importlib.util.find_spec("mypy") is None:
-        if os.environ.get("ARENA_REQUIRE_TOOLS") == "1":
-            pytest.fail("mypy is not installed but ARENA_REQUIRE_TOOLS=1 (pip install -e '.[test]')")
-        pytest.skip("mypy is not installed (pip install -e '.[test]')")
+        unavailable("mypy is not installed", "pip install -e '.[test]'")
     # no arguments: files, strictness and the per-module settings all come from pyproject.toml
     p = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, f"mypy found type errors (python3 -m mypy):\n{p.stdout}{p.stderr}"

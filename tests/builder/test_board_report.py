@@ -11,7 +11,6 @@ import pytest
 from arena_tool.builder import gate
 from arena_tool.core.errors import EXIT_USAGE, ArenaError
 from arena_tool.core.schema import check_json
-from arena_tool.emit import linker
 from arena_tool.builder import board_report
 from arena_tool.target import manifest
 from arena_tool.builder.board_report import OpMacs

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 
 import numpy as np
 import onnx
 import pytest
+from conftest import require_tool
 from onnx import TensorProto, helper, numpy_helper
 
 import fwbuild
@@ -150,8 +150,7 @@ def test_deterministic_under_different_hash_seeds():
 
 @pytest.mark.parametrize("compiler", ["gcc", "arm-none-eabi-gcc"])
 def test_generated_c_compiles_warning_free(tmp_path, example_docs, compiler):
-    if shutil.which(compiler) is None:
-        pytest.skip(f"{compiler} not installed")
+    require_tool(compiler)
     gen = fwbuild.generate(tmp_path, example_docs)
     arch = ["-mcpu=cortex-m4", "-mthumb", "-mfpu=fpv4-sp-d16", "-mfloat-abi=hard"] if compiler != "gcc" else []
     for src in gen:

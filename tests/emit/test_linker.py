@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import require_tool
 
 from arena_tool.target import boards
 from arena_tool.emit import linker
 from arena_tool.target.boards import Board
 from arena_tool.core.errors import ArenaError
+from builders import printed_under_hash_seeds
 
-GCC = shutil.which("arm-none-eabi-gcc")
-needs_gcc = pytest.mark.skipif(GCC is None, reason="arm-none-eabi-gcc not on PATH")
 ROOT = Path(__file__).resolve().parents[2]
 STACK, HEAP = 2048, 1024
 
@@ -51,7 +48,7 @@ def _cases() -> list[tuple[str, str]]:
 def _link(tmp_path: Path, board: Board, script: str, arena_bytes: int) -> subprocess.CompletedProcess[str]:
     (tmp_path / "fw.c").write_text(FIRMWARE)
     linker.write(tmp_path / "board.ld", script)
-    cmd = [GCC, *board.cpu.gcc_flags(), "-O1", "-ffreestanding", "-nostdlib", "-nostartfiles",
+    cmd = [require_tool("arm-none-eabi-gcc"), *board.cpu.gcc_flags(), "-O1", "-ffreestanding", "-nostdlib", "-nostartfiles",
            f"-DARENA_BYTES={arena_bytes}", "-T", str(tmp_path / "board.ld"), str(tmp_path / "fw.c"),
            "-o", str(tmp_path / "fw.elf"), "-lgcc"]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
@@ -73,19 +70,13 @@ def _sections(elf_path: Path) -> tuple[dict[str, tuple[int, int, bool]], dict[st
     return sections, symbols
 
 
-def test_render_is_byte_identical_across_runs_and_hash_seeds() -> None:
+def test_render_is_byte_identical_across_hash_seeds() -> None:
     code = ("from arena_tool.target import boards; from arena_tool.emit import linker\n"
             "for n in boards.list_boards(boards.board_dirs()):\n"
             "    b = boards.load_board(n, boards.board_dirs())\n"
             "    print(linker.render(b, b.default_region, 4000, 2048, 512, 32), end='')\n")
-    outputs = []
-    for seed in ("1", "4242"):
-        env = dict(os.environ, PYTHONHASHSEED=seed)
-        outputs.append(subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
-                                      text=True, check=True, timeout=60).stdout)
-    assert outputs[0] == outputs[1] and outputs[0].count("ENTRY(Reset_Handler)") >= 10
-    board = boards.load_board("nucleo_f746")
-    assert linker.render(board, "DTCM", 4000, 2048, 512) == linker.render(board, "DTCM", 4000, 2048, 512)
+    one, two = printed_under_hash_seeds(code)
+    assert one == two and one.count("ENTRY(Reset_Handler)") >= 10
 
 
 def test_script_contents() -> None:
@@ -127,7 +118,6 @@ def test_write_is_atomic_and_readable(tmp_path: Path) -> None:
     assert target.stat().st_mode & 0o044 == 0o044
 
 
-@needs_gcc
 @pytest.mark.parametrize("board_name, region_name", _cases())
 def test_links_with_arena_in_region(tmp_path: Path, board_name: str, region_name: str) -> None:
     board = boards.load_board(board_name, boards.board_dirs())
@@ -159,7 +149,6 @@ def test_links_with_arena_in_region(tmp_path: Path, board_name: str, region_name
     assert board.flash.origin <= symbols["_sidata"] < board.flash.end  # .data load image in flash
 
 
-@needs_gcc
 def test_arena_may_fill_its_region_exactly(tmp_path: Path) -> None:
     board = boards.load_board("nucleo_f746")
     result = _link(tmp_path, board, linker.render(board, "DTCM", 65536, STACK, HEAP), 65536)
@@ -167,7 +156,6 @@ def test_arena_may_fill_its_region_exactly(tmp_path: Path) -> None:
     assert _sections(tmp_path / "fw.elf")[0][".arena"][:2] == (0x20000000, 65536)
 
 
-@needs_gcc
 def test_arena_larger_than_planned_fails_the_link(tmp_path: Path) -> None:
     board = boards.load_board("mps2_an500")
     result = _link(tmp_path, board, linker.render(board, "SSRAM23", 1024, STACK, HEAP), 2048)
@@ -176,7 +164,6 @@ def test_arena_larger_than_planned_fails_the_link(tmp_path: Path) -> None:
             "regenerate them") in result.stderr
 
 
-@needs_gcc
 def test_arena_overflowing_its_region_fails_the_link(tmp_path: Path) -> None:
     board = boards.load_board("nucleo_f746")
     result = _link(tmp_path, board, linker.render(board, "DTCM", 65536, STACK, HEAP), 70000)
@@ -185,7 +172,6 @@ def test_arena_overflowing_its_region_fails_the_link(tmp_path: Path) -> None:
     assert "will not fit in region `DTCM'" in result.stderr
 
 
-@needs_gcc
 def test_stack_reserve_overflow_fails_the_link(tmp_path: Path) -> None:
     board = boards.load_board("nucleo_g474re")  # data region SRAM2 is 16 KiB
     result = _link(tmp_path, board, linker.render(board, "SRAM1", 1024, 16 * 1024 - 8, 0), 1024)
@@ -193,7 +179,6 @@ def test_stack_reserve_overflow_fails_the_link(tmp_path: Path) -> None:
     assert "arena: stack and heap reserve overflows SRAM2" in result.stderr
 
 
-@needs_gcc
 def test_empty_plan_links_with_a_one_byte_arena(tmp_path: Path) -> None:
     board = boards.load_board("mps2_an386")
     result = _link(tmp_path, board, linker.render(board, "BRAM", 0, STACK, HEAP, arena_align=1), 1)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import models as M
+from builders import printed_under_hash_seeds
 from arena_tool.model import liveness
 from arena_tool.plan import validate
 from arena_tool.core.errors import ArenaError
@@ -54,9 +55,12 @@ def test_chain_ranges_sizes_and_bound(tmp_path):
     assert mp.model == path
 
 
-def test_deterministic(tmp_path):
+def test_the_same_problem_whatever_the_hash_seed(tmp_path):
     path = M.save(M.shape_chain(), tmp_path / "s.onnx")
-    assert liveness.model_problem(path, ModelOptions()) == liveness.model_problem(path, ModelOptions())
+    code = ("import sys; from arena_tool.model import liveness; from arena_tool.core.problem import ModelOptions; "
+            "print(repr(liveness.model_problem(sys.argv[1], ModelOptions()).problem()))")
+    one, two = printed_under_hash_seeds(code, str(path))
+    assert one == two and "Buffer(" in one
 
 
 # --- live range rules ---

@@ -8,10 +8,7 @@ from __future__ import annotations
 import dataclasses
 import glob
 import itertools
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -176,9 +173,8 @@ def test_schedule_is_deterministic_across_hash_seeds(tmp_path: Path) -> None:
     path = str(LIGHT / "light_shufflenet.onnx")
     code = ("import sys; from arena_tool.model import liveness; from arena_tool.core.problem import ModelOptions; "
             "print([s.node for s in liveness.model_problem(sys.argv[1], ModelOptions(schedule='memory')).schedule])")
-    runs = {subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, check=True,
-                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
-    assert len(runs) == 1
+    one, two = printed_under_hash_seeds(code, path)
+    assert one == two
 
 
 def test_rescheduled_model_runs_on_the_host(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -194,6 +190,7 @@ def test_rescheduled_model_runs_on_the_host(tmp_path: Path, capsys: pytest.Captu
 
 
 from conftest import MLPERF, absent  # noqa: E402
+from builders import printed_under_hash_seeds
 
 
 @pytest.mark.skipif(absent(MLPERF / "image_classification__pretrainedResnet_quant.tflite"),

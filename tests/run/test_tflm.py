@@ -11,12 +11,12 @@ import pytest
 from arena_tool.emit import tflite_write
 from arena_tool.run import tflm
 from arena_tool.core.errors import ArenaError
+from conftest import require_shared
 from tflite_models import KWS_HYBRID, MLPERF, chain_model, run, save
 
 
-@pytest.mark.skipif(not (MLPERF / KWS_HYBRID).is_file(), reason="the MLPerf kws float32 model is absent")
 def test_kws_float32_is_hybrid_and_tflm_refuses_it_too(capsys):
-    path = MLPERF / KWS_HYBRID
+    path = require_shared(MLPERF / KWS_HYBRID)
     code, out, err = run(capsys, "plan", path)
     assert code == 2 and "hybrid model" in err and "TFLite Micro refuses" in err and len(err.splitlines()) == 1
     data = path.read_bytes()

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from pathlib import Path
 
 import pytest
+from conftest import require_shared
+from shared_paths import SHARED
 
 from arena_tool.plan import validate
 from arena_tool.plan.planners import optimal, search
@@ -70,11 +71,11 @@ def test_node_limit_and_deadline_abort() -> None:
     assert search.decide_restarts(inst, 10**6, None).status == Decision.FOUND
 
 
-CHALLENGE_I = Path("/work/shared/anchors/minimalloc/challenging/I.1048576.csv")
+CHALLENGE_I = SHARED / "anchors" / "minimalloc" / "challenging" / "I.1048576.csv"
 
 
-@pytest.mark.skipif(not CHALLENGE_I.exists(), reason="minimalloc's challenge set not on this machine")
 def test_regroup_fits_challenge_I() -> None:
+    require_shared(CHALLENGE_I)
     # regrouped (each decomposed group re-ranked on its remaining loads, from the floor),
     # TWA fits challenge I at its capacity in 1,791 nodes; plain TWA does not in 5,000
     from arena_tool.model import csvio
