@@ -28,8 +28,9 @@ build on; the alias's ``status`` step then gives the build its exit status.
 
 It sits on top of the stages, beside ``cli`` (tests/test_layering.py): a step runs stages up
 to the report's views. Each step imports what it uses when it runs: every SCons run, a no-op
-one too, imports this module for :class:`Build` and ``recorded_only``, and a no-op build runs no
-step.
+one too, imports this module for :class:`Build`, and a no-op build runs no step. What is
+SCons's own (the Decider, the signature database) is the tool's, in
+``site_scons/site_tools/arena_signatures.py``; nothing here imports SCons.
 """
 
 from __future__ import annotations
@@ -179,40 +180,9 @@ def _say(err: ArenaError) -> None:
     sys.stderr.flush()
 
 
-def guard_signatures() -> None:
-    """SCons writes its signature database (``SConsignFile``, build/.sconsign.dblite) once, after the
-    last action. On a full disk or a read-only build folder that write raised through SCons (its
-    stack, then the same again from ``_Dblite.__del__`` at exit) and left ``.sconsign.tmp``
-    behind. Guarded, it is one line naming the file and the fix, exit 2, the partial .tmp removed
-    and the old database kept; every output was written whole by its action, and a later build
-    checks each one against the old record (``_verify_targets``) and rebuilds what it does not match."""
-    import SCons.SConsign
-
-    write = SCons.SConsign.write
-    if getattr(write, "arena_guarded", False):
-        return
-
-    def guarded_write() -> None:
-        try:
-            write()
-        except OSError as err:
-            dbs = list(SCons.SConsign.DB_sync_list)
-            for db in dbs:
-                db._needs_sync = False  # its __del__ would try again at exit (a second stack)
-                tmp = getattr(db, "_tmp_name", None)
-                if tmp and (os.path.islink(tmp) or os.path.isfile(tmp)):
-                    os.remove(tmp)
-            where = getattr(dbs[0], "_file_name", None) if dbs else err.filename
-            sys.stderr.write(_signature_error(err, where if isinstance(where, str) else None) + "\n")
-            sys.stderr.flush()
-            raise SystemExit(2) from None
-
-    guarded_write.arena_guarded = True  # type: ignore[attr-defined]
-    SCons.SConsign.write = guarded_write
-
-
-def _signature_error(err: OSError, path: str | None) -> str:
-    """The one line of a failed signature-database write: the file, the machine's reason, the fix."""
+def signature_error(err: OSError, path: str | None) -> str:
+    """The one line of a failed signature-database write (the SCons tool's database,
+    site_scons/site_tools/arena_signatures.py): the file, the machine's reason, the fix."""
     from arena_tool.core.errors import os_error
 
     e = os_error(err, "write SCons's signature database", path)
@@ -480,21 +450,6 @@ def write_arena(rep: BoardReport, c_path: str, h_path: str, plans: Sequence[Plan
     codegen.write(c_path, body)
 
 
-def arena_sources(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
-    """arena_board.{c,h} <- a board report (the ArenaArena builder)."""
-    from arena_tool.builder import board_report
-
-    write_arena(board_report.read(sources[0]), targets[0], targets[1])
-
-
-def linker_script(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
-    """<board>.ld <- [a board report, the board file] (the ArenaLinkerScript builder)."""
-    from arena_tool.builder import board_report
-    from arena_tool.target import boards
-
-    _write_ld(board_report.read(sources[0]), boards.load_board_file(sources[1]), targets[0])
-
-
 def _write_ld(rep: BoardReport, board: Any, path: str) -> None:
     """<board>.ld for the board report on ``board`` (a boards.Board)."""
     from arena_tool.emit import linker
@@ -683,62 +638,6 @@ def no_run(boards: Sequence[str], have_gcc: bool) -> int:
     why = "none of them has a qemu machine in its board file" if have_gcc else "no cross gcc to build an ELF"
     sys.stderr.write(f"arena: run: cannot run board(s) {', '.join(boards)}: {why}\n")
     return 2
-
-
-# ---------------------------------------------------------------- reuse only what was recorded
-
-
-def as_recorded(recorded: tuple[str | None, Any, Any], stamp: tuple[Any, Any], content_hash: Callable[[], str],
-                verdicts: dict[tuple[str, Any], bool], path: str) -> bool:
-    """Whether a target's file is the one its signature database record describes.
-
-    SCons writes that record (.sconsign) at the end of a build, so a build killed after writing
-    new outputs leaves files the old records do not describe; once the edit is reverted, every
-    input matches those records again and the stale files would be reused for ever. recorded:
-    the record's (content hash, timestamp, size); stamp: the file's (timestamp, size), compared
-    first (as max_drift trusts a stored checksum; SCons keeps whole seconds, so a file rewritten
-    within the recorded second at the same size passes); by content when they differ, once per
-    (path, stamp) in ``verdicts``. True when nothing is recorded."""
-    csig, timestamp, size = recorded
-    if not csig or stamp == (timestamp, size):
-        return True
-    key = (path, stamp)
-    if key not in verdicts:
-        verdicts[key] = content_hash() == csig
-    return verdicts[key]
-
-
-Decide = Callable[..., bool]  # an SCons Decider: (dependency, target, prev_ni, repo_node=None) -> changed
-
-
-def recorded_only(inner_source: Decide, inner_target: Decide) -> Decide:
-    """An SCons Decider (``env.Decider``) that also rebuilds a target whose file is not the one
-    SCons recorded (``as_recorded``), over an environment's own deciders for sources and for
-    built dependencies (``env.decide_source``/``decide_target``; SCons nodes are read through
-    their methods only). It runs once per (input, target) pair; the answer for a target is
-    kept with the record it was checked against (SCons makes a new one on a build)."""
-    verdicts: dict[tuple[str, Any], bool] = {}
-    checked: dict[Any, tuple[Any, bool]] = {}  # target node -> (its stored info, whether its file is recorded)
-
-    def recorded(target: Any) -> bool:
-        ninfo = getattr(target.get_stored_info(), "ninfo", None)
-        if not hasattr(target, "get_content_hash") or not target.exists():
-            return True  # SCons rebuilds a missing file anyway
-        record = (getattr(ninfo, "csig", None), getattr(ninfo, "timestamp", None), getattr(ninfo, "size", None))
-        stamp = (target.get_timestamp(), target.get_size())
-        return as_recorded(record, stamp, target.get_content_hash, verdicts, target.get_abspath())
-
-    def decide(dependency: Any, target: Any, prev_ni: Any, repo_node: Any = None) -> bool:
-        inner = inner_target if dependency.has_builder() else inner_source
-        if inner(dependency, target, prev_ni, repo_node):
-            return True
-        info = target.get_stored_info()
-        seen = checked.get(target)
-        if seen is None or seen[0] is not info:
-            seen = checked[target] = (info, recorded(target))
-        return not seen[1]
-
-    return decide
 
 
 # ---------------------------------------------------------------- arena-tool generate

@@ -92,21 +92,3 @@ def test_guarded_renders_once_with_the_exit_code(capsys: pytest.CaptureFixture[s
             build_steps.guarded(body)
         err = capsys.readouterr().err
         assert e.value.code == code and err.endswith(text), err
-
-
-def test_as_recorded() -> None:
-    """A target is reused only while its file is the recorded one: same stamp, or same content."""
-    hashes = {"n": 0}
-
-    def content(value: str) -> object:
-        def h() -> str:
-            hashes["n"] += 1
-            return value
-        return h
-
-    verdicts: dict[tuple[str, object], bool] = {}
-    assert build_steps.as_recorded((None, None, None), (5, 10), content("x"), verdicts, "t")  # nothing recorded
-    assert build_steps.as_recorded(("abc", 5, 10), (5, 10), content("x"), verdicts, "t") and hashes["n"] == 0
-    assert build_steps.as_recorded(("abc", 5, 10), (6, 10), content("abc"), verdicts, "t")  # touched, same bytes
-    assert not build_steps.as_recorded(("abc", 5, 10), (7, 10), content("new"), verdicts, "t")  # a killed build's
-    assert not build_steps.as_recorded(("abc", 5, 10), (7, 10), content("new"), verdicts, "t") and hashes["n"] == 2

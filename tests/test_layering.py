@@ -26,7 +26,7 @@ TOP = ("arena_tool.cli", "arena_tool.__main__", "arena_tool.build_steps")
 LAZY: dict[str, tuple[frozenset[str] | None, str]] = {
     "arena_tool.cli": (None, "each command imports its stages when it runs: `arena-tool --help` and a "
                              "CSV plan import no onnx, matplotlib or TFLM"),
-    "arena_tool.build_steps": (None, "every SCons run, a no-op one too, imports it for Build and as_recorded; "
+    "arena_tool.build_steps": (None, "every SCons run, a no-op one too, imports it for Build; "
                                      "a step imports its stages when it runs, and a no-op build runs none"),
     "arena_tool.builder.noop_cache": (None, "a cache hit imports nothing but json, os and hashlib "
                                                 "(a no-op build starts here)"),

@@ -394,16 +394,13 @@ def test_builders_are_configured_as_documented(tmp_path: Path, monkeypatch: pyte
     env = SCons.Environment.Environment(tools=["arena"], toolpath=[str(ROOT / "site_scons" / "site_tools")])
     expected = {"ArenaPlan": (".plan.json", ".onnx"), "ArenaGate": (".json", ".plan.json"),
                 "ArenaReport": (".json", ".json"),
-                "ArenaTables": (".c", ".plan.json"), "ArenaArena": (".c", ".json"),
-                "ArenaLinkerScript": (".ld", ".json")}
+                "ArenaTables": (".c", ".plan.json")}
     for name, (suffix, src_suffix) in expected.items():
         b = env["BUILDERS"][name]
         assert b.get_suffix(env) == suffix and b.get_src_suffix(env) == src_suffix, name
     (tmp_path / "m.plan.json").write_text("{}")
     tables = env.ArenaTables("gen/model_m.c", "m.plan.json")
     assert [str(t) for t in tables] == [os.path.join("gen", "model_m.c"), os.path.join("gen", "model_m.h")]
-    arena = env.ArenaArena("gen/arena_board.c", "r.json")
-    assert [str(t) for t in arena][1] == os.path.join("gen", "arena_board.h")
     assert env["ARENAPLANCOMSTR"] == "Planning $TARGET" and callable(getattr(env, "ArenaFirmware"))
 
 

@@ -318,8 +318,8 @@ def flags_key(gcc_flags: Sequence[str]) -> str:
 # what the build prints for each action (VERBOSE=1: the command lines instead)
 COMSTRS = {"ARENAPLANCOMSTR": "Planning $TARGET", "ARENAGATECOMSTR": "Checking budget $TARGET",
            "ARENAREPORTCOMSTR": "Checking $TARGET", "ARENATABLESCOMSTR": "Generating $TARGET",
-           "ARENATFLMCOMSTR": "Generating $TARGET", "ARENAARENACOMSTR": "Generating $TARGET",
-           "ARENALDCOMSTR": "Generating $TARGET", "ARENAELFCHECKCOMSTR": "Checking $TARGET",
+           "ARENATFLMCOMSTR": "Generating $TARGET",
+           "ARENAELFCHECKCOMSTR": "Checking $TARGET",
            "ARENARUNCOMSTR": "Running $SOURCES", "CCCOMSTR": "Compiling $TARGET", "CXXCOMSTR": "Compiling $TARGET",
            "LINKCOMSTR": "Linking $TARGET", "ARENATFLMLIBCOMSTR": "Compiling TFLite Micro into $TARGET"}
 CXX_SUFFIXES = (".cc", ".cpp", ".cxx", ".C")  # sources the cross g++ compiles

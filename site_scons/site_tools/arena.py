@@ -24,7 +24,8 @@ under QEMU, ``scons board=NAME report`` builds only the reports and what they ne
 
 Per-build values live in one ``build_steps.Build`` held by ``env["ARENA_STATE"]`` (SCons's
 Clone shares it), never in module globals. Every target of arena's environments is reused
-only while its file is the one the signature database recorded (``build_steps.recorded_only``): a build
+only while its file is the one the signature database recorded, and the database's write fails
+with one line (``arena_signatures`` beside this file, the tool's SCons-specific part): a build
 killed before SCons wrote .sconsign leaves no output a later build accepts. A no-op
 ``scons board=all`` should stay within 1.5x of an empty SConstruct's (bench/noop_build.py):
 every node and edge wired here is walked on every build, so keep them few.
@@ -36,6 +37,8 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import arena_signatures  # beside this file: SCons puts the tool's folder on sys.path while it loads a tool
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 Nodes = Sequence[Any]  # SCons nodes (SCons ships no type information)
@@ -245,7 +248,7 @@ def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), c
                               samples=dict(m.get("samples", [])))
     scan = _Scan()
     aenv = env.Clone(SCANNERS=[], ARENA_STATE=build, ARENA_SCAN=scan)
-    aenv.Decider(build_steps.recorded_only(aenv.decide_source, aenv.decide_target))
+    aenv.Decider(arena_signatures.recorded_only(aenv.decide_source, aenv.decide_target))
     cross = None
     if gcc:
         prefix = env.subst("$ARENA_GCC_PREFIX")
@@ -257,7 +260,7 @@ def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), c
         obj = cross["BUILDERS"]["Object"]  # its compile, for the boards that passed
         cross.Append(BUILDERS={"ArenaObject": Builder(action=_when_ready(obj.action), emitter=obj.emitter,
                                                       source_scanner=obj.source_scanner, single_source=True)})
-        cross.Decider(build_steps.recorded_only(cross.decide_source, cross.decide_target))
+        cross.Decider(arena_signatures.recorded_only(cross.decide_source, cross.decide_target))
     node = _wire(graph, aenv, cross, build, scan, app)
     result = {b.name: {k: [node(p) for p in paths] for k, paths in b.groups().items()} for b in graph.boards}
     for a in graph.aliases:
@@ -370,9 +373,8 @@ def generate(env: Any, **kwargs: Any) -> None:
     from SCons.Script import ARGUMENTS
 
     _import_arena_tool()
-    from arena_tool.build_steps import guard_signatures
     from arena_tool.builder.build_graph import COMSTRS, truthy
-    guard_signatures()  # a full disk or read-only build/ at SCons's last write: one line, exit 2
+    arena_signatures.use_for(env)  # a full disk or read-only build/ at SCons's last write: one line, exit 2
     verbose = truthy(env.get("VERBOSE", ARGUMENTS.get("VERBOSE", "0")))
     env.SetDefault(ARENA_BUILD_DIR="build", ARENA_BOARD_DIRS=[], ARENA_GCC_PREFIX="arm-none-eabi-")
     for key, text in COMSTRS.items():
@@ -396,7 +398,5 @@ def generate(env: Any, **kwargs: Any) -> None:
         "ArenaStatus": builder(_step("status"), None, ".json", ".json"),
         "ArenaTflmApp": builder(_step("tflm_app"), "$ARENATFLMCOMSTR", ".cc", ".json", True),
         "ArenaTflmLib": builder(_step("tflm_lib"), "$ARENATFLMLIBCOMSTR", ".a", ".json", True),
-        "ArenaArena": builder(_step("arena_sources"), "$ARENAARENACOMSTR", ".c", ".json", emitter=_pair_emitter),
-        "ArenaLinkerScript": builder(_step("linker_script"), "$ARENALDCOMSTR", ".ld", ".json"),
     })
     env.AddMethod(_arena_firmware, "ArenaFirmware")
