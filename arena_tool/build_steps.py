@@ -616,7 +616,7 @@ def run(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
                     continue
                 if m.name in build.samples:  # its inputs: data, in arena-tool run MANIFEST's firmware
                     line, good = firmware.sample_match(specs[m.name], t.board.name, build.samples[m.name],
-                                                       build.qemu_timeout, t.optimize)
+                                                       build.qemu_timeout, t.options.optimize)
                     lines.append(line)
                     ok = ok and good
                 elif (plan := planfile.load(m.plan, REBUILD)).options.io == "model":

@@ -46,7 +46,7 @@ def test_steps_make_every_file_of_the_graph(tmp_path: Path, monkeypatch: pytest.
     assert all(os.path.isfile(t) for t in g.targets()), [t for t in g.targets() if not os.path.isfile(t)]
     ld = Path("build/mps2_an500/mps2_an500.ld").read_text()
     rep = board_report.read("build/mps2_an500/arena_report.json")
-    assert rep.passed and f"arena: {rep.arena_size} B in" in ld and "optimize" not in rep.to_json()
+    assert rep.passed and f"arena: {rep.arena_size} B in" in ld and "options" not in rep.to_json()
     assert build.written == set()  # only a failure records its report
     assert build.target("mps2_an500") is build.target("mps2_an500")  # made once per build
 

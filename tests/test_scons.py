@@ -661,8 +661,8 @@ def test_optimize_size_compiles_at_Os_and_the_report_says_so(tmp_path: Path) -> 
     assert small and all(" -Os " in ln and " -O2 " not in ln for ln in small)
     assert all(" -O2 " in ln for ln in compiles if f"/{M7SP}/" in ln)
     doc = json.loads((proj / "build" / "mps2_an500" / "arena_report.json").read_text())
-    assert doc["optimize"] == {"level": "size", "flag": "-Os"} and doc["stage"] == "linked"
-    assert "optimize" not in json.loads((proj / "build" / "nucleo_f746" / "arena_report.json").read_text())
+    assert doc["options"] == {"optimize": "size"} and doc["stage"] == "linked"
+    assert "options" not in json.loads((proj / "build" / "nucleo_f746" / "arena_report.json").read_text())
     assert "size (-Os)" in (proj / "build" / "mps2_an500" / "arena_report.md").read_text()
 
 

@@ -51,7 +51,6 @@ import json
 from typing import Any, Mapping, Sequence
 
 from arena_tool import __version__
-from arena_tool.target import flags
 from arena_tool.core.errors import EXIT_CHECK_FAILED, EXIT_USAGE, CheckFailed
 from arena_tool.core.files import read_json, write_atomic
 from arena_tool.core.problem import align_up, fmt_bytes
@@ -257,7 +256,7 @@ class BoardReport:
     regions: tuple[RegionUse, ...] = ()  # a split arena's regions, regions with copied weights
     stage: str = "planned"
     arena_tool_version: str = __version__
-    optimize: str | None = None  # the level the manifest chose (arena_tool.target.flags), None: the default
+    options: tuple[tuple[str, Any], ...] = ()  # the board options the manifest set (manifest_data.BoardOptions)
     code_bytes: int | None = None  # the runtime code the board links (emit.code_size), None: not counted
 
     @property
@@ -297,7 +296,7 @@ class BoardReport:
             "status": self.status,
             "stage": self.stage,
             "runtime": self.runtime,
-            **({"optimize": {"level": self.optimize, "flag": flags.LEVELS[self.optimize]}} if self.optimize else {}),
+            **({"options": dict(self.options)} if self.options else {}),
             "problems": [p.to_json() for p in self.problems],
             "region": {"name": self.region, "origin": self.region_origin, "length": self.region_length,
                        "auto": self.region_auto},
@@ -336,7 +335,7 @@ class BoardReport:
             flash=Usage.from_json(doc["flash"]), problems=tuple(BoardProblem.from_json(p) for p in doc["problems"]),
             regions=tuple(RegionUse.from_json(r) for r in doc.get("regions") or ()),
             stage=str(doc["stage"]), arena_tool_version=str(doc["arena_tool_version"]),
-            optimize=doc["optimize"]["level"] if "optimize" in doc else None, code_bytes=doc["flash"].get("code"))
+            options=tuple(doc.get("options", {}).items()), code_bytes=doc["flash"].get("code"))
 
 
 def tflm_arena_size(head: int, tail: int) -> int:

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from arena_tool.core.problem import elide
 from arena_tool.target.boards import reserve_bytes
-from arena_tool.target.flags import LEVELS
 from arena_tool.core.errors import ArenaError
 from arena_tool.core.files import write_atomic
 from arena_tool.plan.planfile import PlanFile
@@ -183,7 +182,7 @@ class BoardView:
     regions: tuple[RegionUse, ...]
     measured: bool  # regions from the linked ELF's sections (else from the plan)
     picture_note: str | None
-    optimize: str | None = None  # the level the manifest chose (arena_tool.target.flags), None: the default
+    options: tuple[tuple[str, Any], ...] = ()  # the board options the manifest set, by name
     split: tuple[tuple[str, int, int], ...] = ()  # a split arena: (region, arena + weights there, its limit)
 
     @property
@@ -335,7 +334,7 @@ def build(rep: BoardReport, plans: Mapping[str, PlanFile | str], memory: Memory,
         models=tuple(_model(m, rep, plans.get(m.name, "not found"), picture) for m in rep.models),
         regions=regions, measured=linked,
         picture_note=None if picture else "no layout pictures: arena_tool.report.plot (matplotlib) is not available",
-        optimize=rep.optimize, split=tuple((u.name, u.used, u.limit) for u in rep.regions if _split(rep)),
+        options=rep.options, split=tuple((u.name, u.used, u.limit) for u in rep.regions if _split(rep)),
     )
 
 
@@ -389,7 +388,7 @@ def _board_rows(v: BoardView) -> list[tuple[str, str, str]]:
         ("tables", "flash.tables", f"{_num(v.tables)} B"),
         ("runtime code", "flash.code", "not counted" if v.code is None else f"{_num(v.code)} B"),
         ("runtime", "runtime", v.runtime),
-        *([("optimize", "optimize.level", f"{v.optimize} ({LEVELS[v.optimize]})")] if v.optimize else []),
+        *((name, f"options.{name}", str(value)) for name, value in v.options),
         ("stage", "stage", v.stage),
     ]
 

@@ -37,7 +37,7 @@ from arena_tool.model import tflm_scratch
 from arena_tool.plan import planners
 from arena_tool.target import boards, linkscript, tflm_sources, yamlio
 from arena_tool.target.yamlio import field_name
-from arena_tool.target.manifest_data import BoardTarget as BoardTarget, Budget as Budget, Manifest as Manifest, \
+from arena_tool.target.manifest_data import BoardOptions, BoardTarget as BoardTarget, Budget as Budget, Manifest as Manifest, \
     ModelSpec as ModelSpec, from_doc as from_doc, target_doc as target_doc, target_from_doc as target_from_doc, \
     to_doc as to_doc  # re-exported: a loaded manifest's data (manifest_data)
 
@@ -242,7 +242,7 @@ class _Loader:
         known = sorted(boards.list_boards(list(dirs)))
         top: dict[str, Any] = {k: self.data[k] for k in (
             "sharing", "region", "split", "budget", "reserve", "warn_above", "runtime", "linker", "linker_script",
-            "linker_regions", "optimize", "tflm", "fit") if k in self.data}
+            "linker_regions", "tflm", "fit", *BoardOptions.names()) if k in self.data}
         targets: list[BoardTarget] = []
         seen: dict[str, int] = {}
         for i, item in enumerate(self.data["boards"]):
@@ -337,7 +337,8 @@ class _Loader:
             name=board.name, board=board, region=region, budget=budget, reserve_stack=stack, reserve_heap=heap,
             warn_above=None if warn is None else float(warn), sharing=pick("sharing", "sequential"),
             models=tuple(models), runtime=runtime, linker=linker, linker_script=script,
-            linker_regions=memory_names, split=split, optimize=pick("optimize", None),
+            linker_regions=memory_names, split=split,
+            options=BoardOptions(**{n: pick(n, None) for n in BoardOptions.names()}),
             tflm=self.tflm(board.name, runtime, pick("tflm", None), where_of("tflm")),
             fit=self.fit(board.name, runtime, pick("fit", None), where_of("fit")),
         )

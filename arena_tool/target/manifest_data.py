@@ -85,6 +85,30 @@ class Budget:
 
 
 @dataclasses.dataclass(frozen=True)
+class BoardOptions:
+    """The board-level settings that are one plain value each. The manifest's top level sets one
+    for every board and a board's entry overrides it (the loader reads each field by its name; its
+    schema is schemas/manifest.schema.json's, top level and board). One that is set enters the
+    board's key (the gate's Value) and its board report's ``options``; unset (None), neither, so
+    adding a field changes no existing build's bytes. A new one is a field here, its schema, and
+    the code that reads it.
+
+    optimize: the level arena's runtime, the tables and the firmware's sources compile at
+      (target/flags.py: size -Os, speed -O2; None: flags.DEFAULT_OPTIMIZE).
+    """
+
+    optimize: str | None = None
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    def chosen(self) -> dict[str, Any]:
+        """The options set, by name, in field order."""
+        return {n: getattr(self, n) for n in self.names() if getattr(self, n) is not None}
+
+
+@dataclasses.dataclass(frozen=True)
 class BoardTarget:
     """One board of the manifest with every override applied.
 
@@ -125,7 +149,7 @@ class BoardTarget:
     linker_script: str | None = None
     linker_regions: tuple[tuple[str, str], ...] = ()
     split: tuple[str, ...] = ()
-    optimize: str | None = None
+    options: BoardOptions = BoardOptions()
     tflm: tflm_sources.TflmConfig | None = None
     fit: str | None = None
 
@@ -163,8 +187,7 @@ class BoardTarget:
                        linker_regions=[list(p) for p in self.linker_regions])
         if self.split:
             doc["split"] = list(self.split)
-        if self.optimize is not None:
-            doc["optimize"] = self.optimize
+        doc.update(self.options.chosen())
         if self.fit is not None:
             doc["fit"] = self.fit
         return json.dumps(doc, sort_keys=True, separators=(",", ":"))
@@ -236,7 +259,8 @@ def target_doc(t: BoardTarget) -> dict[str, Any]:
             "reserve_stack": t.reserve_stack, "reserve_heap": t.reserve_heap, "warn_above": t.warn_above,
             "sharing": t.sharing, "models": [_spec_doc(s) for s in t.models], "runtime": t.runtime,
             "linker": t.linker, "linker_script": t.linker_script, "linker_regions": [list(p) for p in t.linker_regions],
-            "split": list(t.split), "optimize": t.optimize, "key": t.key(), "gcc_flags": list(t.board.cpu.gcc_flags()),
+            "split": list(t.split), **{n: getattr(t.options, n) for n in BoardOptions.names()}, "key": t.key(),
+            "gcc_flags": list(t.board.cpu.gcc_flags()),
             "tflm": t.tflm.to_doc() if t.tflm else None, "fit": t.fit}
 
 
@@ -248,5 +272,5 @@ def target_from_doc(d: dict[str, Any]) -> BoardTarget:
         warn_above=d["warn_above"], sharing=d["sharing"], models=tuple(_spec_from(s) for s in d["models"]),
         runtime=d["runtime"], linker=d["linker"], linker_script=d["linker_script"],
         linker_regions=tuple((a, b) for a, b in d["linker_regions"]), split=tuple(d["split"]),
-        optimize=d.get("optimize"), tflm=tflm_sources.TflmConfig.from_doc(d["tflm"]) if d.get("tflm") else None,
-        fit=d.get("fit"))
+        options=BoardOptions(**{n: d.get(n) for n in BoardOptions.names()}),
+        tflm=tflm_sources.TflmConfig.from_doc(d["tflm"]) if d.get("tflm") else None, fit=d.get("fit"))

@@ -61,7 +61,7 @@ def test_levels() -> None:
 def test_optimize_per_board_and_top_level(tmp_path: Path) -> None:
     m = project(tmp_path, "optimize: size\n",
                 "[mps2_an500, nucleo_f746, {name: nucleo_h743, optimize: speed}]")  # an500, h743: one core
-    assert [t.optimize for t in m.targets] == ["size", "size", "speed"]
+    assert [t.options.optimize for t in m.targets] == ["size", "size", "speed"]
     assert manifest.from_doc(manifest.to_doc(m)).targets == m.targets
     g = graph(m, tmp_path)
     # the level keys the compile environment: -O2 objects never mix with -Os ones
@@ -73,7 +73,7 @@ def test_optimize_per_board_and_top_level(tmp_path: Path) -> None:
     # the gate re-runs when the level changes (its Value is the board's key); unset keeps the old key
     (tmp_path / "p").mkdir()
     plain = project(tmp_path / "p")
-    assert "optimize" not in plain.targets[0].key() and '"optimize":"size"' in m.targets[0].key()
+    assert "options" not in plain.targets[0].key() and '"optimize":"size"' in m.targets[0].key()
 
 
 def test_unknown_optimize_is_one_line(tmp_path: Path) -> None:
@@ -95,10 +95,10 @@ def test_report_states_the_level_the_manifest_chose(tmp_path: Path) -> None:
     rep = report_of(tmp_path, "optimize: speed\n")
     doc = rep.to_json()
     jsonschema.validate(doc, schema)
-    assert doc["optimize"] == {"level": "speed", "flag": "-O2"}
+    assert doc["options"] == {"optimize": "speed"}
     assert board_report.BoardReport.from_json(doc) == rep
     view = htmlreport.build(rep, {}, htmlreport.Memory.of_board(project(tmp_path, "", "[nucleo_f746]").targets[0].board))
-    assert 'data-key="optimize.level"' in htmlreport.render_html(view) and "speed (-O2)" in htmlreport.render_markdown(view)
+    assert 'data-key="options.optimize"' in htmlreport.render_html(view) and "| optimize | speed |" in htmlreport.render_markdown(view)
     plain = report_of(tmp_path, "").to_json()  # a manifest that says nothing: the document it always was
     assert "optimize" not in plain
     jsonschema.validate(plain, schema)

@@ -3,6 +3,7 @@ instead of the YAML: the round trip is exact."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from arena_tool.target import manifest, manifest_data
@@ -14,7 +15,6 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_cache_document_carries_the_whole_board(tmp_path: Path) -> None:
     """to_doc/from_doc: every target keeps its Board (Board.to_json), the round trip is exact and
     its text byte-identical."""
-    import json
 
     m = manifest.load(str(ROOT / "example_firmware" / "arena.yaml"))
     doc = manifest_data.to_doc(m)
@@ -39,3 +39,14 @@ def test_every_target_and_budget_round_trips_and_resolves(tmp_path: Path) -> Non
     assert an500.region_room(data) == an500.board.region(data).length - an500.reserve
     assert an500.region_limit(data) == min(an500.budget.resolve(an500.board.region(data).length),
                                            an500.region_room(data))
+
+
+def test_every_board_option_is_in_the_manifest_schema_at_both_levels() -> None:
+    """A BoardOptions field is a manifest key at the top level and in a board's entry (the loader
+    reads it by its name from either); a field the schema lacks would be refused as unknown."""
+    from arena_tool.target.manifest_data import BoardOptions
+
+    schema = json.loads((ROOT / "schemas" / "manifest.schema.json").read_text())
+    for name in BoardOptions.names():
+        assert name in schema["properties"] and name in schema["$defs"]["board"]["properties"], name
+    assert BoardOptions(optimize="size").chosen() == {"optimize": "size"} and BoardOptions().chosen() == {}
