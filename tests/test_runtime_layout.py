@@ -600,22 +600,30 @@ BAD_TABLES = {
 }
 
 
-def test_kernels_refuse_tables_that_disagree_with_the_tensors(tmp_path):
+def _statuses_after_edits(tmp_path, cases, file_of) -> dict:
+    """Each case's model planned and generated into one host firmware, then in the generated file
+    ``file_of(name)`` its text ``old`` replaced by ``new``; the firmware run under the sanitizers
+    (none may fire): each model's arena_run status."""
     planned = []
-    for name, (build, _, _) in BAD_TABLES.items():
+    for name, (build, _, _) in cases.items():
         path = tmp_path / f"{name}.onnx"
         onnx.save(build(), str(path))
         planned.append((name, str(path), fwbuild.plan(str(path), "naive")))
     sources = fwbuild.generate(tmp_path, planned)
-    for name, (_, old, new) in BAD_TABLES.items():
-        src = tmp_path / f"{name}_model.c"
+    for name, (_, old, new) in cases.items():
+        src = tmp_path / file_of(name)
         text = src.read_text()
         assert old in text, (name, old)
         src.write_text(text.replace(old, new))
     rc, text = fwbuild.run_host(fwbuild.build_host(tmp_path, sources))
     assert "Sanitizer" not in text and "runtime error" not in text, text[-3000:]
     run = verify.parse_output(text)
-    assert {name: run.status.get(name) for name in BAD_TABLES} == {name: 11 for name in BAD_TABLES}
+    return {name: run.status.get(name) for name in cases}
+
+
+def test_kernels_refuse_tables_that_disagree_with_the_tensors(tmp_path):
+    statuses = _statuses_after_edits(tmp_path, BAD_TABLES, lambda name: f"{name}_model.c")
+    assert statuses == {name: 11 for name in BAD_TABLES}
 
 
 # An op type whose kernel-table row names a kernel without a case for it (as a new op added to the
@@ -631,19 +639,5 @@ NO_CASE = {
 
 
 def test_element_wise_kernels_refuse_an_op_they_have_no_case_for(tmp_path):
-    planned = []
-    for name, (build, _, _) in NO_CASE.items():
-        path = tmp_path / f"{name}.onnx"
-        onnx.save(build(), str(path))
-        planned.append((name, str(path), fwbuild.plan(str(path), "naive")))
-    sources = fwbuild.generate(tmp_path, planned)
-    board = tmp_path / "arena_board.c"
-    text = board.read_text()
-    for name, (_, old, new) in NO_CASE.items():
-        assert old in text, (name, old)
-        text = text.replace(old, new)
-    board.write_text(text)
-    rc, out = fwbuild.run_host(fwbuild.build_host(tmp_path, sources))
-    assert "Sanitizer" not in out and "runtime error" not in out, out[-3000:]
-    run = verify.parse_output(out)
-    assert {name: run.status.get(name) for name in NO_CASE} == {name: 10 for name in NO_CASE}, out[-2000:]
+    statuses = _statuses_after_edits(tmp_path, NO_CASE, lambda name: "arena_board.c")
+    assert statuses == {name: 10 for name in NO_CASE}
