@@ -64,7 +64,7 @@ from arena_tool.model import liveness, lowering, macs
 from arena_tool.plan import plancheck, planfile, planners, planning, split_arena
 from arena_tool.run import qemu, runreport, verify
 from arena_tool.emit.linker_fragment import RegionUse
-from arena_tool.target.manifest_data import BoardTarget, Budget, ModelSpec, target_doc
+from arena_tool.target.manifest_data import BoardOptions, BoardTarget, Budget, ModelSpec, target_doc
 
 if TYPE_CHECKING:
     from arena_tool.target.boards import Board
@@ -307,7 +307,7 @@ def board_firmware(out: Path, spec: ModelSpec, plan: PlanFile, lowered: Lowered,
     codegen.write(str(out / "arena_inputs.c"), inputs_c)
     target = BoardTarget(name=board.name, board=board, region=board.default_region,
                          budget=Budget("100%", percent=100.0), reserve_stack=STACK, reserve_heap=0, warn_above=None,
-                         sharing="sequential", models=(spec,), optimize=optimize)
+                         sharing="sequential", models=(spec,), options=BoardOptions(optimize=optimize))
     toolchain = build_graph.Toolchain(link=True, sources=(str(APP / "startup.c"), str(APP / "main.c"),
                                                           str(out / "arena_inputs.c")),
                                       cpppath=(str(APP),), root=str(out), extra_ccflags=tuple(extra))

@@ -222,7 +222,7 @@ class FitResult:
 
 
 def _levels(target: BoardTarget) -> list[str]:
-    return [flags.level(target.optimize)] if target.optimize is not None else sorted(flags.LEVELS, reverse=True)
+    return [flags.level(target.options.optimize)] if target.options.optimize is not None else sorted(flags.LEVELS, reverse=True)
 
 
 # Runs and links already made in this process, by what determines them (a bench fits one model
@@ -546,7 +546,7 @@ def write_choice(manifest_path: str, results: Sequence[FitResult], path: str) ->
                 overrides[p.model] = {**(overrides.get(p.model) or {}), **changes}
         if overrides:
             entry["models"] = overrides
-        if r.target.optimize is None:
+        if r.target.options.optimize is None:
             entry["optimize"] = c.optimize
         split = next((p.split for p in c.combo.picks if p.split), ())
         if split:

@@ -51,7 +51,7 @@ def test_fit_picks_a_patched_configuration_and_proves_it_on_qemu(tmp_path, capsy
     for c in doc["configurations"]:
         assert (c["flash"] is None) == (not c["fits_ram"])  # the ELF is linked for what fits RAM
     (t,) = manifest.load(str(frozen)).targets  # --write: the pick, as the board's settings
-    assert t.models[0].options.to_doc() == pick["models"][0]["options"] and t.optimize == pick["optimize"]
+    assert t.models[0].options.to_doc() == pick["models"][0]["options"] and t.options.optimize == pick["optimize"]
 
 
 @pytest.mark.slow
