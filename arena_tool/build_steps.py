@@ -30,7 +30,7 @@ It sits on top of the stages, beside ``cli`` (tests/test_layering.py): a step ru
 to the report's views. Each step imports what it uses when it runs: every SCons run, a no-op
 one too, imports this module for :class:`Build`, and a no-op build runs no step. What is
 SCons's own (the Decider, the signature database) is the tool's, in
-``site_scons/site_tools/arena_signatures.py``; nothing here imports SCons.
+``site_scons/site_tools/arena_sconsign.py``; nothing here imports SCons.
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def _say(err: ArenaError) -> None:
 
 def signature_error(err: OSError, path: str | None) -> str:
     """The one line of a failed signature-database write (the SCons tool's database,
-    site_scons/site_tools/arena_signatures.py): the file, the machine's reason, the fix."""
+    site_scons/site_tools/arena_sconsign.py): the file, the machine's reason, the fix."""
     from arena_tool.core.errors import os_error
 
     e = os_error(err, "write SCons's signature database", path)

@@ -25,7 +25,7 @@ under QEMU, ``scons board=NAME report`` builds only the reports and what they ne
 Per-build values live in one ``build_steps.Build`` held by ``env["ARENA_STATE"]`` (SCons's
 Clone shares it), never in module globals. Every target of arena's environments is reused
 only while its file is the one the signature database recorded, and the database's write fails
-with one line (``arena_signatures`` beside this file, the tool's SCons-specific part): a build
+with one line (``arena_sconsign`` beside this file, the tool's SCons-specific part): a build
 killed before SCons wrote .sconsign leaves no output a later build accepts. A no-op
 ``scons board=all`` should stay within 1.5x of an empty SConstruct's (bench/noop_build.py):
 every node and edge wired here is walked on every build, so keep them few.
@@ -38,7 +38,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import arena_signatures  # beside this file: SCons puts the tool's folder on sys.path while it loads a tool
+import arena_sconsign  # beside this file: SCons puts the tool's folder on sys.path while it loads a tool
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 Nodes = Sequence[Any]  # SCons nodes (SCons ships no type information)
@@ -248,7 +248,7 @@ def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), c
                               samples=dict(m.get("samples", [])))
     scan = _Scan()
     aenv = env.Clone(SCANNERS=[], ARENA_STATE=build, ARENA_SCAN=scan)
-    aenv.Decider(arena_signatures.recorded_only(aenv.decide_source, aenv.decide_target))
+    aenv.Decider(arena_sconsign.recorded_only(aenv.decide_source, aenv.decide_target))
     cross = None
     if gcc:
         prefix = env.subst("$ARENA_GCC_PREFIX")
@@ -260,7 +260,7 @@ def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), c
         obj = cross["BUILDERS"]["Object"]  # its compile, for the boards that passed
         cross.Append(BUILDERS={"ArenaObject": Builder(action=_when_ready(obj.action), emitter=obj.emitter,
                                                       source_scanner=obj.source_scanner, single_source=True)})
-        cross.Decider(arena_signatures.recorded_only(cross.decide_source, cross.decide_target))
+        cross.Decider(arena_sconsign.recorded_only(cross.decide_source, cross.decide_target))
     node = _wire(graph, aenv, cross, build, scan, app)
     result = {b.name: {k: [node(p) for p in paths] for k, paths in b.groups().items()} for b in graph.boards}
     for a in graph.aliases:
@@ -374,7 +374,7 @@ def generate(env: Any, **kwargs: Any) -> None:
 
     _import_arena_tool()
     from arena_tool.builder.build_graph import COMSTRS, truthy
-    arena_signatures.use_for(env)  # a full disk or read-only build/ at SCons's last write: one line, exit 2
+    arena_sconsign.use_for(env)  # a full disk or read-only build/ at SCons's last write: one line, exit 2
     verbose = truthy(env.get("VERBOSE", ARGUMENTS.get("VERBOSE", "0")))
     env.SetDefault(ARENA_BUILD_DIR="build", ARENA_BOARD_DIRS=[], ARENA_GCC_PREFIX="arm-none-eabi-")
     for key, text in COMSTRS.items():

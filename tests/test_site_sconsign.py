@@ -1,4 +1,4 @@
-"""site_scons/site_tools/arena_signatures.py, the SCons-specific part of arena's tool: the Decider
+"""site_scons/site_tools/arena_sconsign.py, the SCons-specific part of arena's tool: the Decider
 that reuses a target only while its file is the recorded one, and the signature database whose
 write fails with one line. Nothing in arena_tool/ imports SCons."""
 
@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "site_scons" / "site_tools"))
-import arena_signatures as sig  # noqa: E402
+import arena_sconsign as sig  # noqa: E402
 
 
 def test_no_module_of_arena_tool_imports_scons() -> None:
@@ -136,10 +136,10 @@ SCONSTRUCT = """
 import dbm.dumb
 import SCons.SConsign
 env = Environment(tools=["arena"], toolpath=[%r])
-import arena_signatures  # loaded with the tool
-first = SCons.SConsign.DB_Module is arena_signatures
+import arena_sconsign  # loaded with the tool
+first = SCons.SConsign.DB_Module is arena_sconsign
 env.SConsignFile("build/.sconsign")  # as the example's SConstruct does, after the tool: the module stays
-print(first, SCons.SConsign.DB_Module is arena_signatures, SCons.SConsign.DB_Name.endswith(".sconsign"))
+print(first, SCons.SConsign.DB_Module is arena_sconsign, SCons.SConsign.DB_Name.endswith(".sconsign"))
 env.SConsignFile("build/.sconsign", dbm.dumb)  # a SConstruct's own module is kept by a later tool load
 Environment(tools=["arena"], toolpath=[%r])
 print(SCons.SConsign.DB_Module is dbm.dumb)

@@ -1,5 +1,5 @@
 """What arena's SCons tool (``arena.py`` beside it) adds to SCons's own bookkeeping, through SCons's
-documented hooks only (tests/test_site_signatures.py):
+documented hooks only (tests/test_site_sconsign.py):
 
 * ``recorded_only``: the Decider (``env.Decider``) of arena's environments. It also rebuilds a
   target whose file is not the one the signature database recorded (``as_recorded``): SCons
