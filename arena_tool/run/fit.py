@@ -604,7 +604,8 @@ def chosen(result: FitResult) -> BoardTarget:
     caps = tuple((name, t.region_limit(name)) for name, _ in split)
     models = tuple(dataclasses.replace(spec, options=p.options, regions=caps or spec.regions)
                    for spec, p in zip(t.models, c.combo.picks))
-    out = dataclasses.replace(t, models=models, optimize=t.optimize or c.optimize)
+    out = dataclasses.replace(t, models=models, options=dataclasses.replace(
+        t.options, optimize=t.options.optimize or c.optimize))
     if caps:
         out = dataclasses.replace(out, region=caps[0][0], split=tuple(n for n, _ in caps))
     return out
