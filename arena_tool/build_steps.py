@@ -402,7 +402,7 @@ def gate(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
                 tables[spec.name] = table_bytes.table_bytes(p, lowered, spec.name)
     code = None
     if t.runtime == "arena":
-        code = code_size.code_bytes(t.board.cpu.gcc_flags(), flags.level(t.optimize),
+        code = code_size.code_bytes(t.board.cpu.gcc_flags(), flags.level(t.options.optimize),
                                     codegen.runtime_ops(p for _, _, p in plans),
                                     any(tileloop.loops(p) for _, _, p in plans))
     remedy = None

@@ -287,7 +287,7 @@ class BoardReport:
         return self.status in ("ok", "warn")
 
     def to_json(self) -> dict[str, Any]:
-        """The report document, key order included; optional keys (``optimize``, ``tflm_note``,
+        """The report document, key order included; optional keys (``options``, ``tflm_note``,
         ``regions``) present exactly when they apply."""
         return {
             "format_version": FORMAT_VERSION,
