@@ -167,8 +167,9 @@ def _run_on_pty(argv: list[str], env: dict[str, str]) -> tuple[int, str, str, fl
 
 def test_status_line_on_a_terminal(hard_csv: str) -> None:
     # the limit covers the whole command (start-up, validation and writing included), so the
-    # search itself runs about a second less than it: 4 s keep it drawing past 2.5 s
-    code, out, tty, seconds = _run_on_pty(_argv(hard_csv, 4.0), _env())
+    # search itself runs a second or two less than it (more on a loaded machine): 5 s keep it
+    # drawing past 2.5 s
+    code, out, tty, seconds = _run_on_pty(_argv(hard_csv, 5.0), _env())
     assert code == 0 and "time limit" in out and seconds >= 3.0
     lines = [s for s in tty.split("\r") if s.strip()]
     assert len(lines) >= 10  # redrawn for ~2 s, up to ten times a second
@@ -190,5 +191,5 @@ def test_quiet_on_a_pipe_and_under_ci(hard_csv: str) -> None:
 
 
 def test_forced_on_a_pipe(hard_csv: str) -> None:
-    r = subprocess.run(_argv(hard_csv, 2.5) + ["--progress"], capture_output=True, env=_env(CI="1"))
-    assert r.returncode == 0 and b"\roptimal  1." in r.stderr
+    r = subprocess.run(_argv(hard_csv, 4.0) + ["--progress"], capture_output=True, env=_env(CI="1"))
+    assert r.returncode == 0 and re.search(rb"\roptimal  [1-3]\.\d s", r.stderr), r.stderr
