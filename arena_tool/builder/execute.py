@@ -33,17 +33,16 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TextIO
 
+from arena_tool.core.cache import CACHE_ENV, machine_cache
 from arena_tool.builder.build_graph import CXX_SUFFIXES, BuildGraph, CompileEnv, Node, Value, project_file
 
 JOBS = 2  # compiles at a time: the machines arena is measured on have two cores
-CACHE_ENV = "ARENA_CACHE_DIR"
 HEADERS = (".h", ".hpp", ".hh", ".inc")  # what a compile's signature reads of its include folders
 Step = Callable[[list[str], list[str]], None]  # (targets, sources: paths and Value texts)
 
 
 def cache_dir() -> str:
-    """The machine's cache: ``$ARENA_CACHE_DIR``, else ``~/.cache/arena-tool``."""
-    return os.environ.get(CACHE_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "arena-tool")
+    return machine_cache()
 
 
 def _words(value: object) -> list[str]:

@@ -6,8 +6,8 @@ already needs a C toolchain, and a missing or failing compiler costs speed, neve
 an answer: ``load`` returns None and the callers run the Python reference
 (``walk.walk_py``), which the tests hold equal to the C one.
 
-The shared object goes to ``$ARENA_CACHE`` (default ``$XDG_CACHE_HOME/arena``, else
-``~/.cache/arena``) under a name that hashes the source and the command, written
+The shared object goes to ``native/`` in the machine's cache (``core.cache``:
+``$ARENA_CACHE_DIR``, else ``~/.cache/arena-tool``) under a name that hashes the source and the command, written
 atomically (a temporary file, then a rename), so concurrent first uses and edits of
 the source never load a stale or half-written library. ``ARENA_NATIVE=0`` turns it off.
 """
@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from arena_tool.core.cache import machine_cache
+
 SOURCE = Path(__file__).with_name("walk.c")
 FLAGS = ("-O2", "-shared", "-fPIC")
 COMPILE_SECONDS = 60  # a first build takes ~0.2 s; a hung compiler must not hang planning
@@ -32,10 +34,7 @@ _loaded: list[ctypes.CDLL | None] = []  # memo: [] not tried yet, [None] unavail
 
 
 def cache_dir() -> Path:
-    if os.environ.get("ARENA_CACHE"):
-        return Path(os.environ["ARENA_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "arena"
+    return Path(machine_cache()) / "native"
 
 
 def _compiler() -> str | None:
