@@ -153,6 +153,21 @@ def qdq_conv(relu: bool = True, bias_scale: float | None = None) -> onnx.ModelPr
     return model(nodes, [vi("x", [1, 4, 8, 8])], [vi("out", [1, 8, 8, 8])], inits, opset=13)
 
 
+def qdq_pool(tail: str | None = None) -> onnx.ModelProto:
+    """x (float, 4,096 B) -> QuantizeLinear -> int8 MaxPool -> DequantizeLinear [-> tail] -> y: the
+    float input is 80 % of the peak (x beside its int8 copy at op 0): io: int8 shrinks it, unless
+    a float ``tail`` op makes the output (then io: int8 is refused)."""
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+             helper.make_node("MaxPool", ["xq"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("DequantizeLinear", ["p", "s", "z"], ["pd" if tail else "y"])]
+    nodes += [helper.make_node(tail, ["pd"], ["y"])] if tail else []
+    g = helper.make_graph(nodes, "pool", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 16, 16])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])],
+                          [numpy_helper.from_array(np.array(0.1, np.float32), "s"),
+                           numpy_helper.from_array(np.array(0, np.int8), "z")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
 def mobile() -> onnx.ModelProto:
     """A small depthwise network whose peak is its first, wide tensor: conv 3->16 at 32x32 ->
     depthwise s2 -> conv 16->8 -> pool -> Gemm (patches tile its first stage)."""

@@ -56,6 +56,7 @@ from arena_tool.core.files import read_json, write_atomic
 from arena_tool.core.problem import align_up, fmt_bytes
 from arena_tool.core.schema import check_json
 from arena_tool.emit.linker_fragment import RegionUse
+from arena_tool.target.manifest_data import FitChoice, FitConfig
 
 FORMAT_VERSION = 2
 
@@ -258,6 +259,7 @@ class BoardReport:
     arena_tool_version: str = __version__
     options: tuple[tuple[str, Any], ...] = ()  # the board options the manifest set (manifest_data.BoardOptions)
     code_bytes: int | None = None  # the runtime code the board links (emit.code_size), None: not counted
+    fit: FitChoice | None = None  # a fit: search's choice and runners-up (BoardTarget.fit_choice); None: no search
 
     @property
     def headroom(self) -> int:
@@ -317,6 +319,7 @@ class BoardReport:
             "models": [m.to_json() for m in self.models],
             **({"tflm_note": TFLM_NOTE} if self.runtime == "tflm" else {}),
             **({"regions": [u.to_json() for u in self.regions]} if self.regions else {}),
+            **({"fit": self.fit.to_doc()} if self.fit is not None else {}),
         }
 
     @classmethod
@@ -335,7 +338,8 @@ class BoardReport:
             flash=Usage.from_json(doc["flash"]), problems=tuple(BoardProblem.from_json(p) for p in doc["problems"]),
             regions=tuple(RegionUse.from_json(r) for r in doc.get("regions") or ()),
             stage=str(doc["stage"]), arena_tool_version=str(doc["arena_tool_version"]),
-            options=tuple(doc.get("options", {}).items()), code_bytes=doc["flash"].get("code"))
+            options=tuple(doc.get("options", {}).items()), code_bytes=doc["flash"].get("code"),
+            fit=FitChoice.from_doc(doc["fit"]) if "fit" in doc else None)
 
 
 def tflm_arena_size(head: int, tail: int) -> int:
@@ -444,6 +448,7 @@ def summary(reps: Sequence[BoardReport]) -> str:
                      f"{room} {fmt_bytes(abs(d.headroom))}  {'+'.join(split) or d.region} {bar(d.percent)} "
                      f"{d.percent:.1f}%" + ("  WARNING" if d.status == "warn" else ""))
         lines += summary_lines(d)
+        lines += fit_lines(d.fit)
         callers = [m for m in d.models if m.caller_io]
         if callers:
             lines.append("  caller-owned I/O (the application's buffers, outside the arena and its budget): "
@@ -471,6 +476,22 @@ def summary(reps: Sequence[BoardReport]) -> str:
                      + (f", {len(failed)} failed ({', '.join(f'{d.board}: {d.status}' for d in failed)})"
                         if failed else ""))
     return "\n".join(lines)
+
+
+def fit_config_text(c: FitConfig) -> str:
+    """One configuration of a fit: search, as the reports say it: what it sets and its three costs."""
+    flash = "not linked" if c.flash is None else f"flash {fmt_bytes(c.flash)}"
+    return (f"{c.label}, optimize {c.optimize}: RAM {fmt_bytes(c.ram)}, {flash}, {c.instructions:,} instructions "
+            "(cost model)")
+
+
+def fit_lines(fit: FitChoice | None) -> list[str]:
+    """The summary's lines of a fit: search: the pick, then each runner-up and why it lost."""
+    if fit is None:
+        return []
+    head = f"  fit ({fit.objective}, {fit.weighed} configurations weighed): "
+    out = [head + ("nothing fits" if fit.pick is None else "picked " + fit_config_text(fit.pick))]
+    return out + [f"    runner-up: {fit_config_text(r)}: {r.why}" for r in fit.runners_up]
 
 
 def summary_lines(rep: BoardReport) -> list[str]:

@@ -236,6 +236,18 @@ def _by_speed(target: BoardTarget) -> list[Region]:
     return sorted((r for r in ram if not r.needs_init), key=lambda r: (r.speed is None, r.speed or 0, ram.index(r)))
 
 
+def scoped(target: BoardTarget) -> BoardTarget:
+    """The board as the build's search may turn it: under the board's ``fit:`` every option its
+    models leave unset; under models' ``fit:`` alone those models' options, the other models'
+    fixed as the manifest says (``ModelSpec.fixed`` holds every searched option). The board's own
+    settings (optimize, a split) are turned only under the board's ``fit:`` (``run.fit.fit``'s
+    ``board_wide``)."""
+    if target.fit is not None:
+        return target
+    return dataclasses.replace(target, models=tuple(
+        m if m.fit else dataclasses.replace(m, fixed=tuple(dict.fromkeys(m.fixed + SEARCHED))) for m in target.models))
+
+
 def split_caps(target: BoardTarget) -> tuple[tuple[str, int], ...]:
     """The regions a split arena may take, fastest first, with their limits: a board with more
     than one RAM region whose manifest leaves the region to arena (``region: auto``)."""

@@ -76,7 +76,7 @@ FIT_FORMAT = 1
 
 def fitted(doc: dict[str, Any], out: str,
            search: Callable[[str, dict[str, Any], str], dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The manifest document with every ``fit:`` board as ``arena-tool fit`` picks it, for the
+    """The manifest document with every ``fit:`` board (or board with a ``fit:`` model) as ``arena-tool fit`` picks it, for the
     build graph to plan (``run.fit.fitted`` gives ``search``: (manifest, board document, build
     folder) -> the board as picked, ``run.fit.chosen``'s).
 
@@ -85,7 +85,7 @@ def fitted(doc: dict[str, Any], out: str,
     that one JSON file and imports nothing (a no-op build stays one); a miss without ``search``
     raises LookupError (the caller then imports run.fit and asks again with it). A change re-runs
     the search of the boards it touches only."""
-    if not any(t.get("fit") for t in doc["targets"]):
+    if not any(_searched(t) for t in doc["targets"]):
         return doc
     import hashlib
 
@@ -98,7 +98,7 @@ def fitted(doc: dict[str, Any], out: str,
     digest = package_digest()
     targets, changed = [], False
     for t in doc["targets"]:
-        if not t.get("fit"):
+        if not _searched(t):
             targets.append(t)
             continue
         files = [t["board_file"], *(m["path"] for m in t["models"])]
@@ -117,6 +117,11 @@ def fitted(doc: dict[str, Any], out: str,
         os.makedirs(out, exist_ok=True)
         write_atomic(cache, json.dumps(entries, sort_keys=True))
     return {**doc, "targets": targets}
+
+
+def _searched(t: dict[str, Any]) -> bool:
+    """A board the build's search picks for: its own ``fit:`` or a model's."""
+    return bool(t.get("fit") or any(m.get("fit") for m in t["models"]))
 
 
 def summary(report_paths: list[str], cache_file: str) -> str:

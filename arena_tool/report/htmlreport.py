@@ -41,6 +41,7 @@ from arena_tool.builder.board_report import TFLM_NOTE
 if TYPE_CHECKING:
     from arena_tool.plan.planfile import PlanFile
     from arena_tool.builder.board_report import ModelUse, BoardReport, Usage
+    from arena_tool.target.manifest_data import FitChoice
     from arena_tool.run.runreport import Section
 
 HTML_NAME = "arena_report.html"
@@ -184,6 +185,7 @@ class BoardView:
     picture_note: str | None
     options: tuple[tuple[str, Any], ...] = ()  # the board options the manifest set, by name
     split: tuple[tuple[str, int, int], ...] = ()  # a split arena: (region, arena + weights there, its limit)
+    fit: FitChoice | None = None  # a fit: search's choice and runners-up (the report's ``fit``)
 
     @property
     def passed(self) -> bool:
@@ -335,6 +337,7 @@ def build(rep: BoardReport, plans: Mapping[str, PlanFile | str], memory: Memory,
         regions=regions, measured=linked,
         picture_note=None if picture else "no layout pictures: arena_tool.report.plot (matplotlib) is not available",
         options=rep.options, split=tuple((u.name, u.used, u.limit) for u in rep.regions if _split(rep)),
+        fit=rep.fit,
     )
 
 
@@ -391,6 +394,31 @@ def _board_rows(v: BoardView) -> list[tuple[str, str, str]]:
         *((name, f"options.{name}", str(value)) for name, value in v.options),
         ("stage", "stage", v.stage),
     ]
+
+
+_FIT_COLUMNS = ("", "configuration", "optimize", "RAM B", "flash B", "instructions (cost model)", "why it lost")
+_FIT_KEYS = ("label", "optimize", "ram", "flash", "instructions", "why")
+
+
+def _fit_note(fit: FitChoice) -> str:
+    what = "nothing fits" if fit.pick is None else "the pick, the best by the objective and those ranked just " \
+        "ahead of it, then the next that fit"
+    return (f"fit: objective {fit.objective}, {_num(fit.weighed)} configurations weighed; {what} "
+            "(RAM: arena + stack/heap reserve + caller-owned I/O from the plans; flash: the firmware linked "
+            "for the board; instructions per inference from the per-op cost model)")
+
+
+def _fit_rows(fit: FitChoice) -> tuple[list[list[str]], list[list[str | None]]]:
+    """The fit table's cells and data-keys: the pick, then the runners-up."""
+    rows: list[list[str]] = []
+    keys: list[list[str | None]] = []
+    shown = ([("pick", "fit.pick", fit.pick)] if fit.pick is not None else []) + [
+        ("runner-up", f"fit.runners_up.{i}", r) for i, r in enumerate(fit.runners_up)]
+    for role, key, c in shown:
+        rows.append([role, c.label, c.optimize, _num(c.ram), "not linked" if c.flash is None else _num(c.flash),
+                     _num(c.instructions), c.why])
+        keys.append([None] + [f"{key}.{k}" for k in _FIT_KEYS])
+    return rows, keys
 
 
 def _source(source: str, what: str) -> str:
@@ -627,6 +655,10 @@ def render_html(v: BoardView) -> str:
     out.append(f'<table class="kv"><tbody>{rows}</tbody></table>')
     if v.note:
         out.append(f'<p class="note">{_e(v.note)}</p>')
+    if v.fit is not None:
+        cells, keys = _fit_rows(v.fit)
+        out += ["<h2>Fit</h2>", f'<p class="note">{_e(_fit_note(v.fit))}</p>',
+                _table(_FIT_COLUMNS, cells, {3, 4, 5}, keys)]
     out += _memory_html(v)
     out.append("<h2>Models</h2>")
     out.append(_table(_MODEL_COLUMNS, [_model_cells(v, m) for m in v.models], {2, 3, 4, 5, 7, 8},
@@ -687,6 +719,9 @@ def render_markdown(v: BoardView) -> str:
     out += ["## Board", ""] + _md_table(("", "value"), [(label, value) for label, _, value in _board_rows(v)], set())
     if v.note:
         out += ["", md_escape(v.note)]
+    if v.fit is not None:
+        out += ["", "## Fit", "", md_escape(_fit_note(v.fit)), ""] + _md_table(_FIT_COLUMNS, _fit_rows(v.fit)[0],
+                                                                               {3, 4, 5})
     out += _md_memory(v)
     out += ["", "## Models", ""] + _md_table(_MODEL_COLUMNS, [_model_cells(v, m) for m in v.models],
                                              {2, 3, 4, 5, 7, 8})

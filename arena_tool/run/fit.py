@@ -221,8 +221,12 @@ class FitResult:
         return None if self.pick is None else self.configs[self.pick]
 
 
-def _levels(target: BoardTarget) -> list[str]:
-    return [flags.level(target.options.optimize)] if target.options.optimize is not None else sorted(flags.LEVELS, reverse=True)
+def _levels(target: BoardTarget, board_wide: bool = True) -> list[str]:
+    """The optimize levels searched: the board's when the manifest sets one (or the search may not
+    turn the board's settings), else every level."""
+    if target.options.optimize is not None or not board_wide:
+        return [flags.level(target.options.optimize)]
+    return sorted(flags.LEVELS, reverse=True)
 
 
 # Runs and links already made in this process, by what determines them (a bench fits one model
@@ -235,8 +239,10 @@ def _memo_key(*parts: Any) -> str:
 
 
 def candidate_key(c: Candidate) -> list[Any]:
-    """What a candidate's firmware is made from: the model, options, planner and split regions."""
-    return [c.path, c.options.to_doc(), c.planner, c.params.k, c.params.time_limit, list(c.split)]
+    """What a candidate's firmware is made from: the model (its path and bytes: an edited model is
+    measured again in the same process), options, planner and split regions."""
+    return [c.path, c.plan.model_sha256, c.options.to_doc(), c.planner, c.params.k, c.params.time_limit,
+            list(c.split)]
 
 
 def measure(c: Candidate, board: str, level: str, timeout: float = 300.0) -> dict[str, Any]:
@@ -319,16 +325,17 @@ def _front(configs: Sequence[Config]) -> tuple[int, ...]:
 
 
 def fit(target: BoardTarget, *, objective: str = "speed", prove: bool = True, timeout: float = 300.0,
-        log: TextIO | None = None) -> FitResult:
-    """Search, measure, pick and prove (module docstring)."""
+        log: TextIO | None = None, board_wide: bool = True) -> FitResult:
+    """Search, measure, pick and prove (module docstring). board_wide: False keeps the board's own
+    settings (its optimize level, or the default; one arena, no split): a model's ``fit:``."""
     log = log or io.StringIO()
     emu = emulated_for(target)
     room = search.room(target)
     spaces = []
     for m in target.models:
         print(f"fit {target.name}: planning {m.name}'s candidates", file=log, flush=True)
-        spaces.append(search.model_space(m, room, split=search.split_caps(target)))
-    levels = _levels(target)
+        spaces.append(search.model_space(m, room, split=search.split_caps(target) if board_wide else ()))
+    levels = _levels(target, board_wide)
     models: dict[tuple[str, str], CostModel] = {}
     calibration: list[tuple[str, str, str, int, int]] = []
     work: dict[int, list[OpWork]] = {}
@@ -400,18 +407,75 @@ def names(combo: Combo, spaces: Sequence[ModelSpace]) -> str:
     return "; ".join(f"{p.model}: {p.label(s.spec.options)}" for p, s in zip(combo.picks, spaces))
 
 
-def _why_lost(c: Config, pick: Config | None, objective: str, flash_limit: int, target: BoardTarget) -> str:
-    if not c.fits_ram:
-        return f"arena {fmt_bytes(c.combo.arena)} fits no region's limit"
-    if not c.fits_flash:
-        return f"flash {fmt_bytes(c.flash or 0)} > {fmt_bytes(flash_limit)}"
-    if pick is None:
+def _measured(result: FitResult, i: int) -> int | None:
+    """The instructions QEMU measured for configuration ``i`` (its proof runs), None: not run."""
+    runs = dict(result.proofs).get(i)
+    return None if not runs else sum(r.instructions or 0 for r in runs)
+
+
+def why_lost(result: FitResult, i: int) -> str:
+    """Why configuration ``i`` is not the pick, with the numbers: what it needs over what the
+    board has, or how much more of the objective it costs ('' for the pick)."""
+    c, pick, t = result.configs[i], result.picked, result.target
+    if i == result.pick:
         return ""
-    if objective == "speed":
-        return f"slower: {c.instructions - pick.instructions:+,} instructions"
-    if objective == "ram":
-        return f"more RAM: {c.combo.ram - pick.combo.ram:+,} B"
-    return f"more flash: {(c.flash or 0) - (pick.flash or 0):+,} B"
+    if not c.fits_ram:
+        if any(p.split for p in c.combo.picks):
+            return f"its split arena ({fmt_bytes(c.combo.arena)}) is over a region's limit"
+        return f"needs {fmt_bytes(c.combo.arena)} of arena > {fmt_bytes(search.room(t))}"
+    if not c.fits_flash:
+        return f"needs {fmt_bytes(c.flash or 0)} of flash > {fmt_bytes(result.flash_limit)}"
+    if pick is None or result.pick is None:
+        return ""
+    mine, theirs = _measured(result, i), _measured(result, result.pick)
+    if result.objective == "speed" and mine is not None and theirs is not None and mine != theirs:
+        return f"{mine / theirs:.2f}x the pick's instructions, measured on QEMU ({mine:,} vs {theirs:,})"
+    costs = {"speed": (c.instructions, pick.instructions, "the instructions"),
+             "ram": (c.combo.ram, pick.combo.ram, "the RAM"),
+             "flash": (c.flash or 0, pick.flash or 0, "the flash")}
+    order = [result.objective] + [k for k in ("speed", "ram", "flash") if k != result.objective]
+    for k in order:  # the objective, then the tie-breaks in the order the pick is ranked by
+        mine_, theirs_, what = costs[k]
+        if mine_ != theirs_:
+            ratio = f"{mine_ / theirs_:.2f}x {what}" if theirs_ else f"{mine_:,} B against none"
+            lead = "" if k == result.objective else f"as good for {result.objective}, but "
+            return f"{lead}{ratio} ({mine_ - theirs_:+,})"
+    return "the same costs, ranked after it"
+
+
+RUNNERS_UP = 4  # configurations the build's reports show beside the pick
+
+
+def runners_up(result: FitResult) -> list[int]:
+    """Up to ``RUNNERS_UP`` configurations to show beside the pick: the best by the objective
+    (whether it fits or not) and the ones ranked just ahead of the pick (they lost on RAM or
+    flash), then the next fitting ones behind it; without a pick, the first by the objective."""
+    rank = sorted(range(len(result.configs)), key=lambda i: (_rank(result.configs[i], result.objective), i))
+    if result.pick is None:
+        return rank[:RUNNERS_UP]
+    at = rank.index(result.pick)
+    ahead = list(dict.fromkeys(rank[:1] + rank[max(1, at - 1):at])) if at else []
+    behind = [i for i in rank[at + 1:] if result.configs[i].fits][:RUNNERS_UP - len(ahead)]
+    return ahead + behind
+
+
+def _rank(c: Config, objective: str) -> tuple[int, int, int]:
+    """The objective's costs in the order a pick is ranked by (``fit``'s key)."""
+    flash = c.flash or 0
+    return {"speed": (c.instructions, c.combo.ram, flash), "ram": (c.combo.ram, c.instructions, flash),
+            "flash": (flash, c.instructions, c.combo.ram)}[objective]
+
+
+def choice(result: FitResult) -> manifest_data.FitChoice:
+    """What the search chose, for the build's reports: the pick and the runners-up, each with why it lost."""
+    def one(i: int) -> manifest_data.FitConfig:
+        c = result.configs[i]
+        return manifest_data.FitConfig(names(c.combo, result.spaces), c.optimize, c.combo.ram, c.flash,
+                                       c.instructions, why_lost(result, i))
+
+    return manifest_data.FitChoice(result.objective, len(result.configs),
+                                   None if result.pick is None else one(result.pick),
+                                   tuple(one(i) for i in runners_up(result)))
 
 
 def smallest(result: FitResult) -> tuple[Config, Config | None]:
@@ -444,7 +508,7 @@ def render(result: FitResult) -> list[str]:
         flash = "not built" if c.flash is None else f"{c.flash:,} B"
         lines.append(f" {mark} RAM {c.combo.ram:>9,} B  flash {flash:>12}  instr {c.instructions:>12,}  "
                      f"{c.optimize:<5}  {names(c.combo, result.spaces)}"
-                     + ("" if i == result.pick else f"  ({_why_lost(c, pick, result.objective, result.flash_limit, t)})"))
+                     + ("" if i == result.pick else f"  ({why_lost(result, i)})"))
     for model, level, label, predicted, measured in result.calibration:
         err = 100.0 * (predicted - measured) / measured if measured else 0.0
         lines.append(f"  cost model: {model} {label} at {level}: predicted {predicted:,}, QEMU {measured:,} "
@@ -596,8 +660,9 @@ def main(manifest_path: str, board: str, *, objective: str = "speed", json_path:
 def chosen(result: FitResult) -> BoardTarget:
     """The board as the build plans it under ``fit:``: each model with its pick's options (a split
     pick's regions and the board's split too), the pick's level where the manifest sets none; the
-    board unchanged when nothing fits (its gate then says why, with the configurations' hints)."""
-    t, c = result.target, result.picked
+    board unchanged when nothing fits (its gate then says why, with the configurations' hints).
+    Either way it carries the search's ``choice`` for its reports."""
+    t, c = dataclasses.replace(result.target, fit_choice=choice(result)), result.picked
     if c is None:
         return t
     split = next((p.split for p in c.combo.picks if p.split), ())
@@ -622,11 +687,14 @@ def fitted(doc: dict[str, Any], out: str) -> dict[str, Any]:
 def _fit_board(manifest_file: str, t: dict[str, Any], out: str) -> dict[str, Any]:
     """One board's search (``fitted``): its report printed and written, the board as picked."""
     target = manifest_data.target_from_doc(t)
-    result = fit(target, objective=target.fit or "speed", prove=False)
+    result = fit(search.scoped(target), objective=target.objective or "speed", prove=False,
+                 board_wide=target.fit is not None)
     sys.stdout.write("".join(line + "\n" for line in render(result)))
     report = {"format_version": FORMAT_VERSION, "manifest": manifest_file, "boards": [to_json(result)]}
     path = os.path.join(out, target.name, "arena_fit.json")
     check_json(report, "fit", path)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     write_atomic(path, json.dumps(report, indent=2, sort_keys=True) + "\n")
-    return manifest_data.target_doc(chosen(result))
+    picked = chosen(result)  # the models' fixed options as the manifest has them (scoped fixes more)
+    return manifest_data.target_doc(dataclasses.replace(picked, models=tuple(
+        dataclasses.replace(p, fixed=m.fixed) for p, m in zip(picked.models, target.models))))

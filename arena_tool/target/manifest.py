@@ -101,6 +101,13 @@ def is_tflite_path(path: str) -> bool:
         return False
 
 
+def _objective(raw: Any) -> str | None:
+    """A ``fit:`` as its objective: ``auto`` -> speed, ``{objective: X}`` -> X, absent -> None."""
+    if raw is None:
+        return None
+    return "speed" if raw == "auto" else str(raw["objective"])
+
+
 def _did_you_mean(word: str, options: list[str]) -> str:
     return f"{did_you_mean(word, options)}expected one of: {', '.join(options)}"
 
@@ -174,7 +181,7 @@ class _Loader:
             name=name, path=path, planner=o.get("planner", DEFAULT_PLANNER), k=int(o.get("k", 1)),
             time_limit=float(o.get("time_limit", 10.0)),
             options=ModelOptions.from_doc({f.name: o[f.name] for f, _ in option_fields(ModelOptions) if f.name in o}),
-            fixed=tuple(f.name for f, _ in option_fields(ModelOptions) if f.name in o),
+            fixed=tuple(f.name for f, _ in option_fields(ModelOptions) if f.name in o), fit=_objective(o.get("fit")),
         )
 
     def models(self) -> tuple[list[ModelSpec], dict[str, dict[str, Any]]]:
@@ -342,6 +349,7 @@ class _Loader:
             tflm=self.tflm(board.name, runtime, pick("tflm", None), where_of("tflm")),
             fit=self.fit(board.name, runtime, pick("fit", None), where_of("fit")),
         )
+        self.model_fits(target, where_of("fit") if target.fit else ("boards", i))
         if target.tflm is not None:
             target = dataclasses.replace(target, models=self.tflm_kernels(target, where_of("tflm")))
         return self.placed(target, where_of)
@@ -353,7 +361,25 @@ class _Loader:
         if runtime != "arena":
             raise self.err(f"fit on board {board} with runtime: {runtime}: the search builds and runs arena's runtime",
                            where, hint="drop fit:, or use runtime: arena")
-        return "speed" if raw == "auto" else str(raw["objective"])
+        return _objective(raw)
+
+    def model_fits(self, t: BoardTarget, where: tuple[Any, ...]) -> None:
+        """A model's ``fit:`` needs arena's runtime, and one board searches for one objective: its
+        models' and its own agree (where: the board's fit, when it has one)."""
+        objective, by = (t.fit, "the board's fit:") if t.fit else (None, "")
+        for m in t.models:
+            if m.fit is None:
+                continue
+            at = self.option_where(t.name, m.name, "fit") or where
+            if t.runtime != "arena":
+                raise self.err(f"model {m.name}: fit on board {t.name} with runtime: {t.runtime}: the search builds "
+                               "and runs arena's runtime", at, hint="drop the model's fit:, or use runtime: arena")
+            if objective is None:
+                objective, by = m.fit, f"model {m.name}'s fit:"
+            elif m.fit != objective:
+                raise self.err(f"model {m.name}: fit objective {m.fit} on board {t.name}, but {by} asks for "
+                               f"{objective}; a board's models are searched together, for one objective", at,
+                               hint=f"write the same objective (fit: {{objective: {objective}}}), or drop one fit:")
 
     def tflm_kernels(self, t: BoardTarget, where: tuple[Any, ...]) -> tuple[ModelSpec, ...]:
         """The models planned for the kernels the firmware links (tflm.kernels refined by the core:

@@ -35,6 +35,9 @@ class ModelSpec:
       runs, their bytes are not this model's to plan (``planning.left_after_copies``).
     fixed: the option names the manifest sets for this model (defaults, the model, the board's
       override): ``arena-tool fit`` never turns them.
+    fit: the model's own ``fit:`` (defaults, the model or the board's override): the objective
+      (speed, ram, flash) under which the build searches this model's options (``builder.fit.scoped``);
+      None: only a board's ``fit:`` turns them. Not in ``key``: the plan is the chosen options'.
     """
 
     name: str
@@ -46,6 +49,7 @@ class ModelSpec:
     regions: tuple[tuple[str, int], ...] = ()
     copied: tuple[tuple[str, str, ModelOptions], ...] = ()
     fixed: tuple[str, ...] = ()
+    fit: str | None = None
 
     def key(self) -> str:
         """A canonical JSON text of everything that changes this model's plan (regions only
@@ -109,6 +113,54 @@ class BoardOptions:
 
 
 @dataclasses.dataclass(frozen=True)
+class FitConfig:
+    """One configuration a ``fit:`` search weighed, as the build's reports show it.
+
+    label: what it sets, per model (the searched options that differ from the manifest's, a split);
+    optimize: its level; ram: arena + reserve + caller-owned I/O (the plans); flash: the linked ELF
+    (None: not linked, the RAM does not fit); instructions: per inference, from the cost model;
+    why: for a runner-up, why it lost ('' for the pick)."""
+
+    label: str
+    optimize: str
+    ram: int
+    flash: int | None
+    instructions: int
+    why: str = ""
+
+    def to_doc(self) -> dict[str, Any]:
+        return {"label": self.label, "optimize": self.optimize, "ram": self.ram, "flash": self.flash,
+                "instructions": self.instructions, "why": self.why}
+
+    @classmethod
+    def from_doc(cls, d: dict[str, Any]) -> FitConfig:
+        return cls(str(d["label"]), str(d["optimize"]), int(d["ram"]), d["flash"], int(d["instructions"]),
+                   str(d["why"]))
+
+
+@dataclasses.dataclass(frozen=True)
+class FitChoice:
+    """What a board's ``fit:`` search chose (``run.fit.choice``), carried by the board as picked
+    into its gate and reports: the objective, how many configurations it weighed, the pick (None:
+    nothing fits) and the runners-up, each with why it lost."""
+
+    objective: str
+    weighed: int
+    pick: FitConfig | None
+    runners_up: tuple[FitConfig, ...]
+
+    def to_doc(self) -> dict[str, Any]:
+        return {"objective": self.objective, "weighed": self.weighed,
+                "pick": None if self.pick is None else self.pick.to_doc(),
+                "runners_up": [r.to_doc() for r in self.runners_up]}
+
+    @classmethod
+    def from_doc(cls, d: dict[str, Any]) -> FitChoice:
+        return cls(str(d["objective"]), int(d["weighed"]), None if d["pick"] is None else FitConfig.from_doc(d["pick"]),
+                   tuple(FitConfig.from_doc(r) for r in d["runners_up"]))
+
+
+@dataclasses.dataclass(frozen=True)
 class BoardTarget:
     """One board of the manifest with every override applied.
 
@@ -133,6 +185,8 @@ class BoardTarget:
       brings TFLM and its own main).
     fit: ``fit: auto`` (speed) or its objective (ram, flash): the build plans the configuration
       ``arena-tool fit`` picks (build_steps.fitted); None: the manifest's options as they are.
+    fit_choice: the board as the search picked it: what it chose and the runners-up (its reports
+      show them); None: not searched.
     """
 
     name: str
@@ -152,6 +206,7 @@ class BoardTarget:
     options: BoardOptions = BoardOptions()
     tflm: tflm_sources.TflmConfig | None = None
     fit: str | None = None
+    fit_choice: FitChoice | None = None
 
     @property
     def reserve(self) -> int:
@@ -168,6 +223,12 @@ class BoardTarget:
         """What the arena may take in region ``name``: the budget (bytes, or a percentage of the
         region), but no more than its room; the gate's limit, and a split arena's capacity per region."""
         return min(self.budget.resolve(self.board.region(name).length), self.region_room(name))
+
+    @property
+    def objective(self) -> str | None:
+        """What the build's search optimizes for this board: its ``fit``, else its models' (the
+        loader has checked they agree); None: no search."""
+        return self.fit or next((m.fit for m in self.models if m.fit), None)
 
     def key(self) -> str:
         """Canonical JSON of the board-level settings (the gate's Value); the linker keys only
@@ -190,6 +251,8 @@ class BoardTarget:
         doc.update(self.options.chosen())
         if self.fit is not None:
             doc["fit"] = self.fit
+        if self.fit_choice is not None:  # the reports show it: a new choice re-runs the gate
+            doc["fit_choice"] = self.fit_choice.to_doc()
         return json.dumps(doc, sort_keys=True, separators=(",", ":"))
 
 
@@ -239,7 +302,7 @@ def from_doc(d: dict[str, Any]) -> Manifest:
 def _spec_doc(s: ModelSpec) -> dict[str, Any]:
     return {"name": s.name, "path": s.path, "key": s.key(), "planner": s.planner, "k": s.k,
             "time_limit": s.time_limit, "options": s.options.to_doc(), "regions": [list(r) for r in s.regions],
-            "copied": _copied_doc(s.copied), "fixed": list(s.fixed)}
+            "copied": _copied_doc(s.copied), "fixed": list(s.fixed), **({"fit": s.fit} if s.fit else {})}
 
 
 def _spec_from(d: dict[str, Any]) -> ModelSpec:
@@ -247,7 +310,7 @@ def _spec_from(d: dict[str, Any]) -> ModelSpec:
                      options=ModelOptions.from_doc(d["options"]),
                      regions=tuple((str(n), int(c)) for n, c in d.get("regions", [])),
                      copied=tuple((str(r), str(p), ModelOptions.from_doc(o)) for r, p, o in d.get("copied", [])),
-                     fixed=tuple(str(k) for k in d.get("fixed", [])))
+                     fixed=tuple(str(k) for k in d.get("fixed", [])), fit=d.get("fit"))
 
 
 def target_doc(t: BoardTarget) -> dict[str, Any]:
@@ -261,7 +324,8 @@ def target_doc(t: BoardTarget) -> dict[str, Any]:
             "linker": t.linker, "linker_script": t.linker_script, "linker_regions": [list(p) for p in t.linker_regions],
             "split": list(t.split), **{n: getattr(t.options, n) for n in BoardOptions.names()}, "key": t.key(),
             "gcc_flags": list(t.board.cpu.gcc_flags()),
-            "tflm": t.tflm.to_doc() if t.tflm else None, "fit": t.fit}
+            "tflm": t.tflm.to_doc() if t.tflm else None, "fit": t.fit,
+            **({"fit_choice": t.fit_choice.to_doc()} if t.fit_choice is not None else {})}
 
 
 def target_from_doc(d: dict[str, Any]) -> BoardTarget:
@@ -273,4 +337,5 @@ def target_from_doc(d: dict[str, Any]) -> BoardTarget:
         runtime=d["runtime"], linker=d["linker"], linker_script=d["linker_script"],
         linker_regions=tuple((a, b) for a, b in d["linker_regions"]), split=tuple(d["split"]),
         options=BoardOptions(**{n: d.get(n) for n in BoardOptions.names()}),
-        tflm=tflm_sources.TflmConfig.from_doc(d["tflm"]) if d.get("tflm") else None, fit=d.get("fit"))
+        tflm=tflm_sources.TflmConfig.from_doc(d["tflm"]) if d.get("tflm") else None, fit=d.get("fit"),
+        fit_choice=FitChoice.from_doc(d["fit_choice"]) if d.get("fit_choice") else None)

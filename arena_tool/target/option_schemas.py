@@ -17,7 +17,7 @@ from arena_tool.plan.planfile import TOP_LEVEL_OPTIONS as PLAN_TOP_LEVEL
 from arena_tool.core.problem import ModelOptions, option_fields
 from arena_tool.core import schema
 
-SPEC_KEYS = ("planner", "k", "time_limit")  # per-model manifest keys that are ModelSpec's, not options
+SPEC_KEYS = ("planner", "k", "time_limit", "fit")  # per-model manifest keys that are ModelSpec's, not options
 
 
 def manifest_parts(cls: type[Any] = ModelOptions, spec_fields: dict[str, Any] | None = None) -> dict[str, Any]:

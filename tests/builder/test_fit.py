@@ -111,3 +111,90 @@ def test_budget_hints_name_what_fits_and_never_what_the_plan_already_does(tmp_pa
     assert cli.main([command, path, "--budget", "1000", "--time-limit", "2"]) == 1
     err = capsys.readouterr().err
     assert "nothing meets it for mobile" in err and "the smallest arena reached is --patches" in err
+
+
+def _two(tmp_path: Path, top: str = "", q: str = "", mobile: str = "", board: str = "",
+         region: str = "SSRAM23") -> manifest.BoardTarget:
+    """A quantized conv (q: io int8 applies) and the float mobile net (over 40,000 B untiled)."""
+    models.save(models.qdq_conv(), tmp_path / "q.onnx")
+    models.save(models.mobile(), tmp_path / "mobile.onnx")
+    (tmp_path / "arena.yaml").write_text(
+        f"{top}models:\n  - {{name: q, path: q.onnx, time_limit: 2{q}}}\n"
+        f"  - {{name: mobile, path: mobile.onnx, time_limit: 2{mobile}}}\n"
+        f"boards:\n  - {{name: mps2_an386, region: {region}, budget: 40000{board}}}\n", encoding="utf-8")
+    return manifest.load(str(tmp_path / "arena.yaml")).targets[0]
+
+
+def _turned(t: manifest.BoardTarget, option: str) -> set[str]:
+    """The values of ``option`` the search weighs for the board's models (planned or pruned)."""
+    out = set()
+    for m in t.models:
+        space = fit.model_space(m, fit.room(t))
+        out |= {str(getattr(o, option)) for o in [c.options for c in space.candidates] + [p.options for p in space.pruned]}
+    return out
+
+
+@pytest.mark.parametrize("option, value, where", [
+    ("io", "model", "defaults"), ("io_buffers", "arena", "board"), ("schedule", "graph", "model"),
+    ("patches", "off", "board")])
+def test_an_option_set_to_its_default_is_still_never_turned(tmp_path, option, value, where):
+    assert len(_turned(_two(tmp_path), option)) > 1  # unset, the search turns it
+    setting = f"{option}: '{value}'"
+    t = _two(tmp_path, top=f"defaults: {{{setting}}}\n" if where == "defaults" else "",
+             q=f", {setting}" if where == "model" else "", mobile=f", {setting}" if where == "model" else "",
+             board=f", models: {{q: {{{setting}}}, mobile: {{{setting}}}}}" if where == "board" else "")
+    assert _turned(t, option) == {value}
+
+
+def test_the_board_settings_set_explicitly_are_never_turned(tmp_path):
+    from arena_tool.run import fit as run_fit
+
+    t = _two(tmp_path)  # region SSRAM23 as written: one arena there, never split
+    assert run_fit._levels(t) == ["speed", "size"] and fit.split_caps(t) == ()
+    assert run_fit._levels(_two(tmp_path, board=", optimize: size")) == ["size"]
+    assert fit.split_caps(_two(tmp_path, region="auto"))  # auto: a split may be weighed
+
+
+def test_fit_on_a_model_searches_that_model_only_and_keeps_the_board_settings(tmp_path):
+    from arena_tool.builder import noop_cache
+    from arena_tool.run import fit as run_fit
+    from arena_tool.target import manifest_data
+
+    t = _two(tmp_path, mobile=", fit: {objective: ram}")
+    assert t.fit is None and t.objective == "ram" and [m.fit for m in t.models] == [None, "ram"]
+    doc = manifest_data.target_doc(t)
+    assert manifest_data.target_from_doc(doc) == t and noop_cache._searched(doc)
+    scoped = fit.scoped(t)
+    assert set(scoped.models[0].fixed) >= set(fit.SEARCHED) and scoped.models[1] == t.models[1]
+    assert _turned(scoped, "io") == {"model"}  # q as the manifest says: no io: int8
+    assert len(_turned(scoped, "patches")) > 1  # mobile's patches weighed
+    assert run_fit._levels(t, board_wide=False) == ["speed"]  # the board's level (the default), not searched
+    board = _two(tmp_path, board=", fit: auto")  # a board's fit: every model turned
+    assert fit.scoped(board) == board and board.objective == "speed"
+    assert not noop_cache._searched(manifest_data.target_doc(_two(tmp_path)))
+
+
+def test_a_small_model_beside_the_peak_is_not_told_io_int8(tmp_path):
+    """The issue's multi-model board: io: int8 would shrink the small QDQ model (as its own hint
+    says when it alone is over), but it cannot move the board's peak, which the float net sets."""
+    from arena_tool.builder import gate
+    from arena_tool.plan import planners, planning
+
+    models.save(models.mobile(), tmp_path / "mobile.onnx")
+    models.save(models.qdq_pool(), tmp_path / "pool.onnx")
+
+    def problem(budget: int, names: tuple[str, ...]) -> str:
+        (tmp_path / "arena.yaml").write_text(
+            "models:\n" + "".join(f"  - {{name: {n}, path: {n}.onnx, time_limit: 2}}\n" for n in names)
+            + f"boards:\n  - {{name: mps2_an386, region: SSRAM23, budget: {budget}}}\n", encoding="utf-8")
+        t = manifest.load(str(tmp_path / "arena.yaml")).targets[0]
+        plans = [(m.name, f"{m.name}.plan.json", planning.plan_model(
+            m.path, m.options, m.planner, planners.Params(time_limit=2)).plan_file) for m in t.models]
+        (p,) = gate.gate(t, plans, remedy=fit.remedy).problems
+        return p.message
+
+    alone = problem(4000, ("pool",))  # over on its own: io: int8 is its remedy
+    assert "configurations that fit for pool: io: int8" in alone
+    both = problem(40000, ("mobile", "pool"))
+    assert "model mobile needs" in both and "configurations that fit for mobile: patches: " in both
+    assert "pool" not in both and "io: int8" not in both

@@ -6,16 +6,14 @@ import ast
 import shlex
 from pathlib import Path
 
-import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
 from arena_tool.builder import hints
 from arena_tool.core.errors import ArenaError
 from arena_tool.core.problem import ModelOptions
 from arena_tool.plan import planners, planning
 from arena_tool.builder.board_report import ModelUse
+import models
 from builders import target
 
 
@@ -65,26 +63,11 @@ def test_the_quantize_hint_names_the_largest_float_model_first(tmp_path: Path) -
     assert "'b.int8.onnx'" in text and "'a.int8.onnx'" not in text
 
 
-def _pool_model(path: Path, tail: str | None) -> str:
-    """x (float, 4,096 B) -> QuantizeLinear -> int8 MaxPool -> DequantizeLinear [-> tail] -> y: the
-    float input is 80 % of the peak (x beside its int8 copy at op 0)."""
-    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
-             helper.make_node("MaxPool", ["xq"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
-             helper.make_node("DequantizeLinear", ["p", "s", "z"], ["pd" if tail else "y"])]
-    nodes += [helper.make_node(tail, ["pd"], ["y"])] if tail else []
-    g = helper.make_graph(nodes, "pool", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 16, 16])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])],
-                          [numpy_helper.from_array(np.array(0.1, np.float32), "s"),
-                           numpy_helper.from_array(np.array(0, np.int8), "z")])
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(path))
-    return str(path)
-
-
 def test_io_int8_is_proposed_only_where_the_model_takes_it(tmp_path: Path) -> None:
     """A float output made by a float op (not a DequantizeLinear) makes io: int8 an error, so the
     hint does not propose it, however much of the peak the float input is."""
     params = planners.Params(time_limit=2.0)
-    good, bad = (_pool_model(tmp_path / f"{n}.onnx", tail) for n, tail in (("good", None), ("bad", "Relu")))
+    good, bad = (models.save(models.qdq_pool(tail), tmp_path / f"{n}.onnx") for n, tail in (("good", None), ("bad", "Relu")))
     plan = planning.plan_model(good, ModelOptions(), "optimal", params).plan_file
     assert hints.int8_io_applies(plan) and hints.float_input_share(plan) == ("x", 0.8)
     assert planning.plan_model(good, ModelOptions(io="int8"), "optimal", params).plan.arena_size < plan.arena_size

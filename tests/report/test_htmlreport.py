@@ -10,6 +10,7 @@ Chromium tests skip where it is absent, unless ARENA_REQUIRE_TOOLS=1.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -346,6 +347,53 @@ def test_split_report_says_each_regions_limit_and_what_each_section_is() -> None
                                                                      for o in u.occupants]
 
 
+def _fit_report() -> board_report.BoardReport:
+    """A board the fit: search picked for: the pick and three runners-up (RAM, flash, slower)."""
+    from arena_tool.target.manifest_data import FitChoice, FitConfig
+
+    fit = FitChoice("speed", 12, FitConfig("m: patches: pw:4x4", "speed", 35_216, 61_000, 1_180_000), (
+        FitConfig("m: as the manifest says", "speed", 75_328, None, 1_000_000, "needs 71,232 B of arena > 65,536 B"),
+        FitConfig("m: io: int8", "speed", 40_000, 300_000, 1_100_000, "needs 300,000 B of flash > 262,144 B"),
+        FitConfig("m: patches: pw:5x1", "size", 36_000, 58_000, 1_392_400, "1.18x the instructions (+212,400)")))
+    return board_report.BoardReport(
+        board="b", region="SRAM", region_origin=0x20000000, region_length=65536, region_auto=False, sharing="sequential",
+        arena_size=31_120, lower_bound=30_000, alignment=16, budget=65536, budget_spec="100%", limit=61_440,
+        reserve_stack=4096, reserve_heap=0, warn_above=None, status="ok", warning=None, arena_tool_version="0",
+        problems=(), ram=board_report.Usage(35_216, 65536, "plan"), flash=board_report.Usage(61_000, 262_144, "plan"),
+        models=(board_report.ModelUse(name="m", planner="optimal", arena_size=31_120, lower_bound=30_000,
+                                      optimal=True, status="proven", base=0, plan="m.plan.json", model="m.onnx",
+                                      model_sha256="0" * 64, weights_bytes=16),), fit=fit)
+
+
+def _fit_view(rep: board_report.BoardReport) -> htmlreport.BoardView:
+    memory = htmlreport.Memory((htmlreport.Region("SRAM", 0x20000000, 65536, "ram"),),
+                               htmlreport.Region("FLASH", 0, 262_144, "flash"), "SRAM")
+    return htmlreport.build(rep, {}, memory, picture=None)
+
+
+def test_the_fit_choice_and_why_each_runner_up_lost_are_in_every_view() -> None:
+    rep = _fit_report()
+    assert board_report.BoardReport.from_json(json.loads(board_report.dumps(rep.to_json()))) == rep  # schema-checked
+    text = board_report.summary([rep])
+    assert ("  fit (speed, 12 configurations weighed): picked m: patches: pw:4x4, optimize speed: RAM 35,216 B, "
+            "flash 61,000 B, 1,180,000 instructions (cost model)") in text.splitlines()
+    assert ("    runner-up: m: as the manifest says, optimize speed: RAM 75,328 B, not linked, 1,000,000 instructions "
+            "(cost model): needs 71,232 B of arena > 65,536 B") in text.splitlines()
+    view = _fit_view(rep)
+    page = Page(htmlreport.render_html(view))
+    fit = rep.to_json()["fit"]
+    assert page.keyed["fit.pick.label"][0] == fit["pick"]["label"] and page.number("fit.pick.ram") == 35_216
+    for i, r in enumerate(fit["runners_up"]):
+        assert page.keyed[f"fit.runners_up.{i}.why"][0] == r["why"]
+        assert page.number(f"fit.runners_up.{i}.instructions") == r["instructions"]
+    md = htmlreport.render_markdown(view)
+    assert "## Fit" in md and "| runner-up | m: io: int8 | speed | 40,000 | 300,000 | 1,100,000 | needs 300,000 B " \
+                              "of flash &gt; 262,144 B |" in md  # as md_escape writes '>'
+    plain = dataclasses.replace(rep, fit=None)
+    assert "fit" not in plain.to_json() and board_report.BoardReport.from_json(plain.to_json()) == plain
+    assert "Fit" not in htmlreport.render_html(_fit_view(plain)) and "fit (" not in board_report.summary([plain])
+
+
 # ---------------------------------------------------------------- in a browser
 
 
@@ -368,12 +416,17 @@ def not_blank(png: Path) -> None:
     assert pixels.std() > 0.05 and inked > 0.02, (pixels.std(), inked)
 
 
-@pytest.mark.parametrize("which", ["ok", "failed"])
+@pytest.mark.parametrize("which", ["ok", "failed", "fit"])
 def test_opens_in_chromium_without_console_messages(which: str, request: pytest.FixtureRequest,
                                                      tmp_path: Path) -> None:
-    """The failing page holds the <script> tensor name: run, it would log (and the CSP would too)."""
+    """The failing page holds the <script> tensor name: run, it would log (and the CSP would too);
+    fit: a page with the fit: search's table, rendered from a report in memory."""
     require_tool("chromium")
-    proj = request.getfixturevalue(which)
-    console = chromium(_board_dir(proj) / "arena_report.html", tmp_path / "shot.png", tmp_path / "profile")
+    if which == "fit":
+        page = tmp_path / "arena_report.html"
+        page.write_text(htmlreport.render_html(_fit_view(_fit_report())), encoding="utf-8")
+    else:
+        page = _board_dir(request.getfixturevalue(which)) / "arena_report.html"
+    console = chromium(page, tmp_path / "shot.png", tmp_path / "profile")
     assert console == []
     not_blank(tmp_path / "shot.png")

@@ -87,3 +87,90 @@ def test_fit_auto_builds_the_pick_keeps_explicit_options_and_a_rebuild_is_a_noop
     assert cli.main(["generate", "arena.yaml", "--board", "mps2_an386"]) == 0
     assert "fit mps2_an386:" not in capsys.readouterr().out  # the search's cache: no search again
     assert (tmp_path / "build" / ".arena_fit.json").stat().st_mtime_ns == stamp
+
+
+def _two_boards(tmp_path: Path) -> Path:
+    """q (a QDQ conv) and c (a float MatMul chain) under fit: auto on two boards of one core, the
+    STM32L432's file copied beside the manifest (an edit to it is an edit to that board only)."""
+    import shutil
+
+    from conftest import ROOT
+
+    models.save(models.qdq_conv(), tmp_path / "q.onnx")
+    models.save(models.chain(), tmp_path / "c.onnx")
+    (tmp_path / "boards").mkdir(exist_ok=True)
+    shutil.copy(ROOT / "boards" / "nucleo_l432kc.yaml", tmp_path / "boards" / "nucleo_l432kc.yaml")
+    path = tmp_path / "arena.yaml"
+    path.write_text("board_dirs: [boards]\nfit: auto\noptimize: speed\nmodels:\n"
+                    "  - {name: q, path: q.onnx, time_limit: 2}\n  - {name: c, path: c.onnx, time_limit: 2}\n"
+                    "boards:\n  - {name: mps2_an386, region: SSRAM23}\n  - {name: nucleo_l432kc, budget: 40K}\n",
+                    encoding="utf-8")
+    return path
+
+
+@pytest.mark.slow
+def test_fit_auto_searches_again_only_the_boards_a_change_touches(tmp_path):
+    require_tool("arm-none-eabi-gcc")
+    require_tool("qemu-system-arm")
+    from arena_tool.builder import noop_cache
+    from arena_tool.run import fit
+
+    path = _two_boards(tmp_path)
+    out = str(tmp_path / "build")
+    searched: list[str] = []
+
+    def search(manifest_file: str, t: dict, folder: str) -> dict:
+        searched.append(t["name"])
+        return fit._fit_board(manifest_file, t, folder)
+
+    def build() -> list[str]:
+        doc = noop_cache.cached(str(path), (), str(tmp_path / "build" / ".arena_manifest.json"))
+        try:
+            noop_cache.fitted(doc, out)
+        except LookupError:
+            noop_cache.fitted(doc, out, search)
+        done = sorted(searched)
+        searched.clear()
+        return done
+
+    both = ["mps2_an386", "nucleo_l432kc"]
+    assert build() == both
+    assert build() == []  # a no-op: the cache by content
+    path.write_text(path.read_text().replace("budget: 40K", "budget: 36K"))
+    assert build() == ["nucleo_l432kc"]  # its budget
+    board = tmp_path / "boards" / "nucleo_l432kc.yaml"
+    board.write_text(board.read_text() + "# an edit\n")
+    assert build() == ["nucleo_l432kc"]  # its board file
+    models.save(models.relu_chain(), tmp_path / "c.onnx")
+    assert build() == both  # a model both boards run
+    assert build() == []
+
+
+@pytest.mark.slow
+def test_fit_auto_build_is_byte_identical_under_two_hash_seeds(tmp_path):
+    """arena-tool generate of a fit: auto manifest, once per PYTHONHASHSEED from scratch: every
+    file of the build folder (the search's report and cache, plans, board reports, C) the same."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    require_tool("arm-none-eabi-gcc")
+    require_tool("qemu-system-arm")
+    from conftest import ROOT
+
+    _two_boards(tmp_path)
+    seen = []
+    for seed in ("1", "4242"):
+        shutil.rmtree(tmp_path / "build", ignore_errors=True)
+        p = subprocess.run([sys.executable, "-m", "arena_tool", "generate", "arena.yaml", "--board", "all"],
+                           cwd=tmp_path, env=dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=str(ROOT)),
+                           capture_output=True, text=True, timeout=900)
+        assert p.returncode == 0, p.stdout + p.stderr
+        files = {str(f.relative_to(tmp_path)): f.read_bytes() for f in sorted((tmp_path / "build").rglob("*"))
+                 if f.is_file() and f.name != ".arena.lock"}
+        assert "build/mps2_an386/arena_fit.json" in files and "build/.arena_fit.json" in files
+        seen.append((p.stdout, files))
+    assert seen[0][0] == seen[1][0]  # the search's report and the summary too
+    assert seen[0][1].keys() == seen[1][1].keys()
+    assert [k for k in seen[0][1] if seen[0][1][k] != seen[1][1][k]] == []
