@@ -94,9 +94,11 @@ def main() -> int:
                 pick = r.picked
                 fitting = [c for c in r.configs if c.fits]
                 if pick is None or r.pick is None:
-                    least, _ = fit.smallest(r)
-                    print(f"| {name} | {board} | {budget} | none fits (least RAM {least.combo.ram:,} B) | | | | | | "
-                          f"0 | {time.perf_counter() - t0:.0f} |", flush=True)
+                    least, thin = fit.smallest(r)
+                    flash = "" if thin is None else \
+                        f"; of those that fit it, least flash {thin.flash or 0:,} B > {r.flash_limit:,}"
+                    print(f"| {name} | {board} | {budget} | none fits (least RAM {least.combo.ram:,} B{flash}) | | | | | "
+                          f"| 0 | {time.perf_counter() - t0:.0f} |", flush=True)
                     continue
                 runs = dict(r.proofs)[r.pick]
                 got = sum(p.instructions or 0 for p in runs)
