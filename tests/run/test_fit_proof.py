@@ -9,6 +9,7 @@ import pytest
 
 import models
 from arena_tool import cli
+from arena_tool.core.problem import ModelOptions
 from arena_tool.target import manifest
 from conftest import require_tool
 
@@ -123,18 +124,21 @@ def test_fit_auto_searches_again_only_the_boards_a_change_touches(tmp_path):
         searched.append(t["name"])
         return fit._fit_board(manifest_file, t, folder)
 
+    picked: list[dict] = []
+
     def build() -> list[str]:
         doc = noop_cache.cached(str(path), (), str(tmp_path / "build" / ".arena_manifest.json"))
         try:
-            noop_cache.fitted(doc, out)
+            picked[:] = noop_cache.fitted(doc, out)["targets"]
         except LookupError:
-            noop_cache.fitted(doc, out, search)
+            picked[:] = noop_cache.fitted(doc, out, search)["targets"]
         done = sorted(searched)
         searched.clear()
         return done
 
     both = ["mps2_an386", "nucleo_l432kc"]
     assert build() == both
+    assert {ModelOptions.from_doc(t["models"][0]["options"]).io for t in picked} == {"int8"}  # the board's fit turns q
     assert build() == []  # a no-op: the cache by content
     path.write_text(path.read_text().replace("budget: 40K", "budget: 36K"))
     assert build() == ["nucleo_l432kc"]  # its budget
@@ -143,6 +147,15 @@ def test_fit_auto_searches_again_only_the_boards_a_change_touches(tmp_path):
     assert build() == ["nucleo_l432kc"]  # its board file
     models.save(models.relu_chain(), tmp_path / "c.onnx")
     assert build() == both  # a model both boards run
+    assert build() == []
+    path.write_text(path.read_text().replace("fit: auto\n", "").replace("c.onnx, time_limit: 2}",
+                                                                      "c.onnx, time_limit: 2, fit: auto}"))
+    assert build() == both  # fit: on the model c now, on every board it runs on
+    for t in picked:  # q as the manifest says (io: int8 applies to it, and is not searched)
+        q = ModelOptions.from_doc(t["models"][0]["options"])
+        assert (q.io, q.io_buffers, q.schedule, q.patches) == ("model", "arena", "graph", "off")
+        assert all("q: as the manifest says" in c["label"] for c in [t["fit_choice"]["pick"],
+                                                                    *t["fit_choice"]["runners_up"]])
     assert build() == []
 
 
