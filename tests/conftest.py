@@ -143,10 +143,14 @@ SLOW_MODULES = {
     "test_tflm_firmware.py",  # TFLM firmwares built from the shared tree, QEMU and scons
     "test_site_tool.py",  # scons from an outside project
     "test_wheel.py",  # pip wheel, a venv and scons from the installed wheel
+    "test_docs.py",  # sphinx-build of docs/, and the tutorial's and how-tos' commands (scons, cmake, QEMU)
 }
 # ...but these, in process and fast, stay in the fast loop.
 FAST_TESTS = {
     "test_scons.py::test_builders_are_configured_as_documented",  # SCons's Environment with the tool, nothing built
+    "test_docs.py::test_schema_reference_names_every_key",  # the reference generator, in process
+    "test_docs.py::test_cli_reference_names_every_command_and_flag",
+    "test_docs.py::test_c_api_reference_has_every_function_of_the_header",
 }
 
 # Module-local fixtures (module::fixture) that build firmware or run scons: every test using one is slow.
