@@ -148,10 +148,9 @@ def test_tflite_on_runtime_arena_is_one_clear_message(tmp_path: Path) -> None:
     p = scons(proj, "link=0")
     assert p.returncode == 2, p.stdout + p.stderr
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
-    assert lines == ["fw/arena.yaml:1:10: error: runtime: model chain is a .tflite model: arena's C runtime runs "
-                     "ONNX models (board nucleo_f746 has runtime: arena) (hint: write 'runtime: tflm' (top level or "
-                     "for board nucleo_f746): the firmware brings TFLite Micro and arena writes the planned model "
-                     "and its tensor_arena)"], p.stderr
+    assert lines == ["fw/arena.yaml:1:10: error: runtime: model chain is a .tflite model, which board nucleo_f746's "
+                     "runtime arena does not run (arena's C runtime runs ONNX models); runtime tflm runs it (hint: "
+                     "write 'runtime: tflm' for board nucleo_f746)"], p.stderr
 
 
 VWW = MLPERF / "visual_wake_words__vww_96_int8.tflite"

@@ -72,12 +72,24 @@ def test_the_plan_holds_the_scratch_of_the_kernels_the_firmware_links(tmp_path: 
 
 
 def test_onnx_and_tflite_models_in_one_manifest(tmp_path: Path) -> None:
+    """A model a board's runtime cannot run is an error naming the model, the board and the runtime that
+    would run it (it was left out of that board without a word); the board's own list skips it."""
     onnx = Path(__file__).resolve().parent.parent / "example_firmware" / "models" / "kws_int8.onnx"
     (tmp_path / "chain.tflite").write_bytes(chain_model())
-    (tmp_path / "mixed.yaml").write_text(f"models:\n  - {{name: kws, path: {onnx}}}\n  - {{name: chain, path: chain.tflite}}\n"
-                                         "boards:\n  - nucleo_f746\n  - {name: mps2_an500, runtime: tflm}\n")
-    m = manifest.load(str(tmp_path / "mixed.yaml"))
-    assert [[s.name for s in t.models] for t in m.targets] == [["kws"], ["chain"]]  # each runtime its models
-    (tmp_path / "tflite.yaml").write_text("models:\n  - {name: chain, path: chain.tflite}\nboards: [nucleo_f746]\n")
-    with pytest.raises(ArenaError, match="is a .tflite model: arena's C runtime runs ONNX models"):
-        manifest.load(str(tmp_path / "tflite.yaml"))  # a board left with no model it runs
+    models = f"models:\n  - {{name: kws, path: {onnx}}}\n  - {{name: chain, path: chain.tflite}}\n"
+    (tmp_path / "mixed.yaml").write_text(models + "boards:\n  - nucleo_f746\n  - {name: mps2_an500, runtime: tflm}\n")
+    with pytest.raises(ArenaError) as e:
+        manifest.load(str(tmp_path / "mixed.yaml"))
+    text = e.value.render()
+    assert e.value.exit_code == 2 and "\n" not in text and "mixed.yaml:5:5: error: boards[0].name: " in text, text
+    assert ("model chain is a .tflite model, which board nucleo_f746's runtime arena does not run" in text
+            and "runtime tflm runs it" in text and "models: [kws]" in text), text
+    (tmp_path / "listed.yaml").write_text(models + "boards:\n  - {name: nucleo_f746, models: [kws]}\n"
+                                          "  - {name: mps2_an500, runtime: tflm, models: [{chain: {planner: greedy_size}}]}\n")
+    m = manifest.load(str(tmp_path / "listed.yaml"))
+    assert [[s.name for s in t.models] for t in m.targets] == [["kws"], ["chain"]]  # each board its own list
+    assert [s.planner for s in m.targets[1].models] == ["greedy_size"]  # a list item carries its overrides
+    (tmp_path / "wrong.yaml").write_text(models + "boards:\n  - {name: mps2_an500, runtime: tflm, models: [kws]}\n")
+    with pytest.raises(ArenaError, match="model kws is an ONNX model, which board mps2_an500's runtime tflm does not "
+                                         "run .* drop kws from board mps2_an500's models: list"):
+        manifest.load(str(tmp_path / "wrong.yaml"))  # a listed model the runtime cannot run

@@ -600,7 +600,8 @@ def write_choice(manifest_path: str, results: Sequence[FitResult], path: str) ->
         boards_list = data["boards"]
         i = next(k for k, b in enumerate(boards_list) if (b if isinstance(b, str) else b["name"]) == r.target.name)
         entry = {"name": boards_list[i]} if isinstance(boards_list[i], str) else dict(boards_list[i])
-        overrides = dict(entry.get("models") or {})
+        chosen, given = manifest.board_models(entry.get("models"))
+        overrides = {name: raw for name, (raw, _) in given.items()}
         for p, space in zip(c.combo.picks, r.spaces):
             changes: dict[str, Any] = dict(p.changes(space.spec.options))
             stages = patch_stages.parse(changes.get("patches", "off"))
@@ -608,7 +609,9 @@ def write_choice(manifest_path: str, results: Sequence[FitResult], path: str) ->
                 changes["patches"] = [{"split_after": x.split_after, "tiles": [x.rows, x.cols]} for x in stages]
             if changes:
                 overrides[p.model] = {**(overrides.get(p.model) or {}), **changes}
-        if overrides:
+        if chosen is not None:  # the board's own model list stays a list, each item with its overrides
+            entry["models"] = [{n: overrides[n]} if overrides.get(n) else n for n in chosen]
+        elif overrides:
             entry["models"] = overrides
         if r.target.options.optimize is None:
             entry["optimize"] = c.optimize

@@ -13,8 +13,9 @@ Invariants of a loaded Manifest:
 - a target with ``linker: fragment`` names a ``linker_script`` that exists and INCLUDEs
   ``arena_fragment.ld`` inside SECTIONS (``linkscript.check_script``); ``linker_regions``
   keys are the board's region (or flash) names;
-- per-board model overrides are already applied: ``target.models`` is final, and holds the
-  models the board's runtime runs (runtime tflm: the .tflite ones; arena and none: the ONNX ones);
+- per-board model overrides are already applied: ``target.models`` is final: the manifest's models, or
+  the board's own ``models: [...]`` list of them, each one the board's runtime runs (runtime tflm: the
+  .tflite ones; arena and none: the ONNX ones); a model it cannot run is an error, never dropped;
 - paths are as given, joined to the manifest's folder (relative stays relative),
   so plans and messages do not depend on where the checkout lives.
 
@@ -106,6 +107,28 @@ def _objective(raw: Any) -> str | None:
     if raw is None:
         return None
     return "speed" if raw == "auto" else str(raw["objective"])
+
+
+def board_models(raw: Any) -> tuple[list[str] | None, dict[str, tuple[dict[str, Any], tuple[Any, ...]]]]:
+    """A board entry's ``models:`` as (the models the board runs, or None for all of the manifest's;
+    per model its option overrides and where they are under ``models:``). A mapping overrides options
+    and keeps every model; a list (names, or one-key mappings ``{name: {options}}``) is the board's
+    own selection: a model it leaves out is skipped on that board, on purpose."""
+    if raw is None:
+        return None, {}
+    if isinstance(raw, dict):
+        return None, {name: (opts or {}, (name,)) for name, opts in raw.items()}
+    chosen: list[str] = []
+    overrides: dict[str, tuple[dict[str, Any], tuple[Any, ...]]] = {}
+    for j, item in enumerate(raw):
+        if isinstance(item, str):
+            chosen.append(item)
+            overrides[item] = ({}, (j,))
+        else:
+            (name, opts), = item.items()
+            chosen.append(name)
+            overrides[name] = (opts or {}, (j, name))
+    return chosen, overrides
 
 
 def _did_you_mean(word: str, options: list[str]) -> str:
@@ -319,25 +342,28 @@ class _Loader:
             raise self.err(f"reserve of {fmt_bytes(reserve_bytes(stack, heap))} (stack + heap) does not fit region "
                            f"{board.data_region} of board {board.name} ({fmt_bytes(data_len)})", rwhere,
                            hint="lower 'stack:' or 'heap:'")
-        overrides = entry.get("models") or {}
+        chosen, overrides = board_models(entry.get("models"))
         names = [s.name for s in specs]
-        models: list[ModelSpec] = []
-        for name in overrides:
+        for j, name in enumerate(chosen or []):
+            if name in (chosen or [])[:j]:
+                raise self.err(f"model '{name}' is listed twice for board {board.name}", ("boards", i, "models", j),
+                               hint="list each model once")
+        for name, (_, at) in overrides.items():
             if name not in names:
-                raise self.err(f"no model named '{name}' in 'models:'", ("boards", i, "models", name),
-                               hint=_did_you_mean(name, names), at_value=False)
+                raise self.err(f"no model named '{name}' in 'models:'", ("boards", i, "models") + at,
+                               hint=_did_you_mean(name, names), at_value=isinstance(at[-1], int))
+        models: list[ModelSpec] = []
         for s in specs:
+            if chosen is not None and s.name not in chosen:
+                continue  # the board's own model list skips it
             if s.name in overrides:
-                merged = self.options(overrides[s.name], raws[s.name], ("boards", i, "models", s.name))
+                raw, at = overrides[s.name]
+                merged = self.options(raw, raws[s.name], ("boards", i, "models") + at)
                 s = self.spec(s.name, s.path, merged)
             models.append(s)
         runtime = pick("runtime", "arena")
-        # ONNX and .tflite models in one manifest: a board runs those its runtime runs (tflm the .tflite
-        # models, arena and none the ONNX ones); a board with none of them gets the mismatch's error
-        runs = [m for m in models if is_tflite_path(m.path) == (runtime == "tflm")]
-        models = runs or models
         self.check_runtime(board.name, runtime, where_of("runtime") if "runtime" in entry or "runtime" in top
-                           else None, models, specs)
+                           else ("boards", i, "name"), models, listed=chosen is not None)
         warn = pick("warn_above", None)
         linker, script, memory_names = self.linker(board, pick, where_of, region)
         target = BoardTarget(
@@ -539,29 +565,37 @@ class _Loader:
     def option_where(self, board: str, model: str, key: str) -> tuple[Any, ...] | None:
         """Where the manifest sets ``key`` for ``model`` on ``board``: the board's override, the model, the defaults."""
         for i, item in enumerate(self.data["boards"]):
-            overrides = ((item.get("models") or {}).get(model) or {}) if isinstance(item, dict) else {}
-            if isinstance(item, dict) and item.get("name") == board and key in overrides:
-                return ("boards", i, "models", model, key)
+            if isinstance(item, dict) and item.get("name") == board:
+                raw, at = board_models(item.get("models"))[1].get(model, ({}, ()))
+                if key in raw:
+                    return ("boards", i, "models", *at, key)
         for j, m in enumerate(self.data["models"]):
             if m.get("name") == model and key in m:
                 return ("models", j, key)
         return ("defaults", key) if key in (self.data.get("defaults") or {}) else None
 
-    def check_runtime(self, board: str, runtime: str, where: tuple[Any, ...] | None,
-                      models: list[ModelSpec], specs: list[ModelSpec]) -> None:
-        """A .tflite model needs runtime: tflm, and runtime: tflm needs .tflite models planned as TFLM runs them."""
-        index = {s.name: i for i, s in enumerate(specs)}
+    def check_runtime(self, board: str, runtime: str, where: tuple[Any, ...],
+                      models: list[ModelSpec], listed: bool = False) -> None:
+        """Every model a board gets is one its runtime runs (a .tflite needs runtime: tflm, an ONNX model
+        arena or none), else one error naming the model, the board and the runtime that would run it:
+        nothing is left out silently; a board skips a model only by its own ``models: [...]`` list."""
+        runnable = [m.name for m in models if is_tflite_path(m.path) == (runtime == "tflm")]
         for m in models:
-            at = where or ("models", index[m.name], "path")
-            if is_tflite_path(m.path) and runtime != "tflm":
-                what = "arena's C runtime runs" if runtime == "arena" else "arena's C tables are made from"
-                raise self.err(f"model {m.name} is a .tflite model: {what} ONNX models "
-                               f"(board {board} has runtime: {runtime})", at,
-                               hint=f"write 'runtime: tflm' (top level or for board {board}): the firmware brings "
-                                    "TFLite Micro and arena writes the planned model and its tensor_arena")
-            if runtime == "tflm" and not is_tflite_path(m.path):
-                raise self.err(f"runtime: tflm runs .tflite models; model {m.name} is {m.path}", at,
-                               hint="give the model's .tflite file, or use runtime: arena (or none) for ONNX models")
+            tflite = is_tflite_path(m.path)
+            if tflite != (runtime == "tflm"):
+                kind, other = (".tflite", "tflm") if tflite else ("ONNX", "arena")
+                what = {"arena": "arena's C runtime runs ONNX models", "none": "arena's C tables are made from "
+                        "ONNX models", "tflm": "TFLite Micro runs .tflite models"}[runtime]
+                fixes = [f"write 'runtime: {other}' for board {board}",
+                         *(() if tflite else ("give the model's .tflite file",))]
+                if listed:
+                    fixes.append(f"drop {m.name} from board {board}'s models: list")
+                elif runnable:
+                    fixes.append(f"skip it on board {board} with the board's own model list: "
+                                 f"models: [{', '.join(runnable)}]")
+                raise self.err(f"model {m.name} is {'an' if kind == 'ONNX' else 'a'} {kind} model, which board "
+                               f"{board}'s runtime {runtime} does not run ({what}); runtime {other} runs it", where,
+                               hint=", or ".join(fixes))
             o = m.options
             if runtime == "tflm" and (o.alignment != TFLM_ALIGNMENT or o.activation_dtype or o.bitwidths):
                 what = (f"alignment {o.alignment}" if o.alignment != TFLM_ALIGNMENT else
@@ -569,6 +603,6 @@ class _Loader:
                 key = "alignment" if o.alignment != TFLM_ALIGNMENT else (
                     "activation_dtype" if o.activation_dtype else "bitwidths")
                 raise self.err(f"model {m.name}: {what} on board {board} with runtime: tflm, which TFLM does not run",
-                               self.option_where(board, m.name, key) or at,
+                               self.option_where(board, m.name, key) or where,
                                hint=f"TFLM aligns every tensor to {TFLM_ALIGNMENT} bytes and runs the model's "
                                     f"own types: drop the option (alignment {TFLM_ALIGNMENT} is the default)")
