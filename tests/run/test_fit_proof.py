@@ -91,8 +91,9 @@ def test_fit_auto_builds_the_pick_keeps_explicit_options_and_a_rebuild_is_a_noop
 
 
 def _two_boards(tmp_path: Path) -> Path:
-    """q (a QDQ conv) and c (a float MatMul chain) under fit: auto on two boards of one core, the
-    STM32L432's file copied beside the manifest (an edit to it is an edit to that board only)."""
+    """q (a QDQ conv) and c (a float MatMul chain) under fit: auto on two boards of one core (the
+    STM32L432 runs q only), its file copied beside the manifest (an edit to it is an edit to that
+    board only)."""
     import shutil
 
     from conftest import ROOT
@@ -104,7 +105,7 @@ def _two_boards(tmp_path: Path) -> Path:
     path = tmp_path / "arena.yaml"
     path.write_text("board_dirs: [boards]\nfit: auto\noptimize: speed\nmodels:\n"
                     "  - {name: q, path: q.onnx, time_limit: 2}\n  - {name: c, path: c.onnx, time_limit: 2}\n"
-                    "boards:\n  - {name: mps2_an386, region: SSRAM23}\n  - {name: nucleo_l432kc, budget: 40K}\n",
+                    "boards:\n  - {name: mps2_an386, region: SSRAM23}\n  - {name: nucleo_l432kc, budget: 40K, models: [q]}\n",
                     encoding="utf-8")
     return path
 
@@ -146,16 +147,18 @@ def test_fit_auto_searches_again_only_the_boards_a_change_touches(tmp_path):
     board.write_text(board.read_text() + "# an edit\n")
     assert build() == ["nucleo_l432kc"]  # its board file
     models.save(models.relu_chain(), tmp_path / "c.onnx")
+    assert build() == ["mps2_an386"]  # a model only it runs
+    models.save(models.qdq_conv(relu=False), tmp_path / "q.onnx")
     assert build() == both  # a model both boards run
     assert build() == []
     path.write_text(path.read_text().replace("fit: auto\n", "").replace("c.onnx, time_limit: 2}",
                                                                       "c.onnx, time_limit: 2, fit: auto}"))
-    assert build() == both  # fit: on the model c now, on every board it runs on
-    for t in picked:  # q as the manifest says (io: int8 applies to it, and is not searched)
-        q = ModelOptions.from_doc(t["models"][0]["options"])
-        assert (q.io, q.io_buffers, q.schedule, q.patches) == ("model", "arena", "graph", "off")
-        assert all("q: as the manifest says" in c["label"] for c in [t["fit_choice"]["pick"],
-                                                                    *t["fit_choice"]["runners_up"]])
+    assert build() == ["mps2_an386"]  # fit: on the model c now, which only this board runs
+    t, other = picked
+    q = ModelOptions.from_doc(t["models"][0]["options"])  # as the manifest says (io: int8 applies, not searched)
+    assert (q.io, q.io_buffers, q.schedule, q.patches) == ("model", "arena", "graph", "off")
+    assert all("q: as the manifest says" in c["label"] for c in [t["fit_choice"]["pick"], *t["fit_choice"]["runners_up"]])
+    assert "fit_choice" not in other and not other["fit"]  # no fit: left on the STM32L432
     assert build() == []
 
 
