@@ -226,6 +226,8 @@ CASES: dict[str, Any] = {
     "maxpool_2x2_ceil": lambda: maxpool(67, [2, 3, 9, 9], (2, 2), (2, 2), ceil=1),
     "maxpool_5x1_wide1": lambda: maxpool(68, [1, 6, 20, 1], (5, 1), (2, 1), (2, 0, 2, 0)),
     "maxpool_wide_generic": lambda: maxpool(69, [1, 2, 3, 600], (1, 3), (1, 2)),
+    "dw5_s1_in_place": lambda: conv(70, 6, 6, (9, 10), (5, 5), group=6, chain=True),
+    "dw5_blocks_u8_wzp": lambda: conv(71, 3, 3, (36, 44), (5, 5), group=3, u8=True, w_zps=True),  # a band per block
 }
 SCRATCH = {"c3_s1": ("row", "full"), "c3_grouped": ("row",), "wzp_c3_chunks": ("full",)}
 

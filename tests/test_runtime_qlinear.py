@@ -21,6 +21,7 @@ from conftest import require_tool
 from onnx import TensorProto, helper, numpy_helper
 
 import fwbuild
+from arena_tool.model import lowering
 from arena_tool.plan import plancheck, planners
 from arena_tool.run import qemu, verify
 from arena_tool.plan.planfile import PlanFile
@@ -86,6 +87,18 @@ def binary(op: str, dt: Any, a_shape: list[int], b_shape: list[int] | None, y_sh
     z = 128 if dt == U8 else 0
     g.node(op, [a, *g.qp("a", 0.02, 3 + z, dt), b, *g.qp("b", 0.03, -5 + z, dt), *g.qp("y", 0.05, 2 + z, dt)], ["y"])
     g.output("y", dt, y_shape)
+    return g.model()
+
+
+def mul_ties(dt: Any, shape: list[int]) -> onnx.ModelProto:
+    """x * 1.0 (code 255 at scale 1/255) requantized from 0.05 to 0.04 with zero point 68: x's
+    codes 185, 225, 233 land on exact ties (62.5, 112.5, 122.5 before the zero point)."""
+    g = G(14)
+    a = g.input("a", dt, shape)
+    z = 0 if dt == U8 else -128
+    g.node("QLinearMul", [a, *g.qp("a", 0.05, 135 + z, dt), g.const("b", np.full(shape, 255 + z), dt),
+                          *g.qp("b", 1 / 255, z, dt), *g.qp("y", 0.04, 68 + z, dt)], ["y"])
+    g.output("y", dt, shape)
     return g.model()
 
 
@@ -255,6 +268,21 @@ def qdq(op: str, dt: Any, shape: list[int], y_shape: list[int], act: str = "", o
     return g.model(opset)
 
 
+def qdq_hard_swish_mul(dt: Any) -> onnx.ModelProto:
+    """onnxruntime's QDQ hard-swish, x * Q(HardSigmoid(x)): lowered to one QLinearLookup."""
+    g = G(13)
+    z = 128 if dt == U8 else 0
+    g.input("x_q", dt, [2, 125])
+    g.node("DequantizeLinear", ["x_q", *g.qp("x", 0.05, 7 + z, dt)], ["x"], domain="")
+    g.node("HardSigmoid", ["x"], ["h"], domain="", alpha=1 / 6, beta=0.5)
+    g.node("QuantizeLinear", ["h", *g.qp("h", 1 / 255, -128 + z, dt)], ["h_q"], domain="")
+    g.node("DequantizeLinear", ["h_q", "h_s", "h_z"], ["hf"], domain="")
+    g.node("Mul", ["x", "hf"], ["m"], domain="")
+    g.node("QuantizeLinear", ["m", *g.qp("y", 0.04, -60 + z, dt)], ["y_q"], domain="")
+    g.output("y_q", dt, [2, 125])
+    return g.model()
+
+
 def qdq_concat() -> onnx.ModelProto:
     """Concat of three DQ inputs, the last without a zero point: lowered, its QLinearConcat
     ends with that input's scale (the trailing absent zero point cut)."""
@@ -306,6 +334,12 @@ MATCH: dict[str, Callable[[], onnx.ModelProto]] = {
     "mul_i8_bcast_both": lambda: binary("QLinearMul", I8, [1, 4, 1], [3, 1, 6], [3, 4, 6]),
     "mul_u8": lambda: binary("QLinearMul", U8, [2, 3, 4], [2, 3, 4], [2, 3, 4]),
     "mul_i8_const": lambda: binary("QLinearMul", I8, [2, 3, 4], None, [2, 3, 4], b_const=[3, 1]),
+    "mul_i8_channel": lambda: binary("QLinearMul", I8, [1, 4, 5, 6], [1, 4, 1, 1], [1, 4, 5, 6]),
+    "mul_i8_channel_first": lambda: binary("QLinearMul", I8, [4, 1, 1], [2, 4, 3, 5], [2, 4, 3, 5]),
+    "mul_i8_same": lambda: binary("QLinearMul", I8, [3, 90], [3, 90], [3, 90]),
+    "mul_u8_ties": lambda: mul_ties(U8, [250]),
+    "mul_i8_ties": lambda: mul_ties(I8, [2, 125]),
+    "add_i8_channel": lambda: binary("QLinearAdd", I8, [2, 3, 4, 5], [2, 3, 1, 1], [2, 3, 4, 5]),
     "in_place": in_place,
     "gemm_i8_per_column": lambda: gemm(I8, I8, 3, 8, 5, bias=[5]),
     "gemm_u8_trans_alpha": lambda: gemm(U8, I8, 3, 8, 5, trans_a=1, trans_b=1, alpha=0.5, bias=[3, 1]),
@@ -345,6 +379,10 @@ MATCH: dict[str, Callable[[], onnx.ModelProto]] = {
     "qdq_softmax_i8": lambda: qdq("Softmax", I8, [3, 16], [3, 16], y_scale=1 / 256, y_zp=-128),
     "qdq_leaky_relu_i8": lambda: qdq("LeakyRelu", I8, [2, 125], [2, 125], alpha=0.2),
     "qdq_gemm": qdq_gemm,
+    "qdq_hard_sigmoid_i8": lambda: qdq("HardSigmoid", I8, [2, 125], [2, 125], alpha=1 / 6, beta=0.5, y_scale=1 / 256,
+                                       y_zp=-128),
+    "qdq_hard_swish_mul_i8": lambda: qdq_hard_swish_mul(I8),
+    "qdq_hard_swish_mul_u8": lambda: qdq_hard_swish_mul(U8),
     "qdq_concat": qdq_concat,
 }
 
@@ -462,7 +500,8 @@ def test_qdq_patterns_lower_to_the_qlinear_kernels(fw):
               "qdq_mul_clip_u8": ("QLinearMul", (18, 168)), "qdq_sigmoid_relu_u8": ("QLinearSigmoid", (0, 255)),
               "qdq_global_avgpool_relu_u8": ("QLinearGlobalAveragePool", (108, 255)),
               "qdq_gemm": ("QGemm", None), "qdq_softmax_i8": ("QLinearSoftmax", None),
-              "qdq_concat": ("QLinearConcat", None)}
+              "qdq_concat": ("QLinearConcat", None), "qdq_hard_sigmoid_i8": ("QLinearLookup", None),
+              "qdq_hard_swish_mul_i8": ("QLinearLookup", None), "qdq_hard_swish_mul_u8": ("QLinearLookup", None)}
     for sym, (op_type, out_range) in expect.items():
         path, doc = fw["models"][sym]
         ops = plancheck.lowered_model(path, doc).ops
@@ -471,6 +510,28 @@ def test_qdq_patterns_lower_to_the_qlinear_kernels(fw):
         if sym == "qdq_concat":  # the last input's absent zero point is cut: 2 + 3 * 3 - 1 inputs
             assert len(ops[0].inputs) == 10 and ops[0].inputs[-1] == "x2_s", ops[0].inputs
         assert ((a["output_min"], a["output_max"]) if "output_min" in a else None) == out_range, (sym, a)
+
+
+def test_lookups_equal_onnxruntime_bit_for_bit(fw, tmp_path):
+    """A QLinearLookup's table (computed at build time) gives onnxruntime's codes exactly, run on
+    arena's lowering (the reference arena-tool run takes: the hard-swish's Mul as QLinearMul)."""
+    for sym in ("qdq_hard_sigmoid_i8", "qdq_hard_swish_mul_i8", "qdq_hard_swish_mul_u8"):
+        path, doc = fw["models"][sym]
+        lowered = str(tmp_path / f"{sym}.onnx")
+        onnx.save(lowering.to_onnx(plancheck.lowered_model(path, doc)), lowered)
+        want = verify.reference(lowered, doc, ["y_q"])["y_q"].reshape(-1)
+        got = fw["run"].outputs[sym]["y_q"]
+        assert np.array_equal(got, want) and len(np.unique(want)) > 20, (sym, got, want)
+
+
+def test_qlinear_mul_equals_onnxruntime_bit_for_bit(fw):
+    """QLinearMul adds the output zero point before rounding, as MlasQLinearMul does (round scales
+    such as 0.02 * 0.03 / 0.05 make exact ties, where adding it after rounds the other way): every
+    path, same shapes, a per-channel operand on either side, broadcasting, uint8."""
+    for sym in ("mul_u8_ties", "mul_i8_ties", "mul_i8_channel", "mul_i8_channel_first", "mul_i8_same",
+                "mul_i8_bcast_both", "mul_u8", "mul_i8_const"):
+        got, want = _outputs(fw, sym)
+        assert np.array_equal(got["y"], want["y"]), (sym, got["y"], want["y"])
 
 
 def test_absorbed_relu_clamps_the_output(fw):

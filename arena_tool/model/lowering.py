@@ -151,10 +151,11 @@ def lower(g: Graph) -> Lowered:
     _check_qparams(g)
     ops = [_op(g, g.nodes[i]) for i in g.schedule]
     ops, fused = _Fusion(g, ops).run()
+    ops, looked_up = _Lookups(g, ops).run()
     ops = [dataclasses.replace(op, workspace=_workspace(g, op)) for op in ops]
     return Lowered(
         path=g.path, sha256=g.sha256, inputs=g.inputs, outputs=g.outputs, ops=tuple(ops), types=g.types,
-        constants=_constants(g, ops), quant=_quant(g, ops), qdq_fused=fused, graph=g,
+        constants=_constants(g, ops), quant=_quant(g, ops), qdq_fused=fused + looked_up, graph=g,
     )
 
 
@@ -661,6 +662,201 @@ def _quantize(v: float, scale: float, zp: int, dtype: str) -> int:
     return int(np.clip(np.rint(v / scale) + zp, lo, hi))
 
 
+# --- int8 -> int8 element-wise chains as one table lookup ----------------------------------
+
+# Float ops whose float32 arithmetic numpy repeats exactly as onnxruntime's CPU kernels do it (one
+# rounding per multiply, add and divide): a chain of them between a DequantizeLinear and a
+# QuantizeLinear is a function of one byte, so it runs as a 256-entry table.
+LOOKUP_FLOAT = frozenset({"HardSigmoid", "HardSwish", "Relu", "Clip", "LeakyRelu"})
+LOOKUP = "QLinearLookup"
+_F32 = np.float32
+
+
+def _scalar(g: Graph, name: str, default: float = 0.0) -> float | None:
+    """A one-value constant (absent: default), else None."""
+    if not name:
+        return default
+    c = g.consts.get(name)
+    v = c.array() if c is not None else None
+    return None if v is None or np.size(v) != 1 else float(np.asarray(v).reshape(-1)[0])
+
+
+def _quantized(g: Graph, v: np.ndarray, s: str, z: str, dtype: str) -> np.ndarray:
+    """onnxruntime's QuantizeLinear (MlasQuantizeLinear): rint(v / scale) + zero point, saturated."""
+    lo, hi = _QRANGE[dtype]
+    zp = int(_scalar(g, z) or 0)
+    q: np.ndarray = np.rint(v.astype(_F32) / _F32(_scalar(g, s))).astype(np.float64) + zp
+    out: np.ndarray = np.clip(q, lo, hi).astype(np.int64)
+    return out
+
+
+def _float_step(op: Op, v: np.ndarray) -> np.ndarray:
+    """One LOOKUP_FLOAT op over float32 values, as onnxruntime computes it (HardSwish as the
+    HardSigmoid -> Mul its ONNX function body is)."""
+    a = op.attrs
+    out: np.ndarray
+    if op.op_type in ("HardSigmoid", "HardSwish"):
+        alpha, beta = (a["alpha"], a["beta"]) if op.op_type == "HardSigmoid" else (1 / 6, 0.5)
+        h = np.maximum(np.minimum(_F32(alpha) * v + _F32(beta), _F32(1)), _F32(0))
+        out = h if op.op_type == "HardSigmoid" else v * h
+    elif op.op_type == "Relu":
+        out = np.maximum(v, _F32(0))
+    elif op.op_type == "Clip":
+        out = np.minimum(np.maximum(v, _F32(a["min"])), _F32(a["max"]))
+    elif op.op_type == "LeakyRelu":
+        out = np.where(v >= 0, v, v * _F32(a["alpha"])).astype(_F32)
+    else:
+        raise AssertionError(op.op_type)
+    return out
+
+
+def lookup_table(g: Graph, steps: Sequence[Op], x: str) -> tuple[int, ...]:
+    """The output byte of ``steps`` (a QLinearLookup's) for each input byte 0..255 of ``x``,
+    the arithmetic of onnxruntime's kernels repeated in numpy: DequantizeLinear (code - zero
+    point) * scale, the float ops, QuantizeLinear, QLinearMul (MlasQLinearMul: the zero-point-free
+    product times a_scale * b_scale / y_scale plus the output zero point, in float32, rounded half
+    to even: adding the zero point before rounding decides some ties, arena's qlinear_add_mul_q8.c
+    adds it after and is one step off there)."""
+    dtype = g.types[x].dtype
+    codes = np.arange(256, dtype=np.uint8).view(np.int8 if dtype == "int8" else np.uint8).astype(np.int64)
+    env: dict[str, np.ndarray] = {x: codes}
+    for op in steps:
+        ins, y = op.inputs, op.outputs[0]
+        if op.op_type == "DequantizeLinear":
+            env[y] = (env[ins[0]] - int(_scalar(g, ins[2] if len(ins) > 2 else "") or 0)).astype(_F32) \
+                * _F32(_scalar(g, ins[1]))
+        elif op.op_type == "QuantizeLinear":
+            env[y] = _quantized(g, env[ins[0]], ins[1], ins[2] if len(ins) > 2 else "", g.types[y].dtype)
+        elif op.op_type == "QLinearMul":
+            u = env[ins[0]] - int(_scalar(g, ins[2]) or 0)
+            v = env[ins[3]] - int(_scalar(g, ins[5]) or 0)
+            rm = _F32(_F32(_F32(_scalar(g, ins[1])) * _F32(_scalar(g, ins[4]))) / _F32(_scalar(g, ins[6])))
+            lo, hi = _QRANGE[g.types[y].dtype]
+            lo, hi = op.attrs.get("output_min", lo), op.attrs.get("output_max", hi)
+            q = np.rint(rm * (u * v).astype(_F32) + _F32(_scalar(g, ins[7]) or 0))  # the zero point added in float
+            env[y] = np.clip(q, lo, hi).astype(np.int64)
+        else:
+            env[y] = _float_step(op, env[ins[0]])
+    return tuple(int(b) & 0xFF for b in env[steps[-1].outputs[0]])
+
+
+class _Lookups:
+    """One lower() call's folding of int8/uint8 element-wise chains into QLinearLookup ops:
+    ``DequantizeLinear -> LOOKUP_FLOAT ops -> QuantizeLinear`` (per-tensor parameters, every
+    float tensor read by the next op only; a DequantizeLinear -> QuantizeLinear pair of equal
+    parameters is an Identity, a view), then a lookup whose only reader is a QLinearMul of
+    the lookup's own input by its output (a hard-swish: x * HardSigmoid(x)) or another lookup.
+    attrs: ``table`` (256 output bytes by input byte) and ``steps`` (the ops replaced, in order,
+    for lowering.to_onnx and the table)."""
+
+    def __init__(self, g: Graph, ops: list[Op]) -> None:
+        self.g = g
+        self.ops: list[Op | None] = list(ops)
+        self.outputs = set(g.outputs)
+
+    def _readers(self, name: str) -> list[int]:
+        return [k for k, op in enumerate(self.ops) if op is not None and name in op.inputs]
+
+    def _byte(self, name: str) -> bool:
+        return name in self.g.types and self.g.types[name].dtype in ("int8", "uint8")
+
+    def _only_reader(self, name: str) -> int | None:
+        readers = self._readers(name)
+        return readers[0] if len(readers) == 1 and name not in self.outputs else None
+
+    def _const_inputs(self, op: Op, skip: int) -> bool:
+        return all(not x or x in self.g.consts for i, x in enumerate(op.inputs) if i != skip)
+
+    def _chain(self, dq: Op, first: int) -> tuple[list[int], Op] | None:
+        """The positions of the float ops and the QuantizeLinear from reader ``first`` of ``dq``'s
+        output on, and the lookup op they become."""
+        g = self.g
+        ins = list(dq.inputs) + ["", ""]
+        if not self._byte(ins[0]) or _scalar(g, ins[1]) is None or _scalar(g, ins[2]) is None:
+            return None
+        cur, k, chain = dq.outputs[0], first, []
+        while True:
+            op = self.ops[k]
+            assert op is not None
+            if op.domain not in _ONNX or not op.inputs or op.inputs[0] != cur or cur in op.inputs[1:]:
+                return None
+            if op.op_type == "QuantizeLinear":
+                qi = list(op.inputs) + ["", ""]
+                if not self._byte(op.outputs[0]) or _scalar(g, qi[1]) is None or _scalar(g, qi[2]) is None:
+                    return None
+                chain.append(k)
+                break
+            if op.op_type not in LOOKUP_FLOAT or not self._const_inputs(op, 0) or len(op.outputs) != 1:
+                return None
+            chain.append(k)
+            cur = op.outputs[0]
+            nxt = self._only_reader(cur)
+            if nxt is None:
+                return None
+            k = nxt
+        steps = [dq, *(s for i in chain if (s := self.ops[i]) is not None)]
+        q = steps[-1]
+        inputs = [ins[0], ins[1], ins[2], q.inputs[1], q.inputs[2] if len(q.inputs) > 2 else ""]
+        if len(steps) == 2 and g.types[ins[0]].dtype == g.types[q.outputs[0]].dtype \
+                and _scalar(g, ins[1]) == _scalar(g, inputs[3]) and _scalar(g, ins[2]) == _scalar(g, inputs[4]):
+            # a pair that cancels: Q(DQ(x)) = x, a view of x's bytes
+            return chain, Op(q.node, q.name, "Identity", "", (ins[0],), (q.outputs[0],), {}, ())
+        return chain, self._lookup(steps, inputs, q)
+
+    def _lookup(self, steps: list[Op], inputs: list[str], last: Op) -> Op:
+        """The QLinearLookup of ``steps`` from ``inputs[0]`` to ``last``'s output, anchored at
+        ``last``'s node; the other nodes but the DequantizeLinears (which just go) are fused."""
+        while inputs and not inputs[-1]:
+            inputs.pop()
+        nodes = {n for s in steps for n in (s.node, *s.fused) if s.op_type != "DequantizeLinear"}
+        table = lookup_table(self.g, steps, inputs[0])
+        return Op(last.node, last.name, LOOKUP, "arena", tuple(inputs), (last.outputs[0],),
+                  {"table": table, "steps": tuple(steps)}, tuple(sorted(nodes - {last.node})))
+
+    def run(self) -> tuple[list[Op], int]:
+        made = 0
+        for k, dq in enumerate(list(self.ops)):
+            if dq is None or dq.op_type != "DequantizeLinear" or dq.domain not in _ONNX:
+                continue
+            for r in self._readers(dq.outputs[0]):
+                got = self._chain(dq, r)
+                if got is None:
+                    continue
+                chain, op = got
+                for i in chain[:-1]:
+                    self.ops[i] = None
+                self.ops[chain[-1]] = op
+                made += 1
+            if not self._readers(dq.outputs[0]) and dq.outputs[0] not in self.outputs:
+                self.ops[k] = None
+        changed = True
+        while changed:  # a lookup feeding x * lookup(x), or another lookup, is one lookup
+            changed = False
+            for k, lk in enumerate(self.ops):
+                if lk is None or lk.op_type != LOOKUP:
+                    continue
+                at = self._only_reader(lk.outputs[0])
+                nxt = self.ops[at] if at is not None else None
+                if at is None or nxt is None or not self._byte(nxt.outputs[0]):
+                    continue
+                op = lk
+                x, h = op.inputs[0], op.outputs[0]
+                xi, ni = list(op.inputs) + ["", ""], list(nxt.inputs) + ["", ""]
+                if nxt.op_type == LOOKUP:
+                    steps = [*op.attrs["steps"], *nxt.attrs["steps"]]
+                    inputs = [xi[0], xi[1], xi[2], ni[3], ni[4]]
+                elif nxt.op_type == "QLinearMul" and len(nxt.inputs) == 8 and {nxt.inputs[0], nxt.inputs[3]} == {x, h} \
+                        and self.g.types[x].shape == self.g.types[h].shape == self.g.types[nxt.outputs[0]].shape:
+                    steps = [*op.attrs["steps"], nxt]
+                    inputs = [xi[0], xi[1], xi[2], nxt.inputs[6], nxt.inputs[7]]
+                else:
+                    continue
+                self.ops[at] = self._lookup(steps, inputs, nxt)
+                self.ops[k] = None
+                changed = True
+        return [op for op in self.ops if op is not None], made
+
+
 # --- quantization parameters per tensor ------------------------------------------------------
 
 def _quant(g: Graph, ops: Sequence[Op]) -> dict[str, Quant]:
@@ -751,6 +947,9 @@ def to_onnx(lw: Lowered) -> "onnx.ModelProto":
             idx = const(f"{op.outputs[0]}::indices", np.moveaxis(grid, 0, -1))
             nodes.append(helper.make_node("ScatterND", [data, idx, op.inputs[0]], list(op.outputs), name=op.name))
             continue
+        if op.op_type == LOOKUP:  # its steps again, intermediates renamed after the output
+            nodes += _lookup_nodes(op, src, const, itype)
+            continue
         if op.origin is None and op.node >= len(src.node):  # a tile's input window (patches)
             a = op.attrs
             ends = [s + n for s, n in zip(a["starts"], lw.types[op.outputs[0]].shape)]
@@ -769,6 +968,9 @@ def to_onnx(lw: Lowered) -> "onnx.ModelProto":
             nodes.append(tiled)
             continue
         out = op.outputs[0]
+        if op.op_type == "Identity":  # a DequantizeLinear -> QuantizeLinear pair that cancels
+            nodes.append(helper.make_node("Identity", list(op.inputs), list(op.outputs), name=op.name))
+            continue
         if op.op_type == "QLinearHardSwish":
             x, xs, xz, ys, yz = (list(op.inputs) + [""] * 5)[:5]
             nodes += [helper.make_node("DequantizeLinear", [x, xs, xz], [f"{out}::dq"]),
@@ -816,6 +1018,38 @@ def to_onnx(lw: Lowered) -> "onnx.ModelProto":
     model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = g.model.ir_version
     return model
+
+
+def _lookup_nodes(op: Op, src: "onnx.GraphProto", const: Callable[[str, np.ndarray], str],
+                  itype: Callable[[str], np.dtype]) -> list["onnx.NodeProto"]:
+    """A QLinearLookup (or a tile of one) as the ops it replaced: each step with its original
+    attributes, reading the lookup's input and writing its output, the tensors between named
+    ``<output>::<tensor>``; a QLinearMul's absorbed range as a Clip."""
+    from onnx import helper
+
+    steps: Sequence[Op] = op.attrs["steps"]
+    out = op.outputs[0]
+    x, y_last = steps[0].inputs[0], steps[-1].outputs[0]
+    moved = {x, *(s.outputs[0] for s in steps)}  # the activations; every other input is a constant
+
+    def name(t: str) -> str:
+        return t if t not in moved else op.inputs[0] if t == x else out if t == y_last else f"{out}::{t}"
+
+    nodes = []
+    for s in steps:
+        y = name(s.outputs[0])
+        ranged = "output_min" in s.attrs
+        node = helper.make_node(s.op_type, [name(t) for t in s.inputs], [f"{y}::unclipped" if ranged else y],
+                                domain=s.domain or None)
+        original = src.node[s.node]
+        if s.op_type == original.op_type and not s.fused:
+            node.attribute.extend(original.attribute)
+        nodes.append(node)
+        if ranged:
+            t = itype(s.outputs[0])
+            nodes.append(helper.make_node("Clip", [f"{y}::unclipped", const(f"{y}::min", np.array(s.attrs["output_min"], t)),
+                                                   const(f"{y}::max", np.array(s.attrs["output_max"], t))], [y]))
+    return nodes
 
 
 def _tile_attrs(attrs: Sequence["onnx.AttributeProto"], op: Op) -> list["onnx.AttributeProto"]:

@@ -132,6 +132,8 @@ LRN = _rt("LRN", "lrn", "alpha, beta; ints: size; floats: bias")
 SOFTSIGN = _rt("SOFTSIGN", "unary")
 PATCH_WRITE = _rt("PATCH_WRITE", "patch_write", "ints: per dim the first index of the box input 0 fills; input 1, "
                   "when present, is the whole tensor so far (in place)")
+QLINEAR_LOOKUP = _rt("QLINEAR_LOOKUP", "qlinear_lookup", "ints: the 256 output bytes by input byte, four a word "
+                     "(little-endian)")
 
 
 # --- what a kernel requires of a model (runtime_support.py tests each against the model) -----------
@@ -526,6 +528,13 @@ def _c_clip(a: Mapping[str, Any], rank: int) -> dict[str, Any]:
     return {"min": max(float(a["min"]), -3.4e38), "max": min(float(a["max"]), 3.4e38)}
 
 
+def _c_lookup(a: Mapping[str, Any], rank: int) -> dict[str, Any]:
+    """The 256-byte table as 64 int32 words, byte 4k + j in bits 8j.. of word k (little-endian:
+    the kernel reads the words' bytes in order)."""
+    t = bytes(int(b) & 0xFF for b in a["table"])
+    return {"ints": [int.from_bytes(t[i:i + 4], "little", signed=True) for i in range(0, len(t), 4)]}
+
+
 def _c_transpose(a: Mapping[str, Any], rank: int) -> dict[str, Any]:
     return {"ints": list(a.get("perm", []))}
 
@@ -711,6 +720,10 @@ TABLE: dict[str, OpSpec] = _specs(
     OpSpec("QLinearLeakyRelu", QLINEAR_LEAKY_RELU, attrs=_leaky_relu, inplace=ELEMENTWISE_Q, onnx_only=False,
            quant_io=_contrib("QLinearLeakyRelu"), checks=(Dtypes(INT8),)),
     OpSpec("QLinearHardSwish", QLINEAR_HARD_SWISH, inplace=ELEMENTWISE_Q, onnx_only=False,
+           quant_io=(((0, 1, 2),), (3, 4)), checks=(Dtypes(INT8),)),
+    # An int8/uint8 element-wise chain folded into a 256-entry table (lowering._Lookups: DQ -> float ops ->
+    # Q, a hard-swish's QLinearMul); no onnxruntime op, lowering.to_onnx writes its steps back.
+    OpSpec("QLinearLookup", QLINEAR_LOOKUP, X, inplace=ELEMENTWISE_Q, onnx_only=False, c_fields=_c_lookup,
            quant_io=(((0, 1, 2),), (3, 4)), checks=(Dtypes(INT8),)),
     # Patch-based inference (model/patches.py): one tile into its box of the whole stage output,
     # written over the stage output so far (input 1).

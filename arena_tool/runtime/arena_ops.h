@@ -61,6 +61,7 @@ ARENA_OP(ARENA_OP_PRELU, arena_k_binary)                                    /* P
 ARENA_OP(ARENA_OP_LRN, arena_k_lrn)                                         /* LRN; alpha, beta; ints: size; floats: bias */
 ARENA_OP(ARENA_OP_SOFTSIGN, arena_k_unary)                                  /* Softsign */
 ARENA_OP(ARENA_OP_PATCH_WRITE, arena_k_patch_write)                         /* PatchWrite; ints: per dim the first index of the box input 0 fills; input 1, when present, is the whole tensor so far (in place) */
+ARENA_OP(ARENA_OP_QLINEAR_LOOKUP, arena_k_qlinear_lookup)                   /* QLinearLookup; ints: the 256 output bytes by input byte, four a word (little-endian) */
 #endif
 
 #ifdef ARENA_KERNEL
@@ -94,4 +95,5 @@ ARENA_KERNEL(arena_k_resize)
 ARENA_KERNEL(arena_k_reduce_mean)
 ARENA_KERNEL(arena_k_lrn)
 ARENA_KERNEL(arena_k_patch_write)
+ARENA_KERNEL(arena_k_qlinear_lookup)
 #endif

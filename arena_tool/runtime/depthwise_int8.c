@@ -1,8 +1,8 @@
 /* QLinearConv's int8 fast path for a depthwise conv (group == C, M a multiple of C: a channel
  * multiplier): one plane at a time, through a band of padded input rows on the stack
  * (DW_BAND_BYTES), any kernel size, stride and dilation. On DSP cores 3x3 undilated windows
- * take dw3_block (two outputs per load at stride 1) and every other undilated row of taps
- * dwk_block (four taps a load, two SMLADs); a Kx1 kernel down a 1-wide plane (a DS-TCN's
+ * take dw3_block (two outputs per load at stride 1), 5x5 ones dw5_block (a load, two SMLADs and
+ * an SMLABB a row) and every other undilated row of taps dwk_block (four taps a load, two SMLADs); a Kx1 kernel down a 1-wide plane (a DS-TCN's
  * time axis) runs as the 1xK kernel along a 1-high plane it is, so a band row holds the
  * whole plane. Each channel's kernel is first made w - wz (int16 taps) or, for dwk_block,
  * halfword pairs.
@@ -17,13 +17,13 @@
  * output (i, j) from the window at band + i * rstep + j * sw, rows width apart. */
 typedef struct {
     const int8_t *band;  /* the band, or the plane itself (rows W apart); int8 bytes */
-    const int16_t *w;    /* dw3_block, dw_block: the kernel KH x KW, w - wz */
+    const int16_t *w;    /* dw3_block, dw5_block, dw_block: the kernel KH x KW, w - wz */
     const uint32_t *wp;  /* dwk_block: per row, groups of 4 taps (zero past KW) as (w0, w2), (w1, w3) */
     const int8_t *wrow;  /* dwk_row: the model's kernel (1 x KW); its last KW % 4 taps packed in tail */
     uint32_t tail[2];
     int8_t *dst;         /* output (0, 0); rows dstride apart */
     int32_t width, n, nh, sw, rstep, dstride, kh, kw, dh, dwl, groups;
-    int32_t fold;        /* dw3_block, dw_block: x_zp * sum(w - wz), every tap inside the band */
+    int32_t fold;        /* dw3_block, dw5_block, dw_block: x_zp * sum(w - wz), every tap inside the band */
     uint32_t nz, nwz;    /* dwk_block, dwk_row: (-x_zp, -x_zp) and (-wz, -wz) as halfwords */
 } dw_block_t;
 
@@ -32,7 +32,7 @@ typedef struct {
 #define DW_TAPS 128
 
 /* Which block kernel a depthwise conv's windows take (dw_kind). */
-enum { DW_ANY, DW_3X3, DW_PACKED, DW_ROW };
+enum { DW_ANY, DW_3X3, DW_PACKED, DW_ROW, DW_5X5 };
 
 /* (-v, -v) as two halfwords: what SXTAB16 adds to subtract a zero point v. */
 static inline uint32_t neg2(int32_t v)
@@ -82,6 +82,42 @@ static __attribute__((noinline)) void dw3_block(const dw_block_t *b, const qpar_
     }
 }
 
+
+/* One row of a 5x5 window at p: (x0, x2) . (w0, w2) and (x1, x3) . (w1, w3) by two SMLADs on one
+ * 32-bit load, x4 * w4 by SMLABB. */
+static inline __attribute__((always_inline)) int32_t row5(const int8_t *p, const uint32_t *w, int32_t acc)
+{
+    uint32_t v = ld4(p);
+    acc = MAC2(W_LO(v), w[0], acc);
+    acc = MAC2(W_HI(v), w[1], acc);
+    return __smlabb((int32_t)p[4], (int32_t)w[2], acc);
+}
+
+/* 5x5, no dilation: row5 per kernel row, the rows unrolled, x's zero point folded as in
+ * dw3_block (b->fold: every tap inside the band). */
+static __attribute__((noinline)) void dw5_block(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
+{
+    uint32_t wr[15];
+    int32_t i, j, ky, W = b->width, n = b->n, sw = b->sw;
+    for (ky = 0; ky < 5; ++ky) {
+        const int16_t *w = b->w + 5 * ky;
+        wr[3 * ky] = (uint32_t)(uint16_t)w[0] | (uint32_t)(uint16_t)w[2] << 16;
+        wr[3 * ky + 1] = (uint32_t)(uint16_t)w[1] | (uint32_t)(uint16_t)w[3] << 16;
+        wr[3 * ky + 2] = (uint32_t)(uint16_t)w[4];
+    }
+    for (i = 0; i < b->nh; ++i) {
+        const int8_t *r = b->band + i * b->rstep;
+        int8_t *dst = b->dst + i * b->dstride;
+        for (j = 0; j < n; ++j, r += sw) {
+            int32_t acc = row5(r, wr, 0);
+            acc = row5(r + W, wr + 3, acc);
+            acc = row5(r + 2 * W, wr + 6, acc);
+            acc = row5(r + 3 * W, wr + 9, acc);
+            acc = row5(r + 4 * W, wr + 12, acc);
+            dst[j] = store(q, ch, acc - b->fold);
+        }
+    }
+}
 
 /* Any kernel undilated along its rows: per row of taps, four at a time, one 32-bit load
  * x0..x3 minus x_zp as (x0, x2), (x1, x3) (SXTAB16) into two SMLADs with the packed pairs;
@@ -262,6 +298,9 @@ static int dw_kind(const arena_attrs_t *a)
         return DW_3X3;
     }
 #if defined(__ARM_FEATURE_DSP)
+    if (a->kernel[0] == 5 && a->kernel[1] == 5 && a->dilations[0] == 1 && a->dilations[1] == 1) {
+        return DW_5X5;
+    }
     if (a->dilations[1] == 1) {
         return a->kernel[0] == 1 ? DW_ROW : DW_PACKED;
     }
@@ -346,6 +385,7 @@ static void dw_plane(const int8_t *src, int8_t *dst, const dw_block_t *k, int ki
             case DW_3X3: dw3_block(&b, q, ch); break;
 #if defined(__ARM_FEATURE_DSP)
             case DW_PACKED: dwk_block(&b, q, ch); break;
+            case DW_5X5: dw5_block(&b, q, ch); break;
             case DW_ROW: dwk_row(&b, q, ch); break;
 #endif
             default: dw_block(&b, q, ch); break;

@@ -33,8 +33,26 @@ static int broadcast(const arena_tensor_t *a, const arena_tensor_t *b, const are
     return 1;
 }
 
+/* How many elements of y each element of t stands for when t's dims (right-aligned) are y's
+ * leading ones and 1 after them (1: t has y's shape), else 0. */
+static uint32_t plane_of(const arena_tensor_t *t, const arena_tensor_t *y)
+{
+    int r = (int)y->rank, k = r, d;
+    uint32_t plane = 1u;
+    while (k > 0 && dim_at(t, r, k - 1) == 1) {
+        --k;
+        plane *= (uint32_t)y->shape[k];
+    }
+    for (d = 0; d < k; ++d) {
+        if (dim_at(t, r, d) != y->shape[d]) {
+            return 0u;
+        }
+    }
+    return plane;
+}
+
 /* onnxruntime's MlasQLinearAdd / MlasQLinearMul: float requantization of the
- * zero-point-free codes. */
+ * zero-point-free codes (Mul: rint(rm * (u * v) + y_zp), the zero point added in float). */
 int arena_k_qlinear_binary(const arena_ctx_t *c)
 {
     qin_t a, b;
@@ -59,11 +77,17 @@ int arena_k_qlinear_binary(const arena_ctx_t *c)
     ra = a.scale / y.scale;
     rb = b.scale / y.scale;
     rm = a.scale * b.scale / y.scale;
-    if (same_shape(a.t, y.t) && same_shape(b.t, y.t) && a.t->dtype == ARENA_DT_INT8 && b.t->dtype == ARENA_DT_INT8
-        && y.t->dtype == ARENA_DT_INT8
-        && arena_i8_binary((const int8_t *)a.data, (const int8_t *)b.data, (int8_t *)y.data, y.t->elements, a.zp,
-                           b.zp, ra, rb, rm, is_add, y.zp, y.lo, y.hi)) {
-        return ARENA_OK;
+    if (a.t->dtype == ARENA_DT_INT8 && b.t->dtype == ARENA_DT_INT8 && y.t->dtype == ARENA_DT_INT8) {
+        /* a of y's shape and b the same or constant over y's trailing dims, or the other way round */
+        uint32_t pb = same_shape(a.t, y.t) ? plane_of(b.t, y.t) : 0u, pa = same_shape(b.t, y.t) ? plane_of(a.t, y.t) : 0u;
+        if (pb != 0u && arena_i8_binary((const int8_t *)a.data, (const int8_t *)b.data, (int8_t *)y.data, y.t->elements,
+                                        pb, a.zp, b.zp, ra, rb, rm, is_add, y.zp, y.lo, y.hi)) {
+            return ARENA_OK;
+        }
+        if (pb == 0u && pa != 0u && arena_i8_binary((const int8_t *)b.data, (const int8_t *)a.data, (int8_t *)y.data,
+                                                    y.t->elements, pa, b.zp, a.zp, rb, ra, rm, is_add, y.zp, y.lo, y.hi)) {
+            return ARENA_OK;
+        }
     }
     r = (int)y.t->rank;
     len = r > 0 ? (uint32_t)y.t->shape[r - 1] : 1u;
@@ -76,7 +100,11 @@ int arena_k_qlinear_binary(const arena_ctx_t *c)
         /* One run along the last dim, then advance the outer multi-index. */
         for (k = 0; k < len; ++k, ++i) {
             int32_t u = code(&a, ia + k * la) - a.zp, v = code(&b, ib + k * lb) - b.zp;
-            put(&y, i, is_add ? ra * (float)u + rb * (float)v : rm * (float)(u * v));
+            if (is_add) {
+                put(&y, i, ra * (float)u + rb * (float)v);
+            } else { /* MlasQLinearMul adds the zero point before rounding */
+                arena_q_put(y.data, i, arena_q_round(rm * (float)(u * v) + (float)y.zp, 0, y.lo, y.hi));
+            }
         }
         for (d = r - 2; d >= 0; --d) {
             ia += sa[d];

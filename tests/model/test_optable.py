@@ -21,7 +21,8 @@ COMPARED = {
 }
 # Runtime ops no model states: arena's own rewrites make them, and the file that runs the rewrite
 # against onnxruntime's untiled model, with the option that makes it.
-REWRITES = {"ARENA_OP_PATCH_WRITE": ("test_patches_run.py", "--patches")}
+REWRITES = {"ARENA_OP_PATCH_WRITE": ("test_patches_run.py", "--patches"),
+            "ARENA_OP_QLINEAR_LOOKUP": ("test_runtime_qlinear.py", "QLinearLookup")}
 
 # arena_op_type_t as released: a constant's value is its position, so these never move (a new
 # op goes after the last; firmware built against older tables relies on the numbers).
