@@ -683,7 +683,7 @@ def test_optimize_size_compiles_at_Os_and_the_report_says_so(tmp_path: Path) -> 
 
 
 def test_two_clones_share_one_cache_dir(tmp_path: Path) -> None:
-    """The README's CI matrix recipe: cache=DIR (an SCons CacheDir) shared by two clones at
+    """The CI matrix recipe (docs/how-to/ci.md): cache=DIR (an SCons CacheDir) shared by two clones at
     different paths: the second plans and compiles nothing, every output is retrieved and
     byte-identical to the first clone's."""
     require_tool("arm-none-eabi-gcc")

@@ -1,6 +1,6 @@
 """The SCons tool works from a project outside this repository, found through
 arena_tool.site_tools_dir(), as a user's own SConstruct would load it (the
-README's recipe: the app's own main.c/startup.c copied from the package's
+recipe of docs/how-to/own-project.md: the app's own main.c/startup.c copied from the package's
 example; arena's runtime comes from the package). tests/test_wheel.py does the
 same from a wheel installed into a fresh venv."""
 
@@ -25,7 +25,7 @@ env.ArenaFirmware("app/arena.yaml", sources=["app/startup.c", "app/main.c"], cpp
 
 
 def write_project(dest: Path) -> None:
-    """The README's own-SConstruct recipe: app/ holds the manifest, the models and the example's C files."""
+    """The own-SConstruct recipe (docs/how-to/own-project.md): app/ holds the manifest, the models and the example's C files."""
     shutil.copytree(ROOT / "example_firmware", dest / "app", ignore=shutil.ignore_patterns("__pycache__"))
     example = Path(arena_tool.runtime_dir()) / "example"
     for name in ("main.c", "startup.c", "semihost.h", "fw_io.h"):

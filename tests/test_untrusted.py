@@ -245,7 +245,7 @@ def test_negative_dimension_is_refused(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_verify_takes_the_plans_input_shape(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    """The README says every command takes --input-shape; verify refused it (argparse, exit 2)."""
+    """docs/reference/cli.md says every command takes --input-shape; verify refused it (argparse, exit 2)."""
     path = M.save(relu([1, "n"]), tmp_path / "n.onnx")
     plan = tmp_path / "p.json"
     code, _, err = run(capsys, "plan", path, "--input-shape", "x=1,16", "-o", plan)

@@ -1,11 +1,11 @@
-"""The README's own-SConstruct recipe, from a wheel installed into a fresh venv.
+"""The own-SConstruct recipe (docs/how-to/own-project.md), from a wheel installed into a fresh venv.
 
 Builds the wheel from a copy of the source tree (``pip wheel . --no-deps
 --no-build-isolation``), checks that it ships the C runtime and its example
 firmware, installs it with ``--no-deps`` into a venv made with
 ``--system-site-packages`` (so the venv sees scons, onnx and the rest, but
 imports arena_tool from the wheel, not this checkout), writes a project
-outside the repository exactly as the README says (its own main.c, startup.c
+outside the repository exactly as docs/how-to/own-project.md says (its own main.c, startup.c
 and semihost.h copied from the installed package's example, its manifest, a
 model), runs scons with the venv's python, checks that the ELF links and runs
 it under QEMU (mps2_an500). The cross compiler and QEMU are conftest.require_tool's:

@@ -735,7 +735,7 @@ class _Graph:
 
 
 def is_example_main(path: str, example: str) -> bool:
-    """``path`` is the package's example main.c, or a copy of it (the README's recipe copies it)."""
+    """``path`` is the package's example main.c, or a copy of it (docs/how-to/own-project.md's recipe copies it)."""
     if path == example:
         return True
     if os.path.basename(path) != "main.c":
