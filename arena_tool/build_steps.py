@@ -106,6 +106,9 @@ class Build:
     _targets: dict[str, BoardTarget] = field(default_factory=dict)
     gate_verdicts: dict[str, bool] = field(default_factory=dict)
     samples: Mapping[str, str] = field(default_factory=dict)
+    manifest: str = ""  # the manifest's path (the validate alias)
+    port: str = ""  # port=: where the validate alias finds the boards
+    validate: dict[str, tuple[str, ...]] = field(default_factory=dict)  # validation ELF -> its board's plans
 
     def target(self, name: str) -> BoardTarget:
         """The manifest_data.BoardTarget of board ``name``, its board included (made once per build)."""
@@ -633,6 +636,33 @@ def run(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
         raise failed
 
 
+def validate(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
+    """The validate alias (``scons board=B validate port=PORT``): each board's validation firmware
+    through ``arena-tool validate``'s protocol over ``port=`` (``qemu``: the board's QEMU machine),
+    its summary printed; a mismatch or a failed board fails the alias."""
+    from arena_tool.core.errors import ArenaError, CheckFailed
+
+    if not sources:
+        raise ArenaError("validate: no board of this build has a validation firmware (its board file names no "
+                         "uart:, or its runtime is not arena's)", field="board",
+                         hint="add uart: to the board file, as boards/mps2_an500.yaml has it")
+    if not build.port:
+        raise ArenaError("validate needs the board's port: scons board=NAME validate port=PORT", field="port",
+                         hint="a serial device (/dev/ttyACM0), tcp:HOST:PORT, socket://HOST:PORT, or qemu")
+    if len(sources) > 1 and build.port != "qemu":
+        raise ArenaError(f"port={build.port} is one board's, and this build validates {len(sources)}",
+                         field="board", hint="pick the board on that port: scons board=NAME validate port=PORT")
+    worst = 0
+    for elf in sources:
+        e = build.elves[elf]
+        if not os.path.exists(elf):  # its gate, link or ELF check failed and said why
+            raise CheckFailed(f"{e.board}: no validation firmware to run (the board failed)", file=elf)
+        worst = max(worst, run_validate(build.manifest, build.docs[e.board], elf, build.validate[elf], build.port,
+                                        samples=build.samples))
+    if worst:
+        raise SystemExit(worst)
+
+
 def no_run(boards: Sequence[str], have_gcc: bool) -> int:
     """The run alias when no board can run: why, on stderr; exit status 2."""
     why = "none of them has a qemu machine in its board file" if have_gcc else "no cross gcc to build an ELF"
@@ -808,3 +838,105 @@ def _write_depfile(path: str, targets: Sequence[str], inputs: Sequence[str]) -> 
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     lines = [" ".join(_make_word(t) for t in targets) + ":"] + [" " + _make_word(p) for p in inputs]
     write_atomic(path, " \\\n".join(lines) + "\n")
+
+
+# ---------------------------------------------------------------- arena-tool validate
+
+
+@dataclass(frozen=True)
+class ValidateBuild:
+    """What ``validate_firmware`` made: the board's validation ELF, its target document and the
+    plan file of each of its models (manifest order)."""
+
+    elf: str
+    target: Mapping[str, Any]
+    plans: tuple[str, ...]
+
+
+def validate_firmware(manifest_path: str, board: str, out: str, board_dirs: Sequence[str] = (),
+                      extra_ccflags: Sequence[str] = (),
+                      fitted: Callable[[dict[str, Any], str], dict[str, Any]] | None = None) -> ValidateBuild:
+    """The validation firmware of ``board`` (``<out>/<board>/validate.elf``): the manifest's build
+    graph run by the executor as ``scons board=B validate`` builds it (plans, gate, tables, the
+    same objects and link), every step guarded (an error is one message and its exit status).
+    extra_ccflags: after arena's (``-DARENA_PROFILE`` for ``--profile``); fitted: as ``generate``'s. ArenaError (exit 2) for a
+    board whose board file names no ``uart:`` or whose runtime is not arena's."""
+    from arena_tool.builder import build_graph, execute, noop_cache
+    from arena_tool.core import files
+    from arena_tool.core.errors import EXIT_BUG, ArenaError
+
+    root = os.path.abspath(os.curdir)
+    out = files.project_path(out, root)
+    manifest_path = files.project_path(manifest_path, root)
+    doc: dict[str, Any] = {}
+
+    def load() -> None:
+        files.hold_build_lock(out)
+        loaded = noop_cache.cached(manifest_path, tuple(board_dirs), os.path.join(out, ".arena_manifest.json"))
+        doc.update(fitted(loaded, out) if fitted is not None else loaded)
+
+    guarded(load)
+    toolchain = build_graph.Toolchain(link=True, root=root, extra_ccflags=tuple(extra_ccflags))
+    graph: list[build_graph.BuildGraph] = []
+    guarded(lambda: graph.append(build_graph.graph_of(doc, out, toolchain, board)))
+    b = graph[0].boards[0]
+    t = next(t for t in doc["targets"] if t["name"] == b.name)
+    elf = f"{out}/{b.name}/validate.elf"
+    if elf not in graph[0].targets():
+        why = ("its board file names no uart: (kind, base, baud)" if not t["board"].get("uart")
+               else f"its runtime is {t.get('runtime')}, and the validation firmware runs arena's")
+        guarded(lambda: _raise(ArenaError(f"board {b.name} has no validation firmware: {why}", file=manifest_path,
+                                          field="--board", hint="add uart: to the board file (schemas/"
+                                          "board.schema.json), as boards/mps2_an500.yaml has it")))
+    build = Build({t["name"]: t for t in doc["targets"]},
+                  needs={n.targets[0]: n.gates for n in graph[0].nodes if n.gates})
+    build.gates[b.gate] = Gate(b.name, b.deleted, b.report)
+    kinds = ("plan", "gate", "tables")
+
+    def action(kind: str) -> execute.Step:
+        step = globals()[kind]
+
+        def run(targets: list[str], sources: list[str]) -> None:
+            sys.stderr.write(f"{_COMSTR[kind]} {targets[0]}\n")
+            sys.stderr.flush()
+            guarded(lambda: step(build, targets, sources))
+
+        return run
+
+    ex = execute.Executor(graph[0], root, steps={k: action(k) for k in kinds},
+                          ready=lambda n: build.ready(n.targets[0]), db=os.path.join(out, ".arena_validate.json"))
+    try:
+        ex.build([elf])
+    except subprocess.CalledProcessError as e:
+        guarded(lambda: _raise(ArenaError(f"the validation firmware does not build: {execute.first_error(e)}",
+                                          field="validate", exit_code=EXIT_BUG,
+                                          hint="this is an arena bug; please report it with the command")))
+    if not os.path.exists(elf):  # the gate failed: its lines were printed
+        failed = build.failed.get(b.name)
+        raise SystemExit(failed and board_report_exit(failed) or 1)
+    return ValidateBuild(elf, t, b.plans)
+
+
+def board_report_exit(rep: BoardReport) -> int:
+    from arena_tool.builder import board_report
+
+    err = board_report.failure(rep)
+    return err.exit_code if err is not None else 1
+
+
+def _raise(err: BaseException) -> None:
+    raise err
+
+
+def run_validate(manifest_path: str, target: Mapping[str, Any], elf: str, plans: Sequence[str], port: str,
+                 **options: Any) -> int:
+    """Validate one board's built validation firmware over ``port`` (``run.validate.main``'s
+    options): the manifest's models of the board and their plans, its ``inputs:`` samples."""
+    from arena_tool.plan import planfile
+    from arena_tool.run import validate
+    from arena_tool.target import manifest_data
+
+    t = manifest_data.target_from_doc(dict(target))
+    loaded = [planfile.load(p, REBUILD) for p in plans]
+    samples = dict(options.pop("samples", {}))
+    return validate.main(manifest_path, t.board, port, list(t.models), loaded, elf, samples=samples, **options)

@@ -599,6 +599,28 @@ def cmd_generate(args: argparse.Namespace) -> int:
         files.release_build_lock(args.out)  # generate holds it while it writes (one process at a time)
 
 
+def cmd_validate(args: argparse.Namespace) -> int:
+    """``arena-tool validate``: the board's validation firmware built from the manifest's build
+    graph (its steps print their own errors), then the data set through it over --port."""
+    from arena_tool import build_steps
+    from arena_tool.core import files
+    from arena_tool.target import manifest
+
+    samples = dict(manifest.load(args.manifest, args.board_dir).samples)
+    out = os.path.join(args.out, "profile") if args.profile else args.out  # its own objects, all -DARENA_PROFILE
+    try:
+        try:
+            built = build_steps.validate_firmware(args.manifest, args.board, out, args.board_dir,
+                                                  ["-DARENA_PROFILE"] if args.profile else [], fitted=_fitted)
+        finally:
+            files.release_build_lock(out)
+    except SystemExit as stop:
+        return int(stop.code or 0)
+    return build_steps.run_validate(args.manifest, built.target, built.elf, built.plans, args.port, data=args.data,
+                                    samples=samples, count=args.count, seed=args.input_seed, json_path=args.json,
+                                    timeout=args.timeout)
+
+
 def cmd_board_import(args: argparse.Namespace) -> int:
     """A board file from a vendor's linker script, PlatformIO JSON or devicetree, checked by the
     board loader like a shipped one; what the source could not say is printed for the user."""
@@ -790,6 +812,37 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--board-dir", action="append", default=[], metavar="DIR",
                    help="another folder of board files (before the manifest's board_dirs)")
     p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser("validate", help="a data set through a board's validation firmware over a serial port, "
+                                        "compared with onnxruntime, timed on the target",
+                       description="Build BOARD's validation firmware (build/BOARD/validate.elf: the manifest's "
+                                   "models over a framed protocol on the board file's uart:), send it every "
+                                   "model's inputs over PORT, compare each output with onnxruntime (exact "
+                                   "matches, max abs error, L2 relative error, cosine, top-1 agreement) and report "
+                                   "the time per inference (DWT cycles, or SysTick; under QEMU as instructions). "
+                                   "Exit 0 match, 1 an output beyond tolerance, 2 usage or input error or a board "
+                                   "that stops answering, 3 arena bug.")
+    p.add_argument("manifest", help="the manifest (arena.yaml)")
+    p.add_argument("--board", required=True, metavar="BOARD", help="a board of the manifest with uart: in its file")
+    p.add_argument("--port", required=True, metavar="PORT",
+                   help="a serial device (/dev/ttyACM0), tcp:HOST:PORT, a pyserial URL (socket://HOST:PORT), or "
+                        "qemu: start the board's QEMU machine with its UART on a local socket")
+    p.add_argument("--data", metavar="FILE.npz",
+                   help="the data set: per graph input name an array of [N, *shape] (default: the manifest's "
+                        "inputs: sample, else seeded random)")
+    p.add_argument("--count", type=_positive, metavar="N", help="inferences per model (default: the data set's, "
+                                                                "else 10)")
+    p.add_argument("--input-seed", type=int, default=0, metavar="N", help="first seed of the random inputs (default 0)")
+    p.add_argument("--json", metavar="FILE", help="write a report (schemas/validate.schema.json)")
+    p.add_argument("--profile", action="store_true",
+                   help="time every op too (the firmware built with -DARENA_PROFILE; its inference time is the "
+                        "sum of its ops')")
+    p.add_argument("--timeout", type=float, default=20.0, metavar="S",
+                   help="the board has stopped answering after S seconds without a valid reply (default 20)")
+    p.add_argument("--out", default="build", metavar="DIR", help="the build folder (default build, as SCons's)")
+    p.add_argument("--board-dir", action="append", default=[], metavar="DIR",
+                   help="another folder of board files (before the manifest's board_dirs)")
+    p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("fit", help="the fastest configuration of a board's models that fits its RAM and flash, "
                                    "proven on QEMU",

@@ -110,7 +110,7 @@ def test_guard_fails_unmarked_builds_and_lets_marked_ones_build(tmp_path: Path) 
 
 # What building or running firmware looks like in a test's source: these helpers' calls...
 BUILD_CALLS = {"fwbuild.build_host", "fwbuild.build_elf", "firmware.build_host", "firmware.build_elf", "firmware.board_firmware",
-               "firmware.run", "qemu.run"}
+               "firmware.run", "qemu.run", "build_steps.validate_firmware", "build_steps.run_validate", "validate.Qemu"}
 # ...or one of these strings as an argument (subprocess.run([...]), require_tool(...)).
 BUILD_WORDS = {"SCons", "scons", "gcc", "arm-none-eabi-gcc", "qemu-system-arm", "chromium"}
 

@@ -28,6 +28,9 @@ so boards with the same options share a plan and its tables; ``<b>``: the board'
                                                          core, compiler), the tflm.json of every board using it
     object       one .o                               <- one .c/.cc/.cpp (env: its CompileEnv)
     elf          <b>/firmware.elf (link, ELF check)    <- the objects (and libtflm.a), in link order
+                 <b>/validate.elf (a board file with uart:, arena's runtime): the validation
+                 firmware, runtime_dir()/validate/main.c and example/startup.c over the same
+                 arena, runtime and tables objects (the ``validate`` alias; not in ``boards``)
     report       <b>/arena_report.{json,html,md}      <- gate [, ELF when linked]
     status       build/.arena_status_<alias>.json     <- each board's report (or gate) the alias builds
 
@@ -144,7 +147,8 @@ class Alias(_Fields):
     """A name on the command line (``scons report``): builds ``targets`` (and ``depends``).
 
     action: ``"run"`` runs each target ELF under QEMU; ``"no_run"`` says why no board can run;
-    both run on every call (``always``).
+    ``"validate"`` validates each board's validation firmware over the serial port ``port=``
+    names (``arena-tool validate``); all run on every call (``always``).
     """
 
     name: str
@@ -241,6 +245,7 @@ class BoardNodes(_Fields):
     all: tuple[str, ...]
     top: tuple[str, ...]
     named: tuple[str, ...] = ()
+    validate: str = ""  # the validation firmware (a board file with uart:, arena's runtime, linking)
 
     def groups(self) -> dict[str, tuple[str, ...]]:
         """The board's files by role, as ``ArenaFirmware`` returns them (``elf`` when linking)."""
@@ -534,6 +539,7 @@ class _Graph:
         self.env_gates: dict[str, list[str]] = {}  # env key -> the gates of the boards compiling with it
         self.boards: list[BoardNodes] = []
         self.qemu: list[tuple[str, str]] = []  # (ELF, report) of each board with a QEMU machine
+        self.validate: list[str] = []  # the validation firmware of each board with a uart:
         self._runtime: list[str] | None = None
 
     def add(self, kind: str, targets: Sequence[str], sources: Sequence[Source], gate: str = "",
@@ -611,7 +617,8 @@ class _Graph:
             tables=tuple(tables), arena=arena, ld=ld, elf=elf, run_report=f"{bdir}/run_report.json",
             deleted=board_outputs(bdir, name), generated=_unique(generated + ([] if elf else list(final))),
             all=_unique([*generated, *final, *([elf] if elf else [])]),
-            top=final if elf else _unique([*final, *tables]), named=manifest_names(t)))
+            top=final if elf else _unique([*final, *tables]), named=manifest_names(t),
+            validate=f"{bdir}/validate.elf" if f"{bdir}/validate.elf" in self.nodes else ""))
 
     def compile_env(self, gcc_flags: Sequence[str], optimize: str | None) -> CompileEnv:
         key = env_key(gcc_flags, optimize)
@@ -651,13 +658,15 @@ class _Graph:
         tail: list[str] = []
         if tflm:
             tail = self.tflm(t, bdir, env, gate, allocs, objs)
+        runtime: list[str] = []
         if t.get("runtime", "arena") not in ("none", "tflm"):
             if self._runtime is None:
                 self._runtime = sorted(n for n in os.listdir(runtime_dir) if n.endswith(".c"))
             for n in self._runtime:
-                objs.append(self.obj(env, f"{root}/arena_runtime/{n[:-2]}.o", os.path.join(runtime_dir, n), gate))
-        for _, tables_c, name, _ in entries:
-            objs.append(self.obj(env, f"{root}/tables/{name}.o", tables_c, gate))
+                runtime.append(self.obj(env, f"{root}/arena_runtime/{n[:-2]}.o", os.path.join(runtime_dir, n), gate))
+        objs += runtime
+        tables = [self.obj(env, f"{root}/tables/{name}.o", tables_c, gate) for _, tables_c, name, _ in entries]
+        objs += tables
         linkflags = None
         depends: list[Source] = []
         if t.get("linker") == "fragment":
@@ -666,9 +675,36 @@ class _Graph:
             depends.append(t["linker_script"])
         depends.append(ld)  # the script holds everything the ELF check reads of the board report
         cxx = bool(tflm) or any(os.path.splitext(s)[1] in CXX_SUFFIXES for s in tc.sources)
+        if runtime and t["board"].get("uart"):
+            self.validate_elf(t, bdir, env, gate, [objs[0], *runtime, *tables], linkflags, tuple(depends))
         return self.add("elf", [f"{bdir}/firmware.elf"], [*objs, *tail], gate=gate, depends=tuple(depends),
                         board=t["name"], env=env.key, linkflags=linkflags, cxx=cxx,
                         clean=(f"{bdir}/firmware.map", f"{bdir}/run_report.json"))
+
+    def validate_elf(self, t: Mapping[str, Any], bdir: str, env: CompileEnv, gate: str, objs: Sequence[str],
+                     linkflags: tuple[Any, ...] | None, depends: tuple[Source, ...]) -> None:
+        """The board's validation firmware (``arena-tool validate``, the ``validate`` alias):
+        ``runtime_dir()/validate/main.c`` with the board file's UART (compiled for this board
+        alone), the example startup.c, and the firmware's own arena, runtime and tables objects,
+        linked with the same script into ``<b>/validate.elf``."""
+        runtime_dir = _runtime_dir(self.toolchain)
+        uart = t["board"]["uart"]
+        base = uart["base"] if isinstance(uart["base"], int) else int(uart["base"].replace("_", ""), 16)
+        defines = (f"-DARENA_UART_BASE=0x{base:08x}u", f"-DARENA_UART_BAUD={int(uart['baud'])}u",
+                   f"-DARENA_CLOCK_HZ={int(t['board']['cpu'].get('clock_hz') or 0)}u",
+                   *([f"-DARENA_UART_RX_IRQ={int(uart['rx_irq'])}u"] if "rx_irq" in uart else []))
+        key = f"{env.key}_validate_{digest(' '.join(defines))}"
+        if key not in self.envs:
+            self.envs[key] = dataclasses.replace(env, key=key, ccflags=(*env.ccflags, *defines))
+        startup = os.path.join(runtime_dir, "example", "startup.c")
+        main = os.path.join(runtime_dir, "validate", "main.c")
+        own = [self.obj(env, f"{self.build_dir}/common/{env.key}/arena_runtime/example/startup.o", startup, gate),
+               self.obj(self.envs[key], f"{bdir}/obj/validate.o", main, gate, shared=False)]
+        flags = [f.replace("/firmware.map", "/validate.map") if isinstance(f, str) else f
+                 for f in (env.linkflags if linkflags is None else linkflags)]
+        elf = self.add("elf", [f"{bdir}/validate.elf"], [objs[0], *own, *objs[1:]], gate=gate, depends=depends,
+                       board=t["name"], env=env.key, linkflags=tuple(flags), clean=(f"{bdir}/validate.map",))
+        self.validate.append(elf)
 
     def tflm(self, t: Mapping[str, Any], bdir: str, env: CompileEnv, gate: str, allocs: Sequence[str],
              objs: list[str]) -> list[str]:
@@ -723,6 +759,7 @@ class _Graph:
         aliases.append(self.status("report", (*(b.report for b in self.boards),
                                               *(v for b in self.boards for v in b.views))))
         aliases.append(self.status("boards", _unique(p for b in self.boards for p in b.top)))
+        aliases.append(Alias("validate", tuple(self.validate), action="validate", always=True))
         if self.qemu:
             aliases.append(Alias("run", tuple(sorted(e for e, _ in self.qemu)),
                                  depends=tuple(r for e, r in self.qemu), action="run", always=True))
@@ -770,6 +807,8 @@ def help_text(manifest: Mapping[str, Any]) -> str:
     lines = ["", "arena (manifest " + manifest["file"] + "):",
              "  scons board=NAME        build one board (also board=a,b and board=all; default all)",
              "  scons board=NAME run    run the firmware under QEMU (boards with a qemu machine)",
+             "  scons board=NAME validate port=PORT   a data set through the validation firmware over the",
+             "                          board's serial port (or port=qemu), compared with onnxruntime",
              "  scons board=NAME report build/NAME/arena_report.{json,html,md} (and what they need)",
              "  scons -c board=NAME     remove that board's outputs under build/NAME",
              "  VERBOSE=1               show full command lines;  link=0  stop after generation",

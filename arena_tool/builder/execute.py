@@ -111,12 +111,13 @@ class Executor:
     steps: kind -> the function that makes a node of that kind (targets, sources); a kind with
     none is made by the caller. ready: whether to make a node (``Build.ready``: only for boards
     whose gate passed); one that is not ready is skipped, with what only it needs. remember:
-    keep the signatures (else every node asked for is made). progress: where a batch of more
-    than one compile says ``Compiling N/TOTAL target``."""
+    keep the signatures (else every node asked for is made), in ``db`` (default
+    ``<root>/.arena_signatures.json``). progress: where a batch of more than one compile says
+    ``Compiling N/TOTAL target``."""
 
     def __init__(self, graph: BuildGraph, root: str = ".", *, steps: Mapping[str, Step] | None = None,
                  ready: Callable[[Node], bool] | None = None, remember: bool = True, jobs: int = JOBS,
-                 cache: str | None = None, progress: TextIO | None = None) -> None:
+                 cache: str | None = None, progress: TextIO | None = None, db: str | None = None) -> None:
         self.graph = graph
         self.root = os.path.abspath(root)
         self.steps = dict(steps or {})
@@ -130,7 +131,7 @@ class Executor:
         self._aliases = {a.name: a for a in graph.aliases}
         self._headers: dict[str, str] = {}
         self._tools: dict[str, str] = {}
-        self._db_path = os.path.join(self.root, ".arena_signatures.json") if remember else ""
+        self._db_path = (db or os.path.join(self.root, ".arena_signatures.json")) if remember else ""
         self._db: dict[str, str] = {}
         if self._db_path and os.path.isfile(self._db_path):
             try:

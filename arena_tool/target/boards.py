@@ -144,6 +144,30 @@ class Cpu:
 
 
 @dataclasses.dataclass(frozen=True)
+class Uart:
+    """The serial port the validation firmware talks over (``arena-tool validate``): its kind
+    (the register interface; ``cmsdk_apb``: Arm's CMSDK APB UART of the MPS2 boards), base
+    address and baud rate."""
+
+    kind: str
+    base: int
+    baud: int
+    rx_irq: int | None = None  # its receive interrupt: the firmware waits for a byte in WFI
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"kind": self.kind, "base": self.base, "baud": self.baud}
+        if self.rx_irq is not None:
+            doc["rx_irq"] = self.rx_irq
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "Uart":
+        base = doc["base"]
+        return cls(kind=doc["kind"], base=int(base.replace("_", ""), 16) if isinstance(base, str) else int(base),
+                   baud=int(doc["baud"]), rx_irq=doc.get("rx_irq"))
+
+
+@dataclasses.dataclass(frozen=True)
 class Board:
     """A checked board descriptor.
 
@@ -163,6 +187,7 @@ class Board:
     qemu: str | None = None
     note: str = ""
     file: str = ""
+    uart: Uart | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The board as a board file with every value resolved (ints for sizes and addresses,
@@ -177,6 +202,8 @@ class Board:
                                "default_region": self.default_region, "data_region": self.data_region}
         if self.qemu is not None:
             doc["qemu"] = self.qemu
+        if self.uart is not None:
+            doc["uart"] = self.uart.to_json()
         if self.note:
             doc["note"] = self.note
         return doc
@@ -193,7 +220,7 @@ class Board:
                                                                f.get("note", "")),
                    ram=tuple(Region.from_json(r) for r in doc["ram"]), default_region=doc["default_region"],
                    data_region=doc.get("data_region", doc["default_region"]), qemu=doc.get("qemu"),
-                   note=doc.get("note", ""), file=file)
+                   note=doc.get("note", ""), file=file, uart=Uart.from_json(doc["uart"]) if "uart" in doc else None)
 
     def region_names(self) -> list[str]:
         """RAM region names in file order."""
@@ -366,7 +393,8 @@ def load_board_file(path: str) -> Board:
                         hint="set data_region to a region usable at reset")
     return Board(name=data["name"], description=data["description"], source=data["source"], cpu=cpu,
                  flash=flash, ram=tuple(ram), default_region=data["default_region"],
-                 data_region=data_region, qemu=data.get("qemu"), note=data.get("note", ""), file=path)
+                 data_region=data_region, qemu=data.get("qemu"), note=data.get("note", ""), file=path,
+                 uart=Uart.from_json(data["uart"]) if "uart" in data else None)
 
 
 def _check_fpu(doc: yamlio.Doc, cpu: Cpu) -> None:

@@ -269,6 +269,12 @@ def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), c
         if a.action == "run":  # each ELF with its board, its report and the run report it writes
             made = env.Alias(a.name, [node(e) for e in a.targets], Action(_step("run"), "$ARENARUNCOMSTR"),
                              ARENA_STATE=build)
+        elif a.action == "validate":  # each board's validation ELF over port= (build_steps.validate)
+            build.port = ARGUMENTS.get("port", "")
+            build.manifest = manifest_path
+            build.validate = {node(b.validate).path: b.plans for b in graph.boards if b.validate}
+            made = env.Alias(a.name, [node(e) for e in a.targets], Action(_step("validate"), None),
+                             ARENA_STATE=build)
         elif a.action == "no_run":
             made = env.Alias(a.name, [], Action(_no_run, None),
                              ARENA_NO_RUN=([b.name for b in graph.boards], bool(gcc)))

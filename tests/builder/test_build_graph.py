@@ -138,7 +138,8 @@ def test_example_graph(tmp_path: Path, in_root: None) -> None:
     # the default alias ends in a status over every board's report; the arena alias over the gates
     assert g.node(g.alias("boards").targets[-1]).sources == tuple(b.report for b in g.boards)
     assert g.node(g.alias("arena").targets[-1]).sources == tuple(b.gate for b in g.boards)
-    assert len(g.envs) == len({bg.flags_key(t["gcc_flags"]) for t in doc["targets"]}) == 4
+    cores = [e for e in g.envs if "_validate_" not in e.key]  # and one per board's UART: mps2_an386/an500's
+    assert len(cores) == len({bg.flags_key(t["gcc_flags"]) for t in doc["targets"]}) == 4 == len(g.envs) - 2
     # the report alias covers every board's report and its views
     report = g.alias("report").targets
     assert report == (*(b.report for b in g.boards), *(v for b in g.boards for v in b.views),
@@ -283,6 +284,26 @@ def project_graph(proj: Path, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> tup
     return doc, bg.graph_of(doc, "build", toolchain(proj), **{"generator": GEN, **kw})
 
 
+def test_a_board_with_a_uart_gets_a_validation_firmware(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """mps2_an500's board file names uart: (the others none): build/mps2_an500/validate.elf, the
+    validation main.c compiled for that UART, over the firmware's own arena, runtime and tables
+    objects and linked with its script (its own map); the validate alias, not the default."""
+    _, g = project_graph(project(tmp_path), monkeypatch)
+    assert [b.name for b in g.boards if b.validate] == ["mps2_an500"]
+    b = g.board("mps2_an500")
+    v, fw = g.node(b.validate), g.node(b.elf)
+    assert v.targets == ("build/mps2_an500/validate.elf",) and v.board == "mps2_an500" and v.gates == (b.gate,)
+    main = g.node("build/mps2_an500/obj/validate.o")
+    assert main.sources == (os.path.join(arena_tool.runtime_dir(), "validate", "main.c"),)
+    assert "-DARENA_UART_BASE=0x40004000u" in g.env(main.env).ccflags and "-DARENA_UART_RX_IRQ=0u" in g.env(main.env).ccflags
+    key = g.env(fw.env).key
+    assert v.sources[:3] == (fw.sources[0], f"build/common/{key}/arena_runtime/example/startup.o", main.targets[0])
+    assert set(v.sources[3:]) == {s for s in fw.sources if "/example/" not in s and s != fw.sources[0]}
+    assert "-Wl,-Map,${TARGET.dir}/validate.map" in v.linkflags and v.depends == fw.depends
+    assert g.alias("validate").targets == (b.validate,) and g.alias("validate").action == "validate"
+    assert b.validate not in g.alias("boards").targets and b.validate not in b.all
+
+
 def test_boards_and_models_graph(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     doc, g = project_graph(project(tmp_path), monkeypatch)
     # kws once for all; ae twice (greedy_size everywhere, optimal on nucleo_f746); split_an500's own
@@ -324,7 +345,7 @@ def test_boards_and_models_graph(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     # each board's arena_board.o and its own tables
     assert elf.env == g.node(split.elf).env == g.node(an500.elf).env != g.node(f746.elf).env
     shared = set(elf.sources[1:]) & set(g.node(an500.elf).sources[1:])
-    assert {o for o in shared if "/arena_runtime/" in o} and len(g.envs) == 2
+    assert {o for o in shared if "/arena_runtime/" in o} and len(g.envs) == 2 + 1  # and mps2_an500's UART's
     assert set(g.alias(bg.gates_alias(elf.env)).targets) == {h743.gate, split.gate, an500.gate}
     # the report alias: every board's JSON, HTML and Markdown
     assert set(g.alias("report").targets) == {p for b in g.boards for p in (b.report, *b.views)} | {
@@ -440,10 +461,11 @@ def test_scons_tool_wires_the_graph(tmp_path: Path, monkeypatch: pytest.MonkeyPa
             if n.kind == "gate" and t == n.targets[0]:  # the manifest scanner: what it names for that board
                 want[name(t)].update(implicit=[name(f) for f in g.board(n.board).named], ignore=[name(n.manifest)])
     assert got["nodes"].keys() == want.keys()
-    # 4 boards' arena_board.o, and per core (two) the example's 5 objects and one per runtime C file
+    # 4 boards' arena_board.o, per core (two) the example's 5 objects and one per runtime C file, and
+    # mps2_an500's validation firmware (its uart:): validate.o and validate.elf
     runtime_c = len(list(Path(arena_tool.runtime_dir()).glob("*.c")))
-    assert len([p for p in want if p.endswith(".elf")]) == 4
-    assert len([p for p in want if p.endswith(".o")]) == 4 + 2 * (5 + runtime_c)
+    assert len([p for p in want if p.endswith(".elf")]) == 4 + 1
+    assert len([p for p in want if p.endswith(".o")]) == 4 + 2 * (5 + runtime_c) + 1
     for path, node in want.items():
         assert got["nodes"][path] == node, path
     assert got["aliases"] == {a.name: {"targets": [name(t) for t in a.targets], "depends": [name(d) for d in a.depends]}

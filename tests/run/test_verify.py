@@ -161,7 +161,8 @@ def test_the_extras_name_what_run_and_verify_need(monkeypatch: pytest.MonkeyPatc
         "optional-dependencies"]
     names = {k: {d.split(">")[0].split("=")[0].strip() for d in v} for k, v in extras.items()}
     assert names["run"] == {"onnxruntime"} and names["verify"] == {"onnxruntime", "ai-edge-litert"}
-    assert names["run"] | names["verify"] <= names["test"]  # the tests run both commands
+    assert names["validate"] == {"onnxruntime", "pyserial"}
+    assert names["run"] | names["verify"] | names["validate"] <= names["test"]  # the tests run every command
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime fails as if absent
     path = model("kws")
     with pytest.raises(ArenaError) as e:

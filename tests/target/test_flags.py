@@ -65,7 +65,8 @@ def test_optimize_per_board_and_top_level(tmp_path: Path) -> None:
     assert manifest.from_doc(manifest.to_doc(m)).targets == m.targets
     g = graph(m, tmp_path)
     # the level keys the compile environment: -O2 objects never mix with -Os ones
-    assert {e.key: e.ccflags[len(e.ccflags) - len(firmware.TARGET_CFLAGS) - 3] for e in g.envs} == {
+    assert {e.key: e.ccflags[len(e.ccflags) - len(firmware.TARGET_CFLAGS) - 3] for e in g.envs
+            if "_validate_" not in e.key} == {  # (mps2_an500's validation main.c: its core's, and its UART)
         "cortex-m7_fpv5-d16_hard_Os": "-Os", "cortex-m7_fpv5-sp-d16_hard_Os": "-Os", "cortex-m7_fpv5-d16_hard": "-O2"}
     assert g.node("build/nucleo_h743/firmware.elf").env == "cortex-m7_fpv5-d16_hard"
     plan = g.boards[0].plans[0].split("/")[-1][:-len(".plan.json")]

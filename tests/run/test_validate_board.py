@@ -1,0 +1,286 @@
+"""`arena-tool validate`: the validation firmware's framed protocol over a real TCP serial socket
+with pyserial (arena_tool/run/validate.py, arena_tool/runtime/validate/main.c).
+
+Fast: the host's side against a scripted board (a Python socket server): a damaged or refused
+frame is sent again, a stale reply skipped; hostile replies (wrong CRC, wrong length, another
+model's result, an error frame) and silence end in one clear error. Slow: the firmware under
+QEMU mps2-an386 and mps2-an500 (outputs equal onnxruntime's, the count equal to `arena-tool run`'s),
+behind a proxy that drops, flips and truncates frames (every damaged frame repeated, every
+comparison right), and a board that stops answering (exit 2, one line, within the timeout).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import jsonschema
+import pytest
+from conftest import ROOT, require_tool
+
+import serial_proxy
+from arena_tool.core.errors import ArenaError
+from arena_tool.run import validate
+
+KWS = ROOT / "example_firmware" / "models" / "kws_int8.onnx"
+
+
+# ---------------------------------------------------------------- a scripted board
+
+def frames_of(buf: bytearray) -> Iterator[tuple[int, int, bytes]]:
+    """Whole frames off the front of ``buf`` (the host's flush and damage skipped)."""
+    while True:
+        at = buf.find(validate.SYNC)
+        if at < 0 or len(buf) < at + 8:
+            return
+        del buf[:at]
+        length = struct.unpack_from("<I", buf, 4)[0]
+        if len(buf) < 12 + length:
+            return
+        body = bytes(buf[2:8 + length])
+        del buf[:12 + length]
+        yield body[0], body[1], body[6:]
+
+
+class FakeBoard:
+    """A TCP server that answers each host frame with ``reply(type, seq, payload, index)``'s bytes."""
+
+    def __init__(self, reply: Callable[[int, int, bytes, int], bytes]) -> None:
+        self.reply = reply
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(1)
+        self.port = f"tcp:127.0.0.1:{self.server.getsockname()[1]}"
+        self.seen: list[tuple[int, int]] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        conn, _ = self.server.accept()
+        buf = bytearray()
+        with conn:
+            while chunk := conn.recv(65536):
+                buf += chunk
+                for kind, seq, payload in frames_of(buf):
+                    self.seen.append((kind, seq))
+                    conn.sendall(self.reply(kind, seq, payload, len(self.seen) - 1))
+
+    def link(self, timeout: float = 1.5, attempt: float = 0.3) -> validate.Link:
+        return validate.Link(validate.open_port(self.port, 115200), timeout, attempt, name=self.port)
+
+
+MODEL = validate.FwModel("kws", (validate.Tensor(4, "int8"),), (validate.Tensor(2, "int8"),), 3)
+
+
+def result(model: int = 0, outputs: bytes = b"\x01\x02", count: int = 1234) -> bytes:
+    return struct.pack("<BBBBiII", model, 0, 2, 0, -1, count, 0) + outputs
+
+
+def test_frames_carry_type_seq_length_and_the_crc_of_all_after_the_sync() -> None:
+    f = validate.frame(b"R", 7, b"\x00")
+    assert f[:2] == b"\xa5\x5a" and f[2:4] == b"R\x07" and struct.unpack_from("<I", f, 4)[0] == 1
+    assert struct.unpack_from("<I", f, 9)[0] == validate.crc(f[2:9])
+    assert validate.serial_url("tcp:127.0.0.1:5555") == "socket://127.0.0.1:5555"
+    assert validate.serial_url("/dev/ttyACM0") == "/dev/ttyACM0"
+    with pytest.raises(ArenaError, match="tcp:HOST:PORT"):
+        validate.serial_url("tcp:5555")
+
+
+def test_a_refused_frame_is_sent_again_and_a_stale_reply_skipped() -> None:
+    def reply(kind: int, seq: int, payload: bytes, i: int) -> bytes:
+        if i == 0:
+            return validate.frame(b"n", seq, b"")  # "your frame arrived damaged"
+        if i == 1:  # a valid reply to an older request first, then this one's
+            return validate.frame(b"r", (seq - 1) & 0xFF, result(count=1)) + validate.frame(b"r", seq, result())
+        raise AssertionError("one retry is enough")
+
+    board = FakeBoard(reply)
+    link = board.link()
+    rtype, body = link.request(b"R", b"\x00")
+    r = validate.parse_result(body, 0, MODEL)
+    assert rtype == b"r" and r.count == 1234 and r.outputs == (b"\x01\x02",)
+    assert (link.stats.naks, link.stats.retries, link.stats.stale) == (1, 1, 1)
+    assert board.seen[0][1] != board.seen[1][1]  # every transmission its own seq
+
+
+def test_a_damaged_reply_is_asked_for_again() -> None:
+    def reply(kind: int, seq: int, payload: bytes, i: int) -> bytes:
+        f = bytearray(validate.frame(b"r", seq, result()))
+        if i == 0:
+            f[12] ^= 0x10  # one bit of the count
+        return bytes(f)
+
+    link = FakeBoard(reply).link()
+    _, body = link.request(b"R", b"\x00")
+    assert validate.parse_result(body, 0, MODEL).count == 1234
+    assert link.stats.bad_crc == 1 and link.stats.retries == 1
+
+
+@pytest.mark.parametrize("reply, words", [
+    (lambda k, s, p, i: validate.frame(b"r", s, result(outputs=b"\x01\x02\x03")), "has 19 bytes"),
+    (lambda k, s, p, i: validate.frame(b"r", s, result(model=1)), "a result of model #1 to a run of kws"),
+    (lambda k, s, p, i: validate.frame(b"e", s, b"\x02no such model"), "refused a request: no such model"),
+])
+def test_hostile_replies_are_one_clear_error(reply: Callable[..., bytes], words: str) -> None:
+    link = FakeBoard(reply).link()
+    with pytest.raises(ArenaError) as err:
+        _, body = link.request(b"R", b"\x00", limit=18)
+        validate.parse_result(body, 0, MODEL)
+    assert words in err.value.msg and err.value.exit_code == 2 and "\n" not in err.value.render()
+
+
+@pytest.mark.parametrize("reply, words", [
+    (lambda k, s, p, i: validate.frame(b"r", s, result())[:-1] + b"\x00", "replies failed their CRC"),
+    (lambda k, s, p, i: b"", "no valid reply in 1.5 s"),
+])
+def test_wrong_crc_or_silence_is_no_answer_within_the_timeout(reply: Callable[..., bytes], words: str) -> None:
+    link = FakeBoard(reply).link()
+    start = time.monotonic()
+    with pytest.raises(validate.NoAnswer, match="the board stopped answering") as err:
+        link.request(b"R", b"\x00")
+    assert words in err.value.msg and err.value.exit_code == 2
+    assert time.monotonic() - start < 1.5 + 2 * 0.3 + 0.5
+
+
+def test_a_hello_that_does_not_parse_says_it_is_not_the_validation_firmware() -> None:
+    with pytest.raises(ArenaError, match="does not run arena's validation firmware"):
+        validate.parse_info(b"\x01\x02\x00\x01")
+
+
+# ---------------------------------------------------------------- the firmware under QEMU
+
+BOARDS = ("mps2_an386", "mps2_an500")
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """kws_int8 on both QEMU boards; the validation firmware of each built once."""
+    require_tool("arm-none-eabi-gcc")
+    require_tool("qemu-system-arm")
+    root = tmp_path_factory.mktemp("validate")
+    shutil.copy(KWS, root / "kws_int8.onnx")
+    (root / "arena.yaml").write_text("region: auto\nmodels:\n  - name: kws_int8\n    path: kws_int8.onnx\n"
+                                     "boards:\n  - mps2_an386\n  - mps2_an500\n")
+    return root
+
+
+def cli(project: Path, *argv: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "arena_tool", *argv], cwd=project, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("board", BOARDS)
+def test_outputs_equal_onnxruntime_and_the_count_equals_runs(project: Path, board: str) -> None:
+    p = cli(project, "validate", "arena.yaml", "--board", board, "--port", "qemu", "--count", "2", "--json", "v.json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.loads((project / "v.json").read_text())
+    jsonschema.validate(doc, json.loads((ROOT / "schemas" / "validate.schema.json").read_text()))
+    m = doc["models"][0]
+    assert doc["timer"] == "systick" and doc["unit"] == "instructions" and m["inferences"] == 2
+    assert [(o["exact_matches"], o["mismatches"], o["top1_agreement"]) for o in m["outputs"]] == [(2, 0, 2)]
+    assert doc["link"]["retries"] == 0
+    r = cli(project, "run", "kws_int8.onnx", "--board", board, "--json", "run.json")  # seed 0: the first set
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert m["per_inference"][0] == json.loads((project / "run.json").read_text())["instructions"]
+
+
+@pytest.mark.slow
+def test_damaged_frames_are_repeated_never_compared(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every 4th frame either way is dropped a byte, flipped a bit or cut in half: each is detected
+    and its request sent again; every output still equals onnxruntime's exactly."""
+    from arena_tool import build_steps
+    from arena_tool.core import files
+
+    monkeypatch.chdir(project)
+    try:
+        built = build_steps.validate_firmware("arena.yaml", "mps2_an386", "build")
+    finally:
+        files.release_build_lock("build")
+    qemu = validate.Qemu(built.elf, "mps2-an386")
+    proxy = serial_proxy.Proxy(qemu.tcp, serial_proxy.every(4), seed=3)
+    try:
+        rc = build_steps.run_validate("arena.yaml", built.target, built.elf, built.plans,
+                                      f"tcp:127.0.0.1:{proxy.port}", count=3, json_path="damaged.json", attempt=0.5)
+    finally:
+        qemu.close()
+        proxy.close()
+    doc = json.loads(Path("damaged.json").read_text())
+    assert rc == 0 and all(n > 0 for n in proxy.damaged.values()), proxy.damaged
+    out = doc["models"][0]["outputs"][0]
+    assert (out["exact_matches"], out["mismatches"]) == (3, 0)
+    assert doc["link"]["retries"] >= sum(proxy.damaged.values()) // 2 > 0
+
+
+@pytest.mark.slow
+def test_a_board_that_stops_answering_exits_2_with_one_line(project: Path) -> None:
+    built = cli(project, "validate", "arena.yaml", "--board", "mps2_an386", "--port", "qemu", "--count", "1")
+    assert built.returncode == 0, built.stderr
+    qemu = validate.Qemu(str(project / "build" / "mps2_an386" / "validate.elf"), "mps2-an386")
+    proxy = serial_proxy.Proxy(qemu.tcp, silent_after=3)
+    try:
+        start = time.monotonic()
+        p = cli(project, "validate", "arena.yaml", "--board", "mps2_an386", "--port", f"tcp:127.0.0.1:{proxy.port}",
+                "--timeout", "3", "--count", "5")
+        took = time.monotonic() - start
+    finally:
+        qemu.close()
+        proxy.close()
+    assert p.returncode == 2, p.stdout + p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "the board stopped answering: no valid reply in 3 s" in lines[0], p.stderr
+    assert took < 3 + 2 * validate.ATTEMPT + 15  # the CLI's start, the build's check, then the timeout
+
+
+SCONSTRUCT = """\
+import os
+import arena_tool
+env = Environment(tools=["arena"], toolpath=[arena_tool.site_tools_dir()])
+app = os.path.join(arena_tool.runtime_dir(), "example")
+env.ArenaFirmware("arena.yaml", sources=[os.path.join(app, "startup.c"), os.path.join(app, "main.c")], cpppath=[app])
+"""
+
+
+@pytest.mark.slow
+def test_scons_validate_alias_validates_the_boards_firmware(tmp_path: Path) -> None:
+    """scons board=B validate port=qemu: the build graph's validate.elf, built and validated as the
+    CLI does; without port= one line and exit 2."""
+    require_tool("arm-none-eabi-gcc")
+    require_tool("qemu-system-arm")
+    shutil.copy(KWS, tmp_path / "kws_int8.onnx")
+    (tmp_path / "arena.yaml").write_text("region: auto\nmodels:\n  - name: kws_int8\n    path: kws_int8.onnx\n"
+                                         "boards:\n  - mps2_an500\n")
+    (tmp_path / "SConstruct").write_text(SCONSTRUCT)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def scons(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "SCons", "-Q", "board=mps2_an500", *argv], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=900)
+
+    p = scons("validate", "port=qemu")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "kws_int8: 10 inferences" in p.stdout and "match: every output of 10 inferences" in p.stdout
+    assert (tmp_path / "build" / "mps2_an500" / "validate.elf").is_file()
+    assert not (tmp_path / "build" / "mps2_an500" / "firmware.elf").exists()  # the alias builds what it needs
+    p = scons("validate")
+    assert p.returncode == 2 and "validate needs the board's port: scons board=NAME validate port=PORT" in p.stderr
+
+
+@pytest.mark.slow
+def test_profile_times_every_op_and_they_sum_to_the_inference(project: Path) -> None:
+    p = cli(project, "validate", "arena.yaml", "--board", "mps2_an500", "--port", "qemu", "--count", "1", "--profile",
+            "--json", "p.json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    m = json.loads((project / "p.json").read_text())["models"][0]
+    assert (project / "build" / "profile" / "mps2_an500" / "validate.elf").is_file()
+    assert len(m["ops"]) > 10 and all(op["median"] > 0 for op in m["ops"])
+    assert sum(op["median"] for op in m["ops"]) == m["count"]["median"]
+    assert "instructions per op (median; -DARENA_PROFILE, the inference is their sum)" in p.stdout
