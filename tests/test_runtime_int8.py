@@ -154,6 +154,15 @@ def quantize(seed: int, shape: list[int], scale: float, zp: int) -> onnx.ModelPr
     return g.model(shape, shape, TensorProto.FLOAT, TensorProto.FLOAT)
 
 
+def quantize_u8(seed: int, shape: list[int], scale: float, zp: int) -> onnx.ModelProto:
+    """float32 -> uint8 -> float32: QuantizeLinear (USAT on DSP cores), DequantizeLinear."""
+    g = _G(seed)
+    g.nodes.append(helper.make_node("QuantizeLinear", ["x", g.const("q_s", scale, np.float32),
+                                                      g.const("q_z", zp, np.uint8)], ["q"]))
+    g.nodes.append(helper.make_node("DequantizeLinear", ["q", "q_s", "q_z"], ["y"]))
+    return g.model(shape, shape, TensorProto.FLOAT, TensorProto.FLOAT)
+
+
 CASES: dict[str, Any] = {
     "pw_k8": lambda: conv(1, 8, 16, (7, 9), (1, 1)),
     "pw_k13_odd": lambda: conv(2, 13, 7, (5, 5), (1, 1), x_zp=-128, y_zp=127),
@@ -227,6 +236,8 @@ CASES: dict[str, Any] = {
     "maxpool_5x1_wide1": lambda: maxpool(68, [1, 6, 20, 1], (5, 1), (2, 1), (2, 0, 2, 0)),
     "maxpool_wide_generic": lambda: maxpool(69, [1, 2, 3, 600], (1, 3), (1, 2)),
     "dw5_s1_in_place": lambda: conv(70, 6, 6, (9, 10), (5, 5), group=6, chain=True),
+    "quantize_u8_saturates": lambda: quantize_u8(72, [1, 3, 7, 5], 0.0041, 120),
+    "dw3_s2_blocks": lambda: conv(73, 3, 3, (40, 47), (3, 3), group=3, stride=2),
     "dw5_blocks_u8_wzp": lambda: conv(71, 3, 3, (36, 44), (5, 5), group=3, u8=True, w_zps=True),  # a band per block
 }
 SCRATCH = {"c3_s1": ("row", "full"), "c3_grouped": ("row",), "wzp_c3_chunks": ("full",)}

@@ -41,43 +41,59 @@ static inline uint32_t neg2(int32_t v)
 }
 
 #if defined(__ARM_FEATURE_DSP)
+/* A chan_t with the block's fold taken off its bias (bias_add wraps, so the sums are equal)
+ * and the output parameters, copied so the loops keep them in registers. */
+static inline __attribute__((always_inline)) chan_t folded(const chan_t *ch, int32_t fold)
+{
+    chan_t c = *ch;
+    c.bias = (int32_t)((uint32_t)c.bias - (uint32_t)fold);
+    return c;
+}
+
 /* 3x3, no dilation: per kernel row one 32-bit load x0..x3, (x0, x2) . (w0, w2) by SMLAD and
  * x1 * w1 by SMLABB; at stride 1 the same load gives the next output too, (x1, x3) . (w0, w2)
- * and x2 * w1 (SMLATB). */
+ * and x2 * w1 (SMLATB). The rows unrolled, the kernel in registers. */
 static __attribute__((noinline)) void dw3_block(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
 {
-    uint32_t w02[3], w1[3];
-    int32_t i, j, ky, W = b->width, n = b->n, sw = b->sw;
-    for (ky = 0; ky < 3; ++ky) {
-        w02[ky] = ((uint32_t)(uint16_t)b->w[3 * ky]) | ((uint32_t)(uint16_t)b->w[3 * ky + 2] << 16);
-        w1[ky] = (uint32_t)(uint16_t)b->w[3 * ky + 1];
-    }
+    const int16_t *wk = b->w;
+    const uint32_t w02a = (uint32_t)(uint16_t)wk[0] | (uint32_t)(uint16_t)wk[2] << 16, w1a = (uint16_t)wk[1];
+    const uint32_t w02b = (uint32_t)(uint16_t)wk[3] | (uint32_t)(uint16_t)wk[5] << 16, w1b = (uint16_t)wk[4];
+    const uint32_t w02c = (uint32_t)(uint16_t)wk[6] | (uint32_t)(uint16_t)wk[8] << 16, w1c = (uint16_t)wk[7];
+    const qpar_t qq = *q;
+    const chan_t cc = folded(ch, b->fold);
+    int32_t i, j, W = b->width, n = b->n, sw = b->sw;
     for (i = 0; i < b->nh; ++i) {
         const int8_t *r = b->band + i * b->rstep;
         int8_t *dst = b->dst + i * b->dstride;
         j = 0;
         if (sw == 1) {
             for (; j + 1 < n; j += 2, r += 2) {
-                int32_t a0 = 0, a1 = 0;
-                for (ky = 0; ky < 3; ++ky) {
-                    uint32_t v = ld4(r + ky * W), lo = W_LO(v), hi = W_HI(v);
-                    a0 = MAC2(lo, w02[ky], a0);
-                    a0 = __smlabb((int32_t)hi, (int32_t)w1[ky], a0);
-                    a1 = MAC2(hi, w02[ky], a1);
-                    a1 = __smlatb((int32_t)lo, (int32_t)w1[ky], a1);
-                }
-                dst[j] = store(q, ch, a0 - b->fold);
-                dst[j + 1] = store(q, ch, a1 - b->fold);
+                uint32_t va = ld4(r), vb = ld4(r + W), vc = ld4(r + 2 * W);
+                uint32_t la = W_LO(va), ha = W_HI(va), lb = W_LO(vb), hb = W_HI(vb), lc = W_LO(vc), hc = W_HI(vc);
+                int32_t a0 = MAC2(la, w02a, 0), a1 = MAC2(ha, w02a, 0);
+                a0 = __smlabb((int32_t)ha, (int32_t)w1a, a0);
+                a1 = __smlatb((int32_t)la, (int32_t)w1a, a1);
+                a0 = MAC2(lb, w02b, a0);
+                a1 = MAC2(hb, w02b, a1);
+                a0 = __smlabb((int32_t)hb, (int32_t)w1b, a0);
+                a1 = __smlatb((int32_t)lb, (int32_t)w1b, a1);
+                a0 = MAC2(lc, w02c, a0);
+                a1 = MAC2(hc, w02c, a1);
+                a0 = __smlabb((int32_t)hc, (int32_t)w1c, a0);
+                a1 = __smlatb((int32_t)lc, (int32_t)w1c, a1);
+                dst[j] = store(&qq, &cc, a0);
+                dst[j + 1] = store(&qq, &cc, a1);
             }
         }
         for (; j < n; ++j, r += sw) {
-            int32_t acc = 0;
-            for (ky = 0; ky < 3; ++ky) {
-                uint32_t v = ld4(r + ky * W);
-                acc = MAC2(W_LO(v), w02[ky], acc);
-                acc = __smlabb((int32_t)W_HI(v), (int32_t)w1[ky], acc);
-            }
-            dst[j] = store(q, ch, acc - b->fold);
+            uint32_t va = ld4(r), vb = ld4(r + W), vc = ld4(r + 2 * W);
+            int32_t acc = MAC2(W_LO(va), w02a, 0);
+            acc = __smlabb((int32_t)W_HI(va), (int32_t)w1a, acc);
+            acc = MAC2(W_LO(vb), w02b, acc);
+            acc = __smlabb((int32_t)W_HI(vb), (int32_t)w1b, acc);
+            acc = MAC2(W_LO(vc), w02c, acc);
+            acc = __smlabb((int32_t)W_HI(vc), (int32_t)w1c, acc);
+            dst[j] = store(&qq, &cc, acc);
         }
     }
 }
@@ -98,6 +114,8 @@ static inline __attribute__((always_inline)) int32_t row5(const int8_t *p, const
 static __attribute__((noinline)) void dw5_block(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
 {
     uint32_t wr[15];
+    const qpar_t qq = *q;
+    const chan_t cc = folded(ch, b->fold);
     int32_t i, j, ky, W = b->width, n = b->n, sw = b->sw;
     for (ky = 0; ky < 5; ++ky) {
         const int16_t *w = b->w + 5 * ky;
@@ -114,7 +132,7 @@ static __attribute__((noinline)) void dw5_block(const dw_block_t *b, const qpar_
             acc = row5(r + 2 * W, wr + 6, acc);
             acc = row5(r + 3 * W, wr + 9, acc);
             acc = row5(r + 4 * W, wr + 12, acc);
-            dst[j] = store(q, ch, acc - b->fold);
+            dst[j] = store(&qq, &cc, acc);
         }
     }
 }
@@ -254,7 +272,12 @@ static __attribute__((noinline)) void dw_block(const dw_block_t *b, const qpar_t
 /* Bytes of the stack band a depthwise plane is computed from (padded input rows). */
 #define DW_BAND_BYTES 1024
 
-/* row[j] = srow[j0 + j] for j < width where that is inside [0, W), else zp. */
+/* row[j] = srow[j0 + j] for j < width where that is inside [0, W), else zp. Where unaligned
+ * words load and store (Armv7-M and later), the copy goes a word at a time in line: the library's
+ * memcpy and memset spend more on a band row's few bytes than the copy itself. */
+#if defined(__ARM_FEATURE_UNALIGNED)
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
 static void band_row(int8_t *row, const int8_t *srow, int32_t j0, int32_t width, int32_t W, int8_t zp)
 {
     int32_t lo = j0 < 0 ? -j0 : 0, hi = W - j0 < width ? W - j0 : width;
@@ -264,9 +287,30 @@ static void band_row(int8_t *row, const int8_t *srow, int32_t j0, int32_t width,
     if (hi < lo) {
         hi = lo;
     }
+#if defined(__ARM_FEATURE_UNALIGNED)
+    {
+        const int8_t *s = srow + j0;
+        int32_t k;
+        for (k = 0; k < lo; ++k) {
+            row[k] = zp;
+        }
+        for (; k + 4 <= hi; k += 4) {
+            uint32_t v;
+            memcpy(&v, s + k, 4);
+            memcpy(row + k, &v, 4);
+        }
+        for (; k < hi; ++k) {
+            row[k] = s[k];
+        }
+        for (; k < width; ++k) {
+            row[k] = zp;
+        }
+    }
+#else
     memset(row, zp, (size_t)lo);
     memcpy(row + lo, srow + j0 + lo, (size_t)(hi - lo));
     memset(row + hi, zp, (size_t)(width - hi));
+#endif
 }
 
 /* How a depthwise conv's output splits into blocks whose band fits DW_BAND_BYTES: per_w
