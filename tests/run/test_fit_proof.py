@@ -78,6 +78,8 @@ def test_fit_auto_builds_the_pick_keeps_explicit_options_and_a_rebuild_is_a_noop
     assert cli.main(["generate", "arena.yaml", "--board", "mps2_an386"]) == 0
     first = capsys.readouterr().out
     assert "fit mps2_an386:" in first and "pick:" in first
+    assert "  fit (speed, " in first and "    runner-up: mobile: as the manifest says" in first  # the summary's
+    assert "of arena > 40,000 B" in first  # why the manifest's configuration lost
     (doc,) = json.loads((tmp_path / "build" / "mps2_an386" / "arena_fit.json").read_text())["boards"]
     pick = doc["configurations"][doc["pick"]]
     (plan_path,) = (tmp_path / "build").rglob("*.plan.json")
