@@ -1,7 +1,8 @@
 """arena's runtime against TFLite Micro, reference kernels and CMSIS-NN, on one emulated Cortex-M.
 
     python3 bench/speed.py [--networks vww,kws,resnet8,ad01] [--dtypes int8,float] [--optimize size|speed]
-                           [--variants kws,ds_tcn,mobilenet_v2,mnasnet] [--build DIR]
+                           [--variants kws,ds_tcn,mobilenet_v2,mnasnet,mobilenet_v3,shufflenet_v2,squeezenet]
+                           [--build DIR]
 
 For each MLPerf Tiny network (VWW, KWS, ResNet-8, AD01), int8 and float32, this builds and runs
 
@@ -25,7 +26,8 @@ Then, arena alone (``--variants``; ``--networks ''`` measures only these): each 
 and its two variants other quantizers write, quantized here by tests/quantized.py (QOperator,
 per-channel): uint8 activations (onnxruntime's U8S8) and asymmetric int8 weights (zero points
 other than 0), one ``arena-tool run --profile`` each, every output equal to onnxruntime's. The
-networks: MLPerf Tiny's KWS and tests/zoo.py's DS-TCN, MobileNetV2 and MnasNet. A table of each
+networks: MLPerf Tiny's KWS and tests/zoo.py's DS-TCN, MobileNetV2 and MnasNet (the default), and on
+request the zoo's MobileNetV3, ShuffleNetV2 and SqueezeNet. A table of each
 variant's instructions and its ratio to the int8 twin, then one of instructions per MAC per op
 kind (depthwise KxK, pointwise, conv KxK, fully connected: the conv ops' kernel and group from
 the lowered model) of every variant.
@@ -282,7 +284,8 @@ def run_arena(model: Path, work: Path, optimize: str = DEFAULT_OPTIMIZE,
 
 # --- uint8 and asymmetric-weight variants ------------------------------------------------------
 
-VARIANT_NETWORKS = ("kws", "ds_tcn", "mobilenet_v2", "mnasnet")
+VARIANT_NETWORKS = ("kws", "ds_tcn", "mobilenet_v2", "mnasnet", "mobilenet_v3", "shufflenet_v2", "squeezenet")
+DEFAULT_VARIANTS = VARIANT_NETWORKS[:4]  # the others on request (MobileNetV3's hard-swish, a channel shuffle, MaxPool)
 # (label, quantized()'s keywords): the int8 twin first, the ratios are to it
 VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("int8", {}), ("uint8", {"activation": "uint8"}), ("asym w", {"weight_symmetric": False}))
@@ -420,9 +423,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--dtypes", default=",".join(DTYPES), help="int8, float or both (default)")
     ap.add_argument("--optimize", choices=sorted(LEVELS), default=DEFAULT_OPTIMIZE,
                     help=f"arena's level: size (-Os) or speed (-O2) (default {DEFAULT_OPTIMIZE}, a build's)")
-    ap.add_argument("--variants", default=",".join(VARIANT_NETWORKS),
+    ap.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
                     help=f"networks whose uint8 and asymmetric-weight variants arena runs against their int8 twin, "
-                         f"of {', '.join(VARIANT_NETWORKS)} (default: all; '' for none)")
+                         f"of {', '.join(VARIANT_NETWORKS)} (default: {','.join(DEFAULT_VARIANTS)}; '' for none)")
     ap.add_argument("--build", default=str(ROOT / "build" / "speed"), help="cache folder (default build/speed)")
     ap.add_argument("--jobs", type=int, default=2, help="parallel compiles of the TFLM build (default 2)")
     args = ap.parse_args(argv)

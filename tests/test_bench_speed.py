@@ -92,6 +92,15 @@ def test_unknown_variant_network_is_a_usage_error(capsys):
     assert e.value.code == 2 and "vww" in capsys.readouterr().err
 
 
+def test_the_zoo_networks_are_variants_on_request(capsys, monkeypatch, tmp_path):
+    """MobileNetV3, ShuffleNetV2 and SqueezeNet are --variants choices (not in the default run):
+    accepted, then the missing shared folder skips the run."""
+    monkeypatch.setenv("ARENA_SHARED", str(tmp_path / "absent"))
+    assert speed.main(["--networks", "", "--variants", "mobilenet_v3,shufflenet_v2,squeezenet"]) == 0
+    assert "skipped" in capsys.readouterr().out
+    assert "mobilenet_v3" not in speed.DEFAULT_VARIANTS and set(speed.DEFAULT_VARIANTS) < set(speed.VARIANT_NETWORKS)
+
+
 def test_op_kinds_name_the_conv_by_kernel_and_group():
     assert speed.op_kind("QLinearConv", {"kernel_shape": [15, 1], "group": 128}, 128) == "depthwise 15x1"
     assert speed.op_kind("QLinearConv", {"kernel_shape": [3, 3], "group": 4}, 8) == "conv 3x3"  # grouped, not depthwise
