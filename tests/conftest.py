@@ -151,6 +151,7 @@ FAST_TESTS = {
     "test_docs.py::test_schema_reference_names_every_key",  # the reference generator, in process
     "test_docs.py::test_cli_reference_names_every_command_and_flag",
     "test_docs.py::test_c_api_reference_has_every_function_of_the_header",
+    "test_docs.py::test_readme_is_short_and_its_snippets_are_the_docs_tested_ones",  # reads files
 }
 
 # Module-local fixtures (module::fixture) that build firmware or run scons: every test using one is slow.

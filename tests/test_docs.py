@@ -318,3 +318,23 @@ def _workflow_steps_not_run(found: list[Block]) -> list[str]:
                     missing.append(f"line {b.line}: the workflow's step `{run}` is run neither by the page nor by .ci/run")
     return missing
 
+
+
+def test_readme_is_short_and_its_snippets_are_the_docs_tested_ones() -> None:
+    """The README stays a front page (at most 150 lines, the two commands at the top, CI's test
+    command among them), and each example on it is a tested page's: every line of a README block
+    but the commands' is a line of the tutorial's or a how-to's blocks."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert len(lines) <= 150, f"README.md has {len(lines)} lines"
+    top = "\n".join(lines[:15])
+    assert ".ci/setup && scons board=nucleo_f746" in top and "python3 -m pytest -q " in top
+    assert "\npython3 -m pytest -q\n" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    tested = {" ".join(line.split()) for page in SCENARIOS
+              for b in blocks((DOCS / page).read_text(encoding="utf-8"))[1] for line in b.body}
+    readme_blocks = re.findall(r"^```[^\n]*\n(.*?)^```", text, re.M | re.S)[1:]  # after the commands
+    assert readme_blocks
+    stray = [line for block in readme_blocks for line in block.splitlines()
+             if line.strip() not in ("", "…") and not line.startswith("# ")
+             and not any(" ".join(line.split()).replace("…", "") in t for t in tested)]
+    assert not stray, f"README lines no tested page has: {stray}"
