@@ -582,7 +582,8 @@ def status(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None
 def run(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
     """The run alias: each ELF of ``sources`` under QEMU (-icount shift=0), its board's
     run_report.json, its table; with arena's runtime every ONNX model's outputs compared with
-    onnxruntime's (``firmware.outputs_match``), a mismatch failing the alias; a board that failed
+    onnxruntime's, every .tflite's with TFLite Micro's bit for bit (``firmware.outputs_match``), a
+    mismatch failing the alias; a board that failed
     has no ELF to run and fails the alias."""
     from arena_tool.plan import planfile
     from arena_tool.run import firmware, qemu, runreport
@@ -615,7 +616,7 @@ def run(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
             ok = True
             for m in arena.models:
                 path = _posix(specs[m.name].path)
-                if not path.lower().endswith(".onnx"):
+                if not path.lower().endswith((".onnx", ".tflite")):  # a .tflite: against TFLM, bit for bit
                     continue
                 if m.name in build.samples:  # its inputs: data, in arena-tool run MANIFEST's firmware
                     line, good = firmware.sample_match(specs[m.name], t.board.name, build.samples[m.name],
@@ -628,7 +629,8 @@ def run(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
                     ok = ok and good
             tables.append("\n".join(f"run: {t.name}: {line}" for line in lines))
             if not ok and failed is None:
-                failed = CheckFailed(f"{t.name}: a model's outputs differ from onnxruntime's", file=elf)
+                failed = CheckFailed(f"{t.name}: a model's outputs differ from its reference's (onnxruntime, or "
+                                     "TFLite Micro for a .tflite)", file=elf)
     if tables:
         sys.stdout.write("\n".join(tables) + "\n")
         sys.stdout.flush()

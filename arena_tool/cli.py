@@ -28,7 +28,7 @@ from arena_tool.core.errors import (
     os_error,
 )
 from arena_tool.target.manifest import DEFAULT_PLANNER
-from arena_tool.core.problem import ModelOptions, ModelProblem, Option, Plan, Problem, Status, fmt_bytes, lower_bound, \
+from arena_tool.core.problem import ARENA_KERNELS, ModelOptions, ModelProblem, Option, Plan, Problem, Status, fmt_bytes, lower_bound, \
     option_fields
 
 if TYPE_CHECKING:
@@ -200,7 +200,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         raise ArenaError("no model given", field="plan", hint="arena-tool plan MODEL.onnx, or --problem FILE.csv")
     from arena_tool.plan import planfile
 
-    tflite = _is_tflite(args.model)
+    tflite = _on_tflm(args)
     planned_model = args.output if args.output and args.output.lower().endswith(".tflite") else None
     if (planned_model or args.order) and not tflite:
         raise ArenaError("-o *.tflite and --order need a .tflite model", file=args.model, field="plan",
@@ -368,6 +368,11 @@ def _is_tflite(path: str) -> bool:
     return tflite_model.is_tflite(path)
 
 
+def _on_tflm(args: argparse.Namespace) -> bool:
+    """A .tflite model that TFLite Micro runs (any --kernels but arena, which lowers it for arena's runtime)."""
+    return _is_tflite(args.model) and _model_options(args).kernels != ARENA_KERNELS
+
+
 def _order(text: str) -> list[int]:
     try:
         return [int(x) for x in text.split(",") if x.strip()]
@@ -420,7 +425,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    if _is_tflite(args.model):  # TFLite Micro from the user's tree, against TFLM's host interpreter
+    if args.runtime is not None and not _is_tflite(args.model):
+        raise ArenaError("--runtime chooses the runtime of a .tflite model; an ONNX model runs on arena's",
+                         field="--runtime", hint="drop --runtime")
+    if args.runtime == "arena":  # the .tflite lowered for arena's own runtime
+        args.kernels = ARENA_KERNELS
+    elif args.runtime == "tflm" and _model_options(args).kernels == ARENA_KERNELS:
+        raise ArenaError("--runtime tflm with --kernels arena: arena's kernels are its own runtime's",
+                         field="--kernels", hint="drop --kernels arena, or use --runtime arena")
+    if _on_tflm(args):  # TFLite Micro from the user's tree, against TFLM's host interpreter
         from arena_tool.run import tflm_firmware
 
         for flag, value in (("--input", args.input), ("--output", args.output), ("--profile", args.profile)):
@@ -516,7 +529,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
             more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
             raise CheckFailed(f"{problems[0]}{more}", file=args.model,
                               hint="the plan file was edited; check it with arena-tool check MODEL PLAN, or re-plan")
-    elif _is_tflite(args.model):
+    elif _on_tflm(args):
         plan = planning.plan_tflite(args.model, _model_options(args), args.planner, params).plan_file
     else:
         plan = planning.plan_model(args.model, _model_options(args), args.planner, params).plan_file
@@ -773,6 +786,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", action="store_true",
                    help="QEMU boards: also print each op's instructions and MACs (a second build with "
                         "-DARENA_PROFILE times every op with SysTick)")
+    p.add_argument("--runtime", choices=("arena", "tflm"), default=None,
+                   help=".tflite: run it on arena's own runtime (compared with TFLM's host interpreter bit for "
+                        "bit) or on TFLite Micro (the default for a .tflite; --tflm DIR)")
     p.add_argument("--tflm", metavar="DIR", help=".tflite: the TFLite Micro tree to build (default $ARENA_TFLM_DIR)")
     p.add_argument("--jobs", type=_positive, default=1, metavar="N",
                    help=".tflite: parallel compiles of the TFLM library (default 1; cached after the first run)")

@@ -141,6 +141,7 @@ SLOW_MODULES = {
     "test_cmake.py",  # cmake, arm-none-eabi-gcc and QEMU through the CMake module
     "test_scons_tflm.py",  # scons with the TFLM runtime
     "test_tflm_firmware.py",  # TFLM firmwares built from the shared tree, QEMU and scons
+    "test_tflite_arena.py",  # .tflite models on arena's runtime: host builds and QEMU against TFLM
     "test_site_tool.py",  # scons from an outside project
     "test_wheel.py",  # pip wheel, a venv and scons from the installed wheel
     "test_docs.py",  # sphinx-build of docs/, and the tutorial's and how-tos' commands (scons, cmake, QEMU)

@@ -143,14 +143,18 @@ def test_budget_counts_head_and_tail(tmp_path: Path) -> None:
     assert not (proj / "build" / "nucleo_f746" / "gen" / "tflm_arena.c").exists()
 
 
-def test_tflite_on_runtime_arena_is_one_clear_message(tmp_path: Path) -> None:
+def test_a_float_tflite_on_runtime_arena_is_refused_one_line_per_op(tmp_path: Path) -> None:
+    """runtime: arena lowers a .tflite for arena's runtime (tests/run/test_tflite_arena.py runs the int8
+    ones); the float32 chain's ops are refused before anything is compiled, one line each."""
     proj = project(tmp_path, runtime="arena")
-    p = scons(proj, "link=0")
-    assert p.returncode == 2, p.stdout + p.stderr
-    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
-    assert lines == ["fw/arena.yaml:1:10: error: runtime: model chain is a .tflite model, which board nucleo_f746's "
-                     "runtime arena does not run (arena's C runtime runs ONNX models); runtime tflm runs it (hint: "
-                     "write 'runtime: tflm' for board nucleo_f746)"], p.stderr
+    p = scons(proj, "board=nucleo_f746", "link=0")
+    assert p.returncode == 1, p.stdout + p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if "cannot run" in ln]
+    assert lines == [f"arena: nucleo_f746: model chain: op {k} '{y}' ({op}) cannot run on arena's runtime: the runtime "
+                     f"runs TFLite's {op} on int8 tensors, this one is float32"
+                     for k, y, op in ((0, "a", "ADD"), (1, "b", "MUL"), (2, "y", "ADD"))], p.stderr
+    rep = json.loads((proj / "build" / "nucleo_f746" / "arena_report.json").read_text())
+    assert rep["status"] == "unsupported" and [m["name"] for m in rep["models"]] == ["chain"]
 
 
 VWW = MLPERF / "visual_wake_words__vww_96_int8.tflite"

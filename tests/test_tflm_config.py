@@ -72,8 +72,9 @@ def test_the_plan_holds_the_scratch_of_the_kernels_the_firmware_links(tmp_path: 
 
 
 def test_onnx_and_tflite_models_in_one_manifest(tmp_path: Path) -> None:
-    """A model a board's runtime cannot run is an error naming the model, the board and the runtime that
-    would run it (it was left out of that board without a word); the board's own list skips it."""
+    """A model a board's runtime cannot run (an ONNX model on runtime tflm) is an error naming the model,
+    the board and the runtime that would run it (it was left out of that board without a word); the
+    board's own list skips it; arena's runtime runs both kinds, a .tflite with kernels arena."""
     onnx = Path(__file__).resolve().parent.parent / "example_firmware" / "models" / "kws_int8.onnx"
     (tmp_path / "chain.tflite").write_bytes(chain_model())
     models = f"models:\n  - {{name: kws, path: {onnx}}}\n  - {{name: chain, path: chain.tflite}}\n"
@@ -81,15 +82,21 @@ def test_onnx_and_tflite_models_in_one_manifest(tmp_path: Path) -> None:
     with pytest.raises(ArenaError) as e:
         manifest.load(str(tmp_path / "mixed.yaml"))
     text = e.value.render()
-    assert e.value.exit_code == 2 and "\n" not in text and "mixed.yaml:5:5: error: boards[0].name: " in text, text
-    assert ("model chain is a .tflite model, which board nucleo_f746's runtime arena does not run" in text
-            and "runtime tflm runs it" in text and "models: [kws]" in text), text
-    (tmp_path / "listed.yaml").write_text(models + "boards:\n  - {name: nucleo_f746, models: [kws]}\n"
+    assert e.value.exit_code == 2 and "\n" not in text and "mixed.yaml:6:33: error: boards[1].runtime: " in text, text
+    assert ("model kws is an ONNX model, which board mps2_an500's runtime tflm does not run" in text
+            and "runtime arena runs it" in text and "models: [chain]" in text), text
+    (tmp_path / "listed.yaml").write_text(models + "boards:\n  - nucleo_f746\n"
                                           "  - {name: mps2_an500, runtime: tflm, models: [{chain: {planner: greedy_size}}]}\n")
     m = manifest.load(str(tmp_path / "listed.yaml"))
-    assert [[s.name for s in t.models] for t in m.targets] == [["kws"], ["chain"]]  # each board its own list
+    assert [[s.name for s in t.models] for t in m.targets] == [["kws", "chain"], ["chain"]]  # each board its own list
     assert [s.planner for s in m.targets[1].models] == ["greedy_size"]  # a list item carries its overrides
+    assert [s.options.kernels for s in m.targets[0].models] == ["reference", "arena"]  # arena's runtime runs the .tflite
+    assert [s.options.kernels for s in m.targets[1].models] == ["reference"]  # TFLM's kernels
     (tmp_path / "wrong.yaml").write_text(models + "boards:\n  - {name: mps2_an500, runtime: tflm, models: [kws]}\n")
     with pytest.raises(ArenaError, match="model kws is an ONNX model, which board mps2_an500's runtime tflm does not "
                                          "run .* drop kws from board mps2_an500's models: list"):
         manifest.load(str(tmp_path / "wrong.yaml"))  # a listed model the runtime cannot run
+    (tmp_path / "arena_kernels.yaml").write_text("models:\n  - {name: chain, path: chain.tflite, kernels: arena}\n"
+                                                 "boards:\n  - {name: mps2_an500, runtime: tflm}\n")
+    with pytest.raises(ArenaError, match="kernels: arena on board mps2_an500 with runtime: tflm"):
+        manifest.load(str(tmp_path / "arena_kernels.yaml"))

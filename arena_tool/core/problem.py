@@ -172,7 +172,8 @@ EXECUTIONS = ("sequential", "pipelined")
 SCRATCHES = ("none", "row", "full")
 IOS = ("model", "int8")  # ModelOptions.io
 IO_BUFFERS = ("arena", "caller")  # ModelOptions.io_buffers
-KERNELS = ("reference", "cmsis_nn_dsp", "cmsis_nn_nodsp", "cmsis_nn_mve")  # ModelOptions.kernels (tflm_scratch)
+KERNELS = ("reference", "cmsis_nn_dsp", "cmsis_nn_nodsp", "cmsis_nn_mve", "arena")  # ModelOptions.kernels (tflm_scratch)
+ARENA_KERNELS = "arena"  # a .tflite run by arena's own runtime (model/tflite_lower.py), not by TFLM
 CLI_KINDS = ("text", "positive", "switch", "input_shape", "bitwidths_file", "op_scratch")  # Option.cli
 
 
@@ -318,7 +319,9 @@ class ModelOptions:
       in buffers the application owns (never aliased with an arena tensor; ``problem`` skips them).
     kernels: the TFLM kernels a .tflite model runs on ('reference', or CMSIS-NN for a core with
       the DSP extension, without it, or with Helium): the scratch buffers they request are
-      buffers of the plan, and their sizes differ (model/tflm_scratch.py). No effect on ONNX.
+      buffers of the plan, and their sizes differ (model/tflm_scratch.py); or 'arena': arena's own
+      runtime runs it (model/tflite_lower.py: its plan is an arena plan, like an ONNX model's).
+      No effect on ONNX.
     op_scratch: a .tflite operator index (as text) -> the bytes of each scratch buffer its kernel
       requests, in request order: for a kernel arena cannot size (a custom op; ``verify``
       measures them), in place of arena's rule for that operator.
@@ -445,10 +448,11 @@ class ModelOptions:
         "reference", flag="--kernels", choices=KERNELS, cli_rank=14, omit_default=True,
         help="the TFLM kernels a .tflite model runs on, whose scratch buffers the plan holds: reference "
              "(default, the host interpreter's), cmsis_nn_dsp (Cortex-M4/M7/M33), cmsis_nn_nodsp (M0/M3), "
-             "cmsis_nn_mve (M55/M85)",
+             "cmsis_nn_mve (M55/M85); or arena: arena's own runtime runs it (no TFLM)",
         schema={"enum": list(KERNELS), "description": "the TFLite Micro kernels a .tflite model runs on: their "
                 "scratch buffers (RequestScratchBufferInArena) are planned, and their sizes depend on the kernels: "
-                "reference, or CMSIS-NN for a core with the DSP extension, without it, or with Helium (MVE)"},
+                "reference, or CMSIS-NN for a core with the DSP extension, without it, or with Helium (MVE); or arena: "
+                "arena's own runtime runs the model, planned like an ONNX model (in-place, scheduling)"},
         plan_schema={"enum": list(KERNELS)})
     op_scratch: tuple[tuple[str, tuple[int, ...]], ...] = option(
         (), flag="--op-scratch", cli="op_scratch", metavar="OP=BYTES,...", cli_rank=15, omit_default=True,

@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from arena_tool.model import optable
+from arena_tool.model import optable, tflite_lower
 from arena_tool.emit import codegen
 from arena_tool.model.lowering import Lowered, Op
 from arena_tool.model.optable import FLOAT, Check, CheckKind
@@ -249,6 +249,9 @@ def gaps(model: Lowered) -> list[Gap]:
 def _why(op: Op, m: Lowered) -> str | None:
     spec = optable.spec(op.op_type)
     if spec is None or spec.runtime is None:
+        if op.domain == tflite_lower.DOMAIN and op.op_type in tflite_lower.LOWERED:  # a .tflite's op, not int8
+            kinds = sorted({m.types[x].dtype for x in (*op.inputs[:1], *op.outputs[:1]) if x in m.types})
+            return f"the runtime runs TFLite's {op.op_type} on int8 tensors, this one is {'/'.join(kinds) or 'other'}"
         return "the runtime has no kernel for this op"
     for x in (*op.inputs, *op.outputs):
         t = m.types.get(x)

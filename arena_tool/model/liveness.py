@@ -53,10 +53,10 @@ import math
 from typing import Iterator, Mapping, Sequence
 
 from arena_tool.core import dtypes, files, schema
-from arena_tool.model import lowering, optable, scheduling, tflite_model
+from arena_tool.model import lowering, optable, scheduling, tflite_lower, tflite_model
 from arena_tool.core.errors import ArenaError, fail
 from arena_tool.model.lowering import Lowered, Op
-from arena_tool.core.problem import EXECUTIONS, KINDS, SCHEDULES, SCRATCHES, ModelOptions, ModelProblem, Quant, Step, \
+from arena_tool.core.problem import ARENA_KERNELS, EXECUTIONS, KINDS, SCHEDULES, SCRATCHES, ModelOptions, ModelProblem, Quant, Step, \
     Tensor, align_up, lower_bound
 
 def model_problem(path: str, options: ModelOptions, order: Sequence[int] | None = None,
@@ -72,7 +72,7 @@ def model_problem(path: str, options: ModelOptions, order: Sequence[int] | None 
     """
     _check_options(options)
 
-    if tflite_model.is_tflite(path):  # by content (TFL3 at bytes 4..8), or a .tflite name
+    if tflite_model.is_tflite(path) and options.kernels != ARENA_KERNELS:  # TFLM runs it (TFL3 at bytes 4..8)
         for key, default in (("io", "model"), ("io_buffers", "arena"), ("patches", "off")):
             if getattr(options, key) != default:
                 fail(f"{key}: {getattr(options, key)} applies to ONNX models; a .tflite model's inputs, outputs "
@@ -92,7 +92,19 @@ def model_problem(path: str, options: ModelOptions, order: Sequence[int] | None 
 
 
 def lower(path: str, options: ModelOptions) -> Lowered:
-    """The ONNX model at ``path`` lowered under the options that change what is loaded."""
+    """The ONNX model at ``path`` lowered under the options that change what is loaded; a .tflite
+    (kernels: arena) lowered with TFLite's semantics (tflite_lower)."""
+    if tflite_model.is_tflite(path):
+        if options.kernels != ARENA_KERNELS:
+            fail("this .tflite model is planned for TFLite Micro, whose kernels run it", file=path, field="kernels",
+                 hint="set kernels: arena (--kernels arena) for arena's own runtime")
+        for key, default in (("io", "model"), ("io_buffers", "arena"), ("patches", "off")):
+            if getattr(options, key) != default:
+                fail(f"{key}: {getattr(options, key)} does not apply to a .tflite model on arena's runtime yet",
+                     file=path, field=key, hint=f"drop {key} for this model")
+        graph, quant = tflite_lower.load(path)
+        lowered = lowering.lower(graph)
+        return dataclasses.replace(lowered, quant={**quant, **lowered.quant}, _cache=lowered._cache)
     try:
         lowered = lowering.load(path, options.input_shapes,
                                 allow_external_data_outside=options.allow_external_data_outside)

@@ -134,6 +134,16 @@ PATCH_WRITE = _rt("PATCH_WRITE", "patch_write", "ints: per dim the first index o
                   "when present, is the whole tensor so far (in place)")
 QLINEAR_LOOKUP = _rt("QLINEAR_LOOKUP", "qlinear_lookup", "ints: the 256 output bytes by input byte, four a word "
                      "(little-endian)")
+# TFLite's int8 ops, NHWC, with TFLite's fixed-point requantization (tfl_*_int8.c, support_tfl.h): what a
+# .tflite lowers to (model/tflite_lower.py), bit for bit TFLite Micro's reference kernels.
+TFL_CONV = _rt("TFL_CONV", "tfl_conv", "TFLite CONV_2D/DEPTHWISE_CONV_2D; ints: x_offset, y_zp, act_min, act_max, "
+               "depth multiplier (0: a conv); input 3: (multiplier, shift) per output channel")
+TFL_FULLY_CONNECTED = _rt("TFL_FULLY_CONNECTED", "tfl_fully_connected", "TFLite FULLY_CONNECTED; ints: x_offset, "
+                          "w_offset, y_zp, act_min, act_max; input 3: (multiplier, shift) per output")
+TFL_AVERAGE_POOL = _rt("TFL_AVERAGE_POOL", "tfl_average_pool", "TFLite AVERAGE_POOL_2D; ints: act_min, act_max")
+TFL_SOFTMAX = _rt("TFL_SOFTMAX", "tfl_softmax", "TFLite SOFTMAX; ints: input multiplier, input left shift, diff_min")
+TFL_BINARY = _rt("TFL_BINARY", "tfl_binary", "TFLite ADD/MUL; ints: mode (0 add, 1 mul), offsets 1 and 2, output "
+                 "zero point, left shift, (multiplier, shift) of input 1, input 2, the output; act_min, act_max")
 
 
 # --- what a kernel requires of a model (runtime_support.py tests each against the model) -----------
@@ -566,6 +576,17 @@ def _c_patch_write(a: Mapping[str, Any], rank: int) -> dict[str, Any]:
     return {"ints": list(a["starts"])}
 
 
+def _tfl(g: Graph, node: Node, a: dict[str, Any]) -> dict[str, Any]:
+    """A TFLite op's attributes come normalized from model/tflite_lower.py (TFLite's own padding and
+    parameters, computed once there): kept as they are."""
+    return a
+
+
+def _c_tfl(a: Mapping[str, Any], rank: int) -> dict[str, Any]:
+    """A TFLite op's integer parameters (model/tflite_lower.py computes them as TFLite does)."""
+    return {"ints": list(a["tfl"])}
+
+
 def _c_reduce_mean(a: Mapping[str, Any], rank: int) -> dict[str, Any]:
     return {"ints": [int(d in a["axes"]) for d in range(rank)]} if "axes" in a else {}
 
@@ -589,6 +610,19 @@ def _macs_gemm(a: Mapping[str, Any], ins: Sequence[Shape | None], outs: Sequence
         return None
     k = x[0] if a.get("transA") and len(x) == 2 else x[-1]
     return int(np.prod(y)) * int(k)
+
+
+def _macs_tfl_conv(a: Mapping[str, Any], ins: Sequence[Shape | None], outs: Sequence[Shape | None]) -> int | None:
+    """NHWC: output elements x the filter's taps per output (KH x KW x its input depth; depthwise: KH x KW)."""
+    y, w = outs[0] if outs else None, ins[1] if len(ins) > 1 else None
+    if y is None or w is None or len(w) != 4:
+        return None
+    return int(np.prod(y)) * int(w[1]) * int(w[2]) * (1 if a.get("tfl", [0] * 5)[4] else int(w[3]))
+
+
+def _macs_tfl_fc(a: Mapping[str, Any], ins: Sequence[Shape | None], outs: Sequence[Shape | None]) -> int | None:
+    y, w = outs[0] if outs else None, ins[1] if len(ins) > 1 else None
+    return None if y is None or w is None or len(w) != 2 else int(np.prod(y)) * int(w[1])
 
 
 def _macs_window(a: Mapping[str, Any], ins: Sequence[Shape | None], outs: Sequence[Shape | None]) -> int | None:
@@ -725,6 +759,19 @@ TABLE: dict[str, OpSpec] = _specs(
     # Q, a hard-swish's QLinearMul); no onnxruntime op, lowering.to_onnx writes its steps back.
     OpSpec("QLinearLookup", QLINEAR_LOOKUP, X, inplace=ELEMENTWISE_Q, onnx_only=False, c_fields=_c_lookup,
            quant_io=(((0, 1, 2),), (3, 4)), checks=(Dtypes(INT8),)),
+    # TFLite's int8 ops (a lowered .tflite; the attributes come normalized from model/tflite_lower.py).
+    OpSpec("TflConv2D", TFL_CONV, (0, 1, 2, 3), attrs=_tfl, spatial=True, c_fields=_c_tfl, checks=(Dtypes(frozenset({"int8"})),),
+           macs=_macs_tfl_conv),
+    OpSpec("TflDepthwiseConv2D", TFL_CONV, (0, 1, 2, 3), attrs=_tfl, spatial=True, c_fields=_c_tfl,
+           checks=(Dtypes(frozenset({"int8"})),), macs=_macs_tfl_conv),
+    OpSpec("TflFullyConnected", TFL_FULLY_CONNECTED, (0, 1, 2, 3), c_fields=_c_tfl,
+           checks=(Dtypes(frozenset({"int8"})),), macs=_macs_tfl_fc),
+    OpSpec("TflAveragePool2D", TFL_AVERAGE_POOL, X, attrs=_tfl, spatial=True, c_fields=_c_tfl,
+           checks=(Dtypes(frozenset({"int8"})),), macs=_macs_window),
+    *(OpSpec(t, TFL_BINARY, inplace=Inplace(None, same_shape=True), onnx_only=False, c_fields=_c_tfl,
+             checks=(Dtypes(frozenset({"int8"})),)) for t in ("TflAdd", "TflMul")),
+    OpSpec("TflSoftmax", TFL_SOFTMAX, X, inplace=UNARY, onnx_only=False, c_fields=_c_tfl,
+           checks=(Dtypes(frozenset({"int8"})),)),
     # Patch-based inference (model/patches.py): one tile into its box of the whole stage output,
     # written over the stage output so far (input 1).
     OpSpec("PatchWrite", PATCH_WRITE, inplace=Inplace((1,), same_shape=True), onnx_only=False,

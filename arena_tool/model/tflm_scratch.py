@@ -302,7 +302,8 @@ def requests(model: Any, op: Any, op_type: str, kernels: str, types: dict[int, s
 
 def describe(kernels: str) -> str:
     return {"reference": "TFLM's reference kernels", "cmsis_nn_dsp": "CMSIS-NN (DSP extension)",
-            "cmsis_nn_nodsp": "CMSIS-NN (no DSP extension)", "cmsis_nn_mve": "CMSIS-NN (Helium)"}[kernels]
+            "cmsis_nn_nodsp": "CMSIS-NN (no DSP extension)", "cmsis_nn_mve": "CMSIS-NN (Helium)",
+            "arena": "arena's own runtime"}[kernels]
 
 
 def kernels_for(kernels: str, cpu: str) -> str:

@@ -16,7 +16,7 @@ from arena_tool.plan import planfile, planners, split_arena, validate
 from arena_tool.core.errors import ArenaBug, ArenaError, did_you_mean
 from arena_tool.model.lowering import Lowered
 from arena_tool.plan.planfile import PlanBaselines, PlanFile, PlanPatches, model_kind
-from arena_tool.core.problem import ModelOptions, ModelProblem, Plan, Problem, Status, arena_size, lower_bound
+from arena_tool.core.problem import ARENA_KERNELS, ModelOptions, ModelProblem, Plan, Problem, Status, arena_size, lower_bound
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +77,7 @@ def plan_model(path: str, options: ModelOptions, planner: str, params: planners.
     if regions:
         return plan_split(path, options, planner, params, [split_arena.RegionCap(n, int(c)) for n, c in regions])
     check_planner_name(planner)
-    lowered = None if tflite_model.is_tflite(path) else _lower(path, options)  # loaded once
+    lowered = None if tflite_model.is_tflite(path) and options.kernels != ARENA_KERNELS else _lower(path, options)
     mp, problem, plan = _plan_lowered(path, options, lowered, planner, params)
     patched = None
     if lowered is not None and options.patches != "off":

@@ -59,9 +59,9 @@ from arena_tool.target.manifest import DEFAULT_STACK
 from arena_tool.run.verify import NUMPY_TYPES
 from arena_tool.core.schema import check_json
 from arena_tool.emit import codegen, runtime_support, linker, tileloop
-from arena_tool.model import lowering, macs
+from arena_tool.model import liveness, lowering, macs, tflite_model
 from arena_tool.plan import plancheck, planfile, planners, planning, split_arena
-from arena_tool.run import qemu, runreport, verify
+from arena_tool.run import qemu, runreport, tflm_host, verify
 from arena_tool.run.reference import (RTOL as RTOL, Comparison as Comparison, IntegerIO as IntegerIO,
                                      TensorSpec as TensorSpec, _e, compare as compare, dequantize as dequantize,
                                      graph_specs as graph_specs, load_inputs as load_inputs, ort_refuses as ort_refuses,
@@ -660,7 +660,11 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
     inputs = load_inputs(input_path, in_specs) if input_path else random_inputs(in_specs, seed)
     require_tools(board)
     feeds = {s.name: a for s, a in zip(in_specs, inputs)}
-    if io is not None:  # the model's own float inputs and outputs, and the integers at its boundary
+    tflite = lowered.graph.model is None and tflite_model.is_tflite(model)  # a lowered .tflite: TFLM is the reference
+    if tflite:
+        want = tflm_reference(model, feeds, list(lowered.inputs), list(lowered.outputs))
+        fw_inputs = [(s.name, a) for s, a in zip(in_specs, inputs)]
+    elif io is not None:  # the model's own float inputs and outputs, and the integers at its boundary
         want = reference(model, feeds, [*lowered.outputs, *(b.model for b in io.outputs)], io.lowered)
         fw_inputs = io.quantize(inputs)
     else:
@@ -668,7 +672,9 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
         fw_inputs = [(s.name, a) for s, a in zip(in_specs, inputs)]
 
     compared = "onnxruntime's"
-    if lowered.qdq_fused:  # the reference ran arena's lowering, not the file: say so, and whether the file runs
+    if tflite:
+        compared = "TFLite Micro's host interpreter's (bit for bit)"
+    elif lowered.qdq_fused:  # the reference ran arena's lowering, not the file: say so, and whether the file runs
         compared = f"onnxruntime's run of arena's integer (QOperator) lowering of {model}"
         refused = ort_refuses(model)
         if refused:
@@ -703,7 +709,7 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
         raise ArenaError(why, file=model, field="run", exit_code=EXIT_BUG,
                          hint=BUG_HINT + (f"; the build is kept in {build_dir}" if build_dir else
                                           "; --build-dir DIR keeps the build"))
-    comparisons = [compare(n, fw.outputs[n], want[n], quant_step(lowered, plan, n)) for n in lowered.outputs]
+    comparisons = [compare(n, fw.outputs[n], want[n], quant_step(lowered, plan, n), exact=tflite) for n in lowered.outputs]
     if io is not None:  # the firmware's integers dequantized with the header's parameters: the model's floats
         for edge, value in zip(io.outputs, io.dequantize(fw.outputs)):
             fw.outputs[edge.model] = value
@@ -728,7 +734,8 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
         return EXIT_OK
     bad = [c.name for c in comparisons if not c.ok]
     print(f"arena-tool: {model}: error: mismatch: output{'s' if len(bad) > 1 else ''} {', '.join(bad)} "
-          f"differ{'' if len(bad) > 1 else 's'} from onnxruntime's beyond tolerance", file=err)
+          f"differ{'' if len(bad) > 1 else 's'} from {'TFLite Micro' if tflite else 'onnxruntime'}'s beyond "
+          "tolerance", file=err)
     return EXIT_CHECK_FAILED
 
 
@@ -768,6 +775,29 @@ def sample_match(spec: ModelSpec, board: str, sample: str, timeout: float = TIME
     return f"{spec.name}: {head} (max abs error {_e(worst_error(doc))}, input {sample})", code == EXIT_OK and not bad
 
 
+def tflm_reference(model_path: str, feeds: dict[str, np.ndarray], inputs: Sequence[str],
+                   names: Sequence[str]) -> dict[str, np.ndarray]:
+    """TFLite Micro's host interpreter's outputs of the .tflite for ``feeds``: the reference a .tflite
+    on arena's runtime must equal bit for bit (a lowered .tflite keeps its tensors' names)."""
+    data = tflite_model.read_bytes(model_path)
+    run = tflm_host.run_tflm(data, model_path, [[feeds[n] for n in inputs]])
+    return dict(zip(names, run.outputs[0]))
+
+
+def _tflite_outputs_match(name: str, path: str, plan: PlanFile, outputs: dict[str, np.ndarray]) -> str:
+    """One model's line of ``outputs_match`` for a .tflite: its outputs against TFLite Micro's host
+    interpreter's on main.c's input pattern, every element equal."""
+    lw = liveness.lower(path, plan.options)
+    by_name = plan.by_name
+    feeds = {x: verify.input_pattern(by_name[x].shape, by_name[x].dtype, k) for k, x in enumerate(lw.inputs)}
+    want = tflm_reference(path, feeds, list(lw.inputs), list(lw.outputs))
+    bad = [out for out, got in outputs.items()
+           if out not in want or got.size != want[out].size
+           or not np.array_equal(got.reshape(-1).astype(np.int64), want[out].reshape(-1).astype(np.int64))]
+    return f"{name}: " + (f"MISMATCH in {', '.join(bad)}" if bad else "outputs equal TFLite Micro's bit for bit") + \
+        " (main.c's input pattern)"
+
+
 def outputs_match(text: str, models: Sequence[tuple[str, str, PlanFile]]) -> tuple[list[str], bool]:
     """Each model's outputs in main.c's printout ``text`` against onnxruntime's on main.c's input
     pattern (``verify.reference``), for models given as (name, ONNX path, plan): one line per
@@ -784,6 +814,10 @@ def outputs_match(text: str, models: Sequence[tuple[str, str, PlanFile]]) -> tup
             out, what = next(iter(run.truncated[name].items()))
             lines.append(f"{name}: output truncated: {out} arrived with {what}; run again")
             ok = False
+            continue
+        if tflite_model.is_tflite(path):  # a .tflite on arena's runtime: TFLM's host interpreter, bit for bit
+            lines.append(_tflite_outputs_match(name, path, plan, run.outputs[name]))
+            ok = ok and "MISMATCH" not in lines[-1]
             continue
         ref = verify.reference(path, plan)
         lw = lowering.load(path, plan.options.input_shapes)

@@ -233,7 +233,7 @@ class Comparison:
     ok: bool
 
     def line(self) -> str:
-        tol = (f"tolerance {RTOL:g} relative" if self.kind == "relative"
+        tol = (f"tolerance {RTOL:g} relative" if self.kind == "relative" else "bit for bit" if self.kind == "exact"
                else f"tolerance one quantization step, {self.step:.6g}")
         return (f"output {self.name} {self.dtype} {list(self.shape)}: max abs error {_e(self.max_abs)}, "
                 f"max rel error {_e(self.max_rel)} ({tol}): {'ok' if self.ok else 'MISMATCH'}")
@@ -260,8 +260,9 @@ def quant_step(lowered: Lowered, plan: PlanFile, name: str) -> float | None:
     return None
 
 
-def compare(name: str, got: np.ndarray, want: np.ndarray, step: float | None = None) -> Comparison:
-    """got (the firmware's) against want (onnxruntime's); see the module docstring for tolerances."""
+def compare(name: str, got: np.ndarray, want: np.ndarray, step: float | None = None, exact: bool = False) -> Comparison:
+    """got (the firmware's) against want (onnxruntime's); see the module docstring for tolerances.
+    exact: every element equal (a .tflite against TFLM's host interpreter, bit for bit)."""
     want = np.asarray(want)
     dtype = str(want.dtype)
     shape = tuple(int(d) for d in want.shape)
@@ -282,7 +283,9 @@ def compare(name: str, got: np.ndarray, want: np.ndarray, step: float | None = N
     finite = w[np.isfinite(w.astype(np.float64))] if w.size else w
     scale = float(np.max(np.abs(finite.astype(np.float64)))) if finite.size else 0.0
     max_rel = max_abs / scale if scale > 0 else (0.0 if max_abs == 0 else math.inf)
-    if integer:
+    if exact:
+        kind, tol, step = "exact", 0.0, None
+    elif integer:
         kind, tol, step = "quantization_step", 1.0, 1.0
     elif step is not None:
         kind, tol = "quantization_step", step * (1 + 1e-6)

@@ -62,6 +62,11 @@ ARENA_OP(ARENA_OP_LRN, arena_k_lrn)                                         /* L
 ARENA_OP(ARENA_OP_SOFTSIGN, arena_k_unary)                                  /* Softsign */
 ARENA_OP(ARENA_OP_PATCH_WRITE, arena_k_patch_write)                         /* PatchWrite; ints: per dim the first index of the box input 0 fills; input 1, when present, is the whole tensor so far (in place) */
 ARENA_OP(ARENA_OP_QLINEAR_LOOKUP, arena_k_qlinear_lookup)                   /* QLinearLookup; ints: the 256 output bytes by input byte, four a word (little-endian) */
+ARENA_OP(ARENA_OP_TFL_CONV, arena_k_tfl_conv)                               /* TflConv2D, TflDepthwiseConv2D; TFLite CONV_2D/DEPTHWISE_CONV_2D; ints: x_offset, y_zp, act_min, act_max, depth multiplier (0: a conv); input 3: (multiplier, shift) per output channel */
+ARENA_OP(ARENA_OP_TFL_FULLY_CONNECTED, arena_k_tfl_fully_connected)         /* TflFullyConnected; TFLite FULLY_CONNECTED; ints: x_offset, w_offset, y_zp, act_min, act_max; input 3: (multiplier, shift) per output */
+ARENA_OP(ARENA_OP_TFL_AVERAGE_POOL, arena_k_tfl_average_pool)               /* TflAveragePool2D; TFLite AVERAGE_POOL_2D; ints: act_min, act_max */
+ARENA_OP(ARENA_OP_TFL_SOFTMAX, arena_k_tfl_softmax)                         /* TflSoftmax; TFLite SOFTMAX; ints: input multiplier, input left shift, diff_min */
+ARENA_OP(ARENA_OP_TFL_BINARY, arena_k_tfl_binary)                           /* TflAdd, TflMul; TFLite ADD/MUL; ints: mode (0 add, 1 mul), offsets 1 and 2, output zero point, left shift, (multiplier, shift) of input 1, input 2, the output; act_min, act_max */
 #endif
 
 #ifdef ARENA_KERNEL
@@ -96,4 +101,9 @@ ARENA_KERNEL(arena_k_reduce_mean)
 ARENA_KERNEL(arena_k_lrn)
 ARENA_KERNEL(arena_k_patch_write)
 ARENA_KERNEL(arena_k_qlinear_lookup)
+ARENA_KERNEL(arena_k_tfl_conv)
+ARENA_KERNEL(arena_k_tfl_fully_connected)
+ARENA_KERNEL(arena_k_tfl_average_pool)
+ARENA_KERNEL(arena_k_tfl_softmax)
+ARENA_KERNEL(arena_k_tfl_binary)
 #endif

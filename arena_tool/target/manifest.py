@@ -15,7 +15,8 @@ Invariants of a loaded Manifest:
   keys are the board's region (or flash) names;
 - per-board model overrides are already applied: ``target.models`` is final: the manifest's models, or
   the board's own ``models: [...]`` list of them, each one the board's runtime runs (runtime tflm: the
-  .tflite ones; arena and none: the ONNX ones); a model it cannot run is an error, never dropped;
+  .tflite ones; arena and none: ONNX and .tflite, the latter with kernels arena, lowered for arena's
+  runtime); a model it cannot run is an error, never dropped;
 - paths are as given, joined to the manifest's folder (relative stays relative),
   so plans and messages do not depend on where the checkout lives.
 
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from arena_tool.target.boards import Board, reserve_bytes
 from arena_tool.core.errors import ArenaError, did_you_mean
-from arena_tool.core.problem import ModelOptions, fmt_bytes, option_fields
+from arena_tool.core.problem import ARENA_KERNELS, ModelOptions, fmt_bytes, option_fields
 from arena_tool.model import tflm_scratch
 from arena_tool.plan import planners
 from arena_tool.target import boards, linkscript, tflm_sources, yamlio
@@ -362,8 +363,8 @@ class _Loader:
                 s = self.spec(s.name, s.path, merged)
             models.append(s)
         runtime = pick("runtime", "arena")
-        self.check_runtime(board.name, runtime, where_of("runtime") if "runtime" in entry or "runtime" in top
-                           else ("boards", i, "name"), models, listed=chosen is not None)
+        models = self.check_runtime(board.name, runtime, where_of("runtime") if "runtime" in entry or "runtime" in top
+                                    else ("boards", i, "name"), models, listed=chosen is not None)
         warn = pick("warn_above", None)
         linker, script, memory_names = self.linker(board, pick, where_of, region)
         target = BoardTarget(
@@ -575,27 +576,38 @@ class _Loader:
         return ("defaults", key) if key in (self.data.get("defaults") or {}) else None
 
     def check_runtime(self, board: str, runtime: str, where: tuple[Any, ...],
-                      models: list[ModelSpec], listed: bool = False) -> None:
-        """Every model a board gets is one its runtime runs (a .tflite needs runtime: tflm, an ONNX model
-        arena or none), else one error naming the model, the board and the runtime that would run it:
-        nothing is left out silently; a board skips a model only by its own ``models: [...]`` list."""
-        runnable = [m.name for m in models if is_tflite_path(m.path) == (runtime == "tflm")]
+                      models: list[ModelSpec], listed: bool = False) -> list[ModelSpec]:
+        """Every model a board gets is one its runtime runs (runtime tflm: .tflite models only; arena and
+        none: ONNX and .tflite, a .tflite lowered for arena's runtime: kernels arena), else one error
+        naming the model, the board and the runtime that would run it: nothing is left out silently;
+        a board skips a model only by its own ``models: [...]`` list. Returns the models, a .tflite
+        set to kernels arena where arena's runtime (or tables) run it."""
+        runnable = [m.name for m in models if runtime != "tflm" or is_tflite_path(m.path)]
+        out = []
         for m in models:
             tflite = is_tflite_path(m.path)
-            if tflite != (runtime == "tflm"):
-                kind, other = (".tflite", "tflm") if tflite else ("ONNX", "arena")
-                what = {"arena": "arena's C runtime runs ONNX models", "none": "arena's C tables are made from "
-                        "ONNX models", "tflm": "TFLite Micro runs .tflite models"}[runtime]
-                fixes = [f"write 'runtime: {other}' for board {board}",
-                         *(() if tflite else ("give the model's .tflite file",))]
+            if runtime == "tflm" and not tflite:
+                fixes = [f"write 'runtime: arena' for board {board}", "give the model's .tflite file"]
                 if listed:
                     fixes.append(f"drop {m.name} from board {board}'s models: list")
                 elif runnable:
                     fixes.append(f"skip it on board {board} with the board's own model list: "
                                  f"models: [{', '.join(runnable)}]")
-                raise self.err(f"model {m.name} is {'an' if kind == 'ONNX' else 'a'} {kind} model, which board "
-                               f"{board}'s runtime {runtime} does not run ({what}); runtime {other} runs it", where,
+                raise self.err(f"model {m.name} is an ONNX model, which board {board}'s runtime tflm does not run "
+                               "(TFLite Micro runs .tflite models); runtime arena runs it", where,
                                hint=", or ".join(fixes))
+            if runtime == "tflm" and m.options.kernels == ARENA_KERNELS:
+                raise self.err(f"model {m.name}: kernels: arena on board {board} with runtime: tflm, whose firmware "
+                               "runs the model on TFLite Micro's kernels", self.option_where(board, m.name, "kernels")
+                               or where, hint="drop kernels: arena, or write 'runtime: arena' for the board")
+            if tflite and runtime != "tflm":
+                if m.options.kernels not in ("reference", ARENA_KERNELS):
+                    raise self.err(f"model {m.name}: kernels: {m.options.kernels} names TFLite Micro's kernels, but "
+                                   f"board {board} has runtime: {runtime}, which lowers the .tflite for arena's runtime",
+                                   self.option_where(board, m.name, "kernels") or where,
+                                   hint="drop kernels:, or write 'runtime: tflm' for the board")
+                m = dataclasses.replace(m, options=dataclasses.replace(m.options, kernels=ARENA_KERNELS))
+            out.append(m)
             o = m.options
             if runtime == "tflm" and (o.alignment != TFLM_ALIGNMENT or o.activation_dtype or o.bitwidths):
                 what = (f"alignment {o.alignment}" if o.alignment != TFLM_ALIGNMENT else
@@ -606,3 +618,4 @@ class _Loader:
                                self.option_where(board, m.name, key) or where,
                                hint=f"TFLM aligns every tensor to {TFLM_ALIGNMENT} bytes and runs the model's "
                                     f"own types: drop the option (alignment {TFLM_ALIGNMENT} is the default)")
+        return out

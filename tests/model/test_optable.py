@@ -6,7 +6,7 @@ import ast
 import re
 from pathlib import Path
 
-from arena_tool.model import optable
+from arena_tool.model import optable, tflite_lower
 from arena_tool.emit import runtime_support
 
 RUNTIME_DIR = optable.HEADER.parent
@@ -97,8 +97,12 @@ def test_every_runtime_op_is_compared_with_onnxruntime() -> None:
     for op_type, s in optable.TABLE.items():
         if s.runtime is not None:
             op_types.setdefault(s.runtime.enum, []).append(op_type)
+    # A .tflite's ops (Tfl*) are compared with TFLite Micro's host interpreter instead, bit for bit: the
+    # random op models (tflite_ops.py) build each builtin that lowers to them, and the run test runs those.
+    assert "random_ops_model" in (TESTS / "run" / "test_tflite_arena.py").read_text(encoding="utf-8")
+    names |= {op for builtin, op in tflite_lower.LOWERED.items() if builtin in _op_names(TESTS / "tflite_ops.py")}
     missing = sorted(f"{e} ({', '.join(ts)})" for e, ts in op_types.items() if e not in REWRITES and not names & set(ts))
-    assert not missing, f"no onnxruntime-compared test runs: {missing}"
+    assert not missing, f"no onnxruntime- or TFLM-compared test runs: {missing}"
     assert set(op_types) == {r.enum for r in optable.RUNTIME}
 
 
@@ -133,7 +137,8 @@ def test_liveness_roles_are_consistent() -> None:
         assert not (s.view and s.inplace), s.op_type
         assert not s.depthwise or (s.weight is not None and s.spatial), s.op_type
         assert not s.spatial or s.attrs is not None, s.op_type
-    assert optable.WINDOWED == {"Conv", "QLinearConv", "MaxPool", "AveragePool", "QLinearAveragePool"}
+    assert optable.WINDOWED == {"Conv", "QLinearConv", "MaxPool", "AveragePool", "QLinearAveragePool", "TflConv2D",
+                                "TflDepthwiseConv2D", "TflAveragePool2D"}
 
 
 def test_every_fused_qdq_op_is_a_quantized_op_of_the_table() -> None:

@@ -1,0 +1,56 @@
+/* TFLite's FULLY_CONNECTED on int8, as TFLite Micro's reference kernel computes it
+ * (reference_integer_ops::FullyConnected, per tensor or per channel): per batch row b and output
+ * n, sum over k of (w[n, k] + w_offset) * (x[b, k] + x_offset), plus the bias, requantized by
+ * TFLite's fixed-point multiplier of channel n (support_tfl.h), plus the output zero point, clamped.
+ *
+ * Inputs: 0 x int8, read as [B, K] (B * K elements), 1 w [M, K] int8, 2 bias [M] int32 or absent,
+ * 3 the requantization [M, 2] int32 (multiplier, shift; one row per output, equal rows for a
+ * per-tensor model). Output 0 y int8, B * M elements. ints: x_offset, w_offset, y_zp, act_min, act_max. */
+#include "support_tfl.h"
+
+int arena_k_tfl_fully_connected(const arena_ctx_t *c)
+{
+    const arena_attrs_t *a = &c->op->attrs;
+    const arena_tensor_t *xt = arena_in(c, 0), *wt = arena_in(c, 1), *bt = arena_in(c, 2), *rt = arena_in(c, 3);
+    const arena_tensor_t *yt = arena_out(c, 0);
+    const int8_t *x, *w;
+    const int32_t *bias, *rq;
+    int8_t *y;
+    int32_t M, K, B, b, n, k, x_off, w_off, y_zp, lo, hi;
+    if (xt == NULL || wt == NULL || rt == NULL || yt == NULL || a->n_ints < 5 || wt->rank != 2
+        || xt->dtype != ARENA_DT_INT8 || wt->dtype != ARENA_DT_INT8 || yt->dtype != ARENA_DT_INT8
+        || rt->dtype != ARENA_DT_INT32) {
+        return ARENA_ERR_UNSUPPORTED;
+    }
+    M = wt->shape[0], K = wt->shape[1];
+    if (M <= 0 || K <= 0 || yt->elements % (uint32_t)M != 0u) {
+        return ARENA_ERR_SHAPE;
+    }
+    B = (int32_t)(yt->elements / (uint32_t)M);
+    if (xt->elements != (uint32_t)B * (uint32_t)K || rt->elements != 2u * (uint32_t)M
+        || (bt != NULL && bt->elements != (uint32_t)M)) {
+        return ARENA_ERR_SHAPE;
+    }
+    x_off = a->ints[0], w_off = a->ints[1], y_zp = a->ints[2], lo = a->ints[3], hi = a->ints[4];
+    x = (const int8_t *)arena_in_data(c, 0);
+    w = (const int8_t *)arena_in_data(c, 1);
+    bias = bt != NULL ? (const int32_t *)arena_in_data(c, 2) : NULL;
+    rq = (const int32_t *)arena_in_data(c, 3);
+    y = (int8_t *)arena_out_data(c, 0);
+    for (b = 0; b < B; ++b) {
+        const int8_t *xr = x + (size_t)b * K;
+        for (n = 0; n < M; ++n) {
+            const int8_t *wr = w + (size_t)n * K;
+            int32_t acc = 0;
+            for (k = 0; k < K; ++k) {
+                acc += ((int32_t)wr[k] + w_off) * ((int32_t)xr[k] + x_off);
+            }
+            if (bias != NULL) {
+                acc = tfl_add(acc, bias[n]);
+            }
+            acc = tfl_add(tfl_mbqm(acc, rq[2 * n], rq[2 * n + 1]), y_zp);
+            y[(size_t)b * M + n] = (int8_t)tfl_clamp(acc, lo, hi);
+        }
+    }
+    return ARENA_OK;
+}

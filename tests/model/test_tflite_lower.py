@@ -1,0 +1,89 @@
+"""model/tflite_lower.py: a .tflite lowered for arena's runtime with TFLite's own arithmetic (the
+multipliers, ranges and paddings TFLite computes at Prepare), and what it refuses. The kernels are
+compared with TFLite Micro bit for bit in tests/run/test_tflite_arena.py."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from arena_tool.core.errors import ArenaError
+from arena_tool.core.problem import ModelOptions
+from arena_tool.emit import runtime_support
+from arena_tool.model import liveness, tflite_lower
+from conftest import require_shared
+from tflite_models import MLPERF, chain_model, save
+from tflite_ops import Model, random_ops_model
+
+ARENA = ModelOptions(kernels="arena")
+
+
+def test_quantize_multiplier_is_tflites() -> None:
+    """Q31 significand rounded half away from zero, 2^31 folded into the shift, tiny ones flushed to 0."""
+    q = tflite_lower.quantize_multiplier
+    assert q(0.5) == (1 << 30, 0) and q(1.0) == (1 << 30, 1) and q(0.0) == (0, 0)
+    assert q(0.75) == (3 << 29, 0) and q(3.0) == (3 << 29, 2)
+    assert q(1.0 - 2.0 ** -33) == (1 << 30, 1)  # rounds up to 2^31: halved, shift + 1
+    assert q(2.0 ** -40) == (0, 0)  # shift < -31
+    m, s = q(0.1)
+    assert abs(m * 2.0 ** (s - 31) - 0.1) < 2.0 ** -32
+    assert tflite_lower.round_away(2.5) == 3 and tflite_lower.round_away(-2.5) == -3
+    assert tflite_lower.round_away(0.49999999999999994) == 0 and tflite_lower.round_away(-0.5) == -1
+
+
+def test_softmax_and_activation_parameters_are_tflites() -> None:
+    """PreprocessSoftmaxScaling + CalculateInputRadius (VWW's softmax: beta 1, scale 0.1118...), and
+    CalculateActivationRangeQuantized's float32 division rounded half away from zero."""
+    mult, shift, diff_min = tflite_lower.softmax_params(1.0, 0.5)
+    assert (mult, shift) == (1 << 30, 26) and diff_min == -math.floor(31 * 2.0 ** 26 / 2.0 ** 26)
+    assert tflite_lower.activation_range(0, 0.1, 5) == (-128, 127)
+    assert tflite_lower.activation_range(1, 0.1, -128) == (-128, 127)
+    assert tflite_lower.activation_range(3, 0.05, -128) == (-128, -8)  # 6 / 0.05 = 120
+    assert tflite_lower.activation_range(3, 0.048, -128) == (-128, -3)  # 6 / 0.048 = 125
+    assert tflite_lower.activation_range(2, 0.4, 0) == (-3, 3)  # 1 / 0.4 is 2.5 in float32 (2.49999996 in double): away
+    assert tflite_lower.activation_range(2, 0.5, 0) == (-2, 2)
+
+
+def test_random_op_model_lowers_every_builtin_to_its_kernel(tmp_path: Path) -> None:
+    lw = liveness.lower(save(tmp_path, "ops.tflite", random_ops_model(0)), ARENA)
+    assert [op.op_type for op in lw.ops] == ["TflConv2D", "TflDepthwiseConv2D", "TflAveragePool2D", "TflAdd", "TflMul",
+                                             "Reshape", "TflFullyConnected", "TflSoftmax"]
+    assert runtime_support.gaps(lw) == []
+    conv = lw.ops[0]
+    rq = lw.value(conv.inputs[3])
+    w = lw.constants[conv.inputs[1]]
+    assert rq.dtype == np.int32 and rq.shape == (w.shape[0], 2)  # (multiplier, shift) per output channel
+    assert set(lw.quant) >= {"x", "conv_y", "softmax_y"}
+
+
+def test_an_op_without_a_kernel_is_refused_one_line_each(tmp_path: Path) -> None:
+    m = Model()
+    x = m.tensor("x", "INT8", [1, 8], scale=[0.1], zp=[0])
+    y = m.tensor("y", "INT8", [1, 8], scale=[1 / 256], zp=[-128])
+    z = m.tensor("z", "INT8", [1, 8], scale=[1 / 128], zp=[0])
+    m.op("LOGISTIC", [x], [y])
+    m.op("TANH", [y], [z])
+    lw = liveness.lower(save(tmp_path, "act.tflite", m.pack([x], [z])), ARENA)
+    gaps = runtime_support.gaps(lw)
+    assert [(g.index, g.name, g.op_type) for g in gaps] == [(0, "y", "LOGISTIC"), (1, "z", "TANH")]
+    assert gaps[0].message("act") == ("model act: op 0 'y' (LOGISTIC) cannot run on arena's runtime: the runtime has "
+                                      "no kernel for this op")
+
+
+def test_kernels_arena_plans_the_lowered_model_tflm_kernels_plan_tflms(tmp_path: Path) -> None:
+    """The same .tflite: planned for TFLM (its head, no aliasing) or for arena's runtime (an arena plan:
+    RESHAPE a view); KWS needs TFLM's 16,000 B head either way, without TFLM's tail on arena's runtime."""
+    kws = str(require_shared(MLPERF / "keyword_spotting__kws_ref_model.tflite"))
+    tflm = liveness.model_problem(kws, ModelOptions())
+    arena = liveness.model_problem(kws, ModelOptions(kernels="arena"))
+    assert getattr(tflm, "kind", "onnx") == "tflite" and getattr(arena, "kind", "onnx") == "onnx"
+    assert any(t.alias_of for t in arena.tensors) and not any(t.alias_of for t in tflm.tensors)
+    with pytest.raises(ArenaError, match="io: int8 does not apply to a .tflite model on arena's runtime"):
+        liveness.lower(kws, ModelOptions(kernels="arena", io="int8"))
+    path = save(tmp_path, "chain.tflite", chain_model())
+    gaps = runtime_support.gaps(liveness.lower(path, ARENA))
+    assert [g.op_type for g in gaps] == ["ADD", "MUL", "ADD"]  # float32: not lowered yet
+    assert gaps[0].why == "the runtime runs TFLite's ADD on int8 tensors, this one is float32"

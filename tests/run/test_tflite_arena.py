@@ -1,0 +1,127 @@
+"""A .tflite on arena's own runtime (``--runtime arena``, kernels arena: model/tflite_lower.py and
+runtime/tfl_*_int8.c) against TFLite Micro's host interpreter, bit for bit: random op models on the host
+and under QEMU, MLPerf Tiny's int8 models on the host and under QEMU, where the RAM they take is
+arena's plan (no TFLM tail) and the instructions are counted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from arena_tool import cli
+from conftest import require_shared, require_tool
+from tflite_models import MLPERF, save
+from tflite_ops import random_ops_model
+
+STACK = 4096  # the example firmware's stack reserve, in the ELF's RAM
+
+
+def run(model: str, board: str, tmp: Path, capsys: pytest.CaptureFixture[str]) -> dict:
+    report = tmp / f"{Path(model).stem}.{board}.json"
+    code = cli.main(["run", model, "--runtime", "arena", "--board", board, "--json", str(report)])
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    assert "every output equals TFLite Micro's host interpreter's (bit for bit)" in out, out
+    doc = json.loads(report.read_text())
+    assert doc["result"] == "match" and doc["options"]["kernels"] == "arena"
+    assert doc["outputs"] and all(c["tolerance_kind"] == "exact" and c["max_abs_error"] == 0
+                                      for c in doc["outputs"]), doc["outputs"]
+    return doc
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])
+def test_every_lowered_op_equals_tflm_on_the_host(seed: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """CONV_2D, DEPTHWISE_CONV_2D, AVERAGE_POOL_2D, ADD, MUL, RESHAPE, FULLY_CONNECTED and SOFTMAX with
+    random shapes, paddings, strides, activations and quantization: every output bit for bit."""
+    require_tool("gcc")
+    doc = run(save(tmp_path, f"ops{seed}.tflite", random_ops_model(seed)), "host", tmp_path, capsys)
+    assert [c["name"] for c in doc["outputs"]] == ["conv_y", "depthwise_y", "pool_y", "add_y", "mul_y", "fc_y",
+                                                      "softmax_y"]
+
+
+def test_every_lowered_op_equals_tflm_on_qemu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    require_tool("arm-none-eabi-gcc")
+    require_tool("qemu-system-arm")
+    run(save(tmp_path, "ops7.tflite", random_ops_model(7)), "mps2_an386", tmp_path, capsys)
+
+
+MODELS = {"kws": "keyword_spotting__kws_ref_model.tflite", "vww": "visual_wake_words__vww_96_int8.tflite",
+          "resnet8": "image_classification__pretrainedResnet_quant.tflite", "ad01": "anomaly_detection__ad01_int8.tflite",
+          "str_ww": "streaming_wakeword__str_ww_ref_model.tflite"}
+HEAD = {"kws": 16_000, "vww": 55_296, "resnet8": 49_152, "ad01": 768, "str_ww": 6_656}  # arena's plan, no TFLM tail
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_mlperf_tiny_equals_tflm_on_the_host(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    require_tool("gcc")
+    doc = run(str(require_shared(MLPERF / MODELS[name])), "host", tmp_path, capsys)
+    assert doc["arena_size"] == HEAD[name]
+
+
+@pytest.mark.parametrize("name,board", [("kws", "mps2_an500"), ("kws", "mps2_an386"), ("vww", "mps2_an500")])
+def test_mlperf_tiny_equals_tflm_on_qemu_in_the_plans_ram(name: str, board: str, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Bit for bit on the target, in RAM at most the plan's arena + 512 B besides the stack reserve
+    (TFLM needs its head and its persistent tail: KWS 24,272 B of tensor_arena, VWW 85,248 B)."""
+    require_tool("arm-none-eabi-gcc")
+    require_tool("qemu-system-arm")
+    doc = run(str(require_shared(MLPERF / MODELS[name])), board, tmp_path, capsys)
+    assert doc["arena_size"] == HEAD[name]
+    assert doc["ram"] - STACK <= HEAD[name] + 512, doc["ram"]
+    assert doc["instructions"] > 0
+
+
+SCONSTRUCT = """\
+import arena_tool
+env = Environment(tools=["arena"], toolpath=[arena_tool.site_tools_dir()])
+env.ArenaFirmware("app/arena.yaml", sources=["app/startup.c", "app/main.c"], cpppath=["app"])
+"""
+MIXED = """\
+models:
+  - {name: kws_tfl, path: kws.tflite}
+  - {name: kws_onnx, path: kws_int8.onnx}
+boards:
+  - mps2_an500
+  - {name: nucleo_f746, runtime: tflm, models: [kws_tfl]}
+"""
+
+
+def test_a_mixed_manifest_runs_the_tflite_on_arenas_runtime_and_accounts_for_every_model(tmp_path: Path) -> None:
+    """ONNX and .tflite on a runtime: arena board (both run, the .tflite equal to TFLM bit for bit on
+    main.c's input pattern, both in the summary and the report), the .tflite alone on a runtime: tflm
+    board by its own model list (TFLM's head and tail)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    import arena_tool
+    from conftest import ROOT
+
+    require_tool("arm-none-eabi-gcc")
+    require_tool("qemu-system-arm")
+    app = tmp_path / "app"
+    app.mkdir()
+    example = Path(arena_tool.runtime_dir()) / "example"
+    for name in ("main.c", "startup.c", "semihost.h", "fw_io.h"):
+        shutil.copy2(example / name, app / name)
+    shutil.copy2(require_shared(MLPERF / MODELS["kws"]), app / "kws.tflite")
+    shutil.copy2(ROOT / "example_firmware" / "models" / "kws_int8.onnx", app / "kws_int8.onnx")
+    (app / "arena.yaml").write_text(MIXED)
+    (tmp_path / "SConstruct").write_text(SCONSTRUCT)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-m", "SCons", "-Q", "board=mps2_an500", "run"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=900, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "kws_tfl: outputs equal TFLite Micro's bit for bit (main.c's input pattern)" in r.stdout, r.stdout
+    assert "kws_onnx: outputs match onnxruntime" in r.stdout, r.stdout
+    report = json.loads((tmp_path / "build" / "mps2_an500" / "arena_report.json").read_text())
+    assert [m["name"] for m in report["models"]] == ["kws_tfl", "kws_onnx"]
+    assert next(m for m in report["models"] if m["name"] == "kws_tfl")["arena_size"] == HEAD["kws"]
+    r = subprocess.run([sys.executable, "-m", "SCons", "-Q", "board=nucleo_f746", "link=0"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=900, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = json.loads((tmp_path / "build" / "nucleo_f746" / "arena_report.json").read_text())
+    assert [m["name"] for m in report["models"]] == ["kws_tfl"]
