@@ -1,6 +1,6 @@
 """The reference pages' generated parts, made at build time from the sources of truth.
 
-A page holds a line ``% arena:generate WHAT`` (a MyST comment, invisible when not built): on
+A page holds a line ``<!-- arena:generate WHAT -->`` (a comment, invisible on GitHub too): on
 ``source-read`` it becomes Markdown made from the file WHAT names, so the reference cannot drift
 from the code. WHAT: ``schema NAME`` (schemas/NAME.schema.json: every key, its type and its
 description), ``cli`` (arena_tool.cli.parser(): every command and flag with its help), ``c-api``
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-MARKER = re.compile(r"^% arena:generate (.+)$", re.M)
+MARKER = re.compile(r"^(?:% arena:generate (.+)|<!-- arena:generate (.+) -->)$", re.M)
 
 
 # --- JSON Schemas -------------------------------------------------------------------------------
@@ -262,7 +262,7 @@ def generate(what: str) -> str:
 
 
 def _source_read(app: Any, docname: str, source: list[str]) -> None:
-    source[0] = MARKER.sub(lambda m: generate(m.group(1)), source[0])
+    source[0] = MARKER.sub(lambda m: generate(m.group(1) or m.group(2)), source[0])
 
 
 def setup(app: Any) -> dict[str, Any]:
