@@ -109,6 +109,7 @@ class Build:
     manifest: str = ""  # the manifest's path (the validate alias)
     port: str = ""  # port=: where the validate alias finds the boards
     validate: dict[str, tuple[str, ...]] = field(default_factory=dict)  # validation ELF -> its board's plans
+    tolerances: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # the manifest's tolerances:
 
     def target(self, name: str) -> BoardTarget:
         """The manifest_data.BoardTarget of board ``name``, its board included (made once per build)."""
@@ -660,7 +661,7 @@ def validate(build: Build, targets: Sequence[str], sources: Sequence[str]) -> No
         if not os.path.exists(elf):  # its gate, link or ELF check failed and said why
             raise CheckFailed(f"{e.board}: no validation firmware to run (the board failed)", file=elf)
         worst = max(worst, run_validate(build.manifest, build.docs[e.board], elf, build.validate[elf], build.port,
-                                        samples=build.samples))
+                                        samples=build.samples, tolerances=build.tolerances))
     if worst:
         raise SystemExit(worst)
 
@@ -942,3 +943,8 @@ def run_validate(manifest_path: str, target: Mapping[str, Any], elf: str, plans:
     loaded = [planfile.load(p, REBUILD) for p in plans]
     samples = dict(options.pop("samples", {}))
     return validate.main(manifest_path, t.board, port, list(t.models), loaded, elf, samples=samples, **options)
+
+
+def tolerances_of(doc: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """The manifest's ``tolerances:`` from its document (``manifest_data.to_doc``'s)."""
+    return {str(n): {str(k): float(v) for k, v in b} for n, b in doc.get("tolerances", [])}

@@ -619,7 +619,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from arena_tool.core import files
     from arena_tool.target import manifest
 
-    samples = dict(manifest.load(args.manifest, args.board_dir).samples)
+    loaded = manifest.load(args.manifest, args.board_dir)
+    samples = dict(loaded.samples)
+    tolerances = {name: dict(bounds) for name, bounds in loaded.tolerances}
     out = os.path.join(args.out, "profile") if args.profile else args.out  # its own objects, all -DARENA_PROFILE
     try:
         try:
@@ -631,7 +633,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return int(stop.code or 0)
     return build_steps.run_validate(args.manifest, built.target, built.elf, built.plans, args.port, data=args.data,
                                     samples=samples, count=args.count, seed=args.input_seed, json_path=args.json,
-                                    timeout=args.timeout)
+                                    timeout=args.timeout, tolerances=tolerances)
 
 
 def cmd_board_import(args: argparse.Namespace) -> int:

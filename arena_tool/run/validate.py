@@ -494,6 +494,7 @@ class OutputStats:
     max_abs: float = 0.0
     l2_relative: float = 0.0  # the largest ||board - ort|| / ||ort||
     cosine: float = 1.0  # the smallest
+    bounds: Mapping[str, float] | None = None  # the manifest's tolerances: (else arena-tool run's)
 
     def add(self, got: np.ndarray, want: np.ndarray, step: float | None) -> None:
         c = reference.compare(self.name, got, want, step)
@@ -501,15 +502,25 @@ class OutputStats:
         w = np.asarray(want, np.float64).reshape(-1)
         self.inferences += 1
         self.exact += int(g.size == w.size and np.array_equal(g, w))
-        self.mismatches += int(not c.ok)
-        self.max_abs = max(self.max_abs, c.max_abs)
-        if g.size == w.size and g.size:
+        l2, cos = math.inf, -1.0
+        if g.size == w.size and np.array_equal(g, w):
+            l2, cos = 0.0, 1.0
+            self.top1 += int(g.size > 0)
+        elif g.size == w.size and g.size:
             self.top1 += int(int(np.argmax(g)) == int(np.argmax(w)))
             nw, ng = float(np.linalg.norm(w)), float(np.linalg.norm(g))
             diff = float(np.linalg.norm(g - w))
-            self.l2_relative = max(self.l2_relative, diff / nw if nw else (0.0 if diff == 0 else math.inf))
+            l2 = diff / nw if nw else (0.0 if diff == 0 else math.inf)
             cos = float(np.dot(g, w) / (ng * nw)) if ng and nw else (1.0 if ng == nw else 0.0)
-            self.cosine = min(self.cosine, cos)
+        self.max_abs = max(self.max_abs, c.max_abs)
+        self.l2_relative = max(self.l2_relative, l2)
+        self.cosine = min(self.cosine, cos)
+        if self.bounds is None:
+            self.mismatches += int(not c.ok)
+        else:
+            b = self.bounds
+            self.mismatches += int(c.max_abs > b.get("max_abs_error", math.inf)
+                                   or l2 > b.get("l2_relative_error", math.inf) or cos < b.get("cosine", -1.0))
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "dtype": self.dtype, "inferences": self.inferences, "exact_matches": self.exact,
@@ -529,6 +540,7 @@ class ModelReport:
     op_counts: list[tuple[int, ...]] = dataclasses.field(default_factory=list)
     outputs: list[OutputStats] = dataclasses.field(default_factory=list)
     errors: list[str] = dataclasses.field(default_factory=list)
+    tolerance: dict[str, float] | None = None  # the manifest's (None: arena-tool run's)
 
     @property
     def mismatches(self) -> int:
@@ -549,6 +561,7 @@ def unit(info: Info, board: Board) -> tuple[str, Callable[[int], int]]:
 
 def validate(link: Link, board: Board, specs: Sequence[ModelSpec], plans: Sequence[PlanFile], *,
              data: str | None, samples: Mapping[str, str], count: int | None, seed: int,
+             tolerances: Mapping[str, Mapping[str, float]] | None = None,
              progress: TextIO | None = None) -> tuple[Info, list[ModelReport]]:
     """Every model of the board over ``link``; the per-model reports."""
     link.write(FLUSH)  # ends a frame an earlier session left half sent
@@ -562,7 +575,9 @@ def validate(link: Link, board: Board, specs: Sequence[ModelSpec], plans: Sequen
     for i, (spec, plan, fwm) in enumerate(zip(specs, plans, info.models)):
         run = prepare(i, spec, plan, fwm)
         what, sets = input_sets(run, data, samples.get(spec.name), count, seed)
-        rep = ModelReport(spec.name, what, outputs=[OutputStats(n, d) for n, d, _ in run.compared])
+        bounds = (tolerances or {}).get(spec.name)
+        rep = ModelReport(spec.name, what, outputs=[OutputStats(n, d, bounds=bounds) for n, d, _ in run.compared],
+                          tolerance=dict(bounds) if bounds is not None else None)
         for k, inputs in enumerate(sets):
             result = infer(link, run, inputs)
             if result.status != 0:
@@ -625,7 +640,7 @@ def report_doc(manifest: str, board: Board, port: str, info: Info, reports: Sequ
         models.append({"name": rep.name, "inputs": rep.inputs, "inferences": len(rep.counts) + len(rep.errors),
                        "mismatches": rep.mismatches, "errors": rep.errors,
                        "count": _spread(counts), "per_inference": counts,
-                       "outputs": [o.to_json() for o in rep.outputs], "ops": ops})
+                       "tolerance": rep.tolerance, "outputs": [o.to_json() for o in rep.outputs], "ops": ops})
     return {"format_version": FORMAT_VERSION, "manifest": project_path(manifest), "board": board.name,
             "port": "qemu" if port == "qemu" else port, "timer": "dwt" if info.timer == TIMER_DWT else "systick",
             "unit": name, "profile": info.profile, "link": link.stats.to_json(), "models": models, "result": result}
@@ -639,7 +654,9 @@ def summary(board: Board, port: str, info: Info, reports: Sequence[ModelReport],
     where = f"{board.qemu} under QEMU (-icount shift=0)" if port == "qemu" else port
     lines = [f"validate {board.name} on {where}: time from {timer}, in {name}"]
     for rep in reports:
-        lines.append(f"{rep.name}: {len(rep.counts) + len(rep.errors)} inferences, input {rep.inputs}")
+        tol = ("arena-tool run's tolerances" if rep.tolerance is None else "the manifest's tolerances: " + ", ".join(
+            f"{k} {'>=' if k == 'cosine' else '<='} {v:g}" for k, v in sorted(rep.tolerance.items())))
+        lines.append(f"{rep.name}: {len(rep.counts) + len(rep.errors)} inferences, input {rep.inputs}, {tol}")
         for o in rep.outputs:
             lines.append(f"  output {o.name}: exact {o.exact}/{o.inferences}, mismatches {o.mismatches}, "
                          f"max abs error {o.max_abs:.3e}, L2 relative {o.l2_relative:.3e}, cosine {o.cosine:.6f}, "
@@ -664,6 +681,7 @@ def summary(board: Board, port: str, info: Info, reports: Sequence[ModelReport],
 
 def main(manifest: str, board: Board, port: str, specs: Sequence[ModelSpec], plans: Sequence[PlanFile],
          elf: str, *, data: str | None = None, samples: Mapping[str, str] | None = None, count: int | None = None,
+         tolerances: Mapping[str, Mapping[str, float]] | None = None,
          seed: int = 0, json_path: str | None = None, timeout: float = TIMEOUT, attempt: float = ATTEMPT,
          out: TextIO | None = None, err: TextIO | None = None) -> int:
     """``arena-tool validate`` once the firmware is built: open the port (or start QEMU), validate,
@@ -684,7 +702,7 @@ def main(manifest: str, board: Board, port: str, specs: Sequence[ModelSpec], pla
         link = Link(ser, timeout, attempt, name=port)
         try:
             info, reports = validate(link, board, specs, plans, data=data, samples=samples or {}, count=count,
-                                     seed=seed, progress=err)
+                                     seed=seed, tolerances=tolerances, progress=err)
         finally:
             ser.close()
     except ArenaError:
@@ -708,7 +726,7 @@ def main(manifest: str, board: Board, port: str, specs: Sequence[ModelSpec], pla
         print(f"wrote {json_path}", file=out)
     if bad:
         print(f"arena-tool: {board.name}: error: mismatch: {bad} inference(s) differ from onnxruntime's beyond "
-              "tolerance", file=err)
+              "their tolerance", file=err)
         return EXIT_CHECK_FAILED
     print(f"match: every output of {sum(len(r.counts) for r in reports)} inferences equals onnxruntime's "
           "within its tolerance", file=out)

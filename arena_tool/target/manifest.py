@@ -294,7 +294,7 @@ class _Loader:
             self.inputs.append(board.file)
             targets.append(self.target(board, entry, i, top, specs, raws))
         return Manifest(file=self.path, board_dirs=dirs, models=tuple(specs), targets=tuple(targets),
-                        inputs=tuple(self.inputs), samples=self.samples(specs))
+                        inputs=tuple(self.inputs), samples=self.samples(specs), tolerances=self.tolerances(specs))
 
     def samples(self, specs: list[ModelSpec]) -> tuple[tuple[str, str], ...]:
         """``inputs:``: each key a model of the manifest, each file there (read when run)."""
@@ -309,6 +309,17 @@ class _Loader:
                 raise self.err(f"inputs: {name}: file not found: {full}", ("inputs", name),
                                hint=f"the path is relative to the manifest's folder ({self.base or '.'})")
             out.append((name, full))
+        return tuple(out)
+
+    def tolerances(self, specs: list[ModelSpec]) -> tuple[tuple[str, tuple[tuple[str, float], ...]], ...]:
+        """``tolerances:`` (arena-tool validate's bounds): each key a model of the manifest."""
+        names = [s.name for s in specs]
+        out = []
+        for name, bounds in (self.data.get("tolerances") or {}).items():
+            if name not in names:
+                raise self.err(f"tolerances: '{name}' is not a model of the manifest", ("tolerances", name),
+                               hint=_did_you_mean(name, names))
+            out.append((name, tuple(sorted((str(k), float(v)) for k, v in bounds.items()))))
         return tuple(out)
 
     def target(self, board: Board, entry: dict[str, Any], i: int, top: dict[str, Any],

@@ -274,6 +274,7 @@ class Manifest:
     targets: tuple[BoardTarget, ...]
     inputs: tuple[str, ...]
     samples: tuple[tuple[str, str], ...] = ()
+    tolerances: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()  # tolerances: (model, (bound, value))
 
     @property
     def board_names(self) -> tuple[str, ...]:
@@ -289,14 +290,16 @@ def to_doc(m: Manifest) -> dict[str, Any]:
     """The manifest as plain JSON data (``from_doc`` inverts it)."""
     return {"file": m.file, "board_dirs": list(m.board_dirs), "inputs": list(m.inputs),
             "models": [_spec_doc(s) for s in m.models], "targets": [target_doc(t) for t in m.targets],
-            "samples": [list(s) for s in m.samples]}
+            "samples": [list(s) for s in m.samples],
+            "tolerances": [[n, [list(b) for b in bounds]] for n, bounds in m.tolerances]}
 
 
 def from_doc(d: dict[str, Any]) -> Manifest:
     return Manifest(file=d["file"], board_dirs=tuple(d["board_dirs"]), inputs=tuple(d["inputs"]),
                     models=tuple(_spec_from(s) for s in d["models"]),
                     targets=tuple(target_from_doc(t) for t in d["targets"]),
-                    samples=tuple((str(n), str(p)) for n, p in d.get("samples", [])))
+                    samples=tuple((str(n), str(p)) for n, p in d.get("samples", [])),
+                    tolerances=tuple((str(n), tuple((str(k), float(v)) for k, v in b)) for n, b in d.get("tolerances", [])))
 
 
 def _spec_doc(s: ModelSpec) -> dict[str, Any]:

@@ -106,6 +106,9 @@ def _inner_objects(schema: dict[str, Any], node: dict[str, Any]) -> list[tuple[d
         if isinstance(alt, dict) and (alt.get("properties") or alt.get("allOf")) and \
                 all(alt is not f for f, _ in found):
             found.append((alt, suffix))
+        named = _resolve(schema, alt.get("additionalProperties")) if isinstance(alt, dict) else None
+        if isinstance(named, dict) and named.get("properties"):  # a mapping of names to mappings
+            found.append((named, ".<name>."))
     return found
 
 

@@ -273,6 +273,7 @@ def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), c
             build.port = ARGUMENTS.get("port", "")
             build.manifest = manifest_path
             build.validate = {node(b.validate).path: b.plans for b in graph.boards if b.validate}
+            build.tolerances = build_steps.tolerances_of(m)
             made = env.Alias(a.name, [node(e) for e in a.targets], Action(_step("validate"), None),
                              ARENA_STATE=build)
         elif a.action == "no_run":

@@ -168,7 +168,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("validate")
     shutil.copy(KWS, root / "kws_int8.onnx")
     (root / "arena.yaml").write_text("region: auto\nmodels:\n  - name: kws_int8\n    path: kws_int8.onnx\n"
-                                     "boards:\n  - mps2_an386\n  - mps2_an500\n")
+                                     "boards:\n  - mps2_an386\n  - mps2_an500\n"
+                                     "tolerances: {kws_int8: {max_abs_error: 0}}\n")
     return root
 
 
@@ -186,6 +187,7 @@ def test_outputs_equal_onnxruntime_and_the_count_equals_runs(project: Path, boar
     jsonschema.validate(doc, json.loads((ROOT / "schemas" / "validate.schema.json").read_text()))
     m = doc["models"][0]
     assert doc["timer"] == "systick" and doc["unit"] == "instructions" and m["inferences"] == 2
+    assert m["tolerance"] == {"max_abs_error": 0.0}  # the manifest's, not arena-tool run's
     assert [(o["exact_matches"], o["mismatches"], o["top1_agreement"]) for o in m["outputs"]] == [(2, 0, 2)]
     assert doc["link"]["retries"] == 0
     r = cli(project, "run", "kws_int8.onnx", "--board", board, "--json", "run.json")  # seed 0: the first set
@@ -284,3 +286,30 @@ def test_profile_times_every_op_and_they_sum_to_the_inference(project: Path) -> 
     assert len(m["ops"]) > 10 and all(op["median"] > 0 for op in m["ops"])
     assert sum(op["median"] for op in m["ops"]) == m["count"]["median"]
     assert "instructions per op (median; -DARENA_PROFILE, the inference is their sum)" in p.stdout
+
+
+def test_the_manifests_tolerances_judge_instead_of_runs(tmp_path: Path) -> None:
+    """tolerances: {model: {max_abs_error, l2_relative_error, cosine}}: an inference beyond one is a
+    mismatch (exit 1), whatever arena-tool run's tolerance says; exact outputs pass any bound."""
+    import numpy as np
+
+    from arena_tool.target import manifest
+
+    run_only = validate.OutputStats("y", "float32")
+    bounded = validate.OutputStats("y", "float32", bounds={"max_abs_error": 0.01, "cosine": 0.999})
+    want = np.array([1.0, 2.0, 3.0], np.float32)
+    for got in (want, want + np.float32(0.005), np.array([1.0, 2.0, 3.02], np.float32)):
+        run_only.add(got, want, None)
+        bounded.add(got, want, None)
+    assert (run_only.exact, run_only.mismatches, bounded.mismatches) == (1, 2, 1)
+    assert bounded.cosine < 1.0 and bounded.top1 == 3 and bounded.max_abs == pytest.approx(0.02, abs=1e-6)
+    shutil.copy(KWS, tmp_path / "kws_int8.onnx")
+    base = "models:\n  - name: kws_int8\n    path: kws_int8.onnx\nboards: [mps2_an500]\n"
+    (tmp_path / "a.yaml").write_text(base + "tolerances: {kws_int8: {max_abs_error: 1, cosine: 0.99}}\n")
+    assert manifest.load(str(tmp_path / "a.yaml")).tolerances == (("kws_int8", (("cosine", 0.99), ("max_abs_error", 1.0))),)
+    (tmp_path / "b.yaml").write_text(base + "tolerances: {kws: {cosine: 0.99}}\n")
+    with pytest.raises(ArenaError, match="tolerances: 'kws' is not a model of the manifest"):
+        manifest.load(str(tmp_path / "b.yaml"))
+    (tmp_path / "c.yaml").write_text(base + "tolerances: {kws_int8: {cosin: 0.99}}\n")
+    with pytest.raises(ArenaError, match="cosin"):
+        manifest.load(str(tmp_path / "c.yaml"))
