@@ -21,7 +21,8 @@ A split plan's tables carry ``<sym>_regions`` (each region's base and size) and 
 per tensor; ``weights: <region>`` puts the constants, writable, in section ``.weights_<region>``.
 
 Tensor-table order (= the enum): the plan's buffers in plan order, then the
-constants in order of first use. Identifiers come from tensor names with
+constants in order of first use; a small constant equal to an earlier one (type, shape, bytes:
+lowering.shared_constants) has no array or row of its own, its enum constant is the earlier one's. Identifiers come from tensor names with
 non-identifier characters replaced by ``_``; a collision (ignoring case, or
 with a generated name such as ``<SYM>_T__COUNT``) gets ``_2``, ``_3`` ... in
 table order. An op or dtype the runtime lacks still gets a table row
@@ -46,7 +47,7 @@ import numpy as np
 from arena_tool.model import optable
 from arena_tool.core.errors import ArenaError
 from arena_tool.emit import tileloop
-from arena_tool.model.lowering import Lowered, Op
+from arena_tool.model.lowering import Lowered, Op, shared_constants
 from arena_tool.core.files import write_atomic
 
 if TYPE_CHECKING:
@@ -206,6 +207,13 @@ def _reads(op_type: str) -> tuple[int, ...] | None:
     """The input positions the op's kernel reads (None: all)."""
     spec = optable.spec(op_type)
     return spec.reads if spec is not None and spec.runtime is not None else None
+
+
+def stored_once(model: Lowered, const_names: Sequence[str]) -> dict[str, str]:
+    """The constants of the tables stored as an earlier equal one (lowering.shared_constants); a
+    graph output keeps its own row (its name is printed)."""
+    outputs = set(model.outputs)
+    return shared_constants(model, [n for n in const_names if n not in outputs])
 
 
 def _tensor_ids(arena_names: list[str], const_names: list[str]) -> list[str]:
@@ -448,11 +456,15 @@ def model_sources(plan: PlanFile, model: Lowered, symbol: str, loops: bool = Tru
             raise ArenaError(f"tensor {name!r} is neither planned nor constant", file=model_path, field="buffers",
                              hint="re-plan the model")
     values = {n: model.value(n) for n in const_names}
+    shared = stored_once(model, const_names)  # a constant equal to an earlier one: that one's row
+    rows_of = arena_names + [n for n in const_names if n not in shared]
 
     tile_loops = tileloop.loops(plan) if loops else ()
     ids = _tensor_ids(arena_names, const_names)
-    index = {n: i for i, n in enumerate(arena_names + const_names)}
-    enum_of = {n: f"{SYM}_T_{ids[i].upper()}" for n, i in index.items()}
+    ident_of = {n: ids[i] for i, n in enumerate(arena_names + const_names)}
+    index = {n: i for i, n in enumerate(rows_of)}
+    index.update((n, index[first]) for n, first in shared.items())
+    enum_of = {n: f"{SYM}_T_{ident_of[n].upper()}" for n in index}
 
     h: list[str] = []
     guard = f"ARENA_MODEL_{SYM}_H"
@@ -461,12 +473,13 @@ def model_sources(plan: PlanFile, model: Lowered, symbol: str, loops: bool = Tru
           f"#ifndef {guard}", f"#define {guard}", "", '#include "arena_model.h"', "",
           f"#define {SYM}_ARENA_SIZE {plan.arena_size}u",
           f"#define {SYM}_LOWER_BOUND {plan.lower_bound}u",
-          f"#define {SYM}_WEIGHTS_BYTES {sum(int(v.nbytes) for v in values.values() if v is not None)}u",
-          f"#define {SYM}_N_TENSORS {len(index)}u", f"#define {SYM}_N_OPS {tileloop.table_ops(plan, tile_loops)}u", "",
-          "/* Tensor indices: arena tensors, then constants. */", f"enum {sym}_tensor {{"]
+          f"#define {SYM}_WEIGHTS_BYTES {sum(int(values[n].nbytes) for n in const_names if n not in shared)}u",
+          f"#define {SYM}_N_TENSORS {len(rows_of)}u", f"#define {SYM}_N_OPS {tileloop.table_ops(plan, tile_loops)}u", "",
+          "/* Tensor indices: arena tensors, then constants (a constant equal to an earlier one shares its row). */",
+          f"enum {sym}_tensor {{"]
     for n in arena_names + const_names:
         h.append(f"    {enum_of[n]} = {index[n]},")
-    h += [f"    {SYM}_T_{COUNT_ID} = {len(index)}", "};", "", *_io_helpers(sym, plan, enum_of, model.outputs),
+    h += [f"    {SYM}_T_{COUNT_ID} = {len(rows_of)}", "};", "", *_io_helpers(sym, plan, enum_of, model.outputs),
           *_caller_decls(sym, plan),
           f"extern const arena_model_t {sym}_model;", "", f"#endif /* {guard} */", ""]
 
@@ -478,9 +491,11 @@ def model_sources(plan: PlanFile, model: Lowered, symbol: str, loops: bool = Tru
     s.append(f"/* Constants ({where_const}). */")
     const_arrays: dict[str, str] = {}
     for n in const_names:
+        if n in shared:
+            continue
         v = values[n]
         dt = _np_dtype_name(v)
-        ident = f"{sym}_c_{ids[index[n]]}"
+        ident = f"{sym}_c_{ident_of[n]}"
         const_arrays[n] = ident
         if dt not in C_TYPES:
             dt, v = "uint8", np.frombuffer(np.ascontiguousarray(v).tobytes(), dtype=np.uint8)
@@ -490,17 +505,20 @@ def model_sources(plan: PlanFile, model: Lowered, symbol: str, loops: bool = Tru
         s.append("};")
     s.append("")
     shown = {s.key: s.display for lp in tile_loops for s in lp.slots}  # a slot's row shows the untiled name
-    s.append(f"static const arena_tensor_t {sym}_tensors[{max(1, len(index))}] = {{")
+    graph_io = set(model.inputs) | set(model.outputs)
+    s.append(f"static const arena_tensor_t {sym}_tensors[{max(1, len(rows_of))}] = {{")
     for n in arena_names:
         b = by_name[n]  # an alias carries its root's offset (plancheck.check); a slot: its first tile's
         s.append(_tensor_row(shown.get(n, n), "NULL", b.offset, b.size, b.elements,
-                             DTYPES.get(b.dtype, "ARENA_DT_OTHER"), list(b.shape), model_path, fits))
+                             DTYPES.get(b.dtype, "ARENA_DT_OTHER"), list(b.shape), model_path, fits, n in graph_io))
     for n in const_names:
+        if n in shared:
+            continue
         v = values[n]
         dt = _np_dtype_name(v)
         s.append(_tensor_row(n, const_arrays[n], 0, int(v.nbytes), int(v.size),
-                             DTYPES.get(dt, "ARENA_DT_OTHER"), list(v.shape), model_path, fits))
-    if not index:
+                             DTYPES.get(dt, "ARENA_DT_OTHER"), list(v.shape), model_path, fits, n in graph_io))
+    if not rows_of:
         s.append("    {0}")
     s += ["};", ""]
 
@@ -537,13 +555,13 @@ def model_sources(plan: PlanFile, model: Lowered, symbol: str, loops: bool = Tru
                                  field="buffers", hint="re-plan the model")
         s.append(_index_array(f"{sym}_{kind}", [str(index[n]) for n in names], fits, f"arena_model_t.{kind}",
                               f"graph {kind}"))
-    for field, count in (("arena_size", plan.arena_size), ("n_tensors", len(index)),
+    for field, count in (("arena_size", plan.arena_size), ("n_tensors", len(rows_of)),
                          ("n_ops", n_ops), ("n_inputs", len(g_in)), ("n_outputs", len(g_out))):
         fits.add(f"arena_model_t.{field}", count, f"model {symbol!r}")
     regions_c, first_size, regions_tail = (_caller_parts if caller_buffers(plan) else _split_parts)(
-        plan, sym, len(index))
+        plan, sym, len(rows_of))
     s += regions_c + ["", f"const arena_model_t {sym}_model = {{",
-          f"    {c_string(symbol)}, {first_size}u, {len(index)}u, {n_ops}u,"
+          f"    {c_string(symbol)}, {first_size}u, {len(rows_of)}u, {n_ops}u,"
           f" {len(g_in)}, {len(g_out)},",
           f"    {sym}_tensors, {sym}_ops, {sym}_inputs, {sym}_outputs{regions_tail},",
           f"    {len(loop_rows)}u, {f'{sym}_loops' if loop_rows else 'NULL'}", "};"]
@@ -588,7 +606,7 @@ class _Rows:
         fits.add("arena_op_t.n_inputs", len(ins), where)
         fits.add("arena_op_t.n_outputs", len(outs), where)
         self.rows.append(f"    {{{kind}, {len(ins)}, {len(outs)}, {ws}, {sym}_op{i}_in, {sym}_op{i}_out,\n"
-                         f"     {c_string(name or step.name or step.outputs[0])}, {c_string(op_type)},\n"
+                         f"     {c_name(name or step.name or step.outputs[0])}, {c_name(op_type)},\n"
                          f"     {_attrs_init(attrs)}}},")
 
 
@@ -647,8 +665,15 @@ def c_comment(text: str) -> str:
                    for c in text)
 
 
+def c_name(text: str, kept: bool = False) -> str:
+    """A name in the tables: a string literal when ``kept`` (the model's, its graph inputs' and
+    outputs' names), else ``ARENA_NAME("...")``, which is NULL (no string in flash) unless the
+    build defines ARENA_NAMES (arena_model.h)."""
+    return c_string(text) if kept else f"ARENA_NAME({c_string(text)})"
+
+
 def _tensor_row(name: str, data: str, offset: int, size: int, elements: int, dtype: str,
-                shape: list[int], model_path: str, fits: Fits) -> str:
+                shape: list[int], model_path: str, fits: Fits, kept: bool = False) -> str:
     if len(shape) > MAX_RANK:
         raise ArenaError(f"tensor {name!r} has rank {len(shape)}, the runtime supports up to {MAX_RANK}",
                          file=model_path, field="buffers")
@@ -657,7 +682,7 @@ def _tensor_row(name: str, data: str, offset: int, size: int, elements: int, dty
         fits.add(f"arena_tensor_t.{field}", v, where)
     fits.all("arena_tensor_t.shape", shape, where)
     dims = ", ".join(str(int(d)) for d in shape) or "0"
-    return (f"    {{{c_string(name)}, {data}, {offset}u, {size}u, {elements}u, {dtype}, {len(shape)},"
+    return (f"    {{{c_name(name, kept)}, {data}, {offset}u, {size}u, {elements}u, {dtype}, {len(shape)},"
             f" {{{dims}}}}},")
 
 

@@ -5,7 +5,9 @@ more flash than its weights); codegen.model_sources writes them, and this module
 same rows from the same inputs with the tables' layout on a 32-bit target (arena_model.h on
 arm-none-eabi: a tensor row 48 B, an op row 136 B, the model 56 B, a tile loop 44 B, a region
 12 B). Each array and string is counted rounded up to 4 bytes, as GCC places them (strings in
-.rodata.str1.4, merged when equal). tests/emit/test_table_bytes.py compares the sum with the
+.rodata.str1.4, merged when equal). The strings are a release build's: the model's name, its graph
+inputs' and outputs' names and the regions'; other tensors' and ops' names take flash only in a
+build that defines ARENA_NAMES (arena_model.h), which this count does not include. tests/emit/test_table_bytes.py compares the sum with the
 compiled object (run.runreport.table_bytes: its allocated sections less its weight arrays).
 """
 
@@ -32,14 +34,14 @@ def table_bytes(plan: PlanFile, model: Lowered, symbol: str) -> int:
     arena_names, const_names = codegen.table_names(plan)
     loops = tileloop.loops(plan)
     shown = {s.key: s.display for lp in loops for s in lp.rowed}
-    strings = {symbol} | {shown.get(n, n) for n in arena_names} | set(const_names)
-    n_tensors = len(arena_names) + len(const_names)
+    graph_io = set(model.inputs) | set(model.outputs)  # the names a release build keeps (codegen.c_name)
+    strings = {symbol} | {shown.get(n, n) for n in arena_names if n in graph_io} | (set(const_names) & graph_io)
+    n_tensors = len(arena_names) + len(const_names) - len(codegen.stored_once(model, const_names))
     total = TENSOR_ROW * max(1, n_tensors)
     by_node = {op.node: op for op in model.ops}
     untiled = {op.name: op for op in (model.untiled or model).ops}
 
     def op_row(op_type: str, name: str, n_in: int, n_out: int, attrs: dict[str, object]) -> int:
-        strings.update((name, op_type))
         ints, floats = attrs.get("ints") or (), attrs.get("floats") or ()
         return OP_ROW + 4 * (max(1, n_in) + max(1, n_out) + len(ints) + len(floats))  # type: ignore[arg-type]
 

@@ -314,6 +314,37 @@ def _constants(g: Graph, ops: Sequence[Op]) -> dict[str, Constant]:
     return out
 
 
+SHARED_MAX = 4096  # bytes: constants up to this size are compared for equal values
+
+
+def shared_constants(model: Lowered, names: Sequence[str]) -> dict[str, str]:
+    """Each constant of ``names`` whose value equals an earlier one's (element type, shape and
+    bytes) -> that earlier one: the firmware stores it once (one array, one tensor row), as a
+    .tflite stores one buffer for equal tensors. Quantized models repeat small constants: every
+    symmetric per-channel weight has an all-zero zero point of its width, every activation after
+    a Relu the same zero point (MLPerf Tiny's VWW int8: 172 constants, 124 distinct). Only
+    constants of up to SHARED_MAX bytes stored in the model file are compared (``small_value``), so
+    no large weight is read to find its twin (two layers' weights are equal by chance only) and
+    planning reads no external data."""
+    first: dict[tuple[str, tuple[int, ...], bytes], str] = {}
+    out: dict[str, str] = {}
+    for n in names:
+        c = model.constants.get(n)
+        if c is None or c.shape is None or not c.dtype or \
+                math.prod(c.shape) * dtypes.bits(c.dtype) > 8 * SHARED_MAX:
+            continue
+        small = model.small_value(n)  # stored in the model file: nothing folded or external is read here
+        if small is None:
+            continue
+        v = np.ascontiguousarray(small)
+        key = (str(v.dtype), tuple(int(d) for d in v.shape), v.tobytes())
+        if key in first:
+            out[n] = first[key]
+        else:
+            first[key] = n
+    return out
+
+
 def _evaluate(g: Graph, name: str, cache: dict[str, np.ndarray]) -> np.ndarray:
     from onnx import numpy_helper
 

@@ -258,8 +258,10 @@ def _make(out: Path, env: build_graph.CompileEnv, sources: Sequence[Path], exe: 
 
 def build_host(out: Path, generated: Sequence[Path], cflags: Sequence[str] = HOST_CFLAGS,
                exe_name: str = "fw_host") -> Path:
-    """Compile the firmware natively; the executable. CalledProcessError when gcc fails."""
+    """Compile the firmware natively; the executable. CalledProcessError when gcc fails. The host
+    build is a debug build: its tables keep every name (ARENA_NAMES, arena_model.h)."""
     out = Path(out).resolve()
+    cflags = [*cflags, "-DARENA_NAMES"]
     env = _env("host", "", cflags, cflags, (), [RUNTIME], out)
     return _make(out, env, [*runtime_sources(), *generated], out / exe_name)
 
@@ -491,12 +493,19 @@ def build_and_run(out: Path, spec: ModelSpec, plan: PlanFile, lowered: Lowered, 
     return fw
 
 
-def _failure(fw: Firmware, symbol: str, timeout: float) -> str | None:
-    """Why the firmware run failed, or None when it ran and printed every output."""
+def _failure(fw: Firmware, symbol: str, timeout: float, plan: PlanFile | None = None) -> str | None:
+    """Why the firmware run failed, or None when it ran and printed every output. A release build's
+    error line names the op by its index only (arena_model.h: ARENA_NAMES): ``plan`` names it."""
     if fw.exit_status == 124 and fw.status is None:
         return f"the firmware did not finish in {timeout:g} s"
     if fw.status not in (None, 0):
         err = next((ln for ln in fw.text.splitlines() if ln.startswith(f"error {symbol} ")), "")
+        parts = err.split()
+        if plan is not None and len(parts) == 6 and parts[2] == "op" and parts[3].isdigit():
+            rows = tileloop.table_rows(plan)
+            if int(parts[3]) < len(rows):
+                name, op_type, _ = rows[int(parts[3])]
+                err += f": {op_type} {name!r}"
         return f"arena_run returned {fw.status}" + (f" ({err})" if err else "")
     if fw.exit_status != 0:
         return f"the firmware exited with status {fw.exit_status}"
@@ -691,7 +700,7 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
     finally:
         if not build_dir:
             shutil.rmtree(work, ignore_errors=True)
-    why = _failure(fw, symbol, timeout)
+    why = _failure(fw, symbol, timeout, plan)
     missing = [n for n in lowered.outputs if n not in fw.outputs]
     if why is None and fw.truncated:  # lines lost on the way: no comparison can be made, none is reported
         name, what = next(iter(fw.truncated.items()))

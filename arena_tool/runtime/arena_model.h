@@ -53,7 +53,7 @@
  *   int rc = arena_run(m, base, &failed);
  *   rc == ARENA_OK: each output m->outputs[k] is at arena_tensor_data(m, base, m->outputs[k]);
  *   else rc is an arena_status_t and failed the index of the op that stopped
- *       (m->ops[failed].name and .op_type name it; -1 when no op ran).
+ *       (-1 when no op ran; built with ARENA_NAMES, m->ops[failed].name and .op_type name it).
  *
  * A model planned with io_buffers: caller keeps its inputs and outputs outside the arena: run it
  * with arena_run_io(m, base, inputs, outputs, &failed), the application's buffers (see below).
@@ -82,7 +82,8 @@
  *   output logits float32 12        per output: name, element type, element count,
  *   0 0x3e2aaaab 0.166667           then one line per element: index, value (float32:
  *                                   exact bits, then six decimals)
- *   error kws op 3 Conv conv1 code 11   instead of the outputs when arena_run fails
+ *   error kws op 3 code 11          instead of the outputs when arena_run fails (with ARENA_NAMES:
+ *                                   error kws op 3 Conv conv1 code 11)
  *   status kws 0                    arena_run's status for that model
  *
  * and returns 0 when every model ran, else the first non-zero status.
@@ -114,10 +115,23 @@ typedef enum {
     ARENA_OP_COUNT
 } arena_op_type_t;
 
+/* Names in the tables. The model's name, its graph inputs' and outputs' tensor names and a split
+ * arena's region names are always there (an application reads and prints them). Every other
+ * tensor's name and every op's name and ONNX op type are there only in a build that defines
+ * ARENA_NAMES (a debug build; the host build does); otherwise those pointers are NULL and no string
+ * is in flash, as TFLite Micro keeps none in a release build: a model's node names can be longer
+ * than its weights (MLPerf Tiny's VWW: 42 KB of names, 228 KB of weights). Tools name an op from
+ * its index (the plan and arena-tool's reports know every name), the way profiles do. */
+#if defined(ARENA_NAMES)
+#define ARENA_NAME(s) (s)
+#else
+#define ARENA_NAME(s) NULL
+#endif
+
 /* Field types: the generated tables assert (_Static_assert) that every count, index and
  * size fits its field, and arena_tool.emit.codegen.FIELD_TYPES names these types. */
 typedef struct {
-    const char *name;   /* as in the ONNX model */
+    const char *name;   /* as in the ONNX model (NULL unless ARENA_NAMES or a graph input or output) */
     const void *data;   /* constant data in flash, or NULL for arena tensors */
     uint32_t offset;    /* bytes from the model's arena base (arena tensors) */
     uint32_t size;      /* bytes planned (arena) or stored (constants) */
@@ -164,8 +178,8 @@ typedef struct {
     int32_t workspace;     /* tensor index of the planned scratch, or -1 */
     const int32_t *inputs; /* tensor indices, -1 = absent */
     const int32_t *outputs;
-    const char *name;      /* node name (or its first output) */
-    const char *op_type;   /* ONNX op_type, for messages */
+    const char *name;      /* node name (or its first output); NULL unless ARENA_NAMES */
+    const char *op_type;   /* ONNX op_type, for messages; NULL unless ARENA_NAMES */
     arena_attrs_t attrs;
 } arena_op_t;
 

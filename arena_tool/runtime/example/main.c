@@ -171,7 +171,7 @@ int main(void)
             put_s(m->name);
             put_s(" op ");
             put_i(failed);
-            if (failed >= 0) {
+            if (failed >= 0 && m->ops[failed].name != NULL && m->ops[failed].op_type != NULL) { /* ARENA_NAMES */
                 put_s(" ");
                 put_s(m->ops[failed].op_type);
                 put_s(" ");
