@@ -22,7 +22,8 @@ per tensor; ``weights: <region>`` puts the constants, writable, in section ``.we
 
 Tensor-table order (= the enum): the plan's buffers in plan order, then the
 constants in order of first use; a small constant equal to an earlier one (type, shape, bytes:
-lowering.shared_constants) has no array or row of its own, its enum constant is the earlier one's. Identifiers come from tensor names with
+lowering.stored_constants) has no array or row of its own, its enum constant is the earlier one's,
+and a uniform per-channel weight zero point is stored as its one entry. Identifiers come from tensor names with
 non-identifier characters replaced by ``_``; a collision (ignoring case, or
 with a generated name such as ``<SYM>_T__COUNT``) gets ``_2``, ``_3`` ... in
 table order. An op or dtype the runtime lacks still gets a table row
@@ -47,7 +48,7 @@ import numpy as np
 from arena_tool.model import optable
 from arena_tool.core.errors import ArenaError
 from arena_tool.emit import tileloop
-from arena_tool.model.lowering import Lowered, Op, shared_constants
+from arena_tool.model.lowering import Lowered, Op, Stored, stored_constants
 from arena_tool.core.files import write_atomic
 
 if TYPE_CHECKING:
@@ -66,12 +67,13 @@ COUNT_ID = "_COUNT"  # the enum's last constant is <SYM>_T__COUNT: no tensor may
 
 # The C type of every integer table field codegen fills (arena_model.h; tests/test_codegen_hardening.py
 # reads the header and checks they agree). The generated C asserts that each value fits its field.
-_INT32 = ("kernel", "strides", "pads", "dilations", "group", "axis", "trans_a", "trans_b", "count_include_pad",
+_INT32 = ("kernel", "strides", "pads", "dilations", "axis", "trans_a", "trans_b", "count_include_pad",
           "legacy_axis", "out_min", "out_max", "ints")
 FIELD_TYPES: dict[str, str] = {
     "arena_tensor_t.offset": "uint32_t", "arena_tensor_t.size": "uint32_t", "arena_tensor_t.elements": "uint32_t",
     "arena_tensor_t.rank": "uint8_t", "arena_tensor_t.shape": "int32_t",
-    "arena_op_t.n_inputs": "uint16_t", "arena_op_t.n_outputs": "uint16_t", "arena_op_t.workspace": "int32_t",
+    "arena_op_t.n_inputs": "uint16_t", "arena_op_t.n_outputs": "uint16_t", "arena_op_t.group": "uint16_t",
+    "arena_op_t.workspace": "int32_t",
     "arena_op_t.inputs": "int32_t", "arena_op_t.outputs": "int32_t",
     **{f"arena_attrs_t.{f}": "int32_t" for f in _INT32},
     "arena_attrs_t.n_ints": "uint16_t", "arena_attrs_t.n_floats": "uint16_t",
@@ -209,11 +211,11 @@ def _reads(op_type: str) -> tuple[int, ...] | None:
     return spec.reads if spec is not None and spec.runtime is not None else None
 
 
-def stored_once(model: Lowered, const_names: Sequence[str]) -> dict[str, str]:
-    """The constants of the tables stored as an earlier equal one (lowering.shared_constants); a
-    graph output keeps its own row (its name is printed)."""
+def stored(model: Lowered, const_names: Sequence[str]) -> Stored:
+    """How the tables store their constants (lowering.stored_constants); a graph output keeps its
+    own row and value (its name and values are printed)."""
     outputs = set(model.outputs)
-    return shared_constants(model, [n for n in const_names if n not in outputs])
+    return stored_constants(model, [n for n in const_names if n not in outputs])
 
 
 def _tensor_ids(arena_names: list[str], const_names: list[str]) -> list[str]:
@@ -408,12 +410,12 @@ def _c_attrs(op: Op, model: Lowered) -> dict[str, Any]:
     return out
 
 
-def _attrs_init(attrs: dict[str, Any]) -> str:
+def attrs_init(attrs: dict[str, Any]) -> str:
     parts = []
     for key in ("kernel", "strides", "pads", "dilations"):
         if key in attrs:
             parts.append(f".{key} = {{{', '.join(str(int(v)) for v in attrs[key])}}}")
-    for key in ("group", "axis", "trans_a", "trans_b", "count_include_pad", "legacy_axis", "out_min", "out_max"):
+    for key in ("axis", "trans_a", "trans_b", "count_include_pad", "legacy_axis", "out_min", "out_max"):
         if key in attrs:
             parts.append(f".{key} = {int(attrs[key])}")
     for key in ("alpha", "beta", "min", "max", "epsilon", "value"):
@@ -422,7 +424,7 @@ def _attrs_init(attrs: dict[str, Any]) -> str:
     for key in ("ints", "floats"):
         if key in attrs:  # the name of the op's static array, emitted just before
             parts.append(f".n_{key} = {int(attrs['n_' + key])}, .{key} = {attrs[key]}")
-    return "{" + ", ".join(parts) + "}" if parts else "{.group = 0}"
+    return "{" + ", ".join(parts) + "}" if parts else "{0}"
 
 
 # --- the model tables -------------------------------------------------------
@@ -455,8 +457,9 @@ def model_sources(plan: PlanFile, model: Lowered, symbol: str, loops: bool = Tru
         if name not in model.constants:
             raise ArenaError(f"tensor {name!r} is neither planned nor constant", file=model_path, field="buffers",
                              hint="re-plan the model")
-    values = {n: model.value(n) for n in const_names}
-    shared = stored_once(model, const_names)  # a constant equal to an earlier one: that one's row
+    kept = stored(model, const_names)
+    values = {n: kept.one[n] if n in kept.one else model.value(n) for n in const_names}
+    shared = kept.shared  # a constant equal to an earlier one: that one's row
     rows_of = arena_names + [n for n in const_names if n not in shared]
 
     tile_loops = tileloop.loops(plan) if loops else ()
@@ -505,19 +508,21 @@ def model_sources(plan: PlanFile, model: Lowered, symbol: str, loops: bool = Tru
         s.append("};")
     s.append("")
     shown = {s.key: s.display for lp in tile_loops for s in lp.slots}  # a slot's row shows the untiled name
-    graph_io = set(model.inputs) | set(model.outputs)
+    row_names: list[str] = []  # tensor_names (ARENA_NAMES)
     s.append(f"static const arena_tensor_t {sym}_tensors[{max(1, len(rows_of))}] = {{")
     for n in arena_names:
         b = by_name[n]  # an alias carries its root's offset (plancheck.check); a slot: its first tile's
+        row_names.append(shown.get(n, n))
         s.append(_tensor_row(shown.get(n, n), "NULL", b.offset, b.size, b.elements,
-                             DTYPES.get(b.dtype, "ARENA_DT_OTHER"), list(b.shape), model_path, fits, n in graph_io))
+                             DTYPES.get(b.dtype, "ARENA_DT_OTHER"), list(b.shape), model_path, fits))
     for n in const_names:
         if n in shared:
             continue
         v = values[n]
         dt = _np_dtype_name(v)
+        row_names.append(n)
         s.append(_tensor_row(n, const_arrays[n], 0, int(v.nbytes), int(v.size),
-                             DTYPES.get(dt, "ARENA_DT_OTHER"), list(v.shape), model_path, fits, n in graph_io))
+                             DTYPES.get(dt, "ARENA_DT_OTHER"), list(v.shape), model_path, fits))
     if not rows_of:
         s.append("    {0}")
     s += ["};", ""]
@@ -546,6 +551,10 @@ def model_sources(plan: PlanFile, model: Lowered, symbol: str, loops: bool = Tru
     s += ["};", ""]
     if loop_rows:
         s += [f"static const arena_tiles_t {sym}_loops[{len(loop_rows)}] = {{", *loop_rows, "};", ""]
+    s += ["/* The graph inputs' and outputs' names; every tensor's and op's only with ARENA_NAMES (arena_model.h). */",
+          _names(f"{sym}_io_names", [*model.inputs, *model.outputs]), "#if defined(ARENA_NAMES)",
+          _names(f"{sym}_tensor_names", row_names), _names(f"{sym}_op_names", rows.names),
+          _names(f"{sym}_op_types", rows.types), "#endif", ""]
 
     g_in, g_out = list(model.inputs), list(model.outputs)
     for kind, names in (("inputs", g_in), ("outputs", g_out)):
@@ -564,7 +573,9 @@ def model_sources(plan: PlanFile, model: Lowered, symbol: str, loops: bool = Tru
           f"    {c_string(symbol)}, {first_size}u, {len(rows_of)}u, {n_ops}u,"
           f" {len(g_in)}, {len(g_out)},",
           f"    {sym}_tensors, {sym}_ops, {sym}_inputs, {sym}_outputs{regions_tail},",
-          f"    {len(loop_rows)}u, {f'{sym}_loops' if loop_rows else 'NULL'}", "};"]
+          f"    {len(loop_rows)}u, {f'{sym}_loops' if loop_rows else 'NULL'},",
+          f"    {sym}_io_names, ARENA_NAME({sym}_tensor_names), ARENA_NAME({sym}_op_names), ARENA_NAME({sym}_op_types)",
+          "};"]
     return "\n".join(h), "\n".join(s + fits.asserts(sym))
 
 
@@ -575,6 +586,9 @@ class _Rows:
     def __init__(self, sym: str, index: dict[str, int], fits: Fits, out: list[str]) -> None:
         self.sym, self.index, self.fits, self.out = sym, index, fits, out
         self.rows: list[str] = []
+        self.attrs: dict[str, str] = {}  # an attrs initializer -> its object: ops with equal attributes share it
+        self.names: list[str] = []  # op_names and op_types (ARENA_NAMES)
+        self.types: list[str] = []
 
     def add(self, step: PlanStep, inputs: Sequence[str], outputs: Sequence[str], workspace: str | None, op: Op,
             model: Lowered, name: str | None = None) -> None:
@@ -605,9 +619,15 @@ class _Rows:
         ws = fits.add("arena_op_t.workspace", index[workspace] if workspace else -1, where)
         fits.add("arena_op_t.n_inputs", len(ins), where)
         fits.add("arena_op_t.n_outputs", len(outs), where)
-        self.rows.append(f"    {{{kind}, {len(ins)}, {len(outs)}, {ws}, {sym}_op{i}_in, {sym}_op{i}_out,\n"
-                         f"     {c_name(name or step.name or step.outputs[0])}, {c_name(op_type)},\n"
-                         f"     {_attrs_init(attrs)}}},")
+        group = fits.add("arena_op_t.group", attrs.pop("group", 0), where)  # in the row: the rest is shared
+        init = attrs_init(attrs)
+        if init not in self.attrs:
+            self.attrs[init] = f"{sym}_attrs{len(self.attrs)}"
+            s.append(f"static const arena_attrs_t {self.attrs[init]} = {init};")
+        self.names.append(name or step.name or step.outputs[0])
+        self.types.append(op_type)
+        self.rows.append(f"    {{{kind}, {len(ins)}, {len(outs)}, {group}, {ws}, {sym}_op{i}_in, {sym}_op{i}_out, "
+                         f"&{self.attrs[init]}}},")
 
 
 def _loop_table(sym: str, k: int, lp: tileloop.Loop, first: int, index: dict[str, int], plan: PlanFile,
@@ -665,15 +685,14 @@ def c_comment(text: str) -> str:
                    for c in text)
 
 
-def c_name(text: str, kept: bool = False) -> str:
-    """A name in the tables: a string literal when ``kept`` (the model's, its graph inputs' and
-    outputs' names), else ``ARENA_NAME("...")``, which is NULL (no string in flash) unless the
-    build defines ARENA_NAMES (arena_model.h)."""
-    return c_string(text) if kept else f"ARENA_NAME({c_string(text)})"
+def _names(ident: str, names: Sequence[str]) -> str:
+    """A ``static const char *const`` array of names."""
+    return (f"static const char *const {ident}[{max(1, len(names))}] = {{\n"
+            + _wrap([c_string(n) for n in names] or ["0"], 1) + "\n};")
 
 
 def _tensor_row(name: str, data: str, offset: int, size: int, elements: int, dtype: str,
-                shape: list[int], model_path: str, fits: Fits, kept: bool = False) -> str:
+                shape: list[int], model_path: str, fits: Fits) -> str:
     if len(shape) > MAX_RANK:
         raise ArenaError(f"tensor {name!r} has rank {len(shape)}, the runtime supports up to {MAX_RANK}",
                          file=model_path, field="buffers")
@@ -682,7 +701,7 @@ def _tensor_row(name: str, data: str, offset: int, size: int, elements: int, dty
         fits.add(f"arena_tensor_t.{field}", v, where)
     fits.all("arena_tensor_t.shape", shape, where)
     dims = ", ".join(str(int(d)) for d in shape) or "0"
-    return (f"    {{{c_name(name, kept)}, {data}, {offset}u, {size}u, {elements}u, {dtype}, {len(shape)},"
+    return (f"    {{{data}, {offset}u, {size}u, {elements}u, {dtype}, {len(shape)},"
             f" {{{dims}}}}},")
 
 

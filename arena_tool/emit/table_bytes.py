@@ -3,12 +3,14 @@
 The gate needs the tables' bytes before the link (a patched model's unrolled tables once cost
 more flash than its weights); codegen.model_sources writes them, and this module adds up the
 same rows from the same inputs with the tables' layout on a 32-bit target (arena_model.h on
-arm-none-eabi: a tensor row 48 B, an op row 136 B, the model 56 B, a tile loop 44 B, a region
-12 B). Each array and string is counted rounded up to 4 bytes, as GCC places them (strings in
-.rodata.str1.4, merged when equal). The strings are a release build's: the model's name, its graph
-inputs' and outputs' names and the regions'; other tensors' and ops' names take flash only in a
-build that defines ARENA_NAMES (arena_model.h), which this count does not include. tests/emit/test_table_bytes.py compares the sum with the
-compiled object (run.runreport.table_bytes: its allocated sections less its weight arrays).
+arm-none-eabi: a tensor row 44 B, an op row 24 B, its attributes 104 B once per distinct set (ops
+with equal attributes share them), the model 72 B, a tile loop 44 B, a region 12 B). Each array
+and string is counted rounded up to 4 bytes, as GCC places them (strings in .rodata.str1.4,
+merged when equal). The names are a release build's: the model's, its graph inputs' and
+outputs' (io_names) and the regions'; every tensor's and op's name take flash only in a build
+that defines ARENA_NAMES (arena_model.h), which this count does not include.
+tests/emit/test_tileloop.py compares the sum with the compiled object (run.runreport.table_bytes:
+its allocated sections less its weight arrays).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
     from arena_tool.model.lowering import Lowered
     from arena_tool.plan.planfile import PlanFile
 
-TENSOR_ROW, OP_ROW, MODEL_ROW, TILES_ROW, REGION_ROW = 48, 136, 56, 44, 12
+TENSOR_ROW, OP_ROW, ATTRS_ROW, MODEL_ROW, TILES_ROW, REGION_ROW = 44, 24, 104, 72, 44, 12
 
 
 def _up4(n: int) -> int:
@@ -33,17 +35,22 @@ def table_bytes(plan: PlanFile, model: Lowered, symbol: str) -> int:
     plan's ``weights_bytes``)."""
     arena_names, const_names = codegen.table_names(plan)
     loops = tileloop.loops(plan)
-    shown = {s.key: s.display for lp in loops for s in lp.rowed}
-    graph_io = set(model.inputs) | set(model.outputs)  # the names a release build keeps (codegen.c_name)
-    strings = {symbol} | {shown.get(n, n) for n in arena_names if n in graph_io} | (set(const_names) & graph_io)
-    n_tensors = len(arena_names) + len(const_names) - len(codegen.stored_once(model, const_names))
+    io_names = [*model.inputs, *model.outputs]  # the names a release build keeps, and the model's
+    strings = {symbol, *io_names}
+    n_tensors = len(arena_names) + len(const_names) - len(codegen.stored(model, const_names).shared)
     total = TENSOR_ROW * max(1, n_tensors)
     by_node = {op.node: op for op in model.ops}
     untiled = {op.name: op for op in (model.untiled or model).ops}
 
+    distinct: set[str] = set()  # the attrs objects (codegen._Rows: one per initializer; group is in the row)
+
     def op_row(op_type: str, name: str, n_in: int, n_out: int, attrs: dict[str, object]) -> int:
         ints, floats = attrs.get("ints") or (), attrs.get("floats") or ()
-        return OP_ROW + 4 * (max(1, n_in) + max(1, n_out) + len(ints) + len(floats))  # type: ignore[arg-type]
+        key = None if ints or floats else codegen.attrs_init({k: v for k, v in attrs.items() if k not in ("ints", "floats", "group")})
+        new = key is None or key not in distinct  # an op with arrays of its own: attributes of its own
+        if key is not None:
+            distinct.add(key)
+        return OP_ROW + ATTRS_ROW * new + 4 * (max(1, n_in) + max(1, n_out) + len(ints) + len(floats))  # type: ignore[arg-type]
 
     n_ops = 0
     at = 0
@@ -64,7 +71,7 @@ def table_bytes(plan: PlanFile, model: Lowered, symbol: str) -> int:
                                                                                        model.untiled or model))
             n_ops += len(lp.members)
         at = end
-    total += MODEL_ROW + 4 * (max(1, len(model.inputs)) + max(1, len(model.outputs)))
+    total += MODEL_ROW + 4 * (max(1, len(model.inputs)) + max(1, len(model.outputs)) + max(1, len(io_names)))
     regions = [r.name for r in plan.regions or ()]
     callers = codegen.caller_buffers(plan)
     if regions or callers:

@@ -292,16 +292,16 @@ class _Builder:
                       self.first_op[name], self.last_op[name], alias.get(name), quant, align)
 
     def _weights_bytes(self) -> int:
-        """The constants' bytes, each stored once (lowering.shared_constants: the firmware keeps one
-        copy of equal small constants)."""
+        """The constants' bytes as the firmware stores them (lowering.stored_constants: equal small
+        constants once, a uniform weight zero point as one entry)."""
         total = 0
         outputs = set(self.g.outputs)
-        shared = lowering.shared_constants(self.g, [n for n in self.g.constants if n not in outputs])
+        stored = lowering.stored_constants(self.g, [n for n in self.g.constants if n not in outputs])
         for w in self.g.constants.values():
-            if w.shape is None or not w.dtype or w.name in shared:
+            if w.shape is None or not w.dtype or w.name in stored.shared:
                 continue  # no static size (strings, or no type from model or inference): not counted
             nbits = self.bitwidths.get(w.name, dtypes.bits(w.dtype))
-            total += dtypes.nbytes(math.prod(w.shape), nbits)
+            total += dtypes.nbytes(1 if w.name in stored.one else math.prod(w.shape), nbits)
         return total
 
     # --- aliases ---

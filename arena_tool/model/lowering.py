@@ -315,19 +315,39 @@ def _constants(g: Graph, ops: Sequence[Op]) -> dict[str, Constant]:
 
 
 SHARED_MAX = 4096  # bytes: constants up to this size are compared for equal values
+# (op type, input position) of the per-channel weight zero points whose kernels read one entry
+# for every channel as well (arena_q_zp, support_int8.h's cparams: "1 or n entries")
+BROADCAST_ZERO_POINTS = frozenset({("QLinearConv", 5), ("QLinearMatMul", 5), ("QGemm", 5)})
 
 
-def shared_constants(model: Lowered, names: Sequence[str]) -> dict[str, str]:
-    """Each constant of ``names`` whose value equals an earlier one's (element type, shape and
-    bytes) -> that earlier one: the firmware stores it once (one array, one tensor row), as a
-    .tflite stores one buffer for equal tensors. Quantized models repeat small constants: every
-    symmetric per-channel weight has an all-zero zero point of its width, every activation after
-    a Relu the same zero point (MLPerf Tiny's VWW int8: 172 constants, 124 distinct). Only
-    constants of up to SHARED_MAX bytes stored in the model file are compared (``small_value``), so
-    no large weight is read to find its twin (two layers' weights are equal by chance only) and
-    planning reads no external data."""
+@dataclasses.dataclass(frozen=True)
+class Stored:
+    """How the firmware stores a model's small constants (codegen writes them so, and the plan's
+    weights_bytes counts them so).
+
+    one: a per-channel weight zero point whose entries are all equal (symmetric quantization: all
+    zero) and that only kernels taking one entry for all channels read -> that one entry;
+    shared: a constant whose stored value equals an earlier one's (element type, shape, bytes) ->
+    that earlier one, whose array and tensor row it uses, as a .tflite stores one buffer for equal
+    tensors. MLPerf Tiny's VWW int8: 172 constants in 124 rows, 28 zero points of one entry."""
+
+    one: dict[str, np.ndarray]
+    shared: dict[str, str]
+
+
+def stored_constants(model: Lowered, names: Sequence[str]) -> Stored:
+    """``Stored`` for the constants ``names`` in table order. Only constants of up to SHARED_MAX
+    bytes stored in the model file are looked at (``small_value``): no large weight is read to
+    find its twin (two layers' weights are equal by chance only) and planning reads no external
+    data."""
+    uses: dict[str, set[tuple[str, int]]] = {}
+    for op in model.ops:
+        for pos, x in enumerate(op.inputs):
+            if x:
+                uses.setdefault(x, set()).add((op.op_type, pos))
     first: dict[tuple[str, tuple[int, ...], bytes], str] = {}
-    out: dict[str, str] = {}
+    one: dict[str, np.ndarray] = {}
+    shared: dict[str, str] = {}
     for n in names:
         c = model.constants.get(n)
         if c is None or c.shape is None or not c.dtype or \
@@ -337,12 +357,14 @@ def shared_constants(model: Lowered, names: Sequence[str]) -> dict[str, str]:
         if small is None:
             continue
         v = np.ascontiguousarray(small)
+        if v.size > 1 and uses.get(n) and uses[n] <= BROADCAST_ZERO_POINTS and bool(np.all(v == v.flat[0])):
+            v = one[n] = np.ascontiguousarray(v.reshape(-1)[:1].reshape(()))
         key = (str(v.dtype), tuple(int(d) for d in v.shape), v.tobytes())
         if key in first:
-            out[n] = first[key]
+            shared[n] = first[key]
         else:
             first[key] = n
-    return out
+    return Stored(one, shared)
 
 
 def _evaluate(g: Graph, name: str, cache: dict[str, np.ndarray]) -> np.ndarray:

@@ -40,6 +40,7 @@ from arena_tool.core.problem import fmt_bytes
 from arena_tool.core.schema import check_json
 from arena_tool.model import macs as op_macs, patches as patch_stages
 from arena_tool.plan import plancheck, planners
+from arena_tool.emit import table_bytes
 from arena_tool.run import firmware, runreport
 from arena_tool.target import boards, flags, manifest
 from arena_tool.target import manifest_data
@@ -273,6 +274,16 @@ def _profile_run(c: Candidate, board: str, level: str, timeout: float) -> dict[s
         with open(report, encoding="utf-8") as f:
             doc: dict[str, Any] = json.load(f)
     return doc
+
+
+def tables(c: Candidate) -> int:
+    """Flash bytes of the candidate's generated tables besides its weights (emit.table_bytes: the
+    gate's count, the compiled object's to a few bytes), memoized."""
+    key = _memo_key("tables", candidate_key(c))
+    if key not in _MEASURED:
+        _MEASURED[key] = table_bytes.table_bytes(c.plan, plancheck.lowered_model(c.path, c.plan), c.model.lower())
+    n: int = _MEASURED[key]
+    return n
 
 
 _OVERFLOW = re.compile(r"region `([^']+)' overflowed by ([0-9]+) bytes")
@@ -523,7 +534,9 @@ def render(result: FitResult) -> list[str]:
                          if thin is not None else "; no configuration fits RAM, so no flash was measured"))
         return lines
     lines.append(f"pick: {names(pick.combo, result.spaces)}, optimize {pick.optimize}, region {pick.combo.region}: "
-                 f"RAM {fmt_bytes(pick.combo.ram)}, flash {fmt_bytes(pick.flash or 0)}, "
+                 f"RAM {fmt_bytes(pick.combo.ram)}, flash {fmt_bytes(pick.flash or 0)} (weights "
+                 f"{fmt_bytes(sum(p.weights for p in pick.combo.picks))}, tables "
+                 f"{fmt_bytes(sum(tables(p) for p in pick.combo.picks))}), "
                  f"{pick.instructions:,} instructions predicted")
     for i, runs in result.proofs:
         c = result.configs[i]
@@ -555,7 +568,7 @@ def to_json(result: FitResult) -> dict[str, Any]:
                 "peak": list(c.combo.peak),
                 "models": [{"name": p.model, "model": project_path(p.path), "changes": p.changes(s.spec.options),
                             "options": p.options.to_doc(), "arena": p.arena, "ram": p.ram, "macs": p.macs,
-                            "weights": p.weights} for p, s in zip(c.combo.picks, result.spaces)]}
+                            "weights": p.weights, "tables": tables(p)} for p, s in zip(c.combo.picks, result.spaces)]}
 
     ram, flash = smallest(result)
     return {

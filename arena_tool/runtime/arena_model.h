@@ -53,7 +53,7 @@
  *   int rc = arena_run(m, base, &failed);
  *   rc == ARENA_OK: each output m->outputs[k] is at arena_tensor_data(m, base, m->outputs[k]);
  *   else rc is an arena_status_t and failed the index of the op that stopped
- *       (-1 when no op ran; built with ARENA_NAMES, m->ops[failed].name and .op_type name it).
+ *       (-1 when no op ran; built with ARENA_NAMES, m->op_names[failed] and m->op_types[failed] name it).
  *
  * A model planned with io_buffers: caller keeps its inputs and outputs outside the arena: run it
  * with arena_run_io(m, base, inputs, outputs, &failed), the application's buffers (see below).
@@ -115,23 +115,21 @@ typedef enum {
     ARENA_OP_COUNT
 } arena_op_type_t;
 
-/* Names in the tables. The model's name, its graph inputs' and outputs' tensor names and a split
- * arena's region names are always there (an application reads and prints them). Every other
- * tensor's name and every op's name and ONNX op type are there only in a build that defines
- * ARENA_NAMES (a debug build; the host build does); otherwise those pointers are NULL and no string
- * is in flash, as TFLite Micro keeps none in a release build: a model's node names can be longer
- * than its weights (MLPerf Tiny's VWW: 42 KB of names, 228 KB of weights). Tools name an op from
- * its index (the plan and arena-tool's reports know every name), the way profiles do. */
+/* Names. A model's tables name its graph inputs and outputs (io_names) and a split arena's regions;
+ * every tensor's and op's name and op type (tensor_names, op_names, op_types) only in a build that
+ * defines ARENA_NAMES (a debug build; the host build does), else those pointers are NULL and no
+ * string is in flash, as TFLite Micro's tensors carry none: a model's node names can take more
+ * flash than its tables (MLPerf Tiny's VWW int8: 41,717 B of names, 230 KB of weights). Tools name
+ * an op from its index (the plan and arena-tool's reports know every name), the way profiles do. */
 #if defined(ARENA_NAMES)
-#define ARENA_NAME(s) (s)
+#define ARENA_NAME(names) (names)
 #else
-#define ARENA_NAME(s) NULL
+#define ARENA_NAME(names) NULL
 #endif
 
 /* Field types: the generated tables assert (_Static_assert) that every count, index and
  * size fits its field, and arena_tool.emit.codegen.FIELD_TYPES names these types. */
 typedef struct {
-    const char *name;   /* as in the ONNX model (NULL unless ARENA_NAMES or a graph input or output) */
     const void *data;   /* constant data in flash, or NULL for arena tensors */
     uint32_t offset;    /* bytes from the model's arena base (arena tensors) */
     uint32_t size;      /* bytes planned (arena) or stored (constants) */
@@ -149,13 +147,13 @@ typedef struct {
     uint32_t size;      /* bytes the model needs there */
 } arena_region_t;
 
-/* Kernel attributes; the generator fills only what an op uses (others 0). */
+/* Kernel attributes; the generator fills only what an op uses (others 0). Ops with equal
+ * attributes share one (arena_op_t.attrs). */
 typedef struct {
     int32_t kernel[2];    /* kernel_shape (H, W) */
     int32_t strides[2];
     int32_t pads[4];      /* top, left, bottom, right */
     int32_t dilations[2];
-    int32_t group;
     int32_t axis;
     int32_t trans_a, trans_b;
     int32_t count_include_pad;
@@ -175,12 +173,11 @@ typedef struct {
     uint8_t type;          /* arena_op_type_t */
     uint16_t n_inputs;     /* (a Concat may have hundreds) */
     uint16_t n_outputs;
+    uint16_t group;        /* Conv's group (0: none, as 1) */
     int32_t workspace;     /* tensor index of the planned scratch, or -1 */
     const int32_t *inputs; /* tensor indices, -1 = absent */
     const int32_t *outputs;
-    const char *name;      /* node name (or its first output); NULL unless ARENA_NAMES */
-    const char *op_type;   /* ONNX op_type, for messages; NULL unless ARENA_NAMES */
-    arena_attrs_t attrs;
+    const arena_attrs_t *attrs;
 } arena_op_t;
 
 /* A patched stage run as one loop over its tiles (patch-based inference; arena_tool/emit/tileloop.py
@@ -230,6 +227,10 @@ typedef struct arena_model {
     const uint8_t *tensor_regions; /* per tensor, its region index (split arenas; else NULL) */
     uint32_t n_loops;      /* patched stages run as tile loops (arena_tiles_t) */
     const arena_tiles_t *loops;
+    const char *const *io_names;     /* the graph inputs' names, then the outputs' (as in the ONNX model) */
+    const char *const *tensor_names; /* per tensor row; NULL unless ARENA_NAMES */
+    const char *const *op_names;     /* per op row: its node's name (or its first output's); NULL unless ARENA_NAMES */
+    const char *const *op_types;     /* per op row: its ONNX op type; NULL unless ARENA_NAMES */
 } arena_model_t;
 
 /* One model of a board's firmware and where its slice of the arena starts. */

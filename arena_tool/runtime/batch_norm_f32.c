@@ -28,7 +28,7 @@ int arena_k_batch_norm(const arena_ctx_t *c)
     spatial = arena_dims_product(xt, 2, xt->rank);
     for (n = 0; n < (uint32_t)xt->shape[0]; ++n) {
         for (ch = 0; ch < C; ++ch) {
-            float k2 = scale[ch] / arena_sqrtf(var[ch] + c->op->attrs.epsilon);
+            float k2 = scale[ch] / arena_sqrtf(var[ch] + c->op->attrs->epsilon);
             size_t b = ((size_t)n * C + ch) * spatial;
             for (i = 0; i < spatial; ++i) {
                 y[b + i] = (x[b + i] - mean[ch]) * k2 + bias[ch];

@@ -6,7 +6,7 @@
 /* Any element type; inputs of the output's rank and type, equal but along axis. */
 int arena_k_concat(const arena_ctx_t *c)
 {
-    const arena_attrs_t *a = &c->op->attrs;
+    const arena_attrs_t *a = c->op->attrs;
     const arena_tensor_t *yt = arena_out(c, 0);
     uint8_t *y = (uint8_t *)arena_out_data(c, 0);
     size_t es, outer, o, pos = 0;

@@ -211,14 +211,14 @@ static NOINLINE void im2col_rows(const geom_t *g, const float *x, float *col, in
 
 int arena_k_conv(const arena_ctx_t *c)
 {
-    const arena_attrs_t *a = &c->op->attrs;
+    const arena_attrs_t *a = c->op->attrs;
     const arena_tensor_t *xt = arena_in(c, 0), *wt = arena_in(c, 1), *bt = arena_in(c, 2), *yt = arena_out(c, 0);
     const float *x = (const float *)arena_in_data(c, 0);
     const float *w = (const float *)arena_in_data(c, 1);
     const float *bias = bt != NULL ? (const float *)arena_in_data(c, 2) : NULL;
     float *y = (float *)arena_out_data(c, 0);
     int32_t xd[4], yd[4];
-    int32_t g, groups = a->group > 0 ? a->group : 1;
+    int32_t g, groups = c->op->group > 0 ? (int32_t)c->op->group : 1;
     int32_t mg, kk, n, m;
     size_t ws_elems = 0, xplane, yplane;
     float *ws = NULL;

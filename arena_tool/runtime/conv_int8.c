@@ -268,7 +268,7 @@ static int conv_im2col(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
         for (g = 0; g < d->groups; ++g) {
             for (p0 = 0; p0 < ohw; p0 += chunk) {
                 int32_t np = ohw - p0 < chunk ? ohw - p0 : chunk;
-                im2col(x, d, &c->op->attrs, n, g, p0, np, pad, col);
+                im2col(x, d, c->op->attrs, n, g, p0, np, pad, col);
                 if (u8) {
                     flip_u8(col, (size_t)np * (size_t)d->kk);
                 }

@@ -448,7 +448,7 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
     const int8_t *x = (const int8_t *)arena_in_data(c, 0), *w = (const int8_t *)arena_in_data(c, 3);
     int8_t *y = (int8_t *)arena_out_data(c, 0);
     arena_conv_dims_t dd = *d;
-    arena_attrs_t a = c->op->attrs;
+    arena_attrs_t a = *c->op->attrs;
     int32_t taps = a.kernel[0] * a.kernel[1], mult = d->m / d->c, o;
     size_t plane = (size_t)d->h * (size_t)d->w, oplane = (size_t)d->oh * (size_t)d->ow;
     size_t xbytes = (size_t)d->n * (size_t)d->c * plane, ybytes = (size_t)d->n * (size_t)d->m * oplane;

@@ -201,7 +201,7 @@ static __attribute__((noinline)) void fc_row(const fc_t *f, void *Y, uint32_t yi
 int arena_i8_qgemm(const arena_ctx_t *c, int32_t M, int32_t N, int32_t K, uint32_t si, uint32_t sj, int quant_out,
                    int32_t lo, int32_t hi)
 {
-    const arena_attrs_t *at = &c->op->attrs;
+    const arena_attrs_t *at = c->op->attrs;
     const int8_t *A = (const int8_t *)arena_in_data(c, 0), *B = (const int8_t *)arena_in_data(c, 3);
     const int32_t *C = (const int32_t *)arena_in_data(c, 6);
     void *Yv = arena_out_data(c, 0);

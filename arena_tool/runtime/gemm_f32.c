@@ -135,7 +135,7 @@ void arena_f32_gemm_nn(const float *A, int32_t lda, const float *B, int32_t ldb,
 
 int arena_k_gemm(const arena_ctx_t *c)
 {
-    const arena_attrs_t *a = &c->op->attrs;
+    const arena_attrs_t *a = c->op->attrs;
     const arena_tensor_t *at = arena_in(c, 0), *bt = arena_in(c, 1), *ct = arena_in(c, 2);
     const arena_tensor_t *yt = arena_out(c, 0);
     const float *A = (const float *)arena_in_data(c, 0);

@@ -7,7 +7,7 @@
 int arena_k_lrn(const arena_ctx_t *c)
 {
     const arena_tensor_t *xt = arena_in(c, 0), *yt = arena_out(c, 0);
-    const arena_attrs_t *a = &c->op->attrs;
+    const arena_attrs_t *a = c->op->attrs;
     const float *x = (const float *)arena_in_data(c, 0);
     float *y = (float *)arena_out_data(c, 0);
     int32_t size, lo, hi, n, ch, k;

@@ -42,7 +42,7 @@ static void taps(int32_t i0, int32_t k, int32_t n, int32_t *t0, int32_t *t1)
 
 int arena_i8_max_pool(const arena_ctx_t *c, const int32_t xd[4], const int32_t yd[4])
 {
-    const arena_attrs_t *a = &c->op->attrs;
+    const arena_attrs_t *a = c->op->attrs;
     const uint8_t *x = (const uint8_t *)arena_in_data(c, 0);
     uint8_t *y = (uint8_t *)arena_out_data(c, 0);
     uint8_t row[POOL_ROW_BYTES];

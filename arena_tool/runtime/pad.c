@@ -54,7 +54,7 @@ static void pad_fill(float v, uint8_t dtype, uint8_t out[8])
 /* ints: begin[rank], end[rank]; axis: mode; value: the constant. */
 int arena_k_pad(const arena_ctx_t *c)
 {
-    const arena_attrs_t *a = &c->op->attrs;
+    const arena_attrs_t *a = c->op->attrs;
     const arena_tensor_t *xt, *yt;
     const uint8_t *x = (const uint8_t *)arena_in_data(c, 0);
     uint8_t *y = (uint8_t *)arena_out_data(c, 0);

@@ -8,7 +8,7 @@
  * planner puts it at the output's address (in place); elsewhere it is copied first. */
 int arena_k_patch_write(const arena_ctx_t *c)
 {
-    const arena_attrs_t *a = &c->op->attrs;
+    const arena_attrs_t *a = c->op->attrs;
     const arena_tensor_t *xt, *yt, *pt;
     int32_t ys[ARENA_MAX_RANK];
     int32_t start = 0;

@@ -38,7 +38,7 @@ static int32_t max_taps_q8(const void *x, int is_s8, const taps_t *t)
 /* MaxPool (float32, int8, uint8; dilations) and AveragePool (float32, no dilations). */
 int arena_k_pool(const arena_ctx_t *c)
 {
-    const arena_attrs_t *a = &c->op->attrs;
+    const arena_attrs_t *a = c->op->attrs;
     const arena_tensor_t *xt = arena_in(c, 0), *yt = arena_out(c, 0);
     const uint8_t *x = (const uint8_t *)arena_in_data(c, 0);
     uint8_t *y = (uint8_t *)arena_out_data(c, 0);

@@ -34,7 +34,7 @@ static int gemm_bias(const arena_tensor_t *ct, int32_t M, int32_t N, uint32_t *s
  * requantized to y_scale / y_zp, or float32 when y_scale is absent. */
 int arena_k_qgemm(const arena_ctx_t *c)
 {
-    const arena_attrs_t *at = &c->op->attrs;
+    const arena_attrs_t *at = c->op->attrs;
     const arena_tensor_t *ta = arena_in(c, 0), *tb = arena_in(c, 3), *ty = arena_out(c, 0);
     const int32_t *C = (const int32_t *)arena_in_data(c, 6);
     int quant_out = arena_in(c, 7) != NULL;

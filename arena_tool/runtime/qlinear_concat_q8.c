@@ -32,7 +32,7 @@ static int concat_fits(const arena_tensor_t *x, const arena_tensor_t *y, int32_t
  * QLinearConcat does the same). */
 int arena_k_qlinear_concat(const arena_ctx_t *c)
 {
-    int32_t axis = c->op->attrs.axis, along = 0;
+    int32_t axis = c->op->attrs->axis, along = 0;
     int n = concat_inputs(c), i, rc;
     qout_t y;
     uint32_t outer, inner, y_row, offset = 0, o;

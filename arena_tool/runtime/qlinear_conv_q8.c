@@ -24,7 +24,7 @@ static int32_t conv_out(int32_t in, int32_t k, int32_t stride, int32_t dil, int3
 /* Checks the conv's tensors and attributes against each other and fills *d. */
 static int conv_dims(const arena_ctx_t *c, conv_dims_t *d)
 {
-    const arena_attrs_t *a = &c->op->attrs;
+    const arena_attrs_t *a = c->op->attrs;
     const arena_tensor_t *xt = arena_in(c, 0), *wt = arena_in(c, 3), *yt = arena_out(c, 0), *bt = arena_in(c, 8);
     int r;
     if (xt == NULL || wt == NULL || yt == NULL || (xt->rank != 3 && xt->rank != 4) || wt->rank != xt->rank
@@ -39,7 +39,7 @@ static int conv_dims(const arena_ctx_t *c, conv_dims_t *d)
     d->m = yt->shape[1];
     d->oh = r == 4 ? yt->shape[2] : 1;
     d->ow = yt->shape[r - 1];
-    d->groups = a->group > 0 ? a->group : 1;
+    d->groups = c->op->group > 0 ? (int32_t)c->op->group : 1;
     if (a->kernel[0] < 1 || a->kernel[1] < 1 || a->strides[0] < 1 || a->strides[1] < 1 || a->dilations[0] < 1
         || a->dilations[1] < 1 || a->pads[0] < 0 || a->pads[1] < 0 || a->pads[2] < 0 || a->pads[3] < 0) {
         return ARENA_ERR_SHAPE;
@@ -117,7 +117,7 @@ static int32_t qconv_taps(const arena_tensor_t *xt, const void *x, uint32_t x_ba
 static int32_t qconv_pixel(const arena_ctx_t *c, const conv_dims_t *d, int32_t n, int32_t m, int32_t oh, int32_t ow,
                            int32_t x_zp, int32_t w_zp)
 {
-    const arena_attrs_t *a = &c->op->attrs;
+    const arena_attrs_t *a = c->op->attrs;
     uint32_t taps = (uint32_t)(a->kernel[0] * a->kernel[1]), plane = (uint32_t)(d->h * d->w);
     int32_t g = m / d->mg, acc = 0, ci;
     for (ci = 0; ci < d->cg; ++ci) {
@@ -150,7 +150,7 @@ static int dw_in_place(const arena_ctx_t *c, const conv_dims_t *d, void **temp)
  * input channel i only from its copy (which keeps x's element type). */
 static void qconv_dw_in_place(const arena_ctx_t *c, const conv_dims_t *d, void *temp, int32_t lo, int32_t hi)
 {
-    const arena_attrs_t *a = &c->op->attrs;
+    const arena_attrs_t *a = c->op->attrs;
     const arena_tensor_t *xt = arena_in(c, 0), *wt = arena_in(c, 3);
     const uint8_t *x = (const uint8_t *)arena_in_data(c, 0);
     int32_t x_zp = arena_q_zp(c, 2, 0), taps = a->kernel[0] * a->kernel[1], oh, ow;

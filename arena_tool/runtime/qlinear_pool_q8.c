@@ -13,7 +13,7 @@ static int32_t pooled(int32_t in, int32_t k, int32_t stride, int32_t p0, int32_t
  * the input; count_include_pad divides by the kernel size), quantized. NCHW only. */
 int arena_k_qlinear_pool(const arena_ctx_t *c)
 {
-    const arena_attrs_t *a = &c->op->attrs;
+    const arena_attrs_t *a = c->op->attrs;
     const int32_t *k = a->kernel, *s = a->strides, *p = a->pads;
     qin_t x;
     qout_t y;

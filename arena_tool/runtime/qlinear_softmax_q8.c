@@ -20,7 +20,7 @@ static float floor_f(float v)
  * releases wrapped int8 codes above 127 instead). */
 int arena_k_qlinear_softmax(const arena_ctx_t *c)
 {
-    const arena_attrs_t *a = &c->op->attrs;
+    const arena_attrs_t *a = c->op->attrs;
     qin_t x;
     qout_t y;
     uint32_t outer, n, inner, o, in, j;

@@ -43,7 +43,7 @@ int arena_k_qlinear_unary(const arena_ctx_t *c)
     case ARENA_OP_QLINEAR_HARD_SWISH: f = fn_hard_swish; break;
     default: return ARENA_ERR_UNSUPPORTED;
     }
-    build_table(table, &x, &y, f, c->op->attrs.alpha);
+    build_table(table, &x, &y, f, c->op->attrs->alpha);
     apply_table(table, (const uint8_t *)x.data, (uint8_t *)y.data, y.t->elements);
     return ARENA_OK;
 }

@@ -85,7 +85,7 @@ int arena_q_check(const arena_ctx_t *c, int x, uint32_t n)
  * range, narrowed by attrs.out_min/out_max when out_min < out_max. */
 int arena_q_out(const arena_ctx_t *c, int s, int32_t *lo, int32_t *hi)
 {
-    const arena_attrs_t *a = &c->op->attrs;
+    const arena_attrs_t *a = c->op->attrs;
     const arena_tensor_t *yt = arena_out(c, 0), *st = arena_in(c, s), *zt = arena_in(c, s + 1);
     if (yt == NULL || st == NULL) {
         return ARENA_ERR_SHAPE;

@@ -18,7 +18,7 @@ static uint32_t axis_index(const arena_tensor_t *x, const arena_tensor_t *scale,
 static int check_qparams(const arena_ctx_t *c, const arena_tensor_t *x, uint8_t zdtype)
 {
     const arena_tensor_t *st = arena_in(c, 1), *zt = arena_in(c, 2);
-    int32_t axis = c->op->attrs.axis;
+    int32_t axis = c->op->attrs->axis;
     if (st == NULL || st->dtype != ARENA_DT_FLOAT32 || (zt != NULL && zt->dtype != zdtype)) {
         return ARENA_ERR_UNSUPPORTED;
     }
@@ -58,7 +58,7 @@ int arena_k_quantize(const arena_ctx_t *c)
         return ARENA_OK;
     }
     for (i = 0; i < yt->elements; ++i) {
-        uint32_t k = axis_index(xt, st, c->op->attrs.axis, i);
+        uint32_t k = axis_index(xt, st, c->op->attrs->axis, i);
         arena_q_put(y, i, arena_q_round(x[i] / arena_q_scale(c, 1, k), arena_q_zp(c, 2, k), lo, hi));
     }
     return ARENA_OK;
@@ -92,7 +92,7 @@ int arena_k_dequantize(const arena_ctx_t *c)
         return ARENA_OK;
     }
     for (i = 0; i < yt->elements; ++i) {
-        uint32_t k = axis_index(xt, st, c->op->attrs.axis, i);
+        uint32_t k = axis_index(xt, st, c->op->attrs->axis, i);
         y[i] = (float)(arena_q_load(xt, x, i) - arena_q_zp(c, 2, k)) * arena_q_scale(c, 1, k);
     }
     return ARENA_OK;

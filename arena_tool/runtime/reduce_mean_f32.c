@@ -9,7 +9,7 @@ static float abs_f(float v)
 /* ints: 1 where input dim d is reduced. The output keeps those dims as 1 or drops them. */
 int arena_k_reduce_mean(const arena_ctx_t *c)
 {
-    const arena_attrs_t *a = &c->op->attrs;
+    const arena_attrs_t *a = c->op->attrs;
     const arena_tensor_t *xt, *yt;
     const float *x = (const float *)arena_in_data(c, 0);
     float *y = (float *)arena_out_data(c, 0);

@@ -73,7 +73,7 @@ static void resize_linear(float v, int32_t len, int32_t *i1, int32_t *i2, float 
  * output shape is the output tensor's. */
 int arena_k_resize(const arena_ctx_t *c)
 {
-    const arena_attrs_t *a = &c->op->attrs;
+    const arena_attrs_t *a = c->op->attrs;
     const arena_tensor_t *xt, *yt;
     const uint8_t *x = (const uint8_t *)arena_in_data(c, 0);
     uint8_t *y = (uint8_t *)arena_out_data(c, 0);

@@ -4,7 +4,7 @@
 /* ints: per input dim the first index read and the step; the output's shape gives the counts. */
 int arena_k_slice(const arena_ctx_t *c)
 {
-    const arena_attrs_t *a = &c->op->attrs;
+    const arena_attrs_t *a = c->op->attrs;
     const arena_tensor_t *xt, *yt;
     int32_t xs[ARENA_MAX_RANK];
     int32_t start = 0;

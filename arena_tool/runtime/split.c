@@ -8,7 +8,7 @@ int arena_k_split(const arena_ctx_t *c)
 {
     const arena_tensor_t *xt = arena_in(c, 0);
     const uint8_t *x = (const uint8_t *)arena_in_data(c, 0);
-    int axis = c->op->attrs.axis;
+    int axis = c->op->attrs->axis;
     uint32_t outer, inner, o;
     int32_t total = 0;
     size_t es, pos = 0;

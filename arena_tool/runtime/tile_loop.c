@@ -92,8 +92,8 @@ int arena_run_tiles(const arena_model_t *m, uint32_t k, uint8_t *base, int *fail
             return ARENA_ERR_SHAPE;
         }
         for (a = 0u; a < 2u; ++a) {
-            full[j][a] = op->attrs.kernel[0] > 0 ? (n[a] + op->attrs.pads[a] + op->attrs.pads[a + 2u]
-                                                    - op->attrs.kernel[a]) / op->attrs.strides[a] + 1 : n[a];
+            full[j][a] = op->attrs->kernel[0] > 0 ? (n[a] + op->attrs->pads[a] + op->attrs->pads[a + 2u]
+                                                    - op->attrs->kernel[a]) / op->attrs->strides[a] + 1 : n[a];
         }
     }
     if (full[last][0] != out->shape[2] || full[last][1] != out->shape[3]) {
@@ -128,10 +128,10 @@ int arena_run_tiles(const arena_model_t *m, uint32_t k, uint8_t *base, int *fail
                     }
                     for (a = 0u; a < 2u; ++a) {
                         int32_t n = act[j][i] == -2 ? in->shape[2u + a] : full[act[j][i]][a];
-                        if (op->attrs.kernel[0] > 0) {
-                            int32_t s0 = op->attrs.strides[a], p = op->attrs.pads[a];
+                        if (op->attrs->kernel[0] > 0) {
+                            int32_t s0 = op->attrs->strides[a], p = op->attrs->pads[a];
                             int32_t start = region[j].lo[a] * s0 - p;
-                            int32_t end = (region[j].hi[a] - 1) * s0 - p + op->attrs.kernel[a];
+                            int32_t end = (region[j].hi[a] - 1) * s0 - p + op->attrs->kernel[a];
                             b->lo[a] = start > 0 ? start : 0;
                             b->hi[a] = end < n ? end : n;
                             pads[j][a] = b->lo[a] - start;
@@ -179,6 +179,7 @@ int arena_run_tiles(const arena_model_t *m, uint32_t k, uint8_t *base, int *fail
             view.n = (int32_t)row;
             for (j = 0u; j < t->n_members; ++j) { /* the members, each after its crops */
                 arena_op_t op = ops[j];
+                arena_attrs_t tile_attrs;
                 arena_ctx_t c;
                 int rc;
                 view.n_over = 0;
@@ -226,11 +227,13 @@ int arena_run_tiles(const arena_model_t *m, uint32_t k, uint8_t *base, int *fail
                     over_addr[view.n_over] = base + off;
                     ++view.n_over;
                 }
-                if (op.attrs.kernel[0] > 0) { /* a window member: its tile-local pads */
-                    op.attrs.pads[0] = pads[j][0];
-                    op.attrs.pads[1] = pads[j][1];
-                    op.attrs.pads[2] = pads[j][2];
-                    op.attrs.pads[3] = pads[j][3];
+                if (op.attrs->kernel[0] > 0) { /* a window member: its tile-local pads */
+                    tile_attrs = *op.attrs;
+                    tile_attrs.pads[0] = pads[j][0];
+                    tile_attrs.pads[1] = pads[j][1];
+                    tile_attrs.pads[2] = pads[j][2];
+                    tile_attrs.pads[3] = pads[j][3];
+                    op.attrs = &tile_attrs;
                 }
                 c.m = m;
                 c.op = &op;

@@ -3,7 +3,7 @@
 
 int arena_k_transpose(const arena_ctx_t *c)
 {
-    const arena_attrs_t *a = &c->op->attrs;
+    const arena_attrs_t *a = c->op->attrs;
     const arena_tensor_t *xt, *yt;
     int32_t xs[ARENA_MAX_RANK];
     uint32_t seen = 0u;

@@ -124,7 +124,7 @@ static int32_t int_bound(float f, int32_t lo, int32_t hi)
 /* Relu/Clip on int8/uint8: lowered QDQ gives Clip with the quantized bounds in min/max. */
 static int unary_q8(const arena_ctx_t *c, const arena_tensor_t *xt)
 {
-    const arena_attrs_t *a = &c->op->attrs;
+    const arena_attrs_t *a = c->op->attrs;
     const void *x = arena_in_data(c, 0);
     uint8_t *y = (uint8_t *)arena_out_data(c, 0);
     int is_s8 = xt->dtype == ARENA_DT_INT8;
@@ -164,5 +164,5 @@ int arena_k_unary(const arena_ctx_t *c)
     if (xt->dtype != ARENA_DT_FLOAT32) {
         return ARENA_ERR_UNSUPPORTED;
     }
-    return unary_loop(&c->op->attrs, op, x, y, yt->elements);
+    return unary_loop(c->op->attrs, op, x, y, yt->elements);
 }

@@ -40,7 +40,7 @@ int main(void)
         printf("model %s %u %u\n", m->name, (unsigned)m->arena_size, (unsigned)arena_entries[e].base);
         for (i = 0; i < m->n_tensors; ++i) {
             const arena_tensor_t *t = &m->tensors[i];
-            printf("tensor %u %s %s %u %u %u %u %u", (unsigned)i, t->name, t->data ? "const" : "arena",
+            printf("tensor %u %s %s %u %u %u %u %u", (unsigned)i, m->tensor_names[i], t->data ? "const" : "arena",
                    (unsigned)t->offset, (unsigned)t->size, (unsigned)t->elements, (unsigned)t->dtype, (unsigned)t->rank);
             for (j = 0; j < t->rank; ++j) printf(" %d", (int)t->shape[j]);
             if (t->data) {
@@ -52,7 +52,7 @@ int main(void)
         }
         for (i = 0; i < m->n_ops; ++i) {
             const arena_op_t *o = &m->ops[i];
-            printf("op %u %s %s %d in", (unsigned)i, o->op_type, o->name, (int)o->workspace);
+            printf("op %u %s %s %d in", (unsigned)i, m->op_types[i], m->op_names[i], (int)o->workspace);
             for (j = 0; j < o->n_inputs; ++j) printf(" %d", (int)o->inputs[j]);
             printf(" out");
             for (j = 0; j < o->n_outputs; ++j) printf(" %d", (int)o->outputs[j]);
@@ -74,7 +74,7 @@ def dump(tmp_path, models) -> list[str]:
     gen = fwbuild.generate(tmp_path, models)
     (tmp_path / "dump.c").write_text(DUMP_C)
     exe = tmp_path / "dump"
-    subprocess.run(["gcc", *fwbuild.CFLAGS, f"-I{fwbuild.RUNTIME}", str(tmp_path / "dump.c"),
+    subprocess.run(["gcc", *fwbuild.CFLAGS, "-DARENA_NAMES", f"-I{fwbuild.RUNTIME}", str(tmp_path / "dump.c"),
                     *map(str, sorted(fwbuild.RUNTIME.glob("*.c"))), *map(str, gen), "-o", str(exe)],
                    check=True, capture_output=True, text=True)
     return subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.splitlines()
@@ -99,6 +99,9 @@ def test_tables_equal_the_plan_and_the_initializers(tmp_path, example_docs):
         rows = [ln.split() for ln in mine if ln.startswith("tensor ")]
         by_name = {r[2]: r for r in rows}
         index = {r[2]: int(r[1]) for r in rows}
+        low = plancheck.lowered_model(path, plan)
+        stored = codegen.stored(low, codegen.table_names(plan)[1])
+        index.update((n, index[first]) for n, first in stored.shared.items())  # an equal constant's row
         for b in doc["buffers"]:  # every planned tensor at its planned offset, with its shape
             r = by_name[b["name"]]
             assert r[3] == "arena"
@@ -107,8 +110,8 @@ def test_tables_equal_the_plan_and_the_initializers(tmp_path, example_docs):
             assert [int(v) for v in r[9:9 + len(b["shape"])]] == b["shape"]
         consts = [r for r in rows if r[3] == "const"]
         assert consts, "weights are tables in flash"
-        for r in consts:  # the constant bytes are the initializer's bytes, exactly
-            want = np.ascontiguousarray(inits[r[2]])
+        for r in consts:  # the constant bytes are the initializer's bytes, exactly (a uniform zero point: one)
+            want = np.ascontiguousarray(stored.one.get(r[2], inits[r[2]]))
             assert bytes.fromhex(r[r.index("bytes") + 1]) == want.tobytes(), r[2]
         ops = [ln.split() for ln in mine if ln.startswith("op ")]
         assert len(ops) == len(doc["schedule"])
@@ -132,6 +135,51 @@ def test_header_macros_and_enum(example_docs):
     assert "extern const arena_model_t kws_model;" in h
     assert "const arena_model_t kws_model = {" in c
     assert "static const float kws_c_conv1_w[" in c
+
+
+def _names_block(c: str, sym: str) -> tuple[str, str]:
+    """(the source without its ARENA_NAMES block, the block)."""
+    start = c.index("#if defined(ARENA_NAMES)")
+    end = c.index("#endif", start) + len("#endif")
+    assert f"{sym}_tensor_names" in c[start:end] and f"{sym}_op_names" in c[start:end]
+    return c[:start] + c[end:], c[start:end]
+
+
+def test_release_tables_name_only_the_graph_inputs_and_outputs(example_docs):
+    """No tensor's or op's name is in a release build's tables (ARENA_NAMES: a debug build's),
+    but the graph inputs' and outputs' names (io_names), which an application prints."""
+    sym, path, plan = example_docs[0]
+    low = plancheck.lowered_model(path, plan)
+    _, c = codegen.model_sources(plan, low, sym)
+    release, names = _names_block(c, sym)
+    io = [*low.inputs, *low.outputs]
+    inner = [st.name for st in plan.schedule] + [b.name for b in plan.buffers if b.name not in io]
+    assert inner and all(codegen.c_string(n) in names for n in inner)
+    assert not [n for n in inner if codegen.c_string(n) in release]
+    assert all(codegen.c_string(n) in release for n in io) and f"{sym}_io_names, ARENA_NAME(" in release
+
+
+def test_equal_small_constants_are_stored_once_and_a_uniform_zero_point_as_one_entry(example_docs):
+    sym, path, plan = next(d for d in example_docs if d[0] == "kws_int8")
+    low = plancheck.lowered_model(path, plan)
+    arena, consts = codegen.table_names(plan)
+    stored = codegen.stored(low, consts)
+    assert len(stored.shared) > 10 and stored.one  # its zero points: all zero, per channel, many alike
+    h, c = codegen.model_sources(plan, low, sym)
+    SYM = sym.upper()
+    assert f"#define {SYM}_N_TENSORS {len(arena) + len(consts) - len(stored.shared)}u" in h
+    enum = dict(line.strip().rstrip(",").split(" = ") for line in h.splitlines() if line.startswith(f"    {SYM}_T_"))
+    ids = dict(zip(arena + consts, codegen.unique_ids(arena + consts, reserved=(codegen.COUNT_ID,))))
+    for n, first in stored.shared.items():  # its enum constant is the earlier one's row, and no array of its own
+        assert enum[f"{SYM}_T_{ids[n].upper()}"] == enum[f"{SYM}_T_{ids[first].upper()}"]
+        assert f"{sym}_c_{ids[n]}[" not in c
+    for n in stored.one:
+        if n not in stored.shared:
+            assert f"{sym}_c_{ids[n]}[1]" in c
+    # the plan counts the weights as the tables store them
+    kept = [n for n in consts if n not in stored.shared]
+    stored_bytes = sum(int(stored.one[n].nbytes if n in stored.one else low.value(n).nbytes) for n in kept)
+    assert f"#define {SYM}_WEIGHTS_BYTES {stored_bytes}u" in h and plan.weights_bytes == stored_bytes
 
 
 def _gen_script(seed: str) -> str:

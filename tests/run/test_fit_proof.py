@@ -193,3 +193,30 @@ def test_fit_auto_build_is_byte_identical_under_two_hash_seeds(tmp_path):
     assert seen[0][0] == seen[1][0]  # the search's report and the summary too
     assert seen[0][1].keys() == seen[1][1].keys()
     assert [k for k in seen[0][1] if seen[0][1][k] != seen[1][1][k]] == []
+
+@pytest.mark.slow  # quantizes MLPerf Tiny's VWW, plans, links and profiles its candidates, runs the pick (minutes)
+def test_vww_int8_fits_the_ram_and_flash_of_an_stm32l432(tmp_path, qcache, capsys):
+    """The floor: VWW int8 on nucleo_l432kc (SRAM1 48K + SRAM2 16K, 256K flash, Cortex-M4F), the
+    board as shipped (its default region, SRAM1): a configuration fits RAM and the linked ELF fits
+    its flash, and the pick's outputs equal onnxruntime's on QEMU mps2-an386 (the same core)."""
+    require_tool("arm-none-eabi-gcc")
+    require_tool("qemu-system-arm")
+    import quantized
+    from conftest import require_shared
+    from shared_paths import MLPERF
+
+    vww = quantized.quantized(require_shared(MLPERF / "visual_wake_words__vww_96_float_tflite2onnx.onnx"), "qdq",
+                              True, qcache)
+    (tmp_path / "arena.yaml").write_text(f"models:\n  - {{name: vww, path: {vww}, time_limit: 5}}\n"
+                                         "boards:\n  - {name: nucleo_l432kc}\n", encoding="utf-8")
+    report = tmp_path / "fit.json"
+    assert cli.main(["fit", str(tmp_path / "arena.yaml"), "--board", "nucleo_l432kc", "--json", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "pick proof: vww on mps2_an386 (QEMU): match" in out
+    (doc,) = json.loads(report.read_text())["boards"]
+    pick = doc["configurations"][doc["pick"]]
+    assert doc["emulated"] == "mps2_an386" and doc["flash_limit"] == 256 * 1024
+    assert pick["fits_ram"] and pick["ram"] <= 48 * 1024 and pick["fits_flash"] and pick["flash"] <= 256 * 1024
+    assert all(p["result"] == "match" for p in doc["proofs"] if p["index"] == doc["pick"])
+    (m,) = pick["models"]  # every report states the table bytes: the ELF holds weights, tables and code
+    assert 0 < m["tables"] < pick["flash"] - m["weights"] and f"tables {m['tables']:,} B" in out

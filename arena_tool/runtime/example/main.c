@@ -92,11 +92,11 @@ static const arena_input_t *given_input(const arena_model_t *m, uint32_t k)
     return NULL;
 }
 
-static void print_tensor(const arena_tensor_t *t, const void *data)
+static void print_tensor(const char *name, const arena_tensor_t *t, const void *data)
 {
     uint32_t i;
     put_s("output ");
-    put_s(t->name);
+    put_s(name);
     put_s(" ");
     put_s(dtype_name(t->dtype));
     put_s(" ");
@@ -171,11 +171,11 @@ int main(void)
             put_s(m->name);
             put_s(" op ");
             put_i(failed);
-            if (failed >= 0 && m->ops[failed].name != NULL && m->ops[failed].op_type != NULL) { /* ARENA_NAMES */
+            if (failed >= 0 && m->op_names != NULL && m->op_types != NULL) { /* ARENA_NAMES */
                 put_s(" ");
-                put_s(m->ops[failed].op_type);
+                put_s(m->op_types[failed]);
                 put_s(" ");
-                put_s(m->ops[failed].name);
+                put_s(m->op_names[failed]);
             }
             put_s(" code ");
             put_i(rc);
@@ -185,7 +185,8 @@ int main(void)
             }
         } else {
             for (k = 0; k < m->n_outputs; ++k) {
-                print_tensor(&m->tensors[m->outputs[k]], arena_tensor_data(m, base, m->outputs[k]));
+                print_tensor(m->io_names[m->n_inputs + k], &m->tensors[m->outputs[k]],
+                             arena_tensor_data(m, base, m->outputs[k]));
             }
         }
         put_s("status ");
