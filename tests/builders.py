@@ -22,7 +22,7 @@ from arena_tool.target import manifest
 ROOT = Path(__file__).resolve().parent.parent
 INCLUDE = "  INCLUDE arena_fragment.ld\n"
 # shipped boards the example manifest leaves out: the STM32L432's 256K of flash does not hold the
-# example's four models (290,980 B of weights); arena-tool fit's tests and bench/fit.py use it
+# example's four models (290,698 B of weights); arena-tool fit's tests and bench/fit.py use it
 NOT_IN_EXAMPLE = frozenset({"nucleo_l432kc"})
 ACTION = re.compile(r"^(Planning|Checking|Generating|Compiling|Linking) ", re.M)
 

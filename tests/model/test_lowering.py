@@ -46,9 +46,10 @@ def test_qdq_model_plans_int8_tensors_and_int8_weights(tmp_path):
     mp = liveness.model_problem(path, ModelOptions(alignment=1))
     dtypes = {t.name: t.dtype for t in mp.tensors}
     assert dtypes == {"x": "float32", "xq": "int8", "yq": "int8", "out": "float32"}
-    # int8 weights 288 B, their 8 scales and zero points, the int32 bias 32 B (its own scale is
-    # x_s * w_s, not stored), x and y scale + zero point: no float copy of the weights.
-    assert mp.weights_bytes == 288 + 8 * 4 + 8 + 32 + 2 * (4 + 1)
+    # int8 weights 288 B, their 8 scales and one zero point (the 8 are all 0: stored as one entry,
+    # lowering.stored_constants), the int32 bias 32 B (its own scale is x_s * w_s, not stored), x and
+    # y scale + zero point: no float copy of the weights.
+    assert mp.weights_bytes == 288 + 8 * 4 + 1 + 32 + 2 * (4 + 1)
     t = {t.name: t for t in mp.tensors}
     assert t["yq"].quant is not None and t["yq"].quant.zero_point == (-5,)
 
