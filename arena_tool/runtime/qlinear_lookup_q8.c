@@ -9,10 +9,10 @@
 int arena_k_qlinear_lookup(const arena_ctx_t *c)
 {
     const arena_tensor_t *xt = arena_in(c, 0), *yt = arena_out(c, 0);
-    const uint8_t *table = (const uint8_t *)c->op->attrs.ints, *x;
+    const uint8_t *table = (const uint8_t *)c->op->attrs->ints, *x;
     uint8_t *y;
     uint32_t i = 0u, n;
-    if (xt == NULL || yt == NULL || !is_q8(xt->dtype) || !is_q8(yt->dtype) || c->op->attrs.n_ints != 64u
+    if (xt == NULL || yt == NULL || !is_q8(xt->dtype) || !is_q8(yt->dtype) || c->op->attrs->n_ints != 64u
         || table == NULL) {
         return ARENA_ERR_UNSUPPORTED;
     }
