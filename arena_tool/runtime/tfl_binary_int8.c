@@ -24,7 +24,7 @@ static uint32_t bcast_index(const arena_tensor_t *t, const arena_tensor_t *y, co
 
 int arena_k_tfl_binary(const arena_ctx_t *c)
 {
-    const arena_attrs_t *a = &c->op->attrs;
+    const arena_attrs_t *a = c->op->attrs;
     const arena_tensor_t *at = arena_in(c, 0), *bt = arena_in(c, 1), *yt = arena_out(c, 0);
     const int8_t *x1, *x2;
     int8_t *y;

@@ -10,7 +10,7 @@
 
 int arena_k_tfl_fully_connected(const arena_ctx_t *c)
 {
-    const arena_attrs_t *a = &c->op->attrs;
+    const arena_attrs_t *a = c->op->attrs;
     const arena_tensor_t *xt = arena_in(c, 0), *wt = arena_in(c, 1), *bt = arena_in(c, 2), *rt = arena_in(c, 3);
     const arena_tensor_t *yt = arena_out(c, 0);
     const int8_t *x, *w;

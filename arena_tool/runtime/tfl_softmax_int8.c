@@ -62,7 +62,7 @@ static int32_t one_over_one_plus_x(int32_t a)
 
 int arena_k_tfl_softmax(const arena_ctx_t *c)
 {
-    const arena_attrs_t *a = &c->op->attrs;
+    const arena_attrs_t *a = c->op->attrs;
     const arena_tensor_t *xt = arena_in(c, 0), *yt = arena_out(c, 0);
     const int8_t *x;
     int8_t *y;
