@@ -54,6 +54,8 @@ def arena_run(model: Path, work: Path) -> dict[str, Any]:
     doc: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
     if rc != 0:
         doc["error"] = "unsupported ops" if doc.get("result") == "unsupported" else f"exit {rc}: {said[-240:]}"
+    elif doc.get("result") != "match":
+        doc["error"] = f"result {doc.get('result')}"
     return doc
 
 
@@ -68,7 +70,7 @@ def row(name: str, runtime: str, d: dict[str, Any]) -> list[str]:
     else:
         same = bool(d.get("outputs")) and all(o["bit_identical"] for o in d["outputs"])
         ram, used = d.get("tensor_arena_size"), d.get("used")
-    verdict = d["error"] if "error" in d else ("bit-identical" if same else "DIFFER")
+    verdict = str(d["error"]) if d.get("error") else ("bit-identical" if same else "DIFFER")
     return [name, runtime, _n(ram), _n(used), _n(d.get("ram")), _n(d.get("flash")), _n(d.get("instructions")), verdict]
 
 
@@ -113,13 +115,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tflite: {key} on arena's runtime", file=sys.stderr, flush=True)
         d = arena_run(model, build / f"{key}_arena")
         rows.append(row(key, "arena", d))
-        if "error" in d and d["error"] != "unsupported ops":
+        if d.get("error") and d["error"] != "unsupported ops":
             failed.append((key, "arena", d["error"]))
         for kernels in kernel_sets:
             print(f"tflite: {key} on TFLM with {kernels} kernels", file=sys.stderr, flush=True)
             t = tflm_firmware.measure(model, tree, kernels, build / f"{key}_{kernels}", args.jobs)
             rows.append(row(key, f"tflm {kernels}", t))
-            if "error" in t:
+            if t.get("error"):
                 failed.append((key, kernels, t["error"]))
     print(f"tflite: arena-tool run MODEL.tflite --board {BOARD} --runtime arena | tflm (qemu-system-arm -M mps2-an500 "
           "-icount shift=0); working RAM = arena's plan (arena's runtime: no persistent tail) or TFLM's "
