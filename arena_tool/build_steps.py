@@ -768,7 +768,10 @@ def listing_lines(b: Any, t: Mapping[str, Any], depfile: str) -> list[tuple[str,
     or with ``linker: fragment`` the project's), ``libdir`` where ld finds what it INCLUDEs;
     ``flag`` the core's compile and link flags, ``cflag`` arena's flags for its own sources
     (``flags.cflags``: the level, C99, whose strict floating point the outputs depend on, the
-    warnings that guard the tables, one section per function and datum), as SCons compiles them."""
+    warnings that guard the tables, one section per function and datum), as SCons compiles them;
+    ``link`` the link flags SCons links with (newlib-nano, no start files: the project's startup
+    is the reset handler; unused sections dropped) and ``lib`` the libraries (libm): without
+    them the link of arena's runtime fails (``undefined reference to _exit``)."""
     from arena_tool import runtime_dir
     from arena_tool.target import flags
 
@@ -792,6 +795,8 @@ def listing_lines(b: Any, t: Mapping[str, Any], depfile: str) -> list[tuple[str,
         out.append(("script", full(b.ld)))
     out += [("flag", f) for f in t["gcc_flags"]]
     out += [("cflag", f) for f in flags.cflags(t.get("optimize"))]
+    out += [("link", f) for f in flags.LINKFLAGS]
+    out += [("lib", lib) for lib in flags.LIBS]
     return out
 
 

@@ -286,3 +286,25 @@ default_region: FAST
 data_region: DATA
 qemu: mps2-an500
 """
+
+
+# --- the documentation's snippets ------------------------------------------------------------
+
+
+def documented_blocks(lang: str, containing: str) -> list[tuple[str, str]]:
+    """Every ``lang`` code block of README.md and docs/ (Markdown fences, reStructuredText
+    ``code-block`` directives) whose text contains ``containing``, as (file, text): a test runs
+    what the documentation shows, wherever it moves."""
+    paths = [ROOT / "README.md"]
+    if (ROOT / "docs").is_dir():
+        paths += sorted(p for p in (ROOT / "docs").rglob("*") if p.suffix in (".md", ".rst") and "_build" not in p.parts)
+    found = []
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        blocks = re.findall(rf"^```{re.escape(lang)}\n(.*?)^```", text, re.M | re.S)
+        for m in re.finditer(rf"^( *)\.\. code-block:: {re.escape(lang)}\n((?:\1 +:.*\n)*)\n((?:\1 +.*\n|\n)+)", text, re.M):
+            lines = m.group(3).rstrip("\n").splitlines()
+            indent = min(len(x) - len(x.lstrip()) for x in lines if x.strip())
+            blocks.append("\n".join(x[indent:] for x in lines) + "\n")
+        found += [(str(path.relative_to(ROOT)), b) for b in blocks if containing in b]
+    return found

@@ -10,8 +10,9 @@
 # reads (manifest, board, models, a fragment's linker script, arena's own code), so it reruns
 # exactly when one changes and a no-op build runs nothing. The target gets the generated C tables
 # and arena_board.c, arena's runtime (unless `runtime: none`), their include folders, the board's
-# core flags, and links with arena's linker script (`linker: fragment`: the project's script, with
-# -L to its folder and to the fragment's). A failed gate fails the build with arena's one line.
+# core flags, and links with arena's link flags (newlib-nano, -nostartfiles, --gc-sections), libm
+# and arena's linker script (`linker: fragment`: the project's script, with -L to its folder and
+# to the fragment's). A failed gate fails the build with arena's one line.
 #
 # ARENA_PYTHON: the Python that has arena_tool (default: the first python3 found). Paths in the
 # outputs are relative to ARENA_PROJECT_DIR (default CMAKE_SOURCE_DIR), as SCons's are to its
@@ -44,7 +45,7 @@ function(arena_add_models target manifest board)
   endif()
   # the files the build makes follow the manifest (a model added, a board's linker changed)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${manifest}")
-  foreach(key output depfile source runtime include script libdir flag cflag)
+  foreach(key output depfile source runtime include script libdir flag cflag link lib)
     set(${key} "")
   endforeach()
   string(REPLACE "\n" ";" lines "${listing}")
@@ -68,6 +69,9 @@ function(arena_add_models target manifest board)
   get_filename_component(script_dir "${script}" DIRECTORY)
   get_filename_component(script_name "${script}" NAME)
   target_link_directories(${target} PRIVATE "${script_dir}" ${libdir})
-  target_link_options(${target} PRIVATE ${flag} "-T${script_name}")
+  # SCons's link flags (newlib-nano, no start files, --gc-sections) and libm: without them the
+  # link fails (undefined reference to _exit)
+  target_link_options(${target} PRIVATE ${flag} ${link} "-T${script_name}")
+  target_link_libraries(${target} PRIVATE ${lib})
   set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS "${script}")
 endfunction()
