@@ -708,6 +708,7 @@ def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequen
     from arena_tool.core import files
 
     root = os.path.abspath(os.curdir)
+    absolute = os.path.isabs(out)  # the depfile names the targets as the user named --out
     out = files.project_path(out, root)
     manifest_path = files.project_path(manifest_path, root)
     doc: dict[str, Any] = {}
@@ -730,7 +731,7 @@ def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequen
         if listing:
             sys.stdout.write("".join(f"{k}={v}\n" for k, v in listing_lines(b, by_name[b.name], path)))
             continue
-        guarded(lambda: _write_depfile(path, b.all, depfile_inputs(manifest_path, by_name[b.name])))
+        guarded(lambda: _write_depfile(path, b.all, depfile_inputs(manifest_path, by_name[b.name]), absolute))
         depfiles.append(path)
     if listing:
         return Generated(tuple(depfiles), ())
@@ -822,15 +823,17 @@ def depfile_inputs(manifest_path: str, t: Mapping[str, Any]) -> list[str]:
     return list(dict.fromkeys([manifest_path, *named, *files.package_files()]))
 
 
-def _make_word(path: str) -> str:
-    """One path in Make/Ninja depfile syntax: absolute (Ninja and CMake read a depfile from
-    the build folder, Make from where it runs); a space, ``#`` and ``:`` escaped with ``\\``, ``$``
+def _make_word(path: str, absolute: bool = True) -> str:
+    """One path in Make/Ninja depfile syntax: absolute, or (``absolute`` False, a target when
+    --out was relative) as named from the folder generate runs in, as a Makefile there names it
+    (Make matches a target by its name: an absolute target never matched the Makefile's relative
+    one, so an edit never reran generate); a space, ``#`` and ``:`` escaped with ``\\``, ``$``
     doubled, any other ``\\`` as it is (both read ``\\\\`` before a letter as two). A path neither
     can read back (a tab or newline; a ``\\`` before a space, ``#``, ``:`` or at the end, which GNU
     make and Ninja read differently) is one error naming it."""
     from arena_tool.core.errors import ArenaError
 
-    full = os.path.abspath(path).replace(os.sep, "/")
+    full = (os.path.abspath(path) if absolute else os.path.normpath(path)).replace(os.sep, "/")
     if re.search(r"[\t\n\r]|\\(?=[ #:]|$)", full):
         raise ArenaError("a path with a tab, a newline, or a '\\' before a space, '#', ':' or at its end cannot "
                          "be written in a depfile that GNU make and Ninja read alike", file=full,
@@ -840,11 +843,13 @@ def _make_word(path: str) -> str:
     return drive + rest.replace(" ", "\\ ").replace("#", "\\#").replace(":", "\\:").replace("$", "$$")
 
 
-def _write_depfile(path: str, targets: Sequence[str], inputs: Sequence[str]) -> None:
+def _write_depfile(path: str, targets: Sequence[str], inputs: Sequence[str], absolute: bool) -> None:
+    """The rule ``targets: inputs``: the targets as --out names them (``absolute``: an absolute
+    --out, as CMake passes), the inputs absolute (a prerequisite is a file Make stats)."""
     from arena_tool.core.files import write_atomic
 
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    lines = [" ".join(_make_word(t) for t in targets) + ":"] + [" " + _make_word(p) for p in inputs]
+    lines = [" ".join(_make_word(t, absolute) for t in targets) + ":"] + [" " + _make_word(p) for p in inputs]
     write_atomic(path, " \\\n".join(lines) + "\n")
 
 

@@ -118,7 +118,8 @@ def test_depfile_names_every_file_generate_reads(project: Path) -> None:
     inputs: set[str] = set()
     for board in ("mps2_an500", "nucleo_h743"):
         targets, deps = _depfile(project / "out" / board / "arena.d")
-        assert all(os.path.isfile(t) for t in targets) and f"{out}/{board}/arena_gate.json" in targets
+        # named as --out names them (relative: as a Makefile in the project names them)
+        assert all(os.path.isfile(t) for t in targets) and f"out/{board}/arena_gate.json" in targets
         assert str(project / "arena.yaml") in deps and str(project / "models" / "chain.onnx") in deps
         assert str(ROOT / "boards" / f"{board}.yaml") in deps
         inputs |= set(deps)
@@ -189,3 +190,54 @@ def test_list_names_what_to_compile_and_link_and_makes_nothing(project: Path, ca
     assert got["script"] == [f"{project}/vendor/h743.ld"] and got["libdir"] == [f"{project}/vendor", b]
     assert {os.path.basename(p) for p in got["runtime"]} >= {"arena_runtime.c", "conv_f32.c"}
     assert "-mcpu=cortex-m7" in got["flag"] and "-std=c99" in got["cflag"]
+
+
+@pytest.mark.slow
+def test_the_documented_makefile_builds_and_reruns_generate_after_a_manifest_edit(tmp_path: Path) -> None:
+    """The documentation's Makefile, as written, in a project laid out as the own-project recipe
+    says: ``make`` builds the firmware, a second ``make`` does nothing, and an edit to the
+    manifest reruns generate and relinks (the depfile named its targets absolute, the Makefile
+    relative: Make said "Nothing to be done", a silently stale firmware)."""
+    import shutil
+    import subprocess
+
+    import arena_tool
+    from builders import documented_blocks
+    from conftest import require_tool
+
+    require_tool("make")
+    require_tool("arm-none-eabi-gcc")
+    snippets = documented_blocks("make", "arena-tool generate")
+    assert snippets, "no Makefile in the documentation"
+    # `arena-tool` on PATH is this checkout's
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "arena-tool").write_text(f"#!/bin/sh\nexec {sys.executable} -m arena_tool \"$@\"\n")
+    (bin_dir / "arena-tool").chmod(0o755)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    for i, (doc, text) in enumerate(snippets):
+        proj = tmp_path / f"p{i}"
+        (proj / "app" / "models").mkdir(parents=True)
+        example = Path(arena_tool.runtime_dir()) / "example"
+        for name in ("main.c", "startup.c", "semihost.h", "fw_io.h"):
+            shutil.copy2(example / name, proj / "app" / name)
+        models.save(models.chain(), proj / "app" / "models" / "chain.onnx")
+        manifest = proj / "app" / "arena.yaml"
+        manifest.write_text("models:\n  - {name: chain, path: models/chain.onnx}\nboards:\n  - {name: mps2_an500, budget: 64K}\n")
+        (proj / "Makefile").write_text(text)
+
+        def make() -> str:
+            p = subprocess.run(["make"], cwd=proj, env=env, capture_output=True, text=True, timeout=600)
+            assert p.returncode == 0, doc + "\n" + p.stdout[-3000:] + p.stderr[-3000:]
+            return p.stdout
+
+        first = make()
+        assert "Planning" in first and (proj / "firmware.elf").is_file(), first
+        assert "Checking budget" not in make()  # nothing changed: nothing runs
+        elf = (proj / "firmware.elf").stat().st_mtime_ns
+        manifest.write_text(manifest.read_text().replace("budget: 64K", "budget: 60K"))
+        later = max(elf, (proj / "build" / "mps2_an500" / "arena_gate.json").stat().st_mtime_ns) + 2_000_000_000
+        os.utime(manifest, ns=(later, later))
+        third = make()
+        assert "Checking budget" in third and "budget 61,440 B" in third, third
+        assert (proj / "firmware.elf").stat().st_mtime_ns > elf
