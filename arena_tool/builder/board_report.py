@@ -434,6 +434,10 @@ def summary(reps: Sequence[BoardReport]) -> str:
         if split:
             region = "a split arena over " + "+".join(split)
         budget = f"{d.budget_spec} of each region" if split else f"{fmt_bytes(d.budget)} ({d.budget_spec})"
+        if not split and d.limit < d.budget:  # the gate's limit, not the budget, is what the arena must fit
+            held = d.region_length - d.limit
+            budget += (f", limit {fmt_bytes(d.limit)}: {d.region}'s {fmt_bytes(d.region_length)}"
+                       + (f" less the {fmt_bytes(held)} stack+heap reserve" if held > 0 else ""))
         lines.append(f"arena: {d.board}: {d.sharing} in {region}, budget {budget}"
                      + ("" if d.runtime == "arena" else f", runtime {d.runtime}"))
         rows = [("model", "planner", "arena", "lower bound", "base")]

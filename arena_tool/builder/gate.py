@@ -197,7 +197,10 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
     if split:  # the arena is the regions' together; each region is checked on its own below
         need = sum(r.arena for r in placed)
         limit = sum(r.limit for r in placed if r.arena_section is not None)
-    if need > limit and not problems and not split:
+    bare = _bare_budget(target, uses, info.length)
+    if bare and need > limit and not problems and not split:
+        problems.append(BoardProblem("ram", f"arena: {target.name}: {bare}", region=region, need=need, limit=limit))
+    elif need > limit and not problems and not split:
         over = need - limit
         offending = [u for u in uses if target.sharing == "concurrent" or u.arena_size > limit]
         alt = hints.better_region(target, need, region, room) if (
@@ -243,6 +246,23 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
         flash=Usage(flash_need, flash.length if flash is not None else 0, "plan"), problems=tuple(problems),
         regions=placed, code_bytes=code,
     )
+
+def _bare_budget(target: BoardTarget, uses: Sequence[ModelUse], region_length: int) -> str:
+    """Why a budget written without a unit (``budget: 90``: 90 bytes) is a slip, when it is below
+    every model's lower bound (no plan could fit it): the percentage or kilobytes it likely meant;
+    else ''."""
+    text = target.budget.text
+    if target.budget.size is None or not text.isdigit() or not uses:
+        return ""
+    least = min(uses, key=lambda u: (u.lower_bound, u.name))
+    if target.budget.size >= least.lower_bound:
+        return ""
+    n = int(text)
+    meant = (f"did you mean {n}% ({fmt_bytes(region_length * n // 100)} of the region) or {n}K?" if 0 < n <= 100
+             else f"did you mean {n}K?")
+    return (f"budget {text} is {fmt_bytes(n)} (a number without a unit is bytes), less than the smallest model's "
+            f"lower bound ({least.name}: {fmt_bytes(least.lower_bound)}); {meant}")
+
 
 def _tables_problem(target: BoardTarget, uses: Sequence[ModelUse], code: int | None, need: int) -> BoardProblem:
     """Weights that fit, but not with the tables and the runtime code beside them: name the

@@ -340,14 +340,15 @@ def load(path: str) -> Doc:
 
 # ---------------------------------------------------------------- sizes
 
-_SIZE_RE = re.compile(r"^\s*(0[xX][0-9a-fA-F_]+|[0-9][0-9_]*)\s*([kKmM](?:i?B)?|B)?\s*$")
+_SIZE_RE = re.compile(r"^\s*(0[xX][0-9a-fA-F_]+|[0-9][0-9_]*)\s*([kKmM](?:[iI]?[bB])?|[bB])?\s*$")
 _SIZE_UNIT = {"": 1, "B": 1, "K": 1024, "M": 1024 * 1024}
 
 
 def parse_size(value: Any) -> int:
     """Bytes from ``65536``, ``"64K"``, ``"64KiB"``, ``"64KB"``, ``"0x10000"`` or ``"1M"``.
 
-    K/KB/KiB all mean 1024 and M/MB/MiB 1024*1024, as in GNU ld scripts.
+    K/KB/KiB all mean 1024 and M/MB/MiB 1024*1024, as in GNU ld scripts; the unit in any case
+    (256kb, 256KB, 256KiB: one size, never one accepted and the other refused).
     Percentages are not sizes; the manifest resolves them against a region.
     Raises ArenaError (without location: the caller knows it) on anything else.
     """

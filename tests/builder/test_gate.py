@@ -306,3 +306,34 @@ def test_two_models_whose_headers_define_one_name_are_refused(tmp_path: Path) ->
     docs[0] = real_plan(_relu_model(tmp_path / "a.onnx", "mid"), "greedy_size")
     r = gate.gate(t, [(s.name, f"build/plans/{s.name}.plan.json", d) for s, d in zip(t.models, docs)])
     assert r.status == "ok" and not r.problems
+
+
+def test_a_bare_budget_below_every_lower_bound_asks_for_the_percentage(tmp_path: Path) -> None:
+    """``budget: 90`` is 90 bytes; the user meant 90 %: below every model's lower bound no plan
+    could fit it, so the gate asks instead of reporting a 90-byte budget."""
+    t = target(tmp_path, "{name: nucleo_f746, region: DTCM, budget: 90}")
+    msg = board_report.failure(gate.gate(t, plans(t, plan_doc(30000, 28000), plan_doc(20000, 20000)))).msg
+    assert msg == ("arena: nucleo_f746: budget 90 is 90 B (a number without a unit is bytes), less than the smallest "
+                   "model's lower bound (b: 20,000 B); did you mean 90% (58,982 B of the region) or 90K?")
+    # with a unit, or above a lower bound, it is a budget like any other
+    for budget in ("90B", "25000"):
+        t = target(tmp_path, f"{{name: nucleo_f746, region: DTCM, budget: {budget}}}")
+        assert "did you mean" not in board_report.failure(gate.gate(t, plans(t, plan_doc(30000, 28000),
+                                                                               plan_doc(20000, 20000)))).msg
+
+
+def test_the_summary_shows_the_limit_a_budget_above_the_region_leaves(tmp_path: Path) -> None:
+    """``budget: 1M`` with ``region: auto`` on a board whose chosen region is 64K: the gate's limit
+    is the region's room, and the summary says so (it showed 1,048,576 B as the budget the arena
+    had to fit); likewise a percentage the stack+heap reserve cuts down."""
+    t = target(tmp_path, "{name: nucleo_f746, region: auto, budget: 1M}")
+    r = gate.gate(t, plans(t, plan_doc(30000, 28000), plan_doc(20000, 20000)), lambda need, reserve: "DTCM")
+    head = board_report.summary([r]).splitlines()[0]
+    assert head.endswith("budget 1,048,576 B (1M), limit 65,536 B: DTCM's 65,536 B"), head
+    t = target(tmp_path, "{name: nucleo_g474re, region: SRAM2, budget: 90%}", models="a", reserve="{stack: 4K}")
+    r = gate.gate(t, plans(t, plan_doc(10000, 10000)))
+    head = board_report.summary([r]).splitlines()[0]
+    assert head.endswith("budget 14,745 B (90%), limit 12,288 B: SRAM2's 16,384 B less the 4,096 B stack+heap reserve"), head
+    t = target(tmp_path, "{name: nucleo_f746, region: DTCM, budget: 60K}")
+    head = board_report.summary([gate.gate(t, plans(t, plan_doc(30000, 28000), plan_doc(20000, 20000)))]).splitlines()[0]
+    assert head.endswith("budget 61,440 B (60K)")  # a budget the region holds is the limit: shown once

@@ -139,3 +139,12 @@ boards:
     assert manifest.target_from_doc(doc) == an500 and doc["runtime"] == "none"
     default = manifest.load(write(tmp_path, "models: [{name: a, path: m.onnx}]\nboards: [rpi_pico]\n")).targets[0]
     assert default.runtime == "arena"
+
+
+def test_a_size_unit_is_read_in_any_case(tmp_path: Path) -> None:
+    """``256KB`` was accepted and ``256kb`` refused by the schema: both, and every case between, are 256 KiB."""
+    from builders import target
+
+    sizes = {text: target(tmp_path, f"{{name: nucleo_h743, region: AXI_SRAM, budget: {text}}}").budget.size
+             for text in ("256KB", "256kb", "256Kb", "256kB", "256KiB", "256kib", "256K", "256k")}
+    assert set(sizes.values()) == {256 * 1024}, sizes
