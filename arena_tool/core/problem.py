@@ -445,7 +445,7 @@ class ModelOptions:
                 "caller: they live in buffers the application owns (a camera DMA buffer), outside the arena"},
         plan_schema={"enum": list(IO_BUFFERS)})
     kernels: str = option(
-        "reference", flag="--kernels", choices=KERNELS, cli_rank=14, omit_default=True,
+        "reference", flag="--kernels", choices=KERNEL_NAMES, cli_rank=14, omit_default=True,
         help="the TFLM kernels a .tflite model runs on, whose scratch buffers the plan holds: reference "
              "(default, the host interpreter's), cmsis_nn_dsp (Cortex-M4/M7/M33), cmsis_nn_nodsp (M0/M3), "
              "cmsis_nn_mve (M55/M85); or arena: arena's own runtime runs it (no TFLM)",

@@ -74,6 +74,10 @@ def plan_model(path: str, options: ModelOptions, planner: str, params: planners.
                regions: Sequence[tuple[str, int]] = ()) -> PlannedModel:
     """regions: (name, capacity in bytes) fastest first, for a split arena (plan_split);
     empty: one arena."""
+    if options.kernels == "cmsis_nn":  # a build resolves it by the board's core; without a board, say which
+        raise ArenaError("kernels cmsis_nn is CMSIS-NN as a board's core runs it, and no board is given",
+                         field="--kernels", hint="give --board B, or name the variant: cmsis_nn_dsp (Cortex-M4/M7/M33), "
+                         "cmsis_nn_nodsp (M0/M3) or cmsis_nn_mve (M55/M85)")
     if regions:
         return plan_split(path, options, planner, params, [split_arena.RegionCap(n, int(c)) for n, c in regions])
     check_planner_name(planner)

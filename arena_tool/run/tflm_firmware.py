@@ -166,6 +166,8 @@ def run(model: str, board_name: str, options: ModelOptions, planner: str, params
     board = firmware.resolve_board(board_name)
     root = tflm_root(tflm_dir)
     kernels = "reference" if options.kernels == "reference" else "cmsis_nn"  # what the library compiles
+    if board is not None and options.kernels == "cmsis_nn":  # the variant the board's core runs
+        options = dataclasses.replace(options, kernels=tflm_scratch.kernels_for(kernels, board.cpu.core))
     if board is not None and tflm_scratch.kernels_for(kernels, board.cpu.core) != options.kernels:
         raise ArenaError(f"--kernels {options.kernels}: board {board.name}'s {board.cpu.core} runs "
                          f"{tflm_scratch.kernels_for(kernels, board.cpu.core)}", field="--kernels",

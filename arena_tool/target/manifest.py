@@ -384,12 +384,17 @@ class _Loader:
             models=tuple(models), runtime=runtime, linker=linker, linker_script=script,
             linker_regions=memory_names, split=split,
             options=BoardOptions(**{n: pick(n, None) for n in BoardOptions.names()}),
-            tflm=self.tflm(board.name, runtime, pick("tflm", None), where_of("tflm")),
+            tflm=self.tflm(board.name, runtime, pick("tflm", None), where_of("tflm"), board.cpu.core),
             fit=self.fit(board.name, runtime, pick("fit", None), where_of("fit")),
         )
         self.model_fits(target, where_of("fit") if target.fit else ("boards", i))
         if target.tflm is not None:
             target = dataclasses.replace(target, models=self.tflm_kernels(target, where_of("tflm")))
+        else:  # a model's kernels: cmsis_nn is the variant this board's core runs
+            target = dataclasses.replace(target, models=tuple(
+                dataclasses.replace(m, options=dataclasses.replace(
+                    m.options, kernels=tflm_scratch.kernels_for(m.options.kernels, board.cpu.core)))
+                if m.options.kernels == "cmsis_nn" else m for m in target.models))
         return self.placed(target, where_of)
 
     def fit(self, board: str, runtime: str, raw: Any, where: tuple[Any, ...]) -> str | None:
@@ -426,7 +431,7 @@ class _Loader:
         want = tflm_scratch.kernels_for(t.tflm.kernels, t.board.cpu.core)
         out = []
         for m in t.models:
-            if m.options.kernels not in ("reference", want):
+            if tflm_scratch.kernels_for(m.options.kernels, t.board.cpu.core) not in ("reference", want):
                 raise self.err(f"model {m.name}: kernels: {m.options.kernels}, but board {t.name}'s firmware links "
                                f"{want} (tflm.kernels: {t.tflm.kernels} on a {t.board.cpu.core})",
                                self.option_where(t.name, m.name, "kernels") or where,
@@ -435,8 +440,10 @@ class _Loader:
         return tuple(out)
 
     def tflm(self, board: str, runtime: str, raw: dict[str, Any] | None,
-             where: tuple[Any, ...]) -> tflm_sources.TflmConfig | None:
-        """``tflm:`` checked: only with runtime tflm; a tree with its downloads, or a library and its folders."""
+             where: tuple[Any, ...], core: str) -> tflm_sources.TflmConfig | None:
+        """``tflm:`` checked: only with runtime tflm; a tree with its downloads, or a library and its
+        folders. ``kernels`` takes the names a model's kernels: takes: a CMSIS-NN variant must be the
+        one the board's ``core`` runs, and the library is built with CMSIS-NN (``cmsis_nn``)."""
         if raw is None:
             return None
         if runtime != "tflm":
@@ -447,6 +454,12 @@ class _Loader:
                            "libtflm.a with include:), not both", where, at_value=False,
                            hint="write tflm: {path: ../tflite-micro, kernels: reference}")
         kernels = raw.get("kernels", "reference")
+        if kernels not in ("reference", "cmsis_nn"):
+            runs = tflm_scratch.kernels_for("cmsis_nn", core)
+            if kernels != runs:
+                raise self.err(f"kernels: {kernels}, but board {board}'s {core} runs {runs}", where + ("kernels",),
+                               at_value=True, hint=f"write kernels: cmsis_nn (the core's variant) or {runs}")
+            kernels = "cmsis_nn"  # the library: CMSIS-NN, built for the core
         if raw.get("path"):
             path = os.path.normpath(os.path.join(self.base, raw["path"]))
             try:
