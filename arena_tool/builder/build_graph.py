@@ -657,6 +657,8 @@ class _Graph:
             objs.append(self.obj(env, f"{root}/{object_name(full, top, runtime_dir)}.o", src, gate))
         tail: list[str] = []
         if tflm:
+            if t.get("linker") != "fragment":
+                _needs_startup(t["name"], [os.path.normpath(os.path.join(top, s)) for s in tc.sources])
             tail = self.tflm(t, bdir, env, gate, allocs, objs)
         runtime: list[str] = []
         if t.get("runtime", "arena") not in ("none", "tflm"):
@@ -769,6 +771,30 @@ class _Graph:
                       for f in self.nodes.values())
         return BuildGraph(nodes=nodes, aliases=tuple(aliases), default=("boards",), envs=tuple(self.envs.values()),
                           boards=tuple(self.boards), generator=self.generator)
+
+
+def _needs_startup(board: str, sources: Sequence[str]) -> None:
+    """A TFLM firmware (``tflm:``: arena compiles TFLite Micro, minutes of C++) links with arena's
+    script, which needs a vector table in ``.isr_vector`` and ``Reset_Handler``: without a source
+    that defines them the link failed only after the whole TFLM compile. Said before any compile;
+    a source that is not there yet (generated) leaves it to the link."""
+    from arena_tool.core.errors import ArenaError
+
+    texts = []
+    for path in sources:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                texts.append(f.read())
+        except OSError:
+            return
+    if any("Reset_Handler" in text and "isr_vector" in text for text in texts):
+        return
+    example = os.path.join(runtime_dir(), "example", "startup.c")
+    raise ArenaError(f"board {board}: runtime: tflm with tflm: links the package's tflm/main.cc (in place of main.c) "
+                     f"with your sources ({', '.join(os.path.basename(p) for p in sources) or 'none'}), and none of "
+                     "them defines the vector table (section .isr_vector) and Reset_Handler that arena's linker script "
+                     "needs", field="sources",
+                     hint=f"add a startup file to the firmware's sources: the package's {example}, or your vendor's")
 
 
 def is_example_main(path: str, example: str) -> bool:

@@ -490,3 +490,19 @@ def test_a_build_that_cannot_link_leaves_nothing_looking_current(tmp_path, requi
     assert code == (2 if required else 0) and "foo-none-eabi-gcc" in text
     left = sorted(p.name for p in bdir.iterdir())
     assert left == (["arena_board.c"] if required else ["arena_board.c", "arena_report.json"]), left
+
+
+def test_a_tflm_board_without_a_startup_file_is_refused_before_any_compile(tmp_path: Path, in_root: None) -> None:
+    """tflm: with arena's linker script and no source defining the vector table: the link failed
+    only after TFLM's compile (about 9 minutes); the graph says so before anything is compiled."""
+    from arena_tool.core.errors import ArenaError
+
+    doc = example_doc(tmp_path)
+    tflm = {"path": str(tmp_path / "tflite-micro"), "kernels": "reference", "library": "", "include": []}
+    ts = [dict(doc["targets"][0], runtime="tflm", tflm=tflm)]
+    main_only = bg.Toolchain(link=True, sources=(str(APP / "main.c"),), cpppath=(str(APP),), root=str(ROOT))
+    with pytest.raises(ArenaError) as e:
+        bg.graph_of(dict(doc, targets=ts), "build", main_only, generator=GEN)
+    text = e.value.render()
+    assert "tflm/main.cc (in place of main.c)" in text and ".isr_vector" in text and "startup.c" in text, text
+    assert bg.graph_of(dict(doc, targets=ts), "build", toolchain(ROOT), generator=GEN).of_kind("tflm_lib")
