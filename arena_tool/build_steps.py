@@ -611,7 +611,7 @@ def run(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
         tables.append(runreport.table(result))
         if rc != 0 and failed is None:
             failed = CheckFailed(f"firmware exited with status {rc} under qemu -M {machine}", file=elf)
-        if t.runtime == "arena" and arena is not None:
+        if arena is not None:  # every model gets a line: what it was compared with, or why not
             specs = {s.name: s for s in t.models}
             lines: list[str] = []
             ok = True
@@ -628,6 +628,12 @@ def run(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
                     more, good = firmware.outputs_match(output, [(m.name, path, plan)])
                     lines += more
                     ok = ok and good
+                else:
+                    lines.append(f"{m.name}: not compared with onnxruntime: io: {plan.options.io} (main.c's pattern "
+                                 f"fills its int8 inputs, not the model's float ones; arena-tool run {path} --board "
+                                 f"{t.board.name} --io {plan.options.io}"
+                                 + (" --io-buffers caller" if plan.options.io_buffers == "caller" else "")
+                                 + " compares it)")
             tables.append("\n".join(f"run: {t.name}: {line}" for line in lines))
             if not ok and failed is None:
                 failed = CheckFailed(f"{t.name}: a model's outputs differ from its reference's (onnxruntime, or "

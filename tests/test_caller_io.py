@@ -269,6 +269,11 @@ def test_scons_builds_gates_and_reports_caller_buffers(tmp_path):
     assert "caller-owned I/O" in (out / "arena_report.md").read_text()
     if "run" in targets:
         assert "status kws_int8 0" in r.stdout and "status kws 0" in r.stdout
+        # every model's run line says what it was compared with, or why not (io: int8 had no line)
+        assert "run: mps2_an500: kws: outputs match onnxruntime" in r.stdout, r.stdout
+        assert ("run: mps2_an500: kws_int8: not compared with onnxruntime: io: int8 (main.c's pattern fills its int8 "
+                "inputs, not the model's float ones; arena-tool run kws_int8.onnx --board mps2_an500 --io int8 "
+                "--io-buffers caller compares it)") in r.stdout, r.stdout
 
 
 # --- explain and the over-budget hint --------------------------------------------------------
