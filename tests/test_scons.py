@@ -699,3 +699,26 @@ def test_two_clones_share_one_cache_dir(tmp_path: Path) -> None:
             and p.name != "firmware.map"}  # the link's by-product, not a target: not cached
     assert (Path("mps2_an500") / "firmware.elf" in made) == has_tool("arm-none-eabi-gcc") and len(made) > 20
     assert {rel: (two / "build" / rel).read_bytes() for rel in made} == made
+
+
+@pytest.mark.slow
+def test_the_own_project_recipe_takes_cache(tmp_path: Path) -> None:
+    """The documentation's own-project SConstruct, as written, with ``cache=DIR``: the tool itself
+    reads it, so the plans and tables go to the CacheDir (only the example's SConstruct took
+    cache=: the CI recipe did not work in one's own project)."""
+    import models
+
+    snippets = builders.documented_blocks("python", "env.ArenaFirmware(")
+    assert snippets, "no own-project SConstruct in the documentation"
+    for i, (doc, text) in enumerate(snippets):
+        proj = tmp_path / f"p{i}"
+        (proj / "app" / "models").mkdir(parents=True)
+        models.save(models.chain(), proj / "app" / "models" / "chain.onnx")
+        (proj / "app" / "arena.yaml").write_text("defaults: {planner: greedy_size}\n"
+                                                 "models:\n  - {name: chain, path: models/chain.onnx}\nboards: [mps2_an500]\n")
+        (proj / "SConstruct").write_text(text)
+        cache = tmp_path / f"cache{i}"
+        p = scons(proj, "link=0", f"cache={cache}", "board=mps2_an500")
+        assert p.returncode == 0, doc + "\n" + p.stdout + p.stderr
+        cached = [f for f in cache.rglob("*") if f.is_file() and f.name != "config"]
+        assert len(cached) >= 3, (doc, sorted(str(f) for f in cache.rglob("*")))  # a plan, tables, the gate

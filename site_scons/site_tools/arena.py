@@ -188,7 +188,8 @@ def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), c
                     board_dirs: Sequence[str] = ()) -> dict[str, dict[str, list[Any]]]:
     """Wire every selected board of a manifest; returns {board: {name: nodes}}.
 
-    board: 'all', 'a,b' or one name (default: ARGUMENTS['board'], else all). link: False to
+    board: 'all', 'a,b' or one name (default: ARGUMENTS['board'], else all); ``cache=DIR`` (or
+    ARENA_CACHE) is the build's SCons CacheDir. link: False to
     stop after generation; default: link when the cross gcc is found. sources/cpppath: the
     firmware's own C files and include folders (arena's runtime is added unless the manifest
     says ``runtime: none``). The environment's flags as set before this call reach every
@@ -210,6 +211,11 @@ def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), c
         link = build_graph.truthy(ARGUMENTS.get("link", "1"))
     if "gcc_prefix" in ARGUMENTS:
         env["ARENA_GCC_PREFIX"] = ARGUMENTS["gcc_prefix"]
+    # cache=DIR (or ARENA_CACHE=DIR): every plan, table, object and ELF through one SCons CacheDir,
+    # shared by a CI matrix's jobs and by clones at other paths, in any project's SConstruct
+    cache = ARGUMENTS.get("cache", os.environ.get("ARENA_CACHE", ""))
+    if cache:
+        env.CacheDir(cache)
     gcc = env.WhereIs(env.subst("${ARENA_GCC_PREFIX}gcc"), os.environ.get("PATH", "")) if link else None
     top = env.Dir("#").abspath
     app = [src if hasattr(src, "abspath") else env.File(str(src)) for src in sources]
