@@ -244,9 +244,43 @@ def _model_failure(build: Build, stem: str) -> Iterator[None]:
         raise
 
 
+_SHAPE_FLAG = re.compile(r"--input-shape ([^\s=]+)=([^\s)]+)")
+
+
+def in_manifest(err: ArenaError, manifest: str, model: str) -> ArenaError:
+    """A model's error about its input shapes as the manifest spells them: the CLI's
+    ``--input-shape x=1,16`` is the model entry's ``input_shapes: {x: [1, 16]}``, at that entry's
+    line (the model file is in the message); any other error, or without a manifest, as it is."""
+    from arena_tool.core.errors import ArenaError
+    from arena_tool.target import yamlio
+
+    if not manifest or not (err.field or "").startswith(("--input-shape", "graph.input.")):
+        return err
+    try:
+        doc = yamlio.load(manifest)
+    except ArenaError:
+        return err
+    entries = doc.data.get("models") if isinstance(doc.data, dict) else None
+    index = next((i for i, m in enumerate(entries or []) if isinstance(m, dict) and m.get("name") == model), None)
+    if index is None:
+        return err
+
+    def spelled(text: str) -> str:
+        text = _SHAPE_FLAG.sub(lambda m: f"input_shapes: {{{m.group(1)}: [{', '.join(m.group(2).split(','))}]}}", text)
+        return text.replace("--input-shape", "input_shapes")
+
+    where = ("models", index, "input_shapes") if "input_shapes" in entries[index] else ("models", index)
+    line, col = doc.value_position(where) if len(where) == 3 else doc.position(where)
+    hint = spelled(err.hint) if err.hint else None
+    return ArenaError(f"model {model} ({err.file}): {spelled(err.msg)}" if err.file else spelled(err.msg),
+                      file=manifest, line=line, col=col, field=yamlio.field_name(where), hint=hint,
+                      exit_code=err.exit_code)
+
+
 def plan(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
     """<model>.plan.json <- [model, Value(options key): its JSON text]."""
     from arena_tool.core import progress
+    from arena_tool.core.errors import ArenaError
     from arena_tool.plan import planfile, planners, planning
     from arena_tool.core.problem import ModelOptions
 
@@ -258,8 +292,12 @@ def plan(build: Build, targets: Sequence[str], sources: Sequence[str]) -> None:
     regions = [(str(n), int(c)) for n, c in spec.get("regions", ())]  # a split arena: (region, capacity) fastest first
     copied = [(r, _posix(path), ModelOptions.from_doc(o)) for r, path, o in spec.get("copied", ())]
     regions = planning.left_after_copies(regions, copied)
-    with _model_failure(build, os.path.basename(targets[0])[:-len(".plan.json")]):
-        result = planning.plan_model(_posix(model), options, spec["planner"], params, regions)
+    stem = os.path.basename(targets[0])[:-len(".plan.json")]
+    with _model_failure(build, stem):
+        try:
+            result = planning.plan_model(_posix(model), options, spec["planner"], params, regions)
+        except ArenaError as err:
+            raise in_manifest(err, build.manifest, stem.rsplit("-", 1)[0]) from None
     planfile.write(targets[0], result.plan_file)
 
 
@@ -728,7 +766,8 @@ def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequen
     graph = build_graph.graph_of(doc, out, build_graph.Toolchain(link=False, root=root), board)
     if depfile is not None and len(graph.boards) != 1:
         guarded(lambda: _one_board(len(graph.boards)))
-    build = Build({t["name"]: t for t in doc["targets"]}, needs={n.targets[0]: n.gates for n in graph.nodes if n.gates})
+    build = Build({t["name"]: t for t in doc["targets"]}, needs={n.targets[0]: n.gates for n in graph.nodes if n.gates},
+                  manifest=str(doc.get("file") or ""))
     by_name = {t["name"]: t for t in doc["targets"]}
     depfiles = []
     for b in graph.boards:
@@ -753,11 +792,21 @@ def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequen
 
         return run
 
-    # the graph's executor, every step made (an outer build calls generate when an input changed),
-    # each only for boards whose gates passed; asked in kind order, it runs them in that order
+    # the graph's executor, each step only for boards whose gates passed; asked in kind order, it
+    # runs them in that order. By content, as SCons: a step whose inputs' bytes and options are
+    # those of its last run (<out>/.arena_signatures.json) is not run again, so an outer build
+    # that calls generate after a model was touched, or the budget edited, re-plans no model and
+    # rewrites no table (its compile of them stays up to date): only what changed is made.
     made = sorted((n for n in graph.nodes if n.kind in _GENERATE_ORDER), key=lambda n: _GENERATE_ORDER[n.kind])
-    execute.Executor(graph, root, steps={k: action(k) for k in _GENERATE_ORDER}, remember=False,
-                     ready=lambda n: build.ready(n.targets[0])).build([n.targets[0] for n in made])
+    try:
+        execute.Executor(graph, root, steps={k: action(k) for k in _GENERATE_ORDER}, db=f"{out}/.arena_signatures.json",
+                         ready=lambda n: build.ready(n.targets[0])).build([n.targets[0] for n in made])
+    finally:
+        # the outer build's stamp: each board's gate is newer than every input after a run (an
+        # unchanged gate is not rewritten), so Make and CMake do not call generate again
+        for b in graph.boards:
+            if os.path.exists(b.gate):
+                os.utime(b.gate)
     last = graph.node(graph.alias("boards").targets[-1])
     code = 0
     try:
@@ -769,7 +818,9 @@ def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequen
 
 def listing_lines(b: Any, t: Mapping[str, Any], depfile: str) -> list[tuple[str, str]]:
     """What an outer build compiles and links for one board (``generate --list``), as (key,
-    absolute path or flag) pairs: ``output`` every file generate makes (the depfile's targets),
+    absolute path or flag) pairs: ``stamp`` the board's gate, which every run of generate leaves
+    newer than its inputs (the others are rewritten only when their bytes change), ``output``
+    every file generate makes (the depfile's targets),
     ``depfile``; ``source`` the generated C files, ``runtime`` arena's runtime's (none with
     ``runtime: none``), ``include`` their folders; ``script`` the script to link with (arena's,
     or with ``linker: fragment`` the project's), ``libdir`` where ld finds what it INCLUDEs;
@@ -786,7 +837,8 @@ def listing_lines(b: Any, t: Mapping[str, Any], depfile: str) -> list[tuple[str,
         return os.path.abspath(path).replace(os.sep, "/")
 
     c_files = [b.arena[0], *(p for p in b.tables if p.endswith(".c"))]
-    out: list[tuple[str, str]] = [("output", full(p)) for p in b.all]
+    out: list[tuple[str, str]] = [("stamp", full(b.gate))]
+    out += [("output", full(p)) for p in b.all]
     out.append(("depfile", full(depfile)))
     out += [("source", full(p)) for p in c_files]
     runtime = t.get("runtime", "arena")

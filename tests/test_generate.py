@@ -241,3 +241,68 @@ def test_the_documented_makefile_builds_and_reruns_generate_after_a_manifest_edi
         third = make()
         assert "Checking budget" in third and "budget 61,440 B" in third, third
         assert (proj / "firmware.elf").stat().st_mtime_ns > elf
+
+
+def test_generate_replans_only_the_changed_model_and_rewrites_only_what_changed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """As SCons does, by content: a model touched with the same bytes, or the budget edited,
+    re-plans nothing and leaves every table's file as it was (an outer build recompiles none);
+    a model whose bytes change is re-planned alone. Before, every run of generate (each time
+    Make or CMake saw an input newer) re-planned every model and rewrote every table. The board's
+    gate is the outer build's stamp: newer than every input after each run."""
+    proj = tmp_path / "p"
+    (proj / "models").mkdir(parents=True)
+    models.save(models.chain(), proj / "models" / "a.onnx")
+    models.save(models.relu_chain(), proj / "models" / "b.onnx")
+    text = ("defaults: {planner: greedy_size}\nmodels:\n  - {name: a, path: models/a.onnx}\n"
+            "  - {name: b, path: models/b.onnx}\nboards:\n  - {name: mps2_an500, budget: 64K}\n")
+    (proj / "arena.yaml").write_text(text)
+    monkeypatch.chdir(proj)
+
+    def generate() -> list[str]:
+        assert cli.main(["generate", "arena.yaml", "--board", "mps2_an500", "--out", "out"]) == 0
+        return [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("Planning ")]
+
+    def stamps() -> dict[str, int]:
+        return {str(p): p.stat().st_mtime_ns for p in (proj / "out" / "tables").rglob("*.c")}
+
+    assert len(generate()) == 2
+    tables = stamps()
+    gate = proj / "out" / "mps2_an500" / "arena_gate.json"
+    for edit in ("touch", "budget"):
+        if edit == "touch":
+            model = proj / "models" / "a.onnx"
+            model.write_bytes(model.read_bytes())
+        else:
+            (proj / "arena.yaml").write_text(text.replace("64K", "60K"))
+        assert generate() == [], edit
+        assert stamps() == tables, edit
+        assert gate.stat().st_mtime_ns >= max(p.stat().st_mtime_ns for p in proj.rglob("*.onnx")), edit
+    assert "61,440 B" in gate.read_text() or '"budget": 61440' in gate.read_text()
+    models.save(models.conv(), proj / "models" / "b.onnx")  # other bytes
+    [line] = generate()
+    assert "/b-" in line and stamps() != tables
+
+
+def test_a_models_shape_error_in_a_build_names_the_manifest_entry(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A dynamic shape or a wrong input name, in a build, speaks the manifest: its file, line and
+    field, ``input_shapes: {x: [...]}`` (it said ``--input-shape``, a flag the build has not), and
+    for a symbolic dim that is not the batch no guess of 1."""
+    proj = tmp_path / "p"
+    (proj / "models").mkdir(parents=True)
+    dyn = models.model([models.node("Relu", ["x"], ["y"], "r")], [models.vi("x", ["N", 3, "H", 8])],
+                       [models.vi("y", ["N", 3, "H", 8])])
+    models.save(dyn, proj / "models" / "dyn.onnx")
+    top = "defaults: {planner: greedy_size}\nboards:\n  - mps2_an500\nmodels:\n"
+    (proj / "arena.yaml").write_text(top + "  - name: dyn\n    path: models/dyn.onnx\n")
+    monkeypatch.chdir(proj)
+    assert cli.main(["generate", "arena.yaml", "--board", "mps2_an500", "--out", "out"]) == 2
+    [err] = capsys.readouterr().err.strip().splitlines()
+    assert err == ("arena.yaml:5:5: error: models[0]: model dyn (models/dyn.onnx): graph input 'x' has a dynamic "
+                   "shape [N, 3, H, 8] (hint: pin it with input_shapes: {x: [1, 3, H, 8]} (put the real sizes for H))"), err
+    (proj / "arena.yaml").write_text(top + "  - name: dyn\n    path: models/dyn.onnx\n    input_shapes: {inp: [1, 3, 4, 8]}\n")
+    assert cli.main(["generate", "arena.yaml", "--board", "mps2_an500", "--out", "out"]) == 2
+    [err] = capsys.readouterr().err.strip().splitlines()
+    assert err.startswith("arena.yaml:7:19: error: models[0].input_shapes: model dyn (models/dyn.onnx): the model has "
+                          "no graph input 'inp'") and "--input-shape" not in err, err

@@ -8,7 +8,8 @@
 # At configure time `arena-tool generate --list` says what the board's build makes (no planning);
 # at build time `arena-tool generate` runs as one custom command whose DEPFILE names every input it
 # reads (manifest, board, models, a fragment's linker script, arena's own code), so it reruns
-# exactly when one changes and a no-op build runs nothing. The target gets the generated C tables
+# exactly when one changes and a no-op build runs nothing; it re-plans only a model whose bytes or
+# options changed and rewrites only the files whose bytes change, so only those recompile. The target gets the generated C tables
 # and arena_board.c, arena's runtime (unless `runtime: none`), their include folders, the board's
 # core flags, and links with arena's link flags (newlib-nano, -nostartfiles, --gc-sections), libm
 # and arena's linker script (`linker: fragment`: the project's script, with -L to its folder and
@@ -45,7 +46,7 @@ function(arena_add_models target manifest board)
   endif()
   # the files the build makes follow the manifest (a model added, a board's linker changed)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${manifest}")
-  foreach(key output depfile source runtime include script libdir flag cflag link lib)
+  foreach(key stamp output depfile source runtime include script libdir flag cflag link lib)
     set(${key} "")
   endforeach()
   string(REPLACE "\n" ";" lines "${listing}")
@@ -54,14 +55,19 @@ function(arena_add_models target manifest board)
       list(APPEND ${CMAKE_MATCH_1} "${CMAKE_MATCH_2}")
     endif()
   endforeach()
-  add_custom_command(OUTPUT ${output}
+  # the gate is the command's output, newer than every input after each run; the other files are
+  # byproducts, rewritten only when their bytes change, so a touched model or an edited budget
+  # recompiles no table (an OUTPUT CMake's Makefiles would touch after every run)
+  list(REMOVE_ITEM output ${stamp})
+  add_custom_command(OUTPUT ${stamp}
+                     BYPRODUCTS ${output}
                      COMMAND ${tool}
                      DEPFILE "${depfile}"
                      WORKING_DIRECTORY "${ARENA_PROJECT_DIR}"
                      COMMENT "arena: generating ${board}"
                      VERBATIM)
   set_source_files_properties(${source} ${runtime} PROPERTIES COMPILE_OPTIONS "${cflag}")
-  target_sources(${target} PRIVATE ${source} ${runtime})
+  target_sources(${target} PRIVATE ${stamp} ${source} ${runtime})
   target_include_directories(${target} PRIVATE ${include})
   target_compile_options(${target} PRIVATE ${flag})
   # -T by name, its folder a link directory: CMake escapes a '$' in a link option twice (the link

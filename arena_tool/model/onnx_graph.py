@@ -444,10 +444,15 @@ def _static_types(folder: Folder, nodes: Sequence[Node], schedule: Sequence[int]
         shape = static_dims(t[1]) if t is not None else None
         if t is None or shape is None:
             dims = pinned[name].type.tensor_type.shape.dim if t is not None and t[1] is not None else None
-            example = ",".join(str(d.dim_value) if d.HasField("dim_value") else "1" for d in dims) if dims else "1,3,224,224"
+            # 1 only for a symbolic batch (dim 0); any other symbolic dim is a size only the user knows
+            unknown = [d.dim_param or "?" for k, d in enumerate(dims or []) if k and not d.HasField("dim_value")]
+            example = ",".join(str(d.dim_value) if d.HasField("dim_value") else "1" if k == 0 else (d.dim_param or "?")
+                               for k, d in enumerate(dims)) if dims else "1,3,224,224"
             shown = _render(dims) if dims is not None else "(unknown)"
             fail(f"graph input {name!r} has a dynamic shape {shown}", file=path, field=f"graph.input.{name}",
-                 hint=f"pin it with --input-shape {name}={example}" + (" (put the real sizes for the symbolic dims)" if dims else ""))
+                 hint=f"pin it with --input-shape {name}={example}" + (
+                     f" (put the real sizes for {', '.join(unknown)})" if unknown else "" if dims else
+                     " (the model's real shape)"))
         types[name] = TensorType(dtypes.from_onnx(t[0], what=f"graph input {name!r}"), shape)
     for i in schedule:
         node = nodes[i]

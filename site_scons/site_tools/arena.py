@@ -251,7 +251,7 @@ def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), c
     # arena's builders: no scanners but the gate's (an alias never re-reads generated C)
     timeout = float(env.get("ARENA_QEMU_TIMEOUT", build_steps.QEMU_TIMEOUT))
     build = build_steps.Build({t["name"]: t for t in m["targets"]}, timeout, int(GetOption("num_jobs") or 1),
-                              samples=dict(m.get("samples", [])))
+                              samples=dict(m.get("samples", [])), manifest=str(m.get("file") or ""))
     scan = _Scan()
     aenv = env.Clone(SCANNERS=[], ARENA_STATE=build, ARENA_SCAN=scan)
     aenv.Decider(arena_sconsign.recorded_only(aenv.decide_source, aenv.decide_target))
