@@ -260,8 +260,8 @@ def in_manifest(err: ArenaError, manifest: str, model: str) -> ArenaError:
         doc = yamlio.load(manifest)
     except ArenaError:
         return err
-    entries = doc.data.get("models") if isinstance(doc.data, dict) else None
-    index = next((i for i, m in enumerate(entries or []) if isinstance(m, dict) and m.get("name") == model), None)
+    entries: list[Any] = list(doc.data.get("models") or []) if isinstance(doc.data, dict) else []
+    index = next((i for i, m in enumerate(entries) if isinstance(m, dict) and m.get("name") == model), None)
     if index is None:
         return err
 

@@ -69,6 +69,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Union
 from arena_tool.target import board_choice, flags, tflm_sources
 from arena_tool import runtime_dir
 from arena_tool.core import files
+from arena_tool.core.errors import ArenaError
 
 if TYPE_CHECKING:
     from arena_tool.target.manifest_data import Manifest
@@ -778,8 +779,6 @@ def _needs_startup(board: str, sources: Sequence[str]) -> None:
     script, which needs a vector table in ``.isr_vector`` and ``Reset_Handler``: without a source
     that defines them the link failed only after the whole TFLM compile. Said before any compile;
     a source that is not there yet (generated) leaves it to the link."""
-    from arena_tool.core.errors import ArenaError
-
     texts = []
     for path in sources:
         try:
