@@ -153,6 +153,17 @@ def elide(text: str, width: int = NAME_WIDTH) -> str:
     return text[:(keep + 1) // 2] + "..." + text[len(text) - keep // 2:]
 
 
+def elide_apart(texts: Sequence[str], width: int = NAME_WIDTH) -> list[str]:
+    """``elide`` of each of ``texts`` (one table's column), wider where two different texts would
+    read the same (names that differ only in the middle: two rows that looked like one tensor)."""
+    while True:
+        shown = [elide(t, width) for t in texts]
+        first: dict[str, str] = {}
+        if all(first.setdefault(s, t) == t for s, t in zip(shown, texts)):
+            return shown
+        width += 8
+
+
 def fmt_bytes(n: Bytes) -> str:
     """65536 -> '65,536 B': how every message and summary writes a byte count."""
     return f"{n:,} B"

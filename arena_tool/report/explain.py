@@ -19,7 +19,7 @@ from arena_tool.core import dtypes
 from arena_tool.plan import planners, planning
 from arena_tool.core.errors import ArenaBug, ArenaError
 from arena_tool.core.files import write_atomic
-from arena_tool.core.problem import Buffer, Problem, align_up, elide, fmt_bytes, lower_bound
+from arena_tool.core.problem import Buffer, Problem, align_up, elide, elide_apart, fmt_bytes, lower_bound
 from arena_tool.core.schema import check_json
 from arena_tool.plan.planfile import PlanBaselines, group_buffers
 from arena_tool.report import timeline
@@ -219,14 +219,20 @@ def _table(header: list[str], rows: list[list[str]], right: set[int]) -> list[st
 
     def line(cells: list[str]) -> str:
         return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
-    return [line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+    # a column without a header (the per-op table's "<- peak" mark) gets no rule: as many rules as headers
+    return [line(header), line(["-" * w if h else " " * w for h, w in zip(header, widths)]), *(line(r) for r in rows)]
 
 
-def _name(row: dict[str, Any]) -> str:
-    """A buffer's cell: its root's name and its aliases', each list bounded (``elide``)."""
-    more = row["members"]
-    name = elide(str(row["name"]))
-    return name + (f" (+{len(more)} alias{'es' if len(more) > 1 else ''}: {elide(', '.join(more))})" if more else "")
+def _names(rows: list[dict[str, Any]]) -> list[str]:
+    """Each buffer's cell: its root's name and its aliases', each bounded (``elide_apart``: two
+    names that differ only in the middle stay apart)."""
+    roots = elide_apart([str(row["name"]) for row in rows])
+    out = []
+    for name, row in zip(roots, rows):
+        more = row["members"]
+        out.append(name + (f" (+{len(more)} alias{'es' if len(more) > 1 else ''}: {elide(', '.join(more))})"
+                           if more else ""))
+    return out
 
 
 def render(r: dict[str, Any]) -> str:
@@ -240,12 +246,13 @@ def render(r: dict[str, Any]) -> str:
            f"live at the peak (op {r['peak_op']}; an alias group counted once, at its root's size):"]
     out += ["  " + x for x in _table(
         ["buffer", "bytes", "share", "kind", "dtype", "ops"],
-        [[_name(b), f"{b['size']:,}", f"{b['share']:.1f} %", b["kind"], b["dtype"], f"{b['first_op']}..{b['last_op']}"]
-         for b in r["live_at_peak"]], {1, 2})]
+        [[n, f"{b['size']:,}", f"{b['share']:.1f} %", b["kind"], b["dtype"], f"{b['first_op']}..{b['last_op']}"]
+         for n, b in zip(_names(r["live_at_peak"]), r["live_at_peak"])], {1, 2})]
     out += ["", f"largest buffers (top {TOP}):"]
     out += ["  " + x for x in _table(
         ["buffer", "bytes", "kind", "dtype", "ops"],
-        [[_name(b), f"{b['size']:,}", b["kind"], b["dtype"], f"{b['first_op']}..{b['last_op']}"] for b in r["largest"]],
+        [[n, f"{b['size']:,}", b["kind"], b["dtype"], f"{b['first_op']}..{b['last_op']}"]
+         for n, b in zip(_names(r["largest"]), r["largest"])],
         {1})]
     out += ["", f"what each technique saved (percent of the naive sum {fmt_bytes(s['naive'])}, every tensor "
                 f"its own bytes):"]
@@ -271,10 +278,11 @@ def render(r: dict[str, Any]) -> str:
             "", "per op (live bytes: alias groups once; output bytes of in-place outputs and views marked *):"]
     out += ["  " + x for x in _table(
         ["op", "name", "type", "live B", "output B", "workspace B", "MACs", ""],
-        [[str(o["index"]), elide(o["name"]), o["op_type"], f"{o['live_bytes']:,}",
+        [[str(o["index"]), shown, o["op_type"], f"{o['live_bytes']:,}",
           f"{o['output_bytes']:,}" + ("*" if o["aliased_output_bytes"] else " "), f"{o['workspace_bytes']:,}",
           "-" if o["macs"] is None else f"{o['macs']:,}",
-          "<- peak" if o["index"] == r["peak_op"] else ""] for o in r["ops"]], {0, 3, 4, 5, 6})]
+          "<- peak" if o["index"] == r["peak_op"] else ""]
+         for shown, o in zip(elide_apart([str(o["name"]) for o in r["ops"]]), r["ops"])], {0, 3, 4, 5, 6})]
     return "\n".join(out)
 
 

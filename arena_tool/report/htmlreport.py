@@ -29,7 +29,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
-from arena_tool.core.problem import elide
+from arena_tool.core.problem import elide, elide_apart
 from arena_tool.target.boards import reserve_bytes
 from arena_tool.core.errors import ArenaError
 from arena_tool.core.files import write_atomic
@@ -504,15 +504,17 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[str]], numeric: set[in
            names: Sequence[int] = ()) -> str:
     """A table; columns in ``numeric`` right-aligned; keys[r][c] becomes that cell's data-key;
     lead[r]: markup (ours, not escaped) put before row r's first cell text; a long cell of a
-    column in ``names`` (tensor and op names) shows ``explain.elide``'s, the whole on hover."""
+    column in ``names`` (tensor and op names) shows ``elide_apart``'s, the whole on hover."""
     out = ["<table><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in header) + "</tr></thead><tbody>"]
+    rows = [list(row) for row in rows]
+    elided = {c: elide_apart([row[c] for row in rows]) for c in names}  # two names never read the same
     for r, row in enumerate(rows):
         cells = []
         for c, text in enumerate(row):
             key = keys[r][c] if keys else None
             attrs = (' class="n"' if c in numeric else "") + (f' data-key="{_e(key)}"' if key else "")
             pre = lead[r] if lead and c == 0 else ""
-            shown = elide(text) if c in names else text
+            shown = elided[c][r] if c in names else text
             if shown != text:
                 attrs += f' title="{_e(text)}"'
             cells.append(f"<td{attrs}>{pre}{_e(shown)}</td>")
@@ -627,9 +629,12 @@ def _model_html(v: BoardView, m: ModelView) -> list[str]:
 
 
 def _buffer_table(rows: Sequence[BufferRow], share: bool, key: str) -> str:
-    return _table(_BUFFER_COLUMNS, [_buffer_cells(b, share) for b in rows], {2, 3},
-                  [[f"{key}{i}.name", None, f"{key}{i}.size", None, None, None, None] for i in range(len(rows))],
-                  names=(0, 1))
+    """A buffer table; ``share`` (percent of the peak) only for the rows live at the peak: the
+    largest buffers' table has no such column (it was there, empty)."""
+    keep = [c for c in range(len(_BUFFER_COLUMNS)) if share or _BUFFER_COLUMNS[c] != "share"]
+    keys = [[f"{key}{i}.name", None, f"{key}{i}.size", None, None, None, None] for i in range(len(rows))]
+    return _table([_BUFFER_COLUMNS[c] for c in keep], [[_buffer_cells(b, share)[c] for c in keep] for b in rows],
+                  {2, 3} if share else {2}, [[k[c] for c in keep] for k in keys], names=(0, 1))
 
 
 def render_html(v: BoardView) -> str:

@@ -189,3 +189,29 @@ def test_io_choices_count_the_applications_buffers(capsys, tmp_path):
             "application's buffers (2,016 B -> 512 B); not this plan") in out
     assert "io_buffers: caller   saves nothing here (arena 8,000 B either way), and the application's buffers " \
            "hold the 2,016 B of inputs and outputs; this plan" in out
+
+
+def test_cosmetics_rules_match_headers_and_names_elided_apart(capsys, tmp_path):
+    """Two names that differ only in the middle read differently once elided (explain and the
+    HTML read them the same); the per-op table has one rule per header (the '<- peak' column had a
+    rule and no header); the HTML's largest-buffers table has no empty share column."""
+    from arena_tool.report import htmlreport
+
+    a, b = ("model/" + "x" * 70 + tag + "x" * 130 + "/Relu" for tag in ("A", "B"))
+    m = models.model([models.node("MatMul", ["T0", "W0"], [a], "mm0"), models.node("MatMul", [a, "W1"], [b], "mm1"),
+                      models.node("Add", [a, b], ["T3"], "add")],
+                     [models.vi("T0", [64, 4])], [models.vi("T3", [64, 16])],
+                     [models.weight("W0", [4, 16]), models.weight("W1", [16, 16], 1)])
+    path = models.save(m, tmp_path / "apart.onnx")
+    code, out, err = run(capsys, "explain", path)
+    assert code == 0, err
+    peak = out.split("live at the peak")[1].split("largest buffers")[0]
+    rows = [line.split()[0] for line in peak.splitlines()[3:] if "/Relu" in line]
+    assert len(rows) == 2 and rows[0] != rows[1], peak
+    per_op = out.split("per op (")[1].splitlines()[1:3]
+    assert len(re.split(r"\s{2,}", per_op[0].strip())) == len(per_op[1].split()) == 7, per_op  # a rule per header
+    cells = htmlreport._buffer_table([htmlreport.BufferRow(n, 4096, "activation", "float32", 0, 2, (), None)
+                                      for n in (a, b)], False, "k.")
+    assert "<th>share</th>" not in cells and cells.count(f'title="{a}"') == 1
+    shown = [c.split(">")[1] for c in cells.split("<td") if 'title="' in c]
+    assert len(shown) == 2 and shown[0] != shown[1], shown
