@@ -188,11 +188,19 @@ def from_ld(path: str, name: str, core: str | None = None, fpu: str | None = Non
                   None, [])
 
 
+# Parts whose RAM is not one block at 0x20000000: (mcu prefix, the bank there, its name, where the
+# rest is). PlatformIO gives one RAM size, which at 0x20000000 would run past the bank (an STM32H723's
+# 564K where only the 128K DTCM is): the import writes that bank alone and names the rest.
+_BANKED = (("stm32h7", 128 * 1024, "DTCM", "AXI SRAM at 0x24000000, SRAM1-4 at 0x30000000 and 0x38000000, ITCM at 0"),)
+
+
 def from_platformio(path: str, name: str | None = None, core: str | None = None, fpu: str | None = None,
                     float_abi: str | None = None) -> Imported:
     """A board from a PlatformIO board JSON: core (``build.cpu``), clock (``build.f_cpu``), flash and
     RAM sizes (``upload.maximum_size``, ``maximum_ram_size``); no addresses, so the Cortex-M
-    defaults (RAM 0x20000000, flash 0x08000000 on STM32 and 0 elsewhere) are written and named."""
+    defaults (RAM 0x20000000, flash 0x08000000 on STM32 and 0 elsewhere) are written and named;
+    on a part whose RAM is in banks (``_BANKED``) only the bank at 0x20000000, never a region that
+    would run past it on silicon."""
     doc = _read_json(path)
     build, upload = doc.get("build", {}), doc.get("upload", {})
     if not isinstance(build, dict) or not isinstance(upload, dict):
@@ -204,8 +212,16 @@ def from_platformio(path: str, name: str | None = None, core: str | None = None,
     unknown = []
     flash_origin = 0x08000000 if mcu.lower().startswith("stm32") else 0
     unknown.append(f"flash.origin: PlatformIO gives no addresses (0x{flash_origin:08X} written)")
-    unknown.append("ram[0].origin: PlatformIO gives no addresses (0x20000000, the Cortex-M SRAM region, written); "
-                   "its one RAM size may span several regions")
+    ram = Region("SRAM", 0x20000000, ram_size)
+    banked = next((b for b in _BANKED if mcu.lower().startswith(b[0])), None)
+    if banked is not None and ram_size > banked[1]:
+        ram = Region(banked[2], 0x20000000, banked[1])
+        unknown.append(f"ram: PlatformIO's {ram_size:,} B of RAM span several banks of the {mcu}: only its "
+                       f"{banked[1]:,} B {banked[2]} at 0x20000000 is written (the rest: {banked[3]}); import the "
+                       "vendor's linker script (CubeMX's *_FLASH.ld) for every bank")
+    else:
+        unknown.append("ram[0].origin: PlatformIO gives no addresses (0x20000000, the Cortex-M SRAM region, written); "
+                       "its one RAM size may span several regions")
     f_cpu = re.sub(r"[^0-9]", "", str(build.get("f_cpu", ""))[:40])
     if f_cpu and not 0 < int(f_cpu) < 1 << 32:
         raise ArenaError(f"build.f_cpu {f_cpu} Hz is not a clock", file=path, field="build.f_cpu",
@@ -215,7 +231,7 @@ def from_platformio(path: str, name: str | None = None, core: str | None = None,
     return _board(stem, f"PlatformIO board {path}", str(doc.get("name") or stem)[:200],
                   core or (cpu if isinstance(cpu, str) else None), fpu,
                   float_abi, Region("FLASH", flash_origin, flash_size, writable=False),
-                  [Region("SRAM", 0x20000000, ram_size)], None, unknown, int(f_cpu) if f_cpu else None)
+                  [ram], None, unknown, int(f_cpu) if f_cpu else None)
 
 
 def _read_json(path: str) -> dict[str, Any]:

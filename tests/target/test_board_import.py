@@ -132,3 +132,20 @@ def test_regions_of_a_cubemx_script_keep_their_attributes(tmp_path: Path) -> Non
     regions = board_import.ld_regions(str(tmp_path / "h7.ld"))
     assert [(r.name, r.origin, r.writable, r.executable) for r in regions] == \
         [(n, o, "w" in a, "x" in a) for n, a, o, _ in H743_MEMORY]
+
+
+def test_a_platformio_json_of_a_multi_bank_part_writes_only_the_bank_at_its_address(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """An STM32H723: PlatformIO's one RAM size (564K) at 0x20000000 ran past the 128K DTCM there, a
+    firmware that would overrun on silicon; the import writes the DTCM and names the other banks."""
+    (tmp_path / "nucleo_h723zg.json").write_text("""{
+  "build": {"core": "stm32", "cpu": "cortex-m7", "f_cpu": "550000000L", "mcu": "stm32h723zgt6"},
+  "name": "ST Nucleo H723ZG",
+  "upload": {"maximum_ram_size": 577536, "maximum_size": 1048576}
+}""")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["board", "import", "nucleo_h723zg.json"]) == 0
+    b = boards.load_board_file(str(tmp_path / "nucleo_h723zg.yaml"))
+    assert [(r.name, r.origin, r.length) for r in b.ram] == [("DTCM", 0x20000000, 128 * 1024)]
+    err = capsys.readouterr().err
+    assert "577,536 B of RAM span several banks" in err and "AXI SRAM at 0x24000000" in err and "_FLASH.ld" in err
