@@ -433,7 +433,9 @@ def summary(reps: Sequence[BoardReport]) -> str:
         split = [r.name for r in d.regions if (r.arena_section or ".arena") != ".arena"]
         if split:
             region = "a split arena over " + "+".join(split)
-        budget = f"{d.budget_spec} of each region" if split else f"{fmt_bytes(d.budget)} ({d.budget_spec})"
+        per_region = ": " in d.budget_spec  # budget: {DTCM: 60K, SRAM1: 90%}
+        budget = (d.budget_spec if per_region else f"{d.budget_spec} of each region") if split else \
+            f"{fmt_bytes(d.budget)} ({d.budget_spec})"
         if not split and d.limit < d.budget:  # the gate's limit, not the budget, is what the arena must fit
             held = d.region_length - d.limit
             budget += (f", limit {fmt_bytes(d.limit)}: {d.region}'s {fmt_bytes(d.region_length)}"

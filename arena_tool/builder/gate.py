@@ -189,7 +189,7 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
         else:
             region = chosen
     info = target.board.region(region)
-    budget = target.budget.resolve(info.length)
+    budget = target.budget.resolve(info.length, region)
     usable = room(region)
     limit = min(budget, usable)
     split = bool(target.split)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from arena_tool.target.boards import Board, reserve_bytes
 from arena_tool.core.errors import ArenaError, did_you_mean
@@ -255,7 +255,25 @@ class _Loader:
             dirs.append(full)
         return tuple(dirs) + self.extra_dirs
 
-    def budget(self, value: Any, where: tuple[Any, ...]) -> Budget:
+    def budget(self, value: Any, where: tuple[Any, ...], split: Sequence[str] | None = None,
+               board: str = "") -> Budget:
+        """A budget: bytes or a percentage; for a split arena (``split``: its regions) one per
+        region, every region of the split named once."""
+        if isinstance(value, dict):
+            if not split:
+                raise self.err("a budget per region needs a split arena", where, at_value=False,
+                               hint="write region: [A, B] (or split: true), or one budget for the arena's region")
+            for name in value:
+                if name not in split:
+                    raise self.err(f"region '{name}' is not in board {board}'s split arena ({', '.join(split)})",
+                                   where + (name,), at_value=False, hint=_did_you_mean(name, list(split)))
+            missing = [n for n in split if n not in value]
+            if missing:
+                raise self.err(f"no budget for region {', '.join(missing)} of the split arena", where, at_value=False,
+                               hint="give every region of the split its budget: " +
+                                    ", ".join(f"{n}: 90%" for n in split))
+            regions = tuple((n, self.budget(value[n], where + (n,))) for n in split)
+            return Budget(text=", ".join(f"{n}: {b.text}" for n, b in regions), regions=regions)
         if isinstance(value, str) and value.strip().endswith("%"):
             pct = float(value.strip()[:-1])
             if not 0 < pct <= 100:
@@ -336,7 +354,7 @@ class _Loader:
         if region != "auto" and region not in region_names:
             raise self.err(f"board {board.name} has no region '{region}'", where_of("region"),
                            hint=_did_you_mean(region, region_names) + ", or auto")
-        budget = self.budget(pick("budget", DEFAULT_BUDGET), where_of("budget"))
+        budget = self.budget(pick("budget", DEFAULT_BUDGET), where_of("budget"), split, board.name)
         if region != "auto" and budget.size is not None and not split:
             length = next(r.length for r in regions if r.name == region)
             if budget.size > length:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from arena_tool.core.problem import ModelOptions
 from arena_tool.target import tflm_sources
@@ -71,7 +71,9 @@ def _copied_doc(copied: Iterable[tuple[str, str, ModelOptions]]) -> list[list[An
 
 @dataclasses.dataclass(frozen=True)
 class Budget:
-    """The arena's RAM budget: ``size`` bytes, or ``percent`` of the arena's region.
+    """The arena's RAM budget: ``size`` bytes, or ``percent`` of the arena's region; or, for a
+    split arena, one of those per region (``regions``: name -> Budget; ``budget: {DTCM: 60K,
+    SRAM1: 90%}``), as one number cannot say 60K of a 64K TCM and 90 % of a 256K SRAM.
 
     text: as the user wrote it (for messages).
     """
@@ -79,13 +81,28 @@ class Budget:
     text: str
     size: int | None = None
     percent: float | None = None
+    regions: tuple[tuple[str, Budget], ...] = ()
 
-    def resolve(self, region_length: int) -> int:
-        """Bytes, given the chosen region's length in bytes."""
+    def resolve(self, region_length: int, region: str | None = None) -> int:
+        """Bytes, given the region's length in bytes (and, for a budget per region, its name)."""
+        if self.regions:  # a region the split leaves out (fit's other configurations): no budget but its size
+            named = dict(self.regions).get(region or "")
+            return region_length if named is None else named.resolve(region_length)
         if self.size is not None:
             return self.size
         assert self.percent is not None
         return int(region_length * self.percent / 100.0)
+
+    def to_doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"text": self.text, "size": self.size, "percent": self.percent}
+        if self.regions:  # only then: a manifest without one keeps its document
+            doc["regions"] = [[n, b.to_doc()] for n, b in self.regions]
+        return doc
+
+    @classmethod
+    def from_doc(cls, d: Mapping[str, Any]) -> Budget:
+        return cls(text=d["text"], size=d["size"], percent=d["percent"],
+                   regions=tuple((str(n), cls.from_doc(b)) for n, b in d.get("regions", ())))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,7 +239,7 @@ class BoardTarget:
     def region_limit(self, name: str) -> int:
         """What the arena may take in region ``name``: the budget (bytes, or a percentage of the
         region), but no more than its room; the gate's limit, and a split arena's capacity per region."""
-        return min(self.budget.resolve(self.board.region(name).length), self.region_room(name))
+        return min(self.budget.resolve(self.board.region(name).length, name), self.region_room(name))
 
     @property
     def objective(self) -> str | None:
@@ -321,7 +338,7 @@ def target_doc(t: BoardTarget) -> dict[str, Any]:
     two derived values the SCons tool and build_graph wire from without building a Board:
     ``key`` and the core's ``gcc_flags`` (``target_from_doc`` ignores them)."""
     return {"name": t.name, "board": t.board.to_json(), "board_file": t.board.file, "region": t.region,
-            "budget": {"text": t.budget.text, "size": t.budget.size, "percent": t.budget.percent},
+            "budget": t.budget.to_doc(),
             "reserve_stack": t.reserve_stack, "reserve_heap": t.reserve_heap, "warn_above": t.warn_above,
             "sharing": t.sharing, "models": [_spec_doc(s) for s in t.models], "runtime": t.runtime,
             "linker": t.linker, "linker_script": t.linker_script, "linker_regions": [list(p) for p in t.linker_regions],
@@ -335,7 +352,7 @@ def target_from_doc(d: dict[str, Any]) -> BoardTarget:
     """``target_doc``'s inverse (the board schema-checked by ``Board.from_json``)."""
     return BoardTarget(
         name=d["name"], board=Board.from_json(d["board"], d["board_file"]), region=d["region"],
-        budget=Budget(**d["budget"]), reserve_stack=d["reserve_stack"], reserve_heap=d["reserve_heap"],
+        budget=Budget.from_doc(d["budget"]), reserve_stack=d["reserve_stack"], reserve_heap=d["reserve_heap"],
         warn_above=d["warn_above"], sharing=d["sharing"], models=tuple(_spec_from(s) for s in d["models"]),
         runtime=d["runtime"], linker=d["linker"], linker_script=d["linker_script"],
         linker_regions=tuple((a, b) for a, b in d["linker_regions"]), split=tuple(d["split"]),

@@ -295,3 +295,25 @@ def test_split_outputs_are_byte_identical(built: tuple[Path, str], tmp_path: Pat
     for rel in ["split_an500/split_an500.ld", "split_an500/gen/arena_board.c", "split_an500/arena_gate.json"] + [
             str(q.relative_to(proj / "build")) for q in (proj / "build").glob("plans/*.plan.json")]:
         assert (proj / "build" / rel).read_bytes() == (again / "build" / rel).read_bytes(), rel
+
+
+def test_a_split_arena_takes_a_budget_per_region(tmp_path: Path) -> None:
+    """budget: {DTCM: 60K, SRAM1: 90%}: each region of the split its own limit (one number could
+    not say 60K of a 64K TCM and 90 % of a 240K SRAM); a region outside the split, a region left
+    out, or a budget per region without a split is one error naming the field."""
+    from arena_tool.builder import board_report, gate
+    from arena_tool.core.errors import ArenaError
+    from builders import plan_doc, plans, target
+
+    t = target(tmp_path, "{name: nucleo_f746, region: [DTCM, SRAM1], budget: {DTCM: 60K, SRAM1: 50%}}",
+               models="a", reserve="{stack: 0}")
+    assert (t.region_limit("DTCM"), t.region_limit("SRAM1")) == (61440, 245760 // 2)
+    assert manifest.from_doc(manifest.to_doc(manifest.load(str(tmp_path / "arena.yaml")))).targets[0].budget == t.budget
+    r = gate.gate(t, plans(t, plan_doc(30000, 28000)))
+    assert r.budget_spec == "DTCM: 60K, SRAM1: 50%"
+    for board, why in (("{name: nucleo_f746, region: [DTCM, SRAM1], budget: {DTCM: 60K, SRAM2: 50%}}", "SRAM2"),
+                       ("{name: nucleo_f746, region: [DTCM, SRAM1], budget: {DTCM: 60K}}", "no budget for region SRAM1"),
+                       ("{name: nucleo_f746, region: DTCM, budget: {DTCM: 60K}}", "needs a split arena")):
+        with pytest.raises(ArenaError) as e:
+            target(tmp_path, board, models="a")
+        assert why in e.value.msg and "budget" in (e.value.field or ""), e.value.render()
