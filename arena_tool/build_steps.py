@@ -901,7 +901,7 @@ def _make_word(path: str, absolute: bool = True) -> str:
     return drive + rest.replace(" ", "\\ ").replace("#", "\\#").replace(":", "\\:").replace("$", "$$")
 
 
-def _write_depfile(path: str, targets: Sequence[str], inputs: Sequence[str], absolute: bool) -> None:
+def _write_depfile(path: str, targets: Sequence[str], inputs: Sequence[str], absolute: bool = True) -> None:
     """The rule ``targets: inputs``: the targets as --out names them (``absolute``: an absolute
     --out, as CMake passes), the inputs absolute (a prerequisite is a file Make stats)."""
     from arena_tool.core.files import write_atomic

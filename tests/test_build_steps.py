@@ -54,7 +54,7 @@ def test_steps_make_every_file_of_the_graph(tmp_path: Path, monkeypatch: pytest.
 def test_a_failing_gate_writes_its_report_and_deletes_the_boards_files(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)
-    g, build = project(tmp_path, budget="16")
+    g, build = project(tmp_path, budget="16B")  # a unit: a bare 16 is asked "did you mean 16%?"
     run(g, build, "plan")
     stale = Path("build/mps2_an500/mps2_an500.ld")
     stale.parent.mkdir(parents=True, exist_ok=True)
