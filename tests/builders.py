@@ -301,7 +301,18 @@ def documented_blocks(lang: str, containing: str) -> list[tuple[str, str]]:
     found = []
     for path in paths:
         text = path.read_text(encoding="utf-8")
-        blocks = re.findall(rf"^```{re.escape(lang)}\n(.*?)^```", text, re.M | re.S)
+        blocks: list[str] = []
+        fence: str | None = None  # the open fence's language, or None outside a block
+        body: list[str] = []
+        for line in text.splitlines(keepends=True):
+            if fence is None and line.startswith("```"):
+                fence, body = line[3:].strip(), []
+            elif fence is not None and line.rstrip() == "```":
+                if fence == lang:
+                    blocks.append("".join(body))
+                fence = None
+            elif fence is not None:
+                body.append(line)
         for m in re.finditer(rf"^( *)\.\. code-block:: {re.escape(lang)}\n((?:\1 +:.*\n)*)\n((?:\1 +.*\n|\n)+)", text, re.M):
             lines = m.group(3).rstrip("\n").splitlines()
             indent = min(len(x) - len(x.lstrip()) for x in lines if x.strip())
