@@ -742,7 +742,8 @@ def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequen
     """Everything ``scons link=0`` makes for the boards ``board`` picks, from the same build graph
     and the same steps, with paths relative to the current folder (the project, as SCons's):
     byte-identical outputs. Before any step runs, each board's depfile (``<out>/<board>/arena.d``,
-    or ``depfile`` for one board) names every file its outputs are made from, so an outer build
+    or ``depfile`` for one board; its target the board's gate, the stamp every run touches) names
+    every file its outputs are made from, so an outer build
     (Make, Ninja, CMake) reruns this exactly when one changes, a failed gate too. A board that
     fails is a verdict, as in SCons: its lines are printed, the other boards are made, and
     ``Generated.status`` is the exit status; any other failing step raises SystemExit with its
@@ -776,7 +777,7 @@ def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequen
         if listing:
             sys.stdout.write("".join(f"{k}={v}\n" for k, v in listing_lines(b, by_name[b.name], path)))
             continue
-        guarded(lambda: _write_depfile(path, b.all, depfile_inputs(manifest_path, by_name[b.name]), absolute))
+        guarded(lambda: _write_depfile(path, [b.gate], depfile_inputs(manifest_path, by_name[b.name]), absolute))
         depfiles.append(path)
     if listing:
         return Generated(tuple(depfiles), ())
@@ -820,7 +821,7 @@ def listing_lines(b: Any, t: Mapping[str, Any], depfile: str) -> list[tuple[str,
     """What an outer build compiles and links for one board (``generate --list``), as (key,
     absolute path or flag) pairs: ``stamp`` the board's gate, which every run of generate leaves
     newer than its inputs (the others are rewritten only when their bytes change), ``output``
-    every file generate makes (the depfile's targets),
+    every file generate makes,
     ``depfile``; ``source`` the generated C files, ``runtime`` arena's runtime's (none with
     ``runtime: none``), ``include`` their folders; ``script`` the script to link with (arena's,
     or with ``linker: fragment`` the project's), ``libdir`` where ld finds what it INCLUDEs;
