@@ -59,9 +59,12 @@ function(arena_add_models target manifest board)
   # byproducts, rewritten only when their bytes change, so a touched model or an edited budget
   # recompiles no table (an OUTPUT CMake's Makefiles would touch after every run)
   list(REMOVE_ITEM output ${stamp})
+  # DEPENDS the manifest too: an edit to it reconfigures, and CMake's Makefiles then build once
+  # without the depfile's dependencies (they are read back after the build)
   add_custom_command(OUTPUT ${stamp}
                      BYPRODUCTS ${output}
                      COMMAND ${tool}
+                     DEPENDS "${manifest}"
                      DEPFILE "${depfile}"
                      WORKING_DIRECTORY "${ARENA_PROJECT_DIR}"
                      COMMENT "arena: generating ${board}"
