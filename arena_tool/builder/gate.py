@@ -252,16 +252,15 @@ def _bare_budget(target: BoardTarget, uses: Sequence[ModelUse], region_length: i
     every model's lower bound (no plan could fit it): the percentage or kilobytes it likely meant;
     else ''."""
     text = target.budget.text
-    if target.budget.size is None or not text.isdigit() or not uses:
-        return ""
+    if target.budget.size is None or not text.isdigit() or not 0 < int(text) <= 100 or not uses:
+        return ""  # a byte count above 100 is a budget like any other (the gate's line, its hints)
     least = min(uses, key=lambda u: (u.lower_bound, u.name))
     if target.budget.size >= least.lower_bound:
         return ""
     n = int(text)
-    meant = (f"did you mean {n}% ({fmt_bytes(region_length * n // 100)} of the region) or {n}K?" if 0 < n <= 100
-             else f"did you mean {n}K?")
     return (f"budget {text} is {fmt_bytes(n)} (a number without a unit is bytes), less than the smallest model's "
-            f"lower bound ({least.name}: {fmt_bytes(least.lower_bound)}); {meant}")
+            f"lower bound ({least.name}: {fmt_bytes(least.lower_bound)}); did you mean {n}% "
+            f"({fmt_bytes(region_length * n // 100)} of the region) or {n}K?")
 
 
 def _tables_problem(target: BoardTarget, uses: Sequence[ModelUse], code: int | None, need: int) -> BoardProblem:

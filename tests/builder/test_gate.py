@@ -316,7 +316,7 @@ def test_a_bare_budget_below_every_lower_bound_asks_for_the_percentage(tmp_path:
     assert msg == ("arena: nucleo_f746: budget 90 is 90 B (a number without a unit is bytes), less than the smallest "
                    "model's lower bound (b: 20,000 B); did you mean 90% (58,982 B of the region) or 90K?")
     # with a unit, or above a lower bound, it is a budget like any other
-    for budget in ("90B", "25000"):
+    for budget in ("90B", "25000", "4000"):  # a unit, above a lower bound, or above 100: no percentage meant
         t = target(tmp_path, f"{{name: nucleo_f746, region: DTCM, budget: {budget}}}")
         assert "did you mean" not in board_report.failure(gate.gate(t, plans(t, plan_doc(30000, 28000),
                                                                                plan_doc(20000, 20000)))).msg
