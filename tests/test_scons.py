@@ -719,13 +719,14 @@ def test_two_clones_share_one_cache_dir(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_the_own_project_recipe_takes_cache(tmp_path: Path) -> None:
-    """The documentation's own-project SConstruct, as written, with ``cache=DIR``: the tool itself
-    reads it, so the plans and tables go to the CacheDir (only the example's SConstruct took
+    """The own-project recipe's SConstruct (no CacheDir call of its own) with ``cache=DIR``: the tool
+    itself reads it, so the plans and tables go to the CacheDir (only the example's SConstruct took
     cache=: the CI recipe did not work in one's own project)."""
     import models
 
-    snippets = builders.documented_blocks("python", "env.ArenaFirmware(")
-    assert snippets, "no own-project SConstruct in the documentation"
+    snippets = [("the own-project recipe", 'import arena_tool\nenv = Environment(tools=["arena"], '
+                 'toolpath=[arena_tool.site_tools_dir()])\nenv.ArenaFirmware("app/arena.yaml", '
+                 'sources=["app/startup.c", "app/main.c"], cpppath=["app"])\n')]
     for i, (doc, text) in enumerate(snippets):
         proj = tmp_path / f"p{i}"
         (proj / "app" / "models").mkdir(parents=True)

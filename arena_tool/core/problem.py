@@ -185,6 +185,10 @@ IOS = ("model", "int8")  # ModelOptions.io
 IO_BUFFERS = ("arena", "caller")  # ModelOptions.io_buffers
 KERNELS = ("reference", "cmsis_nn_dsp", "cmsis_nn_nodsp", "cmsis_nn_mve", "arena")  # ModelOptions.kernels (tflm_scratch)
 ARENA_KERNELS = "arena"  # a .tflite run by arena's own runtime (model/tflite_lower.py), not by TFLM
+# what the manifest's kernels:, tflm.kernels and the CLI's --kernels accept: one vocabulary. cmsis_nn is
+# CMSIS-NN as the board's core runs it (tflm_scratch.kernels_for: DSP, no DSP or Helium), resolved
+# to one of KERNELS before planning, so a plan names the variant its scratch buffers were sized for.
+KERNEL_NAMES = ("reference", "cmsis_nn", *KERNELS[1:])
 CLI_KINDS = ("text", "positive", "switch", "input_shape", "bitwidths_file", "op_scratch")  # Option.cli
 
 
@@ -458,11 +462,13 @@ class ModelOptions:
     kernels: str = option(
         "reference", flag="--kernels", choices=KERNEL_NAMES, cli_rank=14, omit_default=True,
         help="the TFLM kernels a .tflite model runs on, whose scratch buffers the plan holds: reference "
-             "(default, the host interpreter's), cmsis_nn_dsp (Cortex-M4/M7/M33), cmsis_nn_nodsp (M0/M3), "
-             "cmsis_nn_mve (M55/M85); or arena: arena's own runtime runs it (no TFLM)",
-        schema={"enum": list(KERNELS), "description": "the TFLite Micro kernels a .tflite model runs on: their "
+             "(default, the host interpreter's), cmsis_nn (the board's core picks the variant: needs a board), "
+             "cmsis_nn_dsp (Cortex-M4/M7/M33), cmsis_nn_nodsp (M0/M3), cmsis_nn_mve (M55/M85); or arena: arena's "
+             "own runtime runs it (no TFLM)",
+        schema={"enum": list(KERNEL_NAMES), "description": "the TFLite Micro kernels a .tflite model runs on: their "
                 "scratch buffers (RequestScratchBufferInArena) are planned, and their sizes depend on the kernels: "
-                "reference, or CMSIS-NN for a core with the DSP extension, without it, or with Helium (MVE); or arena: "
+                "reference, or CMSIS-NN: cmsis_nn for the board's core, or the variant for a core with the DSP "
+                "extension, without it, or with Helium (MVE); or arena: "
                 "arena's own runtime runs the model, planned like an ONNX model (in-place, scheduling)"},
         plan_schema={"enum": list(KERNELS)})
     op_scratch: tuple[tuple[str, tuple[int, ...]], ...] = option(
