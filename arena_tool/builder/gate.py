@@ -180,12 +180,11 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
             tries = hints.tries(target, peak, floats, need, lb, region=None, float_inputs=float_inputs)
             found = remedy(target, [u.name for u in peak], room(largest.name)) if remedy is not None and \
                 target.sharing == "sequential" else ""
-            tries = "; ".join(x for x in (tries, found) if x)
             region = largest.name
             problems.append(BoardProblem(
                 "ram", f"arena: {target.name}: {_who(uses)} {fmt_bytes(need)}, more than any region of the board "
                 f"(largest {largest.name}, {fmt_bytes(room(largest.name))} usable; lower bound {fmt_bytes(lb)})"
-                + (f"; try {tries}" if tries else ""), region=region, need=need, limit=room(largest.name)))
+                + _advice(tries, found), region=region, need=need, limit=room(largest.name)))
         else:
             region = chosen
     info = target.board.region(region)
@@ -208,13 +207,12 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
         tries = hints.tries(target, offending, floats, need, lb, region=alt, limit=limit, float_inputs=float_inputs)
         found = remedy(target, [u.name for u in offending], limit) if remedy is not None and \
             target.sharing == "sequential" else ""
-        tries = "; ".join(x for x in (tries, found) if x)
         why = f"budget {fmt_bytes(budget)}"
         if usable < budget:
             why = f"room {fmt_bytes(usable)} ({fmt_bytes(info.length)} less the {fmt_bytes(reserve)} stack+heap reserve)"
         problems.append(BoardProblem(
             "ram", f"arena: {target.name}: {_who(offending)} {fmt_bytes(need)} in {region}, {why} "
-            f"(over by {fmt_bytes(over)}, lower bound {fmt_bytes(lb)})" + (f"; try {tries}" if tries else ""),
+            f"(over by {fmt_bytes(over)}, lower bound {fmt_bytes(lb)})" + _advice(tries, found),
             region=region, need=need, limit=limit))
     problems += region_problems(target, placed, uses, arena_over=bool(problems))
     weights = sum(u.weights_bytes for u in uses)
@@ -310,6 +308,12 @@ def _flash_problem(target: BoardTarget, uses: Sequence[ModelUse], floats: Abstra
         "flash", f"arena: {target.name}: {what}, {flash.name} has {fmt_bytes(flash.length)} "
         f"(over by {fmt_bytes(need - flash.length)}, before any code); try " + ", or ".join(tries),
         region=flash.name, need=need, limit=flash.length, model=who.name)
+
+def _advice(tries: str, found: str) -> str:
+    """The hints' remedies after "try", then the fit search's verdict as its own clause: it reads
+    "configurations that fit for m: ..." or "nothing meets it for m: ...", never "try nothing"."""
+    return (f"; try {tries}" if tries else "") + (f"; {found}" if found else "")
+
 
 def _who(uses: Sequence[ModelUse]) -> str:
     names = "+".join(u.name for u in uses)

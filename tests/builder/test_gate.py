@@ -79,6 +79,19 @@ def test_no_planner_hint_for_a_plan_that_is_already_optimal(tmp_path: Path) -> N
     assert "quantiz" not in gate.gate(t, plans(t, qdq)).problems[0].message
 
 
+def test_the_fit_searchs_verdict_is_its_own_clause_never_after_try(tmp_path: Path) -> None:
+    """A 4K budget on kws_int8 once read "; try nothing meets it for kws: ...": the hints' remedies
+    follow "try", the search's verdict (fits or not) follows them as a sentence of its own."""
+    t = target(tmp_path, "{name: nucleo_f746, region: DTCM, budget: 64K}", models="a")
+    verdict = "nothing meets it for a: the smallest arena reached is io int8 (70,000 B)"
+    at_bound = dict(plan_doc(71680, 71680, dtype="int8"), integer_ops=3)  # no hint of the gate's own
+    msg = gate.gate(t, plans(t, at_bound), remedy=lambda _t, names, _limit: verdict).problems[0].message
+    assert msg.endswith("(over by 6,144 B, lower bound 71,680 B); " + verdict), msg
+    # With hints of its own, they follow "try" and the verdict follows them.
+    msg = gate.gate(t, plans(t, plan_doc(71680, 60000)), remedy=lambda _t, names, _limit: verdict).problems[0].message
+    assert "; try planner optimal for a, or quantizing a" in msg and msg.endswith("; " + verdict), msg
+
+
 def test_percent_budget_suggests_a_bigger_region_and_only_what_helps(tmp_path: Path) -> None:
     t = target(tmp_path, "{name: nucleo_f746, region: DTCM, budget: 100%, sharing: concurrent}",
                reserve="{stack: 0}")
