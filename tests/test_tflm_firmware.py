@@ -122,6 +122,8 @@ def test_scons_builds_and_runs_the_tflm_firmware(tflm_libraries: dict[str, str],
     assert f"tensor_arena + TENSOR_ARENA_BASE_HW, {alloc['tensor_arena_size']}u" in table  # the plan's size
     assert "main.o" in p.stdout and "arena_runtime/example/main.o" not in p.stdout  # tflm/main.cc, not main.c
     assert "status hw 0" in p.stdout and "output StatefulPartitionedCall:0 int8 1" in p.stdout
+    assert "run: mps2_an500: hw: not compared here: runtime tflm (arena-tool run fw/hw.tflite --board mps2_an500" \
+        in p.stdout, p.stdout  # every run line says what it compared, or why not (issue 36, defect 4)
     run = json.loads((b / "run_report.json").read_text())
     assert run["exit_status"] == 0 and run["models"][0]["instructions"] > 0
     assert run["models"][0]["tables_flash"] == alloc["planned_bytes"]  # the planned model as a C array
