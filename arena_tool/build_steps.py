@@ -739,6 +739,18 @@ class Generated:
     status: int = 0
 
 
+def _manifest_doc(manifest_path: str, board_dirs: Sequence[str], out: str,
+                  fitted: Callable[[dict[str, Any], str], dict[str, Any]] | None) -> dict[str, Any]:
+    """The manifest document ``generate`` and ``validate_firmware`` build from, read under
+    ``out``'s build lock through the no-op cache and, with ``fitted``, as its fit: boards pick it."""
+    from arena_tool.builder import noop_cache
+    from arena_tool.core import files
+
+    files.hold_build_lock(out)
+    loaded = noop_cache.cached(manifest_path, tuple(board_dirs), os.path.join(out, ".arena_manifest.json"))
+    return fitted(loaded, out) if fitted is not None else loaded
+
+
 def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequence[str] = (),
              depfile: str | None = None, listing: bool = False,
              fitted: Callable[[dict[str, Any], str], dict[str, Any]] | None = None) -> Generated:
@@ -752,7 +764,7 @@ def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequen
     ``Generated.status`` is the exit status; any other failing step raises SystemExit with its
     exit code, its message printed once (``guarded``). fitted: the manifest document as the
     ``fit:`` boards pick it (``run.fit.fitted``)."""
-    from arena_tool.builder import build_graph, noop_cache
+    from arena_tool.builder import build_graph
     from arena_tool.core import files
 
     root = os.path.abspath(os.curdir)
@@ -760,13 +772,7 @@ def generate(manifest_path: str, board: str | None, out: str, board_dirs: Sequen
     out = files.project_path(out, root)
     manifest_path = files.project_path(manifest_path, root)
     doc: dict[str, Any] = {}
-
-    def load() -> None:
-        files.hold_build_lock(out)
-        loaded = noop_cache.cached(manifest_path, tuple(board_dirs), os.path.join(out, ".arena_manifest.json"))
-        doc.update(fitted(loaded, out) if fitted is not None else loaded)
-
-    guarded(load)
+    guarded(lambda: doc.update(_manifest_doc(manifest_path, board_dirs, out, fitted)))
     graph = build_graph.graph_of(doc, out, build_graph.Toolchain(link=False, root=root), board)
     if depfile is not None and len(graph.boards) != 1:
         guarded(lambda: _one_board(len(graph.boards)))
@@ -936,7 +942,7 @@ def validate_firmware(manifest_path: str, board: str, out: str, board_dirs: Sequ
     same objects and link), every step guarded (an error is one message and its exit status).
     extra_ccflags: after arena's (``-DARENA_PROFILE`` for ``--profile``); fitted: as ``generate``'s. ArenaError (exit 2) for a
     board whose board file names no ``uart:`` or whose runtime is not arena's."""
-    from arena_tool.builder import build_graph, execute, noop_cache
+    from arena_tool.builder import build_graph, execute
     from arena_tool.core import files
     from arena_tool.core.errors import EXIT_BUG, ArenaError
 
@@ -944,13 +950,7 @@ def validate_firmware(manifest_path: str, board: str, out: str, board_dirs: Sequ
     out = files.project_path(out, root)
     manifest_path = files.project_path(manifest_path, root)
     doc: dict[str, Any] = {}
-
-    def load() -> None:
-        files.hold_build_lock(out)
-        loaded = noop_cache.cached(manifest_path, tuple(board_dirs), os.path.join(out, ".arena_manifest.json"))
-        doc.update(fitted(loaded, out) if fitted is not None else loaded)
-
-    guarded(load)
+    guarded(lambda: doc.update(_manifest_doc(manifest_path, board_dirs, out, fitted)))
     toolchain = build_graph.Toolchain(link=True, root=root, extra_ccflags=tuple(extra_ccflags))
     graph: list[build_graph.BuildGraph] = []
     guarded(lambda: graph.append(build_graph.graph_of(doc, out, toolchain, board)))
