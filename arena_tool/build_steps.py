@@ -958,11 +958,17 @@ def validate_firmware(manifest_path: str, board: str, out: str, board_dirs: Sequ
     t = next(t for t in doc["targets"] if t["name"] == b.name)
     elf = f"{out}/{b.name}/validate.elf"
     if elf not in graph[0].targets():
-        why = ("its board file names no uart: (kind, base, baud)" if not t["board"].get("uart")
-               else f"its runtime is {t.get('runtime')}, and the validation firmware runs arena's")
+        if not t["board"].get("uart"):
+            why, fix = ("its board file names no uart: (kind, base, baud)",
+                        "add uart: to the board file (schemas/board.schema.json), as boards/mps2_an500.yaml has it")
+        else:  # runtime: tflm or none: the firmware is the application's, built around another runtime
+            why = (f"its runtime is {t.get('runtime')}, and the validation firmware runs the models on arena's "
+                   "runtime (a TFLM one would need TFLM's interpreter and a C++ main of its own)")
+            fix = (f"validate on arena's runtime, which runs a .tflite bit for bit as TFLM: boards: [{{name: {b.name}, "
+                   f"runtime: arena}}]" + ("; or compare TFLM itself on QEMU: arena-tool run MODEL.tflite --board "
+                                          f"{b.name}" if t.get("runtime") == "tflm" else ""))
         guarded(lambda: _raise(ArenaError(f"board {b.name} has no validation firmware: {why}", file=manifest_path,
-                                          field="--board", hint="add uart: to the board file (schemas/"
-                                          "board.schema.json), as boards/mps2_an500.yaml has it")))
+                                          field="--board", hint=fix)))
     build = Build({t["name"]: t for t in doc["targets"]},
                   needs={n.targets[0]: n.gates for n in graph[0].nodes if n.gates})
     build.gates[b.gate] = Gate(b.name, b.deleted, b.report)

@@ -1,5 +1,6 @@
 """``arena-tool validate``: a data set through the validation firmware over a serial port, every
-output compared with onnxruntime, the time measured on the target.
+output compared with onnxruntime (a .tflite's with TFLite Micro's host interpreter, bit for bit),
+the time measured on the target.
 
 The firmware (``arena_tool/runtime/validate/main.c``, built as ``build/<board>/validate.elf`` by
 the build graph) speaks the framed protocol its header describes: ``0xA5 0x5A type seq length
@@ -28,6 +29,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
+import shlex
 import socket
 import statistics
 import struct
@@ -46,7 +49,8 @@ from arena_tool.core.files import project_path, write_atomic
 from arena_tool.core.schema import check_json
 from arena_tool.emit import tileloop
 from arena_tool.plan import plancheck
-from arena_tool.run import reference, runreport
+from arena_tool.model import tflite_model
+from arena_tool.run import reference, runreport, tflm_host
 from arena_tool.run.verify import NUMPY_TYPES
 
 if TYPE_CHECKING:
@@ -337,6 +341,67 @@ def parse_result(body: bytes, index: int, model: FwModel) -> Result:
     return Result(status, failed, count, tuple(counts), tuple(outs))
 
 
+# --- programming the board ---------------------------------------------------------------------------
+
+FLASH_TIMEOUT = 300.0
+
+
+def flash_argv(command: str, elf: str) -> list[str]:
+    """The board file's ``flash.command`` as an argument list, ``{elf}`` and ``{hex}`` replaced in
+    each word by the firmware's absolute paths (an Intel hex beside the ELF, made by objcopy when
+    the command names it). Split before the paths go in, so a path with spaces stays one word."""
+    paths = {"{elf}": os.path.abspath(elf)}
+    if "{hex}" in command:
+        paths["{hex}"] = os.path.abspath(os.path.splitext(elf)[0] + ".hex")
+        try:
+            made = subprocess.run(["arm-none-eabi-objcopy", "-O", "ihex", elf, paths["{hex}"]], capture_output=True,
+                                  text=True, errors="replace", timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise ArenaError(f"cannot make the Intel hex flash.command names: {e}", file=elf, field="flash.command",
+                             hint="install arm-none-eabi-objcopy (binutils-arm-none-eabi), or program {elf}") from None
+        if made.returncode != 0:
+            raise ArenaError(f"arm-none-eabi-objcopy -O ihex failed: {_tail(made.stderr)}", file=elf,
+                             field="flash.command", exit_code=3, hint="this is an arena bug; please report it")
+    words = shlex.split(command)
+    for key, path in paths.items():
+        words = [w.replace(key, path) for w in words]
+    return words
+
+
+def _tail(text: str, lines: int = 3, chars: int = 400) -> str:
+    """The last lines of a command's output, on one line."""
+    kept = [ln.strip() for ln in text.splitlines() if ln.strip()][-lines:]
+    return " | ".join(kept)[-chars:] or "(nothing on stderr)"
+
+
+def flash(board: Board, elf: str, err: TextIO) -> None:
+    """Program the board with ``elf`` by its board file's ``flash.command`` (OpenOCD, pyOCD,
+    STM32CubeProgrammer...): run, not through a shell, within FLASH_TIMEOUT s. A command that is
+    not found, fails or hangs is one ArenaError (exit 2) naming the board file and the command's
+    last stderr lines: validating a board that runs an older firmware would compare the wrong one."""
+    assert board.flash_command is not None
+    argv = flash_argv(board.flash_command, elf)
+    err.write(f"Flashing {elf}: {shlex.join(argv)}\n")
+    err.flush()
+    file, field = board.file or board.name, "flash.command"
+    hint = f"run it by hand to see why (is the probe connected?): {shlex.join(argv)}"
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace",
+                              timeout=FLASH_TIMEOUT)
+    except FileNotFoundError:
+        raise ArenaError(f"the flash command {argv[0]!r} is not installed (or not on PATH)", file=file, field=field,
+                         hint=f"install it, or change flash.command in {board.file or 'the board file'}") from None
+    except subprocess.TimeoutExpired as e:
+        out = e.stderr.decode("utf-8", "replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+        raise ArenaError(f"the flash command did not finish in {FLASH_TIMEOUT:g} s: {_tail(out)}", file=file, field=field,
+                         hint=hint) from None
+    except OSError as e:
+        raise ArenaError(f"cannot run the flash command: {e}", file=file, field=field, hint=hint) from None
+    if done.returncode != 0:
+        raise ArenaError(f"the flash command failed (exit status {done.returncode}): "
+                         f"{_tail(done.stderr or done.stdout)}", file=file, field=field, hint=hint)
+
+
 # --- QEMU as the board --------------------------------------------------------------------------------
 
 class Qemu:
@@ -382,15 +447,23 @@ class ModelRun:
     to_firmware: Callable[[Sequence[np.ndarray]], list[tuple[str, np.ndarray]]]
     compared: list[tuple[str, str, float | None]]  # (output, dtype, quantization step) as compared
     from_firmware: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
-    ort: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]  # onnxruntime on one input set
+    # the reference's outputs for every input set: onnxruntime, or TFLite Micro's host interpreter
+    expected: Callable[[Sequence[Sequence[np.ndarray]]], list[dict[str, np.ndarray]]]
     fw_outputs: list[reference.TensorSpec]
+    exact: bool = False  # a .tflite against TFLM: every element equal (arena-tool run's rule)
+
+    @property
+    def reference_name(self) -> str:
+        return "TFLite Micro's host interpreter" if self.exact else "onnxruntime"
 
 
 def prepare(index: int, spec: ModelSpec, plan: PlanFile, fw: FwModel) -> ModelRun:
     """What validating one model needs: its inputs' specs, the firmware's I/O (io: int8 too), one
-    onnxruntime session for every input set."""
+    onnxruntime session for every input set; a .tflite (lowered onto arena's runtime) is compared
+    with TFLite Micro's host interpreter bit for bit, as ``arena-tool run MODEL.tflite`` does."""
     lowered = plancheck.lowered_model(spec.path, plan)
-    io = reference.IntegerIO.of(spec.path, plan) if plan.options.io == "int8" else None
+    tflite = lowered.graph.model is None and tflite_model.is_tflite(spec.path)
+    io = reference.IntegerIO.of(spec.path, plan) if plan.options.io == "int8" and not tflite else None
     fw_outputs = reference.graph_specs(plan, list(lowered.outputs))
     if io is not None:
         in_specs = io.specs
@@ -403,7 +476,19 @@ def prepare(index: int, spec: ModelSpec, plan: PlanFile, fw: FwModel) -> ModelRu
     compared = [(n, s.dtype, reference.quant_step(lowered, plan, n)) for n, s in zip(lowered.outputs, fw_outputs)]
     if io is not None:
         compared += [(b.model, "float32", float(b.quant.scale[0])) for b in io.outputs]
-    session = reference.reference_session(spec.path, names, source)
+    if tflite:
+        def expected(sets: Sequence[Sequence[np.ndarray]]) -> list[dict[str, np.ndarray]]:
+            """TFLM on every set in one child process (a process per inference would cost more
+            than the inference's transfer)."""
+            if not sets:
+                return []
+            ran = tflm_host.run_tflm(tflite_model.read_bytes(spec.path), spec.path, sets)
+            return [dict(zip(lowered.outputs, outs)) for outs in ran.outputs]
+    else:
+        session = reference.reference_session(spec.path, names, source)
+
+        def expected(sets: Sequence[Sequence[np.ndarray]]) -> list[dict[str, np.ndarray]]:
+            return [session({s.name: a for s, a in zip(in_specs, inputs)}) for inputs in sets]
 
     def to_fw(inputs: Sequence[np.ndarray]) -> list[tuple[str, np.ndarray]]:
         return io.quantize(inputs) if io is not None else [(s.name, a) for s, a in zip(in_specs, inputs)]
@@ -423,7 +508,7 @@ def prepare(index: int, spec: ModelSpec, plan: PlanFile, fw: FwModel) -> ModelRu
         raise ArenaError(f"the board's model {fw.name} takes and gives other tensors than the manifest's "
                          f"{spec.name} plans", field="--port",
                          hint="the board runs another build: flash this build's validate.elf")
-    return ModelRun(index, spec, plan, fw, in_specs, to_fw, compared, from_fw, session, fw_outputs)
+    return ModelRun(index, spec, plan, fw, in_specs, to_fw, compared, from_fw, expected, fw_outputs, exact=tflite)
 
 
 def input_sets(run: ModelRun, data: str | None, sample: str | None, count: int | None,
@@ -496,8 +581,8 @@ class OutputStats:
     cosine: float = 1.0  # the smallest
     bounds: Mapping[str, float] | None = None  # the manifest's tolerances: (else arena-tool run's)
 
-    def add(self, got: np.ndarray, want: np.ndarray, step: float | None) -> None:
-        c = reference.compare(self.name, got, want, step)
+    def add(self, got: np.ndarray, want: np.ndarray, step: float | None, exact: bool = False) -> None:
+        c = reference.compare(self.name, got, want, step, exact=exact)
         g = np.asarray(got, np.float64).reshape(-1)
         w = np.asarray(want, np.float64).reshape(-1)
         self.inferences += 1
@@ -541,6 +626,7 @@ class ModelReport:
     outputs: list[OutputStats] = dataclasses.field(default_factory=list)
     errors: list[str] = dataclasses.field(default_factory=list)
     tolerance: dict[str, float] | None = None  # the manifest's (None: arena-tool run's)
+    reference: str = "onnxruntime"  # what the outputs were compared with
 
     @property
     def mismatches(self) -> int:
@@ -577,8 +663,9 @@ def validate(link: Link, board: Board, specs: Sequence[ModelSpec], plans: Sequen
         what, sets = input_sets(run, data, samples.get(spec.name), count, seed)
         bounds = (tolerances or {}).get(spec.name)
         rep = ModelReport(spec.name, what, outputs=[OutputStats(n, d, bounds=bounds) for n, d, _ in run.compared],
-                          tolerance=dict(bounds) if bounds is not None else None)
-        for k, inputs in enumerate(sets):
+                          tolerance=dict(bounds) if bounds is not None else None, reference=run.reference_name)
+        wants = run.expected(sets)
+        for k, (inputs, want) in enumerate(zip(sets, wants)):
             result = infer(link, run, inputs)
             if result.status != 0:
                 rep.errors.append(f"input set {k}: arena_run returned {result.status} at op {result.failed_op}")
@@ -589,9 +676,8 @@ def validate(link: Link, board: Board, specs: Sequence[ModelSpec], plans: Sequen
             outs = {s.name: np.frombuffer(b, NUMPY_TYPES[s.dtype]).reshape(s.shape)
                     for s, b in zip(run.fw_outputs, result.outputs)}
             outs = run.from_firmware(outs)
-            want = run.ort({s.name: a for s, a in zip(run.in_specs, inputs)})
             for st, (name, _, step) in zip(rep.outputs, run.compared):
-                st.add(outs[name], want[name], step)
+                st.add(outs[name], want[name], step, exact=run.exact)
             if progress is not None and (k + 1) % 10 == 0:
                 progress.write(f"validate {spec.name}: {k + 1}/{len(sets)} inferences\n")
                 progress.flush()
@@ -637,7 +723,8 @@ def report_doc(manifest: str, board: Board, port: str, info: Info, reports: Sequ
             rows = tileloop.table_rows(plan)
             ops = [{"index": i, "name": r[0], "op_type": r[1],
                     **_spread([conv(c[i]) for c in rep.op_counts if i < len(c)])} for i, r in enumerate(rows)]
-        models.append({"name": rep.name, "inputs": rep.inputs, "inferences": len(rep.counts) + len(rep.errors),
+        models.append({"name": rep.name, "inputs": rep.inputs,
+                       "reference": "tflm" if rep.reference != "onnxruntime" else "onnxruntime", "inferences": len(rep.counts) + len(rep.errors),
                        "mismatches": rep.mismatches, "errors": rep.errors,
                        "count": _spread(counts), "per_inference": counts,
                        "tolerance": rep.tolerance, "outputs": [o.to_json() for o in rep.outputs], "ops": ops})
@@ -654,9 +741,11 @@ def summary(board: Board, port: str, info: Info, reports: Sequence[ModelReport],
     where = f"{board.qemu} under QEMU (-icount shift=0)" if port == "qemu" else port
     lines = [f"validate {board.name} on {where}: time from {timer}, in {name}"]
     for rep in reports:
-        tol = ("arena-tool run's tolerances" if rep.tolerance is None else "the manifest's tolerances: " + ", ".join(
+        tol = ("bit for bit" if rep.tolerance is None and rep.reference != "onnxruntime" else
+               "arena-tool run's tolerances" if rep.tolerance is None else "the manifest's tolerances: " + ", ".join(
             f"{k} {'>=' if k == 'cosine' else '<='} {v:g}" for k, v in sorted(rep.tolerance.items())))
-        lines.append(f"{rep.name}: {len(rep.counts) + len(rep.errors)} inferences, input {rep.inputs}, {tol}")
+        lines.append(f"{rep.name}: {len(rep.counts) + len(rep.errors)} inferences, input {rep.inputs}, against "
+                     f"{rep.reference}, {tol}")
         for o in rep.outputs:
             lines.append(f"  output {o.name}: exact {o.exact}/{o.inferences}, mismatches {o.mismatches}, "
                          f"max abs error {o.max_abs:.3e}, L2 relative {o.l2_relative:.3e}, cosine {o.cosine:.6f}, "
@@ -698,6 +787,8 @@ def main(manifest: str, board: Board, port: str, specs: Sequence[ModelSpec], pla
             qemu = Qemu(elf, board.qemu)
             ser = open_port(qemu.port, board.uart.baud, connect_for=10.0)
         else:
+            if board.flash_command is not None:  # QEMU loads the ELF itself; a board is programmed first
+                flash(board, elf, err)
             ser = open_port(port, board.uart.baud)
         link = Link(ser, timeout, attempt, name=port)
         try:
@@ -714,6 +805,7 @@ def main(manifest: str, board: Board, port: str, specs: Sequence[ModelSpec], pla
         if qemu is not None:
             qemu.close()
     bad = sum(r.mismatches for r in reports)
+    refs = " and ".join(dict.fromkeys(f"{r.reference}'s" for r in reports)) or "onnxruntime's"
     for line in summary(board, port, info, reports, link, plans):
         print(line, file=out)
     if json_path:
@@ -725,10 +817,10 @@ def main(manifest: str, board: Board, port: str, specs: Sequence[ModelSpec], pla
             raise e.located(field="--json") from None
         print(f"wrote {json_path}", file=out)
     if bad:
-        print(f"arena-tool: {board.name}: error: mismatch: {bad} inference(s) differ from onnxruntime's beyond "
+        print(f"arena-tool: {board.name}: error: mismatch: {bad} inference(s) differ from {refs} beyond "
               "their tolerance", file=err)
         return EXIT_CHECK_FAILED
-    print(f"match: every output of {sum(len(r.counts) for r in reports)} inferences equals onnxruntime's "
+    print(f"match: every output of {sum(len(r.counts) for r in reports)} inferences equals {refs} "
           "within its tolerance", file=out)
     return EXIT_OK
 

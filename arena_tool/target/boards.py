@@ -188,6 +188,7 @@ class Board:
     note: str = ""
     file: str = ""
     uart: Uart | None = None
+    flash_command: str | None = None  # flash.command: programs the board (arena-tool validate), {elf}/{hex} in it
 
     def to_json(self) -> dict[str, Any]:
         """The board as a board file with every value resolved (ints for sizes and addresses,
@@ -197,6 +198,8 @@ class Board:
         flash: dict[str, Any] = {"name": self.flash.name, "origin": self.flash.origin, "length": self.flash.length}
         if self.flash.note:
             flash["note"] = self.flash.note
+        if self.flash_command is not None:
+            flash["command"] = self.flash_command
         doc: dict[str, Any] = {"name": self.name, "description": self.description, "source": self.source,
                                "cpu": self.cpu.to_json(), "flash": flash, "ram": [r.to_json() for r in self.ram],
                                "default_region": self.default_region, "data_region": self.data_region}
@@ -220,7 +223,8 @@ class Board:
                                                                f.get("note", "")),
                    ram=tuple(Region.from_json(r) for r in doc["ram"]), default_region=doc["default_region"],
                    data_region=doc.get("data_region", doc["default_region"]), qemu=doc.get("qemu"),
-                   note=doc.get("note", ""), file=file, uart=Uart.from_json(doc["uart"]) if "uart" in doc else None)
+                   note=doc.get("note", ""), file=file, uart=Uart.from_json(doc["uart"]) if "uart" in doc else None,
+                   flash_command=f.get("command"))
 
     def region_names(self) -> list[str]:
         """RAM region names in file order."""
@@ -394,7 +398,33 @@ def load_board_file(path: str) -> Board:
     return Board(name=data["name"], description=data["description"], source=data["source"], cpu=cpu,
                  flash=flash, ram=tuple(ram), default_region=data["default_region"],
                  data_region=data_region, qemu=data.get("qemu"), note=data.get("note", ""), file=path,
-                 uart=Uart.from_json(data["uart"]) if "uart" in data else None)
+                 uart=Uart.from_json(data["uart"]) if "uart" in data else None, flash_command=_flash_command(doc, f))
+
+
+FLASH_PLACEHOLDERS = ("{elf}", "{hex}")
+
+
+def _flash_command(doc: yamlio.Doc, flash: Mapping[str, Any]) -> str | None:
+    """flash.command as written; it must name the firmware it programs ({elf} or {hex}, replaced
+    by the validation firmware's path when arena-tool validate runs it) and split as a command line."""
+    import shlex
+
+    cmd = flash.get("command")
+    if cmd is None:
+        return None
+    example = "openocd -f board/st_nucleo_f7.cfg -c \"program {elf} verify reset exit\""
+    if not any(p in cmd for p in FLASH_PLACEHOLDERS):
+        raise doc.error("flash.command names no firmware: it must hold {elf} or {hex}, where arena puts the "
+                        "path of the ELF (or Intel hex) it programs", ("flash", "command"), at_value=True,
+                        hint=f"like {example}")
+    try:
+        words = shlex.split(cmd)
+    except ValueError as e:
+        raise doc.error(f"flash.command does not split into words: {e}", ("flash", "command"), at_value=True,
+                        hint=f"quote as a shell would, like {example}") from None
+    if not words:
+        raise doc.error("flash.command is empty", ("flash", "command"), at_value=True, hint=f"like {example}")
+    return str(cmd)
 
 
 def _check_fpu(doc: yamlio.Doc, cpu: Cpu) -> None:

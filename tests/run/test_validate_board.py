@@ -313,3 +313,168 @@ def test_the_manifests_tolerances_judge_instead_of_runs(tmp_path: Path) -> None:
     (tmp_path / "c.yaml").write_text(base + "tolerances: {kws_int8: {cosin: 0.99}}\n")
     with pytest.raises(ArenaError, match="cosin"):
         manifest.load(str(tmp_path / "c.yaml"))
+
+
+# ---------------------------------------------------------------- every MLPerf Tiny model, and a .tflite
+
+# The MLPerf Tiny float ONNX files, int8 as the tests quantize them (tests/quantized.py: QDQ, per
+# channel, the session's qcache), with int8 I/O; and KWS's int8 .tflite on arena's runtime, against
+# TFLite Micro's host interpreter. (ResNet large is left out for time: 1.2 G instructions an inference.)
+MLPERF_ONNX = {"ad01": "anomaly_detection__ad01_fp32_tflite2onnx.onnx",
+               "kws": "keyword_spotting__kws_ref_model_float32_tflite2onnx.onnx",
+               "resnet8": "image_classification__pretrainedResnet_tflite2onnx.onnx",
+               "vww": "visual_wake_words__vww_96_float_tflite2onnx.onnx"}
+KWS_TFLITE = "keyword_spotting__kws_ref_model.tflite"
+
+
+@pytest.fixture(scope="module")
+def mlperf(tmp_path_factory: pytest.TempPathFactory, qcache: Path) -> Path:
+    import quantized
+    from conftest import require_shared
+    from shared_paths import MLPERF
+
+    require_tool("arm-none-eabi-gcc")
+    require_tool("qemu-system-arm")
+    root = tmp_path_factory.mktemp("validate_mlperf")
+    lines = ["models:"]
+    for name, file in MLPERF_ONNX.items():
+        q = quantized.quantized(require_shared(MLPERF / file), "qdq", True, qcache)
+        shutil.copy(q, root / f"{name}.onnx")
+        lines.append(f"  - {{name: {name}, path: {name}.onnx, io: int8}}")
+    shutil.copy(require_shared(MLPERF / KWS_TFLITE), root / "kws_tfl.tflite")
+    lines.append("  - {name: kws_tfl, path: kws_tfl.tflite}")
+    (root / "arena.yaml").write_text("\n".join([*lines, "boards: [mps2_an386, mps2_an500]", ""]))
+    return root
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("board", BOARDS)
+def test_every_mlperf_tiny_model_and_a_tflite_equal_their_reference_counted_as_run_counts(mlperf: Path,
+                                                                                          board: str) -> None:
+    """One validation firmware of KWS, VWW, ResNet-8, AD01 (int8 I/O) and KWS's .tflite: every output
+    equals onnxruntime's (the .tflite's TFLite Micro's, bit for bit), and each inference's count
+    equals `arena-tool run`'s of the model alone on the same input (seed 0)."""
+    p = cli(mlperf, "validate", "arena.yaml", "--board", board, "--port", "qemu", "--count", "1", "--json", "v.json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.loads((mlperf / "v.json").read_text())
+    jsonschema.validate(doc, json.loads((ROOT / "schemas" / "validate.schema.json").read_text()))
+    models = {m["name"]: m for m in doc["models"]}
+    assert list(models) == [*MLPERF_ONNX, "kws_tfl"]
+    assert {n: m["reference"] for n, m in models.items()} == {**{n: "onnxruntime" for n in MLPERF_ONNX},
+                                                               "kws_tfl": "tflm"}
+    for m in models.values():
+        assert m["mismatches"] == 0 and all(o["exact_matches"] == 1 for o in m["outputs"]), m
+    assert "kws_tfl: 1 inferences, input seeded random (seeds 0..0), against TFLite Micro's host interpreter, " \
+           "bit for bit" in p.stdout
+    for name, m in models.items():
+        model = f"{name}.tflite" if name == "kws_tfl" else f"{name}.onnx"
+        flags = ["--runtime", "arena"] if name == "kws_tfl" else ["--io", "int8"]
+        r = cli(mlperf, "run", model, "--board", board, *flags, "--json", f"run_{name}.json")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert m["per_inference"] == [json.loads((mlperf / f"run_{name}.json").read_text())["instructions"]], name
+
+
+def test_a_tflm_board_has_no_validation_firmware_and_says_what_to_use(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """runtime: tflm: one line, exit 2, why and the two ways that work (arena's runtime; arena-tool run),
+    before anything is compiled."""
+    from arena_tool import cli as arena_cli
+    from tflite_models import chain_model, save
+
+    model = save(tmp_path, "chain.tflite", chain_model())
+    (tmp_path / "arena.yaml").write_text(f"models:\n  - {{name: chain, path: {Path(model).name}}}\n"
+                                         "boards:\n  - {name: mps2_an386, runtime: tflm}\n")
+    monkeypatch.chdir(tmp_path)
+    assert arena_cli.main(["validate", "arena.yaml", "--board", "mps2_an386", "--port", "qemu"]) == 2
+    (line,) = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert "board mps2_an386 has no validation firmware: its runtime is tflm" in line
+    assert "boards: [{name: mps2_an386, runtime: arena}]" in line
+    assert "arena-tool run MODEL.tflite --board mps2_an386" in line
+
+
+# ---------------------------------------------------------------- flash.command: programming the board
+
+RECORDER = """\
+import json, sys
+with open(sys.argv[1], "w") as f:
+    json.dump(sys.argv[2:], f)
+"""
+FAILING = """\
+import sys
+print("Open On-Chip Debugger 0.12.0", file=sys.stderr)
+print("Error: open failed", file=sys.stderr)
+print("** OpenOCD init failed **", file=sys.stderr)
+sys.exit(1)
+"""
+
+
+def board_with_flash(folder: Path, command: str, name: str = "mps2_an386") -> Path:
+    """``boards/<name>.yaml`` with ``flash: command:`` added, in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    text = (ROOT / "boards" / f"{name}.yaml").read_text()
+    at = text.index("\nflash:\n") + len("\nflash:\n")
+    path = folder / f"{name}.yaml"
+    path.write_text(text[:at] + f"  command: {json.dumps(command)}\n" + text[at:])
+    return path
+
+
+def test_a_flash_command_that_fails_is_one_error_naming_the_board_file_and_its_stderr(tmp_path: Path) -> None:
+    """The command really runs (a script standing in for OpenOCD, no probe here): exit status 1 ->
+    ArenaError, exit 2, one line with the board file, the field and the command's last stderr lines."""
+    from arena_tool.target import boards
+
+    (tmp_path / "openocd.py").write_text(FAILING)
+    path = board_with_flash(tmp_path / "b", f"{sys.executable} {tmp_path / 'openocd.py'} -c \"program {{elf}} exit\"")
+    board = boards.load_board_file(str(path))
+    assert board.flash_command is not None and boards.Board.from_json(board.to_json(), board.file) == board
+    (tmp_path / "validate.elf").write_bytes(b"\x7fELF")
+    log = __import__("io").StringIO()
+    with pytest.raises(ArenaError) as err:
+        validate.flash(board, str(tmp_path / "validate.elf"), log)
+    text = err.value.render()
+    assert err.value.exit_code == 2 and "\n" not in text.strip(), text
+    assert str(path) in text and "flash.command" in text
+    assert "the flash command failed (exit status 1): Open On-Chip Debugger 0.12.0 | Error: open failed | " \
+           "** OpenOCD init failed **" in text
+    assert f"program {tmp_path / 'validate.elf'} exit" in log.getvalue()  # {elf} replaced inside the quoted word
+    with pytest.raises(ArenaError, match="not installed"):
+        validate.flash(boards.load_board_file(str(board_with_flash(tmp_path / "c", "no-such-programmer {elf}"))),
+                       str(tmp_path / "validate.elf"), log)
+
+
+@pytest.mark.parametrize("command, words", [
+    ("openocd -f board/st_nucleo_f7.cfg", "names no firmware: it must hold {elf} or {hex}"),
+    ("pyocd flash \"{elf}", "does not split into words"),
+])
+def test_a_flash_command_is_checked_when_the_board_file_is_read(tmp_path: Path, command: str, words: str) -> None:
+    from arena_tool.target import boards
+
+    path = board_with_flash(tmp_path, command)
+    with pytest.raises(ArenaError) as err:
+        boards.load_board_file(str(path))
+    assert words in err.value.msg and "flash" in err.value.render() and str(path) in err.value.render()
+
+
+@pytest.mark.slow
+def test_the_flash_command_programs_the_board_before_it_is_validated(project: Path) -> None:
+    """A board file's flash.command runs (its arguments recorded: the ELF's path, an Intel hex made
+    from it, a quoted word kept whole), then the board is validated over its port; --port qemu
+    runs none (QEMU loads the ELF)."""
+    board_with_flash(project / "flashboards", f"{sys.executable} record.py args.json {{elf}} {{hex}} \"a b\"")
+    (project / "record.py").write_text(RECORDER)
+    common = ["--board", "mps2_an386", "--board-dir", "flashboards", "--out", "build_flash", "--count", "1"]
+    p = cli(project, "validate", "arena.yaml", "--port", "qemu", *common)
+    assert p.returncode == 0 and not (project / "args.json").exists(), p.stdout + p.stderr
+    elf = project / "build_flash" / "mps2_an386" / "validate.elf"
+    qemu = validate.Qemu(str(elf), "mps2-an386")
+    try:
+        p = cli(project, "validate", "arena.yaml", "--port", f"tcp:127.0.0.1:{qemu.tcp}", *common)
+    finally:
+        qemu.close()
+    assert p.returncode == 0, p.stdout + p.stderr
+    args = json.loads((project / "args.json").read_text())
+    assert args == [str(elf), str(elf.with_suffix(".hex")), "a b"]
+    assert elf.with_suffix(".hex").read_text().startswith(":")  # Intel hex
+    assert f"Flashing build_flash/mps2_an386/validate.elf: {sys.executable} record.py args.json {elf}" in p.stderr
+    assert "match: every output of 1 inferences" in p.stdout
