@@ -512,7 +512,7 @@ def _write_fragment(rep: BoardReport, t: BoardTarget, path: str) -> None:
     assert script is not None, "linker: fragment names the project's script (manifest)"
     names = dict(t.linker_regions)
     needed = linkscript.needed_names(linker_fragment.regions_of(board, rep), names)
-    origins = {r.name: r.origin for r in (*board.ram, board.flash)}
+    origins = {r.name: r.origin for r in (*board.ram, board.flash, *board.external_flash)}
     linkscript.check_script(script, needed, field="linker_script", origins=origins)
     linker_fragment.write(path, linker_fragment.render_for_report(board, rep, names))
 
@@ -584,7 +584,7 @@ def final_report(build: Build, targets: Sequence[str], sources: Sequence[str]) -
     rep = board_report.read(sources[0])
     elf = sources[1] if len(sources) > 1 and rep.passed else None
     if elf is not None:
-        ram, flash = elfcheck.usage(elf)
+        ram, flash = elfcheck.usage(elf, build.target(board).board)
         rep = board_report.with_elf(rep, ram, flash, build.target(board).board.flash.name)
     if not rep.passed:
         build.fail(board, targets[0], rep)

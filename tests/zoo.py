@@ -35,6 +35,7 @@ class _Net:
         self.inits: list[onnx.TensorProto] = []
         self.n = 0
         self.c = {"input": channels}  # channels of every NCHW tensor
+        self.classes = CLASSES
 
     def _id(self, kind: str) -> str:
         self.n += 1
@@ -97,15 +98,16 @@ class _Net:
     def head(self, x: str) -> str:
         x = self.node("Flatten", [self.node("GlobalAveragePool", [x])], axis=1)
         cin = self.c[x]
-        w = self._weight(self._id("fc.w"), (CLASSES, cin), (1.0 / cin) ** 0.5)
-        y = self.node("Gemm", [x, w, self._weight(self._id("fc.b"), (CLASSES,), 0.05)], CLASSES, transB=1)
+        w = self._weight(self._id("fc.w"), (self.classes, cin), (1.0 / cin) ** 0.5)
+        y = self.node("Gemm", [x, w, self._weight(self._id("fc.b"), (self.classes,), 0.05)], self.classes, transB=1)
         return self.node("Softmax", [y], axis=1)
 
     def model(self, out: str) -> onnx.ModelProto:
         self.nodes[-1].output[0] = "output"
         g = helper.make_graph(self.nodes, self.name,
                               [helper.make_tensor_value_info("input", TensorProto.FLOAT, self.shape)],
-                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, CLASSES])], self.inits)
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, self.classes])],
+                              self.inits)
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)], producer_name="arena tests/zoo.py")
         m.ir_version = 8
         onnx.checker.check_model(m)
@@ -139,6 +141,21 @@ def mobilenet_v2() -> onnx.ModelProto:
                                  (80, 6, 2)):
         x = _inverted(net, x, cout, expand, 3, stride)
     return net.model(net.head(net.conv(x, 160, act="relu6")))
+
+
+def mobilenet_v2_imagenet() -> onnx.ModelProto:
+    """MobileNetV2 w0.35 as torchvision builds it for ImageNet (not in NAMES): the width-0.35 channels
+    rounded to 8 (16, 8, 8, 16, 24, 32, 56, 112), the full 17 blocks, the 1280-channel last conv and
+    1000 classes: 1.66 M weights, about 1.7 MB in int8, more than a 1 MB part's flash (the external
+    flash tests, tests/test_external_flash.py)."""
+    net = _Net("mobilenet_v2_imagenet")
+    net.classes = 1000
+    x = net.conv("input", 16, 3, 2)
+    for expand, cout, n, stride in ((1, 8, 1, 1), (6, 8, 2, 2), (6, 16, 3, 2), (6, 24, 4, 2), (6, 32, 3, 1),
+                                    (6, 56, 3, 2), (6, 112, 1, 1)):
+        for i in range(n):
+            x = _inverted(net, x, cout, expand, 3, stride if i == 0 else 1)
+    return net.model(net.head(net.conv(x, 1280, act="relu6")))
 
 
 def mobilenet_v3() -> onnx.ModelProto:

@@ -106,8 +106,8 @@ class ModelUse:
     head: int | None = None  # runtime tflm: arena's plan, TFLM's non-persistent head (bytes)
     tail: int | None = None  # runtime tflm: TFLM's persistent tail measured on the host (bytes)
     regions: tuple[tuple[str, int], ...] = ()  # a split plan: (region, arena bytes there), fastest first
-    weights_region: str = "flash"  # where the weights run from (weights: <region> copies them there)
-    weights_ram: int = 0  # bytes they take in that region (split_arena.weights_ram_bytes), 0 in flash
+    weights_region: str = "flash"  # where the weights run from (weights: <region> copies them there, or an external flash)
+    weights_ram: int = 0  # bytes they take in that region, RAM or external (split_arena.weights_ram_bytes), 0 in flash
     caller_io: int = 0  # io_buffers: caller: bytes of the inputs and outputs the application owns, outside the arena
     ops: tuple[OpMacs, ...] | None = None  # MACs per op (arena_tool.model.macs); None: not counted (runtime tflm)
     unknown_scratch: tuple[str, ...] = ()  # runtime tflm: ops whose kernel scratch the plan omits (measured head)
@@ -254,7 +254,7 @@ class BoardReport:
     ram: Usage = Usage(0, 0, "plan")
     flash: Usage = Usage(0, 0, "plan")
     problems: tuple[BoardProblem, ...] = ()
-    regions: tuple[RegionUse, ...] = ()  # a split arena's regions, regions with copied weights
+    regions: tuple[RegionUse, ...] = ()  # a split arena's regions, regions with copied weights, external flash used
     stage: str = "planned"
     arena_tool_version: str = __version__
     options: tuple[tuple[str, Any], ...] = ()  # the board options the manifest set (manifest_data.BoardOptions)
@@ -272,8 +272,10 @@ class BoardReport:
 
     @property
     def weights(self) -> int:
-        """The models' weights (``flash.weights``)."""
-        return sum(m.weights_bytes for m in self.models)
+        """The models' weights in the internal flash (``flash.weights``): not those read in place
+        from an external flash (``regions``' ``in_place``), which have a flash of their own."""
+        outside = {r.name for r in self.regions if r.in_place}
+        return sum(m.weights_bytes for m in self.models if m.weights_region not in outside)
 
     @property
     def tables(self) -> int:

@@ -40,6 +40,7 @@ reference kernels' (``model.tflm_persistent``).
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import TYPE_CHECKING, AbstractSet, Any, Callable, Mapping, Sequence
 
 from arena_tool.plan import split_arena
@@ -215,13 +216,15 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
             f"(over by {fmt_bytes(over)}, lower bound {fmt_bytes(lb)})" + _advice(tries, found),
             region=region, need=need, limit=limit))
     problems += region_problems(target, placed, uses, arena_over=bool(problems))
-    weights = sum(u.weights_bytes for u in uses)
+    inside = [u for u in uses if target.board.external(u.weights_region) is None]  # weights in the internal flash
+    weights = sum(u.weights_bytes for u in inside)
     flash_need = weights + sum(u.table_bytes for u in uses) + (code or 0)
     flash = target.board.flash
     if flash.length and weights > flash.length:
-        problems.append(_flash_problem(target, uses, floats, weights))
+        problems.append(_flash_problem(target, inside, floats, weights))
     elif flash.length and flash_need > flash.length:
-        problems.append(_tables_problem(target, uses, code, flash_need))
+        problems.append(_tables_problem(target, uses, code, flash_need, weights))
+    problems += external_problems(target, placed, uses)
     problems += runtime_problems
     if target.runtime != "tflm":
         problems += _name_clashes(target.name, plans)
@@ -240,7 +243,7 @@ def gate(target: BoardTarget, plans: Sequence[tuple[str, str, PlanFile]],
         status=status_of(problems, warned), warning=warning, runtime=target.runtime,
         options=tuple(target.options.chosen().items()),
         fit=target.fit_choice,
-        ram=Usage(need + reserve + sum(u.weights_ram for u in uses), ram_total, "plan"),
+        ram=Usage(need + reserve + sum(u.weights_ram for u in inside if u.weights_region != "flash"), ram_total, "plan"),
         flash=Usage(flash_need, flash.length if flash is not None else 0, "plan"), problems=tuple(problems),
         regions=placed, code_bytes=code,
     )
@@ -261,12 +264,13 @@ def _bare_budget(target: BoardTarget, uses: Sequence[ModelUse], region_length: i
             f"({fmt_bytes(region_length * n // 100)} of the region) or {n}K?")
 
 
-def _tables_problem(target: BoardTarget, uses: Sequence[ModelUse], code: int | None, need: int) -> BoardProblem:
+def _tables_problem(target: BoardTarget, uses: Sequence[ModelUse], code: int | None, need: int,
+                    weights: int) -> BoardProblem:
     """Weights that fit, but not with the tables and the runtime code beside them: name the
-    model with the most tables."""
+    model with the most tables. weights: those in the internal flash."""
     flash = target.board.flash
     who = max(uses, key=lambda u: (u.table_bytes, u.name))
-    parts = " + ".join([f"{fmt_bytes(sum(u.weights_bytes for u in uses))} of weights",
+    parts = " + ".join([f"{fmt_bytes(weights)} of weights",
                         f"{fmt_bytes(sum(u.table_bytes for u in uses))} of tables ({who.name}'s {fmt_bytes(who.table_bytes)})",
                         *([f"{fmt_bytes(code)} of runtime code"] if code is not None else [])])
     return BoardProblem(
@@ -303,11 +307,42 @@ def _flash_problem(target: BoardTarget, uses: Sequence[ModelUse], floats: Abstra
     tries = []
     if by_weights:
         tries.append(hints.quantize_hint(target, by_weights, "int8 weights take a quarter of float32's"))
-    tries.append("a board with more flash")
+    roomy = [f for f in target.board.external_flash if f.length >= who.weights_bytes]
+    if roomy:
+        tries.append(f"weights: {roomy[0].name} for model {who.name} (the board's external flash, "
+                     f"{fmt_bytes(roomy[0].length)}: read in place)")
+    else:
+        board_file = os.path.basename(target.board.file) or "the board file"
+        tries.append(f"a board with more flash, or an external flash: declare the board's QSPI/OSPI NOR under "
+                     f"external_flash: in {board_file} and set weights: QSPI for model {who.name}")
     return BoardProblem(
         "flash", f"arena: {target.name}: {what}, {flash.name} has {fmt_bytes(flash.length)} "
         f"(over by {fmt_bytes(need - flash.length)}, before any code); try " + ", or ".join(tries),
         region=flash.name, need=need, limit=flash.length, model=who.name)
+
+def external_problems(target: BoardTarget, placed: Sequence[RegionUse],
+                      models: Sequence[ModelUse]) -> list[BoardProblem]:
+    """Each external flash against its own length (``placed``: ``region_uses``' in_place entries):
+    one problem naming the models whose weights it holds, the board file's field, and the fix."""
+    out = []
+    for r in placed:
+        if not r.in_place or r.weights <= r.length:
+            continue
+        who = [m for m in models if m.weights_region == r.name]
+        index = [f.name for f in target.board.external_flash].index(r.name)
+        where = f"{os.path.basename(target.board.file) or target.board.name} external_flash[{index}].length"
+        others = [f.name for f in target.board.external_flash if f.name != r.name and f.length >= r.weights]
+        tries = [f"weights: {others[0]}" if others else "weights: flash",
+                 f"or a larger flash chip (its size in {where})"]
+        names = "+".join(m.name for m in who)
+        out.append(BoardProblem(
+            "flash", f"arena: {target.name}: {'model' if len(who) == 1 else 'models'} {names} with weights: {r.name} "
+            f"{'needs' if len(who) == 1 else 'need'} {fmt_bytes(r.weights)} of {r.name}, which has "
+            f"{fmt_bytes(r.length)} ({where}; over by {fmt_bytes(r.weights - r.length)}); try "
+            + (f"for {who[0].name} " if len(who) == 1 else "for some of them ") + ", ".join(tries),
+            region=r.name, need=r.weights, limit=r.length, model=max(who, key=lambda m: (m.weights_ram, m.name)).name))
+    return out
+
 
 def _advice(tries: str, found: str) -> str:
     """The hints' remedies after "try", then the fit search's verdict as its own clause: it reads
@@ -320,12 +355,14 @@ def _who(uses: Sequence[ModelUse]) -> str:
     return f"model {names} needs" if len(uses) == 1 else f"models {names} need"
 
 
-# ---------------------------------------------------------------- per region (a split arena, weights copied to RAM)
+# ---------------------------------------------------------------- per region (a split arena, weights copied to RAM or in external flash)
 
 
 def region_uses(target: BoardTarget, models: Sequence[ModelUse], arena_region: str, arena_size: int) -> tuple[RegionUse, ...]:
     """The regions holding arena bytes or copied weights: a split arena's in its order, then
-    weight-only regions in board order; () when one arena holds everything and no weights are copied.
+    weight-only regions in board order, then each external flash weights are read from in place
+    (``in_place``, its limit its length); () when one arena holds everything and every weight is
+    in the internal flash.
 
     models: ModelUse (``regions``: a split plan's (region, bytes); ``weights_region``,
     ``weights_ram``); arena_region/arena_size: the gate's one arena (ignored when split).
@@ -335,8 +372,11 @@ def region_uses(target: BoardTarget, models: Sequence[ModelUse], arena_region: s
     for m in models:
         if m.weights_region != "flash":
             weights[m.weights_region] = weights.get(m.weights_region, 0) + m.weights_ram
+    external = tuple(RegionUse(name=f.name, origin=f.origin, length=f.length, arena=0, weights=weights.pop(f.name),
+                               reserve=0, limit=f.length, arena_section=None, weights_section=weights_section(f.name),
+                               in_place=True) for f in target.board.external_flash if f.name in weights)
     if not split and not weights:
-        return ()
+        return external
     arena: dict[str, int] = {}
     if split:
         for m in models:
@@ -358,7 +398,7 @@ def region_uses(target: BoardTarget, models: Sequence[ModelUse], arena_region: s
             limit=target.region_limit(name) if held else target.region_room(name),
             arena_section=arena_section(name, bool(split)) if held else None,
             weights_section=weights_section(name) if name in weights else None))
-    return tuple(out)
+    return tuple(out) + external
 
 def region_problems(target: BoardTarget, regions: Sequence[RegionUse], models: Sequence[ModelUse],
                     arena_over: bool) -> list[BoardProblem]:
@@ -367,7 +407,7 @@ def region_problems(target: BoardTarget, regions: Sequence[RegionUse], models: S
     split = bool(target.split)
     out = []
     for r in regions:
-        if r.used <= r.limit or (arena_over and not split and r.arena_section is not None and r.arena > r.limit):
+        if r.in_place or r.used <= r.limit or (arena_over and not split and r.arena_section is not None and r.arena > r.limit):
             continue
         parts = []
         if r.arena:

@@ -343,7 +343,8 @@ class ModelOptions:
     io_alignment: bytes, for the graph's inputs and outputs (the buffers a DMA or cache
       maintenance touches, e.g. 32 for the Cortex-M7 cache line): their offsets and sizes are
       multiples of it; None: the alignment.
-    weights: 'flash' (read in place), or a RAM region of the board: linked into flash and
+    weights: 'flash' (read in place), an external flash of the board (``external_flash``: a
+      QSPI NOR read memory-mapped, in place), or a RAM region of the board: linked into flash and
       copied there once at start-up (a .data-like section), counted against that region's budget.
     allow_external_data_outside: read external-data files outside the model's folder (a
       model from elsewhere could otherwise pull any file into the firmware's flash).
@@ -429,13 +430,17 @@ class ModelOptions:
     weights: str = option(
         "flash", flag="--weights", metavar="REGION", cli_rank=7,
         help="flash (default), or a RAM region of the board the weights are copied to at start-up",
-        hint="write flash, or a RAM region name of the board the weights are copied to at start-up",
+        hint="write flash, a RAM region name of the board the weights are copied to at start-up, or the "
+             "name of one of its external_flash",
         schema={"type": "string", "minLength": 1,
-                "description": "flash (the weights are read in place), or a RAM region of the board: linked into "
+                "description": "flash (the weights are read in place), an external flash of the board "
+                "(its external_flash name, like QSPI: read in place from there, checked against its length), "
+                "or a RAM region of the board: linked into "
                 "flash and copied there once at start-up, counted against that region's budget next to the arena",
-                "x-expected": "flash, or a RAM region name of the board"},
+                "x-expected": "flash, an external_flash name or a RAM region name of the board"},
         plan_schema={"type": "string", "minLength": 1,
-                     "description": "flash, or the RAM region the weights are copied to at start-up"},
+                     "description": "flash, an external flash of the board, or the RAM region the weights are "
+                     "copied to at start-up"},
         decode=str)
     allow_external_data_outside: bool = option(
         False, flag="--allow-external-data-outside", cli="switch", cli_rank=8,

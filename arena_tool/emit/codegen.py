@@ -715,11 +715,14 @@ def region_symbol(region: str) -> str:
 def _const_storage(plan: PlanFile) -> tuple[str, str, str]:
     """(storage words, comment, section attribute) of the constants: ``static const`` in flash, or
     (``weights: <region>``) writable arrays in section .weights_<region>, whose load image the
-    linker script keeps in flash and arena_init copies."""
+    linker script keeps in flash and arena_init copies; for an external flash (``weights: QSPI``) the
+    same arrays, which the linker script places in it and nothing copies (the tables are shared by
+    every board a model's options are the same on, so they cannot depend on which kind the board has)."""
     region = plan.options.weights or "flash"
     if region == "flash":
         return "static const ", "flash", ""
-    return ("static ", f"flash, copied to {c_comment(region)} at start-up: section .weights_{c_comment(region)}",
+    return ("static ", f"section .weights_{c_comment(region)}: a RAM region's is copied there from flash at "
+            "start-up, an external flash's is read in place",
             f' __attribute__((section(".weights_{sanitize(region)}")))')
 
 
@@ -811,7 +814,7 @@ def _split_arena_lines(regions: Sequence[RegionUse], alignment: int) -> tuple[li
 
 def _weights_init(regions: Sequence[RegionUse]) -> list[str]:
     """arena_init: copy each .weights_<region> from its load image in flash (linker.py's symbols)."""
-    names = [sanitize(r.name) for r in regions if r.weights_section]
+    names = [sanitize(r.name) for r in regions if r.weights_section and not r.in_place]  # in place: no copy
     if not names:
         return []
     s = ["", "/* Weights in RAM (weights: <region>): copied from their load image in flash. A constructor:",

@@ -24,7 +24,8 @@ command without the arena's region.
 Issue 12's split arena and copied weights: ``sections_of`` turns a board report into arena sections
 (one ``.arena``, or the ``.arena_<region>`` sections its ``regions`` name) and ``copies_of`` into
 ``.data``-like sections for ``weights: <region>`` (run address in that region, ``AT>`` the flash;
-symbols ``__weights_<region>_start``/``_end``/``_load`` for the start-up copy). Output is plain
+symbols ``__weights_<region>_start``/``_end``/``_load`` for the start-up copy); ``in_place_of``
+into sections in an external flash (``weights: QSPI``: ``> QSPI``, no copy). Output is plain
 text with literal numbers, byte-identical for the same inputs.
 """
 
@@ -85,7 +86,8 @@ class CopiedSection:
 
 @dataclasses.dataclass(frozen=True)
 class RegionUse:
-    """One RAM region of a board. Sizes in bytes; sections are None where it holds nothing."""
+    """One RAM region of a board, or one of its external flash (``in_place``: weights read there in
+    place, never copied; no arena). Sizes in bytes; sections are None where it holds nothing."""
 
     name: str
     origin: int
@@ -96,6 +98,7 @@ class RegionUse:
     limit: int
     arena_section: str | None
     weights_section: str | None
+    in_place: bool = False
 
     @property
     def used(self) -> int:
@@ -109,14 +112,16 @@ class RegionUse:
         """The report's ``regions`` entry (``headroom`` derived)."""
         return {"name": self.name, "origin": self.origin, "length": self.length, "arena": self.arena,
                 "weights": self.weights, "reserve": self.reserve, "limit": self.limit, "headroom": self.headroom,
-                "arena_section": self.arena_section, "weights_section": self.weights_section}
+                "arena_section": self.arena_section, "weights_section": self.weights_section,
+                **({"in_place": True} if self.in_place else {})}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> "RegionUse":
         """From a ``regions`` entry the report schema has checked."""
         return cls(name=str(doc["name"]), origin=int(doc["origin"]), length=int(doc["length"]),
                    arena=int(doc["arena"]), weights=int(doc["weights"]), reserve=int(doc["reserve"]),
-                   limit=int(doc["limit"]), arena_section=doc["arena_section"], weights_section=doc["weights_section"])
+                   limit=int(doc["limit"]), arena_section=doc["arena_section"], weights_section=doc["weights_section"],
+                   in_place=bool(doc.get("in_place", False)))
 
 
 def arena_section(region: str, split: bool) -> str:
@@ -157,13 +162,21 @@ def sections_of(rep: ArenaLayout) -> list[ArenaSection]:
 
 def copies_of(rep: ArenaLayout) -> list[CopiedSection]:
     """The weights a board report copies to RAM (``weights: <region>``): one section per region."""
-    return [CopiedSection(r.weights_section, r.name, r.weights) for r in rep.regions if r.weights_section]
+    return [CopiedSection(r.weights_section, r.name, r.weights) for r in rep.regions
+            if r.weights_section and not r.in_place]
+
+
+def in_place_of(rep: ArenaLayout) -> list[CopiedSection]:
+    """The weights a board report reads in place from an external flash (``weights: QSPI``):
+    one section per external flash, nothing copied."""
+    return [CopiedSection(r.weights_section, r.name, r.weights) for r in rep.regions
+            if r.weights_section and r.in_place]
 
 
 def regions_of(board: Board, rep: ArenaLayout) -> list[str]:
-    """The board regions a report's fragment names: its arena and weights regions, and the
-    flash when weights are copied from it (their load address)."""
-    names = [s.region for s in sections_of(rep)] + [c.region for c in copies_of(rep)]
+    """The board regions a report's fragment names: its arena and weights regions (external flash
+    included), and the flash when weights are copied from it (their load address)."""
+    names = [s.region for s in sections_of(rep)] + [c.region for c in copies_of(rep) + in_place_of(rep)]
     names += [board.flash.name] if copies_of(rep) else []
     return sorted(set(names))
 
@@ -254,17 +267,49 @@ def _copied_text(c: CopiedSection, memory: str, flash: str) -> list[str]:
     ]
 
 
+def _in_place_text(c: CopiedSection, region: Region, memory: str) -> list[str]:
+    """Weights read in place from an external flash: contents in ``memory``, no copy; guarded like
+    an arena section, with the board's literal addresses (a MEMORY name mapped to the wrong chip)."""
+    sym, end = c.symbol, region.origin + region.length
+    mapped = "" if memory == region.name else f" (board region {region.name})"
+    return [
+        f"  {c.name} : ALIGN({c.align})",
+        "  {",
+        f"    {sym}_start = .;",
+        f"    KEEP(*({c.name} {c.name}.*))",
+        "    . = ALIGN(4);",
+        f"    {sym}_end = .;",
+        f"  }} > {memory}",
+        f"  ASSERT({sym}_end - {sym}_start <= {max(c.size, 1)}, \"arena: {c.name} is larger than the planned "
+        f"{c.size} B of weights: the plan and the firmware disagree, regenerate them\")",
+        f"  ASSERT({sym}_end <= ORIGIN({memory}) + LENGTH({memory}), \"arena: {c.name} overflows {memory}{mapped}\")",
+        f"  ASSERT({sym}_start >= 0x{region.origin:08X} && {sym}_end <= 0x{end:08X}, \"arena: {c.name} is outside "
+        f"the board's external flash {region.name} [0x{region.origin:08X}, 0x{end:08X}): MEMORY region {memory} of "
+        "your script is not that flash; map the board region to the right MEMORY name with linker_regions:\")",
+    ]
+
+
 def fragment(board: Board, sections: Sequence[ArenaSection], stack_size: int,
-             names: Mapping[str, str] | None = None, copies: Sequence[CopiedSection] = ()) -> str:
-    """The fragment placing ``sections`` (and ``copies``) in the MEMORY regions of a user's script.
+             names: Mapping[str, str] | None = None, copies: Sequence[CopiedSection] = (),
+             in_place: Sequence[CopiedSection] = ()) -> str:
+    """The fragment placing ``sections`` (and ``copies``, ``in_place``) in the MEMORY regions of a user's script.
 
     stack_size: bytes the arena must leave below the script's stack top (manifest ``reserve.stack``).
-    names: board region (or flash) name -> the script's MEMORY name, where they differ.
+    names: board region (or flash, or external flash) name -> the script's MEMORY name, where they differ.
+    in_place: weights read from an external flash of the board (``board.external_flash``).
     Raises ArenaError for an unknown region, bad numbers or sections larger than their region.
     """
     names = dict(names or {})
     _check_numbers(board, sections, copies, stack_size)
-    every: list[ArenaSection | CopiedSection] = [*copies, *sections]
+    for c in in_place:
+        region = board.external(c.region)
+        if region is None:
+            raise ArenaError(f"{board.name}: weights in place in '{c.region}', which is not an external flash of "
+                             f"the board (its external flash: {', '.join(board.flash_names()[1:]) or 'none'})")
+        if c.size > region.length:
+            raise ArenaError(f"{board.name}: {fmt_bytes(c.size)} of weights do not fit in the external flash "
+                             f"{c.region} ({fmt_bytes(region.length)})", exit_code=EXIT_CHECK_FAILED)
+    every: list[ArenaSection | CopiedSection] = [*copies, *in_place, *sections]
     where = ", ".join(f"{s.name} {s.size} B in {s.region} (your {names.get(s.region, s.region)})" for s in every)
     out = [f"/* Generated by arena (arena_tool/emit/linker_fragment.py) for board {board.name}. Do not edit. */",
            f"/* INCLUDE it inside your linker script's SECTIONS {{ }}, after .bss and before the heap/stack",
@@ -274,6 +319,8 @@ def fragment(board: Board, sections: Sequence[ArenaSection], stack_size: int,
     for c in copies:
         out += _copied_text(c, names.get(c.region, c.region), flash)
         out += _stack_guard(c, stack_size) + [""]
+    for c in in_place:
+        out += _in_place_text(c, board.memory(c.region), names.get(c.region, c.region)) + [""]
     for s in sections:
         out += _arena_text(s, board.region(s.region), names.get(s.region, s.region), stack_size) + [""]
     return "\n".join(out[:-1]) + "\n"
@@ -281,7 +328,7 @@ def fragment(board: Board, sections: Sequence[ArenaSection], stack_size: int,
 
 def render_for_report(board: Board, rep: ArenaLayout, names: Mapping[str, str] | None = None) -> str:
     """The fragment a board report asks for."""
-    return fragment(board, sections_of(rep), rep.reserve_stack, names, copies_of(rep))
+    return fragment(board, sections_of(rep), rep.reserve_stack, names, copies_of(rep), in_place_of(rep))
 
 
 def write(path: str | os.PathLike[str], text: str) -> None:

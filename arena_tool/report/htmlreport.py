@@ -74,12 +74,14 @@ class Memory:
     ram: tuple[Region, ...]
     flash: Region
     data_region: str
+    external: tuple[Region, ...] = ()  # external flash (weights: QSPI reads its weights there in place)
 
     @classmethod
     def of_board(cls, board: Any) -> "Memory":
         """From a loaded board (``boards.Board``; a manifest_data.BoardTarget's ``board``)."""
         return cls(tuple(Region(r.name, r.origin, r.length, "ram") for r in board.ram),
-                   Region(board.flash.name, board.flash.origin, board.flash.length, "flash"), board.data_region)
+                   Region(board.flash.name, board.flash.origin, board.flash.length, "flash"), board.data_region,
+                   tuple(Region(f.name, f.origin, f.length, "flash") for f in board.external_flash))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -259,12 +261,18 @@ def _elf_uses(memory: Memory, sections: Sequence["Section"], models: str,
     (a writable one at a flash address, such as .init_array, only there). copied: a
     ``.weights_<region>`` section -> the models whose weights it holds."""
     ram: dict[str, list[Occupant]] = {r.name: [] for r in memory.ram}
+    outside: dict[str, list[Occupant]] = {r.name: [] for r in memory.external}
     flash: list[Occupant] = []
     stray: list[Occupant] = []
     for s in sorted(sections, key=lambda s: (s.addr, s.name)):
         kind, what = section_kind(s.name)
         if kind == "arena":
             what = f"the arena ({models})"
+        chip = next((r for r in memory.external if r.holds(s.addr)), None)
+        if chip is not None:  # weights read in place from an external flash
+            outside[chip.name].append(Occupant(s.name, s.size, "const", f"the weights of {(copied or {}).get(s.name, '')}, "
+                                               "read here in place"))
+            continue
         if s.name in (copied or {}):
             what = f"the weights of {(copied or {})[s.name]}, copied here at startup"
         if s.ram and s.flash and memory.flash.holds(s.addr):
@@ -280,7 +288,8 @@ def _elf_uses(memory: Memory, sections: Sequence["Section"], models: str,
     out = [RegionUse(r, tuple(ram[r.name]), any(o.kind == "arena" for o in ram[r.name])) for r in memory.ram]
     if stray:
         out.append(RegionUse(Region("(outside every RAM region)", 0, sum(o.size for o in stray), "ram"), tuple(stray)))
-    return tuple(out) + (RegionUse(memory.flash, tuple(flash)),)
+    return tuple(out) + (RegionUse(memory.flash, tuple(flash)),) + tuple(
+        RegionUse(r, tuple(outside[r.name])) for r in memory.external if outside[r.name])
 
 
 def _plan_uses(memory: Memory, rep: BoardReport, models: str, copied: Mapping[str, str]) -> tuple[RegionUse, ...]:
@@ -303,14 +312,19 @@ def _plan_uses(memory: Memory, rep: BoardReport, models: str, copied: Mapping[st
             occ.append(Occupant("stack + heap reserve", reserve_bytes(rep.reserve_stack, rep.reserve_heap), "reserve",
                                 f"stack {rep.reserve_stack:,} B, heap {rep.reserve_heap:,} B"))
         out.append(RegionUse(r, tuple(occ), any(o.kind == "arena" for o in occ)))
+    chips = {u.name for u in rep.regions if u.in_place}
     weights = tuple(Occupant(f"weights: {m.name}", m.weights_bytes, "const",
                              "the planned .tflite (C array)" if m.head is not None else "the model's weights")
-                    for m in rep.models)
+                    for m in rep.models if m.weights_region not in chips)
     tables = tuple(Occupant(f"tables: {m.name}", m.table_bytes, "const", "the model's generated tables")
                    for m in rep.models if m.table_bytes)
     code = (Occupant("runtime code", rep.code_bytes, "code", "the kernels and dispatch the board links"),) \
         if rep.code_bytes else ()
-    return tuple(out) + (RegionUse(memory.flash, weights + tables + code),)
+    external = tuple(RegionUse(r, tuple(Occupant(f"weights: {m.name}", m.weights_bytes, "const",
+                                                 "the model's weights, read here in place")
+                                        for m in rep.models if m.weights_region == r.name))
+                     for r in memory.external if r.name in chips)
+    return tuple(out) + (RegionUse(memory.flash, weights + tables + code),) + external
 
 
 def build(rep: BoardReport, plans: Mapping[str, PlanFile | str], memory: Memory,

@@ -10,7 +10,8 @@ What the link must show, whatever the linker script says:
 - with the report's ``regions`` (gate.region_uses: a split arena, weights copied to RAM): each
   region's arena section (``.arena_<region>``, or ``.arena``) as above inside that region at
   its planned size, and each ``.weights_<region>`` inside its region, with contents (its load
-  image, in flash) and no larger than planned.
+  image, in flash; in an external flash, the weights themselves, read in place) and no larger
+  than planned.
 
 ``problems`` returns every violation as a sentence; ``check`` raises one
 CheckFailed (exit status 1) listing them. Zero-size sections are ignored.
@@ -64,12 +65,14 @@ def problems(elf_path: str, board: Board, rep: BoardReport) -> list[str]:
         out += _arena_problems(sections, name, board.region(region_name), planned, align)
     for r in rep.regions:
         if r.weights_section:
-            out += _weights_problems(sections, r.weights_section, board.region(r.name), r.weights)
+            out += _weights_problems(sections, r.weights_section, board.memory(r.name), r.weights)
 
     ram = list(board.ram)
     for name, addr, size, flags, stype in sections:
         if not flags & SHF_ALLOC or size == 0:
             continue
+        if any(_inside(addr, size, f) for f in board.external_flash):
+            continue  # weights read in place from an external flash (weights: QSPI), checked above
         if stype in _CALL_TABLES and _inside(addr, size, board.flash):
             continue  # writable by ELF convention, read-only in flash on bare metal (the constructors)
         if flags & SHF_WRITE:
@@ -106,7 +109,8 @@ def _arena_problems(sections: list[tuple[Any, ...]], name: str, region: Region, 
 
 
 def _weights_problems(sections: list[tuple[Any, ...]], name: str, region: Region, planned: int) -> list[str]:
-    """Weights copied to RAM: their section in its region, with contents to copy, within the plan."""
+    """Weights copied to RAM or read from an external flash: their section in its region, with
+    contents, within the plan."""
     found = [s for s in sections if s[0] == name]
     if not found:
         return [f"no {name} section (are the model's weights generated with weights: {region.name}?)"]
@@ -130,7 +134,8 @@ def check(elf_path: str, board: Board, rep: BoardReport) -> None:
                           hint="the linker script and the arena report disagree; rebuild from clean")
 
 
-def usage(elf_path: str) -> tuple[int, int]:
-    """(RAM bytes, flash bytes) the linked ELF takes (see the module docstring)."""
-    sizes = elf_sizes(elf_path)
+def usage(elf_path: str, board: Board | None = None) -> tuple[int, int]:
+    """(RAM bytes, flash bytes) the linked ELF takes (see the module docstring); what ``board``'s
+    external flash holds is neither (its own limit is the gate's)."""
+    sizes = elf_sizes(elf_path, [(f.origin, f.end) for f in (board.external_flash if board else ())])
     return sizes.ram, sizes.flash

@@ -78,8 +78,9 @@ class ElfSizes:
     sections: tuple[Section, ...]
 
 
-def elf_sizes(elf_path: str) -> ElfSizes:
-    """Flash and RAM bytes of a linked ELF (see the module docstring)."""
+def elf_sizes(elf_path: str, external: Sequence[tuple[int, int]] = ()) -> ElfSizes:
+    """Flash and RAM bytes of a linked ELF (see the module docstring). external: [start, end) of
+    each external flash (weights read in place there): sections inside one count as neither."""
     from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
 
@@ -92,7 +93,9 @@ def elf_sizes(elf_path: str) -> ElfSizes:
     out = []
     for name, addr, size, flags, stype in secs:
         if flags & SHF_ALLOC and size:
-            out.append(Section(name, addr, size, stype != "SHT_NOBITS", bool(flags & SHF_WRITE)))
+            inside = any(a <= addr and addr + size <= b for a, b in external)
+            out.append(Section(name, addr, size, stype != "SHT_NOBITS" and not inside,
+                               bool(flags & SHF_WRITE) and not inside))
     return ElfSizes(sum(s.size for s in out if s.flash), sum(s.size for s in out if s.ram), tuple(out))
 
 
@@ -278,7 +281,7 @@ def build(board: str, machine: str, elf_path: str, exit_status: int, output: str
                          hint="add the SysTick clock QEMU models for the machine (mps2: 25000000)")
 
     run = verify.parse_output(output)
-    sizes = elf_sizes(elf_path)
+    sizes = elf_sizes(elf_path, [(r.origin, r.origin + r.length) for r in (arena.regions if arena else ()) if r.in_place])
     uses = {m.name: m for m in (arena.models if arena is not None else ())}
     names = list(uses) or list(run.status)
     names += [n for n in run.status if n not in names]

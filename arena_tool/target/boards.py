@@ -2,7 +2,9 @@
 
 A board file lists the core, the flash and every RAM region with the
 attributes that matter for placing an activation arena (zero-wait, cacheable,
-DMA-reachable, executable, an optional speed rank). ``load_board`` searches
+DMA-reachable, executable, an optional speed rank), and any external flash
+(``external_flash``: a QSPI/OSPI NOR the core reads memory-mapped, XIP) that a model's
+weights may be read from in place (``weights: QSPI``). ``load_board`` searches
 the given folders in order, so a project's own board folder (listed first)
 can add boards or shadow the shipped ones in the repo's ``boards/``.
 
@@ -110,6 +112,23 @@ def _flash(name: str, origin: int, length: int, note: str = "") -> Region:
                   executable=True, note=note)
 
 
+def _external(name: str, origin: int, length: int, needs_init: str | None, note: str = "") -> Region:
+    """An external flash read memory-mapped (QSPI/OSPI XIP): read-only, wait states; ``needs_init``
+    is what startup code does before the first read (the controller's memory-mapped mode)."""
+    return Region(name=name, origin=origin, length=length, zero_wait=False, cacheable=False, dma=True,
+                  executable=True, needs_init=needs_init, note=note)
+
+
+def _flash_doc(f: Region) -> dict[str, Any]:
+    """An ``external_flash[i]`` entry of a board file (schemas/board.schema.json)."""
+    doc: dict[str, Any] = {"name": f.name, "origin": f.origin, "length": f.length}
+    if f.needs_init is not None:
+        doc["needs_init"] = f.needs_init
+    if f.note:
+        doc["note"] = f.note
+    return doc
+
+
 @dataclasses.dataclass(frozen=True)
 class Cpu:
     """core/fpu/float_abi are the GCC -mcpu/-mfpu/-mfloat-abi values; irqs = external interrupt lines."""
@@ -189,6 +208,7 @@ class Board:
     file: str = ""
     uart: Uart | None = None
     flash_command: str | None = None  # flash.command: programs the board (arena-tool validate), {elf}/{hex} in it
+    external_flash: tuple[Region, ...] = ()  # memory-mapped (XIP) flash: read-only, weights read in place
 
     def to_json(self) -> dict[str, Any]:
         """The board as a board file with every value resolved (ints for sizes and addresses,
@@ -203,6 +223,8 @@ class Board:
         doc: dict[str, Any] = {"name": self.name, "description": self.description, "source": self.source,
                                "cpu": self.cpu.to_json(), "flash": flash, "ram": [r.to_json() for r in self.ram],
                                "default_region": self.default_region, "data_region": self.data_region}
+        if self.external_flash:
+            doc["external_flash"] = [_flash_doc(f) for f in self.external_flash]
         if self.qemu is not None:
             doc["qemu"] = self.qemu
         if self.uart is not None:
@@ -224,11 +246,25 @@ class Board:
                    ram=tuple(Region.from_json(r) for r in doc["ram"]), default_region=doc["default_region"],
                    data_region=doc.get("data_region", doc["default_region"]), qemu=doc.get("qemu"),
                    note=doc.get("note", ""), file=file, uart=Uart.from_json(doc["uart"]) if "uart" in doc else None,
-                   flash_command=f.get("command"))
+                   flash_command=f.get("command"),
+                   external_flash=tuple(_external(x["name"], x["origin"], x["length"], x.get("needs_init"),
+                                                  x.get("note", "")) for x in doc.get("external_flash", ())))
 
     def region_names(self) -> list[str]:
         """RAM region names in file order."""
         return [r.name for r in self.ram]
+
+    def flash_names(self) -> list[str]:
+        """Where weights can be read in place: ``flash`` (the internal flash), then each external flash."""
+        return ["flash"] + [f.name for f in self.external_flash]
+
+    def external(self, name: str) -> Region | None:
+        """The external flash called ``name``, or None (a RAM region, ``flash``, or unknown)."""
+        return next((f for f in self.external_flash if f.name == name), None)
+
+    def memory(self, name: str) -> Region:
+        """The RAM region or external flash called ``name`` (ArenaError as ``region`` otherwise)."""
+        return self.external(name) or self.region(name)
 
     def region(self, name: str) -> Region:
         """The RAM region called ``name``; ArenaError with a did-you-mean otherwise."""
@@ -358,7 +394,7 @@ def load_board_file(path: str) -> Board:
         if number >= _ADDRESS_SPACE:
             raise doc.error(f"address {number:#x} is outside the 32-bit address space", where, at_value=True)
         if number % _ORIGIN_ALIGN:
-            what = "flash" if where[0] == "flash" else f"region '{data['ram'][where[1]]['name']}'"
+            what = "flash" if where[0] == "flash" else f"region '{data[where[0]][where[1]]['name']}'"
             down = number - number % _ORIGIN_ALIGN
             raise doc.error(f"{what} origin {number:#010x} is not {_ORIGIN_ALIGN}-byte aligned", where,
                             at_value=True, hint=f"memory regions start on a {_ORIGIN_ALIGN}-byte boundary; "
@@ -383,7 +419,10 @@ def load_board_file(path: str) -> Board:
             cacheable=r["cacheable"], dma=r["dma"], executable=r["executable"],
             speed=r.get("speed"), needs_init=r.get("needs_init"), note=r.get("note", ""),
         ))
-    _check_regions(doc, flash, ram)
+    external = [_external(x["name"], address(x["origin"], ("external_flash", i, "origin")),
+                          size(x["length"], ("external_flash", i, "length")), x.get("needs_init"), x.get("note", ""))
+                for i, x in enumerate(data.get("external_flash") or ())]
+    _check_regions(doc, flash, ram, external)
     names = [r.name for r in ram]
     for key in ("default_region", "data_region"):
         if key in data and data[key] not in names:
@@ -398,7 +437,8 @@ def load_board_file(path: str) -> Board:
     return Board(name=data["name"], description=data["description"], source=data["source"], cpu=cpu,
                  flash=flash, ram=tuple(ram), default_region=data["default_region"],
                  data_region=data_region, qemu=data.get("qemu"), note=data.get("note", ""), file=path,
-                 uart=Uart.from_json(data["uart"]) if "uart" in data else None, flash_command=_flash_command(doc, f))
+                 uart=Uart.from_json(data["uart"]) if "uart" in data else None, flash_command=_flash_command(doc, f),
+                 external_flash=tuple(external))
 
 
 FLASH_PLACEHOLDERS = ("{elf}", "{hex}")
@@ -441,28 +481,30 @@ def _check_fpu(doc: yamlio.Doc, cpu: Cpu) -> None:
     raise doc.error(msg, ("cpu", "fpu"), at_value=True, hint=hint)
 
 
-def _check_regions(doc: yamlio.Doc, flash: Region, ram: list[Region]) -> None:
-    """Unique names, non-empty, inside 4 GiB, no overlaps (flash included)."""
-    seen: dict[str, int] = {}
-    for i, region in enumerate(ram):
-        if region.name == flash.name or region.name in seen:
-            other = "the flash" if region.name == flash.name else f"ram[{seen[region.name]}]"
-            raise doc.error(f"region name '{region.name}' is already used by {other}", ("ram", i, "name"),
+def _check_regions(doc: yamlio.Doc, flash: Region, ram: list[Region], external: list[Region]) -> None:
+    """Unique names, non-empty, inside 4 GiB, no overlaps (flash and external flash included);
+    ``flash`` is no region's name (``weights: flash`` means the internal flash)."""
+    seen: dict[str, str] = {flash.name: "the flash"}
+    listed = [("ram", i, r) for i, r in enumerate(ram)] + [("external_flash", i, r) for i, r in enumerate(external)]
+    for key, i, region in listed:
+        if region.name in seen or region.name == "flash":
+            other = seen.get(region.name, "weights: flash (the internal flash)")
+            raise doc.error(f"region name '{region.name}' is already used by {other}", (key, i, "name"),
                             at_value=True, hint="give every region a unique name")
-        seen[region.name] = i
+        seen[region.name] = f"{key}[{i}]"
         if region.length == 0:
-            raise doc.error(f"region '{region.name}' has length 0", ("ram", i, "length"), at_value=True)
+            raise doc.error(f"region '{region.name}' has length 0", (key, i, "length"), at_value=True)
         if region.end > _ADDRESS_SPACE:
             raise doc.error(f"region '{region.name}' ends at {region.end:#x}, past the 32-bit address space",
-                            ("ram", i, "length"), at_value=True)
+                            (key, i, "length"), at_value=True)
     if flash.length == 0 or flash.end > _ADDRESS_SPACE:
         raise doc.error("flash must be non-empty and inside the 32-bit address space", ("flash", "length"),
                         at_value=True)
-    spans = [(flash.origin, -1, flash)] + [(r.origin, i, r) for i, r in enumerate(ram)]
+    spans = [(flash.origin, ("flash",), flash)] + [(r.origin, (key, i), r) for key, i, r in listed]
     spans.sort(key=lambda s: (s[0], s[1]))
     for (_, _, a), (_, j, b) in zip(spans, spans[1:]):
         if b.origin < a.end:
-            where = ("ram", j, "origin") if j >= 0 else ("flash", "origin")
+            where = (*j, "origin")
             raise doc.error(
                 f"region '{b.name}' [{b.origin:#010x}, {b.end:#010x}) overlaps "
                 f"'{a.name}' [{a.origin:#010x}, {a.end:#010x})",

@@ -537,10 +537,14 @@ class _Loader:
         checking what a split arena and ``weights: <region>`` need."""
         for m in t.models:
             w = m.options.weights
-            if w != "flash" and w not in t.board.region_names():
-                raise self.err(f"model {m.name}: weights: {w} is not a RAM region of board {t.name}",
+            places = t.board.flash_names() + t.board.region_names()
+            if w not in places:
+                external = ", ".join(f.name for f in t.board.external_flash) or "none"
+                raise self.err(f"model {m.name}: weights: {w} is not a region of board {t.name} (its flash: "
+                               f"flash; its external flash: {external}; its RAM: {', '.join(t.board.region_names())})",
                                self.option_where(t.name, m.name, "weights") or where_of("region"),
-                               hint=_did_you_mean(w, t.board.region_names()) + ", or flash")
+                               hint=did_you_mean(w, places) + "write one of those, or add the QSPI/OSPI flash "
+                                    f"to {os.path.basename(t.board.file) or 'the board file'} under external_flash:")
             if w != "flash" and t.runtime == "tflm":
                 raise self.err(f"model {m.name}: weights: {w} on board {t.name} with runtime: tflm, whose model "
                                "array stays in flash", self.option_where(t.name, m.name, "weights") or
@@ -585,7 +589,7 @@ class _Loader:
             raise self.err(f"linker script not found: {path}", where_of("linker_script"),
                            hint=f"the path is relative to the manifest's folder ({self.base or '.'})")
         needed = {} if region == "auto" else linkscript.needed_names([region], dict(pairs))
-        origins = {r.name: r.origin for r in (*board.ram, board.flash)}
+        origins = {r.name: r.origin for r in (*board.ram, board.flash, *board.external_flash)}
 
         script_at = where_of("linker_script")  # linker_regions: belongs beside it when not written yet
         regions_at = where_of("linker_regions") if names is not None else script_at[:-1] + ("linker_regions",)
@@ -596,8 +600,8 @@ class _Loader:
 
     def linker_regions(self, board: Any, names: dict[str, str],
                        where: tuple[Any, ...]) -> tuple[tuple[str, str], ...]:
-        """linker_regions as sorted pairs, each key a RAM region or the flash of the board."""
-        known = [r.name for r in board.ram] + [board.flash.name]
+        """linker_regions as sorted pairs, each key a RAM region, the flash or an external flash of the board."""
+        known = [r.name for r in board.ram] + [board.flash.name] + [f.name for f in board.external_flash]
         for key in names:
             if key not in known:
                 raise self.err(f"board {board.name} has no region '{key}'", where + (key,), at_value=False,

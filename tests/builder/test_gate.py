@@ -192,7 +192,8 @@ def test_weights_above_the_flash_name_the_model(tmp_path: Path) -> None:
     assert p.message.startswith("arena: tiny: model c's weights (10,000 B) do not fit beside the others: "
                                 "models a+b+c need 70,000 B of weights, FLASH has 65,536 B (over by 4,464 B, "
                                 "before any code); try quantizing a (and likewise b+c) to int8 (int8 weights take")
-    assert p.message.endswith("or a board with more flash")
+    assert p.message.endswith("or a board with more flash, or an external flash: declare the board's QSPI/OSPI NOR "
+                              "under external_flash: in tiny.yaml and set weights: QSPI for model c")
     alone = [dict(plan_doc(100, 100), weights_bytes=w) for w in (70000, 1000, 80000)]
     p = gate.gate(t, plans(t, *alone)).problems[0]
     assert p.model == "c" and p.message.startswith(

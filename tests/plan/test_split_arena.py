@@ -142,7 +142,7 @@ def test_manifestcheck_split_and_weights(tmp_path: Path) -> None:
     for bad, want in ((text.replace("[FAST, SLOW]", "[FAST, SLOWW]"), "has no region 'SLOWW'"),
                       (text.replace("[FAST, SLOW]", "[]"), "region: is an empty list"),
                       (text.replace("[FAST, SLOW]", "[FAST, SLOW, FAST]"), "region: lists 'FAST' twice"),
-                      (text.replace("weights: DATA", "weights: DTCM"), "weights: DTCM is not a RAM region"),
+                      (text.replace("weights: DATA", "weights: DTCM"), "weights: DTCM is not a region of board split_an500 .its flash: flash; its external flash: none; its RAM: FAST, SLOW, DATA."),
                       (text.replace("region: [FAST, SLOW]}", "region: [FAST, SLOW], sharing: concurrent}"),
                        "needs sharing: sequential")):
         (proj / "example_firmware" / "arena.yaml").write_text(bad)
