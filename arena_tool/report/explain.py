@@ -76,29 +76,33 @@ def explain(plan: PlanFile, planner: str, params: planners.Params, io: bool = Tr
     problem = Problem(tuple(gbufs))
     greedy = planning.run_planner("greedy_size", problem, params)
     arena = plan.arena_size
+    # The chain: each row starts where the one above ends, from the naive sum to the arena.
     techniques = [
-        _saving("reuse", "no-alias lower bound vs naive sum",
+        _saving("reuse", "naive sum -> no-alias lower bound (buffers share bytes once dead)",
                 naive, no_alias_lb, naive),
-        _saving("inplace_views", "lower bound vs no-alias lower bound", no_alias_lb, peak_bytes, naive),
-        _saving("planner", f"{plan.planner} arena vs greedy_size arena",
-                greedy.arena_size, arena, naive),
+        _saving("inplace_views", "no-alias lower bound -> lower bound (in-place outputs, views)",
+                no_alias_lb, peak_bytes, naive),
+        _saving("placement", f"lower bound -> {plan.planner}'s arena (gaps the placement leaves)",
+                peak_bytes, arena, naive),
     ]
-
+    # Each alone: what this plan would need without one choice, everything else as it is; these
+    # do not add up (the chain above does).
+    alone = [_saving("planner", f"greedy_size's arena -> {plan.planner}'s", greedy.arena_size, arena, naive)]
     base = plan.baselines or PlanBaselines()
-    if base.no_inplace_depthwise is not None:  # before the planner row: they lower the bound
-        techniques.insert(2, _saving("inplace_depthwise", "lower bound vs depthwise Convs not in place",
-                                     base.no_inplace_depthwise, peak_bytes, naive))
+    if base.no_inplace_depthwise is not None:
+        alone.insert(0, _saving("inplace_depthwise", "lower bound with depthwise Convs not in place -> with",
+                                base.no_inplace_depthwise, peak_bytes, naive))
     if base.sequential is not None:  # a cost: pipelining needs more than one op at a time
-        techniques.insert(2, _saving("pipelining", "lower bound vs sequential execution",
-                                     base.sequential, peak_bytes, naive))
+        alone.insert(0, _saving("pipelining", "lower bound run sequentially -> pipelined",
+                                base.sequential, peak_bytes, naive))
     if base.graph_order is not None:
-        techniques.insert(2, _saving("schedule", "lower bound vs the model's own op order",
-                                     base.graph_order, peak_bytes, naive))
+        alone.insert(0, _saving("schedule", "lower bound in the model's own op order -> this order",
+                                base.graph_order, peak_bytes, naive))
     patches_doc: dict[str, Any] = {}
     if plan.patches is not None:
         p = plan.patches
-        techniques.insert(2, _saving("patches", f"lower bound vs untiled (stages {p.stages})",
-                                     p.untiled_lower_bound, peak_bytes, naive))
+        alone.insert(0, _saving("patches", f"lower bound untiled -> tiled (stages {p.stages})",
+                                p.untiled_lower_bound, peak_bytes, naive))
         patches_doc = {"patches": {"stages": p.stages, "untiled_arena": p.untiled_arena,
                                    "untiled_lower_bound": p.untiled_lower_bound, "arena": plan.arena_size,
                                    "macs_untiled": p.macs_untiled, "macs": p.macs,
@@ -151,7 +155,7 @@ def explain(plan: PlanFile, planner: str, params: planners.Params, io: bool = Tr
         "largest": list(at.largest),
         "savings": {"naive": naive, "no_alias_lower_bound": no_alias_lb, "lower_bound": peak_bytes,
                     "greedy_arena": greedy.arena_size, "arena": arena,
-                    "techniques": techniques, "dtype": dtype_doc, **io_doc, **patches_doc},
+                    "techniques": techniques, "alone": alone, "dtype": dtype_doc, **io_doc, **patches_doc},
         "ops": ops,
     }
 
@@ -254,15 +258,22 @@ def render(r: dict[str, Any]) -> str:
         [[n, f"{b['size']:,}", b["kind"], b["dtype"], f"{b['first_op']}..{b['last_op']}"]
          for n, b in zip(_names(r["largest"]), r["largest"])],
         {1})]
-    out += ["", f"what each technique saved (percent of the naive sum {fmt_bytes(s['naive'])}, every tensor "
-                f"its own bytes):"]
-    labels = {"reuse": "reuse", "inplace_views": "in-place/views", "schedule": "op schedule",
-              "inplace_depthwise": "in-place depthwise", "pipelining": "pipelining (cost)", "patches": "patches",
-              "planner": "planner"}
-    out += ["  " + x for x in _table(
-        ["technique", "before B", "after B", "saved B", "%", "how"],
-        [[labels[t["technique"]], f"{t['before']:,}", f"{t['after']:,}", f"{t['saved']:,}", f"{t['percent']:.1f}",
-          t["what"]] for t in s["techniques"]], {1, 2, 3, 4})]
+    out += ["", f"from the naive sum to the arena (each row starts where the one above ends; % of the naive sum "
+                f"{fmt_bytes(s['naive'])}, every tensor its own bytes):"]
+    labels = {"reuse": "reuse", "inplace_views": "in-place/views", "placement": "placement",
+              "schedule": "op schedule", "inplace_depthwise": "in-place depthwise", "pipelining": "pipelining (cost)",
+              "patches": "patches", "planner": "planner"}
+
+    def rows(ts: list[dict[str, Any]]) -> list[list[str]]:
+        return [[labels[t["technique"]], f"{t['before']:,}", f"{t['after']:,}", f"{t['saved']:,}",
+                 f"{t['percent']:.1f}", t["what"]] for t in ts]
+
+    out += ["  " + x for x in _table(["technique", "from B", "to B", "saved B", "%", "how"],
+                                     rows(s["techniques"]), {1, 2, 3, 4})]
+    if s.get("alone"):
+        out += ["", "each choice alone (this plan without it -> with it, everything else as it is; not additive):"]
+        out += ["  " + x for x in _table(["choice", "without B", "with B", "saved B", "%", "how"],
+                                         rows(s["alone"]), {1, 2, 3, 4})]
     d = s["dtype"]
     w = d["what_if"]
     kinds = ", ".join(f"{x['dtype']} {fmt_bytes(x['bytes'])}" for x in d["activation_dtypes"])

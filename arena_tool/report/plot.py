@@ -7,7 +7,8 @@ bytes per op (an alias group once, as explain counts them) on the offset axis it
 under the rectangles: where it touches the lower bound line is the peak, and the gap between
 the lower bound and the arena top is what the layout lost to fragmentation. A buffer is
 labelled with its name where that fits, else with its elided name or its index (#i), the whole
-name always in its hover title.
+name always in its hover title; no label overlaps another (an alias's rectangle lies on its
+root's: it is labelled only where the root's label leaves room) or the arena and lower-bound labels.
 
 Only matplotlib's object API (Figure, Agg canvas) is used, inside one rc_context from
 matplotlib's defaults, so nothing leaks into or out of pyplot or a user's matplotlibrc. The SVG
@@ -126,20 +127,33 @@ def _geometry(lays: Sequence[Layout]) -> Geometry:
     return Geometry(main=main, height=min(max(4.0 + 0.02 * bufs, 5.0), 10.0))
 
 
-def _label(ax: Any, r: Rect, renderer: Any, font: FontProperties) -> str | None:
-    """What fits inside the rectangle as drawn (pixels at the figure's dpi): the name, else the
-    name elided to 24 or 12 characters, else the buffer's index; None when nothing does."""
+Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in display pixels
+
+
+def _clear(box: Box, taken: Sequence[Box]) -> bool:
+    """The box overlaps none of the labels already placed (with a pixel between them)."""
+    return not any(box[0] < t[2] + 1 and t[0] < box[2] + 1 and box[1] < t[3] + 1 and t[1] < box[3] + 1 for t in taken)
+
+
+def _label(ax: Any, r: Rect, renderer: Any, font: FontProperties, taken: list[Box]) -> str | None:
+    """What fits inside the rectangle as drawn (pixels at the figure's dpi) and clear of every label
+    already placed (``taken``, which it extends): the name, else the name elided to 24 or 12
+    characters, else the buffer's index; None when nothing does. An alias's rectangle lies on its
+    root's, whose label comes first, so an alias is labelled only where the root's label leaves room."""
     (x0, y0), (x1, y1) = ax.transData.transform([(r.first_op - 0.5, r.offset), (r.last_op + 0.5, r.offset + r.size)])
     if abs(y1 - y0) < 8 or abs(x1 - x0) < 8:
         return None
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
     for text in dict.fromkeys((r.name, elide(r.name, 24), elide(r.name, 12), f"#{r.index}")):
         w, h, _ = renderer.get_text_width_height_descent(text, font, ismath=False)
-        if w + 4 <= abs(x1 - x0) and h + 2 <= abs(y1 - y0):
+        box = (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
+        if w + 4 <= abs(x1 - x0) and h + 2 <= abs(y1 - y0) and _clear(box, taken):
+            taken.append(box)
             return text
     return None
 
 
-def _draw_buffers(ax: Any, panel: int, lay: Layout, renderer: Any) -> None:
+def _draw_buffers(ax: Any, panel: int, lay: Layout, renderer: Any, taken: list[Box]) -> None:
     font = FontProperties(size=LABEL_PT)
     roots_first = sorted(lay.rects, key=lambda r: (r.alias_of is not None, r.index))
     for r in roots_first:
@@ -148,24 +162,26 @@ def _draw_buffers(ax: Any, panel: int, lay: Layout, renderer: Any) -> None:
                                facecolor=COLOURS[key], edgecolor="#303030", linewidth=0.5,
                                alpha=0.75 if key == "alias" else 1.0, hatch="///" if key == "alias" else None,
                                gid=f"buf:{panel}:{r.index}"))
-        label = _label(ax, r, renderer, font)
+        label = _label(ax, r, renderer, font, taken)
         if label is not None:
             ax.text((r.first_op + r.last_op) / 2, r.offset + r.size / 2, label, fontproperties=font,
                     ha="center", va="center", clip_on=True, gid=f"label:{panel}:{r.index}")
 
 
-def _draw_lines(ax: Any, panel: int, lay: Layout) -> None:
-    """The arena top (solid, label above) and the lower bound (dashed, label below)."""
+def _draw_lines(ax: Any, panel: int, lay: Layout, renderer: Any) -> list[Box]:
+    """The arena top (solid, label above) and the lower bound (dashed, label below); the boxes
+    their labels take, which the buffers' labels keep clear of."""
     ax.axhline(lay.arena_size, color="#c0392b", linewidth=1.0, gid=f"arena_top:{panel}")
     ax.axhline(lay.lower_bound, color="black", linewidth=0.8, linestyle="--", gid=f"lower_bound:{panel}")
     at = blended_transform_factory(ax.transAxes, ax.transData)
     box = {"facecolor": "white", "alpha": 0.7, "edgecolor": "none", "pad": 1.0}
     same = lay.arena_size == lay.lower_bound
-    ax.text(0.995, lay.arena_size, f"arena {'= lower bound ' if same else ''}{fmt_bytes(lay.arena_size)}",
-            transform=at, ha="right", va="bottom", color="#c0392b", bbox=box)
+    texts = [ax.text(0.995, lay.arena_size, f"arena {'= lower bound ' if same else ''}{fmt_bytes(lay.arena_size)}",
+                     transform=at, ha="right", va="bottom", color="#c0392b", bbox=box)]
     if not same:
-        ax.text(0.995, lay.lower_bound, f"lower bound {fmt_bytes(lay.lower_bound)}", transform=at, ha="right",
-                va="top", bbox=box)
+        texts.append(ax.text(0.995, lay.lower_bound, f"lower bound {fmt_bytes(lay.lower_bound)}", transform=at,
+                             ha="right", va="top", bbox=box))
+    return [tuple(t.get_window_extent(renderer).extents) for t in texts]
 
 
 def _draw_live(ax: Any, panel: int, lay: Layout) -> None:
@@ -202,8 +218,7 @@ def _figure(panels: Sequence[tuple[str, Layout]]) -> Figure:
         ax = fig.add_axes((x / width, bottom, g.main / width, h), sharey=first)
         first = first or ax
         _main_axis(ax, p, col, title, lay, max(top, 1) * 1.06)
-        _draw_buffers(ax, p, lay, renderer)
-        _draw_lines(ax, p, lay)
+        _draw_buffers(ax, p, lay, renderer, _draw_lines(ax, p, lay, renderer))
         _draw_live(ax, p, lay)
     handles: list[Artist] = [Patch(facecolor=COLOURS[k], edgecolor="#303030", label=LEGEND[k],
                                    hatch="///" if k == "alias" else None) for k in COLOURS]

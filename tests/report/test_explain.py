@@ -48,9 +48,11 @@ def test_chain_peak_and_live_set(capsys, tmp_path):
     assert [o["workspace_bytes"] for o in r["ops"]] == [0, 0, 0]
     s = r["savings"]
     assert s["naive"] == 18 * KB and s["no_alias_lower_bound"] == 12 * KB
-    reuse, inplace, planner = s["techniques"]
+    reuse, inplace, placement = s["techniques"]
     assert (reuse["technique"], reuse["saved"], reuse["percent"]) == ("reuse", 6 * KB, 33.33)
-    assert inplace["saved"] == 0 and planner["before"] == s["greedy_arena"] == 12 * KB
+    assert inplace["saved"] == 0 and placement["technique"] == "placement" and placement["after"] == r["arena_size"]
+    [planner] = s["alone"]
+    assert planner["technique"] == "planner" and planner["before"] == s["greedy_arena"] == 12 * KB
     w = s["dtype"]["what_if"]  # float32 -> int8: a quarter of the bytes
     assert w["activation_dtype"] == "int8" and w["lower_bound"] == 3 * KB and w["saved"] == 9 * KB
     code, out, err = run(capsys, "explain", path)
@@ -215,3 +217,27 @@ def test_cosmetics_rules_match_headers_and_names_elided_apart(capsys, tmp_path):
     assert "<th>share</th>" not in cells and cells.count(f'title="{a}"') == 1
     shown = [c.split(">")[1] for c in cells.split("<td") if 'title="' in c]
     assert len(shown) == 2 and shown[0] != shown[1], shown
+
+
+def test_savings_rows_chain_from_the_naive_sum_to_the_arena(capsys, tmp_path):
+    """Each row of the technique table starts where the one above ends (issue 36 defect 12): they
+    did not (reuse ended at the no-alias bound, the schedule row started at the graph order's
+    bound, the planner row at greedy_size's arena). The choices measured alone, each against this
+    plan, are a table of their own, headed as such."""
+    path = models.save(models.chain(), tmp_path / "chain.onnx")
+    for opts in ((), ("--schedule", "memory")):
+        report = tmp_path / "r.json"
+        code, out, err = run(capsys, "explain", path, *opts, "--json", str(report))
+        assert code == 0, err
+        r = json.loads(report.read_text())
+        s = r["savings"]
+        rows = s["techniques"]
+        assert rows[0]["before"] == s["naive"] and rows[-1]["after"] == r["arena_size"]
+        assert all(a["after"] == b["before"] for a, b in zip(rows, rows[1:])), rows
+        assert sum(t["saved"] for t in rows) == s["naive"] - r["arena_size"]
+        table = out[out.index("from the naive sum to the arena"):]
+        cells = [re.split(r"\s{2,}", ln.strip()) for ln in table.splitlines()[1:3 + len(rows)]]
+        assert cells[0][:3] == ["technique", "from B", "to B"]
+        shown = [(int(c[1].replace(",", "")), int(c[2].replace(",", ""))) for c in cells[2:]]  # below the rule
+        assert len(shown) == len(rows) and all(to == nxt for (_, to), (nxt, _) in zip(shown, shown[1:])), table
+        assert "each choice alone" in out

@@ -350,3 +350,30 @@ def test_schema_lists_the_names(capsys):
 def test_manifest_schema_enumerates_the_planners():
     prop = schema.load_schema("manifest")["$defs"]["model_option_fields"]["properties"]["planner"]
     assert prop["enum"] == sorted(planners.PLANNERS)
+
+
+def _text_overlaps(fig) -> list[tuple[str, str]]:
+    """Pairs of texts on one panel (buffer labels, the arena and lower-bound labels) whose drawn
+    extents (matplotlib's renderer, at the figure's dpi) overlap."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    out = []
+    for ax in fig.axes:
+        boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in ax.texts if t.get_text()]
+        out += [(a, b) for i, (a, ba) in enumerate(boxes) for b, bb in boxes[i + 1:] if ba.overlaps(bb)]
+    return out
+
+
+def test_labels_never_overlap(zoo_dir: Path) -> None:
+    """SqueezeNet's in-place Relus: each alias's rectangle lies on its producer's, one op further,
+    and first_fit leaves them tall enough to label: conv2's label and relu3's were drawn over each
+    other (issue 36 defect 12). A label goes only where it overlaps no other and not the arena or
+    lower-bound label; the check reads each text's extent from matplotlib's renderer."""
+    pm = planning.plan_model(str(zoo_dir / "squeezenet.onnx"), ModelOptions(), "first_fit", planners.Params())
+    fig = plot.layout_figure([("a", pm.plan_file), ("b", pm.plan_file)])
+    labels = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_text()]
+    assert len(labels) > 20  # the picture still labels what it can
+    assert _text_overlaps(fig) == []
+    doc = synthetic(60, 30)
+    assert _text_overlaps(plot.layout_figure([("a", doc)])) == []
