@@ -148,3 +148,23 @@ def test_a_size_unit_is_read_in_any_case(tmp_path: Path) -> None:
     sizes = {text: target(tmp_path, f"{{name: nucleo_h743, region: AXI_SRAM, budget: {text}}}").budget.size
              for text in ("256KB", "256kb", "256Kb", "256kB", "256KiB", "256kib", "256K", "256k")}
     assert set(sizes.values()) == {256 * 1024}, sizes
+
+
+def test_one_kernels_vocabulary_for_the_manifest_and_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 36 defect 5: the manifest's kernels: and the CLI's --kernels take the same names:
+    cmsis_nn is the variant the board's core runs (the README's --kernels cmsis_nn was refused by
+    the CLI, which knew only the variants), and without a board the CLI says to give one."""
+    import models
+    from arena_tool import cli
+
+    for board, variant in (("mps2_an500", "cmsis_nn_dsp"), ("rpi_pico", "cmsis_nn_nodsp"),
+                           ("nucleo_l432kc", "cmsis_nn_dsp")):
+        (tmp_path / board).mkdir()
+        t = builders.target(tmp_path / board, f"{{name: {board}}}", models="a", defaults="{kernels: cmsis_nn}")
+        assert t.models[0].options.kernels == variant, board
+    path = models.save(models.chain(), tmp_path / "chain.onnx")
+    assert cli.main(["plan", str(path), "--kernels", "cmsis_nn", "-o", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err
+    assert "kernels cmsis_nn is CMSIS-NN as a board's core runs it, and no board is given" in err
+    assert "give --board B, or name the variant: cmsis_nn_dsp (Cortex-M4/M7/M33)" in err
+    assert "invalid choice" not in err  # the name itself is the CLI's as the manifest's
