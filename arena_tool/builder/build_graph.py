@@ -67,6 +67,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 from arena_tool.target import board_choice, flags, tflm_sources
+from arena_tool.target.boards import Uart
 from arena_tool import runtime_dir
 from arena_tool.core import files
 from arena_tool.core.errors import ArenaError
@@ -691,11 +692,13 @@ class _Graph:
         alone), the example startup.c, and the firmware's own arena, runtime and tables objects,
         linked with the same script into ``<b>/validate.elf``."""
         runtime_dir = _runtime_dir(self.toolchain)
-        uart = t["board"]["uart"]
-        base = uart["base"] if isinstance(uart["base"], int) else int(uart["base"].replace("_", ""), 16)
-        defines = (f"-DARENA_UART_BASE=0x{base:08x}u", f"-DARENA_UART_BAUD={int(uart['baud'])}u",
-                   f"-DARENA_CLOCK_HZ={int(t['board']['cpu'].get('clock_hz') or 0)}u",
-                   *([f"-DARENA_UART_RX_IRQ={int(uart['rx_irq'])}u"] if "rx_irq" in uart else []))
+        uart = Uart.from_json(t["board"]["uart"])
+        defines = (f"-DARENA_UART_{uart.kind.upper()}", f"-DARENA_UART_BASE=0x{uart.base:08x}u",
+                   f"-DARENA_UART_BAUD={uart.baud}u", f"-DARENA_CLOCK_HZ={int(t['board']['cpu'].get('clock_hz') or 0)}u",
+                   *([f"-DARENA_UART_CLOCK_HZ={uart.clock_hz}u"] if uart.clock_hz is not None else []),
+                   *([f"-DARENA_UART_RX_IRQ={uart.rx_irq}u"] if uart.rx_irq is not None else []),
+                   *(f"-DARENA_UART_SETUP_{k}_{what}=0x{n:08x}u" for k, w in enumerate(uart.setup)
+                     for what, n in zip(("ADDR", "MASK", "VALUE"), w)))
         key = f"{env.key}_validate_{digest(' '.join(defines))}"
         if key not in self.envs:
             self.envs[key] = dataclasses.replace(env, key=key, ccflags=(*env.ccflags, *defines))

@@ -172,18 +172,28 @@ class Uart:
     base: int
     baud: int
     rx_irq: int | None = None  # its receive interrupt: the firmware waits for a byte in WFI
+    clock_hz: int | None = None  # its clock as the firmware leaves it (None: the core's)
+    setup: tuple[tuple[int, int, int], ...] = ()  # (address, mask, value) written before it starts
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"kind": self.kind, "base": self.base, "baud": self.baud}
         if self.rx_irq is not None:
             doc["rx_irq"] = self.rx_irq
+        if self.clock_hz is not None:
+            doc["clock_hz"] = self.clock_hz
+        if self.setup:
+            doc["setup"] = [{"address": a, "mask": m, "value": v} for a, m, v in self.setup]
         return doc
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> "Uart":
-        base = doc["base"]
-        return cls(kind=doc["kind"], base=int(base.replace("_", ""), 16) if isinstance(base, str) else int(base),
-                   baud=int(doc["baud"]), rx_irq=doc.get("rx_irq"))
+        def number(v: Any) -> int:
+            return int(v.replace("_", ""), 16) if isinstance(v, str) else int(v)
+
+        setup = tuple((number(w["address"]), number(w.get("mask", w["value"])), number(w["value"]))
+                      for w in doc.get("setup", ()))
+        return cls(kind=doc["kind"], base=number(doc["base"]), baud=int(doc["baud"]), rx_irq=doc.get("rx_irq"),
+                   clock_hz=doc.get("clock_hz"), setup=setup)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -138,8 +138,9 @@ def test_example_graph(tmp_path: Path, in_root: None) -> None:
     # the default alias ends in a status over every board's report; the arena alias over the gates
     assert g.node(g.alias("boards").targets[-1]).sources == tuple(b.report for b in g.boards)
     assert g.node(g.alias("arena").targets[-1]).sources == tuple(b.gate for b in g.boards)
-    cores = [e for e in g.envs if "_validate_" not in e.key]  # and one per board's UART: mps2_an386/an500's
-    assert len(cores) == len({bg.flags_key(t["gcc_flags"]) for t in doc["targets"]}) == 4 == len(g.envs) - 2
+    cores = [e for e in g.envs if "_validate_" not in e.key]  # and one per board's UART (mps2, nucleo boards)
+    uarts = len([b for b in g.boards if b.validate])
+    assert len(cores) == len({bg.flags_key(t["gcc_flags"]) for t in doc["targets"]}) == 4 == len(g.envs) - uarts
     # the report alias covers every board's report and its views
     report = g.alias("report").targets
     assert report == (*(b.report for b in g.boards), *(v for b in g.boards for v in b.views),
@@ -285,11 +286,17 @@ def project_graph(proj: Path, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> tup
 
 
 def test_a_board_with_a_uart_gets_a_validation_firmware(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """mps2_an500's board file names uart: (the others none): build/mps2_an500/validate.elf, the
-    validation main.c compiled for that UART, over the firmware's own arena, runtime and tables
-    objects and linked with its script (its own map); the validate alias, not the default."""
+    """mps2_an500's, nucleo_f746's and nucleo_h743's board files name uart: (split_an500's none):
+    build/mps2_an500/validate.elf, the validation main.c compiled for that UART (its kind, address
+    and, for an STM32, its clock and setup writes), over the firmware's own arena, runtime and
+    tables objects and linked with its script (its own map); the validate alias, not the default."""
     _, g = project_graph(project(tmp_path), monkeypatch)
-    assert [b.name for b in g.boards if b.validate] == ["mps2_an500"]
+    assert [b.name for b in g.boards if b.validate] == ["nucleo_f746", "nucleo_h743", "mps2_an500"]
+    f746 = g.env(g.node("build/nucleo_f746/obj/validate.o").env).ccflags
+    assert {"-DARENA_UART_STM32_USART", "-DARENA_UART_BASE=0x40004800u", "-DARENA_UART_CLOCK_HZ=16000000u",
+            "-DARENA_UART_SETUP_0_ADDR=0x40023830u", "-DARENA_UART_SETUP_0_MASK=0x00000008u",
+            "-DARENA_UART_SETUP_3_MASK=0x000000ffu", "-DARENA_UART_SETUP_3_VALUE=0x00000077u"} <= set(f746)
+    assert "-DARENA_UART_CMSDK_APB" in g.env(g.node("build/mps2_an500/obj/validate.o").env).ccflags
     b = g.board("mps2_an500")
     v, fw = g.node(b.validate), g.node(b.elf)
     assert v.targets == ("build/mps2_an500/validate.elf",) and v.board == "mps2_an500" and v.gates == (b.gate,)
@@ -300,7 +307,8 @@ def test_a_board_with_a_uart_gets_a_validation_firmware(tmp_path: Path, monkeypa
     assert v.sources[:3] == (fw.sources[0], f"build/common/{key}/arena_runtime/example/startup.o", main.targets[0])
     assert set(v.sources[3:]) == {s for s in fw.sources if "/example/" not in s and s != fw.sources[0]}
     assert "-Wl,-Map,${TARGET.dir}/validate.map" in v.linkflags and v.depends == fw.depends
-    assert g.alias("validate").targets == (b.validate,) and g.alias("validate").action == "validate"
+    assert g.alias("validate").targets == tuple(x.validate for x in g.boards if x.validate)
+    assert g.alias("validate").action == "validate"
     assert b.validate not in g.alias("boards").targets and b.validate not in b.all
 
 
@@ -345,7 +353,7 @@ def test_boards_and_models_graph(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     # each board's arena_board.o and its own tables
     assert elf.env == g.node(split.elf).env == g.node(an500.elf).env != g.node(f746.elf).env
     shared = set(elf.sources[1:]) & set(g.node(an500.elf).sources[1:])
-    assert {o for o in shared if "/arena_runtime/" in o} and len(g.envs) == 2 + 1  # and mps2_an500's UART's
+    assert {o for o in shared if "/arena_runtime/" in o} and len(g.envs) == 2 + 3  # and the UARTs' (mps2_an500, nucleo_f746, nucleo_h743)
     assert set(g.alias(bg.gates_alias(elf.env)).targets) == {h743.gate, split.gate, an500.gate}
     # the report alias: every board's JSON, HTML and Markdown
     assert set(g.alias("report").targets) == {p for b in g.boards for p in (b.report, *b.views)} | {
@@ -462,10 +470,11 @@ def test_scons_tool_wires_the_graph(tmp_path: Path, monkeypatch: pytest.MonkeyPa
                 want[name(t)].update(implicit=[name(f) for f in g.board(n.board).named], ignore=[name(n.manifest)])
     assert got["nodes"].keys() == want.keys()
     # 4 boards' arena_board.o, per core (two) the example's 5 objects and one per runtime C file, and
-    # mps2_an500's validation firmware (its uart:): validate.o and validate.elf
+    # the validation firmware of the boards with a uart: (mps2_an500, nucleo_f746, nucleo_h743):
+    # validate.o and validate.elf each
     runtime_c = len(list(Path(arena_tool.runtime_dir()).glob("*.c")))
-    assert len([p for p in want if p.endswith(".elf")]) == 4 + 1
-    assert len([p for p in want if p.endswith(".o")]) == 4 + 2 * (5 + runtime_c) + 1
+    assert len([p for p in want if p.endswith(".elf")]) == 4 + 3
+    assert len([p for p in want if p.endswith(".o")]) == 4 + 2 * (5 + runtime_c) + 3
     for path, node in want.items():
         assert got["nodes"][path] == node, path
     assert got["aliases"] == {a.name: {"targets": [name(t) for t in a.targets], "depends": [name(d) for d in a.depends]}

@@ -478,3 +478,76 @@ def test_the_flash_command_programs_the_board_before_it_is_validated(project: Pa
     assert elf.with_suffix(".hex").read_text().startswith(":")  # Intel hex
     assert f"Flashing build_flash/mps2_an386/validate.elf: {sys.executable} record.py args.json {elf}" in p.stderr
     assert "match: every output of 1 inferences" in p.stdout
+
+
+# ---------------------------------------------------------------- the STM32 USART drivers
+
+# QEMU 7.2's netduinoplus2 (STM32F405: the SR/DR USART, USART1 on -serial 0) as a board file: the
+# STM32 driver through the same TCP serial path as the MPS2 boards' UART. QEMU models no RCC and
+# GPIO (their writes are ignored) and no baud rate; the setup writes are the real part's.
+NETDUINO = """\
+name: netduinoplus2
+description: Netduino Plus 2 (STM32F405RG), as emulated by QEMU 7.2 (-M netduinoplus2)
+source: ST RM0090 (STM32F405 memory map, RCC, GPIO, USART1); QEMU hw/arm/stm32f405_soc.c (USART1 on serial 0)
+cpu: {core: cortex-m4, fpu: fpv4-sp-d16, float_abi: hard, clock_hz: 168000000, irqs: 82}
+flash: {origin: 0x08000000, length: 1M}
+ram:
+  - {name: SRAM, origin: 0x20000000, length: 128K, zero_wait: true, cacheable: false, dma: true, executable: true}
+default_region: SRAM
+qemu: netduinoplus2
+uart:
+  kind: stm32f4_usart
+  base: 0x40011000
+  baud: 115200
+  clock_hz: 16000000
+  rx_irq: 37
+  setup:
+    - {address: 0x40023830, value: 0x00000001}
+    - {address: 0x40023844, value: 0x00000010}
+    - {address: 0x40020000, mask: 0x003C0000, value: 0x00280000}
+    - {address: 0x40020024, mask: 0x00000FF0, value: 0x00000770}
+"""
+
+
+@pytest.mark.slow
+def test_the_stm32_usart_driver_validates_under_qemu_netduinoplus2(project: Path) -> None:
+    """kind: stm32f4_usart (SR/DR registers, RXNE interrupt into a ring) on QEMU's STM32F405: every
+    output equals onnxruntime's, over the same TCP serial socket as the MPS2 boards."""
+    (project / "stm32boards").mkdir(exist_ok=True)
+    (project / "stm32boards" / "netduinoplus2.yaml").write_text(NETDUINO)
+    (project / "stm32.yaml").write_text("board_dirs: [stm32boards]\nmodels:\n  - {name: kws_int8, path: kws_int8.onnx}\n"
+                                        "boards: [netduinoplus2]\n")
+    p = cli(project, "validate", "stm32.yaml", "--board", "netduinoplus2", "--port", "qemu", "--count", "3",
+            "--json", "stm32.json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.loads((project / "stm32.json").read_text())
+    (m,) = doc["models"]
+    assert [(o["exact_matches"], o["mismatches"]) for o in m["outputs"]] == [(3, 0)]
+    assert m["count"]["min"] > 0 and doc["link"]["naks"] == 0 and doc["link"]["bad_crc"] == 0
+
+
+@pytest.mark.slow
+def test_the_nucleo_boards_validation_firmware_builds_with_their_usart(project: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shipped nucleo boards with uart: (kind stm32_usart, ISR/RDR/TDR) and flash.command: their
+    validation firmware compiles and links with the STM32 receiver (its interrupt's ring); no
+    STM32F7/H7/L4 runs here (QEMU 7.2 has none), so that driver is proven by compiling only (the
+    build graph's test checks its defines: kind, base, clock, setup writes)."""
+    from arena_tool import build_steps
+    from arena_tool.core import files
+    from arena_tool.target import boards
+
+    monkeypatch.chdir(project)
+    names = ["nucleo_f746", "nucleo_h743", "nucleo_l432kc"]
+    (project / "nucleo.yaml").write_text("models:\n  - {name: kws_int8, path: kws_int8.onnx}\nboards: [" +
+                                         ", ".join(names) + "]\n")
+    for name in names:
+        board = boards.load_board(name, boards.board_dirs())
+        assert board.uart is not None and board.uart.kind == "stm32_usart" and board.flash_command is not None
+        try:
+            built = build_steps.validate_firmware("nucleo.yaml", name, "build_nucleo")
+        finally:
+            files.release_build_lock("build_nucleo")
+        symbols = subprocess.run(["arm-none-eabi-nm", built.elf], capture_output=True, text=True, check=True).stdout
+        names_in = {line.split()[-1] for line in symbols.splitlines()}
+        assert {"uart_rx_handler", "ring"} <= names_in, name  # the STM32 receiver's ring (rx_irq)

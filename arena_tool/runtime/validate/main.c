@@ -63,36 +63,147 @@
 #define VALIDATE_MAX_OPS 512u
 #endif
 
-/* --- the UART: Arm CMSDK APB UART (MPS2) -------------------------------------------------- */
+/* --- the UART ------------------------------------------------------------------------------
+ *
+ * The board file's uart: kind picks the register interface (one of):
+ *   ARENA_UART_CMSDK_APB       Arm CMSDK APB UART (the MPS2 boards)
+ *   ARENA_UART_STM32_USART     STM32 USART with ISR/RDR/TDR (F0, F3, F7, G0, G4, H7, L4, WB...)
+ *   ARENA_UART_STM32F4_USART   STM32 USART with SR/DR (F1, F2, F4, L1)
+ * ARENA_UART_CLOCK_HZ is the UART's kernel clock as this firmware leaves it (it sets no PLL),
+ * ARENA_UART_SETUP_<k>_{ADDR,MASK,VALUE} (k = 0..7) the register writes that route it first
+ * (clock enables, pins to their alternate function): *ADDR = (*ADDR & ~MASK) | VALUE, in order. */
 
-#define UART_DATA (*(volatile uint32_t *)(ARENA_UART_BASE + 0x00u))
-#define UART_STATE (*(volatile uint32_t *)(ARENA_UART_BASE + 0x04u)) /* bit0 TX full, bit1 RX full */
-#define UART_CTRL (*(volatile uint32_t *)(ARENA_UART_BASE + 0x08u))  /* bit0 TX enable, bit1 RX enable, bit3 RX irq */
-#define UART_INTCLEAR (*(volatile uint32_t *)(ARENA_UART_BASE + 0x0Cu))
-#define UART_BAUDDIV (*(volatile uint32_t *)(ARENA_UART_BASE + 0x10u))
+#ifndef ARENA_UART_CLOCK_HZ
+#define ARENA_UART_CLOCK_HZ ARENA_CLOCK_HZ
+#endif
+#define REG(offset) (*(volatile uint32_t *)(ARENA_UART_BASE + (offset)))
+
+#if defined(ARENA_UART_STM32_USART)
+#define UART_CR1 REG(0x00u) /* bit0 UE, bit2 RE, bit3 TE, bit5 RXNEIE */
+#define UART_BRR REG(0x0Cu)
+#define UART_ISR REG(0x1Cu) /* bit3 ORE, bit5 RXNE, bit7 TXE */
+#define UART_ICR REG(0x20u) /* bit3 ORECF */
+#define UART_RDR REG(0x24u)
+#define UART_TDR REG(0x28u)
+#define UART_ENABLE (1u | 4u | 8u)
+#define UART_RX_READY() ((UART_ISR & 0x20u) != 0u)
+#define UART_TX_FULL() ((UART_ISR & 0x80u) == 0u)
+#define UART_READ() (UART_ICR = 8u, (uint8_t)UART_RDR) /* an overrun loses a byte: its frame is NAKed */
+#define UART_WRITE(c) (UART_TDR = (c))
+#elif defined(ARENA_UART_STM32F4_USART)
+#define UART_SR REG(0x00u) /* bit5 RXNE, bit7 TXE; reading SR then DR clears an overrun */
+#define UART_DR REG(0x04u)
+#define UART_BRR REG(0x08u)
+#define UART_CR1 REG(0x0Cu) /* bit2 RE, bit3 TE, bit5 RXNEIE, bit13 UE */
+#define UART_ENABLE (0x2000u | 4u | 8u)
+#define UART_RX_READY() ((UART_SR & 0x20u) != 0u)
+#define UART_TX_FULL() ((UART_SR & 0x80u) == 0u)
+#define UART_READ() ((uint8_t)UART_DR)
+#define UART_WRITE(c) (UART_DR = (c))
+#elif defined(ARENA_UART_CMSDK_APB)
+#define UART_DATA REG(0x00u)
+#define UART_STATE REG(0x04u) /* bit0 TX full, bit1 RX full */
+#define UART_CTRL REG(0x08u)  /* bit0 TX enable, bit1 RX enable, bit3 RX irq */
+#define UART_INTCLEAR REG(0x0Cu)
+#define UART_BAUDDIV REG(0x10u)
+#define UART_RX_READY() ((UART_STATE & 2u) != 0u)
+#define UART_TX_FULL() ((UART_STATE & 1u) != 0u)
+#define UART_READ() ((uint8_t)UART_DATA)
+#define UART_WRITE(c) (UART_DATA = (c))
+#else
+#error "the board file's uart: kind: none of ARENA_UART_CMSDK_APB, ARENA_UART_STM32_USART, ARENA_UART_STM32F4_USART"
+#endif
+#if defined(ARENA_UART_STM32_USART) || defined(ARENA_UART_STM32F4_USART)
+#define STM32_USART 1
+#else
+#define STM32_USART 0
+#endif
+
+static void setup_write(uint32_t address, uint32_t mask, uint32_t value)
+{
+    volatile uint32_t *r = (volatile uint32_t *)address;
+    *r = (*r & ~mask) | value;
+}
+
+static void uart_setup(void)
+{
+#define SETUP(k) setup_write(ARENA_UART_SETUP_##k##_ADDR, ARENA_UART_SETUP_##k##_MASK, ARENA_UART_SETUP_##k##_VALUE)
+#ifdef ARENA_UART_SETUP_0_ADDR
+    SETUP(0);
+#endif
+#ifdef ARENA_UART_SETUP_1_ADDR
+    SETUP(1);
+#endif
+#ifdef ARENA_UART_SETUP_2_ADDR
+    SETUP(2);
+#endif
+#ifdef ARENA_UART_SETUP_3_ADDR
+    SETUP(3);
+#endif
+#ifdef ARENA_UART_SETUP_4_ADDR
+    SETUP(4);
+#endif
+#ifdef ARENA_UART_SETUP_5_ADDR
+    SETUP(5);
+#endif
+#ifdef ARENA_UART_SETUP_6_ADDR
+    SETUP(6);
+#endif
+#ifdef ARENA_UART_SETUP_7_ADDR
+    SETUP(7);
+#endif
+#undef SETUP
+    __asm__ volatile("dsb" ::: "memory"); /* a clock enabled before its peripheral is touched */
+}
 
 #if defined(ARENA_UART_RX_IRQ)
 /* The receiver's interrupt (the board file's uart: rx_irq) wakes the core from WFI when a byte
  * arrives, instead of a loop polling the receiver: under QEMU every register read takes the lock
  * the emulator's I/O thread needs to deliver the next byte, and a polling loop starves it (2 KB/s
- * where waiting in WFI moves the bytes at the host's pace). Its handler only clears the request;
- * a vector table of our own (VTOR) holds it, startup.c's core vectors first. */
+ * where waiting in WFI moves the bytes at the host's pace). A vector table of our own (VTOR)
+ * holds its handler, startup.c's core vectors first. The CMSDK UART's handler only clears the
+ * request; an STM32 USART's request stays up until its data register is read, so its handler
+ * moves the byte into a ring that uart_get reads. */
 #define SCB_VTOR (*(volatile uint32_t *)0xE000ED08u)
 #define NVIC_ISER ((volatile uint32_t *)0xE000E100u)
 typedef void (*vector_t)(void);
 extern const vector_t arena_vectors[16];
 void Default_Handler(void);
+#if STM32_USART
+#define RING 256u
+static volatile uint8_t ring[RING];
+static volatile uint32_t ring_head, ring_tail;
+static void uart_rx_handler(void)
+{
+    while (UART_RX_READY()) {
+        uint8_t c = UART_READ();
+        if (ring_head - ring_tail < RING) { /* full: the byte is lost, its frame NAKed */
+            ring[ring_head % RING] = c;
+            ++ring_head;
+        }
+    }
+}
+#define RX_PENDING() (ring_head != ring_tail)
+#else
 static void uart_rx_handler(void)
 {
     UART_INTCLEAR = 2u;
 }
+#define RX_PENDING() UART_RX_READY()
+#endif
 #define N_VECTORS (16u + (uint32_t)(ARENA_UART_RX_IRQ) + 1u)
 static vector_t vectors[N_VECTORS] __attribute__((aligned(512)));
 #endif
 
 static void uart_init(void)
 {
-    UART_BAUDDIV = ARENA_CLOCK_HZ / ARENA_UART_BAUD;
+    uart_setup();
+#if STM32_USART
+    UART_CR1 = 0u;
+    UART_BRR = (ARENA_UART_CLOCK_HZ + ARENA_UART_BAUD / 2u) / ARENA_UART_BAUD; /* 16x oversampling */
+#else
+    UART_BAUDDIV = ARENA_UART_CLOCK_HZ / ARENA_UART_BAUD;
+#endif
 #if defined(ARENA_UART_RX_IRQ)
     {
         uint32_t i;
@@ -104,7 +215,13 @@ static void uart_init(void)
         __asm__ volatile("dsb\n\tisb" ::: "memory");
         NVIC_ISER[ARENA_UART_RX_IRQ / 32u] = 1u << (ARENA_UART_RX_IRQ % 32u);
     }
+#if STM32_USART
+    UART_CR1 = UART_ENABLE | 0x20u; /* RXNEIE */
+#else
     UART_CTRL = 3u | 8u;
+#endif
+#elif STM32_USART
+    UART_CR1 = UART_ENABLE;
 #else
     UART_CTRL = 3u;
 #endif
@@ -115,25 +232,34 @@ static uint8_t uart_get(void)
 #if defined(ARENA_UART_RX_IRQ)
     for (;;) {
         __asm__ volatile("cpsid i" ::: "memory");
-        if ((UART_STATE & 2u) != 0u) {
+        if (RX_PENDING()) {
             break;
         }
         __asm__ volatile("wfi" ::: "memory"); /* a byte that came after the test wakes it too */
         __asm__ volatile("cpsie i" ::: "memory");
     }
-    __asm__ volatile("cpsie i" ::: "memory");
+#if STM32_USART
+    {
+        uint8_t c = ring[ring_tail % RING];
+        ++ring_tail;
+        __asm__ volatile("cpsie i" ::: "memory");
+        return c;
+    }
 #else
-    while ((UART_STATE & 2u) == 0u) {
+    __asm__ volatile("cpsie i" ::: "memory");
+#endif
+#else
+    while (!UART_RX_READY()) {
     }
 #endif
-    return (uint8_t)UART_DATA;
+    return UART_READ();
 }
 
 static void uart_put(uint8_t c)
 {
-    while ((UART_STATE & 1u) != 0u) {
+    while (UART_TX_FULL()) {
     }
-    UART_DATA = c;
+    UART_WRITE(c);
 }
 
 /* --- time: DWT CYCCNT where it counts, else SysTick (as example/fw_io.h) ------------------- */
