@@ -77,8 +77,23 @@ def random_ops_model(seed: int) -> bytes:
     """x [1, H, W, C] int8 and z [1, 1, 1, C] int8 into CONV_2D (per-channel), DEPTHWISE_CONV_2D
     (depth multiplier 1 or 2), AVERAGE_POOL_2D, ADD and MUL (z broadcast) and RESHAPE ->
     FULLY_CONNECTED -> SOFTMAX, each branch a graph output."""
-    r = np.random.default_rng(seed)
     m = Model()
+    ins, outs = _first_ops(m, np.random.default_rng(seed))
+    return m.pack(ins, outs)
+
+
+def random_every_op_model(seed: int) -> bytes:
+    """random_ops_model's, random_more_ops_model's and random_float_ops_model's ops in one model (one
+    firmware runs them all)."""
+    m = Model()
+    r = np.random.default_rng(seed)
+    ins, outs = _first_ops(m, r)
+    ins2, outs2 = _more_ops(m, r, "m_")
+    ins3, outs3 = _float_ops(m, r, "f_", libm=False)
+    return m.pack(ins + ins2 + ins3, outs + outs2 + outs3)
+
+
+def _first_ops(m: Model, r: np.random.Generator) -> tuple[list[int], list[int]]:
     H, W, C = int(r.integers(3, 9)), int(r.integers(3, 9)), int(r.integers(1, 6))
     sx, zx = float(r.uniform(0.01, 0.1)), int(r.integers(-128, 100))
     x = m.tensor("x", "INT8", [1, H, W, C], scale=[sx], zp=[zx])
@@ -142,4 +157,223 @@ def random_ops_model(seed: int) -> bytes:
     prob = m.tensor("softmax_y", "INT8", [1, N], scale=[1.0 / 256], zp=[-128])
     m.op("SOFTMAX", [logits], [prob], "SoftmaxOptions", beta=float(r.choice([1.0, 0.5, 2.0])))
     outs += [logits, prob]
-    return m.pack([x, z], outs)
+    return [x, z], outs
+
+
+def random_more_ops_model(seed: int) -> bytes:
+    """x [1, H, W, C] int8 (and y2 [1, H, W, C2] of x's quantization for CONCATENATION) into
+    MAX_POOL_2D, MEAN (random axes, keep_dims or not), PAD, TRANSPOSE, STRIDED_SLICE (random begin,
+    end, strides and masks, a shrunk axis), CONCATENATION, LOGISTIC, TANH, HARD_SWISH, QUANTIZE
+    int8 -> int8, and DEQUANTIZE -> QUANTIZE (float32 in between), each a graph output."""
+    m = Model()
+    ins, outs = _more_ops(m, np.random.default_rng(seed), "")
+    return m.pack(ins, outs)
+
+
+def _more_ops(m: Model, r: np.random.Generator, pre: str) -> tuple[list[int], list[int]]:
+    """random_more_ops_model's ops on m, tensor names prefixed with ``pre``."""
+    H, W, C = int(r.integers(2, 8)), int(r.integers(2, 8)), int(r.integers(1, 6))
+    sx, zx = float(r.uniform(0.01, 0.2)), int(r.integers(-100, 100))
+    x = m.tensor(pre + "x", "INT8", [1, H, W, C], scale=[sx], zp=[zx])
+    C2 = int(r.integers(1, 4))
+    x2 = m.tensor(pre + "x2", "INT8", [1, H, W, C2], scale=[sx], zp=[zx])
+    outs = []
+
+    def q(name: str, shape: list[int], scale: float | None = None, zp: int | None = None) -> int:
+        return m.tensor(name, "INT8", shape, scale=[scale if scale is not None else float(r.uniform(0.01, 0.2))],
+                        zp=[zp if zp is not None else int(r.integers(-60, 60))])
+
+    def i32(name: str, values: list[int]) -> int:
+        return m.tensor(name, "INT32", [len(values)], np.array(values, np.int32))
+
+    kh, kw, st, pad = int(r.integers(1, 4)), int(r.integers(1, 4)), int(r.integers(1, 3)), int(r.integers(0, 2))
+    oh, ow = _out_size(pad, H, kh, st, 1), _out_size(pad, W, kw, st, 1)
+    if oh < 1 or ow < 1:
+        kh = kw = 1
+        oh, ow = _out_size(pad, H, 1, st, 1), _out_size(pad, W, 1, st, 1)
+    y = q(pre + "maxpool_y", [1, oh, ow, C], sx, zx)
+    m.op("MAX_POOL_2D", [x], [y], "Pool2DOptions", padding=pad, strideW=st, strideH=st, filterWidth=kw,
+         filterHeight=kh, fusedActivationFunction=int(r.choice([0, 1, 3])))
+    outs.append(y)
+    axes = sorted(int(a) for a in r.choice(4, size=int(r.integers(1, 4)), replace=False))
+    keep = bool(r.integers(0, 2))
+    shape = [1 if d in axes else n for d, n in enumerate([1, H, W, C]) if keep or d not in axes]
+    y = q(pre + "mean_y", shape)
+    m.op("MEAN", [x, i32(pre + "mean_axes", [a - 4 if r.integers(0, 2) else a for a in axes])], [y], "ReducerOptions",
+         keepDims=keep)
+    outs.append(y)
+    pads = [[0, 0]] + [[int(r.integers(0, 3)), int(r.integers(0, 3))] for _ in range(3)]
+    y = q(pre + "pad_y", [1 + 0, H + sum(pads[1]), W + sum(pads[2]), C + sum(pads[3])], sx, zx)
+    m.op("PAD", [x, m.tensor(pre + "pad_p", "INT32", [4, 2], np.array(pads, np.int32))], [y], "PadOptions")
+    outs.append(y)
+    perm = [0] + [int(p) + 1 for p in r.permutation(3)]
+    y = q(pre + "transpose_y", [[1, H, W, C][p] for p in perm], sx, zx)
+    m.op("TRANSPOSE", [x, i32(pre + "transpose_perm", perm)], [y], "TransposeOptions")
+    outs.append(y)
+    dims = [1, H, W, C]
+    begin = [0] + [int(r.integers(-d, d)) for d in dims[1:]]
+    end = [1] + [int(r.integers(-d, d + 1)) for d in dims[1:]]
+    strides = [1] + [int(r.choice([1, 2, -1])) for _ in dims[1:]]
+    bmask, emask = int(r.integers(0, 16)), int(r.integers(0, 16))
+    shrink = 1 << int(r.integers(1, 4)) if r.integers(0, 2) else 0
+    counts = []
+    for d in range(4):  # the slice TFLite's rules give, to declare the output shape
+        n, s = dims[d], strides[d]
+        b = begin[d] + n if begin[d] < 0 else begin[d]
+        b = min(max(b, 0), n) if s > 0 else min(max(b, -1), n - 1)
+        if bmask >> d & 1:
+            b = 0 if s > 0 else n - 1
+        if shrink >> d & 1:
+            b = min(max(begin[d] + n if begin[d] < 0 else begin[d], 0), n - 1)
+            begin[d], strides[d] = b, 1
+            counts.append(1)
+            continue
+        e = end[d] + n if end[d] < 0 else end[d]
+        e = min(max(e, 0), n) if s > 0 else min(max(e, -1), n - 1)
+        if emask >> d & 1:
+            e = n if s > 0 else -1
+        counts.append(max(0, -(-(e - b) // s)) if s > 0 else max(0, -(-(b - e) // -s)))
+    if 0 in counts:  # an empty slice: take it whole instead
+        begin, end, strides, bmask, emask, shrink, counts = [0] * 4, dims, [1] * 4, 0, 0, 0, dims
+    y = q(pre + "slice_y", [c for d, c in enumerate(counts) if not shrink >> d & 1], sx, zx)
+    m.op("STRIDED_SLICE", [x, i32(pre + "slice_b", begin), i32(pre + "slice_e", end), i32(pre + "slice_s", strides)], [y],
+         "StridedSliceOptions", beginMask=bmask & ~shrink, endMask=emask & ~shrink, shrinkAxisMask=shrink)
+    outs.append(y)
+    y = q(pre + "concat_y", [1, H, W, C + C2], sx, zx)
+    m.op("CONCATENATION", [x, x2], [y], "ConcatenationOptions", axis=int(r.choice([3, -1])))
+    outs.append(y)
+    y = q(pre + "logistic_y", [1, H, W, C], 1.0 / 256, -128)
+    m.op("LOGISTIC", [x], [y])
+    outs.append(y)
+    y = q(pre + "tanh_y", [1, H, W, C], 1.0 / 128, 0)
+    m.op("TANH", [x], [y])
+    outs.append(y)
+    y = q(pre + "hard_swish_y", [1, H, W, C], float(sx * r.uniform(0.5, 1.5)))
+    m.op("HARD_SWISH", [x], [y])
+    outs.append(y)
+    y = q(pre + "requantize_y", [1, H, W, C])
+    m.op("QUANTIZE", [x], [y])
+    outs.append(y)
+    f = m.tensor(pre + "dequantize_y", "FLOAT32", [1, H, W, C])
+    m.op("DEQUANTIZE", [x], [f])
+    y = q(pre + "quantize_y", [1, H, W, C], float(sx * r.uniform(0.3, 3)))
+    m.op("QUANTIZE", [f], [y])
+    outs += [f, y]
+    return [x, x2], outs
+
+
+def random_float_ops_model(seed: int) -> bytes:
+    """x [1, H, W, C] float32 and z [1, 1, 1, C] into every float32 op: CONV_2D, DEPTHWISE_CONV_2D,
+    AVERAGE_POOL_2D, MAX_POOL_2D, ADD and MUL (z broadcast), RESHAPE -> FULLY_CONNECTED -> SOFTMAX,
+    MEAN, LOGISTIC, TANH, HARD_SWISH, PAD, TRANSPOSE, STRIDED_SLICE, CONCATENATION and QUANTIZE ->
+    DEQUANTIZE, random shapes, strides, paddings and fused activations, each a graph output."""
+    m = Model()
+    ins, outs = _float_ops(m, np.random.default_rng(seed), "")
+    return m.pack(ins, outs)
+
+
+def _float_ops(m: Model, r: np.random.Generator, pre: str, libm: bool = True) -> tuple[list[int], list[int]]:
+    """random_float_ops_model's ops on m, tensor names prefixed with ``pre``; libm False leaves out the
+    ops whose kernels call the C library's expf and tanhf (SOFTMAX, LOGISTIC, TANH), whose last bit
+    newlib and glibc do not always agree on."""
+    H, W, C = int(r.integers(3, 8)), int(r.integers(3, 8)), int(r.integers(1, 6))
+    x = m.tensor(pre + "x", "FLOAT32", [1, H, W, C])
+    z = m.tensor(pre + "z", "FLOAT32", [1, 1, 1, C])
+    outs = []
+
+    def f32(name: str, shape: list[int], data: np.ndarray | None = None) -> int:
+        return m.tensor(name, "FLOAT32", shape, None if data is None else data.astype(np.float32))
+
+    def act() -> int:
+        return int(r.choice([0, 1, 2, 3]))  # NONE, RELU, RELU_N1_TO_1, RELU6
+
+    for kind in ("conv", "depthwise"):
+        kh, kw, st, pad = int(r.integers(1, 4)), int(r.integers(1, 4)), int(r.integers(1, 3)), int(r.integers(0, 2))
+        dil = int(r.integers(1, 3)) if kind == "conv" else 1
+        dm = int(r.integers(1, 3)) if kind == "depthwise" else 0
+        M = C * dm if dm else int(r.integers(1, 7))
+        oh, ow = _out_size(pad, H, kh, st, dil), _out_size(pad, W, kw, st, dil)
+        if oh < 1 or ow < 1:
+            kh = kw = dil = 1
+            oh, ow = _out_size(pad, H, 1, st, 1), _out_size(pad, W, 1, st, 1)
+        wshape = [1, kh, kw, M] if dm else [M, kh, kw, C]
+        w = f32(pre + f"{kind}_w", wshape, r.normal(0, 0.5, wshape))
+        # a conv may go without its bias; TFLM's float DEPTHWISE_CONV_2D crashes without one
+        b = f32(pre + f"{kind}_b", [M], r.normal(0, 0.5, M)) if r.integers(0, 2) or dm else -1
+        y = f32(pre + f"{kind}_y", [1, oh, ow, M])
+        if dm:
+            m.op("DEPTHWISE_CONV_2D", [x, w, b], [y], "DepthwiseConv2DOptions", padding=pad, strideW=st, strideH=st,
+                 depthMultiplier=dm, fusedActivationFunction=act(), dilationWFactor=1, dilationHFactor=1)
+        else:
+            m.op("CONV_2D", [x, w, b], [y], "Conv2DOptions", padding=pad, strideW=st, strideH=st,
+                 fusedActivationFunction=act(), dilationWFactor=dil, dilationHFactor=dil)
+        outs.append(y)
+    for kind in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
+        kh, kw, st, pad = int(r.integers(1, 4)), int(r.integers(1, 4)), int(r.integers(1, 3)), int(r.integers(0, 2))
+        oh, ow = _out_size(pad, H, kh, st, 1), _out_size(pad, W, kw, st, 1)
+        if oh < 1 or ow < 1:
+            kh = kw = 1
+            oh, ow = _out_size(pad, H, 1, st, 1), _out_size(pad, W, 1, st, 1)
+        y = f32(pre + kind.lower(), [1, oh, ow, C])
+        m.op(kind, [x], [y], "Pool2DOptions", padding=pad, strideW=st, strideH=st, filterWidth=kw, filterHeight=kh,
+             fusedActivationFunction=act())
+        outs.append(y)
+    for kind in ("ADD", "MUL"):
+        y = f32(pre + kind.lower(), [1, H, W, C])
+        m.op(kind, [x, z], [y], "AddOptions" if kind == "ADD" else "MulOptions", fusedActivationFunction=act())
+        outs.append(y)
+    K, N = H * W * C, int(r.integers(2, 10))
+    flat = f32(pre + "flat", [1, K])
+    m.op("RESHAPE", [x, m.tensor(pre + "flat_shape", "INT32", [2], np.array([1, K], np.int32))], [flat], "ReshapeOptions",
+         newShape=np.array([1, K], np.int32))
+    fc = f32(pre + "fc", [1, N])
+    m.op("FULLY_CONNECTED", [flat, f32(pre + "fc_w", [N, K], r.normal(0, 0.3, (N, K))), f32(pre + "fc_b", [N], r.normal(0, 1, N))],
+         [fc], "FullyConnectedOptions", fusedActivationFunction=act())
+    sm = f32(pre + "softmax", [1, N])
+    beta = float(r.choice([1.0, 0.5, 2.0]))
+    if libm:
+        m.op("SOFTMAX", [fc], [sm], "SoftmaxOptions", beta=beta)
+    outs += [fc, sm] if libm else [fc]
+    axes = sorted(int(a) for a in r.choice(4, size=int(r.integers(1, 4)), replace=False))
+    keep = bool(r.integers(0, 2))
+    y = f32(pre + "mean", [1 if d in axes else n for d, n in enumerate([1, H, W, C]) if keep or d not in axes])
+    m.op("MEAN", [x, m.tensor(pre + "mean_axes", "INT32", [len(axes)], np.array(axes, np.int32))], [y], "ReducerOptions",
+         keepDims=keep)
+    outs.append(y)
+    for kind in ("LOGISTIC", "TANH", "HARD_SWISH"):
+        y = f32(pre + kind.lower(), [1, H, W, C])
+        if libm or kind == "HARD_SWISH":
+            m.op(kind, [x], [y])
+            outs.append(y)
+    pads = [[0, 0]] + [[int(r.integers(0, 3)), int(r.integers(0, 3))] for _ in range(3)]
+    y = f32(pre + "pad", [1, H + sum(pads[1]), W + sum(pads[2]), C + sum(pads[3])])
+    m.op("PAD", [x, m.tensor(pre + "pad_p", "INT32", [4, 2], np.array(pads, np.int32))], [y], "PadOptions")
+    outs.append(y)
+    perm = [0] + [int(p) + 1 for p in r.permutation(3)]
+    y = f32(pre + "transpose", [[1, H, W, C][p] for p in perm])
+    m.op("TRANSPOSE", [x, m.tensor(pre + "perm", "INT32", [4], np.array(perm, np.int32))], [y], "TransposeOptions")
+    outs.append(y)
+    y = f32(pre + "slice", [1, (H - 1 + 1) // 2, W - 1, C])  # begin (0, 1, 1, 0), strides (1, 2, 1, 1), end masked
+    m.op("STRIDED_SLICE", [x, m.tensor(pre + "sb", "INT32", [4], np.array([0, 1, 1, 0], np.int32)),
+                           m.tensor(pre + "se", "INT32", [4], np.array([1, 0, 0, 0], np.int32)),
+                           m.tensor(pre + "ss", "INT32", [4], np.array([1, 2, 1, 1], np.int32))], [y],
+         "StridedSliceOptions", beginMask=9, endMask=14)
+    outs.append(y)
+    y = f32(pre + "concat", [1, H, W, 2 * C])
+    m.op("CONCATENATION", [x, outs[4]], [y], "ConcatenationOptions", axis=3)  # x and ADD's output
+    outs.append(y)
+    q = m.tensor(pre + "quantize", "INT8", [1, H, W, C], scale=[float(r.uniform(0.01, 0.05))], zp=[int(r.integers(-20, 20))])
+    m.op("QUANTIZE", [x], [q])
+    y = f32(pre + "dequantize", [1, H, W, C])
+    m.op("DEQUANTIZE", [q], [y])
+    outs += [q, y]
+    if libm:
+        wide = f32(pre + "wide", [1, H, W, C])  # x (uniform in [-1, 1]) times up to 30: expf and tanhf far from 0
+        m.op("MUL", [x, f32(pre + "wide_c", [C], r.uniform(-30, 30, C))], [wide], "MulOptions",
+             fusedActivationFunction=0)
+        for kind in ("LOGISTIC", "TANH", "SOFTMAX"):
+            y = f32(pre + f"wide_{kind.lower()}", [1, H, W, C])
+            m.op(kind, [wide], [y], *(("SoftmaxOptions",) if kind == "SOFTMAX" else ()),
+                 **({"beta": 1.0} if kind == "SOFTMAX" else {}))
+            outs.append(y)
+    return [x, z], outs

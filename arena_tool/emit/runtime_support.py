@@ -249,9 +249,12 @@ def gaps(model: Lowered) -> list[Gap]:
 def _why(op: Op, m: Lowered) -> str | None:
     spec = optable.spec(op.op_type)
     if spec is None or spec.runtime is None:
+        if op.domain == tflite_lower.DOMAIN and op.attrs.get("why"):  # a .tflite's op, parameters not lowered
+            return f"arena runs TFLite's {op.op_type}, not this one: {op.attrs['why']}"
         if op.domain == tflite_lower.DOMAIN and op.op_type in tflite_lower.LOWERED:  # a .tflite's op, not int8
             kinds = sorted({m.types[x].dtype for x in (*op.inputs[:1], *op.outputs[:1]) if x in m.types})
-            return f"the runtime runs TFLite's {op.op_type} on int8 tensors, this one is {'/'.join(kinds) or 'other'}"
+            on = "int8 and float32" if op.op_type in tflite_lower.LOWERED_F32 else "int8"
+            return f"the runtime runs TFLite's {op.op_type} on {on} tensors, this one is {'/'.join(kinds) or 'other'}"
         return "the runtime has no kernel for this op"
     for x in (*op.inputs, *op.outputs):
         t = m.types.get(x)

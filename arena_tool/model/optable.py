@@ -144,6 +144,24 @@ TFL_AVERAGE_POOL = _rt("TFL_AVERAGE_POOL", "tfl_average_pool", "TFLite AVERAGE_P
 TFL_SOFTMAX = _rt("TFL_SOFTMAX", "tfl_softmax", "TFLite SOFTMAX; ints: input multiplier, input left shift, diff_min")
 TFL_BINARY = _rt("TFL_BINARY", "tfl_binary", "TFLite ADD/MUL; ints: mode (0 add, 1 mul), offsets 1 and 2, output "
                  "zero point, left shift, (multiplier, shift) of input 1, input 2, the output; act_min, act_max")
+TFL_MAX_POOL = _rt("TFL_MAX_POOL", "tfl_max_pool", "TFLite MAX_POOL_2D; ints: act_min, act_max")
+TFL_QUANTIZE = _rt("TFL_QUANTIZE", "tfl_quantize", "TFLite QUANTIZE float32 -> int8, DEQUANTIZE int8 -> float32; "
+                   "ints: zero point; floats: scale")
+TFL_MEAN = _rt("TFL_MEAN", "tfl_mean", "TFLite MEAN; ints: multiplier, shift, x_zp, y_zp (int8), then per input dim 1 "
+               "where it is reduced")
+# TFLite's float32 ops (tfl_*_f32.c): TFLM's reference loops in TFLM's order, so the same float bits.
+TFL_CONV_F32 = _rt("TFL_CONV_F32", "tfl_conv_f32", "TFLite CONV_2D/DEPTHWISE_CONV_2D float32; ints: 0, 0, 0, 0, "
+                   "depth multiplier (0: a conv); floats: act_min, act_max")
+TFL_FULLY_CONNECTED_F32 = _rt("TFL_FULLY_CONNECTED_F32", "tfl_fully_connected_f32", "TFLite FULLY_CONNECTED float32; "
+                              "floats: act_min, act_max")
+TFL_BINARY_F32 = _rt("TFL_BINARY_F32", "tfl_binary_f32", "TFLite ADD/MUL float32; ints: mode (0 add, 1 mul); floats: "
+                     "act_min, act_max")
+TFL_AVERAGE_POOL_F32 = _rt("TFL_AVERAGE_POOL_F32", "tfl_average_pool_f32", "TFLite AVERAGE_POOL_2D float32; floats: "
+                           "act_min, act_max")
+TFL_MAX_POOL_F32 = _rt("TFL_MAX_POOL_F32", "tfl_max_pool_f32", "TFLite MAX_POOL_2D float32; floats: act_min, act_max")
+TFL_SOFTMAX_F32 = _rt("TFL_SOFTMAX_F32", "tfl_softmax_f32", "TFLite SOFTMAX float32; floats: beta")
+TFL_UNARY_F32 = _rt("TFL_UNARY_F32", "tfl_unary_f32", "TFLite LOGISTIC/TANH/HARD_SWISH float32; ints: function (0 "
+                    "logistic, 1 tanh, 2 hard swish)")
 
 
 # --- what a kernel requires of a model (runtime_support.py tests each against the model) -----------
@@ -584,7 +602,7 @@ def _tfl(g: Graph, node: Node, a: dict[str, Any]) -> dict[str, Any]:
 
 def _c_tfl(a: Mapping[str, Any], rank: int) -> dict[str, Any]:
     """A TFLite op's integer parameters (model/tflite_lower.py computes them as TFLite does)."""
-    return {"ints": list(a["tfl"])}
+    return {"ints": list(a["tfl"]), **({"floats": list(a["tfl_floats"])} if "tfl_floats" in a else {})}
 
 
 def _c_reduce_mean(a: Mapping[str, Any], rank: int) -> dict[str, Any]:
@@ -771,6 +789,27 @@ TABLE: dict[str, OpSpec] = _specs(
     *(OpSpec(t, TFL_BINARY, inplace=Inplace(None, same_shape=True), onnx_only=False, c_fields=_c_tfl,
              checks=(Dtypes(frozenset({"int8"})),)) for t in ("TflAdd", "TflMul")),
     OpSpec("TflSoftmax", TFL_SOFTMAX, X, inplace=UNARY, onnx_only=False, c_fields=_c_tfl,
+           checks=(Dtypes(frozenset({"int8"})),)),
+    OpSpec("TflMaxPool2D", TFL_MAX_POOL, X, attrs=_tfl, spatial=True, c_fields=_c_tfl,
+           checks=(Dtypes(frozenset({"int8"})),), macs=_macs_window),
+    OpSpec("TflQuantize", TFL_QUANTIZE, X, c_fields=_c_tfl, checks=(Converts(FLOAT, frozenset({"int8"})),)),
+    OpSpec("TflDequantize", TFL_QUANTIZE, X, c_fields=_c_tfl, checks=(Converts(frozenset({"int8"}), FLOAT),)),
+    OpSpec("TflMean", TFL_MEAN, X, c_fields=_c_tfl, checks=(Dtypes(frozenset({"int8"}) | FLOAT),)),
+    # float32 (the op types end in F32; the attributes as their int8 namesakes', the range in floats)
+    *(OpSpec(t, TFL_CONV_F32, (0, 1, 2), attrs=_tfl, spatial=True, c_fields=_c_tfl, checks=(Dtypes(FLOAT),),
+             macs=_macs_tfl_conv) for t in ("TflConv2DF32", "TflDepthwiseConv2DF32")),
+    OpSpec("TflFullyConnectedF32", TFL_FULLY_CONNECTED_F32, (0, 1, 2), c_fields=_c_tfl, checks=(Dtypes(FLOAT),),
+           macs=_macs_tfl_fc),
+    *(OpSpec(t, r, X, attrs=_tfl, spatial=True, c_fields=_c_tfl, checks=(Dtypes(FLOAT),), macs=_macs_window)
+      for t, r in (("TflAveragePool2DF32", TFL_AVERAGE_POOL_F32), ("TflMaxPool2DF32", TFL_MAX_POOL_F32))),
+    *(OpSpec(t, TFL_BINARY_F32, inplace=Inplace(None, same_shape=True), onnx_only=False, c_fields=_c_tfl,
+             checks=(Dtypes(FLOAT),)) for t in ("TflAddF32", "TflMulF32")),
+    OpSpec("TflSoftmaxF32", TFL_SOFTMAX_F32, X, inplace=UNARY, onnx_only=False, c_fields=_c_tfl,
+           checks=(Dtypes(FLOAT),)),
+    OpSpec("TflUnaryF32", TFL_UNARY_F32, X, inplace=UNARY, onnx_only=False, c_fields=_c_tfl, checks=(Dtypes(FLOAT),)),
+    # LOGISTIC, TANH, HARD_SWISH and int8 -> int8 QUANTIZE: TFLM's integer function of one byte as a table
+    # (model/tflite_fixed.py), run by the QLinearLookup kernel.
+    OpSpec("TflLookup", QLINEAR_LOOKUP, X, inplace=ELEMENTWISE_Q, onnx_only=False, c_fields=_c_lookup,
            checks=(Dtypes(frozenset({"int8"})),)),
     # Patch-based inference (model/patches.py): one tile into its box of the whole stage output,
     # written over the stage output so far (input 1).

@@ -61,12 +61,22 @@ ARENA_OP(ARENA_OP_PRELU, arena_k_binary)                                    /* P
 ARENA_OP(ARENA_OP_LRN, arena_k_lrn)                                         /* LRN; alpha, beta; ints: size; floats: bias */
 ARENA_OP(ARENA_OP_SOFTSIGN, arena_k_unary)                                  /* Softsign */
 ARENA_OP(ARENA_OP_PATCH_WRITE, arena_k_patch_write)                         /* PatchWrite; ints: per dim the first index of the box input 0 fills; input 1, when present, is the whole tensor so far (in place) */
-ARENA_OP(ARENA_OP_QLINEAR_LOOKUP, arena_k_qlinear_lookup)                   /* QLinearLookup; ints: the 256 output bytes by input byte, four a word (little-endian) */
+ARENA_OP(ARENA_OP_QLINEAR_LOOKUP, arena_k_qlinear_lookup)                   /* QLinearLookup, TflLookup; ints: the 256 output bytes by input byte, four a word (little-endian) */
 ARENA_OP(ARENA_OP_TFL_CONV, arena_k_tfl_conv)                               /* TflConv2D, TflDepthwiseConv2D; TFLite CONV_2D/DEPTHWISE_CONV_2D; ints: x_offset, y_zp, act_min, act_max, depth multiplier (0: a conv); input 3: (multiplier, shift) per output channel */
 ARENA_OP(ARENA_OP_TFL_FULLY_CONNECTED, arena_k_tfl_fully_connected)         /* TflFullyConnected; TFLite FULLY_CONNECTED; ints: x_offset, w_offset, y_zp, act_min, act_max; input 3: (multiplier, shift) per output */
 ARENA_OP(ARENA_OP_TFL_AVERAGE_POOL, arena_k_tfl_average_pool)               /* TflAveragePool2D; TFLite AVERAGE_POOL_2D; ints: act_min, act_max */
 ARENA_OP(ARENA_OP_TFL_SOFTMAX, arena_k_tfl_softmax)                         /* TflSoftmax; TFLite SOFTMAX; ints: input multiplier, input left shift, diff_min */
 ARENA_OP(ARENA_OP_TFL_BINARY, arena_k_tfl_binary)                           /* TflAdd, TflMul; TFLite ADD/MUL; ints: mode (0 add, 1 mul), offsets 1 and 2, output zero point, left shift, (multiplier, shift) of input 1, input 2, the output; act_min, act_max */
+ARENA_OP(ARENA_OP_TFL_MAX_POOL, arena_k_tfl_max_pool)                       /* TflMaxPool2D; TFLite MAX_POOL_2D; ints: act_min, act_max */
+ARENA_OP(ARENA_OP_TFL_QUANTIZE, arena_k_tfl_quantize)                       /* TflQuantize, TflDequantize; TFLite QUANTIZE float32 -> int8, DEQUANTIZE int8 -> float32; ints: zero point; floats: scale */
+ARENA_OP(ARENA_OP_TFL_MEAN, arena_k_tfl_mean)                               /* TflMean; TFLite MEAN; ints: multiplier, shift, x_zp, y_zp (int8), then per input dim 1 where it is reduced */
+ARENA_OP(ARENA_OP_TFL_CONV_F32, arena_k_tfl_conv_f32)                       /* TflConv2DF32, TflDepthwiseConv2DF32; TFLite CONV_2D/DEPTHWISE_CONV_2D float32; ints: 0, 0, 0, 0, depth multiplier (0: a conv); floats: act_min, act_max */
+ARENA_OP(ARENA_OP_TFL_FULLY_CONNECTED_F32, arena_k_tfl_fully_connected_f32) /* TflFullyConnectedF32; TFLite FULLY_CONNECTED float32; floats: act_min, act_max */
+ARENA_OP(ARENA_OP_TFL_BINARY_F32, arena_k_tfl_binary_f32)                   /* TflAddF32, TflMulF32; TFLite ADD/MUL float32; ints: mode (0 add, 1 mul); floats: act_min, act_max */
+ARENA_OP(ARENA_OP_TFL_AVERAGE_POOL_F32, arena_k_tfl_average_pool_f32)       /* TflAveragePool2DF32; TFLite AVERAGE_POOL_2D float32; floats: act_min, act_max */
+ARENA_OP(ARENA_OP_TFL_MAX_POOL_F32, arena_k_tfl_max_pool_f32)               /* TflMaxPool2DF32; TFLite MAX_POOL_2D float32; floats: act_min, act_max */
+ARENA_OP(ARENA_OP_TFL_SOFTMAX_F32, arena_k_tfl_softmax_f32)                 /* TflSoftmaxF32; TFLite SOFTMAX float32; floats: beta */
+ARENA_OP(ARENA_OP_TFL_UNARY_F32, arena_k_tfl_unary_f32)                     /* TflUnaryF32; TFLite LOGISTIC/TANH/HARD_SWISH float32; ints: function (0 logistic, 1 tanh, 2 hard swish) */
 #endif
 
 #ifdef ARENA_KERNEL
@@ -106,4 +116,14 @@ ARENA_KERNEL(arena_k_tfl_fully_connected)
 ARENA_KERNEL(arena_k_tfl_average_pool)
 ARENA_KERNEL(arena_k_tfl_softmax)
 ARENA_KERNEL(arena_k_tfl_binary)
+ARENA_KERNEL(arena_k_tfl_max_pool)
+ARENA_KERNEL(arena_k_tfl_quantize)
+ARENA_KERNEL(arena_k_tfl_mean)
+ARENA_KERNEL(arena_k_tfl_conv_f32)
+ARENA_KERNEL(arena_k_tfl_fully_connected_f32)
+ARENA_KERNEL(arena_k_tfl_binary_f32)
+ARENA_KERNEL(arena_k_tfl_average_pool_f32)
+ARENA_KERNEL(arena_k_tfl_max_pool_f32)
+ARENA_KERNEL(arena_k_tfl_softmax_f32)
+ARENA_KERNEL(arena_k_tfl_unary_f32)
 #endif

@@ -1,13 +1,14 @@
-/* TFLite's AVERAGE_POOL_2D on int8, NHWC, as TFLite Micro's reference kernel computes it
- * (reference_integer_ops::AveragePool): per output the sum of the taps inside the input (the
- * padding is not counted), divided by their count rounding half away from zero, clamped to the
- * fused activation's range; input and output share their quantization, so nothing is requantized.
+/* TFLite's AVERAGE_POOL_2D and MAX_POOL_2D on int8, NHWC, as TFLite Micro's reference kernels compute
+ * them (reference_integer_ops::AveragePool, MaxPool): per output the sum of the taps inside the input
+ * (the padding is not counted), divided by their count rounding half away from zero, or their
+ * maximum; clamped to the fused activation's range; input and output share their quantization, so
+ * nothing is requantized.
  *
  * Input 0 x [N, H, W, C] int8; output 0 y [N, OH, OW, C] int8. Attributes: kernel, strides, pads
  * (top, left, ...); ints: act_min, act_max. */
 #include "support_tfl.h"
 
-int arena_k_tfl_average_pool(const arena_ctx_t *c)
+static int tfl_pool(const arena_ctx_t *c, int max)
 {
     const arena_attrs_t *a = c->op->attrs;
     const arena_tensor_t *xt = arena_in(c, 0), *yt = arena_out(c, 0);
@@ -34,21 +35,34 @@ int arena_k_tfl_average_pool(const arena_ctx_t *c)
                 int32_t ix0 = ox * a->strides[1] - a->pads[1];
                 int32_t kx0 = ix0 < 0 ? -ix0 : 0, kx1 = W - ix0 < a->kernel[1] ? W - ix0 : a->kernel[1];
                 for (ch = 0; ch < C; ++ch) {
-                    int32_t acc = 0, count = 0, ky, kx;
+                    int32_t acc = max ? -128 : 0, count = 0, ky, kx;
                     for (ky = ky0; ky < ky1; ++ky) {
                         for (kx = kx0; kx < kx1; ++kx) {
-                            acc += x[(((size_t)b * H + iy0 + ky) * W + ix0 + kx) * C + ch];
+                            int32_t v = x[(((size_t)b * H + iy0 + ky) * W + ix0 + kx) * C + ch];
+                            acc = !max ? acc + v : v > acc ? v : acc;
                             ++count;
                         }
                     }
-                    if (count == 0) {
+                    if (count == 0 && !max) {
                         return ARENA_ERR_SHAPE; /* TFLite fails such a window too */
                     }
-                    acc = acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
+                    if (!max) {
+                        acc = acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
+                    }
                     y[(((size_t)b * OH + oy) * OW + ox) * C + ch] = (int8_t)tfl_clamp(acc, lo, hi);
                 }
             }
         }
     }
     return ARENA_OK;
+}
+
+int arena_k_tfl_average_pool(const arena_ctx_t *c)
+{
+    return tfl_pool(c, 0);
+}
+
+int arena_k_tfl_max_pool(const arena_ctx_t *c)
+{
+    return tfl_pool(c, 1);
 }

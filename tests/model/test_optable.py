@@ -100,7 +100,8 @@ def test_every_runtime_op_is_compared_with_onnxruntime() -> None:
     # A .tflite's ops (Tfl*) are compared with TFLite Micro's host interpreter instead, bit for bit: the
     # random op models (tflite_ops.py) build each builtin that lowers to them, and the run test runs those.
     assert "random_ops_model" in (TESTS / "run" / "test_tflite_arena.py").read_text(encoding="utf-8")
-    names |= {op for builtin, op in tflite_lower.LOWERED.items() if builtin in _op_names(TESTS / "tflite_ops.py")}
+    names |= {op for builtin, op in [*tflite_lower.LOWERED.items(), *tflite_lower.LOWERED_F32.items()]
+              if builtin in _op_names(TESTS / "tflite_ops.py")}
     missing = sorted(f"{e} ({', '.join(ts)})" for e, ts in op_types.items() if e not in REWRITES and not names & set(ts))
     assert not missing, f"no onnxruntime- or TFLM-compared test runs: {missing}"
     assert set(op_types) == {r.enum for r in optable.RUNTIME}
@@ -138,7 +139,8 @@ def test_liveness_roles_are_consistent() -> None:
         assert not s.depthwise or (s.weight is not None and s.spatial), s.op_type
         assert not s.spatial or s.attrs is not None, s.op_type
     assert optable.WINDOWED == {"Conv", "QLinearConv", "MaxPool", "AveragePool", "QLinearAveragePool", "TflConv2D",
-                                "TflDepthwiseConv2D", "TflAveragePool2D"}
+                                "TflDepthwiseConv2D", "TflAveragePool2D", "TflMaxPool2D",
+                                "TflConv2DF32", "TflDepthwiseConv2DF32", "TflAveragePool2DF32", "TflMaxPool2DF32"}
 
 
 def test_every_fused_qdq_op_is_a_quantized_op_of_the_table() -> None:

@@ -16,7 +16,7 @@ from arena_tool.emit import runtime_support
 from arena_tool.model import liveness, tflite_lower
 from conftest import require_shared
 from tflite_models import MLPERF, chain_model, save
-from tflite_ops import Model, random_ops_model
+from tflite_ops import Model, random_more_ops_model, random_ops_model
 
 ARENA = ModelOptions(kernels="arena")
 
@@ -62,15 +62,40 @@ def test_random_op_model_lowers_every_builtin_to_its_kernel(tmp_path: Path) -> N
 def test_an_op_without_a_kernel_is_refused_one_line_each(tmp_path: Path) -> None:
     m = Model()
     x = m.tensor("x", "INT8", [1, 8], scale=[0.1], zp=[0])
-    y = m.tensor("y", "INT8", [1, 8], scale=[1 / 256], zp=[-128])
-    z = m.tensor("z", "INT8", [1, 8], scale=[1 / 128], zp=[0])
-    m.op("LOGISTIC", [x], [y])
-    m.op("TANH", [y], [z])
+    y = m.tensor("y", "INT8", [1, 8], scale=[0.1], zp=[0])
+    z = m.tensor("z", "INT8", [1, 8], scale=[0.1], zp=[0])
+    m.op("EXP", [x], [y])
+    m.op("RSQRT", [y], [z])
     lw = liveness.lower(save(tmp_path, "act.tflite", m.pack([x], [z])), ARENA)
     gaps = runtime_support.gaps(lw)
-    assert [(g.index, g.name, g.op_type) for g in gaps] == [(0, "y", "LOGISTIC"), (1, "z", "TANH")]
-    assert gaps[0].message("act") == ("model act: op 0 'y' (LOGISTIC) cannot run on arena's runtime: the runtime has "
+    assert [(g.index, g.name, g.op_type) for g in gaps] == [(0, "y", "EXP"), (1, "z", "RSQRT")]
+    assert gaps[0].message("act") == ("model act: op 0 'y' (EXP) cannot run on arena's runtime: the runtime has "
                                       "no kernel for this op")
+
+
+def test_the_more_ops_lower_to_their_kernels(tmp_path: Path) -> None:
+    """MAX_POOL_2D, MEAN, QUANTIZE/DEQUANTIZE: TFLite kernels; LOGISTIC, TANH, HARD_SWISH and an int8
+    requantization: tables; PAD, TRANSPOSE, STRIDED_SLICE, CONCATENATION: arena's generic moves."""
+    lw = liveness.lower(save(tmp_path, "more.tflite", random_more_ops_model(3)), ARENA)
+    assert runtime_support.gaps(lw) == []
+    kinds = [op.op_type for op in lw.ops]
+    assert kinds[:6] == ["TflMaxPool2D", "TflMean", "Pad", "Transpose", "Slice", "Concat"]
+    assert kinds[-6:] == ["TflLookup"] * 4 + ["TflDequantize", "TflQuantize"]
+
+
+def test_an_op_it_lowers_refused_for_its_parameters_says_why(tmp_path: Path) -> None:
+    """LOGISTIC whose output zero point is not TFLM's -128, CONCATENATION of differently quantized inputs."""
+    m = Model()
+    x = m.tensor("x", "INT8", [1, 8], scale=[0.1], zp=[0])
+    y = m.tensor("y", "INT8", [1, 8], scale=[1 / 256], zp=[0])
+    z = m.tensor("z", "INT8", [1, 16], scale=[0.1], zp=[0])
+    m.op("LOGISTIC", [x], [y])
+    m.op("CONCATENATION", [x, y], [z], "ConcatenationOptions", axis=1)
+    gaps = runtime_support.gaps(liveness.lower(save(tmp_path, "why.tflite", m.pack([x], [z])), ARENA))
+    assert [g.why for g in gaps] == [
+        "arena runs TFLite's LOGISTIC, not this one: its output zero point is 0; TFLM's int8 LOGISTIC requires -128",
+        "arena runs TFLite's CONCATENATION, not this one: its int8 inputs and output are quantized differently "
+        "(TFLM requires them equal)"]
 
 
 def test_kernels_arena_plans_the_lowered_model_tflm_kernels_plan_tflms(tmp_path: Path) -> None:
@@ -84,6 +109,11 @@ def test_kernels_arena_plans_the_lowered_model_tflm_kernels_plan_tflms(tmp_path:
     with pytest.raises(ArenaError, match="io: int8 does not apply to a .tflite model on arena's runtime"):
         liveness.lower(kws, ModelOptions(kernels="arena", io="int8"))
     path = save(tmp_path, "chain.tflite", chain_model())
-    gaps = runtime_support.gaps(liveness.lower(path, ARENA))
-    assert [g.op_type for g in gaps] == ["ADD", "MUL", "ADD"]  # float32: not lowered yet
-    assert gaps[0].why == "the runtime runs TFLite's ADD on int8 tensors, this one is float32"
+    lw = liveness.lower(path, ARENA)
+    assert runtime_support.gaps(lw) == [] and [op.op_type for op in lw.ops] == ["TflAddF32", "TflMulF32", "TflAddF32"]
+    m = Model()
+    x = m.tensor("x", "INT16", [1, 8], scale=[0.1], zp=[0])
+    y = m.tensor("y", "INT16", [1, 8], scale=[0.1], zp=[0])
+    m.op("ADD", [x, x], [y], "AddOptions")
+    gaps = runtime_support.gaps(liveness.lower(save(tmp_path, "i16.tflite", m.pack([x], [y])), ARENA))
+    assert [g.why for g in gaps] == ["the runtime runs TFLite's ADD on int8 and float32 tensors, this one is int16"]
