@@ -89,7 +89,7 @@ def random_every_op_model(seed: int) -> bytes:
     r = np.random.default_rng(seed)
     ins, outs = _first_ops(m, r)
     ins2, outs2 = _more_ops(m, r, "m_")
-    ins3, outs3 = _float_ops(m, r, "f_", libm=False)
+    ins3, outs3 = _float_ops(m, r, "f_")
     return m.pack(ins + ins2 + ins3, outs + outs2 + outs3)
 
 
@@ -272,10 +272,8 @@ def random_float_ops_model(seed: int) -> bytes:
     return m.pack(ins, outs)
 
 
-def _float_ops(m: Model, r: np.random.Generator, pre: str, libm: bool = True) -> tuple[list[int], list[int]]:
-    """random_float_ops_model's ops on m, tensor names prefixed with ``pre``; libm False leaves out the
-    ops whose kernels call the C library's expf and tanhf (SOFTMAX, LOGISTIC, TANH), whose last bit
-    newlib and glibc do not always agree on."""
+def _float_ops(m: Model, r: np.random.Generator, pre: str) -> tuple[list[int], list[int]]:
+    """random_float_ops_model's ops on m, tensor names prefixed with ``pre``."""
     H, W, C = int(r.integers(3, 8)), int(r.integers(3, 8)), int(r.integers(1, 6))
     x = m.tensor(pre + "x", "FLOAT32", [1, H, W, C])
     z = m.tensor(pre + "z", "FLOAT32", [1, 1, 1, C])
@@ -331,9 +329,8 @@ def _float_ops(m: Model, r: np.random.Generator, pre: str, libm: bool = True) ->
          [fc], "FullyConnectedOptions", fusedActivationFunction=act())
     sm = f32(pre + "softmax", [1, N])
     beta = float(r.choice([1.0, 0.5, 2.0]))
-    if libm:
-        m.op("SOFTMAX", [fc], [sm], "SoftmaxOptions", beta=beta)
-    outs += [fc, sm] if libm else [fc]
+    m.op("SOFTMAX", [fc], [sm], "SoftmaxOptions", beta=beta)
+    outs += [fc, sm]
     axes = sorted(int(a) for a in r.choice(4, size=int(r.integers(1, 4)), replace=False))
     keep = bool(r.integers(0, 2))
     y = f32(pre + "mean", [1 if d in axes else n for d, n in enumerate([1, H, W, C]) if keep or d not in axes])
@@ -342,9 +339,8 @@ def _float_ops(m: Model, r: np.random.Generator, pre: str, libm: bool = True) ->
     outs.append(y)
     for kind in ("LOGISTIC", "TANH", "HARD_SWISH"):
         y = f32(pre + kind.lower(), [1, H, W, C])
-        if libm or kind == "HARD_SWISH":
-            m.op(kind, [x], [y])
-            outs.append(y)
+        m.op(kind, [x], [y])
+        outs.append(y)
     pads = [[0, 0]] + [[int(r.integers(0, 3)), int(r.integers(0, 3))] for _ in range(3)]
     y = f32(pre + "pad", [1, H + sum(pads[1]), W + sum(pads[2]), C + sum(pads[3])])
     m.op("PAD", [x, m.tensor(pre + "pad_p", "INT32", [4, 2], np.array(pads, np.int32))], [y], "PadOptions")
@@ -367,13 +363,12 @@ def _float_ops(m: Model, r: np.random.Generator, pre: str, libm: bool = True) ->
     y = f32(pre + "dequantize", [1, H, W, C])
     m.op("DEQUANTIZE", [q], [y])
     outs += [q, y]
-    if libm:
-        wide = f32(pre + "wide", [1, H, W, C])  # x (uniform in [-1, 1]) times up to 30: expf and tanhf far from 0
-        m.op("MUL", [x, f32(pre + "wide_c", [C], r.uniform(-30, 30, C))], [wide], "MulOptions",
-             fusedActivationFunction=0)
-        for kind in ("LOGISTIC", "TANH", "SOFTMAX"):
-            y = f32(pre + f"wide_{kind.lower()}", [1, H, W, C])
-            m.op(kind, [wide], [y], *(("SoftmaxOptions",) if kind == "SOFTMAX" else ()),
-                 **({"beta": 1.0} if kind == "SOFTMAX" else {}))
-            outs.append(y)
+    wide = f32(pre + "wide", [1, H, W, C])  # x (uniform in [-1, 1]) times up to 30: expf and tanhf far from 0
+    m.op("MUL", [x, f32(pre + "wide_c", [C], r.uniform(-30, 30, C))], [wide], "MulOptions",
+         fusedActivationFunction=0)
+    for kind in ("LOGISTIC", "TANH", "SOFTMAX"):
+        y = f32(pre + f"wide_{kind.lower()}", [1, H, W, C])
+        m.op(kind, [wide], [y], *(("SoftmaxOptions",) if kind == "SOFTMAX" else ()),
+             **({"beta": 1.0} if kind == "SOFTMAX" else {}))
+        outs.append(y)
     return [x, z], outs

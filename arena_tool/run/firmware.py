@@ -262,7 +262,7 @@ def build_host(out: Path, generated: Sequence[Path], cflags: Sequence[str] = HOS
     build is a debug build: its tables keep every name (ARENA_NAMES, arena_model.h)."""
     out = Path(out).resolve()
     cflags = [*cflags, "-DARENA_NAMES"]
-    env = _env("host", "", cflags, cflags, flags.LIBS, [RUNTIME], out)  # libm: a .tflite's float expf and tanhf
+    env = _env("host", "", cflags, cflags, (), [RUNTIME], out)
     return _make(out, env, [*runtime_sources(), *generated], out / exe_name)
 
 

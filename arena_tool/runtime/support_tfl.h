@@ -54,6 +54,10 @@ static inline int32_t tfl_add(int32_t a, int32_t b)
     return (int32_t)((uint32_t)a + (uint32_t)b);
 }
 
+/* expf and tanhf as glibc computes them (tfl_math_f32.c), for the float32 SOFTMAX, LOGISTIC and TANH. */
+float arena_tfl_expf(float x);
+float arena_tfl_tanhf(float x);
+
 static inline int32_t tfl_clamp(int32_t v, int32_t lo, int32_t hi)
 {
     return v < lo ? lo : v > hi ? hi : v;

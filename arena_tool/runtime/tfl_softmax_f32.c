@@ -1,11 +1,9 @@
 /* TFLite's SOFTMAX on float32 over the last dim, as TFLite Micro's reference kernel computes it
- * (reference_ops::Softmax): per row the maximum, exp((x - max) * beta) with libm's expf in order, their
- * float sum, then each exp divided by the sum.
+ * (reference_ops::Softmax): per row the maximum, exp((x - max) * beta) in order (arena_tfl_expf: glibc's
+ * expf, tfl_math_f32.c), their float sum, then each exp divided by the sum.
  *
  * Input 0 x, output 0 y of one shape, float32. floats: beta. In place allowed (a row is read before it
  * is written, then only its own outputs). */
-#include <math.h>
-
 #include "support_tfl.h"
 
 int arena_k_tfl_softmax_f32(const arena_ctx_t *c)
@@ -34,7 +32,7 @@ int arena_k_tfl_softmax_f32(const arena_ctx_t *c)
             mx = mx < xr[i] ? xr[i] : mx; /* std::max(max, x) */
         }
         for (i = 0u; i < depth; ++i) {
-            float e = expf((xr[i] - mx) * beta);
+            float e = arena_tfl_expf((xr[i] - mx) * beta);
             yr[i] = e;
             sum += e;
         }
