@@ -529,21 +529,22 @@ def test_the_stm32_usart_driver_validates_under_qemu_netduinoplus2(project: Path
 @pytest.mark.slow
 def test_the_nucleo_boards_validation_firmware_builds_with_their_usart(project: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """The shipped nucleo boards with uart: (kind stm32_usart, ISR/RDR/TDR) and flash.command: their
-    validation firmware compiles and links with the STM32 receiver (its interrupt's ring); no
-    STM32F7/H7/L4 runs here (QEMU 7.2 has none), so that driver is proven by compiling only (the
-    build graph's test checks its defines: kind, base, clock, setup writes)."""
+    """The shipped nucleo boards' uart: (kind stm32_usart or stm32_lpuart: ISR/RDR/TDR) and
+    flash.command: their validation firmware compiles and links with the STM32 receiver (its
+    interrupt's ring); no STM32F7/G4/H7/L4 runs here (QEMU 7.2 has none), so those drivers are
+    proven by compiling only (the build graph's test checks the defines: kind, base, clock, setup)."""
     from arena_tool import build_steps
     from arena_tool.core import files
     from arena_tool.target import boards
 
     monkeypatch.chdir(project)
-    names = ["nucleo_f746", "nucleo_h743", "nucleo_l432kc"]
+    names = ["nucleo_f746", "nucleo_g474re", "nucleo_h743", "nucleo_l432kc", "nucleo_l4r5zi"]
     (project / "nucleo.yaml").write_text("models:\n  - {name: kws_int8, path: kws_int8.onnx}\nboards: [" +
                                          ", ".join(names) + "]\n")
     for name in names:
         board = boards.load_board(name, boards.board_dirs())
-        assert board.uart is not None and board.uart.kind == "stm32_usart" and board.flash_command is not None
+        assert board.uart is not None and board.flash_command is not None
+        assert board.uart.kind == ("stm32_lpuart" if name in ("nucleo_g474re", "nucleo_l4r5zi") else "stm32_usart")
         try:
             built = build_steps.validate_firmware("nucleo.yaml", name, "build_nucleo")
         finally:

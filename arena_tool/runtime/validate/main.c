@@ -68,6 +68,7 @@
  * The board file's uart: kind picks the register interface (one of):
  *   ARENA_UART_CMSDK_APB       Arm CMSDK APB UART (the MPS2 boards)
  *   ARENA_UART_STM32_USART     STM32 USART with ISR/RDR/TDR (F0, F3, F7, G0, G4, H7, L4, WB...)
+ *   ARENA_UART_STM32_LPUART    STM32 LPUART (the same registers, BRR = 256 x clock / baud)
  *   ARENA_UART_STM32F4_USART   STM32 USART with SR/DR (F1, F2, F4, L1)
  * ARENA_UART_CLOCK_HZ is the UART's kernel clock as this firmware leaves it (it sets no PLL),
  * ARENA_UART_SETUP_<k>_{ADDR,MASK,VALUE} (k = 0..7) the register writes that route it first
@@ -78,7 +79,7 @@
 #endif
 #define REG(offset) (*(volatile uint32_t *)(ARENA_UART_BASE + (offset)))
 
-#if defined(ARENA_UART_STM32_USART)
+#if defined(ARENA_UART_STM32_USART) || defined(ARENA_UART_STM32_LPUART)
 #define UART_CR1 REG(0x00u) /* bit0 UE, bit2 RE, bit3 TE, bit5 RXNEIE */
 #define UART_BRR REG(0x0Cu)
 #define UART_ISR REG(0x1Cu) /* bit3 ORE, bit5 RXNE, bit7 TXE */
@@ -111,9 +112,9 @@
 #define UART_READ() ((uint8_t)UART_DATA)
 #define UART_WRITE(c) (UART_DATA = (c))
 #else
-#error "the board file's uart: kind: none of ARENA_UART_CMSDK_APB, ARENA_UART_STM32_USART, ARENA_UART_STM32F4_USART"
+#error "the board file's uart: kind: none of ARENA_UART_CMSDK_APB, ARENA_UART_STM32_USART, ARENA_UART_STM32_LPUART, ARENA_UART_STM32F4_USART"
 #endif
-#if defined(ARENA_UART_STM32_USART) || defined(ARENA_UART_STM32F4_USART)
+#if defined(ARENA_UART_STM32_USART) || defined(ARENA_UART_STM32_LPUART) || defined(ARENA_UART_STM32F4_USART)
 #define STM32_USART 1
 #else
 #define STM32_USART 0
@@ -200,7 +201,11 @@ static void uart_init(void)
     uart_setup();
 #if STM32_USART
     UART_CR1 = 0u;
+#if defined(ARENA_UART_STM32_LPUART) /* a constant: no division at run time */
+    UART_BRR = (uint32_t)(((uint64_t)ARENA_UART_CLOCK_HZ * 256u + ARENA_UART_BAUD / 2u) / ARENA_UART_BAUD);
+#else
     UART_BRR = (ARENA_UART_CLOCK_HZ + ARENA_UART_BAUD / 2u) / ARENA_UART_BAUD; /* 16x oversampling */
+#endif
 #else
     UART_BAUDDIV = ARENA_UART_CLOCK_HZ / ARENA_UART_BAUD;
 #endif
