@@ -203,11 +203,12 @@ def _more_ops(m: Model, r: np.random.Generator, pre: str) -> tuple[list[int], li
          keepDims=keep)
     outs.append(y)
     pads = [[0, 0]] + [[int(r.integers(0, 3)), int(r.integers(0, 3))] for _ in range(3)]
-    y = q(pre + "pad_y", [1 + 0, H + sum(pads[1]), W + sum(pads[2]), C + sum(pads[3])], sx, zx)
+    # PAD and TRANSPOSE copy bytes whatever the output's quantization (PAD fills with its zero point)
+    y = q(pre + "pad_y", [1 + 0, H + sum(pads[1]), W + sum(pads[2]), C + sum(pads[3])])
     m.op("PAD", [x, m.tensor(pre + "pad_p", "INT32", [4, 2], np.array(pads, np.int32))], [y], "PadOptions")
     outs.append(y)
     perm = [0] + [int(p) + 1 for p in r.permutation(3)]
-    y = q(pre + "transpose_y", [[1, H, W, C][p] for p in perm], sx, zx)
+    y = q(pre + "transpose_y", [[1, H, W, C][p] for p in perm])
     m.op("TRANSPOSE", [x, i32(pre + "transpose_perm", perm)], [y], "TransposeOptions")
     outs.append(y)
     dims = [1, H, W, C]

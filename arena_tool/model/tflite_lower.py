@@ -211,7 +211,7 @@ class _Lowering:
         if int8 and kind == "MAX_POOL_2D":
             return self.pool(k, name, "TflMaxPool2D", ins, outs, opts)
         if kind in _MOVES and ins and outs:
-            self.why = self.same_quant(ins[:1] if kind != "CONCATENATION" else ins, outs[0])
+            self.why = self.same_quant(ins, outs[0]) if kind == "CONCATENATION" else ""
             move: dict[str, Callable[[int, str, list[int], list[int], Any], Node | None]] = {
                 "transpose": self.transpose, "pad": self.pad, "concatenation": self.concatenation,
                 "strided_slice": self.strided_slice}
@@ -352,8 +352,9 @@ class _Lowering:
         return None if c is None or c.value is None else [int(v) for v in np.asarray(c.value).reshape(-1)]
 
     def same_quant(self, ins: list[int], y: int) -> str:
-        """Why an op that moves int8 bytes cannot keep them ('' when it can): its inputs and output
-        quantized alike (TFLM requires it of CONCATENATION, PAD and TRANSPOSE keep the input's)."""
+        """Why CONCATENATION cannot move int8 bytes ('' when it can): TFLM requires its inputs and output
+        quantized alike (PAD, TRANSPOSE and STRIDED_SLICE copy the bytes whatever the quantization, as
+        TFLM does)."""
         if self.dtype(y) != "int8":
             return ""
         q = [(tuple(self.scale_zp(i)[0]), tuple(self.scale_zp(i)[1])) for i in (*ins, y) if i >= 0]
