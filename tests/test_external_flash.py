@@ -358,3 +358,16 @@ def test_weights_read_in_place_from_an_external_flash_run_under_qemu(tmp_path: P
         step = firmware.quant_step(lw, plan, out)
         tol = step + 1e-6 if step is not None else 1e-4 * max(float(np.max(np.abs(want))), 1e-30)
         assert float(np.max(np.abs(got.astype(np.float32) - want))) <= tol, out
+
+
+def test_a_vendor_script_without_the_external_flash_is_one_error(tmp_path: Path) -> None:
+    """The fragment needs a MEMORY region for the board's QSPI: a script that names it otherwise gets
+    the linker_regions: mapping to write (found by its address), before ld says something obscure."""
+    memory = H743_MEMORY + [("OCTOSPI1", "rx", QSPI_BASE, "16M")]
+    (tmp_path / "vendor.ld").write_text(vendor_script(memory, "RAM_D1"))
+    with pytest.raises(ArenaError) as e:
+        linkscript.check_script(str(tmp_path / "vendor.ld"), {"QSPI": "QSPI", "AXI_SRAM": "RAM_D1"},
+                                field="linker_script", origins={"QSPI": QSPI_BASE})
+    text = e.value.render()
+    assert "arena's sections go to MEMORY region QSPI, which" in text and "vendor.ld" in text
+    assert "map the board's QSPI to your script's name for that memory: linker_regions: {QSPI: OCTOSPI1}" in text

@@ -182,9 +182,9 @@ def _check_memory(path: str, info: ScriptInfo, needed: Mapping[str, str], origin
             continue
         guess = _same_address(info, origins.get(board_name)) or difflib.get_close_matches(memory, names, 1, 0.5)
         example = f"linker_regions: {{{board_name}: {guess[0] if guess else '<your name>'}}}"
-        raise ArenaError(f"the arena goes to MEMORY region {memory}, which {path} does not define "
+        raise ArenaError(f"arena's sections go to MEMORY region {memory}, which {path} does not define "
                          f"(its MEMORY regions: {', '.join(names)})", file=path, field=field,
-                         hint=f"map the board's {board_name} to your script's name for that RAM: {example}")
+                         hint=f"map the board's {board_name} to your script's name for that memory: {example}")
 
 
 def _same_address(info: ScriptInfo, origin: int | None) -> list[str]:
