@@ -42,7 +42,7 @@ from arena_tool.plan.planners.params import Params
 from arena_tool.plan.planners import placement, walk
 from arena_tool.plan.planners.clock import Deadline
 from arena_tool.plan.planners.decision import Decision
-from arena_tool.plan.planners.search import Rules, decide_restarts
+from arena_tool.plan.planners.search import Rules, decide_restarts, native_applies
 from arena_tool.plan.planners.sections import Instance, instance, preorder, stack_bound
 from arena_tool.core.problem import Buffer, Plan, Problem, Status, arena_size, lower_bound
 
@@ -244,7 +244,7 @@ def minimize(problem: Problem, params: Params, incumbents: Sequence[Sequence[int
         p = max(open_parts, key=lambda q: (q.best, -q.idx[0]))
         if p.inst is None:
             p.inst = instance(p.bufs)
-        if "lists" not in p.inst.cache:
+        if "lists" not in p.inst.cache and not native_applies(p.inst, rules):
             built = time.perf_counter()
             if not p.inst.neighbours(deadline):
                 break  # the time ran out building them
