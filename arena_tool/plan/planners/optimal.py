@@ -37,6 +37,8 @@ import dataclasses
 import time
 from typing import Callable, Sequence
 
+import numpy as np
+
 
 from arena_tool.plan.planners.params import Params
 from arena_tool.plan.planners import placement, walk
@@ -44,7 +46,7 @@ from arena_tool.plan.planners.clock import Deadline
 from arena_tool.plan.planners.decision import Decision
 from arena_tool.plan.planners.search import Rules, decide_restarts, native_applies
 from arena_tool.plan.planners.sections import Instance, instance, preorder, stack_bound
-from arena_tool.core.problem import Buffer, Plan, Problem, Status, arena_size, lower_bound
+from arena_tool.core.problem import Buffer, Plan, Problem, Status, arena_size
 
 
 # the walks' preorders, in the order tried. Measured on issue 39's problems (bench/problems.py):
@@ -56,6 +58,19 @@ FIRST_WALK_GRACE = 0.5  # seconds past the limit the first walk may run: cut, it
 WALK_SHARE = 0.3  # share of the time limit the walks and, after them, the greedy seeds may take
 CAP_SHARE = 0.6  # share of the remaining time a probe at problem.capacity may take
 LOW_SHARE = 0.4  # share of the remaining time a probe at the lower bound may take
+
+
+def load_bound(buffers: Sequence[Buffer]) -> int:
+    """``problem.lower_bound`` by arrays (the same sweep: at one op frees before allocations);
+    at 100,000 buffers 0.05 s where the Python sweep takes ~0.5 s."""
+    if not buffers:
+        return 0
+    size = np.fromiter((b.size for b in buffers), dtype=np.int64, count=len(buffers))
+    at = np.concatenate([np.fromiter((b.start for b in buffers), dtype=np.int64, count=len(buffers)),
+                         np.fromiter((b.end + 1 for b in buffers), dtype=np.int64, count=len(buffers))])
+    delta = np.concatenate([size, -size])
+    load = np.cumsum(delta[np.lexsort((delta, at))])
+    return max(int(load.max()), 0)
 
 
 def components(buffers: Sequence[Buffer]) -> list[list[int]]:
@@ -180,7 +195,7 @@ def _parts(bufs: Sequence[Buffer], layouts: list[list[int]], lb: int) -> list[_P
             if best_h < 0 or h < best_h:
                 best_offs, best_h = offs, h
         fixed_top = max((b.fixed_offset + b.size for b in pb if b.fixed_offset is not None), default=0)
-        part_lb = lb if len(idx) == len(bufs) else lower_bound(pb)  # one part: the same sweep
+        part_lb = lb if len(idx) == len(bufs) else load_bound(pb)  # one part: the same sweep
         parts.append(_Part(idx, pb, best_offs, best_h, max(part_lb, fixed_top, max(b.size for b in pb))))
     return parts
 
@@ -219,7 +234,7 @@ def minimize(problem: Problem, params: Params, incumbents: Sequence[Sequence[int
     deadline = clock.at
     progress = params.progress
     bufs = problem.buffers
-    lb = lower_bound(bufs)
+    lb = load_bound(bufs)
     whole = instance(bufs) if greedy and bufs else None
     walks = [] if whole is None else _walk_seeds(bufs, whole, lb, t0 + WALK_SHARE * params.time_limit, clock)
     seeding = Deadline(t0 + WALK_SHARE * params.time_limit) if walks else clock  # the rest is the search's

@@ -53,6 +53,7 @@ typedef struct {
     char *unplaced;
     int64_t *tmax, *tlazy, tn; /* segment tree over sections */
     int64_t *fen;              /* Fenwick tree over start-order positions: 1 per unplaced buffer */
+    int64_t *fill;             /* setup: entries written per row */
     int64_t *tl, *tr, *dm;     /* treap by buffer */
     uint32_t *pri;
     vec proot, motrail, wittrail, tops, trail, outs, groups, gmembers, rktrail;
@@ -555,10 +556,6 @@ static int cmp_first(const void *a, const void *b) {
     if (key0[x] != key0[y]) return key0[x] < key0[y] ? -1 : 1;
     return x < y ? -1 : x > y;
 }
-static int cmp_i32(const void *a, const void *b) {
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* The search proper, on a state whose arrays are allocated. */
 static int run(S *s) {
@@ -686,36 +683,29 @@ int64_t arena_search(int64_t n, int64_t ns, const int64_t *s0, const int64_t *s1
         free(fill);
     }
     for (int64_t q = 0; q < ns; q++) s->wit[q] = s->mem_at[q + 1] > s->mem_at[q] ? s->mem[s->mem_at[q]] : -1;
-    {
-        /* overlaps: in start order, those from the first whose running maximum of ends reaches
-         * s0[x] up to the last starting at or before s1[x], less the ones ending before s0[x] */
-        int64_t *reach = malloc(8 * N), cap = 0, len = 0;
-        int32_t *ov = NULL;
-        if (!reach) { status = NOMEM; goto done; }
-        for (int64_t p = 0; p < n; p++) {
-            int64_t e1 = s1[s->order[p]];
-            reach[p] = p && reach[p - 1] > e1 ? reach[p - 1] : e1;
+    /* overlaps, each row in buffer order, in O(E): v meets the members of its first section
+     * that come before it in start order and the buffers after it in start order that start
+     * within its span; counted, then each v appended to its neighbours' rows in index order */
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) {
+            for (int64_t x = 0; x < n; x++) s->ovl_at[x + 1] += s->ovl_at[x];
+            s->ovl = malloc(4 * ((size_t)s->ovl_at[n] + 1));
+            s->fill = calloc(N, 8);
+            if (!s->ovl || !s->fill) { status = NOMEM; goto done; }
         }
-        for (int64_t x = 0; x < n; x++) {
-            int64_t lo = 0, hi = n;
-            while (lo < hi) { int64_t mid = lo + (hi - lo) / 2; if (reach[mid] < s0[x]) lo = mid + 1; else hi = mid; }
-            int64_t from = len;
-            for (int64_t p = lo; p < s->first_pos[s1[x] + 1]; p++) {
-                int64_t y = s->order[p];
-                if (y == x || s1[y] < s0[x]) continue;
-                if (len == cap) {
-                    cap = cap ? 2 * cap : 1024;
-                    int32_t *np = realloc(ov, 4 * (size_t)cap);
-                    if (!np) { free(ov); free(reach); status = NOMEM; goto done; }
-                    ov = np;
-                }
-                ov[len++] = (int32_t)y;
+        for (int64_t v = 0; v < n; v++) {
+            if (s->deadline > 0 && v % 4096 == 4095 && now() > s->deadline) { status = ABORTED; goto done; }
+            int64_t a = s0[v], pv = s->pos[v];
+            for (int64_t k = s->mem_at[a]; k < s->mem_at[a + 1]; k++) {
+                int64_t u = s->mem[k];
+                if (s->pos[u] >= pv) continue;
+                if (pass) s->ovl[s->ovl_at[u] + s->fill[u]++] = (int32_t)v; else s->ovl_at[u + 1]++;
             }
-            qsort(ov + from, (size_t)(len - from), 4, cmp_i32);
-            s->ovl_at[x + 1] = len;
+            for (int64_t q = pv + 1; q < s->first_pos[s1[v] + 1]; q++) {
+                int64_t u = s->order[q];
+                if (pass) s->ovl[s->ovl_at[u] + s->fill[u]++] = (int32_t)v; else s->ovl_at[u + 1]++;
+            }
         }
-        free(reach);
-        s->ovl = ov;
     }
     tbuild(s, 1, 0, ns - 1);
     status = run(s);
@@ -724,6 +714,7 @@ done:
     free(s->order); free(s->pos); free(s->first_pos); free(s->sec_sum); free(s->sec_top); free(s->cuts);
     free(s->mo); free(s->wit); free(s->unplaced); free(s->tmax); free(s->tlazy); free(s->fen);
     free(s->tl); free(s->tr); free(s->dm); free(s->pri); free(s->ovl_at); free(s->mem_at); free(s->ovl); free(s->mem);
+    free(s->fill);
     free(s->proot.v); free(s->motrail.v); free(s->wittrail.v); free(s->tops.v); free(s->trail.v); free(s->outs.v);
     free(s->groups.v); free(s->gmembers.v); free(s->fr); free(s->rank); free(s->tv); free(s->scratch);
     free(s->rktrail.v);

@@ -229,3 +229,15 @@ def test_capacity_below_bound_stops_at_once() -> None:
     plan = optimal.plan(p, Params())
     validate.check(Problem(p.buffers), plan.offsets, plan.arena_size)
     assert plan.status == "infeasible" and plan.best_bound == 17 and dict(plan.stats)["decisions"] == 0
+
+
+def test_load_bound_is_the_lower_bound_by_arrays():
+    """optimal's load_bound (numpy) is problem.lower_bound's sweep: frees before allocations at one op."""
+    from bench.problems import random_problem
+    load_bound = optimal.load_bound
+    for s in range(40):
+        for mode in ("network", "tiled", "syn"):
+            p = random_problem(1 + s % 50, s, mode=mode)
+            assert load_bound(p.buffers) == lower_bound(p.buffers)
+    touching = (Buffer("a", 10, 0, 1), Buffer("b", 20, 2, 3))  # end 1 frees before op 2's allocation
+    assert load_bound(touching) == 20 and load_bound(()) == 0
