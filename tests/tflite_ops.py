@@ -162,7 +162,7 @@ def _first_ops(m: Model, r: np.random.Generator) -> tuple[list[int], list[int]]:
 
 def random_more_ops_model(seed: int) -> bytes:
     """x [1, H, W, C] int8 (and y2 [1, H, W, C2] of x's quantization for CONCATENATION) into
-    MAX_POOL_2D, MEAN (random axes, keep_dims or not), PAD, TRANSPOSE, STRIDED_SLICE (random begin,
+    MAX_POOL_2D, MEAN (random axes, keep_dims or not), PAD, PADV2, TRANSPOSE, STRIDED_SLICE (random begin,
     end, strides and masks, a shrunk axis), CONCATENATION, LOGISTIC, TANH, HARD_SWISH, QUANTIZE
     int8 -> int8, and DEQUANTIZE -> QUANTIZE (float32 in between), each a graph output."""
     m = Model()
@@ -260,6 +260,12 @@ def _more_ops(m: Model, r: np.random.Generator, pre: str) -> tuple[list[int], li
     y = q(pre + "quantize_y", [1, H, W, C], float(sx * r.uniform(0.3, 3)))
     m.op("QUANTIZE", [f], [y])
     outs += [f, y]
+    pads = [[0, 0], [int(r.integers(0, 3)), int(r.integers(0, 3))], [0, 0], [int(r.integers(0, 3)), 0]]
+    y = q(pre + "padv2_y", [1, H + sum(pads[1]), W, C + sum(pads[3])], sx, zx)
+    value = m.tensor(pre + "padv2_v", "INT8", [], np.array(int(r.integers(-128, 128)), np.int8), [sx], [zx])
+    m.op("PADV2", [x, m.tensor(pre + "padv2_p", "INT32", [4, 2], np.array(pads, np.int32)), value], [y],
+         "PadV2Options")
+    outs.append(y)
     return [x, x2], outs
 
 

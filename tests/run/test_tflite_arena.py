@@ -44,12 +44,12 @@ def test_every_lowered_op_equals_tflm_on_the_host(seed: int, tmp_path: Path, cap
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_more_ops_equal_tflm_on_the_host(seed: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """MAX_POOL_2D, MEAN, PAD, TRANSPOSE, STRIDED_SLICE, CONCATENATION, LOGISTIC, TANH, HARD_SWISH,
+    """MAX_POOL_2D, MEAN, PAD, PADV2, TRANSPOSE, STRIDED_SLICE, CONCATENATION, LOGISTIC, TANH, HARD_SWISH,
     QUANTIZE (int8 -> int8, float32 -> int8) and DEQUANTIZE with random shapes, masks, axes and
     quantization: every output bit for bit."""
     require_tool("gcc")
     doc = run(save(tmp_path, f"more{seed}.tflite", random_more_ops_model(seed)), "host", tmp_path, capsys)
-    assert len(doc["outputs"]) == 12
+    assert len(doc["outputs"]) == 13
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -70,7 +70,7 @@ def test_every_lowered_op_equals_tflm_on_qemu(board: str, tmp_path: Path, capsys
     require_tool("arm-none-eabi-gcc")
     require_tool("qemu-system-arm")
     doc = run(save(tmp_path, "every7.tflite", random_every_op_model(7)), board, tmp_path, capsys)
-    assert len(doc["outputs"]) == 40
+    assert len(doc["outputs"]) == 41
 
 
 MATH_CHECK = r"""
