@@ -64,6 +64,19 @@ def require_shared(path: Path) -> Path:
     raise AssertionError("unreachable")
 
 
+@pytest.fixture
+def cpu_clock(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """time.perf_counter made time.process_time for the test: the planners' deadlines
+    (planners.clock, exact_cover, dlx read time.perf_counter) count this process's CPU seconds,
+    so a test of how closely a planner keeps its time limit measures the planner's own work,
+    not the other processes of a loaded machine (two xdist workers, a build beside them).
+    Returns the clock the test times with."""
+    import time
+
+    monkeypatch.setattr(time, "perf_counter", time.process_time)
+    return time.process_time
+
+
 def write_manifest(tmp: Path, text: str) -> str:
     """``text`` as tmp/arena.yaml beside two empty model files it may name (m.onnx, n.onnx)."""
     (tmp / "m.onnx").write_bytes(b"")
@@ -100,10 +113,23 @@ def planned(tmp_path):
     return path, planning.plan_model(path, CHAIN_OPTIONS, "greedy_size", planners.Params())
 
 
+def run_dir(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A folder for the whole run: under pytest-xdist (-n), one that every worker shares (in the
+    run's base temp folder, which holds the workers' own), else a new one. For a cache whose
+    entries are written whole (a temporary file, then a rename), so a worker finds what another
+    already made instead of making it again."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        folder = tmp_path_factory.getbasetemp().parent / name
+        folder.mkdir(exist_ok=True)
+        return folder
+    return tmp_path_factory.mktemp(name)
+
+
 @pytest.fixture(scope="session")
 def qcache(tmp_path_factory):
-    """One folder of int8 twins (tests/quantized.py) for the whole run: each is made once."""
-    return tmp_path_factory.mktemp("quantized")
+    """One folder of int8 twins (tests/quantized.py) for the whole run, shared by the workers:
+    each is made once (quantized._publish writes them whole)."""
+    return run_dir(tmp_path_factory, "quantized")
 
 
 @pytest.fixture(scope="session")
@@ -302,6 +328,40 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("slow") is None and slow_reason(item) is not None:
             item.add_marker(pytest.mark.slow)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        _distribute(items)
+
+
+# --- pytest-xdist: the README's `pytest -n auto` (pyproject's addopts: --dist loadgroup) -------------
+#
+# Each worker is a process with its own session: a module-scoped fixture (a firmware built once for
+# a module's tests) would be built again by every worker that runs one of its tests. So the tests
+# that use one go to one worker together (xdist_group: the module); every other test is sent on
+# its own to whichever worker is free. Caches the workers share are written whole or under a lock
+# (run_dir, the object cache, tflm_lib's folder lock), and no test depends on another's order.
+
+def group_of(item: pytest.Item) -> str | None:
+    """The xdist group of ``item``: its module's path when it uses a module- or class-scoped
+    fixture (its own, a conftest's, or an indirect parameter's), else None."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    for name in item.fixturenames:  # type: ignore[attr-defined]
+        defs = info.name2fixturedefs.get(name)
+        if defs and defs[-1].scope in ("module", "class", "package"):
+            return item.path.relative_to(ROOT).as_posix()
+    return None
+
+
+def _distribute(items: list[pytest.Item]) -> None:
+    """Mark each test's xdist group, then put the slow tests first (a stable sort, the same in
+    every worker): xdist sends the groups first, largest first, then the single tests in this
+    order, so the long builds start early and the short tests fill both workers at the end."""
+    for item in items:
+        group = group_of(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 # The guard: which subprocesses make a test slow. The executable's name, or python -m <module>.

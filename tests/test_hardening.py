@@ -90,17 +90,17 @@ def laughs(levels: int = 9, width: int = 9) -> str:
 
 
 def test_alias_bomb_in_a_manifest_is_one_error_in_under_a_second(tmp_path: Path) -> None:
-    start = time.perf_counter()
+    start = time.process_time()  # CPU seconds, not the machine's load
     err = manifest_error(tmp_path, laughs() + MANIFEST)
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
     assert err.file and err.file.endswith("arena.yaml") and err.line == 6
     assert "aliases expand this value to more than 100,000 values" in one_line(err)
 
 
 def test_alias_bomb_in_a_board_file_is_one_error(tmp_path: Path) -> None:
-    start = time.perf_counter()
+    start = time.process_time()  # CPU seconds, not the machine's load
     err = board_error(tmp_path, laughs() + BOARD.format(name="t") + "note: *a8\n")
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
     assert err.file and err.file.endswith("t.yaml") and err.line is not None
     assert "more than 100,000 values" in one_line(err)
 
@@ -109,9 +109,9 @@ def test_merge_key_bomb_is_one_error(tmp_path: Path) -> None:
     """``<<`` copies whole mappings: PyYAML's flatten_mapping would build 9**9 pairs."""
     lines = ["m0: &m0 {" + ", ".join(f"k{j}: 1" for j in range(9)) + "}"]
     lines += [f"m{i}: &m{i} {{<<: [" + ", ".join([f"*m{i - 1}"] * 9) + "]}" for i in range(1, 9)]
-    start = time.perf_counter()
+    start = time.process_time()  # CPU seconds, not the machine's load
     err = manifest_error(tmp_path, "\n".join(lines) + "\n" + MANIFEST)
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
     assert "more than 100,000 values" in one_line(err)
 
 

@@ -357,10 +357,10 @@ def test_npz_shape_is_checked_before_the_member_is_inflated(tmp_path: Path) -> N
             for _ in range(64):  # 64 MiB written: the test stays small, the header says 4 GiB
                 f.write(zeros)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     with pytest.raises(ArenaError) as info:
         firmware.load_inputs(str(path), _specs())
-    assert "shape" in info.value.render() and time.perf_counter() - t0 < 1
+    assert "shape" in info.value.render() and time.process_time() - t0 < 1
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 32 * 1024  # KiB: nothing inflated
 
 
@@ -376,10 +376,10 @@ def add_chain(n: int) -> Any:
 def test_a_33000_op_chain_plans_in_under_30_s(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """It took 269 s: liveness re-read each alias group per op (quadratic); now a group keeps its totals."""
     path = M.save(add_chain(33_000), tmp_path / "chain.onnx")
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU seconds: planned in process, the machine's load not counted
     code, out, err = run(capsys, "plan", path, "-o", tmp_path / "p.json")
     assert code == 0, err
-    assert time.perf_counter() - t0 < 30
+    assert time.process_time() - t0 < 30
     code, _, err = run(capsys, "check", path, tmp_path / "p.json")
     assert code == 0, err
 
@@ -392,9 +392,9 @@ def test_alias_groups_cost_one_step_per_op(tmp_path: Path) -> None:
     times = []
     for n in (1000, 4000):
         lowered = liveness.lower(M.save(add_chain(n), tmp_path / f"c{n}.onnx"), ModelOptions())
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         liveness.build(lowered, ModelOptions())
-        times.append(time.perf_counter() - t0)
+        times.append(time.process_time() - t0)
     assert times[1] < 8 * times[0] + 0.5, times
 
 
@@ -474,9 +474,9 @@ def test_the_linker_script_reader_is_linear(tmp_path: Path, piece: str) -> None:
     for size in (250_000, 1_000_000):
         path = tmp_path / "s.ld"
         path.write_text(piece * (size // len(piece)))
-        t0 = time.perf_counter()
+        t0 = time.process_time()  # CPU seconds: a loaded machine slows one size, not the ratio's work
         linkscript.read_script(str(path))
-        times.append(time.perf_counter() - t0)
+        times.append(time.process_time() - t0)
     assert times[1] < 8 * times[0] + 0.3 and times[1] < 5, times
 
 

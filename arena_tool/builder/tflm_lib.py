@@ -24,6 +24,7 @@ from typing import Sequence, TextIO
 
 from arena_tool.builder import execute
 from arena_tool.builder.build_graph import BuildGraph, CompileEnv, Node, Value
+from arena_tool.core import files
 from arena_tool.core.errors import ArenaError
 from arena_tool.target import tflm_sources
 
@@ -104,6 +105,13 @@ def build(spec: LibrarySpec, out_dir: str, jobs: int = 1, progress: TextIO | Non
     tflm_sources.check_tree(spec.root)
     tflm_sources.check_kernels(spec.kernels, spec.root)
     os.makedirs(out_dir, exist_ok=True)
+    # one builder per folder: two at once (two `arena-tool run`s, two test workers) compiled into
+    # the same object files and could archive, and cache, a half-written one; the second waits
+    with files.waiting_lock(os.path.join(out_dir, files.LOCK_NAME)):
+        return _build(spec, out_dir, jobs, progress)
+
+
+def _build(spec: LibrarySpec, out_dir: str, jobs: int, progress: TextIO | None) -> Library:
     run = execute.Executor(graph(spec), out_dir, jobs=jobs, progress=progress)
     try:
         run.build(["libtflm.a"])

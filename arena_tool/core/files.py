@@ -7,12 +7,13 @@ Every stage writes files; none of them should need the build cache or the schema
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import os
 import tempfile
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from arena_tool.core.errors import ArenaError, os_error, require_regular
 from arena_tool.core.schema import check_json, schema_dir
@@ -124,6 +125,26 @@ def release_build_lock(folder: str) -> None:
     """Give ``folder``'s lock back (a long-lived process, e.g. a test, that builds again later)."""
     fd = _HELD.pop(os.path.abspath(folder), None)
     if fd is not None:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def waiting_lock(path: str) -> Iterator[None]:
+    """Hold an exclusive advisory flock on the file ``path`` (made if absent), waiting for
+    whoever holds it. For a folder in the machine's cache that two processes may fill at once
+    (``arena-tool run``'s TFLM library, two test workers): the second waits and then finds the
+    first one's work done, where both would have compiled into the same objects at once."""
+    import fcntl
+
+    try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        raise os_error(e, "create the lock file", path) from e
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
         os.close(fd)
 
 

@@ -86,3 +86,40 @@ def test_files_digest_follows_the_bytes_and_the_last_two_path_parts(tmp_path: Pa
     moved.parent.mkdir()
     moved.write_text("x = 1\n")
     assert files.files_digest([str(a)]) != files.files_digest([str(moved)])
+
+
+def test_waiting_lock_waits_for_the_other_process_and_tflm_lib_builds_under_it(tmp_path: Path) -> None:
+    """Two processes filling one cache folder (arena-tool run's TFLM library, two xdist workers)
+    take turns: the second enters only when the first has let go."""
+    import inspect
+    import subprocess
+    import sys
+    import threading
+
+    from arena_tool.builder import tflm_lib
+
+    lock = tmp_path / "cache" / files.LOCK_NAME
+    os.makedirs(lock.parent)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys\n"
+         f"fd = os.open({str(lock)!r}, os.O_RDWR | os.O_CREAT)\nfcntl.flock(fd, fcntl.LOCK_EX)\n"
+         "print('held', flush=True)\nsys.stdin.readline()\n"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdin is not None
+    assert holder.stdout.readline() == "held\n"
+    entered = threading.Event()
+
+    def enter() -> None:
+        with files.waiting_lock(str(lock)):
+            entered.set()
+
+    waiter = threading.Thread(target=enter)
+    waiter.start()
+    assert not entered.wait(0.3)  # the other process holds it
+    holder.stdin.write("\n")
+    holder.stdin.flush()
+    assert entered.wait(30)
+    waiter.join()
+    assert holder.wait(30) == 0
+    # the TFLM library's builder takes it on its folder
+    assert "waiting_lock(os.path.join(out_dir, files.LOCK_NAME))" in inspect.getsource(tflm_lib.build)

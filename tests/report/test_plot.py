@@ -276,9 +276,9 @@ def synthetic(n: int = 600, ops: int = 300, seed: int = 1) -> planfile.PlanFile:
 
 def test_hundreds_of_buffers_render_in_seconds():
     doc = synthetic()
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU seconds: the machine's other processes do not count
     text = plot.svg([("a", doc)])
-    assert time.perf_counter() - t0 < 5
+    assert time.process_time() - t0 < 5
     assert len(groups(text, "buf:0:")) == 600
     assert len(timeline.render(doc).splitlines()) > 900  # one row per op and per group
 

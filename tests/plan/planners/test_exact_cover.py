@@ -111,10 +111,10 @@ def test_coarse_k_without_time_left_claims_nothing():
     assert r.optimal is False and "byte_search_nodes" not in dict(r.stats)
 
 
-def test_time_limit_returns_a_valid_plan():
-    t0 = time.perf_counter()
+def test_time_limit_returns_a_valid_plan(cpu_clock):
+    t0 = cpu_clock()
     r = plan(HARD, time_limit=0.2)
-    assert time.perf_counter() - t0 < 1.0
+    assert cpu_clock() - t0 < 1.0
     assert (r.status, r.optimal) == ("time_limit", False)
     assert r.arena_size == run("greedy_size", HARD).arena_size  # nothing better found yet
     assert r.lower_bound <= r.best_bound < r.arena_size
@@ -204,22 +204,24 @@ def _long_rows() -> Problem:
     return Problem(tuple(bufs))
 
 
-def test_dlx_reads_the_clock_by_work_and_returns_at_the_deadline():
+def test_dlx_reads_the_clock_by_work_and_returns_at_the_deadline(cpu_clock):
     canvas = exact_cover._Canvas(_long_rows().buffers, 1)
-    built = canvas.build(919 - 1, time.perf_counter() + 60)
+    built = canvas.build(919 - 1, cpu_clock() + 60)
     assert built is not None
     ec = built[0]
-    t0 = time.perf_counter()
+    t0 = cpu_clock()
     outcome, _ = ec.solve(t0 + 0.05)
-    late = time.perf_counter() - (t0 + 0.05)
+    late = cpu_clock() - (t0 + 0.05)
     assert outcome == Decision.ABORTED and late < 0.1, (outcome, late)  # was 0.25-0.5 s
 
 
-def test_exact_cover_never_says_proven_past_its_limit():
+def test_exact_cover_never_says_proven_past_its_limit(cpu_clock):
+    """In CPU seconds (cpu_clock): what is measured is how late the search's own clock reads
+    let it run, not the other processes on the machine."""
     p = _long_rows()
     for limit in (0.5, 1.0, 1.5):
-        t0 = time.perf_counter()
+        t0 = cpu_clock()
         res = exact_cover.plan(p, Params(time_limit=limit))
-        spent = time.perf_counter() - t0
+        spent = cpu_clock() - t0
         assert spent < limit + 0.25, (limit, spent, res.status)  # was +0.3-0.5 s
         assert res.status != Status.PROVEN or spent <= limit, (limit, spent)

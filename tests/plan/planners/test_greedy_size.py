@@ -78,9 +78,9 @@ def synthetic(n: int, seed: int = 0) -> Problem:
 @pytest.mark.parametrize("name", ["first_fit", "greedy_size"])
 def test_fast_on_a_thousand_buffers(name):
     p = synthetic(1000)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     plan = run(name, p, Params())
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - t0
     assert elapsed < 0.5, f"{name}: {elapsed:.3f} s"
     assert violations(p, plan.offsets, plan.arena_size) == []
     assert plan.arena_size >= plan.lower_bound
@@ -95,8 +95,8 @@ def test_densenet121_under_half_a_second():
     (path,) = [m for m in light_models() if m.name == "light_densenet121.onnx"]
     p = liveness.model_problem(str(path), ModelOptions()).problem()
     for name in ("first_fit", "greedy_size"):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         plan = run(name, p, Params())
-        elapsed = time.perf_counter() - t0
+        elapsed = time.process_time() - t0
         assert elapsed < 0.5, f"{name}: {elapsed:.3f} s"
         assert violations(p, plan.offsets, plan.arena_size) == []
