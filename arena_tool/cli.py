@@ -185,7 +185,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
             raise ArenaError("--plot draws a model's plan, not a CSV problem's", field="--plot",
                              hint="arena-tool plan MODEL --plot FILE.svg")
         problem = csvio.read_problem(args.problem, capacity=args.capacity)
-        plan = planning.run_planner(args.planner, problem, params, spent=process_age())
+        age = process_age()  # a loaded machine: the reserve after the planner takes as much longer
+        plan = planning.run_planner(args.planner, problem, params, spent=age,
+                                    slowness=age / max(time.process_time(), 1e-3))
         print(_summary(args.problem, problem, plan,
                        [("buffers", str(len(problem.buffers))),
                         ("capacity", fmt_bytes(problem.capacity) if problem.capacity else "none")]))

@@ -46,19 +46,21 @@ RESERVE_SECONDS_PER_BUFFER = 15e-6
 LEAST_SECONDS = 0.01  # a planner's limit when nothing is left: it still returns a layout
 
 
-def planner_limit(time_limit: float, buffers: int, spent: float = 0.0) -> float:
+def planner_limit(time_limit: float, buffers: int, spent: float = 0.0, slowness: float = 1.0) -> float:
     """What of ``time_limit`` the planner may take: less ``spent`` (start-up, reading the
     problem) and the reserve for what its clock does not cover (its setup, validation,
     writing), so the whole command ends within the limit (issue 39: at 100,000 buffers
-    the validation alone once ran 11 s past it)."""
-    return max(LEAST_SECONDS, time_limit - spent - RESERVE_SECONDS_PER_BUFFER * buffers)
+    the validation alone once ran 11 s past it). ``slowness``: wall seconds per CPU second
+    so far (a loaded machine; at least 1), which the reserve's work will take as well."""
+    return max(LEAST_SECONDS, time_limit - spent - RESERVE_SECONDS_PER_BUFFER * buffers * max(1.0, slowness))
 
 
-def run_planner(name: str, problem: Problem, params: planners.Params, spent: float = 0.0) -> Plan:
+def run_planner(name: str, problem: Problem, params: planners.Params, spent: float = 0.0,
+                slowness: float = 1.0) -> Plan:
     """Run and validate within ``params.time_limit`` (``planner_limit``: ``spent`` seconds
-    of it are already gone); the plan's seconds are measured here, around the planner."""
+    of it are already gone, at ``slowness``); the plan's seconds are measured here, around the planner."""
     check_planner_name(name)
-    limit = planner_limit(params.time_limit, len(problem.buffers), spent)
+    limit = planner_limit(params.time_limit, len(problem.buffers), spent, slowness)
     t0 = time.perf_counter()
     plan = planners.run(name, problem, dataclasses.replace(params, time_limit=limit))
     seconds = time.perf_counter() - t0

@@ -112,3 +112,7 @@ def test_the_planner_gets_the_limit_less_what_its_clock_does_not_cover():
     assert planner_limit(10.0, 0) == 10.0
     assert planner_limit(10.0, 100_000, spent=1.0) == pytest.approx(9.0 - 100_000 * RESERVE_SECONDS_PER_BUFFER)
     assert planner_limit(1.0, 100_000, spent=0.9) == LEAST_SECONDS
+    # start-up and reading took 3 wall seconds a CPU second: so will validating and writing
+    assert planner_limit(10.0, 100_000, spent=1.0, slowness=3.0) == \
+        pytest.approx(9.0 - 3 * 100_000 * RESERVE_SECONDS_PER_BUFFER)
+    assert planner_limit(10.0, 100_000, spent=1.0, slowness=0.5) == planner_limit(10.0, 100_000, spent=1.0)
