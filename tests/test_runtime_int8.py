@@ -10,13 +10,12 @@ QuantizeLinear/DequantizeLinear, each with K not a multiple of 4 and odd pixel a
 counts somewhere (the tails of the 2 x 2 blocks), plus the case the fast paths hand back to the
 reference loop (a column longer than the stack buffer). All of them run in one host firmware
 (the portable C path, AddressSanitizer + UBSan), under QEMU on mps2_an386 (Cortex-M4) and
-mps2_an500 (Cortex-M7), the DSP path, and on QEMU's mps2-an385 (Cortex-M3: no DSP extension,
+mps2_an500 (Cortex-M7), the DSP path, and on mps2_an385 (Cortex-M3: no DSP extension,
 no FPU), the portable path on a target: every output equal to onnxruntime's.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -289,15 +288,6 @@ def test_cases_reach_the_paths_they_name(built):
 DSP_OPS = ("smlad", "sxtb16", "sxtab16")
 
 
-def cortex_m3() -> boards.Board:
-    """QEMU's mps2-an385: AN386's memory map (hw/arm/mps2.c gives both the same SSRAMs and UART)
-    with a Cortex-M3, which has neither the DSP extension nor an FPU; no board file, as no one
-    ships firmware for it."""
-    an386 = boards.load_board("mps2_an386")
-    return dataclasses.replace(an386, name="mps2_an385", description="mps2_an386's map with a Cortex-M3",
-                               cpu=boards.Cpu("cortex-m3", "none", "soft"), qemu="mps2-an385")
-
-
 def _dsp_ops(elf: Path) -> set[str]:
     """The DSP-extension mnemonics the ELF's code holds."""
     text = subprocess.run([require_tool("arm-none-eabi-objdump"), "-d", str(elf)], check=True,
@@ -313,7 +303,7 @@ def test_qemu_dsp_and_portable_paths_equal_the_host(built, board, tmp_path: Path
     every status and every output identical to the host's, so to onnxruntime's."""
     require_tool("arm-none-eabi-gcc")
     require_tool("qemu-system-arm")
-    target = cortex_m3() if board == "mps2_an385" else boards.load_board(board)
+    target = boards.load_board(board)
     entries = [(sym, path, doc) for sym, (path, doc) in built["models"].items()]
     gen = fwbuild.generate(tmp_path, entries, board)
     elf = fwbuild.build_elf(tmp_path, gen, target, max(doc.arena_size for _, _, doc in entries))

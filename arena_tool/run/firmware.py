@@ -5,7 +5,7 @@ over the C runtime and the tables ``codegen`` generates for one planned model. T
 
 * ``host``: the same C compiled natively by ``gcc`` (``HOST_CFLAGS``) and run as a process;
   its exit status is main's. No flash, RAM or instruction counts.
-* a board with a ``qemu`` machine (mps2_an386, mps2_an500): the firmware a project build
+* a board with a ``qemu`` machine (mps2_an385, mps2_an386, mps2_an500): the firmware a project build
   (SCons) makes of this one model on that board (``board_firmware``: the build graph of a
   one-board manifest, the board's default region and a manifest's default stack reserve,
   ``STACK``; -O2 or ``--optimize``'s level), the same objects and ELF byte for byte, run

@@ -1,7 +1,7 @@
 """arena_tool.builder.build_graph: the firmware build as data, checked without SCons; and, once, that the
 SCons tool wires exactly that graph (scons -n on a SConstruct that dumps the nodes it made).
 
-Graphs: the example manifest (ten boards, four models, linked and not), and a temporary project
+Graphs: the example manifest (eleven boards, four models, linked and not), and a temporary project
 with per-board model options (two plans of one model), a split-arena board, a ``linker:
 fragment`` board with its own vendor script, and two boards sharing core flags.
 """
@@ -140,7 +140,7 @@ def test_example_graph(tmp_path: Path, in_root: None) -> None:
     assert g.node(g.alias("arena").targets[-1]).sources == tuple(b.gate for b in g.boards)
     cores = [e for e in g.envs if "_validate_" not in e.key]  # and one per board's UART (mps2, nucleo boards)
     uarts = len([b for b in g.boards if b.validate])
-    assert len(cores) == len({bg.flags_key(t["gcc_flags"]) for t in doc["targets"]}) == 4 == len(g.envs) - uarts
+    assert len(cores) == len({bg.flags_key(t["gcc_flags"]) for t in doc["targets"]}) == 5 == len(g.envs) - uarts
     # the report alias covers every board's report and its views
     report = g.alias("report").targets
     assert report == (*(b.report for b in g.boards), *(v for b in g.boards for v in b.views),
@@ -152,8 +152,10 @@ def test_example_graph(tmp_path: Path, in_root: None) -> None:
     assert not arena & {b.elf for b in g.boards} and not arena & set(report)  # generation only
     run = g.alias("run")
     assert run.action == "run" and run.always
-    assert run.targets == ("build/mps2_an386/firmware.elf", "build/mps2_an500/firmware.elf")
-    assert run.depends == ("build/mps2_an386/arena_report.json", "build/mps2_an500/arena_report.json")
+    assert run.targets == ("build/mps2_an385/firmware.elf", "build/mps2_an386/firmware.elf",
+                           "build/mps2_an500/firmware.elf")
+    assert run.depends == ("build/mps2_an385/arena_report.json", "build/mps2_an386/arena_report.json",
+                           "build/mps2_an500/arena_report.json")
     # the flags: the board's core flags, arena's, the project mapped to "."
     env = g.env(bg.flags_key(doc["targets"][0]["gcc_flags"]))
     assert env.ccflags[:4] == tuple(doc["targets"][0]["gcc_flags"]) and "-Werror=trigraphs" in env.ccflags

@@ -12,7 +12,7 @@ from arena_tool.target.boards import Board, Cpu, Region
 from arena_tool.core.errors import ArenaError
 
 REQUIRED = ["nucleo_f746", "nucleo_h743", "stm32f769i_disco", "nucleo_l4r5zi", "nucleo_g474re",
-            "nrf52840dk", "rpi_pico", "teensy41", "mps2_an386", "mps2_an500"]
+            "nrf52840dk", "rpi_pico", "teensy41", "mps2_an385", "mps2_an386", "mps2_an500"]
 K = 1024
 
 # (board, region, origin, length) from /work/shared/research/boards.md (RM / Zephyr dts / QEMU mtree).
@@ -33,6 +33,8 @@ FACTS = [
     ("mps2_an386", "SSRAM23", 0x20000000, 4096 * K), ("mps2_an386", "BRAM", 0x01000000, 16 * K),
     ("mps2_an386", "PSRAM", 0x21000000, 16384 * K), ("mps2_an386", "FLASH", 0x00000000, 4096 * K),
     ("mps2_an500", "SSRAM23", 0x20000000, 4096 * K), ("mps2_an500", "PSRAM", 0x60000000, 16384 * K),
+    ("mps2_an385", "SSRAM23", 0x20000000, 4096 * K), ("mps2_an385", "BRAM", 0x01000000, 16 * K),
+    ("mps2_an385", "PSRAM", 0x21000000, 16384 * K), ("mps2_an385", "FLASH", 0x00000000, 4096 * K),
 ]
 
 GOOD = """\
@@ -89,6 +91,8 @@ def test_attributes_that_change_placement() -> None:
     assert pico.cpu.gcc_flags() == ("-mcpu=cortex-m0plus", "-mthumb", "-mfloat-abi=soft")
     assert boards.load_board("mps2_an500").qemu == "mps2-an500"
     assert boards.load_board("mps2_an386").qemu == "mps2-an386"
+    m3 = boards.load_board("mps2_an385")  # QEMU's AN385: a Cortex-M3, no FPU, no DSP extension
+    assert m3.qemu == "mps2-an385" and m3.cpu.gcc_flags() == ("-mcpu=cortex-m3", "-mthumb", "-mfloat-abi=soft")
 
 
 def test_vector_table_alignment() -> None:
@@ -101,7 +105,7 @@ def test_unknown_board_lists_known_ones() -> None:
     with pytest.raises(ArenaError) as info:
         boards.load_board("nucleo_f764", boards.board_dirs())
     assert str(info.value).startswith(
-        "error: unknown board 'nucleo_f764' (hint: did you mean 'nucleo_f746'? known boards: mps2_an386, ")
+        "error: unknown board 'nucleo_f764' (hint: did you mean 'nucleo_f746'? known boards: mps2_an385, mps2_an386, ")
     with pytest.raises(ArenaError) as info:
         boards.load_board("../etc/passwd", boards.board_dirs())
     assert "invalid board name" in str(info.value)
