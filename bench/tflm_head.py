@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         src = speed.models_dir(shared) / nets[k].tflite_int8
         files[k], predicted[k] = variants(src, build / "models")
     tflites = sorted({p for f in files.values() for p in f.values()})
-    speed.build_tflm(shared, build, "cmsis_nn", tflites, args.jobs)
+    speed.build_tflm(shared, speed.tool_dir(shared), build, "cmsis_nn", tflites, args.jobs)
     elves = {(k, v): speed.tflm_elf(build, "cmsis_nn", files[k][v].name) for k in keys for v in VARIANTS}
     used = arena_used(shared, sorted(set(elves.values())))
     cases = [Case(nets[k].title, predicted[k], {v: used[elves[(k, v)]] for v in VARIANTS}) for k in keys]

@@ -195,3 +195,40 @@ def test_speed_on_ad01_measures_every_runtime(request, tmp_path_factory, monkeyp
     assert re.search(r"AD01 int8: arena \S+_qdq_pc\.onnx \(quantized from", out)
     assert "arena at speed (-O2)" in out  # the default level
     assert "TFLM anomaly_detection__ad01_int8.tflite" in out and "TFLM anomaly_detection__ad01_fp32.tflite" in out
+
+
+def test_tflm_is_built_and_run_for_the_board_core(tmp_path):
+    """--board: tflm_speed as shipped for mps2_an500; for another board a copy whose build.sh compiles
+    for its core (CMSIS-NN's DSP path on the M4, its plain C on the M3) and whose run.py starts its
+    machine; a tool that no longer holds the line to replace is an error, not a silent M7 build."""
+    shared = fake_shared(tmp_path)
+    tool = shared / "tools" / "tflm_speed"
+    (tool / "build.sh").write_text(f'ARCH="{speed.TOOL_ARCH} -mthumb"\nDEFS="-DNDEBUG {speed.TOOL_CPU_DEF} \\\n')
+    (tool / "run.py").write_text(f'cmd = ["qemu-system-arm", "-M", {speed.TOOL_MACHINE}, "-kernel", elf]\n')
+    (tool / "main.cc").write_text("int main() {}\n")
+    assert speed.tool_for(shared, tmp_path / "b", "mps2_an500") == tool
+    m4 = speed.tool_for(shared, tmp_path / "m4", "mps2_an386")
+    assert (m4 / "build.sh").read_text() == 'ARCH="-mcpu=cortex-m4 -mfpu=fpv4-sp-d16 -mfloat-abi=hard -mthumb"\n' \
+                                           'DEFS="-DNDEBUG -DCPU_M4=1 \\\n'
+    assert '"mps2-an386"' in (m4 / "run.py").read_text() and (m4 / "main.cc").read_text() == "int main() {}\n"
+    m3 = speed.tool_for(shared, tmp_path / "m3", "mps2_an385")
+    assert '"-mcpu=cortex-m3 -mfloat-abi=soft -mthumb"' in (m3 / "build.sh").read_text().replace('ARCH=', '')
+    assert "-DCPU_M3=1" in (m3 / "build.sh").read_text() and '"mps2-an385"' in (m3 / "run.py").read_text()
+    (tool / "run.py").write_text('cmd = ["qemu-system-arm", "-M", "mps2-an511"]\n')
+    with pytest.raises(SystemExit) as e:
+        speed.tool_for(shared, tmp_path / "m3", "mps2_an385")
+    assert "run.py" in str(e.value) and "tool_for" in str(e.value)
+
+
+def test_unknown_board_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        speed.main(["--board", "mps2_an500,nucleo_f746"])
+    assert e.value.code == 2 and "mps2_an385" in capsys.readouterr().err
+
+
+def test_the_ratio_table_has_a_column_per_board():
+    def row(a: int, nn: int) -> speed.Row:
+        return speed.Row("VWW", "int8", 1, speed.Measured(a, 1), {"cmsis_nn": speed.Measured(nn, 1)})
+    lines = speed.ratios({"mps2_an386": [row(90, 100)], "mps2_an385": [row(150, 100)]})
+    assert lines[0] == "| network | dtype | mps2_an386 (cortex-m4) | mps2_an385 (cortex-m3) |"
+    assert lines[2] == "| VWW | int8 | 0.90 | 1.50 |"
