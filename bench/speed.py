@@ -2,7 +2,7 @@
 
     python3 bench/speed.py [--networks vww,kws,resnet8,ad01] [--dtypes int8,float] [--optimize size|speed]
                            [--variants kws,ds_tcn,mobilenet_v2,mnasnet,mobilenet_v3,shufflenet_v2,squeezenet]
-                           [--build DIR]
+                           [--board mps2_an500,mps2_an386,mps2_an385] [--kernels ref,cmsis_nn] [--build DIR]
 
 For each MLPerf Tiny network (VWW, KWS, ResNet-8, AD01), int8 and float32, this builds and runs
 
@@ -16,7 +16,11 @@ For each MLPerf Tiny network (VWW, KWS, ResNet-8, AD01), int8 and float32, this 
   ``<shared>/tools/tflm_speed`` (build.sh, run.py: the tool the issue names, called, not copied),
 
 all on ``qemu-system-arm -M mps2-an500 -icount shift=0`` with the same count: SysTick ticks of
-one inference x 40 (25 MHz SysTick, 1 ns per instruction). It prints one row per (network,
+one inference x 40 (25 MHz SysTick, 1 ns per instruction). ``--board`` names other QEMU boards
+too (mps2_an386: Cortex-M4, mps2_an385: Cortex-M3 without FPU or DSP extension): each gets arena
+and TFLM built for its core (tflm_speed copied under ``--build``/<board>/tool with its -mcpu,
+-mfpu, -mfloat-abi and QEMU machine, so CMSIS-NN takes the paths it takes there), its own table,
+and with two boards or more a last table of arena / TFLM + CMSIS-NN per network and board. It prints one row per (network,
 dtype): MACs (arena_tool.model.macs on the ONNX: conv and gemm MACs plus pooling windows, the same
 network), instructions and instructions per MAC of each runtime, flash (the ELF's allocated
 sections with contents, the input data included: arena-tool run links its input table, TFLM's

@@ -5,7 +5,8 @@ in place and not, 1-D; depthwise Kx1 down 1-wide planes as a DS-TCN has them, 1x
 channel multipliers), zero points, per-channel scales, biases and absorbed-Relu ranges, uint8
 activations (onnxruntime's U8S8) and weight zero points other than 0 (per channel too), and
 QGemm shapes (uint8 A, B's zero points), int8/uint8 MaxPool (padded, ceil mode, a plane too
-wide for the fast path), same-shape QLinearAdd/QLinearMul and per-tensor
+wide for the fast path), same-shape QLinearAdd/QLinearMul (and QLinearAdd large enough for the
+integer tables cores without an FPU use) and per-tensor
 QuantizeLinear/DequantizeLinear, each with K not a multiple of 4 and odd pixel and channel
 counts somewhere (the tails of the 2 x 2 blocks), plus the case the fast paths hand back to the
 reference loop (a column longer than the stack buffer). All of them run in one host firmware
@@ -238,6 +239,9 @@ CASES: dict[str, Any] = {
     "quantize_u8_saturates": lambda: quantize_u8(72, [1, 3, 7, 5], 0.0041, 120),
     "dw3_s2_blocks": lambda: conv(73, 3, 3, (40, 47), (3, 3), group=3, stride=2),
     "dw5_blocks_u8_wzp": lambda: conv(71, 3, 3, (36, 44), (5, 5), group=3, u8=True, w_zps=True),  # a band per block
+    # 1024 elements or more: without an FPU, QLinearAdd through its integer tables (add_mul_int8.c's add_i)
+    "add_same_shape_tables": lambda: binary(74, "QLinearAdd", [1, 8, 16, 16]),
+    "add_channel_tables": lambda: binary(75, "QLinearAdd", [1, 4, 16, 20], [1, 4, 1, 1]),
 }
 SCRATCH = {"c3_s1": ("row", "full"), "c3_grouped": ("row",), "wzp_c3_chunks": ("full",)}
 

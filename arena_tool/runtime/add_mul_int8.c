@@ -3,6 +3,88 @@
  * per-channel gate). No workspace. */
 #include "support_int8.h"
 
+#if !ARENA_HAVE_FPU
+/* floor(f * 2^16) for |f| < 2^14, from f's bits. */
+static inline int32_t q16_floor(float f)
+{
+    uint32_t bits, m, e;
+    int32_t sh;
+    memcpy(&bits, &f, sizeof bits);
+    e = bits >> 23 & 0xFFu;
+    m = (bits & 0x7FFFFFu) | (e != 0u ? 0x800000u : 0u);
+    sh = (int32_t)(e != 0u ? e : 1u) - 150 + 16; /* f = m 2^(sh - 16) */
+    if (sh >= 0) {
+        m <<= sh; /* |f| < 2^14: below 2^30 */
+    } else if (bits >> 31) { /* rounded away from 0, so toward -inf once negated */
+        m = sh > -32 ? (m >> -sh) + ((m & ((1u << -sh) - 1u)) != 0u) : (m != 0u);
+    } else {
+        m = sh > -32 ? m >> -sh : 0u;
+    }
+    return bits >> 31 ? -(int32_t)m : (int32_t)m;
+}
+
+/* One sum the float way (soft-float calls). */
+static __attribute__((noinline)) int8_t add_x(float ra, int32_t u, float rb, int32_t v, const qpar_t *q)
+{
+    return (int8_t)requant_f(ra * (float)u + rb * (float)v, q);
+}
+
+/* QLinearAdd without an FPU, in integers, to the float loop's codes: ta[a] = ra (a - a_zp) and
+ * tb[b] = rb (b - b_zp), each the float product as the loop rounds it, held with 16 fraction
+ * bits (floored: under 1 unit low) for all 256 bytes; the float sum rounds to 24 bits, at most
+ * 1 unit below 512 (2^(8 - 23) / 2), so rint is (ta + tb + 0x8000) >> 16 unless the fraction
+ * is within a few units of one half (then add_x decides). 0 when a product reaches 2^13 (the
+ * caller runs the float loop). Worth its two 256-entry tables (512 soft-float products) for
+ * larger tensors only. */
+static int add_i(const int8_t *a, const int8_t *b, int8_t *y, uint32_t n, uint32_t plane, int32_t a_zp,
+                 int32_t b_zp, float ra, float rb, const qpar_t *q)
+{
+    int32_t ta[256], tb[256], k, rl = q->rl, rh = q->rh, zp = q->zp;
+    uint32_t i, o;
+    for (k = -128; k < 128; ++k) {
+        float fa = ra * (float)(k - a_zp), fb = rb * (float)(k - b_zp);
+        uint32_t ba, bb;
+        memcpy(&ba, &fa, sizeof ba);
+        memcpy(&bb, &fb, sizeof bb);
+        if ((ba & 0x7FFFFFFFu) >= 0x46000000u || (bb & 0x7FFFFFFFu) >= 0x46000000u) { /* 2^13 or more, or NaN */
+            return 0;
+        }
+        ta[k + 128] = q16_floor(fa);
+        tb[k + 128] = q16_floor(fb);
+    }
+/* y[i] from the sum s of its two table entries; u, v its operands minus their zero points. */
+#define ADD_I_STORE(s, u, v)                                                                                        \
+    do {                                                                                                            \
+        int32_t r_;                                                                                                 \
+        if ((((uint32_t)(s) - 0x7FFAu) & 0xFFFFu) <= 9u) {                                                          \
+            y[i] = add_x(ra, (u), rb, (v), q);                                                                      \
+        } else {                                                                                                    \
+            r_ = ((s) + 0x8000) >> 16;                                                                              \
+            r_ = r_ > rl ? r_ : rl;                                                                                 \
+            r_ = r_ < rh ? r_ : rh;                                                                                 \
+            y[i] = (int8_t)(r_ + zp);                                                                               \
+        }                                                                                                           \
+    } while (0)
+    if (plane == 1u) {
+        for (i = 0; i < n; ++i) {
+            int32_t s = ta[a[i] + 128] + tb[b[i] + 128];
+            ADD_I_STORE(s, (int32_t)a[i] - a_zp, (int32_t)b[i] - b_zp);
+        }
+        return 1;
+    }
+    for (o = 0, i = 0; o < n / plane; ++o) {
+        int32_t bo = tb[b[o] + 128];
+        uint32_t end = i + plane;
+        for (; i < end; ++i) {
+            int32_t s = ta[a[i] + 128] + bo;
+            ADD_I_STORE(s, (int32_t)a[i] - a_zp, (int32_t)b[o] - b_zp);
+        }
+    }
+#undef ADD_I_STORE
+    return 1;
+}
+#endif
+
 int arena_i8_binary(const int8_t *a, const int8_t *b, int8_t *y, uint32_t n, uint32_t plane, int32_t a_zp,
                     int32_t b_zp, float ra, float rb, float rm, int is_add, int32_t y_zp, int32_t lo, int32_t hi)
 {
@@ -13,6 +95,11 @@ int arena_i8_binary(const int8_t *a, const int8_t *b, int8_t *y, uint32_t n, uin
     if (!mult_ok(ra * 65536.0f) || !mult_ok(rb * 65536.0f) || !mult_ok(rm * 65536.0f) || plane == 0u) {
         return 0;
     }
+#if !ARENA_HAVE_FPU
+    if (is_add && n >= 1024u && add_i(a, b, y, n, plane, a_zp, b_zp, ra, rb, &q)) {
+        return 1;
+    }
+#endif
     if (plane == 1u) {
         if (is_add) {
             for (i = 0; i < n; ++i) {

@@ -234,21 +234,44 @@ static __attribute__((noinline)) void dw_rows(const dw_block_t *k, const cparams
     }
 }
 #else
-/* 3x3, no dilation, in C. */
+/* One kernel row of two outputs sw apart: each tap's two inputs packed in one word, x + x' 2^23,
+ * times the weight into one 64-bit sum (SMLAL on Armv7-M: two multiply-accumulates in one). */
+#define DW3_ROW2(r, w0, w1, w2, sw, acc)                                                                            \
+    do {                                                                                                            \
+        acc += (int64_t)(w0) * ((int32_t)(r)[0] + (int32_t)(r)[sw] * 0x800000);                                     \
+        acc += (int64_t)(w1) * ((int32_t)(r)[1] + (int32_t)(r)[(sw) + 1] * 0x800000);                               \
+        acc += (int64_t)(w2) * ((int32_t)(r)[2] + (int32_t)(r)[(sw) + 2] * 0x800000);                               \
+    } while (0)
+
+/* 3x3, no dilation, in C: two outputs a step (DW3_ROW2; |sum| <= 9 * 255 * 128 < 2^22, so the
+ * two split exactly: lo23, hi23), the block's fold taken off the bias once. */
 static __attribute__((noinline)) void dw3_block(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
 {
     const int16_t *w = b->w;
-    int32_t i, j;
+    const int32_t w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7], w8 = w[8];
+    const qpar_t qq = *q;
+    chan_t cc = *ch;
+    int32_t i, j, sw = b->sw;
+    cc.bias = (int32_t)((uint32_t)cc.bias - (uint32_t)b->fold); /* bias_add wraps: the same sums */
     for (i = 0; i < b->nh; ++i) {
         const int8_t *r0 = b->band + i * b->rstep, *r1 = r0 + b->width, *r2 = r1 + b->width;
         int8_t *dst = b->dst + i * b->dstride;
-        for (j = 0; j < b->n; ++j, r0 += b->sw, r1 += b->sw, r2 += b->sw) {
-            int32_t acc = r0[0] * w[0] + r0[1] * w[1] + r0[2] * w[2] + r1[0] * w[3] + r1[1] * w[4] + r1[2] * w[5]
-                          + r2[0] * w[6] + r2[1] * w[7] + r2[2] * w[8];
-            dst[j] = store(q, ch, acc - b->fold);
+        for (j = 0; j + 1 < b->n; j += 2, r0 += 2 * sw, r1 += 2 * sw, r2 += 2 * sw) {
+            int64_t acc = 0;
+            DW3_ROW2(r0, w0, w1, w2, sw, acc);
+            DW3_ROW2(r1, w3, w4, w5, sw, acc);
+            DW3_ROW2(r2, w6, w7, w8, sw, acc);
+            dst[j] = store(&qq, &cc, lo23(acc));
+            dst[j + 1] = store(&qq, &cc, hi23(acc));
+        }
+        if (j < b->n) {
+            int32_t acc = r0[0] * w0 + r0[1] * w1 + r0[2] * w2 + r1[0] * w3 + r1[1] * w4 + r1[2] * w5 + r2[0] * w6
+                          + r2[1] * w7 + r2[2] * w8;
+            dst[j] = store(&qq, &cc, acc);
         }
     }
 }
+#undef DW3_ROW2
 #endif
 
 /* Any kernel size and dilation. */

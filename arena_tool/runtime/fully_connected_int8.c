@@ -106,7 +106,17 @@ typedef struct {
  * before the first output). */
 static inline __attribute__((always_inline)) int8_t fc_q(int32_t acc, float mult, const qpar_t *q)
 {
-    float v = (float)acc * mult;
+    float v;
+#if !ARENA_HAVE_FPU
+    uint32_t bits; /* a finite mult > 0 (any other: the float way): requant_i's integers */
+    memcpy(&bits, &mult, sizeof bits);
+    if (bits - 0x00800000u < 0x7F000000u) {
+        chan_t ch;
+        chan_mult(&ch, mult);
+        return (int8_t)requant_i(acc, &ch, q);
+    }
+#endif
+    v = (float)acc * mult;
     return (int8_t)(v == v ? requant_f(v, q) : q->lo);
 }
 

@@ -99,21 +99,25 @@ static inline __attribute__((always_inline)) int32_t bias_add(int32_t bias, int3
     return s <= (uint32_t)INT32_MAX ? (int32_t)s : -(int32_t)(~s) - 1;
 }
 
-/* Whether this build has a single-precision FPU (else float arithmetic is soft-float calls). */
+/* Whether this build has a single-precision FPU (else float arithmetic is soft-float calls).
+ * A host build may set it to 0 to test the integer paths (tests/test_requant_nofpu.py). */
+#ifndef ARENA_HAVE_FPU
 #if defined(__ARM_FP) && (__ARM_FP & 4) || !defined(__arm__)
 #define ARENA_HAVE_FPU 1
 #else
 #define ARENA_HAVE_FPU 0
 #endif
+#endif
 
 /* What requantizing one output channel needs (wz: its weight zero point; mm, me: without an
- * FPU, mult = mm * 2^me, its significand and exponent, for requant_i). */
+ * FPU, mult = mm * 2^me, its significand and exponent, for requant_i; sh = -me - 16, the
+ * shift of requant_i's 16-fraction-bit product, 1..31 on its short path, else 0). */
 typedef struct {
     float mult;
     int32_t bias, wz;
 #if !ARENA_HAVE_FPU
     uint32_t mm;
-    int32_t me;
+    int32_t me, sh;
 #endif
 } chan_t;
 
@@ -145,7 +149,7 @@ static inline __attribute__((always_inline)) uint64_t round24(uint64_t x, int32_
  * that times 2^e to an integer, each half to even as the FPU does (a product below the normal
  * range is below 0.5 and gives 0 either way; one past 2^31 is past every clamp). The cores
  * without an FPU (Cortex-M0+, M3) would run the float version as soft-float calls. */
-static inline __attribute__((always_inline)) int32_t requant_i(int32_t acc, const chan_t *ch, const qpar_t *q)
+static __attribute__((noinline)) int32_t requant_x(int32_t acc, const chan_t *ch, const qpar_t *q)
 {
     uint64_t a = acc < 0 ? (uint64_t)(-(int64_t)acc) : (uint64_t)acc, p;
     int32_t e = ch->me, r;
@@ -164,6 +168,48 @@ static inline __attribute__((always_inline)) int32_t requant_i(int32_t acc, cons
     r = r > q->rl ? r : q->rl;
     r = r < q->rh ? r : q->rh;
     return r + q->zp;
+}
+
+/* requant_x's codes for an 8-bit output (|lo - zp|, |hi - zp| < 512), the short way when
+ * |acc| < 2^24 (always, but for very long dot products): (float)acc is then exact, and
+ * v = acc * mm / 2^(sh) is |acc * mult| with 16 fraction bits (truncated), one UMULL and two
+ * shifts. The float product's rounding to 24 bits moves that value by at most 2^-16 while it
+ * is below 512 (2^(9 - 24)), so rint gives (v + 0x7FFF) >> 16 unless v's fraction is within
+ * a few units of one half, where requant_x decides (about 1 in 7,000 outputs); 512 or more
+ * is past every clamp. */
+static inline __attribute__((always_inline)) int32_t requant_i(int32_t acc, const chan_t *ch, const qpar_t *q)
+{
+    uint32_t a = acc < 0 ? 0u - (uint32_t)acc : (uint32_t)acc, sh = (uint32_t)ch->sh, lo, hi, v;
+    uint64_t p;
+    int32_t r;
+    if (a >= 0x1000000u || sh == 0u) {
+        return requant_x(acc, ch, q);
+    }
+    p = (uint64_t)a * ch->mm;
+    lo = (uint32_t)p;
+    hi = (uint32_t)(p >> 32);
+    v = lo >> sh | hi << (32u - sh);
+    if (hi >> sh != 0u || v >= 0x2000000u) {
+        r = 512;
+    } else if (((v - 0x7FFCu) & 0xFFFFu) <= 8u) {
+        return requant_x(acc, ch, q);
+    } else {
+        r = (int32_t)((v + 0x7FFFu) >> 16);
+    }
+    r = acc < 0 ? -r : r;
+    r = r > q->rl ? r : q->rl;
+    r = r < q->rh ? r : q->rh;
+    return r + q->zp;
+}
+
+/* ch's mm, me and sh for requant_i from mult, a finite float >= 0. */
+static inline void chan_mult(chan_t *ch, float mult)
+{
+    uint32_t bits;
+    memcpy(&bits, &mult, sizeof bits);
+    ch->mm = (bits & 0x7FFFFFu) | (bits >> 23 & 0xFFu ? 0x800000u : 0u);
+    ch->me = (bits >> 23 & 0xFFu ? (int32_t)(bits >> 23 & 0xFFu) : 1) - 150;
+    ch->sh = -ch->me - 16 >= 1 && -ch->me - 16 <= 31 && ch->mm != 0u ? -ch->me - 16 : 0;
 }
 #endif
 
@@ -205,6 +251,20 @@ static inline uint32_t sxtab16_ror8(uint32_t nz, uint32_t v)
 #define W_LO(v) ((uint32_t)__sxtb16(v))
 #define W_HI(v) sxtb16_ror8(v)
 #define MAC2(a, b, acc) __smlad((int32_t)(a), (int32_t)(b), (acc))
+#endif
+
+#if !defined(__ARM_FEATURE_DSP)
+/* Without the DSP extension two 8-bit products share one multiply: a + a' 2^23 times w into a
+ * 64-bit sum l + h 2^23 (SMLAL), split while |l| < 2^22 (conv_int8.c's dot2x2, depthwise_int8.c's
+ * dw3_block): the low and the high sum. */
+static inline int32_t lo23(int64_t a)
+{
+    return (int32_t)((uint32_t)a << 9) >> 9;
+}
+static inline int32_t hi23(int64_t a)
+{
+    return (int32_t)((a - lo23(a)) >> 23);
+}
 #endif
 
 /* w.x (x minus zp). */
@@ -279,12 +339,7 @@ static inline chan_t chan(const cparams_t *p, int32_t m)
     ch.bias = p->bias != NULL ? p->bias[m] : 0;
     ch.wz = p->wz != NULL ? p->wz[p->nwz > 1u ? (uint32_t)m : 0u] : 0;
 #if !ARENA_HAVE_FPU
-    {
-        uint32_t bits;
-        memcpy(&bits, &ch.mult, sizeof bits); /* finite and > 0 (mult_ok, the lowering's scale check) */
-        ch.mm = (bits & 0x7FFFFFu) | (bits >> 23 & 0xFFu ? 0x800000u : 0u);
-        ch.me = (bits >> 23 & 0xFFu ? (int32_t)(bits >> 23 & 0xFFu) : 1) - 150;
-    }
+    chan_mult(&ch, ch.mult); /* finite and > 0 (mult_ok, the lowering's scale check) */
 #endif
     return ch;
 }
