@@ -276,7 +276,8 @@ static __attribute__((noinline)) void gemm_asym(const arena_ctx_t *c, const aren
  * planned workspace when it holds a column, else COL_STACK_BYTES on the stack) holds, then the GEMM. 0 when not
  * even one column fits (the caller runs the reference loop). u8: the input is uint8 (the
  * columns are flipped to int8, x_zp is minus 128). */
-static int conv_im2col(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q, int u8, int32_t x_zp)
+static int conv_im2col(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q, int u8, int32_t x_zp,
+                       const float *mc)
 {
     int8_t stack_col[COL_STACK_BYTES];
     int32_t sums[SUM_PIXELS];
@@ -286,6 +287,7 @@ static int conv_im2col(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
     int32_t ohw = d->oh * d->ow, n, g, p0, chunk;
     int8_t pad = (int8_t)(u8 ? x_zp + 128 : x_zp); /* the zero point's byte in the input's own type */
     cparams_t cp = cparams(c);
+    cp.mc = mc;
     if (c->op->workspace >= 0) {
         const arena_tensor_t *wst = &c->m->tensors[c->op->workspace];
         if ((wst->dtype == ARENA_DT_INT8 || wst->dtype == ARENA_DT_UINT8) && wst->elements >= (uint32_t)d->kk) {
@@ -320,11 +322,18 @@ static int conv_im2col(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
     return 1;
 }
 
+/* Channels whose multipliers conv_im2col takes precomputed without an FPU: each chunk of pixels
+ * would otherwise pay two soft-float calls a channel (a K = 256 pointwise layer's chunk is 4 pixels). */
+#define MULT_CACHE 256
+
 int arena_i8_conv(const arena_ctx_t *c, const arena_conv_dims_t *d, int32_t lo, int32_t hi, void *dw_temp)
 {
     qpar_t q = qpar(arena_q_zp(c, 7, 0), lo, hi);
     cparams_t cp;
     int32_t m, x_zp;
+#if !ARENA_HAVE_FPU
+    float mc[MULT_CACHE];
+#endif
     int u8 = act_in(c, 0, &x_zp);
     if (u8 < 0 || arena_in(c, 3)->dtype != ARENA_DT_INT8 || !q8_out(c)) {
         return 0;
@@ -335,9 +344,18 @@ int arena_i8_conv(const arena_ctx_t *c, const arena_conv_dims_t *d, int32_t lo, 
         if (!mult_ok(mult) || mult < 0.0f) { /* requant_i takes mult >= 0 (the lowering's scales are > 0) */
             return 0;
         }
+#if !ARENA_HAVE_FPU
+        if (m < MULT_CACHE) {
+            mc[m] = mult;
+        }
+#endif
     }
     if (d->groups == d->c && d->cg == 1 && (d->m == d->c || d->groups > 1)) { /* depthwise, or a multiplier */
         return arena_i8_depthwise(c, d, &q, (int8_t *)dw_temp, u8, x_zp);
     }
-    return conv_im2col(c, d, &q, u8, x_zp);
+#if !ARENA_HAVE_FPU
+    return conv_im2col(c, d, &q, u8, x_zp, d->m <= MULT_CACHE ? mc : NULL);
+#else
+    return conv_im2col(c, d, &q, u8, x_zp, NULL);
+#endif
 }

@@ -317,6 +317,7 @@ typedef struct {
     const int32_t *bias; /* int32, one per channel (conv_dims checked), or NULL */
     const int8_t *wz;    /* the weight zero points, nwz of them (1 or M); NULL when all are 0 */
     uint32_t nwz;
+    const float *mc;     /* every channel's mult computed once (conv_int8.c without an FPU), or NULL */
 } cparams_t;
 
 static inline cparams_t cparams(const arena_ctx_t *c)
@@ -329,13 +330,14 @@ static inline cparams_t cparams(const arena_ctx_t *c)
     p.bias = arena_in(c, 8) != NULL ? (const int32_t *)arena_in_data(c, 8) : NULL;
     p.wz = w_zp_zero(c, 5) ? NULL : (const int8_t *)arena_in_data(c, 5);
     p.nwz = p.wz != NULL ? arena_in(c, 5)->elements : 0u;
+    p.mc = NULL;
     return p;
 }
 
 static inline chan_t chan(const cparams_t *p, int32_t m)
 {
     chan_t ch;
-    ch.mult = p->xs * p->ws[p->nws > 1u ? (uint32_t)m : 0u] / p->ys;
+    ch.mult = p->mc != NULL ? p->mc[m] : p->xs * p->ws[p->nws > 1u ? (uint32_t)m : 0u] / p->ys;
     ch.bias = p->bias != NULL ? p->bias[m] : 0;
     ch.wz = p->wz != NULL ? p->wz[p->nwz > 1u ? (uint32_t)m : 0u] : 0;
 #if !ARENA_HAVE_FPU
