@@ -776,7 +776,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="the ONNX model, a .tflite model (run on TFLite Micro: --tflm), or a manifest "
                                  "(.yaml): every model, its options and its inputs: sample")
     p.add_argument("--board", required=True, metavar="BOARD",
-                   help="host (native gcc) or a board QEMU emulates (mps2_an385, mps2_an386, mps2_an500)")
+                   help="host (native gcc) or a board QEMU emulates (mps2_an385, mps2_an386, mps2_an500, mps2_an505, "
+                        "mps3_an547)")
     p.add_argument("--input", metavar="FILE.npz", help="the input arrays by graph input name (default: seeded random)")
     p.add_argument("--input-seed", type=int, default=0, metavar="N", help="seed of the random input (default 0)")
     p.add_argument("--output", metavar="FILE.npz", help="write the firmware's outputs by graph output name")

@@ -218,12 +218,12 @@ def test_profile_needs_a_qemu_board(capsys):
 
 
 def test_unknown_board_and_board_without_qemu_exit_2(capsys):
-    rc, _, err = run(capsys, model("kws"), "--board", "mps2_an50")
-    assert rc == 2 and "unknown board 'mps2_an50'" in err and "did you mean 'mps2_an500'" in err
+    rc, _, err = run(capsys, model("kws"), "--board", "mps2_an5000")
+    assert rc == 2 and "unknown board 'mps2_an5000'" in err and "did you mean 'mps2_an500'" in err
     assert "host" in err and len(err.strip().splitlines()) == 1
     rc, _, err = run(capsys, model("kws"), "--board", "nucleo_f746")
     assert rc == 2 and "nucleo_f746 cannot be emulated" in err
-    assert "mps2_an385, mps2_an386, mps2_an500" in err and "--board host" in err
+    assert "mps2_an385, mps2_an386, mps2_an500, mps2_an505, mps3_an547" in err and "--board host" in err
 
 
 def test_missing_cross_tools_exit_2_with_a_hint(capsys, monkeypatch):

@@ -12,7 +12,8 @@ from arena_tool.target.boards import Board, Cpu, Region
 from arena_tool.core.errors import ArenaError
 
 REQUIRED = ["nucleo_f746", "nucleo_h743", "stm32f769i_disco", "nucleo_l4r5zi", "nucleo_g474re",
-            "nrf52840dk", "rpi_pico", "teensy41", "mps2_an385", "mps2_an386", "mps2_an500"]
+            "nrf52840dk", "rpi_pico", "teensy41", "mps2_an385", "mps2_an386", "mps2_an500",
+            "mps2_an505", "mps3_an547"]
 K = 1024
 
 # (board, region, origin, length) from /work/shared/research/boards.md (RM / Zephyr dts / QEMU mtree).
@@ -35,6 +36,11 @@ FACTS = [
     ("mps2_an500", "SSRAM23", 0x20000000, 4096 * K), ("mps2_an500", "PSRAM", 0x60000000, 16384 * K),
     ("mps2_an385", "SSRAM23", 0x20000000, 4096 * K), ("mps2_an385", "BRAM", 0x01000000, 16 * K),
     ("mps2_an385", "PSRAM", 0x21000000, 16384 * K), ("mps2_an385", "FLASH", 0x00000000, 4096 * K),
+    # QEMU 7.2 hw/arm/mps2-tz.c and `info mtree -f`: the AN547 boots at 0 (its ITCM is the flash), the AN505 at 0x10000000
+    ("mps3_an547", "FLASH", 0x00000000, 512 * K), ("mps3_an547", "DTCM", 0x20000000, 512 * K),
+    ("mps3_an547", "SRAM", 0x01000000, 2048 * K), ("mps3_an547", "ISRAM", 0x21000000, 4096 * K),
+    ("mps2_an505", "FLASH", 0x10000000, 4096 * K), ("mps2_an505", "SSRAM23", 0x38000000, 4096 * K),
+    ("mps2_an505", "ISRAM", 0x30000000, 32 * K),
 ]
 
 GOOD = """\
