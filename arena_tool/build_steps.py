@@ -713,6 +713,15 @@ def validate(build: Build, targets: Sequence[str], sources: Sequence[str]) -> No
         raise SystemExit(worst)
 
 
+def check_cores(manifest_doc: Mapping[str, Any], boards: Sequence[str], gcc: str) -> None:
+    """ArenaError when ``gcc`` cannot compile the core of one of ``boards`` (toolchain.check)."""
+    from arena_tool.target import toolchain
+
+    for t in manifest_doc["targets"]:
+        if t["name"] in boards:
+            toolchain.check(t["name"], t["board"]["cpu"]["core"], str(t.get("board_file") or ""), gcc)
+
+
 def no_run(boards: Sequence[str], have_gcc: bool) -> int:
     """The run alias when no board can run: why, on stderr; exit status 2."""
     why = "none of them has a qemu machine in its board file" if have_gcc else "no cross gcc to build an ELF"

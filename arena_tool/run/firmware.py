@@ -52,7 +52,7 @@ import numpy as np
 
 import arena_tool
 from arena_tool.builder import build_graph, execute
-from arena_tool.target import boards, flags
+from arena_tool.target import boards, flags, toolchain
 from arena_tool.core.errors import EXIT_BUG, EXIT_CHECK_FAILED, EXIT_OK, ArenaError, did_you_mean
 from arena_tool.core.files import project_path, write_atomic
 from arena_tool.target.manifest import DEFAULT_STACK
@@ -128,6 +128,8 @@ def resolve_board(name: str) -> Board | None:
                          field="--board", file=board.file or None,
                          hint=f"QEMU emulates {', '.join(emulated_boards())}; or run the same C natively "
                               f"with --board host")
+    if shutil.which("arm-none-eabi-gcc") is not None:  # before any plan: a core this gcc cannot compile
+        toolchain.check_core(board, "arm-none-eabi-gcc")
     return board
 
 

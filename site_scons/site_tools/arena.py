@@ -236,6 +236,8 @@ def _arena_firmware(env: Any, manifest_path: str, sources: Sequence[Any] = (), c
 
             m = fit.fitted(m, build_dir)
         graph = build_graph.graph_of(m, build_dir, toolchain, board)
+        if gcc:  # a core this gcc cannot compile: refused before any plan
+            build_steps.check_cores(m, [b.name for b in graph.boards], gcc)
     except ArenaError as err:
         sys.stderr.write(err.render() + "\n")
         Exit(err.exit_code)
