@@ -104,7 +104,12 @@ int arena_k_pool(const arena_ctx_t *c)
     return ARENA_OK;
 }
 
-/* GlobalAveragePool (float32), GlobalMaxPool (float32, int8, uint8). */
+/* GlobalAveragePool (float32), GlobalMaxPool (float32, int8, uint8). For Helium cores GCC 12's
+ * late if-conversion at -Os puts a VCVT under an IT condition, which binutils 2.40 then reads as
+ * MVE's VCVTN with a predicate suffix and refuses ("vcvtne.f32.s32"): off for this function. */
+#if defined(__ARM_FEATURE_MVE) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-if-conversion2")))
+#endif
 int arena_k_global_pool(const arena_ctx_t *c)
 {
     const arena_tensor_t *xt = arena_in(c, 0), *yt = arena_out(c, 0);
