@@ -11,8 +11,9 @@ QuantizeLinear/DequantizeLinear, each with K not a multiple of 4 and odd pixel a
 counts somewhere (the tails of the 2 x 2 blocks), plus the case the fast paths hand back to the
 reference loop (a column longer than the stack buffer). All of them run in one host firmware
 (the portable C path, AddressSanitizer + UBSan), under QEMU on mps2_an386 (Cortex-M4) and
-mps2_an500 (Cortex-M7), the DSP path, and on mps2_an385 (Cortex-M3: no DSP extension,
-no FPU), the portable path on a target: every output equal to onnxruntime's.
+mps2_an500 (Cortex-M7), the DSP path, on mps2_an385 (Cortex-M3: no DSP extension, no FPU), the
+portable path on a target, and on mps3_an547 (Cortex-M55), the Helium path (K past multiples of
+16, pixel and channel counts not multiples of 4): every output equal to onnxruntime's.
 """
 
 from __future__ import annotations
@@ -242,6 +243,17 @@ CASES: dict[str, Any] = {
     # 1024 elements or more: without an FPU, QLinearAdd through its integer tables (add_mul_int8.c's add_i)
     "add_same_shape_tables": lambda: binary(74, "QLinearAdd", [1, 8, 16, 16]),
     "add_channel_tables": lambda: binary(75, "QLinearAdd", [1, 4, 16, 20], [1, 4, 1, 1]),
+    # Helium's tails: K past a multiple of 16 (the tail-predicated loops), pixel and output counts
+    # not multiples of 4 (the last step of 4 pixels or outputs), strided gathers
+    "pw_k37_tails": lambda: conv(174, 37, 5, (5, 7), (1, 1)),
+    "pw_k200_chunks": lambda: conv(175, 200, 3, (3, 3), (1, 1), x_zp=-128),
+    "c3_k45_s2": lambda: conv(76, 5, 7, (9, 7), (3, 3), stride=2),
+    "u8_wzp_pw_k19": lambda: conv(77, 19, 6, (5, 5), (1, 1), w_zps=True, u8=True),
+    "dw3_s2_w13": lambda: conv(78, 5, 5, (13, 13), (3, 3), group=5, stride=2),
+    "dw3_s1_w18_wzp": lambda: conv(79, 7, 7, (5, 18), (3, 3), group=7, w_zps=True, x_zp=-128),
+    "c3_k405_short_chunks": lambda: conv(82, 45, 4, (4, 5), (3, 3)),  # a few pixels a chunk: 2 x 2 blocks
+    "gemm_k50_n7": lambda: qgemm(80, 2, 50, 7),
+    "gemm_k17_n6_b_zps": lambda: qgemm(81, 2, 17, 6, b_zps=True),
 }
 SCRATCH = {"c3_s1": ("row", "full"), "c3_grouped": ("row",), "wzp_c3_chunks": ("full",)}
 
@@ -290,28 +302,36 @@ def test_cases_reach_the_paths_they_name(built):
 
 
 DSP_OPS = ("smlad", "sxtb16", "sxtab16")
+# Helium: the dot products, the vector requantization (objdump writes VMLADAVA as its alias VMLAVA,
+# the predicated VSTRB of a last step of 4 as VSTRBT)
+MVE_OPS = ("vldrb", "vmlava", "vaddva", "vcvtn", "vstrbt")
 
 
-def _dsp_ops(elf: Path) -> set[str]:
-    """The DSP-extension mnemonics the ELF's code holds."""
-    text = subprocess.run([require_tool("arm-none-eabi-objdump"), "-d", str(elf)], check=True,
+def _ops(elf: Path, cpu: str, names: tuple[str, ...]) -> set[str]:
+    """Which of the mnemonics ``names`` the ELF's code holds (objdump -d decodes Helium's
+    instructions only when told the architecture, Armv8.1-M, of a Cortex-M55)."""
+    arch = ["-m", "armv8.1-m.main"] if cpu == "cortex-m55" else []
+    text = subprocess.run([require_tool("arm-none-eabi-objdump"), "-d", *arch, str(elf)], check=True,
                           capture_output=True, text=True).stdout
     return {line.split("\t")[2].split(".")[0] for line in text.splitlines()
-            if line.count("\t") >= 2 and line.split("\t")[2].split(".")[0] in DSP_OPS}
+            if line.count("\t") >= 2 and line.split("\t")[2].split(".")[0] in names}
 
 
-@pytest.mark.parametrize("board", ["mps2_an386", "mps2_an500", "mps2_an385"])
+@pytest.mark.parametrize("board", ["mps2_an386", "mps2_an500", "mps2_an385", "mps3_an547"])
 def test_qemu_dsp_and_portable_paths_equal_the_host(built, board, tmp_path: Path):
-    """The same tables on Cortex-M4 / Cortex-M7 (DSP extension: SXTB16, SMLAD, both in the ELF)
-    and on a Cortex-M3 (the portable C path and soft-float requantization: neither in the ELF):
-    every status and every output identical to the host's, so to onnxruntime's."""
+    """The same tables on Cortex-M4 / Cortex-M7 (DSP extension: SXTB16, SMLAD, both in the ELF),
+    on a Cortex-M3 (the portable C path and soft-float requantization: neither in the ELF) and on
+    a Cortex-M55 (Helium: VLDRB, VMLADAVA, VADDVA, VCVTN, VSTRB in the ELF, no SMLAD): every status and
+    every output identical to the host's, so to onnxruntime's."""
     require_tool("arm-none-eabi-gcc")
     require_tool("qemu-system-arm")
     target = boards.load_board(board)
     entries = [(sym, path, doc) for sym, (path, doc) in built["models"].items()]
     gen = fwbuild.generate(tmp_path, entries, board)
     elf = fwbuild.build_elf(tmp_path, gen, target, max(doc.arena_size for _, _, doc in entries))
-    assert _dsp_ops(elf) == (set() if board == "mps2_an385" else {"smlad", "sxtb16", "sxtab16"}), board
+    dsp = board in ("mps2_an386", "mps2_an500")  # the M55 has the DSP extension, but Helium does its sums
+    assert _ops(elf, target.cpu.core, DSP_OPS) == (set(DSP_OPS) if dsp else set()), board
+    assert _ops(elf, target.cpu.core, MVE_OPS) == (set(MVE_OPS) if board == "mps3_an547" else set()), board
     assert target.qemu is not None
     rc, text = qemu.run(str(elf), target.qemu, timeout=120)
     run = verify.parse_output(text)

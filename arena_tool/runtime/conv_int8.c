@@ -10,7 +10,11 @@
 
 /* Bytes of the stack buffer for im2col columns when the op has no workspace: at least
  * one pixel's column (kk bytes) must fit, else the reference loop runs. */
+#if defined(__ARM_FEATURE_MVE)
+#define COL_STACK_BYTES 2048 /* Helium: 4 columns of a 3x3 conv over 56 channels, for arena_mve_gemm_row */
+#else
 #define COL_STACK_BYTES 1024
+#endif
 
 #if !defined(__ARM_FEATURE_DSP)
 /* Taps summed in one 64-bit sum before it is split (dot2x2). */
@@ -32,6 +36,10 @@
 static DOT_SCHED __attribute__((noinline)) void dot2x2(int32_t s[4], const int8_t *w, const int8_t *x, int32_t K, int32_t zp)
 {
     int32_t s00 = 0, s01 = 0, s10 = 0, s11 = 0, k, n = K;
+#if defined(__ARM_FEATURE_MVE)
+    arena_mve_dot2x2(s, w, x, K, zp);
+    return;
+#endif
 #if defined(__ARM_FEATURE_DSP)
     uint32_t nz = ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u;
     const int8_t *end = x + (K & ~3);
@@ -206,6 +214,62 @@ static __attribute__((noinline)) void col_sums(int32_t *sums, const int8_t *col,
     }
 }
 
+#if defined(ARENA_MVE_F)
+/* conv_gemm on Helium: one channel x 4 pixels a step (arena_mve_dot1x4, the input as stored,
+ * zp times the row's weight sum taken off after), the 4 sums requantized together (store4);
+ * the last step's missing pixels repeat the last column and are not stored. 0 when the chunk
+ * has fewer than MVE_ROW_PIXELS pixels (conv_gemm's 2 x 2 blocks then). */
+/* Fewer pixels than this in a chunk (a long column in the stack buffer) take the 2 x 2 blocks. */
+#define MVE_ROW_PIXELS 8
+
+static __attribute__((noinline)) int mve_gemm(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q,
+                                               const cparams_t *cp, int32_t n, int32_t m0, int32_t m1, int32_t p0,
+                                               int32_t np, const int8_t *col, int32_t x_zp, const int32_t *sums)
+{
+    const int8_t *w = (const int8_t *)arena_in_data(c, 3);
+    int8_t *y = (int8_t *)arena_out_data(c, 0);
+    const qpar_t qq = *q;
+    const size_t ohw = (size_t)d->oh * (size_t)d->ow;
+    const int32_t K = d->kk;
+    const int8_t *last = col + (size_t)(np - 1) * (size_t)K;
+    int32_t m, p, s[5];
+    mve_row_t r;
+    r.zp = qq.zp;
+    r.K = K;
+    r.last = last;
+    r.rl = qq.rl;
+    r.rh = qq.rh;
+    if (np < MVE_ROW_PIXELS) {
+        return 0;
+    }
+    for (m = m0; m < m1; ++m) {
+        const chan_t c0 = chan(cp, m);
+        const int8_t *w0 = w + (size_t)m * (size_t)K, *x = col;
+        int8_t *y0 = y + (size_t)(n * d->m + m) * ohw + (size_t)p0;
+        if (sums == NULL) { /* bias - zp sum(w), wrapping */
+            r.bias = (int32_t)((uint32_t)c0.bias - (uint32_t)x_zp * (uint32_t)arena_mve_sum(w0, K));
+            r.mult = c0.mult;
+            r.np = np;
+            arena_mve_gemm_row(y0, w0, col, &r);
+            continue;
+        }
+        for (p = 0; p < np; p += 4, x += 4 * K) {
+            int32x4_t acc;
+            int32_t b;
+            arena_mve_dot1x4(s, w0, x, K, last);
+            acc = vsubq_s32(vldrwq_s32(s), vmulq_n_s32(vldrwq_s32(sums + p), c0.wz)); /* (lanes past np: unused) */
+            b = (int32_t)((uint32_t)c0.bias - (uint32_t)x_zp * (uint32_t)s[4]); /* bias - zp sum(w), wrapping */
+            if (np - p >= 4) {
+                store4(y0 + p, &qq, acc, b, c0.mult);
+            } else {
+                store4_p(y0 + p, &qq, acc, b, c0.mult, vctp32q((uint32_t)(np - p)));
+            }
+        }
+    }
+    return 1;
+}
+#endif
+
 /* Output channels [m0, m1) of group g over the np columns in col (pixels p0 ...); sums: the
  * columns' input sums when a weight zero point is not 0 (col_sums), else NULL. Inlined into
  * one function per case (gemm_sym, gemm_asym), so the common one keeps its registers. */
@@ -218,6 +282,11 @@ static inline __attribute__((always_inline)) void conv_gemm(const arena_ctx_t *c
     int8_t *y = (int8_t *)arena_out_data(c, 0);
     size_t ohw = (size_t)d->oh * (size_t)d->ow, K = (size_t)d->kk;
     int32_t m, p, s[4];
+#if defined(ARENA_MVE_F)
+    if (mve_gemm(c, d, q, cp, n, m0, m1, p0, np, col, x_zp, sums)) {
+        return;
+    }
+#endif
     for (m = m0; m + 1 < m1; m += 2) {
         chan_t c0 = chan(cp, m), c1 = chan(cp, m + 1);
         const int8_t *w0 = w + (size_t)m * K;

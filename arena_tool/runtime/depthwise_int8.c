@@ -292,6 +292,82 @@ static __attribute__((noinline)) void dw_block(const dw_block_t *b, const qpar_t
     }
 }
 
+#if defined(ARENA_MVE_F)
+/* The 4 sums of a step of a 3x3 kernel: tap (ky, kx)'s 4 input bytes from row ra, rb or rc at
+ * kx (LOAD(row, kx): a VLDRB.S32 gathering at the offsets 0, sw, 2 sw, 3 sw), times the tap
+ * (VMLA in int32 lanes). */
+#define DW_MVE_3X3(LOAD)                                                                                            \
+    do {                                                                                                            \
+        acc = vmulq_n_s32(LOAD(ra, 0), w0);                                                                         \
+        acc = vmlaq_n_s32(acc, LOAD(ra, 1), w1);                                                                    \
+        acc = vmlaq_n_s32(acc, LOAD(ra, 2), w2);                                                                    \
+        acc = vmlaq_n_s32(acc, LOAD(rb, 0), w3);                                                                    \
+        acc = vmlaq_n_s32(acc, LOAD(rb, 1), w4);                                                                    \
+        acc = vmlaq_n_s32(acc, LOAD(rb, 2), w5);                                                                    \
+        acc = vmlaq_n_s32(acc, LOAD(rc, 0), w6);                                                                    \
+        acc = vmlaq_n_s32(acc, LOAD(rc, 1), w7);                                                                    \
+        acc = vmlaq_n_s32(acc, LOAD(rc, 2), w8);                                                                    \
+    } while (0)
+
+/* dw_block on Helium: 4 outputs of a row a step, each tap's 4 input bytes (offsets 0, sw,
+ * 2 sw, 3 sw) by one gathering VLDRB.S32 times the tap, summed in int32 lanes (VMLA), the 4
+ * sums requantized together (store4); the last step of a row predicated (its lanes past n
+ * neither loaded nor stored). A 3x3 kernel's taps are unrolled from registers. */
+static __attribute__((noinline)) void dw_mve_block(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
+{
+    const int16_t *wk = b->w;
+    const qpar_t qq = *q;
+    const int32_t bias = (int32_t)((uint32_t)ch->bias - (uint32_t)b->fold);
+    const float mult = ch->mult;
+    const int32_t W = b->width, sw4 = 4 * b->sw, rs = b->dh * W, n = b->n, nh = b->nh, kh = b->kh, kw = b->kw;
+    const int32_t dwl = b->dwl, rstep = b->rstep, dstride = b->dstride;
+    const int8_t *band = b->band;
+    int8_t *dst0 = b->dst;
+    const uint32x4_t off = vmulq_n_u32(vidupq_n_u32(0u, 1), (uint32_t)b->sw);
+    int32x4_t acc;
+    int32_t i, j, ky, kx;
+    if (kh == 3 && kw == 3 && b->dh == 1 && dwl == 1) {
+        const int32_t w0 = wk[0], w1 = wk[1], w2 = wk[2], w3 = wk[3], w4 = wk[4], w5 = wk[5], w6 = wk[6],
+                      w7 = wk[7], w8 = wk[8];
+        for (i = 0; i < nh; ++i) {
+            const int8_t *ra = band + i * rstep, *rb = ra + W, *rc = rb + W;
+            int8_t *dst = dst0 + i * dstride;
+            for (j = 0; j + 4 <= n; j += 4, ra += sw4, rb += sw4, rc += sw4, dst += 4) {
+#define DW_LOAD(row, kx) vldrbq_gather_offset_s32((row) + (kx), off)
+                DW_MVE_3X3(DW_LOAD);
+#undef DW_LOAD
+                store4(dst, &qq, acc, bias, mult);
+            }
+            if (j < n) {
+                const mve_pred16_t p = vctp32q((uint32_t)(n - j));
+#define DW_LOAD(row, kx) vldrbq_gather_offset_z_s32((row) + (kx), off, p)
+                DW_MVE_3X3(DW_LOAD);
+#undef DW_LOAD
+                store4_p(dst, &qq, acc, bias, mult, p);
+            }
+        }
+        return;
+    }
+    for (i = 0; i < nh; ++i) {
+        const int8_t *r0 = band + i * rstep;
+        int8_t *dst = dst0 + i * dstride;
+        for (j = 0; j < n; j += 4, r0 += sw4) {
+            const mve_pred16_t p = vctp32q((uint32_t)(n - j));
+            const int8_t *r = r0;
+            const int16_t *w = wk;
+            acc = vdupq_n_s32(0);
+            for (ky = 0; ky < kh; ++ky, r += rs) {
+                for (kx = 0; kx < kw; ++kx) {
+                    acc = vmlaq_n_s32(acc, vldrbq_gather_offset_z_s32(r + kx * dwl, off, p), *w++);
+                }
+            }
+            store4_p(dst + j, &qq, acc, bias, mult, p);
+        }
+    }
+}
+#undef DW_MVE_3X3
+#endif
+
 /* Bytes of the stack band a depthwise plane is computed from (padded input rows). */
 #define DW_BAND_BYTES 1024
 
@@ -361,6 +437,10 @@ static dw_split_t dw_split(const arena_conv_dims_t *d, const arena_attrs_t *a)
 /* The block kernel of a depthwise conv with attributes a. */
 static int dw_kind(const arena_attrs_t *a)
 {
+#if defined(ARENA_MVE_F)
+    (void)a;
+    return DW_ANY; /* dw_mve_block: every kernel from its int16 taps */
+#endif
     if (a->kernel[0] == 3 && a->kernel[1] == 3 && a->dilations[0] == 1 && a->dilations[1] == 1) {
         return DW_3X3;
     }
@@ -448,6 +528,10 @@ static void dw_plane(const int8_t *src, int8_t *dst, const dw_block_t *k, int ki
             }
             b.rstep = a->strides[0] * b.width;
             b.dst = dst + oh0 * d->ow + ow0;
+#if defined(ARENA_MVE_F)
+            dw_mve_block(&b, q, ch);
+            continue;
+#endif
             switch (kind) {
             case DW_3X3: dw3_block(&b, q, ch); break;
 #if defined(__ARM_FEATURE_DSP)

@@ -5,6 +5,10 @@
 __attribute__((noinline)) void arena_i8_dot2x1(int32_t s[2], const int8_t *w, const int8_t *x, int32_t K, int32_t zp)
 {
     int32_t s0 = 0, s1 = 0, k, n = K;
+#if defined(__ARM_FEATURE_MVE)
+    arena_mve_dot2x1(s, w, x, K, zp);
+    return;
+#endif
 #if defined(__ARM_FEATURE_DSP)
     uint32_t nz = ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u;
     const int8_t *end = x + (K & ~3);

@@ -67,6 +67,11 @@ static inline __attribute__((always_inline)) void dot4x1(int32_t s[4], const int
 {
     const int8_t *w2 = w + 2 * K;
     int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, k = 0;
+#if defined(__ARM_FEATURE_MVE)
+    arena_mve_dot2x1(s, w, x, K, zp);
+    arena_mve_dot2x1(s + 2, w2, x, K, zp);
+    return;
+#endif
 #if defined(__ARM_FEATURE_DSP) && defined(__thumb2__)
     arena_i8_dot4(s, x, w, K, ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u);
     s0 = s[0];

@@ -222,6 +222,30 @@ static inline __attribute__((always_inline)) int8_t store(const qpar_t *q, const
 #endif
 }
 
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2) && ARENA_HAVE_FPU
+#include <arm_mve.h>
+/* store() of four accumulators to y[0 .. 4) in Helium's float lanes, to the same codes: bias b
+ * added with int32 wraparound (VADD), converted and multiplied as (float)acc * mult is, rounded
+ * half to even and saturated (VCVTN, as VCVTR under the FPSCR's default mode), clamped, zp
+ * added, the low bytes stored (VSTRB.32; store4_p: the lanes on only). mult must be finite (mult_ok), as for store(). */
+static inline __attribute__((always_inline)) int32x4_t requant4(const qpar_t *q, int32x4_t acc, int32_t b, float mult)
+{
+    int32x4_t r = vcvtnq_s32_f32(vmulq_n_f32(vcvtq_f32_s32(vaddq_n_s32(acc, b)), mult));
+    return vaddq_n_s32(vminq_s32(vmaxq_s32(r, vdupq_n_s32(q->rl)), vdupq_n_s32(q->rh)), q->zp);
+}
+static inline __attribute__((always_inline)) void store4(int8_t *y, const qpar_t *q, int32x4_t acc, int32_t b,
+                                                          float mult)
+{
+    vstrbq_s32(y, requant4(q, acc, b, mult));
+}
+static inline __attribute__((always_inline)) void store4_p(int8_t *y, const qpar_t *q, int32x4_t acc, int32_t b,
+                                                            float mult, mve_pred16_t lanes)
+{
+    vstrbq_p_s32(y, requant4(q, acc, b, mult), lanes);
+}
+#define ARENA_MVE_F 1
+#endif
+
 /* --- dot products --------------------------------------------------------------- */
 
 #if defined(__ARM_FEATURE_DSP)
@@ -267,10 +291,32 @@ static inline int32_t hi23(int64_t a)
 }
 #endif
 
+#if defined(__ARM_FEATURE_MVE)
+/* Helium's dot products (mve_int8.c): the same sums as the scalar loops, any K. */
+void arena_mve_dot2x2(int32_t s[4], const int8_t *w, const int8_t *x, int32_t K, int32_t zp);
+void arena_mve_dot2x1(int32_t s[2], const int8_t *w, const int8_t *x, int32_t K, int32_t zp);
+int32_t arena_mve_dot1x1(const int8_t *w, const int8_t *x, int32_t K, int32_t zp);
+void arena_mve_dot1x4(int32_t s[5], const int8_t *w, const int8_t *x, int32_t K, const int8_t *last);
+/* arena_mve_gemm_row's parameters (its assembly reads them at these offsets; w is its scratch). */
+typedef struct {
+    int32_t bias;       /* 0: the channel's bias less zp * sum(w), wrapping */
+    float mult;         /* 4 */
+    int32_t zp, np, K;  /* 8, 12 (counted down), 16 */
+    const int8_t *last; /* 20: the last column */
+    int32_t rl, rh;     /* 24, 28: qpar_t's */
+    const int8_t *w;    /* 32 */
+} mve_row_t;
+void arena_mve_gemm_row(int8_t *y, const int8_t *w, const int8_t *x, mve_row_t *p);
+int32_t arena_mve_sum(const int8_t *w, int32_t K);
+#endif
+
 /* w.x (x minus zp). */
 static inline int32_t dot1x1(const int8_t *w, const int8_t *x, int32_t K, int32_t zp)
 {
     int32_t s = 0, k = 0;
+#if defined(__ARM_FEATURE_MVE)
+    return arena_mve_dot1x1(w, x, K, zp);
+#endif
 #if defined(__ARM_FEATURE_DSP)
     uint32_t nz = ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u;
     int32_t q;
