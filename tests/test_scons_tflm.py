@@ -22,6 +22,7 @@ import pytest
 from arena_tool.builder import board_report
 from conftest import absent, has_tool
 from tflite_models import MLPERF, chain_model
+from tflite_ops import Model
 
 ROOT = Path(__file__).resolve().parent.parent
 ACTION = re.compile(r"^(Planning|Checking|Generating|Compiling|Linking) ", re.M)
@@ -143,18 +144,33 @@ def test_budget_counts_head_and_tail(tmp_path: Path) -> None:
     assert not (proj / "build" / "nucleo_f746" / "gen" / "tflm_arena.c").exists()
 
 
-def test_a_float_tflite_on_runtime_arena_is_refused_one_line_per_op(tmp_path: Path) -> None:
-    """runtime: arena lowers a .tflite for arena's runtime (tests/run/test_tflite_arena.py runs the int8
-    ones); the float32 chain's ops are refused before anything is compiled, one line each."""
+def test_a_float_tflite_on_runtime_arena_plans(tmp_path: Path) -> None:
+    """runtime: arena lowers a float32 .tflite for arena's runtime too (tests/run/test_tflite_arena.py
+    runs its kernels against TFLite Micro): the chain plans, nothing refused."""
     proj = project(tmp_path, runtime="arena")
+    p = scons(proj, "board=nucleo_f746", "link=0")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "cannot run" not in p.stderr
+    rep = json.loads((proj / "build" / "nucleo_f746" / "arena_report.json").read_text())
+    assert rep["status"] == "ok" and [m["name"] for m in rep["models"]] == ["chain"]
+
+
+def test_a_tflite_op_without_a_kernel_on_runtime_arena_is_refused_one_line_per_op(tmp_path: Path) -> None:
+    """The ops arena's runtime has no kernel for are refused before anything is compiled, one line each."""
+    proj = project(tmp_path, runtime="arena")
+    m = Model()
+    x, y, z = (m.tensor(n, "INT8", [1, 8], scale=[0.1], zp=[0]) for n in ("x", "y", "z"))
+    m.op("EXP", [x], [y])
+    m.op("RSQRT", [y], [z])
+    (proj / "fw" / "chain.tflite").write_bytes(m.pack([x], [z]))
     p = scons(proj, "board=nucleo_f746", "link=0")
     assert p.returncode == 1, p.stdout + p.stderr
     lines = [ln for ln in p.stderr.splitlines() if "cannot run" in ln]
     assert lines == [f"arena: nucleo_f746: model chain: op {k} '{y}' ({op}) cannot run on arena's runtime: the runtime "
-                     f"runs TFLite's {op} on int8 tensors, this one is float32"
-                     for k, y, op in ((0, "a", "ADD"), (1, "b", "MUL"), (2, "y", "ADD"))], p.stderr
+                     "has no kernel for this op" for k, y, op in ((0, "y", "EXP"), (1, "z", "RSQRT"))], p.stderr
     rep = json.loads((proj / "build" / "nucleo_f746" / "arena_report.json").read_text())
     assert rep["status"] == "unsupported" and [m["name"] for m in rep["models"]] == ["chain"]
+    assert not list((proj / "build").rglob("*.o"))
 
 
 VWW = MLPERF / "visual_wake_words__vww_96_int8.tflite"
