@@ -230,7 +230,7 @@ def render(
     PROVIDE_HIDDEN(__fini_array_end = .);
   }} > {flash.name}
 
-{_in_place_text(in_place)}  _sidata = LOADADDR(.data);
+{_weights_text(in_place, None)}  _sidata = LOADADDR(.data);
   .data :
   {{
     . = ALIGN(4);
@@ -314,45 +314,25 @@ def _split_text(split: Sequence[RegionUse], align: int) -> str:
     return "\n\n".join(out)
 
 
-def _weights_text(copies: Sequence[RegionUse], flash: str) -> str:
-    """Weights copied to RAM: per region a .data-like section, run address there, contents in
-    flash (AT>), symbols __weights_<region>_start/_end/_load for arena_init's copy; "" for none."""
+def _weights_text(copies: Sequence[RegionUse], flash: str | None) -> str:
+    """Weights sections, per region, symbols __weights_<region>_start/_end: copied to RAM
+    (``flash`` given: run address there, contents in flash by AT>, _load for arena_init's copy)
+    or read in place from an external flash (``flash`` None: nothing copied); "" for none."""
     out = []
     for r in copies:
         name, region, size = str(r.weights_section), r.name, r.weights
         sym = "__" + name.lstrip(".")
+        at = f" AT> {flash}\n  {sym}_load = LOADADDR({name});" if flash else ""
+        where = region if flash else f"the external flash {region}"
         out.append(f"""  {name} : ALIGN(16)
   {{
     {sym}_start = .;
     KEEP(*({name} {name}.*))
     . = ALIGN(4);
     {sym}_end = .;
-  }} > {region} AT> {flash}
-  {sym}_load = LOADADDR({name});
+  }} > {region}{at}
   ASSERT({sym}_end - {sym}_start <= {max(size, 1)}, "arena: {name} is larger than the planned {size} B of weights: the plan and the firmware disagree, regenerate them")
-  ASSERT({sym}_end <= ORIGIN({region}) + LENGTH({region}), "arena: {name} overflows {region}")
-
-""")
-    return "".join(out)
-
-
-def _in_place_text(in_place: Sequence[RegionUse]) -> str:
-    """Weights read in place from an external flash (weights: <external_flash>): a section with
-    contents in that region, load address = run address (nothing is copied), symbols
-    __weights_<region>_start/_end, guarded like the copies; "" for none."""
-    out = []
-    for r in in_place:
-        name, region, size = str(r.weights_section), r.name, r.weights
-        sym = "__" + name.lstrip(".")
-        out.append(f"""  {name} : ALIGN(16)
-  {{
-    {sym}_start = .;
-    KEEP(*({name} {name}.*))
-    . = ALIGN(4);
-    {sym}_end = .;
-  }} > {region}
-  ASSERT({sym}_end - {sym}_start <= {max(size, 1)}, "arena: {name} is larger than the planned {size} B of weights: the plan and the firmware disagree, regenerate them")
-  ASSERT({sym}_end <= ORIGIN({region}) + LENGTH({region}), "arena: {name} overflows the external flash {region}")
+  ASSERT({sym}_end <= ORIGIN({region}) + LENGTH({region}), "arena: {name} overflows {where}")
 
 """)
     return "".join(out)
