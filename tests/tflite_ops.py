@@ -379,3 +379,68 @@ def _float_ops(m: Model, r: np.random.Generator, pre: str) -> tuple[list[int], l
              **({"beta": 1.0} if kind == "SOFTMAX" else {}))
         outs.append(y)
     return [x, z], outs
+
+
+def patch_stage_model(seed: int) -> bytes:
+    """A high-resolution int8 stage and a small head, for patches on arena's runtime: x [1, 20, 18, 3] ->
+    CONV_2D 3x3 SAME -> DEPTHWISE_CONV_2D 3x3 stride 2 SAME (asymmetric pads) -> LOGISTIC and, beside it,
+    AVERAGE_POOL_2D 3x3 SAME (its count excludes the image border's pad) -> ADD of the two -> MAX_POOL_2D
+    2x2 stride 2 -> CONV_2D 1x1 ('stage_end', the stage output) -> RESHAPE ('flat', an output) ->
+    FULLY_CONNECTED ('y'), random quantization; the untiled peak is the first two images, which a tiled
+    stage never holds whole."""
+    r = np.random.default_rng(seed)
+    m = Model()
+
+    def q() -> dict[str, list[float] | list[int]]:
+        return {"scale": [float(r.uniform(0.02, 0.1))], "zp": [int(r.integers(-40, 40))]}
+
+    def conv(name: str, x: int, cin: int, cout: int, k: int, st: int, hw: tuple[int, int], depthwise: bool) -> int:
+        sw = list(r.uniform(0.002, 0.02, cout))
+        wshape = [1, k, k, cout] if depthwise else [cout, k, k, cin]
+        w = m.tensor(f"{name}_w", "INT8", wshape, r.integers(-127, 128, wshape).astype(np.int8), sw, [0] * cout,
+                     3 if depthwise else 0)
+        sx = float(m.sg.tensors[x].quantization.scale[0])
+        b = m.tensor(f"{name}_b", "INT32", [cout], r.integers(-2000, 2000, cout).astype(np.int32),
+                     [np.float32(sx) * np.float32(s) for s in sw], [0] * cout)
+        taps = k * k * (1 if depthwise else cin)
+        y = m.tensor(name, "INT8", [1, *hw, cout], scale=[float(sx * np.mean(sw) * 3600 * np.sqrt(taps) / 40)],
+                     zp=[int(r.integers(-40, 40))])
+        if depthwise:
+            m.op("DEPTHWISE_CONV_2D", [x, w, b], [y], "DepthwiseConv2DOptions", padding=0, strideW=st, strideH=st,
+                 depthMultiplier=1, fusedActivationFunction=1, dilationWFactor=1, dilationHFactor=1)
+        else:
+            m.op("CONV_2D", [x, w, b], [y], "Conv2DOptions", padding=0, strideW=st, strideH=st,
+                 fusedActivationFunction=int(r.choice([1, 3])), dilationWFactor=1, dilationHFactor=1)
+        return y
+
+    x = m.tensor("x", "INT8", [1, 20, 18, 3], **q())
+    c1 = conv("conv1", x, 3, 8, 3, 1, (20, 18), False)
+    dw = conv("dw", c1, 8, 8, 3, 2, (10, 9), True)
+    sig = m.tensor("sig", "INT8", [1, 10, 9, 8], scale=[1.0 / 256], zp=[-128])
+    m.op("LOGISTIC", [dw], [sig])
+    avg = m.tensor("avg", "INT8", [1, 10, 9, 8], **m_q(m, dw))  # TFLM pools keep the quantization
+    m.op("AVERAGE_POOL_2D", [dw], [avg], "Pool2DOptions", padding=0, strideW=1, strideH=1, filterWidth=3,
+         filterHeight=3, fusedActivationFunction=0)
+    add = m.tensor("add", "INT8", [1, 10, 9, 8], **q())
+    m.op("ADD", [sig, avg], [add], "AddOptions", fusedActivationFunction=0)
+    mp = m.tensor("maxpool", "INT8", [1, 5, 4, 8], **m_q(m, add))
+    m.op("MAX_POOL_2D", [add], [mp], "Pool2DOptions", padding=1, strideW=2, strideH=2, filterWidth=2,
+         filterHeight=2, fusedActivationFunction=0)
+    end = conv("stage_end", mp, 8, 4, 1, 1, (5, 4), False)
+    K = 5 * 4 * 4
+    flat = m.tensor("flat", "INT8", [1, K], **m_q(m, end))
+    shape = m.tensor("flat_shape", "INT32", [2], np.array([1, K], np.int32))
+    m.op("RESHAPE", [end, shape], [flat], "ReshapeOptions", newShape=np.array([1, K], np.int32))
+    sf = float(m.sg.tensors[flat].quantization.scale[0])
+    sw1 = float(r.uniform(0.002, 0.02))
+    fw = m.tensor("fc_w", "INT8", [6, K], r.integers(-127, 128, (6, K)).astype(np.int8), [sw1], [0])
+    fb_ = m.tensor("fc_b", "INT32", [6], r.integers(-2000, 2000, 6).astype(np.int32), [np.float32(sf) * np.float32(sw1)])
+    y = m.tensor("y", "INT8", [1, 6], scale=[float(sf * sw1 * 3600 * np.sqrt(K) / 40)], zp=[int(r.integers(-20, 20))])
+    m.op("FULLY_CONNECTED", [flat, fw, fb_], [y], "FullyConnectedOptions", fusedActivationFunction=0)
+    return m.pack([x], [flat, y])
+
+
+def m_q(m: Model, t: int) -> dict[str, list[float] | list[int]]:
+    """Tensor t's quantization (an op that moves int8 values keeps it)."""
+    qp = m.sg.tensors[t].quantization
+    return {"scale": [float(qp.scale[0])], "zp": [int(qp.zeroPoint[0])]}

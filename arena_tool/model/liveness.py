@@ -98,13 +98,14 @@ def lower(path: str, options: ModelOptions) -> Lowered:
         if options.kernels != ARENA_KERNELS:
             fail("this .tflite model is planned for TFLite Micro, whose kernels run it", file=path, field="kernels",
                  hint="set kernels: arena (--kernels arena) for arena's own runtime")
-        for key, default in (("io", "model"), ("io_buffers", "arena"), ("patches", "off")):
-            if getattr(options, key) != default:
-                fail(f"{key}: {getattr(options, key)} does not apply to a .tflite model on arena's runtime yet",
-                     file=path, field=key, hint=f"drop {key} for this model")
+        if options.io != "model":
+            fail(f"io: {options.io} does not apply to a .tflite model on arena's runtime: its inputs and outputs "
+                 f"are the model's own tensors", file=path, field="io",
+                 hint="drop io for this model (a full-integer .tflite already takes int8: convert it with "
+                      "inference_input_type=tf.int8)")
         graph, quant = tflite_lower.load(path)
         lowered = lowering.lower(graph)
-        return dataclasses.replace(lowered, quant={**quant, **lowered.quant}, _cache=lowered._cache)
+        return dataclasses.replace(lowered, quant={**quant, **lowered.quant}, _cache=lowered._cache, layout="NHWC")
     try:
         lowered = lowering.load(path, options.input_shapes,
                                 allow_external_data_outside=options.allow_external_data_outside)

@@ -14,14 +14,15 @@ from arena_tool import cli
 from conftest import require_shared, require_tool
 from shared_paths import TFLM_EXAMPLES
 from tflite_models import MLPERF, save
-from tflite_ops import random_every_op_model, random_float_ops_model, random_more_ops_model, random_ops_model
+from tflite_ops import patch_stage_model, random_every_op_model, random_float_ops_model, random_more_ops_model, \
+    random_ops_model
 
 STACK = 4096  # the example firmware's stack reserve, in the ELF's RAM
 
 
-def run(model: str, board: str, tmp: Path, capsys: pytest.CaptureFixture[str]) -> dict:
+def run(model: str, board: str, tmp: Path, capsys: pytest.CaptureFixture[str], *options: str) -> dict:
     report = tmp / f"{Path(model).stem}.{board}.json"
-    code = cli.main(["run", model, "--runtime", "arena", "--board", board, "--json", str(report)])
+    code = cli.main(["run", model, "--runtime", "arena", "--board", board, "--json", str(report), *options])
     out, err = capsys.readouterr()
     assert code == 0, out + err
     assert "every output equals TFLite Micro's host interpreter's (bit for bit)" in out, out
@@ -71,6 +72,20 @@ def test_every_lowered_op_equals_tflm_on_qemu(board: str, tmp_path: Path, capsys
     require_tool("qemu-system-arm")
     doc = run(save(tmp_path, "every7.tflite", random_every_op_model(7)), board, tmp_path, capsys)
     assert len(doc["outputs"]) == 41
+
+
+def test_patches_and_caller_io_on_a_tflite_equal_tflm_on_qemu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two stages run tile by tile on TFLite's NHWC images (convs with SAME's asymmetric pads at the
+    border only, a stride-2 depthwise, an average pool whose count excludes the pad, LOGISTIC, ADD, a
+    max pool), inputs and outputs in the caller's buffers: bit for bit TFLM's host interpreter on the
+    untiled model, in the patched plan's arena."""
+    require_tool("arm-none-eabi-gcc")
+    require_tool("qemu-system-arm")
+    doc = run(save(tmp_path, "stage.tflite", patch_stage_model(0)), "mps2_an500", tmp_path, capsys,
+              "--patches", "add:4x3;stage_end:2", "--io-buffers", "caller")
+    assert [c["name"] for c in doc["outputs"]] == ["flat", "y"]
+    assert doc["arena_size"] == 2_208  # untiled, I/O in the arena: 3,968 B
+    assert doc["options"]["patches"] == "add:4x3;stage_end:2" and doc["options"]["io_buffers"] == "caller"
 
 
 MATH_CHECK = r"""
