@@ -228,9 +228,14 @@ def plan_split(path: str, options: ModelOptions, planner: str, params: planners.
                          lambda sub, seconds: run_planner(planner, sub, dataclasses.replace(params, time_limit=seconds)),
                          params.time_limit)
     one = planfile.build(mp, s.plan, problem, k=params.k, baselines=_baselines(path, mp, lowered))
+    in_arena = set(one.in_arena)  # caller-owned inputs and outputs (io_buffers: caller) are in no region
     plan_file = dataclasses.replace(
-        one, buffers=tuple(dataclasses.replace(b, region=s.region_of[b.root]) for b in one.buffers),
+        one, buffers=tuple(dataclasses.replace(b, region=s.region_of[b.root]) if b in in_arena else b
+                           for b in one.buffers),
         regions=s.regions, split=s.split)
+    if options.patches != "off":  # the stages named: what they cost against the untiled model in one arena
+        plan_file = dataclasses.replace(
+            plan_file, patches=_patched(path, options, lowered, (mp, problem, s.plan), planner, params)[4])
     return PlannedModel(mp, problem, s.plan, plan_file)
 
 
