@@ -165,13 +165,20 @@ class Measured:
 TOOL_ARCH = "-mcpu=cortex-m7 -mfpu=fpv5-d16 -mfloat-abi=hard"
 TOOL_CPU_DEF = "-DCPU_M7=1"
 TOOL_MACHINE = '"mps2-an500"'
+TOOL_CLOCK = "CLOCK_HZ = 25_000_000"  # run.py: the SysTick clock ticks are turned into instructions with
+TOOL_FLASH = "FLASH (rx)  : ORIGIN = 0x00000000, LENGTH = 4M"  # link.ld: the an500's memory map
+TOOL_RAM = "RAM   (rwx) : ORIGIN = 0x20000000, LENGTH = 4M"
 
 
 def tool_for(shared: Path, build: Path, board: str) -> Path:
     """tflm_speed for ``board``'s core: the shipped tool for mps2_an500, else a copy under ``build``
     whose build.sh compiles for the board's -mcpu/-mfpu/-mfloat-abi (CMSIS-NN then takes its DSP
-    path on a Cortex-M4 and its plain-C path on a Cortex-M3, as TFLM's TARGET_ARCH would) and whose
-    run.py starts the board's QEMU machine; each substitution must hit exactly once."""
+    path on a Cortex-M4 and its plain-C path on a Cortex-M3, as TFLM's TARGET_ARCH would), whose
+    run.py starts the board's QEMU machine and counts its SysTick clock (an547: 32 MHz, 31.25
+    instructions a tick; an505: 20 MHz, 50), and whose link.ld puts code at the board's flash and
+    data in its largest zero-wait RAM (the an505 boots at 0x10000000; the an547's DTCM ends at
+    512K: the an500's 4M there locked the firmware up at reset, and TFLM's arena is 1 MiB); each
+    substitution must hit exactly once."""
     src = tool_dir(shared)
     if board == BOARD:
         return src
@@ -183,8 +190,17 @@ def tool_for(shared: Path, build: Path, board: str) -> Path:
     cpu = target.cpu
     arch = " ".join(f for f in cpu.gcc_flags() if f != "-mthumb")
     core = cpu.core.removeprefix("cortex-").upper()  # CPU_M4, CPU_M3 as TFLM's cortex_m_generic defines
+    ram = max((r for r in target.ram if r.zero_wait), key=lambda r: r.length)  # TFLM's arena is 1 MiB
+    clock = f"CLOCK_HZ = {target.cpu.clock_hz:_}" if target.cpu.clock_hz else TOOL_CLOCK
+    flash = f"FLASH (rx)  : ORIGIN = {target.flash.origin:#010x}, LENGTH = {target.flash.length}"
+    data = f"RAM   (rwx) : ORIGIN = {ram.origin:#010x}, LENGTH = {ram.length}"
+    # the clock and memory map only where the board's differ from the an500's (an M4 or M3 mps2 keeps them)
     subs = {"build.sh": ((TOOL_ARCH, arch), (TOOL_CPU_DEF, f"-DCPU_{core}=1")),
-            "run.py": ((TOOL_MACHINE, f'"{target.qemu}"'),)}
+            "run.py": ((TOOL_MACHINE, f'"{target.qemu}"'),
+                       *(((TOOL_CLOCK, clock),) if clock.replace("_", "") != TOOL_CLOCK.replace("_", "") else ())),
+            "link.ld": tuple((old, new) for old, new, same in
+                             ((TOOL_FLASH, flash, (target.flash.origin, target.flash.length) == (0, 4 << 20)),
+                              (TOOL_RAM, data, (ram.origin, ram.length) == (0x20000000, 4 << 20))) if not same)}
     out = build / "tool"
     out.mkdir(parents=True, exist_ok=True)
     for f in sorted(p for p in src.iterdir() if p.is_file()):
@@ -568,7 +584,8 @@ def measure(shared: Path, build: Path, board: str, cases: Sequence[tuple[Network
         files.append(f"  {net.title} {dtype}: arena {onnx_path.name} ({how}); TFLM {tfl}")
 
     print(f"speed: {board}: qemu-system-arm -M {target.qemu} -icount shift=0 ({target.cpu.core}, TFLM built with "
-          f"{' '.join(target.cpu.gcc_flags())}), instructions = SysTick ticks x 40 per "
+          f"{' '.join(target.cpu.gcc_flags())}), instructions = SysTick ticks x "
+          f"{1e9 / (target.cpu.clock_hz or 25_000_000):g} per "
           f"inference; arena at {args.optimize} ({LEVELS[args.optimize]}), TFLM at its defaults (-Os core, -O2 kernels; float runs "
           f"TFLM's reference kernels in both builds); flash = the ELF's sections with contents, input included")
     for line in table(rows, kernels):

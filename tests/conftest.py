@@ -257,7 +257,7 @@ SLOW_TESTS = {
     "test_runtime_layout.py::test_kernels_refuse_tables_that_disagree_with_the_tensors",
     "test_runtime_layout.py::test_element_wise_kernels_refuse_an_op_they_have_no_case_for",
     "test_site_sconsign.py::test_the_tool_makes_the_database_arenas_through_sconsignfile",  # python -m SCons -n
-    "test_runtime_qlinear.py::test_qemu_mps2_an500_prints_what_the_host_build_prints",
+    "test_runtime_qlinear.py::test_qemu_prints_what_the_host_build_prints",
     "test_scheduling.py::test_rescheduled_model_runs_on_the_host",
     "test_split_arena.py::test_gate_names_the_region_over",  # scons
     "test_split_arena.py::test_split_firmware_builds_checks_and_matches_onnxruntime",  # scons, QEMU

@@ -214,6 +214,13 @@ def test_tflm_is_built_and_run_for_the_board_core(tmp_path):
     m3 = speed.tool_for(shared, tmp_path / "m3", "mps2_an385")
     assert '"-mcpu=cortex-m3 -mfloat-abi=soft -mthumb"' in (m3 / "build.sh").read_text().replace('ARCH=', '')
     assert "-DCPU_M3=1" in (m3 / "build.sh").read_text() and '"mps2-an385"' in (m3 / "run.py").read_text()
+    # the M55's board: its SysTick clock (32 MHz) and memory map (ITCM 512K, ISRAM 4M) replace the an500's
+    (tool / "run.py").write_text(f'{speed.TOOL_CLOCK}\ncmd = ["qemu-system-arm", "-M", {speed.TOOL_MACHINE}]\n')
+    (tool / "link.ld").write_text(f"  {speed.TOOL_FLASH}\n  {speed.TOOL_RAM}\n")
+    m55 = speed.tool_for(shared, tmp_path / "m55", "mps3_an547")
+    assert (m55 / "run.py").read_text() == 'CLOCK_HZ = 32_000_000\ncmd = ["qemu-system-arm", "-M", "mps3-an547"]\n'
+    assert (m55 / "link.ld").read_text() == ("  FLASH (rx)  : ORIGIN = 0x00000000, LENGTH = 524288\n"
+                                             "  RAM   (rwx) : ORIGIN = 0x21000000, LENGTH = 4194304\n")
     (tool / "run.py").write_text('cmd = ["qemu-system-arm", "-M", "mps2-an511"]\n')
     with pytest.raises(SystemExit) as e:
         speed.tool_for(shared, tmp_path / "m3", "mps2_an385")

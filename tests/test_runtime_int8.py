@@ -252,6 +252,10 @@ CASES: dict[str, Any] = {
     "dw3_s2_w13": lambda: conv(78, 5, 5, (13, 13), (3, 3), group=5, stride=2),
     "dw3_s1_w18_wzp": lambda: conv(79, 7, 7, (5, 18), (3, 3), group=7, w_zps=True, x_zp=-128),
     "c3_k405_short_chunks": lambda: conv(82, 45, 4, (4, 5), (3, 3)),  # a few pixels a chunk: 2 x 2 blocks
+    # Helium: a product with a per-channel operand (binary_mve's planes), a 3x3 depthwise plane too
+    # wide for dw_mve3's byte offsets (dw_mve_block's lanes)
+    "mul_channel": lambda: binary(84, "QLinearMul", [1, 5, 6, 7], [1, 5, 1, 1]),
+    "dw3_s1_w90": lambda: conv(83, 2, 2, (5, 90), (3, 3), group=2),
     "gemm_k50_n7": lambda: qgemm(80, 2, 50, 7),
     "gemm_k17_n6_b_zps": lambda: qgemm(81, 2, 17, 6, b_zps=True),
 }

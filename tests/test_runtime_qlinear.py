@@ -580,17 +580,21 @@ def test_the_firmware_reports_the_refusals_in_its_exit_status(fw):
     assert fw["rc"] in {code for _, code in REFUSED.values()}, fw["text"][-2000:]
 
 
-def test_qemu_mps2_an500_prints_what_the_host_build_prints(fw, tmp_path):
-    """The same tables on a Cortex-M7 under QEMU (arm-none-eabi-gcc -O2): every status and
-    every output identical to the host build's."""
+@pytest.mark.parametrize("board, machine", [("mps2_an500", "mps2-an500"), ("mps3_an547", "mps3-an547")])
+def test_qemu_prints_what_the_host_build_prints(fw, tmp_path, board, machine):
+    """The same tables on a Cortex-M7 and on a Cortex-M55 (its Helium paths: QLinearAdd/Mul in
+    float lanes, the pools' row sums) under QEMU (arm-none-eabi-gcc -O2): every status and every
+    output identical to the host build's."""
     require_tool("arm-none-eabi-gcc")
     require_tool("qemu-system-arm")
     entries = [(sym, path, doc) for sym, (path, doc) in fw["models"].items()]
-    gen = fwbuild.generate(tmp_path, entries, "mps2_an500")
-    elf = fwbuild.build_elf(tmp_path, gen, "mps2_an500", max(doc.arena_size for _, _, doc in entries))
-    rc, text = qemu.run(str(elf), "mps2-an500", timeout=60)
+    gen = fwbuild.generate(tmp_path, entries, board)
+    elf = fwbuild.build_elf(tmp_path, gen, board, max(doc.arena_size for _, _, doc in entries))
+    rc, text = qemu.run(str(elf), machine, timeout=60)
     run = verify.parse_output(text)
     assert rc == fw["rc"] and run.status == fw["run"].status, text[-2000:]
     for sym, outputs in fw["run"].outputs.items():
+        if sym == WS_OVER_INPUT and board != "mps2_an500":  # garbage in the order its im2col writes (Helium gathers)
+            continue
         for name, values in outputs.items():
             assert np.array_equal(run.outputs[sym][name], values), (sym, name)

@@ -85,6 +85,43 @@ static int add_i(const int8_t *a, const int8_t *b, int8_t *y, uint32_t n, uint32
 }
 #endif
 
+#if defined(ARENA_MVE_F)
+/* arena_i8_binary in Helium's float lanes, 4 outputs a step (the last predicated), to the scalar
+ * loops' codes: the same float products and sum, each rounded once (VMUL, VADD; no fused
+ * multiply-add, as the C is built), then VCVTN as VCVTR rounds (half to even) and the clamp.
+ * b either n bytes (plane 1) or one byte per plane of a; q: the add's, or the product's (zero
+ * point 0, the output's zf added before rounding). */
+static __attribute__((noinline)) void binary_mve(const int8_t *a, const int8_t *b, int8_t *y, uint32_t n,
+                                                 uint32_t plane, int32_t a_zp, int32_t b_zp, float ra, float rb,
+                                                 float rm, int is_add, const qpar_t *q, float zf)
+{
+    const int32x4_t lo = vdupq_n_s32(q->rl), hi = vdupq_n_s32(q->rh);
+    const int32_t zp = q->zp;
+    uint32_t o, k, i;
+    for (o = 0, i = 0; i < n; ++o) {
+        /* one plane of a against b's byte o, or (plane 1) all of a against all of b */
+        const uint32_t end = plane == 1u ? n : i + plane;
+        const int32_t v = plane == 1u ? 0 : (int32_t)b[o] - b_zp;
+        const float bv = rb * (float)v;
+        for (k = i; k < end; k += 4u) {
+            const mve_pred16_t p = vctp32q(end - k);
+            const int32x4_t u = vsubq_n_s32(vldrbq_z_s32(a + k, p), a_zp);
+            const int32x4_t w = plane == 1u ? vsubq_n_s32(vldrbq_z_s32(b + k, p), b_zp) : vdupq_n_s32(v);
+            int32x4_t r;
+            if (is_add) {
+                float32x4_t s = vmulq_n_f32(vcvtq_f32_s32(u), ra);
+                s = plane == 1u ? vaddq_f32(s, vmulq_n_f32(vcvtq_f32_s32(w), rb)) : vaddq_n_f32(s, bv);
+                r = vaddq_n_s32(vminq_s32(vmaxq_s32(vcvtnq_s32_f32(s), lo), hi), zp);
+            } else { /* rm (u v) + zp, clamped to [rl, rh] with 0 as its zero point, as qm */
+                r = vminq_s32(vmaxq_s32(vcvtnq_s32_f32(vaddq_n_f32(vmulq_n_f32(vcvtq_f32_s32(vmulq_s32(u, w)), rm), zf)), lo), hi);
+            }
+            vstrbq_p_s32(y + k, r, p);
+        }
+        i = end;
+    }
+}
+#endif
+
 int arena_i8_binary(const int8_t *a, const int8_t *b, int8_t *y, uint32_t n, uint32_t plane, int32_t a_zp,
                     int32_t b_zp, float ra, float rb, float rm, int is_add, int32_t y_zp, int32_t lo, int32_t hi)
 {
@@ -99,6 +136,10 @@ int arena_i8_binary(const int8_t *a, const int8_t *b, int8_t *y, uint32_t n, uin
     if (is_add && n >= 1024u && add_i(a, b, y, n, plane, a_zp, b_zp, ra, rb, &q)) {
         return 1;
     }
+#endif
+#if defined(ARENA_MVE_F)
+    binary_mve(a, b, y, n, plane, a_zp, b_zp, ra, rb, rm, is_add, is_add ? &q : &qm, zf);
+    return 1;
 #endif
     if (plane == 1u) {
         if (is_add) {

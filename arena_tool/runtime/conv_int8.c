@@ -11,7 +11,7 @@
 /* Bytes of the stack buffer for im2col columns when the op has no workspace: at least
  * one pixel's column (kk bytes) must fit, else the reference loop runs. */
 #if defined(__ARM_FEATURE_MVE)
-#define COL_STACK_BYTES 2048 /* Helium: 4 columns of a 3x3 conv over 56 channels, for arena_mve_gemm_row */
+#define COL_STACK_BYTES 2304 /* Helium: 4 columns of a 3x3 conv over 64 channels, arena_mve_gemm_row's step */
 #else
 #define COL_STACK_BYTES 1024
 #endif
@@ -32,9 +32,8 @@
 
 /* The dot products of weight rows w and w + K with columns x and x + K, each column
  * element minus zp: s[0] = w.x, s[1] = w.(x + K), s[2] = (w + K).x, s[3] = (w + K).(x + K).
- * Not inlined: its loop gets every register (4 sums, zp, 2 pointers, K, the end). Shared with
- * tfl_conv_int8.c's GEMM. */
-DOT_SCHED __attribute__((noinline)) void arena_i8_dot2x2(int32_t s[4], const int8_t *w, const int8_t *x, int32_t K, int32_t zp)
+ * Not inlined: its loop gets every register (4 sums, zp, 2 pointers, K, the end). */
+static DOT_SCHED __attribute__((noinline)) void dot2x2(int32_t s[4], const int8_t *w, const int8_t *x, int32_t K, int32_t zp)
 {
     int32_t s00 = 0, s01 = 0, s10 = 0, s11 = 0, k, n = K;
 #if defined(__ARM_FEATURE_MVE)
@@ -163,19 +162,149 @@ static __attribute__((noinline)) void slab(int8_t *col, const int8_t *src, int32
     }
 }
 
+#if defined(__ARM_FEATURE_MVE)
+/* Gathers a window's taps of one channel takes on Helium, 16 a VLDRB.8 (at most 64 taps). */
+#define COL_GATHERS 4
+
+/* A window's taps as lanes: per gather, each lane's byte offset from the window's first tap
+ * (ky dh W + kx dw, all below 256) and its row and column offsets (ky dh, kx dw: which lanes a
+ * padded window has inside the plane). Lanes past the taps: 0. */
+typedef struct {
+    uint8x16_t off[COL_GATHERS], ry[COL_GATHERS], rx[COL_GATHERS];
+    int32_t groups, taps, span_h, span_w;
+} gather_t;
+
+/* gt for a conv whose window's taps (KH KW of them, at most 16 COL_GATHERS) lie within 256
+ * bytes of its first one; 0 when not (the scalar im2col then). */
+static int gather_of(gather_t *gt, const arena_conv_dims_t *d, const arena_attrs_t *a)
+{
+    uint8_t off[16], ry[16], rx[16];
+    int32_t KH = a->kernel[0], KW = a->kernel[1], dh = a->dilations[0], dw = a->dilations[1], g, t;
+    gt->taps = KH * KW;
+    gt->groups = (gt->taps + 15) / 16;
+    gt->span_h = (KH - 1) * dh + 1;
+    gt->span_w = (KW - 1) * dw + 1;
+    if (gt->taps < 2 || gt->groups > COL_GATHERS || (gt->span_h - 1) * d->w + gt->span_w - 1 > 255) {
+        return 0;
+    }
+    for (g = 0; g < gt->groups; ++g) {
+        for (t = 0; t < 16; ++t) {
+            int32_t k = 16 * g + t, ky = k / KW, kx = k % KW;
+            int inside = k < gt->taps;
+            ry[t] = (uint8_t)(inside ? ky * dh : 0);
+            rx[t] = (uint8_t)(inside ? kx * dw : 0);
+            off[t] = (uint8_t)(inside ? ky * dh * d->w + kx * dw : 0);
+        }
+        gt->off[g] = vldrbq_u8(off);
+        gt->ry[g] = vldrbq_u8(ry);
+        gt->rx[g] = vldrbq_u8(rx);
+    }
+    return 1;
+}
+
+/* im2col on Helium: per pixel and channel the window's taps by gathering VLDRB.8s (lanes
+ * outside the plane not read: x_zp's byte, by VPSEL), stored 16 bytes at a time (the bytes past
+ * a channel's taps are the next channel's, written after; the column's last store predicated). */
+static __attribute__((noinline)) void im2col_mve(const gather_t *gt, const int8_t *xg, const arena_conv_dims_t *d,
+                                                 const arena_attrs_t *a, int32_t p0, int32_t np, int8_t pad,
+                                                 int8_t *col)
+{
+    const int32_t plane = d->h * d->w, cg = d->cg, taps = gt->taps, G = gt->groups, H = d->h, W = d->w;
+    const int32_t sh = a->strides[0], sw = a->strides[1], ph = a->pads[0], pw = a->pads[1];
+    const mve_pred16_t tail = vctp8q((uint32_t)(taps - 16 * (G - 1)));
+    const int8x16_t padv = vdupq_n_s8(pad);
+    const uint8x16_t off0 = gt->off[0];
+    int32_t oh = p0 / d->ow, ow = p0 - oh * d->ow, p, ci, g;
+    for (p = 0; p < np; ++p) {
+        const int32_t ih0 = oh * sh - ph, iw0 = ow * sw - pw;
+        const int8_t *xr = (const int8_t *)((uintptr_t)xg + (uintptr_t)(intptr_t)(ih0 * W + iw0));
+        if (G == 1 && ih0 >= 0 && ih0 + gt->span_h <= H && iw0 >= 0 && iw0 + gt->span_w <= W) {
+            for (ci = 1; ci < cg; ++ci, xr += plane, col += taps) {
+                vstrbq_s8(col, vldrbq_gather_offset_s8(xr, off0));
+            }
+            vstrbq_p_s8(col, vldrbq_gather_offset_s8(xr, off0), tail);
+            col += taps;
+        } else {
+            mve_pred16_t pr[COL_GATHERS];
+            /* lane (ry, rx) inside: -ih0 <= ry <= H - 1 - ih0 and -iw0 <= rx <= W - 1 - iw0 */
+            int32_t ylo = ih0 < 0 ? -ih0 : 0, yhi = H - 1 - ih0, xlo = iw0 < 0 ? -iw0 : 0, xhi = W - 1 - iw0;
+            for (g = 0; g < G; ++g) {
+                pr[g] = yhi < 0 || xhi < 0 || ylo > 255 || xlo > 255
+                            ? 0
+                            : (mve_pred16_t)(vcmpcsq_n_u8(gt->ry[g], (uint8_t)ylo)
+                                             & vcmpcsq_n_u8(gt->rx[g], (uint8_t)xlo)
+                                             & ~vcmphiq_n_u8(gt->ry[g], (uint8_t)(yhi < 255 ? yhi : 255))
+                                             & ~vcmphiq_n_u8(gt->rx[g], (uint8_t)(xhi < 255 ? xhi : 255)));
+            }
+            for (ci = 0; ci < cg; ++ci, xr += plane, col += taps) {
+                for (g = 0; g < G; ++g) {
+                    int8x16_t v = vpselq_s8(vldrbq_gather_offset_z_s8(xr, gt->off[g], pr[g]), padv, pr[g]);
+                    if (ci + 1 < cg || g + 1 < G) {
+                        vstrbq_s8(col + 16 * g, v);
+                    } else {
+                        vstrbq_p_s8(col + 16 * g, v, tail);
+                    }
+                }
+            }
+        }
+        if (++ow == d->ow) {
+            ow = 0;
+            ++oh;
+        }
+    }
+}
+#endif
+
+#if defined(__ARM_FEATURE_MVE)
+/* slab on Helium: per pixel 8 channels a gathering VLDRB.S16 (halfword offsets 0, plane, ...,
+ * 7 plane: plane <= 9362), stored by a VSTRB.16; the last channels predicated. */
+static __attribute__((noinline)) void slab_mve(int8_t *col, const int8_t *src, int32_t cg, int32_t plane, int32_t np,
+                                               int32_t K)
+{
+    const uint16x8_t off = vmulq_n_u16(vidupq_n_u16(0u, 1), (uint16_t)plane);
+    const int32_t step = 8 * plane, full = cg & ~7;
+    const mve_pred16_t tail = vctp16q((uint32_t)(cg - full));
+    int32_t p, ci;
+    for (p = 0; p < np; ++p, col += K) {
+        const int8_t *sp = src + p;
+        int8_t *dp = col;
+        for (ci = 0; ci < full; ci += 8, sp += step, dp += 8) {
+            vstrbq_s16(dp, vldrbq_gather_offset_s16(sp, off));
+        }
+        if (full < cg) {
+            vstrbq_p_s16(dp, vldrbq_gather_offset_z_s16(sp, off, tail), tail);
+        }
+    }
+}
+#endif
+
 /* im2col of output pixels [p0, p0 + np) (flat over OH * OW) of image n, group g into
  * col[p][k]; taps in the padding hold x_zp. */
 static void im2col(const int8_t *x, const arena_conv_dims_t *d, const arena_attrs_t *a, int32_t n, int32_t g,
-                   int32_t p0, int32_t np, int8_t x_zp, int8_t *col)
+                   int32_t p0, int32_t np, int8_t x_zp, int8_t *col, const void *gt)
 {
     const int8_t *xg = x + (size_t)(n * d->c + g * d->cg) * (size_t)d->h * (size_t)d->w;
     int32_t plane = d->h * d->w, p, ci, ky, kx, oh, ow;
     int32_t KH = a->kernel[0], KW = a->kernel[1], dh = a->dilations[0], dw = a->dilations[1];
     if (KH == 1 && KW == 1 && a->strides[0] == 1 && a->strides[1] == 1 && a->pads[0] == 0 && a->pads[1] == 0
         && d->oh == d->h && d->ow == d->w) {
+#if defined(__ARM_FEATURE_MVE)
+        if (plane <= 9362) {
+            slab_mve(col, xg + p0, d->cg, plane, np, d->kk);
+            return;
+        }
+#endif
         slab(col, xg + p0, d->cg, plane, np, d->kk);
         return;
     }
+#if defined(__ARM_FEATURE_MVE)
+    if (gt != NULL) {
+        im2col_mve((const gather_t *)gt, xg, d, a, p0, np, x_zp, col);
+        return;
+    }
+#else
+    (void)gt;
+#endif
     oh = p0 / d->ow;
     ow = p0 - oh * d->ow;
     for (p = 0; p < np; ++p) {
@@ -220,7 +349,7 @@ static __attribute__((noinline)) void col_sums(int32_t *sums, const int8_t *col,
  * zp times the row's weight sum taken off after), the 4 sums requantized together (store4);
  * the last step's missing pixels repeat the last column and are not stored. 0 when the chunk
  * has fewer than MVE_ROW_PIXELS pixels (conv_gemm's 2 x 2 blocks then). */
-/* Fewer pixels than this in a chunk (a long column in the stack buffer) take the 2 x 2 blocks. */
+/* Fewer pixels than this in a chunk with weight zero points take the 2 x 2 blocks. */
 #define MVE_ROW_PIXELS 8
 
 static __attribute__((noinline)) int mve_gemm(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q,
@@ -240,15 +369,16 @@ static __attribute__((noinline)) int mve_gemm(const arena_ctx_t *c, const arena_
     r.last = last;
     r.rl = qq.rl;
     r.rh = qq.rh;
-    if (np < MVE_ROW_PIXELS) {
+    r.xzp = x_zp;
+    if (np < MVE_ROW_PIXELS && sums != NULL) {
         return 0;
     }
     for (m = m0; m < m1; ++m) {
         const chan_t c0 = chan(cp, m);
         const int8_t *w0 = w + (size_t)m * (size_t)K, *x = col;
         int8_t *y0 = y + (size_t)(n * d->m + m) * ohw + (size_t)p0;
-        if (sums == NULL) { /* bias - zp sum(w), wrapping */
-            r.bias = (int32_t)((uint32_t)c0.bias - (uint32_t)x_zp * (uint32_t)arena_mve_sum(w0, K));
+        if (sums == NULL) {
+            r.bias = c0.bias; /* less x_zp sum(w) after the row's first step */
             r.mult = c0.mult;
             r.np = np;
             arena_mve_gemm_row(y0, w0, col, &r);
@@ -293,7 +423,7 @@ static inline __attribute__((always_inline)) void conv_gemm(const arena_ctx_t *c
         const int8_t *w0 = w + (size_t)m * K;
         int8_t *y0 = y + (size_t)(n * d->m + m) * ohw + (size_t)p0, *y1 = y0 + ohw;
         for (p = 0; p + 1 < np; p += 2) {
-            arena_i8_dot2x2(s, w0, col + (size_t)p * K, d->kk, x_zp);
+            dot2x2(s, w0, col + (size_t)p * K, d->kk, x_zp);
             if (sums != NULL) {
                 s[0] -= c0.wz * sums[p];
                 s[1] -= c0.wz * sums[p + 1];
@@ -357,6 +487,13 @@ static int conv_im2col(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
     int32_t ohw = d->oh * d->ow, n, g, p0, chunk;
     int8_t pad = (int8_t)(u8 ? x_zp + 128 : x_zp); /* the zero point's byte in the input's own type */
     cparams_t cp = cparams(c);
+    const void *gtp = NULL;
+#if defined(__ARM_FEATURE_MVE)
+    gather_t gt;
+    if (gather_of(&gt, d, c->op->attrs)) {
+        gtp = &gt;
+    }
+#endif
     cp.mc = mc;
     if (c->op->workspace >= 0) {
         const arena_tensor_t *wst = &c->m->tensors[c->op->workspace];
@@ -369,6 +506,11 @@ static int conv_im2col(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
         return 0;
     }
     chunk = (int32_t)(cap / (uint32_t)d->kk);
+#if defined(__ARM_FEATURE_MVE)
+    if (chunk > 4 && chunk < ohw) {
+        chunk &= ~3; /* whole steps of arena_mve_gemm_row's 4 columns */
+    }
+#endif
     if (cp.wz != NULL && chunk > SUM_PIXELS) {
         chunk = SUM_PIXELS;
     }
@@ -376,7 +518,7 @@ static int conv_im2col(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
         for (g = 0; g < d->groups; ++g) {
             for (p0 = 0; p0 < ohw; p0 += chunk) {
                 int32_t np = ohw - p0 < chunk ? ohw - p0 : chunk;
-                im2col(x, d, c->op->attrs, n, g, p0, np, pad, col);
+                im2col(x, d, c->op->attrs, n, g, p0, np, pad, col, gtp);
                 if (u8) {
                     flip_u8(col, (size_t)np * (size_t)d->kk);
                 }

@@ -309,6 +309,256 @@ static __attribute__((noinline)) void dw_block(const dw_block_t *b, const qpar_t
         acc = vmlaq_n_s32(acc, LOAD(rc, 2), w8);                                                                    \
     } while (0)
 
+/* Rows and columns of the 16 lanes of a 4 x 4 patch (dw_mve3's 2 x 2 blocks at stride 1) and of
+ * a 3 x 5 one (its 1 x 2 blocks at a column stride of 2; lane 15 unused, at offset 0). */
+static const uint8_t DW_R4[16] = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3};
+static const uint8_t DW_C4[16] = {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3};
+static const uint8_t DW_R5[16] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 0};
+static const uint8_t DW_C5[16] = {0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0};
+/* The 3 x 5 patch's lanes in columns 0-2 (one output's window). */
+#define DW_LEFT3 0x1CE7
+
+/* The sums of one gathered patch x against two or four placed kernels, requantized and stored. */
+#define DW3_SUM(x, wv) vmladavq_s8((x), (wv))
+
+/* 3x3 undilated on Helium, by whole-vector dot products (VMLADAV.S8): one gathering VLDRB.8 of
+ * the input patch a block of outputs reads (stride 1: a 4 x 4 patch for a 2 x 2 block of
+ * outputs; a column stride of 2: a 3 x 5 patch for 2 outputs of a row), each output the dot
+ * product of the patch with the kernel placed at its window (zero elsewhere: the patch's bytes
+ * as stored, x's zero point folded into the bias as dw_block's fold), the 4 sums requantized
+ * together (store4; a 2 x 2 block by a scattering VSTRB.32). Needs taps that fit int8 (w - wz)
+ * and patch offsets that fit a byte; 0 otherwise (dw_mve_block's lanes then). */
+static __attribute__((noinline)) int dw_mve3(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
+{
+    int8_t wb[48];
+    int32_t s[4];
+    const int16_t *wk = b->w;
+    const qpar_t qq = *q;
+    const int32_t bias = (int32_t)((uint32_t)ch->bias - (uint32_t)b->fold);
+    const float mult = ch->mult;
+    const int32_t W = b->width, n = b->n, nh = b->nh, rstep = b->rstep, ds = b->dstride;
+    const int s1 = b->sw == 1 && rstep == W, g = s1 ? 4 : 5;
+    const int8_t *band = b->band;
+    int32_t t, i, j;
+    if (s1 ? W > 84 : b->sw != 2 || W > 125) {
+        return 0;
+    }
+    memset(wb, 0, sizeof wb);
+    for (t = 0; t < 9; ++t) {
+        if (wk[t] < -128 || wk[t] > 127) {
+            return 0;
+        }
+        wb[16 + t / 3 * g + t % 3] = (int8_t)wk[t];
+    }
+    if (s1) {
+        const uint8x16_t off = vmlaq_n_u8(vldrbq_u8(DW_C4), vldrbq_u8(DW_R4), (uint8_t)W);
+        const int8x16_t w00 = vldrbq_s8(wb + 16), w01 = vldrbq_s8(wb + 15), w10 = vldrbq_s8(wb + 12),
+                        w11 = vldrbq_s8(wb + 11);
+        const uint32_t so_a[4] = {0u, 1u, (uint32_t)ds, (uint32_t)ds + 1u};
+        const uint32x4_t so = vldrwq_u32(so_a);
+        for (i = 0; i < nh; i += 2) {
+            const int8_t *r = band + i * W;
+            int8_t *dst = b->dst + i * ds;
+            /* a last odd row: its patch row 3 not read, its 2 outputs not stored */
+            const mve_pred16_t pl = i + 1 < nh ? 0xFFFF : 0x0FFF, ps = i + 1 < nh ? 0xFFFF : 0x00FF;
+            for (j = 0; j < n; j += 2, r += 2) {
+                const int8x16_t x = vldrbq_gather_offset_z_s8(r, off, pl);
+                s[0] = DW3_SUM(x, w00);
+                s[1] = DW3_SUM(x, w01);
+                s[2] = DW3_SUM(x, w10);
+                s[3] = DW3_SUM(x, w11);
+                /* a last odd column: its outputs (lanes 1, 3) not stored (its patch column is inside
+                 * the band's 3 spare bytes, or the plane's next row) */
+                vstrbq_scatter_offset_p_s32(dst + j, so, requant4(&qq, vldrwq_s32(s), bias, mult),
+                                            j + 1 < n ? ps : (mve_pred16_t)(ps & 0x0F0F));
+            }
+        }
+        return 1;
+    }
+    {
+        const uint8x16_t off = vmlaq_n_u8(vldrbq_u8(DW_C5), vldrbq_u8(DW_R5), (uint8_t)W);
+        const int8x16_t w0 = vldrbq_s8(wb + 16), w1 = vldrbq_s8(wb + 14);
+        for (i = 0; i < nh; ++i) {
+            const int8_t *r = band + i * rstep;
+            int8_t *dst = b->dst + i * ds;
+            for (j = 0; j + 4 <= n; j += 4, r += 8) {
+                int8x16_t x = vldrbq_gather_offset_s8(r, off);
+                s[0] = DW3_SUM(x, w0);
+                s[1] = DW3_SUM(x, w1);
+                x = vldrbq_gather_offset_s8(r + 4, off);
+                s[2] = DW3_SUM(x, w0);
+                s[3] = DW3_SUM(x, w1);
+                store4(dst + j, &qq, vldrwq_s32(s), bias, mult);
+            }
+            if (j < n) { /* 1 to 3 outputs: only the patch columns their windows hold are read */
+                const int32_t k = n - j;
+                int8x16_t x = vldrbq_gather_offset_z_s8(r, off, k >= 2 ? 0x7FFF : DW_LEFT3);
+                s[0] = DW3_SUM(x, w0);
+                s[1] = DW3_SUM(x, w1);
+                x = vldrbq_gather_offset_z_s8(r + 4, off, k >= 3 ? DW_LEFT3 : 0);
+                s[2] = DW3_SUM(x, w0);
+                s[3] = 0;
+                store4_p(dst + j, &qq, vldrwq_s32(s), bias, mult, vctp32q((uint32_t)k));
+            }
+        }
+    }
+    return 1;
+}
+#undef DW3_SUM
+
+/* Whether a 3x3 kernel's taps minus wz fit int8 (dw_mve3's byte lanes). */
+static inline int dw_fits8(const int16_t *wk)
+{
+    int32_t t;
+    for (t = 0; t < 9; ++t) {
+        if (wk[t] < -128 || wk[t] > 127) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Bytes of the copy an in-place plane is read from (dw_mve3_plane). */
+#define DW_COPY_BYTES 1024
+
+/* Lanes whose value v (a patch row or column) has lo <= v <= hi, both in the patch's coordinates. */
+static inline mve_pred16_t dw_inside(uint8x16_t v, int32_t lo, int32_t hi)
+{
+    if (hi < lo || hi < 0) {
+        return 0;
+    }
+    return (mve_pred16_t)(vcmpcsq_n_u8(v, (uint8_t)(lo > 0 ? lo : 0)) & ~vcmphiq_n_u8(v, (uint8_t)(hi < 255 ? hi : 255)));
+}
+
+/* Block columns dw_mve3_plane's lane masks cover: s1 ceil(OW / 2), else two gathers a block of
+ * 4 outputs (dw3_setup refuses wider output rows). */
+#define DW3_COLS 42
+
+/* What a 3x3 undilated depthwise conv's planes share on Helium (dw3_setup): the patch's byte
+ * offsets and rows, the output offsets of a block's 4 lanes, and per block column the patch
+ * lanes inside the plane's columns (gather) and the outputs inside the output row (store). */
+typedef struct {
+    uint8x16_t off, R;
+    uint32_t so[4];
+    uint16_t pcol[DW3_COLS], scol[DW3_COLS];
+    int s1;
+} dw3ctx_t;
+
+/* dw3_setup for a conv's attributes a and (plane) dims d; 0 when dw_mve3_plane does not apply:
+ * strides 1 with W <= 84, or a column stride of 2 with W <= 125 (every patch offset a byte). */
+static int dw3_setup(dw3ctx_t *c, const arena_conv_dims_t *d, const arena_attrs_t *a)
+{
+    const int32_t W = d->w, OW = d->ow, pw = a->pads[1], sw = a->strides[1];
+    int32_t j, bj, k;
+    uint8x16_t C;
+    c->s1 = a->strides[0] == 1 && sw == 1;
+    if (a->kernel[0] != 3 || a->kernel[1] != 3 || a->dilations[0] != 1 || a->dilations[1] != 1
+        || !(c->s1 ? W <= 84 : sw == 2 && W <= 125) || (c->s1 ? (OW + 1) / 2 : (OW + 3) / 4 * 2) > DW3_COLS) {
+        return 0;
+    }
+    c->R = vldrbq_u8(c->s1 ? DW_R4 : DW_R5);
+    C = vldrbq_u8(c->s1 ? DW_C4 : DW_C5);
+    c->off = vmlaq_n_u8(C, c->R, (uint8_t)W);
+    c->so[0] = 0u;
+    c->so[1] = 1u;
+    c->so[2] = c->s1 ? (uint32_t)OW : 2u;
+    c->so[3] = c->s1 ? (uint32_t)OW + 1u : 3u;
+    for (j = 0, bj = 0; j < OW; j += c->s1 ? 2 : 4, ++bj) {
+        for (k = 0; k < (c->s1 ? 1 : 2); ++k) { /* s2: the gathers at columns iw0 and iw0 + 4 */
+            const int32_t iw0 = j * sw - pw + 4 * k;
+            c->pcol[(c->s1 ? 1 : 2) * bj + k] = dw_inside(C, -iw0, W - 1 - iw0);
+        }
+        c->scol[bj] = c->s1 ? (j + 1 < OW ? 0xFFFF : 0x0F0F) : (uint16_t)vctp32q((uint32_t)(OW - j));
+    }
+    return 1;
+}
+
+/* A whole 3x3 undilated depthwise plane on Helium straight from the input (no band): dw_mve3's
+ * patches gathered from src (H x W) at each block's window, the lanes outside the plane not
+ * read and given x_zp's byte pad (VPSEL; the fold counts them as x_zp, as the band's padding).
+ * s1 (strides 1): 2 x 2 blocks from 4 x 4 patches; else (a column stride of 2): 4 outputs of a
+ * row from two 3 x 5 patches. wk: the kernel minus wz, fitting int8 (dw_fits8). copy: src is
+ * overwritten by dst (in place, planes of at most DW_COPY_BYTES): read from a copy. */
+static __attribute__((noinline)) void dw_mve3_plane(const dw3ctx_t *c, const int8_t *src, int8_t *dst,
+                                                    const arena_conv_dims_t *d, const arena_attrs_t *a,
+                                                    const int16_t *wk, const qpar_t *q, const chan_t *ch,
+                                                    int32_t fold, int8_t pad, int copy)
+{
+    int8_t wb[48] __attribute__((aligned(4))), own[DW_COPY_BYTES];
+    int32_t s[4], t, i, j, bj;
+    const qpar_t qq = *q;
+    const int32_t bias = (int32_t)((uint32_t)ch->bias - (uint32_t)fold);
+    const float mult = ch->mult;
+    const int32_t H = d->h, W = d->w, OH = d->oh, OW = d->ow, sh = a->strides[0], ph = a->pads[0], pw = a->pads[1];
+    const int s1 = c->s1, g = s1 ? 4 : 5;
+    const uint8x16_t off = c->off, R = c->R;
+    const uint32x4_t so = vldrwq_u32(c->so);
+    const int8x16_t padv = vdupq_n_s8(pad);
+    int8x16_t w0, w1, w2, w3, x;
+    memset(wb, 0, sizeof wb);
+    for (t = 0; t < 9; ++t) {
+        wb[16 + t / 3 * g + t % 3] = (int8_t)wk[t];
+    }
+    if (copy) { /* in place: the input plane copied before any output overwrites it */
+        memcpy(own, src, (size_t)H * (size_t)W);
+        src = own;
+    }
+    w0 = vldrbq_s8(wb + 16);
+    w1 = vldrbq_s8(wb + (s1 ? 15 : 14));
+    if (s1) {
+        w2 = vldrbq_s8(wb + 12);
+        w3 = vldrbq_s8(wb + 11);
+        for (i = 0; i < OH; i += 2) {
+            const int32_t ih0 = i - ph;
+            const uintptr_t r = (uintptr_t)src + (uintptr_t)(intptr_t)(ih0 * W - pw);
+            const uint32_t prow = ih0 >= 0 && ih0 + 4 <= H ? 0xFFFFu : dw_inside(R, -ih0, H - 1 - ih0);
+            const uint32_t srow = i + 1 < OH ? 0xFFFFu : 0x00FFu; /* a last odd row: 2 outputs */
+            int8_t *dr = dst + i * OW;
+            for (j = 0, bj = 0; j < OW; j += 2, ++bj) {
+                const mve_pred16_t p = (mve_pred16_t)(prow & c->pcol[bj]);
+                if (p == 0xFFFF) {
+                    x = vldrbq_gather_offset_s8((const int8_t *)(r + (uint32_t)j), off);
+                } else {
+                    x = vpselq_s8(vldrbq_gather_offset_z_s8((const int8_t *)(r + (uint32_t)j), off, p), padv, p);
+                }
+                s[0] = vmladavq_s8(x, w0);
+                s[1] = vmladavq_s8(x, w1);
+                s[2] = vmladavq_s8(x, w2);
+                s[3] = vmladavq_s8(x, w3);
+                vstrbq_scatter_offset_p_s32(dr + j, so, requant4(&qq, vldrwq_s32(s), bias, mult),
+                                            (mve_pred16_t)(srow & c->scol[bj]));
+            }
+        }
+        return;
+    }
+    for (i = 0; i < OH; ++i) {
+        const int32_t ih0 = i * sh - ph;
+        const uintptr_t r = (uintptr_t)src + (uintptr_t)(intptr_t)(ih0 * W - pw);
+        const uint32_t prow = ih0 >= 0 && ih0 + 3 <= H ? 0xFFFFu : dw_inside(R, -ih0, H - 1 - ih0);
+        int8_t *dr = dst + i * OW;
+        for (j = 0, bj = 0; j < OW; j += 4, ++bj) {
+            mve_pred16_t p = (mve_pred16_t)(prow & c->pcol[2 * bj]);
+            const int8_t *rj = (const int8_t *)(r + 2u * (uint32_t)j);
+            if (p == 0xFFFF) {
+                x = vldrbq_gather_offset_s8(rj, off);
+            } else {
+                x = vpselq_s8(vldrbq_gather_offset_z_s8(rj, off, p), padv, p);
+            }
+            s[0] = vmladavq_s8(x, w0);
+            s[1] = vmladavq_s8(x, w1);
+            p = (mve_pred16_t)(prow & c->pcol[2 * bj + 1]);
+            if (p == 0xFFFF) {
+                x = vldrbq_gather_offset_s8(rj + 4, off);
+            } else {
+                x = vpselq_s8(vldrbq_gather_offset_z_s8(rj + 4, off, p), padv, p);
+            }
+            s[2] = vmladavq_s8(x, w0);
+            s[3] = vmladavq_s8(x, w1);
+            vstrbq_p_s32(dr + j, requant4(&qq, vldrwq_s32(s), bias, mult), c->scol[bj]);
+        }
+    }
+}
+
 /* dw_block on Helium: 4 outputs of a row a step, each tap's 4 input bytes (offsets 0, sw,
  * 2 sw, 3 sw) by one gathering VLDRB.S32 times the tap, summed in int32 lanes (VMLA), the 4
  * sums requantized together (store4); the last step of a row predicated (its lanes past n
@@ -326,6 +576,9 @@ static __attribute__((noinline)) void dw_mve_block(const dw_block_t *b, const qp
     const uint32x4_t off = vmulq_n_u32(vidupq_n_u32(0u, 1), (uint32_t)b->sw);
     int32x4_t acc;
     int32_t i, j, ky, kx;
+    if (kh == 3 && kw == 3 && b->dh == 1 && dwl == 1 && dw_mve3(b, q, ch)) {
+        return;
+    }
     if (kh == 3 && kw == 3 && b->dh == 1 && dwl == 1) {
         const int32_t w0 = wk[0], w1 = wk[1], w2 = wk[2], w3 = wk[3], w4 = wk[4], w5 = wk[5], w6 = wk[6],
                       w7 = wk[7], w8 = wk[8];
@@ -566,6 +819,10 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
     cparams_t cp = cparams(c);
     uintptr_t xa = (uintptr_t)x, ya = (uintptr_t)y;
     int kind, row, apart = ya >= xa + xbytes || ya + ybytes <= xa;
+#if defined(ARENA_MVE_F)
+    dw3ctx_t c3;
+    int mve3;
+#endif
     if (d->w == 1 && a.kernel[1] == 1 && a.pads[1] == 0 && a.pads[3] == 0) {
         /* Kx1 down a 1-wide plane: the 1xK kernel along a 1-high plane of the same bytes. */
         a.kernel[1] = a.kernel[0];
@@ -587,6 +844,9 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
         temp = NULL;
     }
     kind = dw_kind(&a);
+#if defined(ARENA_MVE_F)
+    mve3 = !u8 && dw3_setup(&c3, &dd, &a);
+#endif
     memset(&k, 0, sizeof k);
     k.w = wk;
     k.wp = wp;
@@ -625,6 +885,17 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
             k.band = src;
             k.dst = y + (size_t)o * oplane;
             dwk_row(&k, q, &ch);
+            continue;
+        }
+#endif
+#if defined(ARENA_MVE_F)
+        if (mve3 && dw_fits8(wk) && (apart || (mult == 1 && (temp != NULL || plane <= DW_COPY_BYTES)))) {
+            if (temp != NULL) {
+                memcpy(temp, src, plane);
+                src = temp;
+            }
+            dw_mve3_plane(&c3, src, y + (size_t)o * oplane, &dd, &a, wk, q, &ch, k.fold, (int8_t)x_zp,
+                          !apart && temp == NULL);
             continue;
         }
 #endif
