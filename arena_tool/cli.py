@@ -172,8 +172,6 @@ def _integer_line(mp: ModelProblem) -> str:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from arena_tool.plan import planning
-
     params = _params(args)
     _check_plot(args)
     if args.problem:
@@ -186,7 +184,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
                              hint="arena-tool plan MODEL --plot FILE.svg")
         problem = csvio.read_problem(args.problem, capacity=args.capacity)
         age = process_age()  # a loaded machine: the reserve after the planner takes as much longer
-        plan = planning.run_planner(args.planner, problem, params, spent=age,
+        plan = planners.run_planner(args.planner, problem, params, spent=age,  # not planning's: no onnx
                                     slowness=age / max(time.process_time(), 1e-3))
         print(_summary(args.problem, problem, plan,
                        [("buffers", str(len(problem.buffers))),
@@ -200,7 +198,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.model:
         raise ArenaError("no model given", field="plan", hint="arena-tool plan MODEL.onnx, or --problem FILE.csv")
-    from arena_tool.plan import planfile
+    from arena_tool.plan import planfile, planning
 
     tflite = _on_tflm(args)
     planned_model = args.output if args.output and args.output.lower().endswith(".tflite") else None

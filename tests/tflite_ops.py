@@ -83,14 +83,81 @@ def random_ops_model(seed: int) -> bytes:
 
 
 def random_every_op_model(seed: int) -> bytes:
-    """random_ops_model's, random_more_ops_model's and random_float_ops_model's ops in one model (one
-    firmware runs them all)."""
+    """random_ops_model's, random_more_ops_model's, random_float_ops_model's and random_fast_paths_model's
+    ops (two of its variants: 3x3 depthwise; 5x5 with TFLite's left shift) in one model (one firmware runs
+    them all)."""
     m = Model()
     r = np.random.default_rng(seed)
     ins, outs = _first_ops(m, r)
     ins2, outs2 = _more_ops(m, r, "m_")
     ins3, outs3 = _float_ops(m, r, "f_")
-    return m.pack(ins + ins2 + ins3, outs + outs2 + outs3)
+    ins4, outs4 = _fast_ops(m, r, "p_", 0)
+    ins5, outs5 = _fast_ops(m, r, "q_", 5)
+    return m.pack(ins + ins2 + ins3 + ins4 + ins5, outs + outs2 + outs3 + outs4 + outs5)
+
+
+def random_fast_paths_model(seed: int) -> bytes:
+    """The int8 fast paths of tfl_conv_int8.c and tfl_fully_connected_int8.c with channel counts that are
+    not multiples of 4: x [1, H, W, C] into a 1x1 stride-1 CONV_2D (the input's pixels as GEMM columns), a
+    CONV_2D through im2col (3x3 or 2x3, stride 1 or 2, SAME or VALID, dilation 1 or 2), a multiplier-1
+    DEPTHWISE_CONV_2D (4 channels a step and the rest one at a time; 3x3, 5x5, 1x3, dilated) and a
+    FULLY_CONNECTED (four rows a step and the tail), some with an output scale that makes TFLite's shift a
+    left shift (the long requantization), each a graph output."""
+    m = Model()
+    ins, outs = _fast_ops(m, np.random.default_rng(seed), "", seed)
+    return m.pack(ins, outs)
+
+
+VALID_ = 1  # tflite Padding.VALID
+
+
+def _fast_ops(m: Model, r: np.random.Generator, pre: str, variant: int) -> tuple[list[int], list[int]]:
+    H, W, C = int(r.integers(4, 11)), int(r.integers(4, 11)), int(r.integers(5, 20))
+    sx, zx = float(r.uniform(0.01, 0.1)), int(r.integers(-128, 100))
+    x = m.tensor(pre + "x", "INT8", [1, H, W, C], scale=[sx], zp=[zx])
+    outs = []
+    cases = [("pointwise", 1, 1, 1, VALID_, 1), ("im2col", int(r.choice([2, 3])), 3, int(r.integers(1, 3)),
+                                                 int(r.integers(0, 2)), int(r.choice([1, 1, 2]))),
+             ("depthwise", *[(3, 3), (5, 5), (1, 3), (3, 3)][variant % 4], int(r.integers(1, 3)), int(r.integers(0, 2)),
+              2 if variant % 4 == 3 else 1)]
+    for name, kh, kw, st, pad, dil in cases:
+        dm = name == "depthwise"
+        M = C if dm else int(r.integers(3, 14))
+        if _out_size(pad, H, kh, st, dil) < 1 or _out_size(pad, W, kw, st, dil) < 1:
+            pad = 0  # SAME
+        oh, ow = _out_size(pad, H, kh, st, dil), _out_size(pad, W, kw, st, dil)
+        wshape = [1, kh, kw, M] if dm else [M, kh, kw, C]
+        sw = list(r.uniform(0.002, 0.02, M))
+        w = m.tensor(f"{pre}{name}_w", "INT8", wshape, r.integers(-127, 128, wshape).astype(np.int8), sw, [0] * M,
+                     3 if dm else 0)
+        b = m.tensor(f"{pre}{name}_b", "INT32", [M], r.integers(-3000, 3000, M).astype(np.int32),
+                     [np.float32(sx) * np.float32(s) for s in sw], [0] * M)
+        taps = kh * kw * (1 if dm else C)
+        # variant 2 (mod 3): s_x s_w / s_y >= 1.5 (TFLite's left shift); 1: up to 0.7 (shift 0 and below)
+        sy = float(sx * (np.min(sw) / 1.5 if variant % 3 == 2 else np.max(sw) / 0.7 if variant % 3 == 1
+                         else np.mean(sw) * 60 * 60 * np.sqrt(taps) / 40))
+        y = m.tensor(f"{pre}{name}_y", "INT8", [1, oh, ow, M], scale=[sy], zp=[int(r.integers(-60, 60))])
+        if dm:
+            m.op("DEPTHWISE_CONV_2D", [x, w, b], [y], "DepthwiseConv2DOptions", padding=pad, strideW=st, strideH=st,
+                 depthMultiplier=1, fusedActivationFunction=int(r.choice([0, 1, 3])), dilationWFactor=dil,
+                 dilationHFactor=dil)
+        else:
+            m.op("CONV_2D", [x, w, b], [y], "Conv2DOptions", padding=pad, strideW=st, strideH=st,
+                 fusedActivationFunction=int(r.choice([0, 1, 3])), dilationWFactor=dil, dilationHFactor=dil)
+        outs.append(y)
+    K, N = H * W * C, int(r.integers(5, 15))
+    flat = m.tensor(pre + "flat", "INT8", [1, K], scale=[sx], zp=[zx])
+    shape = m.tensor(pre + "flat_shape", "INT32", [2], np.array([1, K], np.int32))
+    m.op("RESHAPE", [x, shape], [flat], "ReshapeOptions", newShape=np.array([1, K], np.int32))
+    sw1 = float(r.uniform(0.002, 0.02))
+    fw = m.tensor(pre + "fc_w", "INT8", [N, K], r.integers(-127, 128, (N, K)).astype(np.int8), [sw1], [0])
+    fb_ = m.tensor(pre + "fc_b", "INT32", [N], r.integers(-3000, 3000, N).astype(np.int32),
+                   [np.float32(sx) * np.float32(sw1)])
+    fy = m.tensor(pre + "fc_y", "INT8", [1, N], scale=[float(sx * sw1 * 3600 * np.sqrt(K) / 40)],
+                  zp=[int(r.integers(-20, 20))])
+    m.op("FULLY_CONNECTED", [flat, fw, fb_], [fy], "FullyConnectedOptions",
+         fusedActivationFunction=int(r.choice([0, 1])))
+    return [x], outs + [fy]
 
 
 def _first_ops(m: Model, r: np.random.Generator) -> tuple[list[int], list[int]]:
@@ -379,3 +446,68 @@ def _float_ops(m: Model, r: np.random.Generator, pre: str) -> tuple[list[int], l
              **({"beta": 1.0} if kind == "SOFTMAX" else {}))
         outs.append(y)
     return [x, z], outs
+
+
+def patch_stage_model(seed: int) -> bytes:
+    """A high-resolution int8 stage and a small head, for patches on arena's runtime: x [1, 20, 18, 3] ->
+    CONV_2D 3x3 SAME -> DEPTHWISE_CONV_2D 3x3 stride 2 SAME (asymmetric pads) -> LOGISTIC and, beside it,
+    AVERAGE_POOL_2D 3x3 SAME (its count excludes the image border's pad) -> ADD of the two -> MAX_POOL_2D
+    2x2 stride 2 -> CONV_2D 1x1 ('stage_end', the stage output) -> RESHAPE ('flat', an output) ->
+    FULLY_CONNECTED ('y'), random quantization; the untiled peak is the first two images, which a tiled
+    stage never holds whole."""
+    r = np.random.default_rng(seed)
+    m = Model()
+
+    def q() -> dict[str, list[float] | list[int]]:
+        return {"scale": [float(r.uniform(0.02, 0.1))], "zp": [int(r.integers(-40, 40))]}
+
+    def conv(name: str, x: int, cin: int, cout: int, k: int, st: int, hw: tuple[int, int], depthwise: bool) -> int:
+        sw = list(r.uniform(0.002, 0.02, cout))
+        wshape = [1, k, k, cout] if depthwise else [cout, k, k, cin]
+        w = m.tensor(f"{name}_w", "INT8", wshape, r.integers(-127, 128, wshape).astype(np.int8), sw, [0] * cout,
+                     3 if depthwise else 0)
+        sx = float(m.sg.tensors[x].quantization.scale[0])
+        b = m.tensor(f"{name}_b", "INT32", [cout], r.integers(-2000, 2000, cout).astype(np.int32),
+                     [np.float32(sx) * np.float32(s) for s in sw], [0] * cout)
+        taps = k * k * (1 if depthwise else cin)
+        y = m.tensor(name, "INT8", [1, *hw, cout], scale=[float(sx * np.mean(sw) * 3600 * np.sqrt(taps) / 40)],
+                     zp=[int(r.integers(-40, 40))])
+        if depthwise:
+            m.op("DEPTHWISE_CONV_2D", [x, w, b], [y], "DepthwiseConv2DOptions", padding=0, strideW=st, strideH=st,
+                 depthMultiplier=1, fusedActivationFunction=1, dilationWFactor=1, dilationHFactor=1)
+        else:
+            m.op("CONV_2D", [x, w, b], [y], "Conv2DOptions", padding=0, strideW=st, strideH=st,
+                 fusedActivationFunction=int(r.choice([1, 3])), dilationWFactor=1, dilationHFactor=1)
+        return y
+
+    x = m.tensor("x", "INT8", [1, 20, 18, 3], **q())
+    c1 = conv("conv1", x, 3, 8, 3, 1, (20, 18), False)
+    dw = conv("dw", c1, 8, 8, 3, 2, (10, 9), True)
+    sig = m.tensor("sig", "INT8", [1, 10, 9, 8], scale=[1.0 / 256], zp=[-128])
+    m.op("LOGISTIC", [dw], [sig])
+    avg = m.tensor("avg", "INT8", [1, 10, 9, 8], **m_q(m, dw))  # TFLM pools keep the quantization
+    m.op("AVERAGE_POOL_2D", [dw], [avg], "Pool2DOptions", padding=0, strideW=1, strideH=1, filterWidth=3,
+         filterHeight=3, fusedActivationFunction=0)
+    add = m.tensor("add", "INT8", [1, 10, 9, 8], **q())
+    m.op("ADD", [sig, avg], [add], "AddOptions", fusedActivationFunction=0)
+    mp = m.tensor("maxpool", "INT8", [1, 5, 4, 8], **m_q(m, add))
+    m.op("MAX_POOL_2D", [add], [mp], "Pool2DOptions", padding=1, strideW=2, strideH=2, filterWidth=2,
+         filterHeight=2, fusedActivationFunction=0)
+    end = conv("stage_end", mp, 8, 4, 1, 1, (5, 4), False)
+    K = 5 * 4 * 4
+    flat = m.tensor("flat", "INT8", [1, K], **m_q(m, end))
+    shape = m.tensor("flat_shape", "INT32", [2], np.array([1, K], np.int32))
+    m.op("RESHAPE", [end, shape], [flat], "ReshapeOptions", newShape=np.array([1, K], np.int32))
+    sf = float(m.sg.tensors[flat].quantization.scale[0])
+    sw1 = float(r.uniform(0.002, 0.02))
+    fw = m.tensor("fc_w", "INT8", [6, K], r.integers(-127, 128, (6, K)).astype(np.int8), [sw1], [0])
+    fb_ = m.tensor("fc_b", "INT32", [6], r.integers(-2000, 2000, 6).astype(np.int32), [np.float32(sf) * np.float32(sw1)])
+    y = m.tensor("y", "INT8", [1, 6], scale=[float(sf * sw1 * 3600 * np.sqrt(K) / 40)], zp=[int(r.integers(-20, 20))])
+    m.op("FULLY_CONNECTED", [flat, fw, fb_], [y], "FullyConnectedOptions", fusedActivationFunction=0)
+    return m.pack([x], [flat, y])
+
+
+def m_q(m: Model, t: int) -> dict[str, list[float] | list[int]]:
+    """Tensor t's quantization (an op that moves int8 values keeps it)."""
+    qp = m.sg.tensors[t].quantization
+    return {"scale": [float(qp.scale[0])], "zp": [int(qp.zeroPoint[0])]}

@@ -52,7 +52,8 @@ def float_input_share(plan: PlanFile) -> tuple[str, float] | None:
 def int8_io_applies(plan: PlanFile) -> bool:
     """What lowering.boundary asks of ``io: int8``, read from the plan: each float input is read by
     one QuantizeLinear alone and each float output made by a DequantizeLinear read by no op, at one
-    scale and zero point; a hint must not propose a choice the model would refuse."""
+    scale and zero point; a hint must not propose a choice the model would refuse, or one that
+    changes nothing (no float input or output)."""
     by_name = plan.by_name
     readers: dict[str, list[PlanStep]] = {}
     producer: dict[str, tuple[str, str]] = {}
@@ -67,6 +68,8 @@ def int8_io_applies(plan: PlanFile) -> bool:
         return b is not None and b.quant is not None and len(b.quant.scale) == 1
 
     outputs = {b.name for b in plan.buffers if b.kind == "output"}
+    if all(b.dtype in QUANTIZED for b in plan.buffers if b.kind in ("input", "output")):
+        return False  # nothing to change (an int8 .tflite's own inputs and outputs)
     for b in plan.buffers:
         if b.dtype in QUANTIZED or b.kind not in ("input", "output"):
             continue

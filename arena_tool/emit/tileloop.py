@@ -29,6 +29,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from arena_tool.core.errors import ArenaError
+from arena_tool.core.problem import ARENA_KERNELS
 
 if TYPE_CHECKING:
     from arena_tool.model.lowering import Op
@@ -100,8 +101,10 @@ class Loop:
 
 
 def loops(plan: PlanFile) -> tuple[Loop, ...]:
-    """The plan's patched stages that run as tile loops (module docstring), in schedule order."""
-    if plan.patches is None or not plan.patches.detail or plan.regions:
+    """The plan's patched stages that run as tile loops (module docstring), in schedule order. A
+    lowered .tflite's stages (NHWC images: kernels arena) stay unrolled: the runtime's loop derives
+    NCHW boxes."""
+    if plan.patches is None or not plan.patches.detail or plan.regions or plan.options.kernels == ARENA_KERNELS:
         return ()
     found = (_loop(plan, d) for d in plan.patches.detail)
     return tuple(sorted((lp for lp in found if lp is not None), key=lambda lp: lp.first))

@@ -75,10 +75,12 @@ def model_problem(path: str, options: ModelOptions, order: Sequence[int] | None 
     if tflite_model.is_tflite(path) and options.kernels != ARENA_KERNELS:  # TFLM runs it (TFL3 at bytes 4..8)
         for key, default in (("io", "model"), ("io_buffers", "arena"), ("patches", "off")):
             if getattr(options, key) != default:
-                fail(f"{key}: {getattr(options, key)} applies to ONNX models; a .tflite model's inputs, outputs "
-                     f"and their buffers are TFLite Micro's", file=path, field=key,
-                     hint=f"drop {key} for this model (a full-integer .tflite already takes int8: convert it with "
-                          f"inference_input_type=tf.int8), or plan its ONNX export")
+                fail(f"{key}: {getattr(options, key)} applies to ONNX models and to a .tflite on arena's runtime; "
+                     f"planned for TFLite Micro, a .tflite model's inputs, outputs and their buffers are TFLM's",
+                     file=path, field=key,
+                     hint=f"drop {key} for this model, or run it on arena's runtime (--kernels arena; runtime: arena)"
+                          if key != "io" else "drop io for this model (a full-integer .tflite already takes int8: "
+                          "convert it with inference_input_type=tf.int8), or plan its ONNX export")
         mp = tflite_model.model_problem(path, options, order=order)
         if order is None and options.schedule == "memory":
             sched = scheduling.memory_order(scheduling.graph_of(mp))
@@ -98,13 +100,14 @@ def lower(path: str, options: ModelOptions) -> Lowered:
         if options.kernels != ARENA_KERNELS:
             fail("this .tflite model is planned for TFLite Micro, whose kernels run it", file=path, field="kernels",
                  hint="set kernels: arena (--kernels arena) for arena's own runtime")
-        for key, default in (("io", "model"), ("io_buffers", "arena"), ("patches", "off")):
-            if getattr(options, key) != default:
-                fail(f"{key}: {getattr(options, key)} does not apply to a .tflite model on arena's runtime yet",
-                     file=path, field=key, hint=f"drop {key} for this model")
+        if options.io != "model":
+            fail(f"io: {options.io} does not apply to a .tflite model on arena's runtime: its inputs and outputs "
+                 f"are the model's own tensors", file=path, field="io",
+                 hint="drop io for this model (a full-integer .tflite already takes int8: convert it with "
+                      "inference_input_type=tf.int8)")
         graph, quant = tflite_lower.load(path)
         lowered = lowering.lower(graph)
-        return dataclasses.replace(lowered, quant={**quant, **lowered.quant}, _cache=lowered._cache)
+        return dataclasses.replace(lowered, quant={**quant, **lowered.quant}, _cache=lowered._cache, layout="NHWC")
     try:
         lowered = lowering.load(path, options.input_shapes,
                                 allow_external_data_outside=options.allow_external_data_outside)

@@ -119,6 +119,7 @@ class Lowered:
     _cache: dict[str, np.ndarray] = dataclasses.field(default_factory=dict, compare=False, repr=False)
     untiled: "Lowered | None" = dataclasses.field(default=None, compare=False, repr=False)  # before patches.apply
     stages: tuple[Any, ...] = ()  # the patched stages, patches.Stage (model/patches.py imports this module)
+    layout: str = "NCHW"  # the images' layout: an ONNX model's NCHW, a lowered .tflite's NHWC (tflite_lower)
 
     @property
     def integer_ops(self) -> int:

@@ -40,8 +40,11 @@ from arena_tool.model import lowering, optable
 from arena_tool.model.lowering import Lowered, Op
 from arena_tool.model.onnx_graph import TensorType
 
-Box = tuple[int, int, int, int]  # rows [h0, h1) x columns [w0, w1) of an NCHW tensor, half-open
-WINDOW_OPS = frozenset({"Conv", "QLinearConv", "MaxPool", "AveragePool", "QLinearAveragePool"})
+Box = tuple[int, int, int, int]  # rows [h0, h1) x columns [w0, w1) of an image (NCHW or NHWC), half-open
+# A lowered .tflite's window ops (NHWC; pads top, left, bottom, right as ONNX's, TFLite's SAME made explicit).
+NHWC_WINDOW_OPS = frozenset({"TflConv2D", "TflDepthwiseConv2D", "TflAveragePool2D", "TflMaxPool2D", "TflConv2DF32",
+                             "TflDepthwiseConv2DF32", "TflAveragePool2DF32", "TflMaxPool2DF32"})
+WINDOW_OPS = frozenset({"Conv", "QLinearConv", "MaxPool", "AveragePool", "QLinearAveragePool"}) | NHWC_WINDOW_OPS
 FIELD = "patches"
 PATCH_OP = "PatchWrite"  # domain arena: copy a tile into its box of the whole tensor
 
@@ -112,8 +115,22 @@ def _fail(msg: str, field: str = FIELD, hint: str | None = None) -> None:
     fail(msg, field=field, hint=hint or "split after an earlier op, or write patches: auto")
 
 
-def _hw(t: TensorType) -> tuple[int, int]:
-    return t.shape[2], t.shape[3]
+def _axes(lw: Lowered) -> tuple[int, int]:
+    """The image's row and column axes: NCHW's 2, 3 (ONNX), NHWC's 1, 2 (a lowered .tflite)."""
+    return (1, 2) if lw.layout == "NHWC" else (2, 3)
+
+
+def _hw(lw: Lowered, t: TensorType) -> tuple[int, int]:
+    h, w = _axes(lw)
+    return t.shape[h], t.shape[w]
+
+
+def _at(lw: Lowered, h: int, w: int) -> list[int]:
+    """A 4-D index with ``h`` and ``w`` on the image's row and column axes, 0 elsewhere."""
+    out = [0, 0, 0, 0]
+    a = _axes(lw)
+    out[a[0]], out[a[1]] = h, w
+    return out
 
 
 def cuts(n: int, parts: int) -> list[tuple[int, int]]:
@@ -122,7 +139,7 @@ def cuts(n: int, parts: int) -> list[tuple[int, int]]:
 
 
 def grid(shape: Sequence[int], rows: int, cols: int) -> list[Box]:
-    """The tiles of an NCHW tensor, row-major."""
+    """The tiles of an NCHW tensor, row-major (the tests' view of ``cuts``)."""
     return [(h0, h1, w0, w1) for h0, h1 in cuts(shape[2], rows) for w0, w1 in cuts(shape[3], cols)]
 
 
@@ -133,12 +150,12 @@ def _window_axis(o0: int, o1: int, stride: int, pad: int, kernel: int, n: int) -
     return c0, c1, c0 - start, end - c1
 
 
-def input_box(op: Op, out: Box, x: TensorType) -> tuple[Box, tuple[int, int, int, int]]:
+def input_box(lw: Lowered, op: Op, out: Box, x: TensorType) -> tuple[Box, tuple[int, int, int, int]]:
     """The box of input ``x`` an op reads for output ``out``, and its tile-local pads."""
     if op.op_type not in WINDOW_OPS:
         return out, (0, 0, 0, 0)
     k, s, p = op.attrs["kernel_shape"], op.attrs["strides"], op.attrs["pads"]
-    h, w = _hw(x)
+    h, w = _hw(lw, x)
     h0, h1, pt, pb = _window_axis(out[0], out[1], s[0], p[0], k[0], h)
     w0, w1, pl, pr = _window_axis(out[2], out[3], s[1], p[1], k[1], w)
     return (h0, h1, w0, w1), (pt, pl, pb, pr)
@@ -149,7 +166,7 @@ def _why_not(lw: Lowered, op: Op) -> str | None:
     acts = [x for x in op.inputs if x in lw.types]
     ys = [y for y in op.outputs if y]
     if len(ys) != 1 or not acts or any(len(lw.types[t].shape) != 4 for t in (*acts, ys[0])):
-        return "it is not an op on one NCHW tensor"
+        return f"it is not an op on one {lw.layout} image"
     if op.op_type in WINDOW_OPS:
         a = op.attrs
         if len(a.get("kernel_shape", ())) != 2:
@@ -169,8 +186,13 @@ def _why_not(lw: Lowered, op: Op) -> str | None:
         return "its quantization runs along a spatial axis"
     for c in (x for x in op.inputs if x and x not in lw.types):
         shape = lw.graph.constant_shapes.get(c)
-        if shape is not None and op.op_type not in ("QuantizeLinear", "DequantizeLinear") and (
-                (len(shape) == 1 and shape[0] != 1) or (len(shape) >= 2 and tuple(shape[-2:]) != (1, 1))):
+        if shape is None or op.op_type in ("QuantizeLinear", "DequantizeLinear"):
+            continue
+        if lw.layout == "NHWC":  # a per-channel constant is the last axis (a vector broadcasts along it)
+            varies = len(shape) >= 3 and tuple(shape[-3:-1]) != (1, 1) or len(shape) == 2 and shape[0] != 1
+        else:
+            varies = (len(shape) == 1 and shape[0] != 1) or (len(shape) >= 2 and tuple(shape[-2:]) != (1, 1))
+        if varies:
             return f"its constant {c!r} varies over the image"
     return None
 
@@ -234,7 +256,7 @@ def find_stage(lw: Lowered, spec: StageSpec, whole: frozenset[str] = frozenset()
                   hint="split after the op where the branches meet, or write patches: auto")
     if out in lw.outputs or not readers.get(out):
         _fail(f"split_after {spec.split_after!r}: the stage output {out!r} is a graph output", field=where)
-    h, w = _hw(lw.types[out])
+    h, w = _hw(lw, lw.types[out])
     if spec.rows > h or spec.cols > w:
         _fail(f"tiles: {spec.rows}x{spec.cols} is finer than the stage output's {h}x{w} pixels",
               field=f"{FIELD}.tiles", hint=f"use at most {h} rows and {w} columns")
@@ -243,7 +265,7 @@ def find_stage(lw: Lowered, spec: StageSpec, whole: frozenset[str] = frozenset()
 
 def regrid(lw: Lowered, stage: Stage, rows: int, cols: int) -> Stage:
     """The same stage in another grid (the search's candidates share one find_stage)."""
-    h, w = _hw(lw.types[stage.output])
+    h, w = _hw(lw, lw.types[stage.output])
     return Stage(dataclasses.replace(stage.spec, rows=rows, cols=cols), stage.ops, stage.input, stage.output,
                  tuple(_axis(lw, stage.ops, stage.input, stage.output, part, 0) for part in cuts(h, rows)),
                  tuple(_axis(lw, stage.ops, stage.input, stage.output, part, 1) for part in cuts(w, cols)))
@@ -259,7 +281,7 @@ def _axis(lw: Lowered, order: Sequence[int], start: str, out: str, part: tuple[i
         op = lw.ops[k]
         r = region[op.outputs[0]]
         acts = [x for x in op.inputs if x in lw.types]
-        got = [(x, _need(op, r, lw.types[x], axis)) for x in acts]
+        got = [(x, _need(lw, op, r, lw.types[x], axis)) for x in acts]
         for x, (c0, c1, _, _) in got:
             old = region.get(x)
             region[x] = (c0, c1) if old is None else (min(old[0], c0), max(old[1], c1))
@@ -268,25 +290,29 @@ def _axis(lw: Lowered, order: Sequence[int], start: str, out: str, part: tuple[i
         needs.append([(x, (n0, n1)) for x, (n0, n1, _, _) in got])
     rows.reverse()
     needs.reverse()
-    n = lw.types[start].shape[2 + axis]
+    n = lw.types[start].shape[_axes(lw)[axis]]
     region[start] = (0, n)
     key = tuple((r[1] - r[0], i[1] - i[0], *((b - a, (a, b) == region[x]) for x, (a, b) in need))
                 for (_, r, i, _), need in zip(rows, needs))
     return Axis(part, tuple(rows), key)
 
 
-def _need(op: Op, out: tuple[int, int], x: TensorType, axis: int) -> tuple[int, int, int, int]:
+def _need(lw: Lowered, op: Op, out: tuple[int, int], x: TensorType, axis: int) -> tuple[int, int, int, int]:
     """The interval of x's axis an op reads for its output interval, and the pads around it."""
     if op.op_type not in WINDOW_OPS:
         return out[0], out[1], 0, 0
     k, s, p = op.attrs["kernel_shape"], op.attrs["strides"], op.attrs["pads"]
-    return _window_axis(out[0], out[1], s[axis], p[axis], k[axis], x.shape[2 + axis])
+    return _window_axis(out[0], out[1], s[axis], p[axis], k[axis], x.shape[_axes(lw)[axis]])
 
 
 # --- the rewrite -------------------------------------------------------------------------------
 
-def _shape(t: TensorType, b: Box) -> tuple[int, ...]:
-    return (t.shape[0], t.shape[1], b[1] - b[0], b[3] - b[2])
+def _shape(lw: Lowered, t: TensorType, b: Box) -> tuple[int, ...]:
+    """The shape of box ``b`` of image ``t``."""
+    out = list(t.shape)
+    h, w = _axes(lw)
+    out[h], out[w] = b[1] - b[0], b[3] - b[2]
+    return tuple(out)
 
 
 def apply(lw: Lowered, specs: Sequence[StageSpec]) -> Lowered:
@@ -317,7 +343,7 @@ def _rewrite(lw: Lowered, stage: Stage) -> Lowered:
     prev = ""
     for t, (box, rows) in enumerate(stage.tiles):
         name_of = {stage.input: stage.input}  # tensor -> its tile tensor
-        box_of: dict[str, Box] = {stage.input: (0, _hw(lw.types[stage.input])[0], 0, _hw(lw.types[stage.input])[1])}
+        box_of: dict[str, Box] = {stage.input: (0, _hw(lw, lw.types[stage.input])[0], 0, _hw(lw, lw.types[stage.input])[1])}
         region = {row.op: row.output_box for row in rows}
         for op, row in zip(members, rows):
             y = op.outputs[0]
@@ -325,16 +351,16 @@ def _rewrite(lw: Lowered, stage: Stage) -> Lowered:
             for i, x in enumerate(op.inputs):
                 if x not in lw.types:
                     continue
-                need = input_box(op, row.output_box, lw.types[x])[0]
+                need = input_box(lw, op, row.output_box, lw.types[x])[0]
                 src, have = name_of[x], box_of[x]
                 crop = f"{x}@{t}:{op.name}"
                 if need != have and crop in types:  # the op reads the same window twice (Add(x, x))
                     src = crop
                 elif need != have:
-                    types[crop] = TensorType(lw.types[x].dtype, _shape(lw.types[x], need))
+                    types[crop] = TensorType(lw.types[x].dtype, _shape(lw, lw.types[x], need))
                     if x in lw.quant:
                         quant[crop] = lw.quant[x]
-                    starts = [0, 0, need[0] - have[0], need[2] - have[2]]
+                    starts = _at(lw, need[0] - have[0], need[2] - have[2])
                     new.append(Op(next_node, f"{op.name}@{t}:crop{i}", "Slice", "", (src,), (crop,),
                                   {"starts": starts, "steps": [1, 1, 1, 1],
                                    "ends": [s + n for s, n in zip(starts, types[crop].shape)]}))
@@ -342,7 +368,7 @@ def _rewrite(lw: Lowered, stage: Stage) -> Lowered:
                     src = crop
                 inputs[i] = src
             ty = f"{y}@{t}"
-            types[ty] = TensorType(lw.types[y].dtype, _shape(lw.types[y], row.output_box))
+            types[ty] = TensorType(lw.types[y].dtype, _shape(lw, lw.types[y], row.output_box))
             if y in lw.quant:
                 quant[ty] = lw.quant[y]
             attrs = dict(op.attrs)
@@ -361,7 +387,7 @@ def _rewrite(lw: Lowered, stage: Stage) -> Lowered:
                 quant[partial] = lw.quant[stage.output]
         new.append(Op(next_node, f"{stage.output}@{t}:patch", PATCH_OP, "arena",
                       (name_of[stage.output],) + ((prev,) if prev else ()), (partial,),
-                      {"starts": [0, 0, box[0], box[2]]}))
+                      {"starts": _at(lw, box[0], box[2])}))
         next_node += 1
         prev = partial
     # The tiles run where the stage's last op ran: every op before it that is not the stage's
@@ -423,7 +449,7 @@ def stage_macs(lw: Lowered, stage: Stage, per_op: Sequence[int] | None = None) -
     for i, k in enumerate(stage.ops):
         op = lw.ops[k]
         n = _op_macs(lw, op) if per_op is None else per_op[k]  # per_op: each op's, computed once
-        h, w = _hw(lw.types[op.outputs[0]])
+        h, w = _hw(lw, lw.types[op.outputs[0]])
         rows = sum(r.ops[i][1][1] - r.ops[i][1][0] for r in stage.rows)
         cols = sum(c.ops[i][1][1] - c.ops[i][1][0] for c in stage.cols)
         untiled += n
@@ -455,13 +481,13 @@ def stage_peak(lw: Lowered, stage: Stage, alignment: int) -> int:
         for i, (op, row) in enumerate(zip(members, rows)):
             y = op.outputs[0]
             ty = lw.types[y]
-            out = size(ty.dtype, _shape(ty, row.output_box))
+            out = size(ty.dtype, _shape(lw, ty, row.output_box))
             extra = 0
             reuse = None
             for x in (x for x in op.inputs if x in lw.types):
-                need = input_box(op, row.output_box, lw.types[x])[0]
+                need = input_box(lw, op, row.output_box, lw.types[x])[0]
                 if x == stage.input or need != box.get(x):
-                    extra += size(lw.types[x].dtype, _shape(lw.types[x], need))  # a crop
+                    extra += size(lw.types[x].dtype, _shape(lw, lw.types[x], need))  # a crop
                 elif last_reader[x] == i and x in live and reuse is None and (
                         op.op_type not in WINDOW_OPS or _depthwise(lw, op)) and live[x] >= out:
                     reuse = x
@@ -493,6 +519,9 @@ def _bytes(lw: Lowered, name: str, alignment: int) -> int:
 
 
 def _depthwise(lw: Lowered, op: Op) -> bool:
+    """A depthwise conv that may write over its input (liveness's in-place depthwise: NCHW only)."""
+    if lw.layout != "NCHW":
+        return False
     x, y = lw.types[op.inputs[0]], lw.types[op.outputs[0]]
     return int(op.attrs.get("group", 1)) == x.shape[1] == y.shape[1] and x.dtype == y.dtype
 
@@ -639,7 +668,7 @@ def ladder(lw: Lowered, mp: ModelProblem, time_limit: float) -> list[Choice]:
             continue
         if base.ops != tuple(range(a + 1, b + 1)):
             continue  # not a stage from this cut
-        h, w = _hw(lw.types[base.output])
+        h, w = _hw(lw, lw.types[base.output])
         for rows, cols in GRIDS:
             if rows > h or cols > w:
                 continue

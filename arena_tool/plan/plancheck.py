@@ -440,7 +440,7 @@ def check_split(plan: PlanFile) -> list[str]:
     regions = {r.name: r for r in plan.regions or ()}
     tops = {name: 0 for name in regions}
     region_of = {b.name: b.region for b in plan.buffers}
-    for b in plan.buffers:
+    for b in plan.in_arena:  # caller-owned inputs and outputs are the application's, in no region
         name = b.region
         if b.alias_of is not None and region_of.get(b.alias_of) != name:
             problems.append(f"{b.name}: region {name!r}, but its alias root {b.alias_of} is in "

@@ -8,12 +8,14 @@ result.
 from __future__ import annotations
 
 import dataclasses
-import time
 from typing import Sequence
 
 from arena_tool.model import liveness, optable, patches, tflite_model, tflm_scratch
 from arena_tool.plan import planfile, planners, split_arena, validate
-from arena_tool.core.errors import ArenaBug, ArenaError, did_you_mean
+from arena_tool.plan.planners import (LEAST_SECONDS as LEAST_SECONDS, RESERVE_SECONDS_PER_BUFFER as RESERVE_SECONDS_PER_BUFFER,
+                                    check_planner_name as check_planner_name, planner_limit as planner_limit,
+                                    planner_names as planner_names, run_planner as run_planner)
+from arena_tool.core.errors import ArenaBug, ArenaError
 from arena_tool.model.lowering import Lowered
 from arena_tool.plan.planfile import PlanBaselines, PlanFile, PlanPatches, model_kind
 from arena_tool.core.problem import ARENA_KERNELS, ModelOptions, ModelProblem, Plan, Problem, Status, arena_size, lower_bound
@@ -28,48 +30,6 @@ class PlannedModel:
     problem: Problem
     plan: Plan
     plan_file: PlanFile
-
-
-def planner_names() -> list[str]:
-    return sorted(planners.PLANNERS)
-
-
-def check_planner_name(name: str, field: str = "planner", file: str | None = None) -> None:
-    if name not in planners.PLANNERS:
-        raise ArenaError(f"unknown planner '{name}'", field=field, file=file,
-                         hint=f"{did_you_mean(name, planner_names())}expected one of {', '.join(planner_names())}")
-
-
-# per buffer, what no planner's clock covers: its setup before the first clock read (the load
-# bound, optimal's instance and first walk: ~8 us), the validation (~4 us) and writing (~1 us)
-RESERVE_SECONDS_PER_BUFFER = 15e-6
-LEAST_SECONDS = 0.01  # a planner's limit when nothing is left: it still returns a layout
-
-
-def planner_limit(time_limit: float, buffers: int, spent: float = 0.0, slowness: float = 1.0) -> float:
-    """What of ``time_limit`` the planner may take: less ``spent`` (start-up, reading the
-    problem) and the reserve for what its clock does not cover (its setup, validation,
-    writing), so the whole command ends within the limit (issue 39: at 100,000 buffers
-    the validation alone once ran 11 s past it). ``slowness``: wall seconds per CPU second
-    so far (a loaded machine; at least 1), which the reserve's work will take as well."""
-    return max(LEAST_SECONDS, time_limit - spent - RESERVE_SECONDS_PER_BUFFER * buffers * max(1.0, slowness))
-
-
-def run_planner(name: str, problem: Problem, params: planners.Params, spent: float = 0.0,
-                slowness: float = 1.0) -> Plan:
-    """Run and validate within ``params.time_limit`` (``planner_limit``: ``spent`` seconds
-    of it are already gone, at ``slowness``); the plan's seconds are measured here, around the planner."""
-    check_planner_name(name)
-    limit = planner_limit(params.time_limit, len(problem.buffers), spent, slowness)
-    t0 = time.perf_counter()
-    plan = planners.run(name, problem, dataclasses.replace(params, time_limit=limit))
-    seconds = time.perf_counter() - t0
-    # Over capacity is an answer (the caller reports it), not a broken plan.
-    bad = validate.violations(dataclasses.replace(problem, capacity=None), plan.offsets, plan.arena_size)
-    if bad:
-        first = bad[0]
-        raise ArenaBug(f"planner {name} returned an invalid plan: {first.reason.value}: {first.message}")
-    return dataclasses.replace(plan, seconds=seconds)
 
 
 def plan_model(path: str, options: ModelOptions, planner: str, params: planners.Params,
@@ -228,9 +188,14 @@ def plan_split(path: str, options: ModelOptions, planner: str, params: planners.
                          lambda sub, seconds: run_planner(planner, sub, dataclasses.replace(params, time_limit=seconds)),
                          params.time_limit)
     one = planfile.build(mp, s.plan, problem, k=params.k, baselines=_baselines(path, mp, lowered))
+    in_arena = set(one.in_arena)  # caller-owned inputs and outputs (io_buffers: caller) are in no region
     plan_file = dataclasses.replace(
-        one, buffers=tuple(dataclasses.replace(b, region=s.region_of[b.root]) for b in one.buffers),
+        one, buffers=tuple(dataclasses.replace(b, region=s.region_of[b.root]) if b in in_arena else b
+                           for b in one.buffers),
         regions=s.regions, split=s.split)
+    if options.patches != "off":  # the stages named: what they cost against the untiled model in one arena
+        plan_file = dataclasses.replace(
+            plan_file, patches=_patched(path, options, lowered, (mp, problem, s.plan), planner, params)[4])
     return PlannedModel(mp, problem, s.plan, plan_file)
 
 

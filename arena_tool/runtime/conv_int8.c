@@ -32,8 +32,9 @@
 
 /* The dot products of weight rows w and w + K with columns x and x + K, each column
  * element minus zp: s[0] = w.x, s[1] = w.(x + K), s[2] = (w + K).x, s[3] = (w + K).(x + K).
- * Not inlined: its loop gets every register (4 sums, zp, 2 pointers, K, the end). */
-static DOT_SCHED __attribute__((noinline)) void dot2x2(int32_t s[4], const int8_t *w, const int8_t *x, int32_t K, int32_t zp)
+ * Not inlined: its loop gets every register (4 sums, zp, 2 pointers, K, the end). Shared with
+ * tfl_conv_int8.c's GEMM. */
+DOT_SCHED __attribute__((noinline)) void arena_i8_dot2x2(int32_t s[4], const int8_t *w, const int8_t *x, int32_t K, int32_t zp)
 {
     int32_t s00 = 0, s01 = 0, s10 = 0, s11 = 0, k, n = K;
 #if defined(__ARM_FEATURE_MVE)
@@ -423,7 +424,7 @@ static inline __attribute__((always_inline)) void conv_gemm(const arena_ctx_t *c
         const int8_t *w0 = w + (size_t)m * K;
         int8_t *y0 = y + (size_t)(n * d->m + m) * ohw + (size_t)p0, *y1 = y0 + ohw;
         for (p = 0; p + 1 < np; p += 2) {
-            dot2x2(s, w0, col + (size_t)p * K, d->kk, x_zp);
+            arena_i8_dot2x2(s, w0, col + (size_t)p * K, d->kk, x_zp);
             if (sums != NULL) {
                 s[0] -= c0.wz * sums[p];
                 s[1] -= c0.wz * sums[p + 1];

@@ -56,42 +56,7 @@ __asm__(".pushsection .text.arena_i8_dot4,\"ax\",%progbits\n\t"
         ".popsection");
 #undef DOT4_ROW
 #undef DOT4_STEP
-void arena_i8_dot4(int32_t s[4], const int8_t *x, const int8_t *w, int32_t K, uint32_t nz);
 #endif
-
-/* s[r] = (w + r K).x for r < 4 (x minus zp): x unpacked once for four rows (arena_i8_dot4
- * on DSP cores, then the last K % 4 taps here). Inlined into fc_row, which requantizes the
- * four sums from registers. */
-static inline __attribute__((always_inline)) void dot4x1(int32_t s[4], const int8_t *w, const int8_t *x, int32_t K,
-                                                         int32_t zp)
-{
-    const int8_t *w2 = w + 2 * K;
-    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, k = 0;
-#if defined(__ARM_FEATURE_MVE)
-    arena_mve_dot2x1(s, w, x, K, zp);
-    arena_mve_dot2x1(s + 2, w2, x, K, zp);
-    return;
-#endif
-#if defined(__ARM_FEATURE_DSP) && defined(__thumb2__)
-    arena_i8_dot4(s, x, w, K, ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u);
-    s0 = s[0];
-    s1 = s[1];
-    s2 = s[2];
-    s3 = s[3];
-    k = K & ~3;
-#endif
-    for (; k < K; ++k) {
-        int32_t a = (int32_t)x[k] - zp;
-        s0 += (int32_t)w[k] * a;
-        s1 += (int32_t)w[k + K] * a;
-        s2 += (int32_t)w2[k] * a;
-        s3 += (int32_t)w2[k + K] * a;
-    }
-    s[0] = s0;
-    s[1] = s1;
-    s[2] = s2;
-    s[3] = s3;
-}
 
 /* What requantizing QGemm's outputs needs, the same for every output. */
 typedef struct {

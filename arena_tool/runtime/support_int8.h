@@ -333,6 +333,46 @@ static inline int32_t dot1x1(const int8_t *w, const int8_t *x, int32_t K, int32_
     return s;
 }
 
+#if defined(__ARM_FEATURE_DSP) && defined(__thumb2__)
+/* fully_connected_int8.c's Thumb-2 assembly: s[r] = (w + r K).x over taps [0, K & ~3), x's bytes plus
+ * nz's halfwords (-zp, -zp). */
+void arena_i8_dot4(int32_t s[4], const int8_t *x, const int8_t *w, int32_t K, uint32_t nz);
+#endif
+
+/* s[r] = (w + r K).x for r < 4 (x minus zp): x unpacked once for four rows (arena_i8_dot4
+ * on DSP cores, then the last K % 4 taps here). Inlined into fc_row, which requantizes the
+ * four sums from registers. */
+static inline __attribute__((always_inline)) void dot4x1(int32_t s[4], const int8_t *w, const int8_t *x, int32_t K,
+                                                         int32_t zp)
+{
+    const int8_t *w2 = w + 2 * K;
+    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, k = 0;
+#if defined(__ARM_FEATURE_MVE)
+    arena_mve_dot2x1(s, w, x, K, zp);
+    arena_mve_dot2x1(s + 2, w2, x, K, zp);
+    return;
+#endif
+#if defined(__ARM_FEATURE_DSP) && defined(__thumb2__)
+    arena_i8_dot4(s, x, w, K, ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u);
+    s0 = s[0];
+    s1 = s[1];
+    s2 = s[2];
+    s3 = s[3];
+    k = K & ~3;
+#endif
+    for (; k < K; ++k) {
+        int32_t a = (int32_t)x[k] - zp;
+        s0 += (int32_t)w[k] * a;
+        s1 += (int32_t)w[k + K] * a;
+        s2 += (int32_t)w2[k] * a;
+        s3 += (int32_t)w2[k + K] * a;
+    }
+    s[0] = s0;
+    s[1] = s1;
+    s[2] = s2;
+    s[3] = s3;
+}
+
 /* Every weight zero point is 0 (absent, or all entries 0): their bytes OR-ed four at a time. */
 static inline int w_zp_zero(const arena_ctx_t *c, int z)
 {
@@ -425,6 +465,9 @@ static inline void flip_u8(int8_t *p, size_t n)
 
 /* dot_int8.c: s[0] = w.x, s[1] = (w + K).x (x minus zp); conv_int8.c and fully_connected_int8.c. */
 void arena_i8_dot2x1(int32_t s[2], const int8_t *w, const int8_t *x, int32_t K, int32_t zp);
+/* conv_int8.c: s[0] = w.x, s[1] = w.(x + K), s[2] = (w + K).x, s[3] = (w + K).(x + K) (x minus zp); its
+ * GEMM's 2 x 2 block, and tfl_conv_int8.c's. */
+void arena_i8_dot2x2(int32_t s[4], const int8_t *w, const int8_t *x, int32_t K, int32_t zp);
 
 /* depthwise_int8.c: a depthwise conv (group == C, M a multiple of C) into output codes through q,
  * the input uint8 (u8) or int8 with int8-side zero point x_zp (act_in); 0 when its window does

@@ -48,6 +48,50 @@ static inline int32_t tfl_mbqm(int32_t x, int32_t mult, int32_t shift)
     return tfl_rdbpot(tfl_srdhm(tfl_shl(x, left), mult), right);
 }
 
+/* One output channel's requantization as the fast paths take it (tfl_chan): the bias, TFLite's
+ * multiplier and shift, and for a right shift e = -shift >= 1 (every conv whose s_x s_w / s_y is
+ * below 0.5) the rounding of both of gemmlowp's steps in one 64-bit nudge: with mult in
+ * [2^30, 2^31) (QuantizeMultiplier's), SaturatingRoundingDoublingHighMul(acc, mult) is
+ * floor((acc mult + 2^30) / 2^31) for either sign (its nudge 1 - 2^30 for a negative product
+ * truncates to the same integer; mult > 0 never saturates), and RoundingDivideByPOT(s, e) is
+ * floor((s + 2^(e-1) - [s < 0]) / 2^e); nested floors of integer sums fold, so the output is
+ * floor((acc mult + 2^30 + 2^(30+e) - 2^31 [acc < 0]) / 2^(31+e)): one SMLAL into the nudge and
+ * the high word shifted right by e - 1 (acc < 0 stands for s < 0: they differ only at acc = -1,
+ * mult = 2^30, where s = 0 and the nudge's extra -2^31 leaves the floor at 0). rs = e - 1, or -1
+ * where this does not apply (shift >= 0, or a multiplier outside [2^30, 2^31)): tfl_mbqm then. */
+typedef struct {
+    int64_t nudge;
+    int32_t mult, shift, rs, bias;
+} tfl_chan_t;
+
+static inline tfl_chan_t tfl_chan(int32_t mult, int32_t shift, int32_t bias)
+{
+    tfl_chan_t c;
+    c.mult = mult;
+    c.shift = shift;
+    c.bias = bias;
+    c.rs = shift <= -1 && shift >= -31 && mult >= (1 << 30) ? -shift - 1 : -1;
+    c.nudge = ((int64_t)1 << 30) + (c.rs >= 0 ? (int64_t)1 << (30 - shift) : 0);
+    return c;
+}
+
+/* tfl_rq's long way, out of line (rare: a left shift, or a multiplier QuantizeMultiplier does not give). */
+static __attribute__((noinline, unused)) int32_t tfl_rq_long(int32_t a, const tfl_chan_t *ch)
+{
+    return tfl_mbqm(a, ch->mult, ch->shift);
+}
+
+/* tfl_mbqm(acc + bias, mult, shift) (the bias added with wraparound), the short way where ch->rs >= 0. */
+static inline __attribute__((always_inline)) int32_t tfl_rq(int32_t acc, const tfl_chan_t *ch)
+{
+    int32_t a = (int32_t)((uint32_t)acc + (uint32_t)ch->bias);
+    if (ch->rs >= 0) {
+        int64_t v = (int64_t)a * ch->mult + (ch->nudge - (a < 0 ? ((int64_t)1 << 31) : 0));
+        return (int32_t)(v >> 32) >> ch->rs;
+    }
+    return tfl_rq_long(a, ch);
+}
+
 /* int32 addition with wraparound (bias + accumulator, as TFLite's C++ computes it). */
 static inline int32_t tfl_add(int32_t a, int32_t b)
 {

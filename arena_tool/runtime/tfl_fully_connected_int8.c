@@ -5,8 +5,43 @@
  *
  * Inputs: 0 x int8, read as [B, K] (B * K elements), 1 w [M, K] int8, 2 bias [M] int32 or absent,
  * 3 the requantization [M, 2] int32 (multiplier, shift; one row per output, equal rows for a
- * per-tensor model). Output 0 y int8, B * M elements. ints: x_offset, w_offset, y_zp, act_min, act_max. */
+ * per-tensor model). Output 0 y int8, B * M elements. ints: x_offset, w_offset, y_zp, act_min, act_max.
+ *
+ * Fast path (weights' zero point 0, as TFLite's int8 weights are): four outputs a step through
+ * support_int8.h's dot4x1 (fully_connected_int8.c's arena_i8_dot4 on DSP cores: the input row
+ * unpacked once for four weight rows), the last one to three by arena_i8_dot2x1 and dot1x1, each
+ * requantized by tfl_rq; the same integers. */
+#include "support_int8.h"
 #include "support_tfl.h"
+
+/* Row x (K bytes, zero point x_zp) against the M weight rows into y[0 .. M). */
+static __attribute__((noinline)) void tfl_fc_row(int8_t *y, const int8_t *x, const int8_t *w, const int32_t *bias,
+                                                 const int32_t *rq, int32_t M, int32_t K, int32_t x_zp, int32_t y_zp,
+                                                 int32_t lo, int32_t hi)
+{
+    int32_t n, i, j, s[4];
+    for (n = 0; n + 4 <= M; n += 4) {
+        dot4x1(s, w + (size_t)n * (size_t)K, x, K, x_zp);
+        for (i = 0; i < 4; ++i) {
+            const tfl_chan_t ch = tfl_chan(rq[2 * (n + i)], rq[2 * (n + i) + 1], bias != NULL ? bias[n + i] : 0);
+            y[n + i] = (int8_t)tfl_clamp(tfl_add(tfl_rq(s[i], &ch), y_zp), lo, hi);
+        }
+    }
+    for (; n < M; n += i) {
+        const int8_t *wn = w + (size_t)n * (size_t)K;
+        if (M - n >= 2) {
+            arena_i8_dot2x1(s, wn, x, K, x_zp);
+            i = 2;
+        } else {
+            s[0] = dot1x1(wn, x, K, x_zp);
+            i = 1;
+        }
+        for (j = 0; j < i; ++j) {
+            const tfl_chan_t ch = tfl_chan(rq[2 * (n + j)], rq[2 * (n + j) + 1], bias != NULL ? bias[n + j] : 0);
+            y[n + j] = (int8_t)tfl_clamp(tfl_add(tfl_rq(s[j], &ch), y_zp), lo, hi);
+        }
+    }
+}
 
 int arena_k_tfl_fully_connected(const arena_ctx_t *c)
 {
@@ -37,6 +72,12 @@ int arena_k_tfl_fully_connected(const arena_ctx_t *c)
     bias = bt != NULL ? (const int32_t *)arena_in_data(c, 2) : NULL;
     rq = (const int32_t *)arena_in_data(c, 3);
     y = (int8_t *)arena_out_data(c, 0);
+    if (w_off == 0) {
+        for (b = 0; b < B; ++b) {
+            tfl_fc_row(y + (size_t)b * (size_t)M, x + (size_t)b * (size_t)K, w, bias, rq, M, K, -x_off, y_zp, lo, hi);
+        }
+        return ARENA_OK;
+    }
     for (b = 0; b < B; ++b) {
         const int8_t *xr = x + (size_t)b * K;
         for (n = 0; n < M; ++n) {

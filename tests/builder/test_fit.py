@@ -198,3 +198,27 @@ def test_a_small_model_beside_the_peak_is_not_told_io_int8(tmp_path):
     both = problem(40000, ("mobile", "pool"))
     assert "model mobile needs" in both and "configurations that fit for mobile: patches: " in both
     assert "pool" not in both and "io: int8" not in both
+
+
+def test_a_tflite_on_arenas_runtime_fits_by_patches_and_caller_io(tmp_path):
+    """fit weighs a .tflite on a runtime: arena board as it weighs an ONNX model: caller-owned I/O,
+    schedules and patches (a budget below the untiled arena is met by patches alone), never io: int8
+    (its inputs and outputs are already the model's int8 tensors). Before, every candidate but the
+    manifest's was refused (io_buffers and patches on a .tflite)."""
+    from tflite_models import save
+    from tflite_ops import patch_stage_model
+
+    save(tmp_path, "stage.tflite", patch_stage_model(0))
+    (tmp_path / "arena.yaml").write_text(
+        "runtime: arena\nmodels:\n  - {name: stage, path: stage.tflite, time_limit: 2}\n"
+        "boards:\n  - {name: mps2_an386, region: SSRAM23, budget: 3000}\n", encoding="utf-8")
+    t = manifest.load(str(tmp_path / "arena.yaml")).targets[0]
+    assert t.models[0].options.kernels == "arena"
+    fits, spaces = fit.ram_fits(t)
+    (space,) = spaces
+    assert space.candidates[0].arena > 3000  # as the manifest says: 3,968 B
+    tried = {(c.options.io, c.options.io_buffers, c.options.patches != "off") for c in space.candidates} | \
+        {(p.options.io, p.options.io_buffers, p.options.patches != "off") for p in space.pruned}
+    assert {io for io, _, _ in tried} == {"model"} and {b for _, b, _ in tried} == {"arena", "caller"}
+    assert fits and all(c.arena <= 3000 for c in fits)
+    assert all(p.options.patches != "off" for c in fits for p in c.picks)

@@ -226,3 +226,38 @@ def test_the_ladder_trades_peak_for_macs_from_auto_choice_to_the_untiled_network
     assert len(rungs) >= 3
     for a, b in zip(rungs, rungs[1:]):  # each rung: a larger peak bought by fewer MACs
         assert a.peak < b.peak and a.macs > b.macs
+
+
+def test_a_tflite_on_arenas_runtime_is_tiled_on_its_nhwc_images(tmp_path):
+    """A lowered .tflite (kernels arena) keeps TFLite's NHWC: its stages cut rows and columns on axes 1
+    and 2 (the crops', tiles' and PatchWrites' boxes), TFLite's SAME pads become tile-local pads at the
+    image border only, and the plan is checked and below the untiled one, by hand and by auto. Before,
+    patches on a .tflite were refused (and the NCHW geometry cut its channels)."""
+    from arena_tool.model import liveness
+    from tflite_models import save
+    from tflite_ops import patch_stage_model
+
+    path = save(tmp_path, "stage.tflite", patch_stage_model(0))
+    off = planning.plan_model(path, ModelOptions(kernels="arena"), "optimal", PARAMS)
+    on = planning.plan_model(path, ModelOptions(kernels="arena", patches="stage_end:3x2"), "optimal", PARAMS)
+    assert on.plan.arena_size < off.plan.arena_size  # 3,968 -> 3,008 B
+    lw = plancheck.lowered_model(path, on.plan_file)
+    assert lw.layout == "NHWC"
+    conv1 = [op for op in lw.ops if op.origin is not None and op.name.startswith("conv1@")]
+    assert len(conv1) == 6
+    shapes = [lw.types[op.outputs[0]].shape for op in conv1]
+    assert all(s[0] == 1 and s[3] == 8 for s in shapes)  # channels last, whole in every tile
+    assert [s[1] for s in shapes] == [7, 7, 13, 13, 10, 10] and [s[2] for s in shapes] == [11, 12] * 3  # halos
+    pads = {tuple(op.attrs["pads"]) for op in conv1}
+    assert (1, 1, 0, 0) in pads and (0, 0, 1, 1) in pads  # SAME's pad at the border, none inside
+    writes = [op for op in lw.ops if op.op_type == patches.PATCH_OP]
+    assert [w.attrs["starts"] for w in writes] == [[0, h, w, 0] for h in (0, 1, 3) for w in (0, 2)]
+    assert plancheck.check(on.plan_file, plancheck.derived_problem(path, on.plan_file), "p") == []
+    assert plancheck.patch_problems(on.plan_file, lw) == []
+    auto = planning.plan_model(path, ModelOptions(kernels="arena", patches="auto"), "optimal", PARAMS)
+    assert auto.plan_file.patches is not None and auto.plan_file.patches.stages != "off"
+    assert auto.plan.arena_size < off.plan.arena_size
+    caller = planning.plan_model(path, ModelOptions(kernels="arena", patches="auto", io_buffers="caller"), "optimal",
+                                 PARAMS)
+    x = liveness.lower(path, ModelOptions(kernels="arena")).types["x"]
+    assert caller.plan_file.caller_io >= x.elements and caller.plan.arena_size < auto.plan.arena_size

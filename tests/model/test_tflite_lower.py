@@ -117,3 +117,14 @@ def test_kernels_arena_plans_the_lowered_model_tflm_kernels_plan_tflms(tmp_path:
     m.op("ADD", [x, x], [y], "AddOptions")
     gaps = runtime_support.gaps(liveness.lower(save(tmp_path, "i16.tflite", m.pack([x], [y])), ARENA))
     assert [g.why for g in gaps] == ["the runtime runs TFLite's ADD on int8 and float32 tensors, this one is int16"]
+
+
+def test_patches_and_caller_io_on_a_tflite_planned_for_tflm_point_to_arenas_runtime(tmp_path: Path) -> None:
+    """Planned for TFLM (its kernels), patches and io_buffers stay refused, and the hint names the runtime
+    that takes them (--kernels arena); on arena's runtime both lower, io: int8 alone is refused."""
+    path = save(tmp_path, "chain.tflite", chain_model())
+    for key, value in (("patches", "auto"), ("io_buffers", "caller")):
+        with pytest.raises(ArenaError) as e:
+            liveness.model_problem(path, ModelOptions(**{key: value}))
+        assert e.value.field == key and "--kernels arena" in (e.value.hint or "")
+        assert liveness.model_problem(path, ModelOptions(kernels="arena", **{key: value})).tensors

@@ -115,6 +115,27 @@ def test_kws_split_plan_fits_two_regions_not_one() -> None:
     assert not verify.verify(KWS, bad).ok
 
 
+def test_a_split_takes_caller_io_and_named_patches_on_onnx_and_a_tflite(tmp_path: Path) -> None:
+    """Caller-owned inputs and outputs are in no region (the split plan was exit 3: KeyError on the
+    graph input), and named stages keep the plan's patches section (the build refused the plan: 'no
+    patches section'); a .tflite on arena's runtime (NHWC stages) likewise."""
+    from tflite_models import save
+    from tflite_ops import patch_stage_model
+
+    tfl = save(tmp_path, "stage.tflite", patch_stage_model(0))
+    for path, opts, caps in (
+            (KWS, ModelOptions(input_shapes=KWS_SHAPES, io_buffers="caller"), (FAST, SLOW)),
+            (tfl, ModelOptions(kernels="arena", io_buffers="caller", patches="add:4x3;stage_end:2"), (1024, 4096))):
+        regions = [split_arena.RegionCap("FAST", caps[0]), split_arena.RegionCap("SLOW", caps[1])]
+        plan = planning.plan_split(path, opts, "optimal", planners.Params(time_limit=2), regions).plan_file
+        assert plan.caller_io > 0 and all(r.arena_size > 0 for r in plan.regions or ())
+        assert plancheck.check_split(plan) == [] and plancheck.check(plan, plancheck.derived_problem(path, plan), "p") == []
+        assert {b.region for b in plan.buffers if b.kind in ("input", "output")} == {None}
+        if opts.patches != "off":
+            assert plan.patches is not None and plan.patches.stages == "add:4x3;stage_end:2x2"
+            assert plancheck.patch_problems(plan, plancheck.lowered_model(path, plan)) == []
+
+
 def test_a_planner_above_capacity_falls_back_to_the_packing_that_proved_it() -> None:
     """naive (no reuse) needs more than 20 KiB in FAST; the layout that proved the region
     feasible is kept instead, and says so."""

@@ -4,13 +4,22 @@ A planner is a pure function ``plan(problem, params) -> Plan``: it never mutates
 the Problem, honours each buffer's alignment and fixed_offset, and says in
 ``Plan.status`` why it stopped. A new planner is one module, one line here and
 one test file.
+
+``run_planner`` (validated, within a time limit that counts what its clock does not) is
+here and not in ``planning``, which re-exports it: ``plan --problem`` needs only this, and
+``planning``'s model stack imports onnx, 1.0 CPU-s of a CSV plan's start-up (issue 39: the
+time limit counts the start-up, on a loaded machine several times over).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from typing import Callable
 
 from arena_tool.plan.planners.params import Params as Params, check_time_limit as check_time_limit  # re-exported: callers say planners.Params
+from arena_tool.plan import validate
+from arena_tool.core.errors import ArenaBug, ArenaError, did_you_mean
 from arena_tool.core.problem import Plan, Problem
 
 PlannerFn = Callable[[Problem, Params], Plan]
@@ -46,3 +55,45 @@ def run(name: str, problem: Problem, params: Params = Params()) -> Plan:
         return PLANNERS[name](problem, params)
     finally:
         progress.finish()
+
+
+def planner_names() -> list[str]:
+    return sorted(PLANNERS)
+
+
+def check_planner_name(name: str, field: str = "planner", file: str | None = None) -> None:
+    if name not in PLANNERS:
+        raise ArenaError(f"unknown planner '{name}'", field=field, file=file,
+                         hint=f"{did_you_mean(name, planner_names())}expected one of {', '.join(planner_names())}")
+
+
+# per buffer, what no planner's clock covers: its setup before the first clock read (the load
+# bound, optimal's instance and first walk: ~8 us), the validation (~4 us) and writing (~1 us)
+RESERVE_SECONDS_PER_BUFFER = 15e-6
+LEAST_SECONDS = 0.01  # a planner's limit when nothing is left: it still returns a layout
+
+
+def planner_limit(time_limit: float, buffers: int, spent: float = 0.0, slowness: float = 1.0) -> float:
+    """What of ``time_limit`` the planner may take: less ``spent`` (start-up, reading the
+    problem) and the reserve for what its clock does not cover (its setup, validation,
+    writing), so the whole command ends within the limit (issue 39: at 100,000 buffers
+    the validation alone once ran 11 s past it). ``slowness``: wall seconds per CPU second
+    so far (a loaded machine; at least 1), which the reserve's work will take as well."""
+    return max(LEAST_SECONDS, time_limit - spent - RESERVE_SECONDS_PER_BUFFER * buffers * max(1.0, slowness))
+
+
+def run_planner(name: str, problem: Problem, params: Params, spent: float = 0.0,
+                slowness: float = 1.0) -> Plan:
+    """Run and validate within ``params.time_limit`` (``planner_limit``: ``spent`` seconds
+    of it are already gone, at ``slowness``); the plan's seconds are measured here, around the planner."""
+    check_planner_name(name)
+    limit = planner_limit(params.time_limit, len(problem.buffers), spent, slowness)
+    t0 = time.perf_counter()
+    plan = run(name, problem, dataclasses.replace(params, time_limit=limit))
+    seconds = time.perf_counter() - t0
+    # Over capacity is an answer (the caller reports it), not a broken plan.
+    bad = validate.violations(dataclasses.replace(problem, capacity=None), plan.offsets, plan.arena_size)
+    if bad:
+        first = bad[0]
+        raise ArenaBug(f"planner {name} returned an invalid plan: {first.reason.value}: {first.message}")
+    return dataclasses.replace(plan, seconds=seconds)

@@ -21,10 +21,14 @@ def cases() -> list[Problem]:
         n = random.Random(s).randint(1, 120)
         out += [random_problem(n, s), tiled_problem(max(2, n // 2), s), syn_problem(n, s)]
     aligned = [Buffer(f"b{i}", 16 * (1 + i % 5), i % 7, i % 7 + i % 4, (4, 16, 64)[i % 3]) for i in range(40)]
-    return out + [Problem(tuple(aligned))]
+    # long lives over many sections (more than 64 a buffer): walk.c scans instead of listing members
+    rng = random.Random(5)
+    dense = [Buffer(f"d{i}", 16 * rng.randint(1, 9), a, a + rng.randint(60, 200), 16)
+             for i, a in enumerate(rng.randrange(200) for _ in range(150))]
+    return out + [Problem(tuple(aligned)), Problem(tuple(dense))]
 
 
-@pytest.mark.parametrize("idx", range(37))
+@pytest.mark.parametrize("idx", range(38))
 def test_c_and_python_give_the_same_offsets(idx: int) -> None:
     lib = native.load()
     if lib is None:
