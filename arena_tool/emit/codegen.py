@@ -81,7 +81,7 @@ FIELD_TYPES: dict[str, str] = {
     "arena_model_t.n_inputs": "uint16_t", "arena_model_t.n_outputs": "uint16_t",
     "arena_model_t.inputs": "int32_t", "arena_model_t.outputs": "int32_t",
     "arena_entry_t.base": "uint32_t", "arena_size": "uint32_t",
-    **{f"arena_tiles_t.{f}": "uint16_t" for f in ("rows", "cols", "n_members", "n_slots")},
+    **{f"arena_tiles_t.{f}": "uint16_t" for f in ("rows", "cols", "n_members", "n_slots", "nhwc")},
     **{f"arena_tiles_t.{f}": "int32_t" for f in ("input", "output", "first_slot")},
     "arena_tiles_t.first": "uint32_t", "arena_tiles_t.tile_rows": "uint8_t",
 }
@@ -657,7 +657,7 @@ def _loop_table(sym: str, k: int, lp: tileloop.Loop, first: int, index: dict[str
                      ("first_slot", first_slot)):
         fits.add(f"arena_tiles_t.{field}", v, where)
     return (f"    {{arena_run_tiles, {first}u, {lp.rows}u, {lp.cols}u, {len(lp.members)}u, {len(lp.slots)}u, "
-            f"{index[lp.input]}, {index[lp.output]}, {first_slot},\n     {pre}_slots, {pre}_tile_rows, "
+            f"{int(lp.nhwc)}u, {index[lp.input]}, {index[lp.output]}, {first_slot},\n     {pre}_slots, {pre}_tile_rows, "
             f"{'NULL' if wide else f'{pre}_offsets'}, {f'{pre}_offsets' if wide else 'NULL'}}},")
 
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from arena_tool.model.lowering import Lowered
     from arena_tool.plan.planfile import PlanFile
 
-TENSOR_ROW, OP_ROW, ATTRS_ROW, MODEL_ROW, TILES_ROW, REGION_ROW = 44, 24, 104, 72, 44, 12
+TENSOR_ROW, OP_ROW, ATTRS_ROW, MODEL_ROW, TILES_ROW, REGION_ROW = 44, 24, 104, 72, 48, 12
 
 
 def _up4(n: int) -> int:

@@ -15,7 +15,9 @@ tensor row each, the untiled tensor's name), and per tile only the plan's offset
   not a table row), and the depthwise in-place workspace's elements;
 * after the members, the tile's copy into the whole stage output (the plan's PatchWrite).
 
-The plan is the unrolled one, unchanged (same buffers, offsets and arena). ``loops`` reads each
+Images are NCHW (ONNX) or NHWC (a lowered .tflite: the loop's ``nhwc``, rows and columns on dims 1
+and 2, a pixel's channels copied as one run). The plan is the unrolled one, unchanged (same
+buffers, offsets and arena). ``loops`` reads each
 stage back out of the plan's schedule and buffers; ``check`` replays the runtime's derivation for
 every tile against the plan (its boxes, pads, crops, shapes and offsets), so tables the runtime
 would run differently from the plan are an arena bug (exit 3), never a silent difference. A stage
@@ -89,6 +91,12 @@ class Loop:
     output: str
     folded: frozenset[str]  # plan buffers the loop replaces (tile tensors and partial outputs)
     detail: tuple[tuple[tuple[Box, tuple[int, int, int, int], Box], ...], ...]
+    nhwc: bool = False  # the images' layout: NHWC for a lowered .tflite (kernels arena), else NCHW
+
+    @property
+    def image_axes(self) -> slice:
+        """The rows and columns of a 4-D image: NCHW's dims 2 and 3, NHWC's 1 and 2."""
+        return slice(1, 3) if self.nhwc else slice(2, 4)
 
     @property
     def tiles(self) -> int:
@@ -101,10 +109,8 @@ class Loop:
 
 
 def loops(plan: PlanFile) -> tuple[Loop, ...]:
-    """The plan's patched stages that run as tile loops (module docstring), in schedule order. A
-    lowered .tflite's stages (NHWC images: kernels arena) stay unrolled: the runtime's loop derives
-    NCHW boxes."""
-    if plan.patches is None or not plan.patches.detail or plan.regions or plan.options.kernels == ARENA_KERNELS:
+    """The plan's patched stages that run as tile loops (module docstring), in schedule order."""
+    if plan.patches is None or not plan.patches.detail or plan.regions:
         return ()
     found = (_loop(plan, d) for d in plan.patches.detail)
     return tuple(sorted((lp for lp in found if lp is not None), key=lambda lp: lp.first))
@@ -211,7 +217,7 @@ def _loop(plan: PlanFile, d: Mapping[str, object]) -> Loop | None:
     detail = tuple(tuple((_box(o["input_box"]), _box(o["pads"]), _box(o["output_box"])) for o in tile["ops"])
                    for tile in tiles)
     return Loop(first, (patches[-1] or 0) + 1, rows, cols, tuple(members), tuple(slots), stage_in, stage_out,
-                folded, detail)
+                folded, detail, plan.options.kernels == ARENA_KERNELS)  # a lowered .tflite keeps TFLite's NHWC
 
 
 def _box(v: Sequence[object]) -> tuple[int, int, int, int]:
@@ -327,7 +333,7 @@ def check(plan: PlanFile, loop: Loop, originals: Sequence[Op], windows: Sequence
     ArenaError (an arena bug) on the first difference. originals: the stage's untiled ops (their
     own pads), windows: which are window ops."""
     by_name = plan.by_name
-    whole = by_name[loop.input].shape[2:]
+    whole = by_name[loop.input].shape[loop.image_axes]
     index = {m.output: j for j, m in enumerate(loop.members)}
     for r in range(loop.rows):
         for c in range(loop.cols):
@@ -360,7 +366,7 @@ def check(plan: PlanFile, loop: Loop, originals: Sequence[Op], windows: Sequence
                     if buf.elements != (box[1] - box[0]) * (box[3] - box[2]):
                         raise _bug(loop, t, f"{name!r} has {buf.elements} elements, the runtime would make "
                                    f"{(box[1] - box[0]) * (box[3] - box[2])}")
-                elif tuple(buf.shape[2:]) != (box[1] - box[0], box[3] - box[2]):
+                elif tuple(buf.shape[loop.image_axes]) != (box[1] - box[0], box[3] - box[2]):
                     raise _bug(loop, t, f"{name!r} is {list(buf.shape)}, the runtime would make it "
                                f"{box[1] - box[0]} x {box[3] - box[2]}")
 

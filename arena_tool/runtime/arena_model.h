@@ -202,6 +202,7 @@ typedef struct {
     uint16_t rows, cols;   /* the grid */
     uint16_t n_members;
     uint16_t n_slots;
+    uint16_t nhwc;         /* the images' layout: 0 NCHW (ONNX), 1 NHWC (a lowered .tflite) */
     int32_t input, output; /* the stage's whole input and output tensors */
     int32_t first_slot;
     const int16_t *slots;  /* per slot: kind, member, input position (crops) */

@@ -13,8 +13,9 @@ typedef struct {
     int32_t lo[2], hi[2]; /* rows, columns */
 } box_t;
 
-/* Copy box `b` (of a tensor whose box `from` has bytes at src, NC planes of es-byte elements)
- * into the tensor whose box `to` has bytes at dst. */
+/* Copy box `b` (of a tensor whose box `from` has bytes at src, `planes` planes of es-byte elements:
+ * NCHW's N x C planes of one element a pixel, NHWC's N planes of C elements a pixel) into the tensor
+ * whose box `to` has bytes at dst. */
 static void copy_box(uint8_t *dst, const box_t *to, const uint8_t *src, const box_t *from, const box_t *b,
                      uint32_t planes, size_t es)
 {
@@ -60,6 +61,7 @@ int arena_run_tiles(const arena_model_t *m, uint32_t k, uint8_t *base, int *fail
     const arena_op_t *ops = &m->ops[t->first];
     const arena_tensor_t *in = &m->tensors[t->input], *out = &m->tensors[t->output];
     int32_t full[ARENA_TILE_SLOTS][2];    /* each member output's whole (H, W) */
+    uint32_t hx = t->nhwc ? 1u : 2u;      /* the images' row axis (columns: hx + 1) */
     int32_t act[ARENA_TILE_SLOTS][4];     /* per member, per input (up to 4 looked at): its producer, -2 stage input, -3 none */
     box_t region[ARENA_TILE_SLOTS], reads[ARENA_TILE_SLOTS][4];
     int32_t pads[ARENA_TILE_SLOTS][4];
@@ -83,8 +85,8 @@ int arena_run_tiles(const arena_model_t *m, uint32_t k, uint8_t *base, int *fail
             int32_t x = i < op->n_inputs ? op->inputs[i] : -1, p = x < 0 ? -1 : producer(t, x);
             act[j][i] = x < 0 ? -3 : x == t->input ? -2 : p >= 0 && (uint32_t)p < j ? p : -3;
             if (act[j][i] != -3 && n[0] < 0) {
-                n[0] = act[j][i] == -2 ? in->shape[2] : full[act[j][i]][0];
-                n[1] = act[j][i] == -2 ? in->shape[3] : full[act[j][i]][1];
+                n[0] = act[j][i] == -2 ? in->shape[hx] : full[act[j][i]][0];
+                n[1] = act[j][i] == -2 ? in->shape[hx + 1u] : full[act[j][i]][1];
             }
         }
         if (n[0] < 0) {
@@ -96,7 +98,7 @@ int arena_run_tiles(const arena_model_t *m, uint32_t k, uint8_t *base, int *fail
                                                     - op->attrs->kernel[a]) / op->attrs->strides[a] + 1 : n[a];
         }
     }
-    if (full[last][0] != out->shape[2] || full[last][1] != out->shape[3]) {
+    if (full[last][0] != out->shape[hx] || full[last][1] != out->shape[hx + 1u]) {
         *failed_op = (int)(t->first + last);
         return ARENA_ERR_SHAPE;
     }
@@ -127,7 +129,7 @@ int arena_run_tiles(const arena_model_t *m, uint32_t k, uint8_t *base, int *fail
                         continue;
                     }
                     for (a = 0u; a < 2u; ++a) {
-                        int32_t n = act[j][i] == -2 ? in->shape[2u + a] : full[act[j][i]][a];
+                        int32_t n = act[j][i] == -2 ? in->shape[hx + a] : full[act[j][i]][a];
                         if (op->attrs->kernel[0] > 0) {
                             int32_t s0 = op->attrs->strides[a], p = op->attrs->pads[a];
                             int32_t start = region[j].lo[a] * s0 - p;
@@ -163,8 +165,8 @@ int arena_run_tiles(const arena_model_t *m, uint32_t k, uint8_t *base, int *fail
                     rw->shape[0] = (b->hi[0] - b->lo[0]) * (b->hi[1] - b->lo[1]);
                     rw->elements = (uint32_t)rw->shape[0];
                 } else {
-                    rw->shape[2] = b->hi[0] - b->lo[0];
-                    rw->shape[3] = b->hi[1] - b->lo[1];
+                    rw->shape[hx] = b->hi[0] - b->lo[0];
+                    rw->shape[hx + 1u] = b->hi[1] - b->lo[1];
                     rw->elements = (uint32_t)(rw->shape[0] * rw->shape[1] * rw->shape[2] * rw->shape[3]);
                 }
                 rw->size = rw->elements * (uint32_t)arena_dtype_size(rw->dtype);
@@ -198,8 +200,8 @@ int arena_run_tiles(const arena_model_t *m, uint32_t k, uint8_t *base, int *fail
                     src = act[j][info[2]];
                     need = &reads[j][info[2]];
                     whole.lo[0] = whole.lo[1] = 0;
-                    whole.hi[0] = in->shape[2];
-                    whole.hi[1] = in->shape[3];
+                    whole.hi[0] = in->shape[hx];
+                    whole.hi[1] = in->shape[hx + 1u];
                     have = src >= 0 ? &region[src] : &whole;
                     if (src == -3 || same_box(need, have)) {
                         continue; /* this tile reads the whole source */
@@ -211,8 +213,8 @@ int arena_run_tiles(const arena_model_t *m, uint32_t k, uint8_t *base, int *fail
                     c.base = base;
                     c.tile = &view;
                     *cr = *arena_tensor_row(&c, x);
-                    cr->shape[2] = need->hi[0] - need->lo[0];
-                    cr->shape[3] = need->hi[1] - need->lo[1];
+                    cr->shape[hx] = need->hi[0] - need->lo[0];
+                    cr->shape[hx + 1u] = need->hi[1] - need->lo[1];
                     cr->elements = (uint32_t)(cr->shape[0] * cr->shape[1] * cr->shape[2] * cr->shape[3]);
                     cr->size = cr->elements * (uint32_t)arena_dtype_size(cr->dtype);
                     cr->offset = off;
@@ -222,7 +224,8 @@ int arena_run_tiles(const arena_model_t *m, uint32_t k, uint8_t *base, int *fail
                         return ARENA_ERR_BOUNDS;
                     }
                     copy_box(base + off, need, (const uint8_t *)arena_ctx_data(&c, x), have, need,
-                             (uint32_t)(cr->shape[0] * cr->shape[1]), arena_dtype_size(cr->dtype));
+                             t->nhwc ? (uint32_t)cr->shape[0] : (uint32_t)(cr->shape[0] * cr->shape[1]),
+                             arena_dtype_size(cr->dtype) * (t->nhwc ? (size_t)cr->shape[3] : 1u));
                     over_index[view.n_over] = x;
                     over_addr[view.n_over] = base + off;
                     ++view.n_over;
@@ -255,10 +258,11 @@ int arena_run_tiles(const arena_model_t *m, uint32_t k, uint8_t *base, int *fail
                 c.base = base;
                 c.tile = &view;
                 whole.lo[0] = whole.lo[1] = 0;
-                whole.hi[0] = out->shape[2];
-                whole.hi[1] = out->shape[3];
+                whole.hi[0] = out->shape[hx];
+                whole.hi[1] = out->shape[hx + 1u];
                 copy_box(out_data, &whole, (const uint8_t *)arena_ctx_data(&c, ops[last].outputs[0]), &region[last],
-                         &region[last], (uint32_t)(out->shape[0] * out->shape[1]), es);
+                         &region[last], t->nhwc ? (uint32_t)out->shape[0] : (uint32_t)(out->shape[0] * out->shape[1]),
+                         es * (t->nhwc ? (size_t)out->shape[3] : 1u));
             }
         }
     }

@@ -55,6 +55,25 @@ def test_a_patched_stage_is_one_loop_and_its_tiles_are_the_plans(tmp_path):
     assert sorted(k for _, _, steps in rows for k in steps) == list(range(len(plan.schedule)))
 
 
+def test_a_tflite_stage_is_one_loop_over_its_nhwc_images(tmp_path):
+    """A lowered .tflite's stage (kernels arena) runs as a tile loop too, its images NHWC: the loop's row
+    says so (the runtime takes rows and columns from dims 1 and 2, a pixel's channels as one run), and
+    the replay of every tile against the plan holds (before, such stages were written out unrolled)."""
+    from tflite_models import save
+    from tflite_ops import patch_stage_model
+
+    model = save(tmp_path, "stage.tflite", patch_stage_model(0))
+    plan, low = _plan(model, tmp_path, "--kernels", "arena", "--patches", "add:4x3;stage_end:2")
+    first, second = tileloop.loops(plan)
+    assert first.nhwc and second.nhwc and (first.rows, first.cols, second.rows, second.cols) == (4, 3, 2, 2)
+    assert [m.name for m in first.members] == ["conv1", "dw", "sig", "avg", "add"]
+    h, c = codegen.model_sources(plan, low, "stage")  # type: ignore[arg-type]
+    assert c.count("{arena_run_tiles, ") == 2 and "@5" not in c
+    assert all(row.split(", ")[5] == "1u" for row in c.split("{arena_run_tiles, ")[1:])  # nhwc
+    _, unrolled = codegen.model_sources(plan, low, "stage", loops=False)  # type: ignore[arg-type]
+    assert len(unrolled) > len(c)
+
+
 def test_a_plan_the_runtime_would_run_differently_is_an_arena_bug(tmp_path):
     plan, low = _plan(_mobile(tmp_path), tmp_path, "--patches", "pw:3x2")
     (loop,) = tileloop.loops(plan)
