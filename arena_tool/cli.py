@@ -202,6 +202,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     tflite = _on_tflm(args)
     planned_model = args.output if args.output and args.output.lower().endswith(".tflite") else None
+    if (planned_model or args.order) and not tflite and _is_tflite(args.model):  # --kernels arena
+        raise ArenaError("-o *.tflite and --order write TFLite Micro's offline plan into the model; this plan is "
+                         "for arena's runtime (--kernels arena), which runs arena's tables", file=args.model,
+                         field="plan", hint="write the plan as JSON (-o plan.json), or plan the model for TFLM "
+                                            "(drop --kernels arena)")
     if (planned_model or args.order) and not tflite:
         raise ArenaError("-o *.tflite and --order need a .tflite model", file=args.model, field="plan",
                          hint="write the plan as JSON (-o plan.json) for an ONNX model")

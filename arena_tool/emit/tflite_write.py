@@ -36,6 +36,7 @@ import numpy as np
 from arena_tool.model import tflite_model
 from arena_tool.core.errors import ArenaError, CheckFailed
 from arena_tool.core.files import write_atomic
+from arena_tool.core.problem import ARENA_KERNELS
 from arena_tool.plan import plancheck
 
 if TYPE_CHECKING:
@@ -169,6 +170,11 @@ def realign(data: bytes, path: str = "(model)") -> bytes:
 
 def check_plan(model_path: str, plan: PlanFile, plan_path: str) -> tflite_model.TfliteProblem:
     """The model re-derived in the plan's operator order, after every check TFLM does not do."""
+    if plan.options.kernels == ARENA_KERNELS:
+        raise ArenaError("the plan is for arena's runtime (kernels arena), which TFLite Micro does not run",
+                         file=plan_path, field="options.kernels",
+                         hint="compare arena's runtime with TFLM's host interpreter: arena-tool run MODEL.tflite "
+                              "--board host --runtime arena ('arena-tool check MODEL.tflite PLAN' checks the plan)")
     if plan.kind != tflite_model.KIND:
         raise ArenaError("the plan is not a plan of a .tflite model", file=plan_path, field="model_kind",
                          hint="plan the .tflite model itself: arena-tool plan MODEL.tflite -o PLANNED.tflite")

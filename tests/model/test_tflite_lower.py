@@ -128,3 +128,21 @@ def test_patches_and_caller_io_on_a_tflite_planned_for_tflm_point_to_arenas_runt
             liveness.model_problem(path, ModelOptions(**{key: value}))
         assert e.value.field == key and "--kernels arena" in (e.value.hint or "")
         assert liveness.model_problem(path, ModelOptions(kernels="arena", **{key: value})).tensors
+
+
+def test_a_plan_for_arenas_runtime_is_not_written_into_the_model_or_verified_in_tflm(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """plan -o X.tflite (TFLM's offline plan) and verify (TFLM's host interpreter) of a --kernels arena plan
+    say the plan is arena's runtime's and what to run instead; before, they said the model (or the plan)
+    was not a .tflite."""
+    from arena_tool import cli
+
+    path = save(tmp_path, "chain.tflite", chain_model())
+    assert cli.main(["plan", path, "--kernels", "arena", "-o", str(tmp_path / "planned.tflite")]) == 2
+    assert "this plan is for arena's runtime (--kernels arena)" in capsys.readouterr().err
+    plan = str(tmp_path / "chain.plan.json")
+    assert cli.main(["plan", path, "--kernels", "arena", "-o", plan]) == 0
+    capsys.readouterr()
+    assert cli.main(["verify", path, plan]) == 2
+    err = capsys.readouterr().err
+    assert "the plan is for arena's runtime" in err and "--runtime arena" in err
