@@ -49,47 +49,63 @@ static inline int32_t tfl_mbqm(int32_t x, int32_t mult, int32_t shift)
 }
 
 /* One output channel's requantization as the fast paths take it (tfl_chan): the bias, TFLite's
- * multiplier and shift, and for a right shift e = -shift >= 1 (every conv whose s_x s_w / s_y is
- * below 0.5) the rounding of both of gemmlowp's steps in one 64-bit nudge: with mult in
- * [2^30, 2^31) (QuantizeMultiplier's), SaturatingRoundingDoublingHighMul(acc, mult) is
- * floor((acc mult + 2^30) / 2^31) for either sign (its nudge 1 - 2^30 for a negative product
- * truncates to the same integer; mult > 0 never saturates), and RoundingDivideByPOT(s, e) is
+ * multiplier and shift, and for a right shift e = -shift >= 2 (every channel of MLPerf Tiny's
+ * models: s_x s_w / s_y below 0.25) the rounding of both of gemmlowp's steps in one 64-bit nudge.
+ * With mult in [2^30, 2^31) (QuantizeMultiplier's), SaturatingRoundingDoublingHighMul(a, mult) is
+ * floor((a mult + 2^30) / 2^31) for either sign (its nudge 1 - 2^30 for a negative product
+ * truncates to the same integer; mult > 0 never saturates) and RoundingDivideByPOT(s, e) is
  * floor((s + 2^(e-1) - [s < 0]) / 2^e); nested floors of integer sums fold, so the output is
- * floor((acc mult + 2^30 + 2^(30+e) - 2^31 [acc < 0]) / 2^(31+e)): one SMLAL into the nudge and
- * the high word shifted right by e - 1 (acc < 0 stands for s < 0: they differ only at acc = -1,
- * mult = 2^30, where s = 0 and the nudge's extra -2^31 leaves the floor at 0). rs = e - 1, or -1
- * where this does not apply (shift >= 0, or a multiplier outside [2^30, 2^31)): tfl_mbqm then. */
+ * floor((a mult + 2^30 + 2^(30+e) - 2^31 [a < 0]) / 2^(31+e)) (a < 0 stands for s < 0: they
+ * differ only at a = -1, mult = 2^30, where s = 0 and the extra -2^31 leaves the floor at 0).
+ * The nudge's high word is hi = 2^(e-2) less [a < 0], its low word 2^30 plus 2^31 [a < 0]: one
+ * SMLAL into them and the high word shifted right by rs = e - 1. A multiplier of 0 (a dead
+ * channel) gives 0 whatever the shift (-31 or more), as rs = 1, hi = 1 does. rs = -1 where none of this
+ * applies (a shift of -1 or more, a multiplier QuantizeMultiplier does not give): tfl_mbqm. */
 typedef struct {
-    int64_t nudge;
-    int32_t mult, shift, rs, bias;
+    int32_t bias, mult, hi, rs, shift;
 } tfl_chan_t;
 
 static inline tfl_chan_t tfl_chan(int32_t mult, int32_t shift, int32_t bias)
 {
     tfl_chan_t c;
+    c.bias = bias;
     c.mult = mult;
     c.shift = shift;
-    c.bias = bias;
-    c.rs = shift <= -1 && shift >= -31 && mult >= (1 << 30) ? -shift - 1 : -1;
-    c.nudge = ((int64_t)1 << 30) + (c.rs >= 0 ? (int64_t)1 << (30 - shift) : 0);
+    c.rs = shift < -31 ? -1 : mult == 0 ? 1 : mult >= (1 << 30) && shift <= -2 ? -shift - 1 : -1;
+    c.hi = c.rs >= 1 ? 1 << (c.rs - 1) : 0;
     return c;
 }
 
-/* tfl_rq's long way, out of line (rare: a left shift, or a multiplier QuantizeMultiplier does not give). */
+/* tfl_rq's long way, out of line (a shift of -1 or more, or a multiplier QuantizeMultiplier does not give). */
 static __attribute__((noinline, unused)) int32_t tfl_rq_long(int32_t a, const tfl_chan_t *ch)
 {
     return tfl_mbqm(a, ch->mult, ch->shift);
 }
 
-/* tfl_mbqm(acc + bias, mult, shift) (the bias added with wraparound), the short way where ch->rs >= 0. */
-static inline __attribute__((always_inline)) int32_t tfl_rq(int32_t acc, const tfl_chan_t *ch)
+/* tfl_mbqm(acc + bias, mult, shift) (the bias added with wraparound): the short way, or where
+ * general and ch->rs < 0 the long one (a kernel whose every channel has rs >= 1 passes general 0). */
+static inline __attribute__((always_inline)) int32_t tfl_rq(int32_t acc, const tfl_chan_t *ch, int general)
 {
     int32_t a = (int32_t)((uint32_t)acc + (uint32_t)ch->bias);
-    if (ch->rs >= 0) {
-        int64_t v = (int64_t)a * ch->mult + (ch->nudge - (a < 0 ? ((int64_t)1 << 31) : 0));
-        return (int32_t)(v >> 32) >> ch->rs;
+    uint32_t lo = 0x40000000u | ((uint32_t)a & 0x80000000u);
+    int32_t hi = ch->hi + (a >> 31);
+    if (general && ch->rs < 0) {
+        return tfl_rq_long(a, ch);
     }
-    return tfl_rq_long(a, ch);
+    hi = (int32_t)((((int64_t)hi << 32 | lo) + (int64_t)a * ch->mult) >> 32);
+    return hi >> ch->rs;
+}
+
+/* Whether every one of the M channels of rq ((multiplier, shift) pairs) takes tfl_rq's short way. */
+static inline int tfl_short(const int32_t *rq, int32_t M)
+{
+    int32_t m;
+    for (m = 0; m < M; ++m) {
+        if (tfl_chan(rq[2 * m], rq[2 * m + 1], 0).rs < 0) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 /* int32 addition with wraparound (bias + accumulator, as TFLite's C++ computes it). */

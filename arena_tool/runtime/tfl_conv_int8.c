@@ -10,8 +10,12 @@
  * columns are the input's pixels themselves, any other conv's are copied TFL_COL_BYTES at a time
  * to the stack. A depthwise conv with depth multiplier 1 runs 4 channels a step (one 32-bit load
  * of 4 channels' inputs, SXTAB16 into two halfword pairs, SMLABB/SMLATT against the channels'
- * taps unpacked once per 4 channels), the taps outside the input skipped per output pixel. Every
- * output is requantized by tfl_rq (one SMLAL where the shift is a right shift).
+ * taps unpacked once per 4 channels; a whole 3x3 window unrolled, the taps outside the input
+ * skipped at the border), the channels past the last multiple of 4 one at a time. Every output is
+ * requantized by tfl_rq: one SMLAL when every channel's shift is a right shift of 2 or more
+ * (tfl_short: the *_short kernels), TFLite's step-by-step way for the channels that are not (the
+ * *_long ones). Other depth multipliers, grouped convs and columns past TFL_COL_BYTES run the
+ * reference loop below.
  *
  * Inputs: 0 x [N, H, W, C] int8, 1 w (conv [M, KH, KW, C / groups]; depthwise [1, KH, KW, M],
  * M = C * depth multiplier) int8 with zero point 0, 2 bias [M] int32 or absent, 3 the requantization
@@ -34,45 +38,66 @@ typedef struct {
     int32_t zp, lo, hi;
 } tfl_out_t;
 
-static inline __attribute__((always_inline)) int8_t tfl_code(int32_t acc, const tfl_chan_t *ch, const tfl_out_t *o)
+static inline __attribute__((always_inline)) int8_t tfl_code(int32_t acc, const tfl_chan_t *ch, const tfl_out_t *o,
+                                                             int general)
 {
-    return (int8_t)tfl_clamp(tfl_add(tfl_rq(acc, ch), o->zp), o->lo, o->hi);
+    return (int8_t)tfl_clamp(tfl_add(tfl_rq(acc, ch, general), o->zp), o->lo, o->hi);
 }
 
+/* A GEMM's operands: M weight rows of K bytes (w), their biases and requantization, the input's zero point. */
+typedef struct {
+    const int8_t *w;
+    const int32_t *bias, *rq;
+    int32_t M, K, x_zp;
+    tfl_out_t o;
+} tfl_gemm_t;
+
 /* Output channels [0, M) of np pixels whose columns (K bytes each) start at col, into y (the
- * first pixel's M outputs; pixels M apart). x_zp: the input's zero point. */
-static __attribute__((noinline)) void tfl_gemm(int8_t *y, const int8_t *w, const int32_t *bias, const int32_t *rq,
-                                               const int8_t *col, int32_t M, int32_t np, int32_t K, int32_t x_zp,
-                                               const tfl_out_t *out)
+ * first pixel's M outputs; pixels M apart). */
+static inline __attribute__((always_inline)) void tfl_gemm(int8_t *y, const int8_t *col, int32_t np,
+                                                           const tfl_gemm_t *g, int general)
 {
-    const tfl_out_t o = *out;
-    size_t step = 2u * (size_t)M;
+    const tfl_out_t o = g->o;
+    const int32_t M = g->M, K = g->K, x_zp = g->x_zp;
+    const int32_t *rq = g->rq, *bias = g->bias;
     int32_t m, p, s[4];
     for (m = 0; m + 1 < M; m += 2) {
         const tfl_chan_t c0 = tfl_chan(rq[2 * m], rq[2 * m + 1], bias != NULL ? bias[m] : 0);
         const tfl_chan_t c1 = tfl_chan(rq[2 * m + 2], rq[2 * m + 3], bias != NULL ? bias[m + 1] : 0);
-        const int8_t *w0 = w + (size_t)m * (size_t)K, *x = col;
+        const int8_t *w0 = g->w + (size_t)m * (size_t)K, *x = col;
         int8_t *yp = y + m;
-        for (p = 0; p + 1 < np; p += 2, x += 2 * K, yp += step) {
+        for (p = 0; p + 1 < np; p += 2, x += 2 * K, yp += 2 * M) {
             arena_i8_dot2x2(s, w0, x, K, x_zp);
-            yp[0] = tfl_code(s[0], &c0, &o);
-            yp[M] = tfl_code(s[1], &c0, &o);
-            yp[1] = tfl_code(s[2], &c1, &o);
-            yp[M + 1] = tfl_code(s[3], &c1, &o);
+            yp[0] = tfl_code(s[0], &c0, &o, general);
+            yp[M] = tfl_code(s[1], &c0, &o, general);
+            yp[1] = tfl_code(s[2], &c1, &o, general);
+            yp[M + 1] = tfl_code(s[3], &c1, &o, general);
         }
         if (p < np) {
             arena_i8_dot2x1(s, w0, x, K, x_zp);
-            yp[0] = tfl_code(s[0], &c0, &o);
-            yp[1] = tfl_code(s[1], &c1, &o);
+            yp[0] = tfl_code(s[0], &c0, &o, general);
+            yp[1] = tfl_code(s[1], &c1, &o, general);
         }
     }
     if (m < M) {
         const tfl_chan_t c0 = tfl_chan(rq[2 * m], rq[2 * m + 1], bias != NULL ? bias[m] : 0);
-        const int8_t *w0 = w + (size_t)m * (size_t)K;
+        const int8_t *w0 = g->w + (size_t)m * (size_t)K;
         for (p = 0; p < np; ++p) {
-            y[(size_t)p * (size_t)M + (size_t)m] = tfl_code(dot1x1(w0, col + (size_t)p * (size_t)K, K, x_zp), &c0, &o);
+            y[(size_t)p * (size_t)M + (size_t)m] = tfl_code(dot1x1(w0, col + (size_t)p * (size_t)K, K, x_zp), &c0, &o,
+                                                            general);
         }
     }
+}
+
+/* tfl_gemm where every channel takes tfl_rq's short way (tfl_short), and where some may not. */
+static __attribute__((noinline)) void tfl_gemm_short(int8_t *y, const int8_t *col, int32_t np, const tfl_gemm_t *g)
+{
+    tfl_gemm(y, col, np, g, 0);
+}
+
+static __attribute__((noinline)) void tfl_gemm_long(int8_t *y, const int8_t *col, int32_t np, const tfl_gemm_t *g)
+{
+    tfl_gemm(y, col, np, g, 1);
 }
 
 /* n bytes from src, a word at a time where unaligned words load (a tap's C channels: memcpy's
@@ -93,11 +118,11 @@ static inline void tfl_copy(int8_t *dst, const int8_t *src, int32_t n)
 }
 
 /* The im2col columns of output pixels [p0, p0 + np) of one image (x: its first byte) into col:
- * per pixel KH rows of KW taps of C bytes, taps outside the input x_zp's byte. */
+ * per pixel KH rows of KW taps of C bytes, taps outside the input x_zp's byte. d: H, W, C, OW, KH, KW. */
 static __attribute__((noinline)) void tfl_im2col(int8_t *col, const int8_t *x, const arena_attrs_t *a,
-                                                 const int32_t d[7], int32_t p0, int32_t np, int8_t pad)
+                                                 const int32_t d[6], int32_t p0, int32_t np, int8_t pad)
 {
-    int32_t H = d[0], W = d[1], C = d[2], OW = d[3], KH = d[4], KW = d[5], K = d[6];
+    int32_t H = d[0], W = d[1], C = d[2], OW = d[3], KH = d[4], KW = d[5];
     int32_t oy = p0 / OW, ox = p0 - oy * OW, p, ky, kx;
     for (p = 0; p < np; ++p) {
         int32_t iy0 = oy * a->strides[0] - a->pads[0], ix0 = ox * a->strides[1] - a->pads[1];
@@ -127,7 +152,6 @@ static __attribute__((noinline)) void tfl_im2col(int8_t *col, const int8_t *x, c
             ++oy;
         }
     }
-    (void)K;
 }
 
 /* A conv of one group as GEMMs: 1 when it ran, 0 when one column does not fit TFL_COL_BYTES. */
@@ -135,16 +159,20 @@ static int tfl_conv_gemm(const arena_ctx_t *c, int32_t N, int32_t H, int32_t W, 
                          int32_t M, int32_t KH, int32_t KW, int32_t x_zp, const tfl_out_t *o)
 {
     const arena_attrs_t *a = c->op->attrs;
-    const int8_t *x = (const int8_t *)arena_in_data(c, 0), *w = (const int8_t *)arena_in_data(c, 1);
-    const int32_t *bias = arena_in(c, 2) != NULL ? (const int32_t *)arena_in_data(c, 2) : NULL;
-    const int32_t *rq = (const int32_t *)arena_in_data(c, 3);
+    const int8_t *x = (const int8_t *)arena_in_data(c, 0);
     int8_t *y = (int8_t *)arena_out_data(c, 0);
     int8_t col[TFL_COL_BYTES];
-    int32_t K = KH * KW * C, ohw = OH * OW, b, p0, chunk, d[7];
+    int32_t K = KH * KW * C, ohw = OH * OW, b, p0, chunk, d[6];
+    tfl_gemm_t g;
+    void (*gemm)(int8_t *, const int8_t *, int32_t, const tfl_gemm_t *);
+    g.w = (const int8_t *)arena_in_data(c, 1);
+    g.bias = arena_in(c, 2) != NULL ? (const int32_t *)arena_in_data(c, 2) : NULL;
+    g.rq = (const int32_t *)arena_in_data(c, 3);
+    g.M = M, g.K = K, g.x_zp = x_zp, g.o = *o;
+    gemm = tfl_short(g.rq, M) ? tfl_gemm_short : tfl_gemm_long;
     if (KH == 1 && KW == 1 && a->strides[0] == 1 && a->strides[1] == 1 && OH == H && OW == W) {
         for (b = 0; b < N; ++b) { /* the input's pixels are the columns */
-            tfl_gemm(y + (size_t)b * (size_t)ohw * (size_t)M, w, bias, rq, x + (size_t)b * (size_t)ohw * (size_t)C, M,
-                     ohw, C, x_zp, o);
+            gemm(y + (size_t)b * (size_t)ohw * (size_t)M, x + (size_t)b * (size_t)ohw * (size_t)C, ohw, &g);
         }
         return 1;
     }
@@ -152,13 +180,13 @@ static int tfl_conv_gemm(const arena_ctx_t *c, int32_t N, int32_t H, int32_t W, 
         return 0;
     }
     chunk = TFL_COL_BYTES / K;
-    d[0] = H, d[1] = W, d[2] = C, d[3] = OW, d[4] = KH, d[5] = KW, d[6] = K;
+    d[0] = H, d[1] = W, d[2] = C, d[3] = OW, d[4] = KH, d[5] = KW;
     for (b = 0; b < N; ++b) {
         const int8_t *xb = x + (size_t)b * (size_t)H * (size_t)W * (size_t)C;
         for (p0 = 0; p0 < ohw; p0 += chunk) {
             int32_t np = ohw - p0 < chunk ? ohw - p0 : chunk;
             tfl_im2col(col, xb, a, d, p0, np, (int8_t)x_zp);
-            tfl_gemm(y + ((size_t)b * (size_t)ohw + (size_t)p0) * (size_t)M, w, bias, rq, col, M, np, K, x_zp, o);
+            gemm(y + ((size_t)b * (size_t)ohw + (size_t)p0) * (size_t)M, col, np, &g);
         }
     }
     return 1;
@@ -172,102 +200,123 @@ static inline uint32_t tfl_ld4(const int8_t *p)
     return v;
 }
 
-/* Four channels' taps as SMLABB/SMLATT take them: per tap (w0, w2) and (w1, w3) as halfwords. */
-static void tfl_dw_taps(uint32_t *wp, const int8_t *w, int32_t taps, int32_t M)
+/* A depthwise conv's geometry for tfl_dw4: the input H x W x C (C = M), the output OH x OW, the
+ * kernel KH x KW (taps tap bytes apart along a row, row bytes apart down it), strides, top and left
+ * padding, output columns [lo, hi) whose windows are inside the input's width. */
+typedef struct {
+    const uint32_t *wp; /* per tap of the kernel, (w0, w2) and (w1, w3) of the 4 channels as halfwords */
+    int32_t H, W, C, OH, OW, KH, KW, sh, sw, dh, dw, pt, pl, lo, hi, tap, row, x_zp;
+    int fast3;          /* a 3x3 kernel, undilated */
+    tfl_out_t o;
+} tfl_dw_t;
+
+/* One tap of 4 channels into a0 .. a3: the inputs' word v (channels c .. c + 3), the taps' pairs t. */
+#if defined(__ARM_FEATURE_DSP)
+#define DW4_TAP(v, t)                                                                                               \
+    do {                                                                                                            \
+        uint32_t x02 = LO16((v), nz), x13 = HI16((v), nz);                                                          \
+        a0 = __smlabb((int32_t)x02, (int32_t)(t)[0], a0);                                                           \
+        a2 = __smlatt((int32_t)x02, (int32_t)(t)[0], a2);                                                           \
+        a1 = __smlabb((int32_t)x13, (int32_t)(t)[1], a1);                                                           \
+        a3 = __smlatt((int32_t)x13, (int32_t)(t)[1], a3);                                                           \
+    } while (0)
+#else
+#define DW4_TAP(v, t)                                                                                               \
+    do {                                                                                                            \
+        a0 += ((int32_t)(int8_t)(v) - zp) * (int16_t)(t)[0];                                                        \
+        a2 += ((int32_t)(int8_t)((v) >> 16) - zp) * (int16_t)((t)[0] >> 16);                                        \
+        a1 += ((int32_t)(int8_t)((v) >> 8) - zp) * (int16_t)(t)[1];                                                 \
+        a3 += ((int32_t)(int8_t)((v) >> 24) - zp) * (int16_t)((t)[1] >> 16);                                        \
+    } while (0)
+#endif
+
+/* The taps [*k0, *k1) of a kernel axis of k taps d apart inside [0, size) for a window starting at i0. */
+static inline void tfl_clip(int32_t i0, int32_t k, int32_t d, int32_t size, int32_t *k0, int32_t *k1)
 {
-    int32_t t;
-    for (t = 0; t < taps; ++t, w += M, wp += 2) {
-        wp[0] = (uint32_t)(uint16_t)w[0] | (uint32_t)(uint16_t)w[2] << 16;
-        wp[1] = (uint32_t)(uint16_t)w[1] | (uint32_t)(uint16_t)w[3] << 16;
+    int32_t a = 0, b = k;
+    while (a < k && i0 + a * d < 0) {
+        ++a;
     }
+    while (b > a && i0 + (b - 1) * d >= size) {
+        --b;
+    }
+    *k0 = a;
+    *k1 = b;
 }
 
-/* Accumulate one tap of 4 channels: the inputs' word v (channels c .. c + 3), the taps' pairs wp. */
-#if defined(__ARM_FEATURE_DSP)
-#define DW4_TAP(v, wp, nz)                                                                                          \
-    do {                                                                                                            \
-        uint32_t x02 = LO16((v), (nz)), x13 = HI16((v), (nz));                                                      \
-        a0 = __smlabb((int32_t)x02, (int32_t)(wp)[0], a0);                                                          \
-        a2 = __smlatt((int32_t)x02, (int32_t)(wp)[0], a2);                                                          \
-        a1 = __smlabb((int32_t)x13, (int32_t)(wp)[1], a1);                                                          \
-        a3 = __smlatt((int32_t)x13, (int32_t)(wp)[1], a3);                                                          \
-    } while (0)
-#else
-#define DW4_TAP(v, wp, nz)                                                                                          \
-    do {                                                                                                            \
-        a0 += ((int32_t)(int8_t)(v) - zp) * (int16_t)(wp)[0];                                                       \
-        a2 += ((int32_t)(int8_t)((v) >> 16) - zp) * (int16_t)((wp)[0] >> 16);                                       \
-        a1 += ((int32_t)(int8_t)((v) >> 8) - zp) * (int16_t)(wp)[1];                                                \
-        a3 += ((int32_t)(int8_t)((v) >> 24) - zp) * (int16_t)((wp)[1] >> 16);                                       \
-    } while (0)
-#endif
-
-/* Channels [c, c + 4) of a depthwise conv (multiplier 1) over every output pixel of one image:
- * per pixel the taps inside the input (rows [ky0, ky1), columns [kx0, kx1)), a 3-tap row unrolled. */
-static __attribute__((noinline)) void tfl_dw4(int8_t *y, const int8_t *x, const uint32_t *wp,
-                                              const tfl_chan_t ch[4], const arena_attrs_t *a, const int32_t d[8],
-                                              int32_t x_zp, const tfl_out_t *out)
+/* Channels [c, c + 4) of a depthwise conv (multiplier 1) over every output pixel of one image (x, y:
+ * the image's channel c): per pixel the taps inside the input, a whole 3x3 window unrolled. */
+static inline __attribute__((always_inline)) void tfl_dw4(int8_t *y, const int8_t *x, const tfl_dw_t *d,
+                                                          const tfl_chan_t ch[4], int general)
 {
-    const int32_t H = d[0], W = d[1], C = d[2], OH = d[3], OW = d[4], KH = d[5], KW = d[6];
-    const int32_t sh = a->strides[0], sw = a->strides[1], dh = a->dilations[0], dwl = a->dilations[1];
-    const int32_t tap_step = dwl * C;
-    const tfl_out_t o = *out;
-    int32_t oy, ox;
+    const tfl_out_t o = d->o;
+    const int32_t C = d->C, tap = d->tap, row = d->row, KW = d->KW, step = d->sw * C;
 #if defined(__ARM_FEATURE_DSP)
-    const uint32_t nz = ((uint32_t)(-x_zp) & 0xFFFFu) * 0x10001u;
+    const uint32_t nz = ((uint32_t)(-d->x_zp) & 0xFFFFu) * 0x10001u;
 #else
-    const int32_t zp = x_zp;
+    const int32_t zp = d->x_zp;
 #endif
-    for (oy = 0; oy < OH; ++oy) {
-        int32_t iy0 = oy * sh - a->pads[0], ky0 = 0, ky1 = KH;
-        while (ky0 < KH && iy0 + ky0 * dh < 0) {
-            ++ky0;
-        }
-        while (ky1 > ky0 && iy0 + (ky1 - 1) * dh >= H) {
-            --ky1;
-        }
-        for (ox = 0; ox < OW; ++ox) {
-            int32_t ix0 = ox * sw - a->pads[1], kx0 = 0, kx1 = KW, ky, kx;
+    int32_t oy, ox, ky, kx;
+    for (oy = 0; oy < d->OH; ++oy) {
+        int32_t iy0 = oy * d->sh - d->pt, ky0, ky1;
+        const int8_t *xr, *r;
+        int full;
+        tfl_clip(iy0, d->KH, d->dh, d->H, &ky0, &ky1);
+        xr = x + (ptrdiff_t)(iy0 + ky0 * d->dh) * d->W * C;
+        full = d->fast3 && ky1 - ky0 == 3;
+        r = xr - (ptrdiff_t)d->pl * C;
+        for (ox = 0; ox < d->OW; ++ox, r += step, y += C) {
             int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-            int8_t *yp = y + ((size_t)oy * (size_t)OW + (size_t)ox) * (size_t)C;
-            while (kx0 < KW && ix0 + kx0 * dwl < 0) {
-                ++kx0;
-            }
-            while (kx1 > kx0 && ix0 + (kx1 - 1) * dwl >= W) {
-                --kx1;
-            }
-            if (kx1 - kx0 == 3) {
-                for (ky = ky0; ky < ky1; ++ky) {
-                    const int8_t *r = x + ((size_t)(iy0 + ky * dh) * (size_t)W + (size_t)(ix0 + kx0 * dwl)) * (size_t)C;
-                    const uint32_t *t = wp + 2 * (ky * KW + kx0);
-                    uint32_t v0 = tfl_ld4(r), v1 = tfl_ld4(r + tap_step), v2 = tfl_ld4(r + 2 * tap_step);
-                    DW4_TAP(v0, t, nz);
-                    DW4_TAP(v1, t + 2, nz);
-                    DW4_TAP(v2, t + 4, nz);
+            if (full && ox >= d->lo && ox < d->hi) {
+                const int8_t *p = r;
+                const uint32_t *t = d->wp;
+                for (ky = 0; ky < 3; ++ky, p += row, t += 6) {
+                    uint32_t v0 = tfl_ld4(p), v1 = tfl_ld4(p + C), v2 = tfl_ld4(p + 2 * C);
+                    DW4_TAP(v0, t);
+                    DW4_TAP(v1, t + 2);
+                    DW4_TAP(v2, t + 4);
                 }
             } else {
-                for (ky = ky0; ky < ky1; ++ky) {
-                    const int8_t *r = x + ((size_t)(iy0 + ky * dh) * (size_t)W + (size_t)(ix0 + kx0 * dwl)) * (size_t)C;
-                    const uint32_t *t = wp + 2 * (ky * KW + kx0);
-                    for (kx = kx0; kx < kx1; ++kx, r += tap_step, t += 2) {
-                        uint32_t v = tfl_ld4(r);
-                        DW4_TAP(v, t, nz);
+                int32_t ix0 = ox * d->sw - d->pl, kx0, kx1;
+                const int8_t *p;
+                const uint32_t *t;
+                tfl_clip(ix0, KW, d->dw, d->W, &kx0, &kx1);
+                p = r + (ptrdiff_t)kx0 * tap;
+                t = d->wp + 2 * (ky0 * KW + kx0);
+                for (ky = ky0; ky < ky1; ++ky, p += row, t += 2 * KW) {
+                    const int8_t *q = p;
+                    for (kx = 0; kx < kx1 - kx0; ++kx, q += tap) {
+                        uint32_t v = tfl_ld4(q);
+                        DW4_TAP(v, t + 2 * kx);
                     }
                 }
             }
-            yp[0] = tfl_code(a0, &ch[0], &o);
-            yp[1] = tfl_code(a1, &ch[1], &o);
-            yp[2] = tfl_code(a2, &ch[2], &o);
-            yp[3] = tfl_code(a3, &ch[3], &o);
+            y[0] = tfl_code(a0, &ch[0], &o, general);
+            y[1] = tfl_code(a1, &ch[1], &o, general);
+            y[2] = tfl_code(a2, &ch[2], &o, general);
+            y[3] = tfl_code(a3, &ch[3], &o, general);
         }
     }
 }
 #undef DW4_TAP
 
+/* tfl_dw4 where every channel takes tfl_rq's short way, and where some may not. */
+static __attribute__((noinline)) void tfl_dw4_short(int8_t *y, const int8_t *x, const tfl_dw_t *d,
+                                                    const tfl_chan_t ch[4])
+{
+    tfl_dw4(y, x, d, ch, 0);
+}
+
+static __attribute__((noinline)) void tfl_dw4_long(int8_t *y, const int8_t *x, const tfl_dw_t *d,
+                                                   const tfl_chan_t ch[4])
+{
+    tfl_dw4(y, x, d, ch, 1);
+}
+
 /* One channel of a depthwise conv (multiplier 1) over every output pixel of one image: the
- * channels past the last multiple of 4, one at a time. */
+ * channels past the last multiple of 4, one at a time. d: H, W, C, OH, OW, KH, KW. */
 static __attribute__((noinline)) void tfl_dw1(int8_t *y, const int8_t *x, const int8_t *w, const tfl_chan_t *ch,
-                                              const arena_attrs_t *a, const int32_t d[8], int32_t x_zp,
+                                              const arena_attrs_t *a, const int32_t d[7], int32_t x_zp,
                                               const tfl_out_t *o)
 {
     const int32_t H = d[0], W = d[1], C = d[2], OH = d[3], OW = d[4], KH = d[5], KW = d[6];
@@ -284,18 +333,19 @@ static __attribute__((noinline)) void tfl_dw1(int8_t *y, const int8_t *x, const 
                 for (kx = 0; kx < KW; ++kx) {
                     int32_t ix = ix0 + kx * a->dilations[1];
                     if (ix >= 0 && ix < W) {
-                        acc += (int32_t)w[(ky * KW + kx) * C] * ((int32_t)x[((size_t)iy * (size_t)W + (size_t)ix) * (size_t)C] - x_zp);
+                        acc += (int32_t)w[(ky * KW + kx) * C]
+                               * ((int32_t)x[((size_t)iy * (size_t)W + (size_t)ix) * (size_t)C] - x_zp);
                     }
                 }
             }
-            y[((size_t)oy * (size_t)OW + (size_t)ox) * (size_t)C] = tfl_code(acc, ch, o);
+            y[((size_t)oy * (size_t)OW + (size_t)ox) * (size_t)C] = tfl_code(acc, ch, o, 1);
         }
     }
 }
 
 /* A depthwise conv with depth multiplier 1 (M = C): 4 channels a step (tfl_dw4), then the rest
- * (tfl_dw1). 0 when its kernel has more than TFL_DW_TAPS taps. */
-static int tfl_depthwise(const arena_ctx_t *c, int32_t N, const int32_t d[8], int32_t x_zp, const tfl_out_t *o)
+ * (tfl_dw1). 0 when its kernel has more than TFL_DW_TAPS taps. d: H, W, C, OH, OW, KH, KW. */
+static int tfl_depthwise(const arena_ctx_t *c, int32_t N, const int32_t d[7], int32_t x_zp, const tfl_out_t *o)
 {
     const arena_attrs_t *a = c->op->attrs;
     const int8_t *x = (const int8_t *)arena_in_data(c, 0), *w = (const int8_t *)arena_in_data(c, 1);
@@ -306,17 +356,33 @@ static int tfl_depthwise(const arena_ctx_t *c, int32_t N, const int32_t d[8], in
     size_t xs = (size_t)d[0] * (size_t)d[1] * (size_t)C, ys = (size_t)d[3] * (size_t)d[4] * (size_t)C;
     uint32_t wp[2 * TFL_DW_TAPS];
     tfl_chan_t ch[4];
+    tfl_dw_t k;
     int32_t b, m, i;
+    void (*run)(int8_t *, const int8_t *, const tfl_dw_t *, const tfl_chan_t *);
     if (taps > TFL_DW_TAPS) {
         return 0;
     }
+    run = tfl_short(rq, C) ? tfl_dw4_short : tfl_dw4_long;
+    k.wp = wp;
+    k.H = d[0], k.W = d[1], k.C = C, k.OH = d[3], k.OW = d[4], k.KH = d[5], k.KW = d[6];
+    k.sh = a->strides[0], k.sw = a->strides[1], k.dh = a->dilations[0], k.dw = a->dilations[1];
+    k.pt = a->pads[0], k.pl = a->pads[1], k.tap = k.dw * C, k.row = k.dh * k.W * C, k.x_zp = x_zp, k.o = *o;
+    k.fast3 = k.KH == 3 && k.KW == 3 && k.dh == 1 && k.dw == 1;
+    for (k.lo = 0; k.lo < k.OW && k.lo * k.sw - k.pl < 0; ++k.lo) {
+    }
+    for (k.hi = k.OW; k.hi > k.lo && (k.hi - 1) * k.sw - k.pl + (k.KW - 1) * k.dw >= k.W; --k.hi) {
+    }
     for (m = 0; m + 4 <= C; m += 4) {
-        tfl_dw_taps(wp, w + m, taps, C);
+        for (i = 0; i < taps; ++i) { /* the 4 channels' taps as SMLABB/SMLATT take them */
+            const int8_t *t = w + (size_t)i * (size_t)C + (size_t)m;
+            wp[2 * i] = (uint32_t)(uint16_t)t[0] | (uint32_t)(uint16_t)t[2] << 16;
+            wp[2 * i + 1] = (uint32_t)(uint16_t)t[1] | (uint32_t)(uint16_t)t[3] << 16;
+        }
         for (i = 0; i < 4; ++i) {
             ch[i] = tfl_chan(rq[2 * (m + i)], rq[2 * (m + i) + 1], bias != NULL ? bias[m + i] : 0);
         }
         for (b = 0; b < N; ++b) {
-            tfl_dw4(y + b * ys + (size_t)m, x + b * xs + (size_t)m, wp, ch, a, d, x_zp, o);
+            run(y + b * ys + (size_t)m, x + b * xs + (size_t)m, &k, ch);
         }
     }
     for (; m < C; ++m) {
@@ -327,7 +393,6 @@ static int tfl_depthwise(const arena_ctx_t *c, int32_t N, const int32_t d[8], in
     }
     return 1;
 }
-
 
 int arena_k_tfl_conv(const arena_ctx_t *c)
 {
@@ -377,8 +442,8 @@ int arena_k_tfl_conv(const arena_ctx_t *c)
             return ARENA_OK;
         }
         if (dm == 1) {
-            int32_t d[8];
-            d[0] = H, d[1] = W, d[2] = C, d[3] = OH, d[4] = OW, d[5] = KH, d[6] = KW, d[7] = 0;
+            int32_t d[7];
+            d[0] = H, d[1] = W, d[2] = C, d[3] = OH, d[4] = OW, d[5] = KH, d[6] = KW;
             if (tfl_depthwise(c, N, d, -x_off, &o)) {
                 return ARENA_OK;
             }

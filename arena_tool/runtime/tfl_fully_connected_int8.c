@@ -24,7 +24,7 @@ static __attribute__((noinline)) void tfl_fc_row(int8_t *y, const int8_t *x, con
         dot4x1(s, w + (size_t)n * (size_t)K, x, K, x_zp);
         for (i = 0; i < 4; ++i) {
             const tfl_chan_t ch = tfl_chan(rq[2 * (n + i)], rq[2 * (n + i) + 1], bias != NULL ? bias[n + i] : 0);
-            y[n + i] = (int8_t)tfl_clamp(tfl_add(tfl_rq(s[i], &ch), y_zp), lo, hi);
+            y[n + i] = (int8_t)tfl_clamp(tfl_add(tfl_rq(s[i], &ch, 1), y_zp), lo, hi);
         }
     }
     for (; n < M; n += i) {
@@ -38,7 +38,7 @@ static __attribute__((noinline)) void tfl_fc_row(int8_t *y, const int8_t *x, con
         }
         for (j = 0; j < i; ++j) {
             const tfl_chan_t ch = tfl_chan(rq[2 * (n + j)], rq[2 * (n + j) + 1], bias != NULL ? bias[n + j] : 0);
-            y[n + j] = (int8_t)tfl_clamp(tfl_add(tfl_rq(s[j], &ch), y_zp), lo, hi);
+            y[n + j] = (int8_t)tfl_clamp(tfl_add(tfl_rq(s[j], &ch, 1), y_zp), lo, hi);
         }
     }
 }

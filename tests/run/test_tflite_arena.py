@@ -148,7 +148,7 @@ int main(void) {
     unsigned long n = 0, bad = 0;
     for (; n < 3000000; ++n) {
         int32_t shift = -(int32_t)(rnd() % 33) + (rnd() % 8 == 0 ? (int32_t)(rnd() % 4) : 0);
-        int32_t mult = rnd() % 16 == 0 ? (1 << 30) + (int32_t)(rnd() % 4) : (int32_t)((1u << 30) | (rnd() & 0x3FFFFFFFu));
+        int32_t mult = rnd() % 64 == 0 ? 0 : rnd() % 16 == 0 ? (1 << 30) + (int32_t)(rnd() % 4) : (int32_t)((1u << 30) | (rnd() & 0x3FFFFFFFu));
         int32_t acc, bias = rnd() % 4 == 0 ? 0 : (int32_t)rnd() >> (rnd() % 32), e = shift < 0 ? -shift : 0;
         int64_t k;
         tfl_chan_t c;
@@ -158,13 +158,13 @@ int main(void) {
         case 2: acc = (int32_t)(rnd() % 7) - 3; break;
         case 3: /* acc mult within a few units of a tie of either rounding */
             k = (int64_t)(int32_t)rnd() >> (rnd() % 31);
-            acc = (int32_t)(((k << (30 + e)) / mult) + (int32_t)(rnd() % 5) - 2);
+            acc = mult ? (int32_t)(((k << (30 + e)) / mult) + (int32_t)(rnd() % 5) - 2) : 0;
             bias = 0;
             break;
         default: acc = rnd() % 2 ? INT32_MIN + (int32_t)(rnd() % 4) : INT32_MAX - (int32_t)(rnd() % 4); break;
         }
         c = tfl_chan(mult, shift, bias);
-        bad += tfl_rq(acc, &c) != tfl_mbqm(tfl_add(acc, bias), mult, shift);
+        bad += tfl_rq(acc, &c, 1) != tfl_mbqm(tfl_add(acc, bias), mult, shift);
     }
     printf("%lu %lu\n", n, bad);
     return 0;
@@ -173,10 +173,10 @@ int main(void) {
 
 
 def test_tfl_rq_is_tflites_requantization(tmp_path: Path) -> None:
-    """support_tfl.h's tfl_rq (the fast paths' one SMLAL into a folded 64-bit nudge) against tfl_mbqm
-    (TFLite's SaturatingRoundingDoublingHighMul then RoundingDivideByPOT, step by step) on 3 million
-    accumulators, biases, multipliers and shifts: extremes, small values and near-ties of both roundings
-    (20 million measured by hand): equal on every one."""
+    """support_tfl.h's tfl_rq (the fast paths' one SMLAL into a folded 64-bit nudge; multipliers of 0 as a
+    shift of -2) against tfl_mbqm (TFLite's SaturatingRoundingDoublingHighMul then RoundingDivideByPOT,
+    step by step) on 3 million accumulators, biases, multipliers and shifts: extremes, small values and
+    near-ties of both roundings (20 million measured by hand): equal on every one."""
     import subprocess
 
     import arena_tool
