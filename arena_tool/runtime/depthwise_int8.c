@@ -495,9 +495,13 @@ static __attribute__((noinline)) void dw_mve3_plane(const dw3ctx_t *c, const int
     const uint32x4_t so = vldrwq_u32(c->so);
     const int8x16_t padv = vdupq_n_s8(pad);
     int8x16_t w0, w1, w2, w3, x;
-    memset(wb, 0, sizeof wb);
-    for (t = 0; t < 9; ++t) {
-        wb[16 + t / 3 * g + t % 3] = (int8_t)wk[t];
+    vstrbq_s8(wb, vdupq_n_s8(0));
+    vstrbq_s8(wb + 16, vdupq_n_s8(0));
+    vstrbq_s8(wb + 32, vdupq_n_s8(0));
+    for (t = 0; t < 3; ++t) { /* kernel row t at patch row t */
+        wb[16 + t * g] = (int8_t)wk[3 * t];
+        wb[17 + t * g] = (int8_t)wk[3 * t + 1];
+        wb[18 + t * g] = (int8_t)wk[3 * t + 2];
     }
     if (copy) { /* in place: the input plane copied before any output overwrites it */
         memcpy(own, src, (size_t)H * (size_t)W);

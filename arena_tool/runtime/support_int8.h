@@ -299,7 +299,7 @@ int32_t arena_mve_dot1x1(const int8_t *w, const int8_t *x, int32_t K, int32_t zp
 void arena_mve_dot1x4(int32_t s[5], const int8_t *w, const int8_t *x, int32_t K, const int8_t *last);
 /* arena_mve_gemm_row's parameters (its assembly reads them at these offsets; w is its scratch). */
 typedef struct {
-    int32_t bias;       /* 0: the channel's bias; after the first step less xzp * sum(w), wrapping */
+    int32_t bias;       /* 0: the channel's bias (the row takes xzp * sum(w) off it, wrapping) */
     float mult;         /* 4 */
     int32_t zp, np, K;  /* 8, 12 (counted down), 16 */
     const int8_t *last; /* 20: the last column */
