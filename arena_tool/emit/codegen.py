@@ -407,7 +407,29 @@ def _c_attrs(op: Op, model: Lowered) -> dict[str, Any]:
     if spec.c_fields is not None:
         x = model.types.get(op.inputs[0]) if op.inputs else None
         out.update(spec.c_fields(a, len(x.shape) if x is not None else 0))
+    if op.op_type == "QGemm":
+        out.update(_qgemm_mults(op, model))
     return out
+
+
+def _qgemm_mults(op: Op, model: Lowered) -> dict[str, Any]:
+    """An int8-output QGemm's requantization multipliers alpha * a_scale * b_scale[j] / y_scale, one
+    per entry of b_scale, in float32 with the kernel's roundings (fully_connected_int8.c), so a core
+    without an FPU pays no soft-float product and division per output; {} where a scale is not a
+    stored constant (the kernel computes them)."""
+    ins = [*op.inputs, *[""] * 9]
+    if not (ins[1] and ins[4] and ins[7]):
+        return {}
+    vals = [model.small_value(n) for n in (ins[1], ins[4], ins[7])]
+    if any(v is None for v in vals):
+        return {}
+    a_s, b_s, y_s = (np.asarray(v, np.float32).reshape(-1) for v in vals)
+    if a_s.size != 1 or y_s.size != 1 or b_s.size > 0xFFFF:  # n_floats is a uint16_t
+        return {}
+    with np.errstate(all="ignore"):  # a non-finite multiplier is the kernel's to handle, as before
+        ab = np.float32(op.attrs.get("alpha", 1.0)) * a_s[0]
+        mults = (ab * b_s) / y_s[0]
+    return {"floats": [float(v) for v in mults.astype(np.float32)]}
 
 
 def attrs_init(attrs: dict[str, Any]) -> str:

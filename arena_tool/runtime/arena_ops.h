@@ -32,7 +32,7 @@ ARENA_OP(ARENA_OP_QLINEAR_CONV, arena_k_qlinear_conv)                       /* Q
 ARENA_OP(ARENA_OP_QLINEAR_MATMUL, arena_k_qlinear_matmul)                   /* QLinearMatMul */
 ARENA_OP(ARENA_OP_QLINEAR_ADD, arena_k_qlinear_binary)                      /* QLinearAdd */
 ARENA_OP(ARENA_OP_QLINEAR_MUL, arena_k_qlinear_binary)                      /* QLinearMul */
-ARENA_OP(ARENA_OP_QGEMM, arena_k_qgemm)                                     /* QGemm */
+ARENA_OP(ARENA_OP_QGEMM, arena_k_qgemm)                                     /* QGemm; floats: alpha * a_scale * b_scale[j] / y_scale per entry of b_scale (int8 output; codegen) */
 ARENA_OP(ARENA_OP_QLINEAR_AVERAGE_POOL, arena_k_qlinear_pool)               /* QLinearAveragePool */
 ARENA_OP(ARENA_OP_QLINEAR_GLOBAL_AVERAGE_POOL, arena_k_qlinear_global_pool) /* QLinearGlobalAveragePool */
 ARENA_OP(ARENA_OP_QLINEAR_CONCAT, arena_k_qlinear_concat)                   /* QLinearConcat */

@@ -535,8 +535,9 @@ static int conv_im2col(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
     return 1;
 }
 
-/* Channels whose multipliers conv_im2col takes precomputed without an FPU: each chunk of pixels
- * would otherwise pay two soft-float calls a channel (a K = 256 pointwise layer's chunk is 4 pixels). */
+/* Channels whose multipliers conv_im2col and the depthwise kernel take precomputed without an
+ * FPU: each chunk of pixels (each depthwise plane) would otherwise pay two soft-float calls a
+ * channel (a K = 256 pointwise layer's chunk is 4 pixels). */
 #define MULT_CACHE 256
 
 int arena_i8_conv(const arena_ctx_t *c, const arena_conv_dims_t *d, int32_t lo, int32_t hi, void *dw_temp)
@@ -544,6 +545,7 @@ int arena_i8_conv(const arena_ctx_t *c, const arena_conv_dims_t *d, int32_t lo, 
     qpar_t q = qpar(arena_q_zp(c, 7, 0), lo, hi);
     cparams_t cp;
     int32_t m, x_zp;
+    const float *mcp = NULL;
 #if !ARENA_HAVE_FPU
     float mc[MULT_CACHE];
 #endif
@@ -553,8 +555,8 @@ int arena_i8_conv(const arena_ctx_t *c, const arena_conv_dims_t *d, int32_t lo, 
     }
     cp = cparams(c);
     for (m = 0; m < d->m; ++m) {
-        float mult = chan(&cp, m).mult;
-        if (!mult_ok(mult) || mult < 0.0f) { /* requant_i takes mult >= 0 (the lowering's scales are > 0) */
+        float mult = cp.xs * cp.ws[cp.nws > 1u ? (uint32_t)m : 0u] / cp.ys; /* chan()'s */
+        if (!mult_nonneg(mult)) { /* requant_i takes mult >= 0 (the lowering's scales are > 0) */
             return 0;
         }
 #if !ARENA_HAVE_FPU
@@ -563,12 +565,11 @@ int arena_i8_conv(const arena_ctx_t *c, const arena_conv_dims_t *d, int32_t lo, 
         }
 #endif
     }
-    if (d->groups == d->c && d->cg == 1 && (d->m == d->c || d->groups > 1)) { /* depthwise, or a multiplier */
-        return arena_i8_depthwise(c, d, &q, (int8_t *)dw_temp, u8, x_zp);
-    }
 #if !ARENA_HAVE_FPU
-    return conv_im2col(c, d, &q, u8, x_zp, d->m <= MULT_CACHE ? mc : NULL);
-#else
-    return conv_im2col(c, d, &q, u8, x_zp, NULL);
+    mcp = d->m <= MULT_CACHE ? mc : NULL;
 #endif
+    if (d->groups == d->c && d->cg == 1 && (d->m == d->c || d->groups > 1)) { /* depthwise, or a multiplier */
+        return arena_i8_depthwise(c, d, &q, (int8_t *)dw_temp, u8, x_zp, mcp);
+    }
+    return conv_im2col(c, d, &q, u8, x_zp, mcp);
 }

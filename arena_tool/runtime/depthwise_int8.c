@@ -805,9 +805,10 @@ static void dw_plane(const int8_t *src, int8_t *dst, const dw_block_t *k, int ki
 /* A depthwise conv (group == C, M = C * multiplier), in place through temp (one channel,
  * copied before its output is written: arena_dw_in_place) or from x directly (temp NULL). A
  * plane whose band is one block is all copied before any output is written: in place it
- * needs no temp. u8, x_zp: the input's type and int8-side zero point (act_in). */
+ * needs no temp. u8, x_zp: the input's type and int8-side zero point (act_in); mc: the
+ * channels' multipliers or NULL. */
 int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q, int8_t *temp, int u8,
-                       int32_t x_zp)
+                       int32_t x_zp, const float *mc)
 {
     const int8_t *x = (const int8_t *)arena_in_data(c, 0), *w = (const int8_t *)arena_in_data(c, 3);
     int8_t *y = (int8_t *)arena_out_data(c, 0);
@@ -840,6 +841,7 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
         dd.ow = d->oh;
         dd.h = dd.oh = 1;
     }
+    cp.mc = mc;
     t = dw_split(&dd, &a);
     if (t.per_w == 0 || taps > DW_TAPS || a.kernel[0] * (a.kernel[1] + 3) > DW_TAPS || (temp != NULL && mult != 1)) {
         return 0;

@@ -67,6 +67,8 @@ typedef struct {
     uint32_t nbz;
     int32_t xsum;     /* with bz: the row's sum(x - zp), which bz[j] times comes off column j */
     float ab, ys;     /* alpha * a_scale, y_scale (unused for a float32 output) */
+    const float *mt;  /* int8 output: ab * b_scale[j] / ys per entry of B's scales, from the op's table
+                       * (codegen's _qgemm_mults), or NULL */
     int quant_out;
     qpar_t q;
 } fc_t;
@@ -111,7 +113,8 @@ static inline __attribute__((always_inline)) void fc_out(const fc_t *f, void *Y,
     }
     for (t = 0; t < nj; ++t, bs += bstep) {
         int32_t acc = cb != NULL ? bias_add(cb[(uint32_t)t * sj], s[t]) : s[t];
-        ((int8_t *)Y)[yi + (uint32_t)t] = fc_q(acc, ab * *bs / ys, &q);
+        float mult = f->mt != NULL ? f->mt[(uint32_t)(bs - f->bs)] : ab * *bs / ys;
+        ((int8_t *)Y)[yi + (uint32_t)t] = fc_q(acc, mult, &q);
     }
 }
 
@@ -149,9 +152,9 @@ static __attribute__((noinline)) void fc_row(const fc_t *f, void *Y, uint32_t yi
 {
     fc_t g = *f;
     int32_t j, s[4];
-    /* int8 output, per-column scales and a bias (every quantized dense layer): the four
+    /* int8 output, per-column multipliers and a bias (every quantized dense layer): the four
      * outputs written out, without fc_out's loop and tests. */
-    int common = g.quant_out && g.nbs > 1u && cb != NULL;
+    int common = g.quant_out && g.nbs > 1u && cb != NULL && g.mt != NULL;
     for (j = 0; j + 4 <= N; j += 4) {
         dot4x1(s, B + (size_t)j * (size_t)g.K, x, g.K, g.zp);
         if (g.bz != NULL) {
@@ -159,12 +162,12 @@ static __attribute__((noinline)) void fc_row(const fc_t *f, void *Y, uint32_t yi
         }
         if (common) {
             int8_t *y = (int8_t *)Y + yi + (uint32_t)j;
-            const float *bs = g.bs + j;
+            const float *mt = g.mt + j;
             const int32_t *cj = cb + (uint32_t)j * g.sj;
-            y[0] = fc_q(bias_add(cj[0], s[0]), g.ab * bs[0] / g.ys, &g.q);
-            y[1] = fc_q(bias_add(cj[g.sj], s[1]), g.ab * bs[1] / g.ys, &g.q);
-            y[2] = fc_q(bias_add(cj[2u * g.sj], s[2]), g.ab * bs[2] / g.ys, &g.q);
-            y[3] = fc_q(bias_add(cj[3u * g.sj], s[3]), g.ab * bs[3] / g.ys, &g.q);
+            y[0] = fc_q(bias_add(cj[0], s[0]), mt[0], &g.q);
+            y[1] = fc_q(bias_add(cj[g.sj], s[1]), mt[1], &g.q);
+            y[2] = fc_q(bias_add(cj[2u * g.sj], s[2]), mt[2], &g.q);
+            y[3] = fc_q(bias_add(cj[3u * g.sj], s[3]), mt[3], &g.q);
         } else {
             fc_out(&g, Y, yi + (uint32_t)j, s, (uint32_t)j, cb != NULL ? cb + (uint32_t)j * g.sj : NULL, 4);
         }
@@ -202,6 +205,7 @@ int arena_i8_qgemm(const arena_ctx_t *c, int32_t M, int32_t N, int32_t K, uint32
     f.ab = at->alpha * arena_q_scale(c, 1, 0); /* the reference's alpha * a_scale * b_scale, same rounding */
     f.ys = 1.0f;
     f.quant_out = quant_out;
+    f.mt = quant_out && at->floats != NULL && at->n_floats == f.nbs ? at->floats : NULL;
     f.q = qpar(0, lo, hi);
     f.K = K;
     if (quant_out) {

@@ -92,6 +92,14 @@ static inline int mult_ok(float mult)
     return mult == mult && mult - mult == 0.0f;
 }
 
+/* mult_ok(mult) && mult >= 0 (or -0), from its bits: no soft-float compare calls without an FPU. */
+static inline int mult_nonneg(float mult)
+{
+    uint32_t bits;
+    memcpy(&bits, &mult, sizeof bits);
+    return bits < 0x7F800000u || bits == 0x80000000u;
+}
+
 /* arena_q_bias_add, inline: bias + dot with int32 wraparound. */
 static inline __attribute__((always_inline)) int32_t bias_add(int32_t bias, int32_t dot)
 {
@@ -109,15 +117,16 @@ static inline __attribute__((always_inline)) int32_t bias_add(int32_t bias, int3
 #endif
 #endif
 
-/* What requantizing one output channel needs (wz: its weight zero point; mm, me: without an
- * FPU, mult = mm * 2^me, its significand and exponent, for requant_i; sh = -me - 16, the
- * shift of requant_i's 16-fraction-bit product, 1..31 on its short path, else 0). */
+/* What requantizing one output channel needs (wz: its weight zero point; without an FPU, for
+ * requant_i: M and L, mult = M 2^(-L - 32 + 16) on its short path; mm, me: mult = mm * 2^me,
+ * its significand and exponent, for requant_x). */
 typedef struct {
     float mult;
     int32_t bias, wz;
 #if !ARENA_HAVE_FPU
+    int32_t M, L;
     uint32_t mm;
-    int32_t me, sh;
+    int32_t me;
 #endif
 } chan_t;
 
@@ -170,46 +179,55 @@ static __attribute__((noinline)) int32_t requant_x(int32_t acc, const chan_t *ch
     return r + q->zp;
 }
 
-/* requant_x's codes for an 8-bit output (|lo - zp|, |hi - zp| < 512), the short way when
- * |acc| < 2^24 (always, but for very long dot products): (float)acc is then exact, and
- * v = acc * mm / 2^(sh) is |acc * mult| with 16 fraction bits (truncated), one UMULL and two
- * shifts. The float product's rounding to 24 bits moves that value by at most 2^-16 while it
- * is below 512 (2^(9 - 24)), so rint gives (v + 0x7FFF) >> 16 unless v's fraction is within
- * a few units of one half, where requant_x decides (about 1 in 7,000 outputs); 512 or more
- * is past every clamp. */
+/* requant_x's codes for an 8-bit output (|lo - zp|, |hi - zp| < 256), the short way: with
+ * a = acc 2^L (no overflow, so |acc| < 2^24 and (float)acc is exact), the high word of the
+ * signed product a * M is v = floor(acc * mult * 2^16) (L + t = me + 48, M = mm 2^t), one
+ * SMULL. The float product's rounding to 24 bits moves acc * mult by at most 2^-16 while it is
+ * below 256 (2^(8 - 24)), so rint gives floor((v + 2^15) / 2^16) unless v's fraction is within
+ * one unit of one half, where requant_x decides (about 1 in 20,000 outputs); 256 or more is
+ * past every clamp. About 14 instructions an output (the soft-float product and rint: some 150). */
 static inline __attribute__((always_inline)) int32_t requant_i(int32_t acc, const chan_t *ch, const qpar_t *q)
 {
-    uint32_t a = acc < 0 ? 0u - (uint32_t)acc : (uint32_t)acc, sh = (uint32_t)ch->sh, lo, hi, v;
-    uint64_t p;
-    int32_t r;
-    if (a >= 0x1000000u || sh == 0u) {
+    int32_t L = ch->L, a = (int32_t)((uint32_t)acc << L), v, r;
+    if (a >> L != acc) {
         return requant_x(acc, ch, q);
     }
-    p = (uint64_t)a * ch->mm;
-    lo = (uint32_t)p;
-    hi = (uint32_t)(p >> 32);
-    v = lo >> sh | hi << (32u - sh);
-    if (hi >> sh != 0u || v >= 0x2000000u) {
-        r = 512;
-    } else if (((v - 0x7FFCu) & 0xFFFFu) <= 8u) {
+    v = (int32_t)((int64_t)a * ch->M >> 32) + 0x8000;
+    if (((uint32_t)v << 16) + 0x10000u <= 0x20000u) { /* v's fraction 0x7FFF .. 0x8001 */
         return requant_x(acc, ch, q);
-    } else {
-        r = (int32_t)((v + 0x7FFFu) >> 16);
     }
-    r = acc < 0 ? -r : r;
-    r = r > q->rl ? r : q->rl;
-    r = r < q->rh ? r : q->rh;
-    return r + q->zp;
+    r = (v >> 16) + q->zp;
+    r = r > q->lo ? r : q->lo;
+    return r < q->hi ? r : q->hi;
 }
 
-/* ch's mm, me and sh for requant_i from mult, a finite float >= 0. */
+/* ch's M, L, mm and me for requant_i from mult, a finite float >= 0. M = mm 2^t, L + t = me + 48
+ * with t <= 7 (M < 2^31) and L >= 7 (a without overflow is below 2^31, so |acc| < 2^24): mult in
+ * [2^-18, 2^14), every layer's. Outside it L = 31 and M = 0 (mult < 2^-18) or 2^31 - 1
+ * (mult >= 2^14): every acc but 0 and -1 overflows to requant_x, and those two get its codes
+ * (0; 0 or past the low clamp). */
 static inline void chan_mult(chan_t *ch, float mult)
 {
-    uint32_t bits;
+    uint32_t bits, e;
+    int32_t s;
     memcpy(&bits, &mult, sizeof bits);
-    ch->mm = (bits & 0x7FFFFFu) | (bits >> 23 & 0xFFu ? 0x800000u : 0u);
-    ch->me = (bits >> 23 & 0xFFu ? (int32_t)(bits >> 23 & 0xFFu) : 1) - 150;
-    ch->sh = -ch->me - 16 >= 1 && -ch->me - 16 <= 31 && ch->mm != 0u ? -ch->me - 16 : 0;
+    e = bits >> 23 & 0xFFu;
+    ch->mm = (bits & 0x7FFFFFu) | (e != 0u ? 0x800000u : 0u);
+    ch->me = (int32_t)(e != 0u ? e : 1u) - 150;
+    s = ch->me + 48;
+    if (ch->mm == 0u) {
+        ch->M = 0;
+        ch->L = 7;
+    } else if (s >= 14 && s <= 38) {
+        ch->M = (int32_t)(ch->mm << 7);
+        ch->L = s - 7;
+    } else if (s >= 7 && s < 14) {
+        ch->M = (int32_t)(ch->mm << (s - 7));
+        ch->L = 7;
+    } else {
+        ch->M = s < 7 ? 0 : INT32_MAX;
+        ch->L = 31;
+    }
 }
 #endif
 
@@ -403,7 +421,7 @@ typedef struct {
     const int32_t *bias; /* int32, one per channel (conv_dims checked), or NULL */
     const int8_t *wz;    /* the weight zero points, nwz of them (1 or M); NULL when all are 0 */
     uint32_t nwz;
-    const float *mc;     /* every channel's mult computed once (conv_int8.c without an FPU), or NULL */
+    const float *mc;     /* every channel's mult computed once (arena_i8_conv without an FPU), or NULL */
 } cparams_t;
 
 static inline cparams_t cparams(const arena_ctx_t *c)
@@ -470,9 +488,10 @@ void arena_i8_dot2x1(int32_t s[2], const int8_t *w, const int8_t *x, int32_t K, 
 void arena_i8_dot2x2(int32_t s[4], const int8_t *w, const int8_t *x, int32_t K, int32_t zp);
 
 /* depthwise_int8.c: a depthwise conv (group == C, M a multiple of C) into output codes through q,
- * the input uint8 (u8) or int8 with int8-side zero point x_zp (act_in); 0 when its window does
- * not fit the stack band or its kernel DW_TAPS (the caller runs the reference loop), else 1. */
+ * the input uint8 (u8) or int8 with int8-side zero point x_zp (act_in), mc: every channel's
+ * multiplier or NULL (cparams_t); 0 when its window does not fit the stack band or its kernel
+ * DW_TAPS (the caller runs the reference loop), else 1. */
 int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q, int8_t *temp, int u8,
-                       int32_t x_zp);
+                       int32_t x_zp, const float *mc);
 
 #endif

@@ -9,6 +9,7 @@ and arm-none-eabi-gcc.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import subprocess
@@ -268,3 +269,26 @@ def test_unsupported_op_gets_a_row_not_an_error(tmp_path):
     _, c = codegen.model_sources(plan, plancheck.lowered_model(str(path), plan), "t")
     assert "ARENA_OP_UNSUPPORTED" in c and '"Sin"' in c
     assert hashlib  # imported for the subprocess script's parity
+
+
+def test_qgemm_multipliers_are_the_kernels_float32_products(tmp_path):
+    """An int8-output QGemm's row carries alpha * a_scale * b_scale[j] / y_scale per column as
+    floats, rounded as the kernel's float32 arithmetic rounds them (so a core without an FPU
+    computes none at run time); a float32-output QGemm's carries none."""
+    from arena_tool.model import lowering
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    from test_runtime_int8 import qgemm
+
+    m = qgemm(5, 2, 30, 7, alpha=0.7)
+    path = tmp_path / "g.onnx"
+    onnx.save(m, str(path))
+    model = lowering.load(str(path))
+    (op,) = [o for o in model.ops if o.op_type == "QGemm"]
+    consts = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    b_s = consts["b_s"].astype(np.float32)
+    ab = np.float32(0.7) * np.float32(consts["a_s"])
+    want = [float(np.float32(np.float32(ab * s) / np.float32(consts["y_s"]))) for s in b_s]
+    assert codegen.op_attrs(op, model)["floats"] == want
+    float_out = dataclasses.replace(op, inputs=op.inputs[:7])
+    assert "floats" not in codegen.op_attrs(float_out, model)
