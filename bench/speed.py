@@ -2,6 +2,7 @@
 
     python3 bench/speed.py [--networks vww,kws,resnet8,ad01] [--dtypes int8,float] [--optimize size|speed]
                            [--variants kws,ds_tcn,mobilenet_v2,mnasnet,mobilenet_v3,shufflenet_v2,squeezenet]
+                           [--zoo ds_tcn,mobilenet_v2,mnasnet,mobilenet_v3,shufflenet_v2,squeezenet,kws]
                            [--board mps2_an500,mps2_an386,mps2_an385] [--kernels ref,cmsis_nn] [--build DIR]
 
 For each MLPerf Tiny network (VWW, KWS, ResNet-8, AD01), int8 and float32, this builds and runs
@@ -36,6 +37,16 @@ variant's instructions and its ratio to the int8 twin, then one of instructions 
 kind (depthwise KxK, pointwise, conv KxK, fully connected: the conv ops' kernel and group from
 the lowered model) of every variant.
 
+``--zoo`` (none by default) runs the same networks' three QOperator twins on arena and on TFLM +
+CMSIS-NN: each twin converted by bench/onnx2tflite.py to the same int8 network as a .tflite
+(uint8 activations as int8, asymmetric weights made symmetric: the notes column says so; the
+largest difference of the logits' codes between TFLM's host interpreter and onnxruntime is
+printed too), built by a copy of tflm_speed whose model_to_c.py resolves the zoo's ops (HARD_SWISH,
+TRANSPOSE, SPLIT, PADV2, ...) with those kernels compiled (``OPS``) and with its per-operator
+profile firmware (``PROFILE=1``). It prints arena / TFLM + CMSIS-NN per network and variant, then
+per op kind (arena's ops from its profile, TFLM's from fw_prof.elf, summed under the same names)
+instructions, instructions per MAC and their ratio.
+
 ``<shared>`` is ``../shared`` beside the project (``ARENA_SHARED`` overrides it). Without it, or
 without the cross C++ toolchain (Debian ``libstdc++-arm-none-eabi-newlib``), qemu-system-arm or
 the ``tflite_micro`` Python package, the script says why and exits 0 having measured nothing.
@@ -61,8 +72,10 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
+if sys.path[:1] != [str(ROOT)]:  # before bench/ (a script's own folder), whose bench.py hides the bench package
     sys.path.insert(0, str(ROOT))
 
 from arena_tool.target.flags import DEFAULT_OPTIMIZE, LEVELS  # noqa: E402
@@ -201,19 +214,37 @@ def tool_for(shared: Path, build: Path, board: str) -> Path:
             "link.ld": tuple((old, new) for old, new, same in
                              ((TOOL_FLASH, flash, (target.flash.origin, target.flash.length) == (0, 4 << 20)),
                               (TOOL_RAM, data, (ram.origin, ram.length) == (0x20000000, 4 << 20))) if not same)}
-    out = build / "tool"
+    return _copy_tool(src, build / "tool", subs)
+
+
+def _copy_tool(src: Path, out: Path, subs: Mapping[str, Sequence[tuple[str, str]]]) -> Path:
+    """The tool folder ``src`` copied to ``out`` with ``subs`` replaced in its files, each exactly once."""
     out.mkdir(parents=True, exist_ok=True)
     for f in sorted(p for p in src.iterdir() if p.is_file()):
         text = f.read_text(encoding="utf-8")
         for old, new in subs.get(f.name, ()):
             if text.count(old) != 1:
-                raise SystemExit(f"speed: error: {f} no longer holds {old!r} once; update bench/speed.py's tool_for")
+                raise SystemExit(f"speed: error: {f} no longer holds {old!r} once; update bench/speed.py's tool_for or zoo_tool")
             text = text.replace(old, new)
         dst = out / f.name
         if not dst.is_file() or dst.read_text(encoding="utf-8") != text:  # unchanged: its mtime keeps the cache
             dst.write_text(text, encoding="utf-8")
             dst.chmod(f.stat().st_mode | 0o200)
     return out
+
+
+# The zoo's networks use ops MLPerf Tiny's do not: TFLM kernels build.sh compiles for them (its OPS)
+# and resolver lines model_to_c.py writes for them (its ADD table, extended in a copy of the tool).
+ZOO_OPS = ("conv depthwise_conv fully_connected pooling reshape softmax add quantize dequantize reduce pad mul "
+           "concatenation transpose split split_v hard_swish")
+TOOL_ADD = '"MUL": "AddMul", "CONCATENATION": "AddConcatenation"}'
+ZOO_ADD = ('"MUL": "AddMul", "CONCATENATION": "AddConcatenation", "HARD_SWISH": "AddHardSwish", '
+           '"TRANSPOSE": "AddTranspose", "SPLIT": "AddSplit", "SPLIT_V": "AddSplitV", "PADV2": "AddPadV2"}')
+
+
+def zoo_tool(tool_path: Path, build: Path) -> Path:
+    """``tool_path`` (tool_for's) copied under ``build``/zoo_tool with model_to_c.py resolving the zoo's ops."""
+    return _copy_tool(tool_path, build / "zoo_tool", {"model_to_c.py": ((TOOL_ADD, ZOO_ADD),)})
 
 
 def tflm_elf(build: Path, kernels: str, tflite: str) -> Path:
@@ -228,7 +259,8 @@ def stale(elf: Path, inputs: Iterable[Path]) -> bool:
     return any(p.stat().st_mtime > t for p in inputs)
 
 
-def build_tflm(shared: Path, tool_path: Path, build: Path, kernels: str, tflites: Sequence[Path], jobs: int) -> None:
+def build_tflm(shared: Path, tool_path: Path, build: Path, kernels: str, tflites: Sequence[Path], jobs: int,
+               extra_env: Mapping[str, str] | None = None) -> None:
     """Build the firmwares of ``tflites`` that are missing or out of date (build.sh, TFLM's defaults).
     A CMSIS-NN build reuses the reference build's objects of the core files when they are there."""
     tool = sorted(p for p in tool_path.iterdir() if p.is_file())
@@ -237,7 +269,7 @@ def build_tflm(shared: Path, tool_path: Path, build: Path, kernels: str, tflites
         return
     out = build / "tflm"
     out.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, PYTHON=sys.executable, JOBS=str(jobs))
+    env = dict(os.environ, PYTHON=sys.executable, JOBS=str(jobs), **(extra_env or {}))
     share = out / f"ref_{OPT_TAG}"
     if kernels != "ref" and (share / "obj").is_dir():
         env["SHARE_OBJ"] = str(share.resolve())
@@ -429,6 +461,215 @@ def variants(shared: Path, build: Path, keys: Sequence[str], optimize: str,
     return lines + errors, len(errors)
 
 
+# --- the zoo against TFLM + CMSIS-NN -----------------------------------------------------------
+
+ZOO_NETWORKS = ("ds_tcn", "mobilenet_v2", "mnasnet", "mobilenet_v3", "shufflenet_v2", "squeezenet", "kws")
+# Op kinds without MACs, named alike for both runtimes: arena's ONNX op types and TFLM's builtins
+OTHER_KINDS = {
+    "MaxPool": "max pool", "MAX_POOL_2D": "max pool",
+    "QLinearGlobalAveragePool": "global average pool", "GlobalAveragePool": "global average pool",
+    "MEAN": "global average pool", "AVERAGE_POOL_2D": "global average pool",
+    "QLinearAdd": "add", "Add": "add", "ADD": "add", "QLinearLookup": "hard-swish / hard-sigmoid / mul",
+    "QLinearConcat": "concat", "Concat": "concat", "CONCATENATION": "concat",
+    "Reshape": "reshape / transpose / split", "Flatten": "reshape / transpose / split",
+    "Transpose": "reshape / transpose / split", "Split": "reshape / transpose / split",
+    "RESHAPE": "reshape / transpose / split", "TRANSPOSE": "reshape / transpose / split",
+    "SPLIT": "reshape / transpose / split", "SPLIT_V": "reshape / transpose / split",
+    "QLinearSoftmax": "softmax", "Softmax": "softmax", "SOFTMAX": "softmax",
+    "HardSigmoid": "hard-swish / hard-sigmoid / mul", "HardSwish": "hard-swish / hard-sigmoid / mul",
+    "QLinearMul": "hard-swish / hard-sigmoid / mul", "Mul": "hard-swish / hard-sigmoid / mul",
+    "HARD_SWISH": "hard-swish / hard-sigmoid / mul", "MUL": "hard-swish / hard-sigmoid / mul",
+    "QLinearSigmoid": "sigmoid", "LOGISTIC": "sigmoid",
+    "PAD": "pad (TFLM: ONNX's pads)", "PADV2": "pad (TFLM: ONNX's pads)",
+}
+EDGES = "quantize / dequantize at the edges"
+
+
+def family(op_type: str, attrs: Mapping[str, Any], channels: int | None, edge: bool) -> str:
+    """The kind both runtimes' ops are summed under: op_kind's conv and dense kinds, OTHER_KINDS'
+    names, and a Quantize/Dequantize at the graph's edge apart from one inside it (a float island)."""
+    if op_type in ("QuantizeLinear", "DequantizeLinear", "QUANTIZE", "DEQUANTIZE"):
+        return EDGES if edge else "hard-swish / hard-sigmoid / mul"
+    kind = op_kind(op_type, attrs, channels)
+    return OTHER_KINDS.get(kind, kind)
+
+
+def arena_kinds(model: Path, profile: Sequence[Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
+    """Per family of ``model``'s lowered ops: (instructions, MACs) summed over arena's profile."""
+    from arena_tool.model import lowering
+
+    lw = lowering.load(str(model))
+    by_name = {op.name: op for op in lw.ops}
+    out: dict[str, tuple[int, int]] = {}
+    for row in profile:
+        op = by_name.get(row["name"])
+        shape = lw.types[op.inputs[0]].shape if op is not None and op.inputs[0] in lw.types else None
+        channels = shape[1] if shape is not None and len(shape) > 1 and isinstance(shape[1], int) else None
+        edge = op is not None and (op.inputs[0] in lw.inputs or op.outputs[0] in lw.outputs)
+        kind = family(row["op_type"], op.attrs if op is not None else {}, channels, edge)
+        i, m = out.get(kind, (0, 0))
+        out[kind] = (i + int(row["instructions"] or 0), m + int(row["macs"]))
+    return out
+
+
+def tflite_ops(path: Path) -> list[tuple[str, int]]:
+    """(family, MACs) of each operator of a .tflite, in order: convs by kernel (pointwise, conv KxK,
+    depthwise KxK), MACs as arena counts them; a QUANTIZE that requantizes a concat input is the concat's."""
+    from arena_tool.model import tflite_model
+
+    fb = tflite_model.schema()
+    m = fb.ModelT.InitFromObj(fb.Model.GetRootAsModel(path.read_bytes(), 0))
+    names = tflite_model.op_names()
+    sg = m.subgraphs[0]
+    ends = {int(i) for i in sg.inputs} | {int(i) for i in sg.outputs}
+
+    def shape(i: int) -> list[int]:
+        return [int(x) for x in sg.tensors[i].shape]
+
+    out = []
+    for o in sg.operators:
+        c = m.operatorCodes[o.opcodeIndex]
+        op = names[max(c.builtinCode, c.deprecatedBuiltinCode)]
+        outs = int(np.prod(shape(o.outputs[0])))
+        if op == "CONV_2D":
+            _, kh, kw, cin = shape(o.inputs[1])
+            out.append(("pointwise" if (kh, kw) == (1, 1) else f"conv {kh}x{kw}", outs * kh * kw * cin))
+        elif op == "DEPTHWISE_CONV_2D":
+            _, kh, kw, _ = shape(o.inputs[1])
+            out.append((f"depthwise {kh}x{kw}", outs * kh * kw))
+        elif op == "FULLY_CONNECTED":
+            out.append(("fully connected", outs * shape(o.inputs[1])[1]))
+        elif op == "QUANTIZE" and sg.tensors[o.outputs[0]].name.decode().endswith("_requantized"):
+            out.append(("concat", 0))
+        elif op == "ADD" and sg.tensors[o.outputs[0]].type == fb.TensorType.FLOAT32:
+            out.append(("hard-swish / hard-sigmoid / mul", 0))  # a float HardSigmoid's relu6(x + 3)
+        else:
+            edge = int(o.inputs[0]) in ends or int(o.outputs[0]) in ends
+            out.append((family(op, {}, None, edge), 0))
+    return out
+
+
+def run_profile(elf: Path, machine: str, clock_hz: int, build: Path) -> list[int]:
+    """Instructions of each operator a tflm_speed fw_prof.elf reports (its third Invoke, with a
+    profiler; SysTick at ``clock_hz``), cached by the ELF's sha256 in ``build``/tflm/profiles.json."""
+    import re
+
+    cache_path = build / "tflm" / "profiles.json"
+    try:
+        cache: dict[str, Any] = json.loads(cache_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        cache = {}
+    key = _sha256(elf)
+    if key not in cache:
+        p = subprocess.run(["qemu-system-arm", "-icount", "shift=0", "-M", machine, "-nographic", "-semihosting",
+                            "-monitor", "none", "-kernel", str(elf)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           stdin=subprocess.DEVNULL, timeout=TIMEOUT)
+        text = p.stdout.decode("utf-8", "replace")
+        ticks = [round(int(t) * 1_000_000_000 / clock_hz)  # -icount shift=0: 1 ns an instruction
+                 for _, t in re.findall(r"^op (\d+) \S+\n  ticks (\d+)", text, re.M)]
+        if p.returncode != 0 or not ticks:
+            return []
+        cache[key] = ticks
+        cache_path.write_text(json.dumps(cache, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return list(cache[key])
+
+
+@dataclasses.dataclass(frozen=True)
+class ZooRow:
+    network: str
+    variant: str
+    macs: int
+    arena: Measured
+    tflm: Measured
+    arena_kinds: Mapping[str, tuple[int, int]]
+    tflm_kinds: Mapping[str, tuple[int, int]]
+    notes: tuple[str, ...]
+    codes: int | None  # max abs difference of the logits' codes, TFLM's host interpreter vs onnxruntime
+
+
+def zoo(shared: Path, build: Path, keys: Sequence[str], board: str, args: argparse.Namespace) -> tuple[list[str], int]:
+    """Each network's int8 twin and its uint8 and asymmetric-weight variants (QOperator, per-channel,
+    tests/quantized.py) on arena (``arena-tool run --profile``) and on TFLM + CMSIS-NN (the same
+    network converted by bench/onnx2tflite.py: the int8 network TFLM runs); the lines of the
+    ratio and the per-op-kind tables, and how many of arena's runs failed."""
+    import onnx
+
+    from arena_tool.target import boards as B
+    from bench import onnx2tflite
+
+    target = B.load_board(board)
+    bb = board_build(build, board)
+    tool = zoo_tool(tool_for(shared, bb, board), bb)
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        import quantized as Q
+
+        cases = []
+        for key in keys:
+            src = variant_source(shared, build, key)
+            for label, kw in VARIANTS:
+                path = Q.quantized(src, "qoperator", True, build / "quantized", **kw)
+                tfl = build / "zoo_tflite" / f"{path.stem}.tflite"
+                model = onnx.load(str(path))
+                conv = onnx2tflite.convert(model)
+                if not tfl.is_file() or tfl.read_bytes() != conv.data:  # unchanged: its mtime keeps the cache
+                    tfl.parent.mkdir(parents=True, exist_ok=True)
+                    tfl.write_bytes(conv.data)
+                diff = onnx2tflite.compare(model)
+                logits = max((v for k, v in diff.items() if k != "output"), default=diff.get("output"))
+                cases.append((key, label, path, tfl, tuple(conv.notes), logits))
+    finally:
+        sys.path.remove(str(ROOT / "tests"))
+    env = {"OPS": os.environ.get("OPS", ZOO_OPS), "PROFILE": "1"}
+    build_tflm(shared, tool, bb, "cmsis_nn", [c[3] for c in cases], args.jobs, env)
+    elves = {c[3]: tflm_elf(bb, "cmsis_nn", c[3].name) for c in cases}
+    tflm = run_tflm(tool, bb, sorted(set(elves.values())))
+    rows = []
+    for key, label, path, tfl, notes, codes in cases:
+        print(f"speed: arena-tool run --profile {path.name} --board {board}", file=sys.stderr, flush=True)
+        m, macs, prof = run_arena(path, bb / "arena" / f"{path.stem}_{args.optimize}", args.optimize,
+                                  profile=True, board=board)
+        ticks = run_profile(elves[tfl].with_name("fw_prof.elf"), target.qemu or "",
+                            target.cpu.clock_hz or 25_000_000, bb)
+        ops = tflite_ops(tfl)
+        tk: dict[str, tuple[int, int]] = {}
+        if len(ticks) == len(ops):
+            for (kind, n), t in zip(ops, ticks):
+                i, mm = tk.get(kind, (0, 0))
+                tk[kind] = (i + t, mm + n)
+        rows.append(ZooRow(key, label, macs, m, tflm[elves[tfl]], arena_kinds(path, prof) if prof else {}, tk,
+                           notes, codes))
+    return zoo_tables(rows), sum(1 for r in rows if r.arena.error)
+
+
+def zoo_tables(rows: Sequence[ZooRow]) -> list[str]:
+    """The per-network table (instructions, ratio, the conversion's notes) and the per-op-kind one."""
+    lines = ["| network | variant | MACs | arena instr | TFLM + CMSIS-NN instr | arena / CMSIS-NN | "
+             "logits' codes (TFLM host vs onnxruntime) | TFLM's network |", "|---|---|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        lines.append(f"| {r.network} | {r.variant} | {r.macs:,} | {_n(r.arena.instructions)} | "
+                     f"{_n(r.tflm.instructions)} | {ratio(r.arena.instructions, r.tflm.instructions)} | "
+                     f"{'-' if r.codes is None else r.codes} | {'; '.join(r.notes) or 'the same'} |")
+    lines += ["", "| network | variant | op kind | MACs | arena instr | arena instr/MAC | CMSIS-NN instr | "
+              "CMSIS-NN instr/MAC | arena / CMSIS-NN |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        kinds = sorted(set(r.arena_kinds) | set(r.tflm_kinds),
+                       key=lambda k: -max(r.arena_kinds.get(k, (0, 0))[0], r.tflm_kinds.get(k, (0, 0))[0]))
+        for k in kinds:
+            ai, am = r.arena_kinds.get(k, (0, 0))
+            ti, tm = r.tflm_kinds.get(k, (0, 0))
+            macs = am or tm
+            lines.append(f"| {r.network} | {r.variant} | {k} | {macs:,} | {ai:,} | "
+                         f"{f'{ai / am:.2f}' if am else '-'} | {ti:,} | {f'{ti / tm:.2f}' if tm else '-'} | "
+                         f"{ratio(ai, ti) if k in r.arena_kinds and k in r.tflm_kinds else '-'} |")
+    for r in rows:
+        if r.tflm.error:
+            lines.append(f"speed: note: {r.network} {r.variant}: TFLM + CMSIS-NN did not run it: {r.tflm.error}")
+        if r.arena.error:
+            lines.append(f"speed: error: {r.network} {r.variant}: arena: {r.arena.error}")
+    return lines
+
+
 # --- the table --------------------------------------------------------------------------------
 
 
@@ -506,6 +747,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
                     help=f"networks whose uint8 and asymmetric-weight variants arena runs against their int8 twin, "
                          f"of {', '.join(VARIANT_NETWORKS)} (default: {','.join(DEFAULT_VARIANTS)}; '' for none)")
+    ap.add_argument("--zoo", default="",
+                    help=f"networks run on arena and on TFLM + CMSIS-NN as the same int8 network (bench/onnx2tflite.py), "
+                         f"each int8, uint8 and with asymmetric weights, with instructions per MAC per op kind, of "
+                         f"{', '.join(ZOO_NETWORKS)} (default: none)")
     ap.add_argument("--board", default=BOARD,
                     help=f"comma-separated QEMU boards, each with TFLM built for its core (default {BOARD}; "
                          "e.g. mps2_an500,mps2_an386,mps2_an385: Cortex-M7, M4, M3)")
@@ -518,12 +763,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     keys = [k.strip().lower() for k in args.networks.split(",") if k.strip()]
     dtypes = [d.strip().lower() for d in args.dtypes.split(",") if d.strip()]
     vkeys = [k.strip().lower() for k in args.variants.split(",") if k.strip()]
+    zkeys = [k.strip().lower() for k in args.zoo.split(",") if k.strip()]
     board_names = [b.strip() for b in args.board.split(",") if b.strip()]
     kernels = [k for k in KERNELS if k in {x.strip() for x in args.kernels.split(",")} | {"cmsis_nn"}]
     bad = [k for k in keys if k not in by_key] + [d for d in dtypes if d not in DTYPES]
-    bad += [k for k in vkeys if k not in VARIANT_NETWORKS]
+    bad += [k for k in vkeys if k not in VARIANT_NETWORKS] + [k for k in zkeys if k not in ZOO_NETWORKS]
     bad += [k for k in args.kernels.split(",") if k.strip() and k.strip() not in KERNELS]
-    if bad or not (keys or vkeys) or not dtypes:
+    if bad or not (keys or vkeys or zkeys) or not dtypes:
         ap.error(f"unknown network, dtype or kernels {', '.join(bad) or '(none given)'}: networks "
                  f"{', '.join(by_key)}; dtypes {', '.join(DTYPES)}; kernels {', '.join(KERNELS)}")
     from arena_tool.target import boards as B
@@ -549,6 +795,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             lines, n = variants(shared, build, vkeys, args.optimize, board)
             print(f"\n{board}: uint8-activation and asymmetric-weight variants (QOperator, per-channel) "
                   "against their int8 twin:" if cases else "")
+            print("\n".join(lines))
+            failed += n
+        if zkeys:
+            lines, n = zoo(shared, build, zkeys, board, args)
+            print(f"\n{board}: arena against TFLM + CMSIS-NN on the same int8 network (QOperator, per-channel, "
+                  "converted by bench/onnx2tflite.py); instructions of one inference (SysTick ticks at the board's clock), "
+                  "per op kind from arena-tool run --profile and tflm_speed's fw_prof.elf:")
             print("\n".join(lines))
             failed += n
     if len(by_board) > 1:

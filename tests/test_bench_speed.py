@@ -227,6 +227,28 @@ def test_tflm_is_built_and_run_for_the_board_core(tmp_path):
     assert "run.py" in str(e.value) and "tool_for" in str(e.value)
 
 
+def test_the_zoo_tool_resolves_the_zoo_s_ops(tmp_path):
+    """--zoo: tflm_speed copied with model_to_c.py's resolver table holding HARD_SWISH, TRANSPOSE,
+    SPLIT, SPLIT_V and PADV2; a table that changed is an error naming the function to update."""
+    tool = tmp_path / "tool"
+    tool.mkdir()
+    (tool / "model_to_c.py").write_text(f"ADD = {{{speed.TOOL_ADD}\n")
+    (tool / "build.sh").write_text("make\n")
+    out = speed.zoo_tool(tool, tmp_path / "b")
+    assert (out / "model_to_c.py").read_text() == f"ADD = {{{speed.ZOO_ADD}\n" and (out / "build.sh").read_text() == "make\n"
+    assert '"HARD_SWISH": "AddHardSwish"' in speed.ZOO_ADD and "hard_swish" in speed.ZOO_OPS.split()
+    (tool / "model_to_c.py").write_text("ADD = {}\n")
+    with pytest.raises(SystemExit) as e:
+        speed.zoo_tool(tool, tmp_path / "c")
+    assert "model_to_c.py" in str(e.value) and "zoo_tool" in str(e.value)
+
+
+def test_unknown_zoo_network_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        speed.main(["--networks", "", "--variants", "", "--zoo", "mobilenet_v2,vww"])
+    assert e.value.code == 2 and "vww" in capsys.readouterr().err
+
+
 def test_unknown_board_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as e:
         speed.main(["--board", "mps2_an500,nucleo_f746"])

@@ -90,3 +90,18 @@ def test_an_op_it_does_not_write_is_named(twins, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "QLinearLeakyRelu is not written" in err and str(path) in err and not (tmp_path / "bad.tflite").exists()
 
+
+def test_speed_sums_tflm_operators_under_arena_s_op_kinds(twins, tmp_path):
+    """bench/speed.py's per-op-kind table: each TFLM operator of the conversion under the kind its
+    ONNX op has on arena's side, with the same MACs (a conv's output x kernel x input channels)."""
+    from bench import speed
+
+    path = tmp_path / "tiny.tflite"
+    path.write_bytes(onnx2tflite.convert(onnx.load(str(twins["int8"]))).data)
+    ops = speed.tflite_ops(path)
+    kinds = [k for k, _ in ops]
+    assert kinds[0] == kinds[-1] == speed.EDGES
+    assert ("conv 3x3", 4 * 4 * 8 * 9 * 3) in ops and ("depthwise 3x3", 4 * 4 * 8 * 9) in ops
+    assert ("fully connected", 10 * 8) in ops and "pad (TFLM: ONNX's pads)" in kinds
+    assert {"hard-swish / hard-sigmoid / mul", "global average pool", "max pool", "concat", "add", "softmax",
+            "reshape / transpose / split", "pointwise"} <= set(kinds), kinds
