@@ -9,11 +9,13 @@ TFLite's order (CONV_2D OHWI, DEPTHWISE_CONV_2D 1HWO, FULLY_CONNECTED OI), per-c
 
 Ops: QuantizeLinear/DequantizeLinear (QUANTIZE/DEQUANTIZE), QLinearConv (CONV_2D, or
 DEPTHWISE_CONV_2D for one input channel per group), QGemm and QLinearMatMul (FULLY_CONNECTED),
-QLinearAdd/QLinearMul (ADD/MUL), MaxPool (MAX_POOL_2D), QLinearGlobalAveragePool (MEAN, or
-AVERAGE_POOL_2D when its input and output are quantized alike), QLinearConcat (CONCATENATION; an
-input quantized otherwise is requantized by a QUANTIZE first, as TFLM requires), Reshape, Flatten,
-Transpose and Split (RESHAPE, TRANSPOSE, SPLIT/SPLIT_V, the layout followed through them),
-QLinearSoftmax (SOFTMAX), and onnxruntime's DequantizeLinear ->
+QLinearAdd/QLinearMul (ADD/MUL), MaxPool (MAX_POOL_2D), QLinearGlobalAveragePool (AVERAGE_POOL_2D,
+then a QUANTIZE to its output's scale where it differs: CMSIS-NN's pool; TFLM's MEAN, which could
+requantize in one op, is reference code: MobileNetV3's pools 3,368,280 instructions against 199,440),
+QLinearConcat (CONCATENATION, whose inputs TFLM requires quantized as its output: a conv read only
+there is written at the concat's scale, as TFLite's converter writes it, another input requantized
+by a QUANTIZE), Reshape, Flatten, Transpose and Split (RESHAPE, TRANSPOSE, SPLIT/SPLIT_V, the
+layout followed through them), QLinearSoftmax (SOFTMAX), and onnxruntime's DequantizeLinear ->
 HardSigmoid -> QuantizeLinear -> QLinearMul(x, .) chain: HARD_SWISH when it multiplies the
 HardSigmoid's own input, else the float HardSigmoid as ADD (fused RELU6) and MUL between a
 DEQUANTIZE and a QUANTIZE. Padding TFLite's SAME/VALID cannot express (ONNX pads the top of a
@@ -23,7 +25,8 @@ a MaxPool) and a VALID layer.
 What is not the same network is said in ``Converted.notes``: uint8 activations become int8 ones
 (codes and zero points minus 128: exact), weights with zero points other than 0 become symmetric
 int8 (q - zp, exact where it fits in int8; else that channel rescaled to 127, approximate), as
-TFLM's int8 kernels take only symmetric weights.
+TFLM's int8 kernels take only symmetric weights; a conv written at the scale of the concat it
+feeds rounds once where onnxruntime rounds twice.
 """
 
 from __future__ import annotations
@@ -113,6 +116,7 @@ class _Writer:
         self.hard_swish: set[int] = set()  # ids of the QLinearMul nodes written as HARD_SWISH
         self.names: set[str] = set()
         self.approx_channels = 0
+        self.retargeted = 0  # convs written at the scale of the concat they feed
         self.exact_channels = 0
 
     # --- tensors and ops ---------------------------------------------------------------------
@@ -470,21 +474,28 @@ class _Writer:
         x = self.relayout(self.t[n.input[0]], NHWC, n.output[0])
         q = self.qparam(n.input[3], n.input[4])
         N, C, H, W = x.shape
-        out = self.act(n.output[0], (N, C, 1, 1), q)
-        if q == x.quant:
-            self.op("AVERAGE_POOL_2D", [x.index], [out.index], "Pool2DOptions", padding=self.fb.Padding.VALID,
-                    strideH=1, strideW=1, filterHeight=H, filterWidth=W)
-        else:
-            self.op("MEAN", [x.index, self.const_i32(n.output[0] + "_axes", [1, 2])], [out.index],
-                    "ReducerOptions", keepDims=True)
+        pooled = self.act(n.output[0] + ("_pooled" if q != x.quant else ""), (N, C, 1, 1), x.quant)
+        self.op("AVERAGE_POOL_2D", [x.index], [pooled.index], "Pool2DOptions", padding=self.fb.Padding.VALID,
+                strideH=1, strideW=1, filterHeight=H, filterWidth=W)
+        if q != x.quant:  # TFLM's AVERAGE_POOL_2D keeps its input's scale: requantized after it
+            out = self.act(n.output[0], (N, C, 1, 1), q)
+            self.op("QUANTIZE", [pooled.index], [out.index], "QuantizeOptions")
 
     def op_QLinearConcat(self, n: Any, a: dict[str, Any]) -> None:
         q = self.qparam(n.input[0], n.input[1])
         ins = [self.t[n.input[i]] for i in range(2, len(n.input), 3)]
         perm = ins[0].perm
         ready = []
-        for i, x in enumerate(ins):
+        for i, (name, x) in enumerate(zip(n.input[2::3], ins)):
             x = self.relayout(x, perm, f"{n.output[0]}_in{i}")
+            producer = self.producer.get(name)
+            if (x.quant != q and producer is not None and producer.op_type == "QLinearConv"
+                    and len(self.consumers.get(name, [])) == 1 and x is self.t[name]):
+                # a conv read only here requantizes to the concat's scale, as TFLite's converter writes it
+                qp = self.sg.tensors[x.index].quantization
+                qp.scale, qp.zeroPoint = np.array([q[0]], np.float32), np.array([q[1]], np.int64)
+                x.quant = q
+                self.retargeted += 1
             if x.quant != q:  # TFLM's CONCATENATION takes its inputs quantized as its output
                 r = self.act(f"{n.output[0]}_in{i}_requantized", x.shape, q, perm)
                 self.op("QUANTIZE", [x.index], [r.index], "QuantizeOptions")
@@ -566,6 +577,9 @@ class _Writer:
         self.m.subgraphs = [self.sg]
         b = flatbuffers.Builder(1 << 20)
         b.Finish(self.m.Pack(b), file_identifier=b"TFL3")
+        if self.retargeted:
+            self.notes.append(f"{self.retargeted} conv outputs read only by a concat written at its scale "
+                              "(requantized once, as TFLite's converter writes a concat; onnxruntime rounds twice)")
         if self.approx_channels:
             self.notes.append(f"weights with zero points other than 0 written symmetric: {self.exact_channels} "
                               f"channels exact (q - zp), {self.approx_channels} rescaled to fit int8 (approximate)")

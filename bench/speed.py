@@ -541,6 +541,8 @@ def tflite_ops(path: Path) -> list[tuple[str, int]]:
             out.append(("fully connected", outs * shape(o.inputs[1])[1]))
         elif op == "QUANTIZE" and sg.tensors[o.outputs[0]].name.decode().endswith("_requantized"):
             out.append(("concat", 0))
+        elif op == "QUANTIZE" and sg.tensors[o.inputs[0]].name.decode().endswith("_pooled"):
+            out.append(("global average pool", 0))
         elif op == "ADD" and sg.tensors[o.outputs[0]].type == fb.TensorType.FLOAT32:
             out.append(("hard-swish / hard-sigmoid / mul", 0))  # a float HardSigmoid's relu6(x + 3)
         else:
