@@ -6,14 +6,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, unavailable
 
-sys.path.insert(0, str(ROOT / "bench"))
-import speed  # noqa: E402
+from bench import speed  # a package import: bench/ on sys.path would shadow tests/models.py with bench/models.py
 
 ALL_TOOLS = {"arm-none-eabi-g++", "arm-none-eabi-gcc", "qemu-system-arm", "make", "bash"}
 
