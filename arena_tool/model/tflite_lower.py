@@ -196,8 +196,11 @@ class _Lowering:
             return self.conv(k, name, kind, ins, outs, opts)
         if int8 and kind == "FULLY_CONNECTED" and len(ins) >= 2 and self.dtype(ins[1]) == "int8":
             return self.fully_connected(k, name, ins, outs, opts)
-        if int8 and kind == "AVERAGE_POOL_2D":
-            return self.pool(k, name, "TflAveragePool2D", ins, outs, opts)
+        if int8 and kind in ("AVERAGE_POOL_2D", "MAX_POOL_2D") and ins and outs:
+            self.why = self.pool_quant(ins[0], outs[0])
+            if not self.why:
+                return self.pool(k, name, "TflAveragePool2D" if kind == "AVERAGE_POOL_2D" else "TflMaxPool2D", ins,
+                                 outs, opts)
         if int8 and kind in ("ADD", "MUL") and len(ins) == 2 and all(self.dtype(x) == "int8" for x in ins):
             return self.binary(k, name, kind, ins, outs, opts)
         if int8 and kind == "SOFTMAX":
@@ -208,8 +211,6 @@ class _Lowering:
             node = self.float_op(k, name, kind, ins, outs, opts)
             if node is not None:
                 return node
-        if int8 and kind == "MAX_POOL_2D":
-            return self.pool(k, name, "TflMaxPool2D", ins, outs, opts)
         if kind in _MOVES and ins and outs:
             self.why = self.same_quant(ins, outs[0]) if kind == "CONCATENATION" else ""
             move: dict[str, Callable[[int, str, list[int], list[int], Any], Node | None]] = {
@@ -359,6 +360,15 @@ class _Lowering:
             return ""
         q = [(tuple(self.scale_zp(i)[0]), tuple(self.scale_zp(i)[1])) for i in (*ins, y) if i >= 0]
         return "" if len(set(q)) == 1 else "its int8 inputs and output are quantized differently (TFLM requires them equal)"
+
+    def pool_quant(self, x: int, y: int) -> str:
+        """Why an int8 pool cannot run ('' when it can): TFLM's Prepare requires the input's and output's
+        scales within 1e-6 and equal zero points (pooling_common.cc), so the reference refuses the model."""
+        (sx, zx), (sy, zy) = self.scale_zp(x), self.scale_zp(y)
+        if abs(sx[0] - sy[0]) <= 1.0e-6 and zx[0] == zy[0]:
+            return ""
+        return (f"its int8 input and output are quantized differently (scale {sx[0]:g} zero point {zx[0]} -> "
+                f"{sy[0]:g} {zy[0]}; TFLM requires them equal)")
 
     def onnx_const(self, name: str, values: list[int]) -> str:
         return self.const(name, np.asarray(values, np.int64))

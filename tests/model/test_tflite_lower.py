@@ -84,18 +84,28 @@ def test_the_more_ops_lower_to_their_kernels(tmp_path: Path) -> None:
 
 
 def test_an_op_it_lowers_refused_for_its_parameters_says_why(tmp_path: Path) -> None:
-    """LOGISTIC whose output zero point is not TFLM's -128, CONCATENATION of differently quantized inputs."""
+    """LOGISTIC whose output zero point is not TFLM's -128, CONCATENATION of differently quantized inputs,
+    int8 pools whose output is quantized unlike their input (TFLM's Prepare refuses them)."""
     m = Model()
     x = m.tensor("x", "INT8", [1, 8], scale=[0.1], zp=[0])
     y = m.tensor("y", "INT8", [1, 8], scale=[1 / 256], zp=[0])
     z = m.tensor("z", "INT8", [1, 16], scale=[0.1], zp=[0])
     m.op("LOGISTIC", [x], [y])
     m.op("CONCATENATION", [x, y], [z], "ConcatenationOptions", axis=1)
-    gaps = runtime_support.gaps(liveness.lower(save(tmp_path, "why.tflite", m.pack([x], [z])), ARENA))
+    img = m.tensor("img", "INT8", [1, 4, 4, 2], scale=[0.1], zp=[3])
+    pools = [m.tensor(f"p{i}", "INT8", [1, 2, 2, 2], scale=[s], zp=[zp])
+             for i, (s, zp) in enumerate([(0.2, 3), (0.1, 4), (0.1 + 1e-8, 3)])]
+    for kind, out in zip(("AVERAGE_POOL_2D", "MAX_POOL_2D", "MAX_POOL_2D"), pools):
+        m.op(kind, [img], [out], "Pool2DOptions", padding=1, strideW=2, strideH=2, filterWidth=2, filterHeight=2)
+    gaps = runtime_support.gaps(liveness.lower(save(tmp_path, "why.tflite", m.pack([x, img], [z, *pools])), ARENA))
     assert [g.why for g in gaps] == [
         "arena runs TFLite's LOGISTIC, not this one: its output zero point is 0; TFLM's int8 LOGISTIC requires -128",
         "arena runs TFLite's CONCATENATION, not this one: its int8 inputs and output are quantized differently "
-        "(TFLM requires them equal)"]
+        "(TFLM requires them equal)",
+        "arena runs TFLite's AVERAGE_POOL_2D, not this one: its int8 input and output are quantized differently "
+        "(scale 0.1 zero point 3 -> 0.2 3; TFLM requires them equal)",
+        "arena runs TFLite's MAX_POOL_2D, not this one: its int8 input and output are quantized differently "
+        "(scale 0.1 zero point 3 -> 0.1 4; TFLM requires them equal)"]  # the third pool's 1e-8 is within TFLM's 1e-6
 
 
 def test_kernels_arena_plans_the_lowered_model_tflm_kernels_plan_tflms(tmp_path: Path) -> None:
