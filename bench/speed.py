@@ -396,8 +396,10 @@ def op_kind(op_type: str, attrs: Mapping[str, Any], channels: int | None) -> str
     return op_type
 
 
-def kinds(model: Path, profile: Sequence[Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
-    """Per op kind of ``model`` (op_kind, from its lowered ops by name): (instructions, MACs) summed over its profile."""
+def kinds(model: Path, profile: Sequence[Mapping[str, Any]],
+          classify: Callable[[str, Mapping[str, Any], int | None, bool], str] | None = None) -> dict[str, tuple[int, int]]:
+    """Per op kind of ``model``'s lowered ops (op_kind, or ``classify`` given the op's type, attributes,
+    input channels and whether it touches the graph's edge): (instructions, MACs) summed over its profile."""
     from arena_tool.model import lowering
 
     lw = lowering.load(str(model))
@@ -407,7 +409,12 @@ def kinds(model: Path, profile: Sequence[Mapping[str, Any]]) -> dict[str, tuple[
         op = by_name.get(row["name"])
         shape = lw.types[op.inputs[0]].shape if op is not None and op.inputs[0] in lw.types else None
         channels = shape[1] if shape is not None and len(shape) > 1 and isinstance(shape[1], int) else None
-        kind = op_kind(row["op_type"], op.attrs if op is not None else {}, channels)
+        attrs = op.attrs if op is not None else {}
+        if classify is None:
+            kind = op_kind(row["op_type"], attrs, channels)
+        else:
+            kind = classify(row["op_type"], attrs, channels,
+                            op is not None and (op.inputs[0] in lw.inputs or op.outputs[0] in lw.outputs))
         i, m = out.get(kind, (0, 0))
         out[kind] = (i + int(row["instructions"] or 0), m + int(row["macs"]))
     return out
@@ -492,24 +499,6 @@ def family(op_type: str, attrs: Mapping[str, Any], channels: int | None, edge: b
         return EDGES if edge else "hard-swish / hard-sigmoid / mul"
     kind = op_kind(op_type, attrs, channels)
     return OTHER_KINDS.get(kind, kind)
-
-
-def arena_kinds(model: Path, profile: Sequence[Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
-    """Per family of ``model``'s lowered ops: (instructions, MACs) summed over arena's profile."""
-    from arena_tool.model import lowering
-
-    lw = lowering.load(str(model))
-    by_name = {op.name: op for op in lw.ops}
-    out: dict[str, tuple[int, int]] = {}
-    for row in profile:
-        op = by_name.get(row["name"])
-        shape = lw.types[op.inputs[0]].shape if op is not None and op.inputs[0] in lw.types else None
-        channels = shape[1] if shape is not None and len(shape) > 1 and isinstance(shape[1], int) else None
-        edge = op is not None and (op.inputs[0] in lw.inputs or op.outputs[0] in lw.outputs)
-        kind = family(row["op_type"], op.attrs if op is not None else {}, channels, edge)
-        i, m = out.get(kind, (0, 0))
-        out[kind] = (i + int(row["instructions"] or 0), m + int(row["macs"]))
-    return out
 
 
 def tflite_ops(path: Path) -> list[tuple[str, int]]:
@@ -639,7 +628,7 @@ def zoo(shared: Path, build: Path, keys: Sequence[str], board: str, args: argpar
             for (kind, n), t in zip(ops, ticks):
                 i, mm = tk.get(kind, (0, 0))
                 tk[kind] = (i + t, mm + n)
-        rows.append(ZooRow(key, label, macs, m, tflm[elves[tfl]], arena_kinds(path, prof) if prof else {}, tk,
+        rows.append(ZooRow(key, label, macs, m, tflm[elves[tfl]], kinds(path, prof, family) if prof else {}, tk,
                            notes, codes))
     return zoo_tables(rows), sum(1 for r in rows if r.arena.error)
 
@@ -655,9 +644,9 @@ def zoo_tables(rows: Sequence[ZooRow]) -> list[str]:
     lines += ["", "| network | variant | op kind | MACs | arena instr | arena instr/MAC | CMSIS-NN instr | "
               "CMSIS-NN instr/MAC | arena / CMSIS-NN |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        kinds = sorted(set(r.arena_kinds) | set(r.tflm_kinds),
+        order = sorted(set(r.arena_kinds) | set(r.tflm_kinds),
                        key=lambda k: -max(r.arena_kinds.get(k, (0, 0))[0], r.tflm_kinds.get(k, (0, 0))[0]))
-        for k in kinds:
+        for k in order:
             ai, am = r.arena_kinds.get(k, (0, 0))
             ti, tm = r.tflm_kinds.get(k, (0, 0))
             macs = am or tm
