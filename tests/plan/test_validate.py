@@ -1,6 +1,9 @@
 """The independent validator: a valid plan passes, each Reason has a trigger."""
 
+import numpy as np
 import pytest
+
+from arena_tool.plan import validate
 
 from arena_tool.core.problem import Buffer, Problem
 from arena_tool.plan.validate import Reason, check, violations
@@ -89,6 +92,21 @@ def test_the_sweep_agrees_with_every_pair(seed):
         assert (a, b) in names or (b, a) in names
     load = max(sum(b.size for b in bufs if b.start <= t <= b.end) for t in range(20))
     assert (Reason.BELOW_BOUND in {v.reason for v in found}) == (arena < load)
+    assert violations(p, offsets, arena, compiled=False) == found  # validate.c: the same answer
+    lib = validate._library()
+    if lib is not None:  # and the same pairs as the Python sweep, for every plan
+        arrays = [np.array(v, dtype=np.int64) for v in ([b.start for b in bufs], [b.end for b in bufs],
+                                                         [b.size for b in bufs], offsets)]
+        assert validate._overlaps_c(lib, *arrays) == validate._overlaps(p, offsets)
+
+
+def test_the_compiled_sweep_is_built():
+    """Where a C compiler is, validate.c builds (else every plan is checked in Python: ~1 CPU-s
+    at 100,000 buffers, past the time limit)."""
+    from arena_tool.core import native
+    if native._compiler() is None:
+        pytest.skip("no C compiler")
+    assert validate._library() is not None
 
 
 def test_the_sweep_scales():
