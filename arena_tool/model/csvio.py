@@ -81,6 +81,9 @@ def read_problem(path: str, capacity: int | None = None) -> Problem:
                          hint="add 'upper' (half-open) or 'end' (inclusive last op)")
     inclusive = "end" in cols
     hi_key = "end" if inclusive else "upper"
+    fast = _read_rows_fast(lines, len(header), cols, inclusive)
+    if fast is not None:
+        return Problem(fast, capacity if capacity is not None else capacity_from_name(path))
     buffers: list[Buffer] = []
     seen: dict[str, int] = {}
     for ln, raw in enumerate(lines[1:], start=2):
@@ -131,6 +134,30 @@ def read_problem(path: str, capacity: int | None = None) -> Problem:
     if capacity is None:
         capacity = capacity_from_name(path)
     return Problem(tuple(buffers), capacity)
+
+
+def _read_rows_fast(lines: list[str], width: int, cols: dict[str, int], inclusive: bool) -> tuple[Buffer, ...] | None:
+    """The rows of a well-formed file without fixed offsets, column by column (issue 39: the time
+    limit counts reading; at 100,000 rows 0.4 CPU-s row by row); None when any row is not, and
+    the row-by-row reader then names the first fault."""
+    rows = [r.split(",") for r in lines[1:] if r.strip()]
+    if "offset" in cols or any(len(r) != width for r in rows):
+        return None
+    names = [r[cols["id"]].strip() for r in rows]
+    if "" in names or len(set(names)) != len(names):
+        return None
+    try:
+        lower = [int(r[cols["lower"]]) for r in rows]
+        hi = [int(r[cols["end" if inclusive else "upper"]]) for r in rows]
+        size = [int(r[cols["size"]]) for r in rows]
+        align = [int(r[cols["alignment"]]) for r in rows] if "alignment" in cols else [1] * len(rows)
+    except ValueError:
+        return None
+    end = hi if inclusive else [h - 1 for h in hi]
+    if rows and (min(lower) < 0 or min(hi) < 0 or min(size) < 1 or min(align) < 1
+                 or any(e < lo for lo, e in zip(lower, end))):
+        return None
+    return tuple(map(Buffer, names, size, lower, end, align))
 
 
 def _rows(problem: Problem, offsets: Sequence[int] | None) -> str:

@@ -41,6 +41,18 @@ def test_end_header_is_inclusive_and_aliases(tmp_path) -> None:
     assert p.buffers == (Buffer("a", 8, 0, 3, 4),) and p.capacity == 99
 
 
+def test_column_reader_reads_what_the_row_reader_does(tmp_path, monkeypatch) -> None:
+    """The column-at-a-time reader (well-formed files) gives the row-by-row reader's Problem:
+    spaces, blank lines, columns in another order, both lifetime forms."""
+    for text in ("size, upper ,id,lower,alignment\n8, 3 , a ,0,4\n\n16,9,b,2,16\n",
+                 "buffer,start,end,size\nx,5,5,1\ny,0,7,3\n"):
+        path = write(tmp_path, "x.7.csv", text)
+        fast = csvio.read_problem(path)
+        monkeypatch.setattr(csvio, "_read_rows_fast", lambda *a: None)
+        assert csvio.read_problem(path) == fast and len(fast.buffers) == 2 and fast.capacity == 7
+        monkeypatch.undo()
+
+
 def test_capacity_absent(tmp_path) -> None:
     assert csvio.read_problem(write(tmp_path, "plain.csv", "id,lower,upper,size\na,0,1,8\n")).capacity is None
 

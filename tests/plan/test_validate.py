@@ -110,11 +110,16 @@ def test_the_compiled_sweep_is_built():
 
 
 def test_the_sweep_scales():
-    """A 20,000-buffer valid plan (stacked in time order, so the live set is large) is
-    checked in well under a second of work; the pairwise check took seconds."""
+    """A 100,000-buffer valid plan (stacked in time order, so the live set is large) is
+    checked in a fifth of the time limit's reserve for it (planners.RESERVE_SECONDS_PER_BUFFER:
+    1.5 s at 100,000 buffers, for setup, validation and writing): ~0.1 CPU-s compiled; the
+    Python sweep takes ~0.4 here and fails it."""
     import time
-    bufs = tuple(Buffer(f"b{i}", 16, i // 4, i // 4 + 500, 16) for i in range(20_000))
-    offsets = [16 * (i % 2100) for i in range(20_000)]
+    from arena_tool.plan import planners
+    if validate._library() is None:
+        pytest.skip("no C compiler: the Python sweep checks plans")
+    bufs = tuple(Buffer(f"b{i}", 16, i // 20, i // 20 + 500, 16) for i in range(100_000))
+    offsets = [16 * (i % 10100) for i in range(100_000)]
     t0 = time.process_time()
-    assert violations(Problem(bufs), offsets, 16 * 2100) == []
-    assert time.process_time() - t0 < 2.0
+    assert violations(Problem(bufs), offsets, 16 * 10100) == []
+    assert time.process_time() - t0 < planners.RESERVE_SECONDS_PER_BUFFER * len(bufs) / 5

@@ -68,7 +68,7 @@ def check_planner_name(name: str, field: str = "planner", file: str | None = Non
 
 
 # per buffer, what no planner's clock covers: its setup before the first clock read (the load
-# bound, optimal's instance and first walk: ~8 us), the validation (~4 us) and writing (~1 us)
+# bound, optimal's instance and first walk: ~8 us), the validation (~2 us, validate.c) and writing (~1 us)
 RESERVE_SECONDS_PER_BUFFER = 15e-6
 LEAST_SECONDS = 0.01  # a planner's limit when nothing is left: it still returns a layout
 
