@@ -8,12 +8,14 @@ off the tile sizes), each planned with no workspace (the direct path) and with t
 `full` im2col workspaces; Gemm with every transA/transB, alpha, beta and C broadcast; MatMul with
 1-D operands and broadcast batches; binary ops with broadcast operands; the unary ops with loops
 of their own. They run in one firmware per target: the host (ASan + UBSan) and QEMU mps2_an386
-(Cortex-M4F) and mps2_an500 (Cortex-M7), where the multiply-adds are fused. Outputs must be within
-1e-5 of the output's largest magnitude.
+(Cortex-M4F), mps2_an500 (Cortex-M7) and mps3_an547 (Cortex-M55: the tiles, the depthwise interior
+and the element-wise runs in Helium's float lanes, whose instructions its ELF must hold), where the
+multiply-adds are fused. Outputs must be within 1e-5 of the output's largest magnitude.
 """
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +186,15 @@ def _check(text: str, models: list[Case]) -> None:
         assert got.shape == want.shape and err <= tol, (sym, err, tol)
 
 
+def _vector_ops(elf: Path) -> set[str]:
+    """The mnemonics of the ELF's instructions on Helium's q registers (objdump decodes them only when
+    told the architecture, Armv8.1-M): VFMA.F32 on s registers is the scalar FPU's."""
+    text = subprocess.run([require_tool("arm-none-eabi-objdump"), "-d", "-m", "armv8.1-m.main", str(elf)],
+                          check=True, capture_output=True, text=True).stdout
+    return {f[2].split(".")[0] for f in (line.split("\t") for line in text.splitlines())
+            if len(f) >= 4 and f[3].lstrip().startswith("q")}
+
+
 @pytest.mark.slow
 def test_float_kernels_on_the_host_match_onnxruntime(cases: list[Case], tmp_path: Path) -> None:
     rc, text = fwbuild.run_host(fwbuild.build_host(tmp_path, fwbuild.generate(tmp_path, cases)))
@@ -192,7 +203,7 @@ def test_float_kernels_on_the_host_match_onnxruntime(cases: list[Case], tmp_path
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("board", ["mps2_an386", "mps2_an500"])
+@pytest.mark.parametrize("board", ["mps2_an386", "mps2_an500", "mps3_an547"])
 def test_float_kernels_on_qemu_match_onnxruntime(cases: list[Case], tmp_path: Path, board: str) -> None:
     require_tool("arm-none-eabi-gcc")
     require_tool("qemu-system-arm")
@@ -201,6 +212,7 @@ def test_float_kernels_on_qemu_match_onnxruntime(cases: list[Case], tmp_path: Pa
 
     gen = fwbuild.generate(tmp_path, cases, board)
     elf = fwbuild.build_elf(tmp_path, gen, board, max(d.arena_size for _, _, d in cases))
+    assert _vector_ops(elf) >= ({"vfma", "vldrw", "vstrw", "vpsel"} if board == "mps3_an547" else set()), board
     rc, text = qemu.run(str(elf), boards.load_board(board).qemu, timeout=300)
     assert rc == 0, text[-3000:]
     _check(text, cases)

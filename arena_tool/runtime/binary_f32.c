@@ -37,10 +37,41 @@ static int binary_f(uint8_t op, float r, float v, float *y)
         }                                                           \
     } while (0)
 
-/* 0 for an op without a case, before writing anything. */
+#if ARENA_MVE_F32
+/* BINARY_RUN in Helium's float lanes, four elements a step, the last step's lanes past n off (VCTP);
+ * a broadcast operand is one VDUP. Each step loads before it stores: in place as the scalar loop. */
+#define BINARY_RUN_MVE(expr)                                                      \
+    do {                                                                          \
+        float32x4_t r = vdupq_n_f32(*p), v = vdupq_n_f32(*q);                     \
+        for (j = 0; j < n; j += 4u) {                                             \
+            mve_pred16_t on = vctp32q(n - j);                                     \
+            if (sp) {                                                             \
+                r = vldrwq_z_f32(p + j, on);                                      \
+            }                                                                     \
+            if (sq) {                                                             \
+                v = vldrwq_z_f32(q + j, on);                                      \
+            }                                                                     \
+            vstrwq_p_f32(y + j, (expr), on);                                      \
+        }                                                                         \
+    } while (0)
+#endif
+
+/* 0 for an op without a case, before writing anything. Helium: every op but Div in vectors (MVE has
+ * no vector divide); Max and Min select as the scalar compare does (a NaN operand gives r). */
 static int binary_run(uint8_t op, const float *p, uint32_t sp, const float *q, uint32_t sq, float *y, uint32_t n)
 {
     uint32_t j;
+#if ARENA_MVE_F32
+    switch (op) {
+    case ARENA_OP_ADD: BINARY_RUN_MVE(vaddq_f32(r, v)); return 1;
+    case ARENA_OP_SUB: BINARY_RUN_MVE(vsubq_f32(r, v)); return 1;
+    case ARENA_OP_MUL: BINARY_RUN_MVE(vmulq_f32(r, v)); return 1;
+    case ARENA_OP_MAX: BINARY_RUN_MVE(vpselq_f32(v, r, vcmpgtq_f32(v, r))); return 1;
+    case ARENA_OP_MIN: BINARY_RUN_MVE(vpselq_f32(v, r, vcmpltq_f32(v, r))); return 1;
+    case ARENA_OP_PRELU: BINARY_RUN_MVE(vpselq_f32(vmulq_f32(r, v), r, vcmpltq_n_f32(r, 0.0f))); return 1;
+    default: break;
+    }
+#endif
     switch (op) {
     case ARENA_OP_ADD: BINARY_RUN(r + v); break;
     case ARENA_OP_SUB: BINARY_RUN(r - v); break;
@@ -54,6 +85,7 @@ static int binary_run(uint8_t op, const float *p, uint32_t sp, const float *q, u
     return 1;
 }
 #undef BINARY_RUN
+#undef BINARY_RUN_MVE
 
 /* Sub, Div, PRelu (two inputs); Add, Mul, Max, Min (1 to MAX_OPERANDS inputs,
  * folded left to right, so Sum can run as Add); numpy-broadcast to the

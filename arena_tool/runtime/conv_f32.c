@@ -65,13 +65,96 @@ typedef struct {
             put4(y[3], 4, c30, c31, c32, c33);                                                          \
         }                                                                                               \
     }
+#if ARENA_MVE_F32
+/* The same tile in Helium's float lanes: the four pixels one vector (LOAD: one VLDRW at stride 1,
+ * else a VLDRW gather S apart), output channel i's four sums one vector fused with its tap's weight
+ * (VFMA from a general register). */
+#define CONV_TILE_MVE(NAME, LOAD)                                                                         \
+    static NOINLINE void NAME(const rowtaps_t *t, const float *x, const float *const w[4], const float c[4], \
+                              float *const y[4], int32_t nco, int32_t sw)                             \
+    {                                                                                                   \
+        const float *q0 = w[0], *q1 = w[1], *q2 = w[2], *q3 = w[3];                                   \
+        const int32_t *oe = t->off + t->ntaps;                                                          \
+        uint32x4_t lanes = vmulq_n_u32(vidupq_n_u32(0u, 1), (uint32_t)sw);                              \
+        float32x4_t c0 = vdupq_n_f32(c[0]), c1 = vdupq_n_f32(c[1]), c2 = vdupq_n_f32(c[2]);            \
+        float32x4_t c3 = vdupq_n_f32(c[3]);                                                             \
+        int32_t ci;                                                                                     \
+        (void)lanes;                                                                                    \
+        for (ci = t->ntaps > 0 ? t->cin : 0; ci > 0; --ci) {                                            \
+            const int32_t *o = t->off;                                                                  \
+            do {                                                                                        \
+                const float *xp = x + *o++;                                                             \
+                float32x4_t v = LOAD;                                                                   \
+                c0 = vfmaq_n_f32(c0, v, *q0++);                                                         \
+                c1 = vfmaq_n_f32(c1, v, *q1++);                                                         \
+                c2 = vfmaq_n_f32(c2, v, *q2++);                                                         \
+                c3 = vfmaq_n_f32(c3, v, *q3++);                                                         \
+            } while (o != oe);                                                                          \
+            q0 += t->wskip;                                                                             \
+            q1 += t->wskip;                                                                             \
+            q2 += t->wskip;                                                                             \
+            q3 += t->wskip;                                                                             \
+            x += t->plane;                                                                              \
+        }                                                                                               \
+        vstrwq_f32(y[0], c0);                                                                           \
+        if (nco > 1) {                                                                                  \
+            vstrwq_f32(y[1], c1);                                                                       \
+        }                                                                                               \
+        if (nco > 2) {                                                                                  \
+            vstrwq_f32(y[2], c2);                                                                       \
+        }                                                                                               \
+        if (nco > 3) {                                                                                  \
+            vstrwq_f32(y[3], c3);                                                                       \
+        }                                                                                               \
+    }
+CONV_TILE_MVE(conv_tile_s1, vldrwq_f32(xp))
+CONV_TILE_MVE(conv_tile_sn, vldrwq_gather_shifted_offset_f32(xp, lanes))
+#undef CONV_TILE_MVE
+#else
 CONV_TILE(conv_tile_s1, 1)
 CONV_TILE(conv_tile_s2, 2)
 CONV_TILE(conv_tile_sn, sw)
+#endif
 #undef CONV_TILE
 
 /* Four output channels at one output pixel (oh, ow), the window clipped to the input: padding
- * is skipped, never read. Any stride and dilation. */
+ * is skipped, never read. Any stride and dilation. Helium: the four channels one vector, their
+ * weights of a tap one VLDRW gather, their outputs one predicated scatter (the kernels and the
+ * output planes come in increasing order, so their distances are offsets from the first). */
+#if ARENA_MVE_F32
+static NOINLINE void conv_px(const geom_t *g, const float *x, const float *const w[4], const float c[4], float *const y[4],
+                             int32_t oh, int32_t ow, int32_t ky0, int32_t ky1, int32_t nco)
+{
+    int32_t kk = g->kh * g->kw, ci, ky, kx, kx0, kx1, ih0 = oh * g->sh - g->ph, iw0 = ow * g->sw - g->pw;
+    size_t plane = (size_t)g->h * (size_t)g->w, rstep = (size_t)g->dh * (size_t)g->w;
+    uint32_t wo[4], yo[4];
+    uint32x4_t wof, yof;
+    float32x4_t acc = vldrwq_f32(c);
+    int i;
+    for (i = 0; i < 4; ++i) {
+        wo[i] = (uint32_t)(w[i] - w[0]);
+        yo[i] = (uint32_t)(y[i] - y[0]);
+    }
+    wof = vldrwq_u32(wo);
+    yof = vldrwq_u32(yo);
+    window_taps(iw0, g->kw, g->dw, g->w, &kx0, &kx1);
+    for (ci = 0; ci < g->cin; ++ci) {
+        const float *xr = x + (size_t)ci * plane + (size_t)(ih0 + ky0 * g->dh) * (size_t)g->w
+                          + (size_t)(iw0 + kx0 * g->dw);
+        const float *q = w[0] + (size_t)ci * (size_t)kk + (size_t)ky0 * (size_t)g->kw + (size_t)kx0;
+        for (ky = ky0; ky < ky1; ++ky) {
+            const float *xp = xr;
+            for (kx = kx0; kx < kx1; ++kx) {
+                acc = vfmaq_n_f32(acc, vldrwq_gather_shifted_offset_f32(q++, wof), *xp);
+                xp += g->dw;
+            }
+            q += g->kw - (kx1 - kx0);
+            xr += rstep;
+        }
+    }
+    vstrwq_scatter_shifted_offset_p_f32(y[0] + ow, yof, acc, vctp32q((uint32_t)nco));
+}
+#else
 static NOINLINE void conv_px(const geom_t *g, const float *x, const float *const w[4], const float c[4], float *const y[4],
                     int32_t oh, int32_t ow, int32_t ky0, int32_t ky1, int32_t nco)
 {
@@ -112,6 +195,7 @@ static NOINLINE void conv_px(const geom_t *g, const float *x, const float *const
         y[3][ow] = c3;
     }
 }
+#endif
 
 /* A direct convolution of one group (no workspace): four output channels at a time, interior
  * pixels four at a time (conv_tile_*), the padded border one at a time (conv_px).
@@ -169,8 +253,10 @@ static void conv_direct(const geom_t *g, const float *x, const float *w, const f
                 }
                 if (g->sw == 1) {
                     conv_tile_s1(&t, xw, wt, c, yt, nco, 1);
+#if !ARENA_MVE_F32
                 } else if (g->sw == 2) {
                     conv_tile_s2(&t, xw, wt, c, yt, nco, 2);
+#endif
                 } else {
                     conv_tile_sn(&t, xw, wt, c, yt, nco, g->sw);
                 }

@@ -1,6 +1,7 @@
 /* Gemm, float32, and the GEMM tiles Conv and MatMul share (arena_f32_gemm_nn). No workspace. */
 #include "support_f32.h"
 
+#if !ARENA_MVE_F32
 /* A 4 x 4 output tile: y[i * ldy + j] = c[i] + sum_k a[i][k] * b[k * ldb + j] for the first `rows`
  * rows (a[i]: rows contiguous along k; rows past `rows` repeat the last and are not stored). The 16
  * sums stay in registers, so each value loaded feeds four multiply-adds. */
@@ -97,6 +98,75 @@ static NOINLINE void dot_4(const float *const p[4], const float *q, int32_t qs, 
     out[3] = c3;
 }
 
+#else
+/* tile_4x4 in Helium's float lanes: row i's four sums one vector, a[i][k] times the panel's row k
+ * (one VLDRW) fused into it (VFMA from a general register). The first n (<= 4) columns are on: a
+ * narrower panel's loads and stores are predicated, its columns past n never read. */
+static NOINLINE void tile_4x4_mve(const float *const a[4], const float *b, int32_t ldb, int32_t K, const float c[4],
+                                  float *y, int32_t ldy, int32_t rows, int32_t n)
+{
+    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
+    float32x4_t c0 = vdupq_n_f32(c[0]), c1 = vdupq_n_f32(c[1]), c2 = vdupq_n_f32(c[2]), c3 = vdupq_n_f32(c[3]);
+    mve_pred16_t p = vctp32q((uint32_t)n);
+    int32_t k;
+    if (n == 4) {
+        for (k = K; k > 0; --k) {
+            float32x4_t v = vldrwq_f32(b);
+            b += ldb;
+            c0 = vfmaq_n_f32(c0, v, *a0++);
+            c1 = vfmaq_n_f32(c1, v, *a1++);
+            c2 = vfmaq_n_f32(c2, v, *a2++);
+            c3 = vfmaq_n_f32(c3, v, *a3++);
+        }
+    } else {
+        for (k = K; k > 0; --k) {
+            float32x4_t v = vldrwq_z_f32(b, p);
+            b += ldb;
+            c0 = vfmaq_n_f32(c0, v, *a0++);
+            c1 = vfmaq_n_f32(c1, v, *a1++);
+            c2 = vfmaq_n_f32(c2, v, *a2++);
+            c3 = vfmaq_n_f32(c3, v, *a3++);
+        }
+    }
+    vstrwq_p_f32(y, c0, p);
+    if (rows > 1) {
+        vstrwq_p_f32(y + ldy, c1, p);
+    }
+    if (rows > 2) {
+        vstrwq_p_f32(y + 2 * ldy, c2, p);
+    }
+    if (rows > 3) {
+        vstrwq_p_f32(y + 3 * ldy, c3, p);
+    }
+}
+
+/* One row by a panel of n (<= 4) columns in float lanes (tile_1x4's sums). */
+static NOINLINE void tile_1x4_mve(const float *a, const float *b, int32_t ldb, int32_t K, float c, float *y, int32_t n)
+{
+    float32x4_t c0 = vdupq_n_f32(c);
+    mve_pred16_t p = vctp32q((uint32_t)n);
+    int32_t k;
+    for (k = K; k > 0; --k) {
+        c0 = vfmaq_n_f32(c0, vldrwq_z_f32(b, p), *a++);
+        b += ldb;
+    }
+    vstrwq_p_f32(y, c0, p);
+}
+
+/* y[t] = p[t ld] . q (t < n <= 4, p's rows contiguous along k): dot_4's sums with row t in lane t,
+ * gathered a column of four rows a VLDRW (lanes past n repeat the last row and are not stored). */
+static NOINLINE void dot_rows_mve(const float *p, int32_t ld, const float *q, int32_t K, float *y, int32_t n)
+{
+    uint32x4_t off = vmulq_n_u32(vminq_u32(vidupq_n_u32(0u, 1), vdupq_n_u32((uint32_t)n - 1u)), (uint32_t)ld);
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    int32_t k;
+    for (k = K; k > 0; --k) {
+        acc = vfmaq_n_f32(acc, vldrwq_gather_shifted_offset_f32(p++, off), *q++);
+    }
+    vstrwq_p_f32(y, acc, vctp32q((uint32_t)n));
+}
+#endif
+
 /* Y[m * ldy + n] = bias[m] + sum_k A[m * lda + k] * B[k * ldb + n] (m < M, n < N, k < K; bias NULL:
  * 0), in 4 x 4 register tiles. Y is none of A, B and bias. */
 void arena_f32_gemm_nn(const float *A, int32_t lda, const float *B, int32_t ldb, const float *bias, float *Y,
@@ -106,13 +176,22 @@ void arena_f32_gemm_nn(const float *A, int32_t lda, const float *B, int32_t ldb,
     for (m = 0; m < M; m += 4) {
         int32_t rows = min_i32(4, M - m);
         const float *a[4];
-        float c[4], out[4];
+        float c[4];
         float *y = Y + (size_t)m * (size_t)ldy;
         for (i = 0; i < 4; ++i) {
             int32_t r = m + min_i32(i, rows - 1);
             a[i] = A + (size_t)r * (size_t)lda;
             c[i] = bias != NULL ? bias[r] : 0.0f;
         }
+#if ARENA_MVE_F32
+        for (n = 0; n < N; n += 4) {
+            if (rows == 1) {
+                tile_1x4_mve(a[0], B + n, ldb, K, c[0], y + n, min_i32(4, N - n));
+            } else {
+                tile_4x4_mve(a, B + n, ldb, K, c, y + n, ldy, rows, min_i32(4, N - n));
+            }
+        }
+#else
         if (rows == 1) {
             for (n = 0; n < N; n += 4) {
                 tile_1x4(a[0], B + n, ldb, K, c[0], y + n, min_i32(4, N - n));
@@ -123,11 +202,13 @@ void arena_f32_gemm_nn(const float *A, int32_t lda, const float *B, int32_t ldb,
             tile_4x4(a, B + n, ldb, K, c, y + n, ldy, rows);
         }
         for (; n < N; ++n) {
+            float out[4];
             dot_4(a, B + n, ldb, K, c, out);
             for (i = 0; i < rows; ++i) {
                 y[(size_t)i * (size_t)ldy + (size_t)n] = out[i];
             }
         }
+#endif
     }
 }
 
@@ -180,10 +261,17 @@ int arena_k_gemm(const arena_ctx_t *c)
         }
     } else if (a->trans_b) {
         /* Y[i][j] = A row i . B row j, both contiguous: four rows of B per pass over A's row */
+#if !ARENA_MVE_F32
         static const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#endif
         for (i = 0; i < M; ++i) {
             for (j = 0; j < N; j += 4) {
-                int32_t nj = min_i32(4, N - j), t;
+                int32_t nj = min_i32(4, N - j);
+#if ARENA_MVE_F32
+                dot_rows_mve(B + (size_t)j * (size_t)K, K, A + (size_t)i * (size_t)K, K,
+                             Y + (size_t)i * (size_t)N + (size_t)j, nj);
+#else
+                int32_t t;
                 const float *p[4];
                 float out[4];
                 for (t = 0; t < 4; ++t) {
@@ -193,6 +281,7 @@ int arena_k_gemm(const arena_ctx_t *c)
                 for (t = 0; t < nj; ++t) {
                     Y[(size_t)i * (size_t)N + (size_t)(j + t)] = out[t];
                 }
+#endif
             }
         }
     } else {

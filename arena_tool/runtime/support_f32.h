@@ -137,6 +137,17 @@ static inline void bcast_next(bcast_t *b)
 #define NOINLINE
 #endif
 
+/* Helium's float lanes (MVE-F: Cortex-M55, M85 with an FPU; __ARM_FEATURE_MVE bit 1): the GEMM and conv
+ * tiles, the depthwise interior and the element-wise runs take four outputs a VFMA / VADD. Each output
+ * lane sums the same products in the same order, each one fused (VFMA as VFMA.F32 / fmaf does), as the
+ * scalar path; off lanes of a tail are predicated (VCTP), never read or written. */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
+#include <arm_mve.h>
+#define ARENA_MVE_F32 1
+#else
+#define ARENA_MVE_F32 0
+#endif
+
 #define MAC4(c0, c1, c2, c3, u, v0, v1, v2, v3) \
     do { MAC(c0, u, v0); MAC(c1, u, v1); MAC(c2, u, v2); MAC(c3, u, v3); } while (0)
 
