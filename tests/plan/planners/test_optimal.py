@@ -141,6 +141,28 @@ def test_independent_parts() -> None:
     assert dict(plan.stats)["parts"] == 2 and plan.arena_size == 20 and plan.optimal
 
 
+def test_parts_by_arrays_are_the_components_with_their_bounds() -> None:
+    """_parts (one sweep for every part's load, heights by reduceat) gives each component its
+    own load bound, fixed tops and largest buffer, and the lowest of the layouts, the first on ties."""
+    rng = random.Random(5)
+    for s in range(30):
+        bufs = []
+        for i in range(rng.randint(1, 40)):
+            a = rng.randint(0, 60)
+            fixed = 16 * rng.randint(0, 4) if rng.random() < 0.1 else None
+            bufs.append(Buffer(f"b{i}", 16 * rng.randint(1, 9), a, a + rng.randint(0, 5), 16, fixed))
+        layouts = [[16 * rng.randint(0, 30) for _ in bufs] for _ in range(3)]
+        parts = optimal._parts(bufs, layouts, optimal.load_bound(bufs))
+        assert [p.idx for p in parts] == optimal.components(bufs)
+        for p in parts:
+            pb = [bufs[i] for i in p.idx]
+            tops = [b.fixed_offset + b.size for b in pb if b.fixed_offset is not None]
+            assert p.bound == max([lower_bound(pb), max(b.size for b in pb), *tops])
+            heights = [max(lay[i] + bufs[i].size for i in p.idx) for lay in layouts]
+            k = heights.index(min(heights))
+            assert p.best == heights[k] and p.offsets == [layouts[k][i] for i in p.idx]
+
+
 def test_prove_improves_a_given_plan() -> None:
     p = Problem(tuple(Buffer(f"b{i}", s, a, e) for i, (s, a, e) in
                       enumerate([(10, 0, 1), (20, 1, 2), (30, 2, 3), (40, 3, 4), (50, 0, 1)])))
