@@ -27,7 +27,6 @@ from arena_tool.core.errors import (
     CheckFailed,
     os_error,
 )
-from arena_tool.target.manifest import DEFAULT_PLANNER
 from arena_tool.core.problem import ARENA_KERNELS, ModelOptions, ModelProblem, Option, Plan, Problem, Status, fmt_bytes, lower_bound, \
     option_fields
 
@@ -467,7 +466,7 @@ def _run_manifest(args: argparse.Namespace) -> int:
     from arena_tool.target import manifest
 
     given = [o.flag for f, o in _model_flags() if getattr(args, o.dest) != _flag_default(o, f.default)]
-    given += [flag for flag, value, default in (("--planner", args.planner, DEFAULT_PLANNER), ("--k", args.k, 1),
+    given += [flag for flag, value, default in (("--planner", args.planner, planners.DEFAULT_PLANNER), ("--k", args.k, 1),
                                                 ("--time-limit", args.time_limit, 10.0), ("--input", args.input, None),
                                                 ("--output", args.output, None), ("--json", args.json, None))
               if value != default]
@@ -677,8 +676,8 @@ def _model_args(p: argparse.ArgumentParser) -> None:
 def _planner_args(p: argparse.ArgumentParser, with_planner: bool = True) -> None:
     g = p.add_argument_group("planner options")
     if with_planner:
-        g.add_argument("--planner", default=DEFAULT_PLANNER,
-                       help=f"one of: {', '.join(sorted(planners.PLANNERS))} (default {DEFAULT_PLANNER})")
+        g.add_argument("--planner", default=planners.DEFAULT_PLANNER,
+                       help=f"one of: {', '.join(sorted(planners.PLANNERS))} (default {planners.DEFAULT_PLANNER})")
     g.add_argument("--k", type=_positive, default=1, help="exact_cover coarsening unit in bytes (default 1)")
     g.add_argument("--time-limit", type=float, default=10.0, metavar="S",
                    help="time limit of every planner in seconds, > 0 (default 10)")

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from arena_tool.target.boards import Board
     from arena_tool.target.yamlio import Doc
 
-DEFAULT_PLANNER = "optimal"
+DEFAULT_PLANNER = planners.DEFAULT_PLANNER
 DEFAULT_BUDGET = "100%"
 DEFAULT_STACK = 4096  # bytes
 DEFAULT_HEAP = 0  # bytes

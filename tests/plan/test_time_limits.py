@@ -162,13 +162,16 @@ def test_the_limit_covers_the_whole_command(tmp_path, kind: str) -> None:
 
 def test_a_csv_plan_imports_no_model_stack(tmp_path) -> None:
     """The limit counts the start-up (process_age): ``plan --problem`` runs the planners'
-    run_planner, not planning, whose model stack imports onnx (1.0 of 1.5 CPU-s of start-up)."""
+    run_planner, not planning, whose model stack imports onnx (1.0 of 1.5 CPU-s of start-up),
+    and takes the default planner's name from the registry, not the manifest, whose boards
+    import jsonschema (0.40 -> 0.25 CPU-s to import cli)."""
     import subprocess
     import sys
     csv = tmp_path / "p.csv"
     write_problem(dense(5, ops=3, longest=1), str(csv))
     code = ("import sys; from arena_tool.cli import main; "
             f"code = main(['plan', '--problem', {str(csv)!r}, '--planner', 'optimal']); "
-            "print(code, sorted(m for m in ('onnx', 'arena_tool.model.liveness') if m in sys.modules))")
+            "print(code, sorted(m for m in ('onnx', 'arena_tool.model.liveness', 'arena_tool.target.manifest', "
+            "'jsonschema') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "0 []", done.stdout + done.stderr

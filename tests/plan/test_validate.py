@@ -111,8 +111,8 @@ def test_the_compiled_sweep_is_built():
 
 def test_the_sweep_scales():
     """A 100,000-buffer valid plan (stacked in time order, so the live set is large) is
-    checked in a fifth of the time limit's reserve for it (planners.RESERVE_SECONDS_PER_BUFFER:
-    1.5 s at 100,000 buffers, for setup, validation and writing): ~0.1 CPU-s compiled; the
+    checked in half the time limit's reserve for it (planners.RESERVE_SECONDS_PER_BUFFER:
+    0.5 s at 100,000 buffers, for validation, writing and exit): ~0.1 CPU-s compiled; the
     Python sweep takes ~0.4 here and fails it."""
     import time
     from arena_tool.plan import planners
@@ -122,4 +122,4 @@ def test_the_sweep_scales():
     offsets = [16 * (i % 10100) for i in range(100_000)]
     t0 = time.process_time()
     assert violations(Problem(bufs), offsets, 16 * 10100) == []
-    assert time.process_time() - t0 < planners.RESERVE_SECONDS_PER_BUFFER * len(bufs) / 5
+    assert time.process_time() - t0 < planners.RESERVE_SECONDS_PER_BUFFER * len(bufs) / 2

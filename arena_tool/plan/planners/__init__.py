@@ -28,6 +28,7 @@ from arena_tool.plan.planners import naive  # noqa: E402
 from arena_tool.plan.planners import exact_cover, first_fit, greedy_size  # noqa: E402
 from arena_tool.plan.planners import greedy_conflicts, hill_climb, optimal, tflite_cpu, tflite_gpu, xla_best_fit  # noqa: E402
 
+DEFAULT_PLANNER = "optimal"  # a manifest's, and the command line's (here: a CSV plan imports no manifest)
 PLANNERS: dict[str, PlannerFn] = {
     "naive": naive.plan,
     "first_fit": first_fit.plan,
@@ -67,16 +68,17 @@ def check_planner_name(name: str, field: str = "planner", file: str | None = Non
                          hint=f"{did_you_mean(name, planner_names())}expected one of {', '.join(planner_names())}")
 
 
-# per buffer, what no planner's clock covers: its setup before the first clock read (the load
-# bound, optimal's instance and first walk: ~8 us), the validation (~2 us, validate.c) and writing (~1 us)
-RESERVE_SECONDS_PER_BUFFER = 15e-6
+# per buffer, what comes after the planner's clock: the validation (~1.3 us, validate.c), writing
+# (~0.7 us), the summary and the interpreter's exit (~1 us): 0.35 CPU-s at 100,000 buffers. The
+# planner's own setup (the load bound, optimal's instance and first walk) runs on its clock:
+# reserving it here too only shortened the search (15 us a buffer before, issue 39)
+RESERVE_SECONDS_PER_BUFFER = 5e-6
 LEAST_SECONDS = 0.01  # a planner's limit when nothing is left: it still returns a layout
 
 
 def planner_limit(time_limit: float, buffers: int, spent: float = 0.0, slowness: float = 1.0) -> float:
     """What of ``time_limit`` the planner may take: less ``spent`` (start-up, reading the
-    problem) and the reserve for what its clock does not cover (its setup, validation,
-    writing), so the whole command ends within the limit (issue 39: at 100,000 buffers
+    problem) and the reserve for what comes after its clock (validation, writing, exit), so the whole command ends within the limit (issue 39: at 100,000 buffers
     the validation alone once ran 11 s past it). ``slowness``: wall seconds per CPU second
     so far (a loaded machine; at least 1), which the reserve's work will take as well."""
     return max(LEAST_SECONDS, time_limit - spent - RESERVE_SECONDS_PER_BUFFER * buffers * max(1.0, slowness))
