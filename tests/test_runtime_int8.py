@@ -256,6 +256,16 @@ CASES: dict[str, Any] = {
     # wide for dw_mve3's byte offsets (dw_mve_block's lanes)
     "mul_channel": lambda: binary(84, "QLinearMul", [1, 5, 6, 7], [1, 5, 1, 1]),
     "dw3_s1_w90": lambda: conv(83, 2, 2, (5, 90), (3, 3), group=2),
+    # depthwise rows (dw_rows): every last-group width 1-4, one output a channel, multipliers, uint8 read
+    # as stored (UXTAB16), weight zero points; Kx1 and dilated kernels on 2-D planes, uint8 padding
+    "dw_k15x1_one_wzp": lambda: conv(85, 9, 9, (15, 1), (15, 1), group=9, pads=(0, 0, 0, 0), w_zps=True),
+    "dw_k4x1_wide1_u8_wzp": lambda: conv(86, 7, 7, (19, 1), (4, 1), group=7, pads=(0, 0, 0, 0), u8=True, w_zps=True),
+    "dw_k9x1_wide1_mult2_s2": lambda: conv(87, 5, 10, (31, 1), (9, 1), group=5, stride=2, pads=(0, 0, 0, 0)),
+    "dw_k6x1_one_u8_mult3": lambda: conv(88, 3, 9, (6, 1), (6, 1), group=3, pads=(0, 0, 0, 0), u8=True, x_zp=-128),
+    "dw_k1x5_high1_u8_padded": lambda: conv(89, 6, 6, (1, 21), (1, 5), group=6, pads=(0, 2, 0, 2), u8=True),
+    "dw_k5x1_2d_u8_wzp": lambda: conv(90, 5, 5, (11, 7), (5, 1), group=5, pads=(2, 0, 2, 0), u8=True, w_zps=True),
+    "dw_k1x3_2d_s2": lambda: conv(91, 6, 6, (9, 13), (1, 3), group=6, stride=2),
+    "dw3_dilated_u8_mult2": lambda: conv(92, 3, 6, (10, 11), (3, 3), group=3, dil=2, pads=(2, 2, 2, 2), u8=True),
     "gemm_k50_n7": lambda: qgemm(80, 2, 50, 7),
     "gemm_k17_n6_b_zps": lambda: qgemm(81, 2, 17, 6, b_zps=True),
 }

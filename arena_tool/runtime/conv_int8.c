@@ -545,7 +545,8 @@ int arena_i8_conv(const arena_ctx_t *c, const arena_conv_dims_t *d, int32_t lo, 
     qpar_t q = qpar(arena_q_zp(c, 7, 0), lo, hi);
     cparams_t cp;
     int32_t m, x_zp;
-    const float *mcp = NULL;
+    const float *mcp = NULL, *ws;
+    uint32_t step;
 #if !ARENA_HAVE_FPU
     float mc[MULT_CACHE];
 #endif
@@ -554,8 +555,9 @@ int arena_i8_conv(const arena_ctx_t *c, const arena_conv_dims_t *d, int32_t lo, 
         return 0;
     }
     cp = cparams(c);
-    for (m = 0; m < d->m; ++m) {
-        float mult = cp.xs * cp.ws[cp.nws > 1u ? (uint32_t)m : 0u] / cp.ys; /* chan()'s */
+    step = cp.nws > 1u ? 1u : 0u;
+    for (m = 0, ws = cp.ws; m < d->m; ++m, ws += step) {
+        float mult = cp.xs * *ws / cp.ys; /* chan()'s */
         if (!mult_nonneg(mult)) { /* requant_i takes mult >= 0 (the lowering's scales are > 0) */
             return 0;
         }

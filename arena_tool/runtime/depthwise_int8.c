@@ -25,6 +25,7 @@ typedef struct {
     int32_t width, n, nh, sw, rstep, dstride, kh, kw, dh, dwl, groups;
     int32_t fold;        /* dw3_block, dw5_block, dw_block: x_zp * sum(w - wz), every tap inside the band */
     uint32_t nz, nwz;    /* dwk_block, dwk_row: (-x_zp, -x_zp) and (-wz, -wz) as halfwords */
+    int32_t u8;          /* dwk_block, dwk_row: the bytes are uint8 as stored (nz their zero point's), not flipped */
 } dw_block_t;
 
 /* Taps of a channel's kernel the fast path takes (its int16 copy, and dwk_block's packed
@@ -140,7 +141,8 @@ static __attribute__((noinline)) void dw5_block(const dw_block_t *b, const qpar_
 /* Any kernel undilated along its rows: per row of taps, four at a time, one 32-bit load
  * x0..x3 minus x_zp as (x0, x2), (x1, x3) (SXTAB16) into two SMLADs with the packed pairs;
  * a row's last group has zero weights past KW (its load stays inside the band: 3 spare bytes). */
-static __attribute__((noinline)) void dwk_block(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
+static inline __attribute__((always_inline)) void dwk_block_t(const dw_block_t *b, const qpar_t *q, const chan_t *ch,
+                                                             const int u8)
 {
     int32_t i, j, ky, g, kh = b->kh, groups = b->groups, rowstep = b->dh * b->width;
     uint32_t nz = b->nz;
@@ -154,8 +156,8 @@ static __attribute__((noinline)) void dwk_block(const dw_block_t *b, const qpar_
             for (ky = 0; ky < kh; ++ky, r += rowstep) {
                 for (g = 0; g < groups; ++g, wp += 2) {
                     uint32_t v = ld4(r + 4 * g);
-                    acc = MAC2(LO16(v, nz), wp[0], acc);
-                    acc = MAC2(HI16(v, nz), wp[1], acc);
+                    acc = MAC2(X_LO16(v, nz, u8), wp[0], acc);
+                    acc = MAC2(X_HI16(v, nz, u8), wp[1], acc);
                 }
             }
             dst[j] = store(q, ch, acc);
@@ -163,35 +165,59 @@ static __attribute__((noinline)) void dwk_block(const dw_block_t *b, const qpar_
     }
 }
 
-/* One output of a row of taps: the window at p against the kernel's full groups of 4 taps
- * [w, wend), read straight from the model, x and w minus their zero points by SXTAB16, then
- * the last KW % 4 taps' packed pairs t0, t1 (pack4). */
+/* dwk_block_t for int8 bytes, or uint8 ones as stored (b->u8). */
+static __attribute__((noinline)) void dwk_block(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
+{
+    if (b->u8) {
+        dwk_block_t(b, q, ch, 1);
+    } else {
+        dwk_block_t(b, q, ch, 0);
+    }
+}
+
+/* One output of a row of taps: the window at p against the kernel's groups of 4 taps
+ * [w, wend) but the last, read straight from the model, x and w minus their zero points by
+ * SXTAB16 (x's uint8 bytes, u8, by UXTAB16), then the last 1 to 4 taps' packed pairs t0, t1. */
 static inline __attribute__((always_inline)) int32_t row_dot(const int8_t *p, const int8_t *w, const int8_t *wend,
-                                                             uint32_t nz, uint32_t nwz, uint32_t t0, uint32_t t1)
+                                                             uint32_t nz, uint32_t nwz, uint32_t t0, uint32_t t1,
+                                                             const int u8)
 {
     int32_t acc = 0;
     uint32_t v;
     for (; w != wend; w += 4, p += 4) {
         uint32_t u = ld4(w);
         v = ld4(p);
-        acc = MAC2(LO16(v, nz), LO16(u, nwz), acc);
-        acc = MAC2(HI16(v, nz), HI16(u, nwz), acc);
+        acc = MAC2(X_LO16(v, nz, u8), LO16(u, nwz), acc);
+        acc = MAC2(X_HI16(v, nz, u8), HI16(u, nwz), acc);
     }
     v = ld4(p);
-    acc = MAC2(LO16(v, nz), t0, acc);
-    return MAC2(HI16(v, nz), t1, acc);
+    acc = MAC2(X_LO16(v, nz, u8), t0, acc);
+    return MAC2(X_HI16(v, nz, u8), t1, acc);
+}
+
+static inline __attribute__((always_inline)) void dwk_row_t(const dw_block_t *b, const qpar_t *q, const chan_t *ch,
+                                                           const int u8)
+{
+    const int8_t *wend = b->wrow + 4 * b->groups;
+    uint32_t nz = b->nz, nwz = b->nwz, t0 = b->tail[0], t1 = b->tail[1];
+    int32_t i, j, n = b->n, sw = b->sw;
+    for (i = 0; i < b->nh; ++i) { /* a 1xK kernel over a plane of more than one row: nh rows */
+        const int8_t *r = b->band + i * b->rstep;
+        int8_t *dst = b->dst + i * b->dstride;
+        for (j = 0; j < n; ++j, r += sw) {
+            dst[j] = store(q, ch, row_dot(r, b->wrow, wend, nz, nwz, t0, t1, u8));
+        }
+    }
 }
 
 /* One row of taps (KH 1, undilated: a 1xK kernel, or a Kx1 one down a 1-wide plane): row_dot
  * per output, the model's weights read directly (no copy per channel). */
 static __attribute__((noinline)) void dwk_row(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
 {
-    const int8_t *r = b->band, *wend = b->wrow + 4 * b->groups;
-    int8_t *dst = b->dst;
-    uint32_t nz = b->nz, nwz = b->nwz, t0 = b->tail[0], t1 = b->tail[1];
-    int32_t j, n = b->n, sw = b->sw;
-    for (j = 0; j < n; ++j, r += sw) {
-        dst[j] = store(q, ch, row_dot(r, b->wrow, wend, nz, nwz, t0, t1));
+    if (b->u8) {
+        dwk_row_t(b, q, ch, 1);
+    } else {
+        dwk_row_t(b, q, ch, 0);
     }
 }
 
@@ -212,25 +238,61 @@ static inline void pack4(uint32_t wp[2], const int8_t *w, int32_t k0, int32_t kw
 }
 
 /* The first count output channels of a conv whose every channel is one row of taps over a
- * whole 1-high plane read in place (arena_i8_depthwise's row case; planes and channels one to
- * one): per channel its multiplier, bias, weight zero point and tail, then row_dot per output,
- * in one loop (a DS-TCN's last depthwise conv has one output per channel, so this set-up is
- * most of its work). */
+ * whole 1-high plane read in place (arena_i8_depthwise's row case; channel m from plane
+ * m / mult): per channel its multiplier, bias and weight zero point, the last group's taps by
+ * one load masked to the kernel (the caller keeps it inside the weights), then row_dot per
+ * output, in one loop (a DS-TCN's last depthwise conv has one output per channel, so this
+ * set-up is most of its work). */
+static inline __attribute__((always_inline)) void dw_rows_t(const dw_block_t *k, const cparams_t *cp, const qpar_t *q,
+                                                           const int8_t *x, int8_t *y, const int8_t *w,
+                                                           int32_t count, int32_t plane, int32_t oplane, int32_t mult,
+                                                           const int u8, const int one)
+{
+    const int32_t kw = k->kw, n = one ? 1 : k->n, sw = k->sw, g4 = 4 * k->groups, r = kw - g4;
+    const uint32_t m0 = r >= 3 ? 0xFFFFFFFFu : 0xFFFFu, m1 = r == 4 ? 0xFFFFFFFFu : r >= 2 ? 0xFFFFu : 0u;
+    const uint32_t nz = k->nz;
+    const qpar_t qq = *q;
+#if ARENA_HAVE_FPU /* chan()'s fields without its branches: an absent bias or zero point as a 0 read at index 0 */
+    static const int32_t no_bias = 0;
+    static const int8_t no_wz = 0;
+    const float xs = cp->xs, ys = cp->ys, *ws = cp->ws;
+    const int32_t *bias = cp->bias != NULL ? cp->bias : &no_bias;
+    const int8_t *wz = cp->wz != NULL ? cp->wz : &no_wz;
+    const uint32_t wsm = cp->nws > 1u ? ~0u : 0u, bm = cp->bias != NULL ? ~0u : 0u,
+                   wzm = cp->wz != NULL && cp->nwz > 1u ? ~0u : 0u;
+#endif
+    int32_t m, j;
+    for (m = 0; m < count; ++m, y += oplane, w += kw) {
+#if ARENA_HAVE_FPU
+        chan_t ch;
+        ch.mult = xs * ws[(uint32_t)m & wsm] / ys;
+        ch.bias = bias[(uint32_t)m & bm];
+        ch.wz = wz[(uint32_t)m & wzm];
+#else
+        const chan_t ch = chan(cp, m);
+#endif
+        const uint32_t nwz = neg2(ch.wz), u = ld4(w + g4), t0 = LO16(u, nwz) & m0, t1 = HI16(u, nwz) & m1;
+        const int8_t *p = x + m / mult * plane;
+        for (j = 0; j < n; ++j, p += sw) {
+            y[j] = store(&qq, &ch, row_dot(p, w, w + g4, nz, nwz, t0, t1, u8));
+        }
+    }
+}
+
 static __attribute__((noinline)) void dw_rows(const dw_block_t *k, const cparams_t *cp, const qpar_t *q,
                                               const int8_t *x, int8_t *y, const int8_t *w, int32_t count,
-                                              int32_t plane, int32_t oplane)
+                                              int32_t plane, int32_t oplane, int32_t mult)
 {
-    int32_t m, j, kw = k->kw, n = k->n, sw = k->sw;
-    uint32_t nz = k->nz;
-    qpar_t qq = *q;
-    for (m = 0; m < count; ++m, x += plane, y += oplane, w += kw) {
-        chan_t ch = chan(cp, m);
-        const int8_t *r = x, *wend = w + 4 * k->groups;
-        uint32_t tail[2], nwz = neg2(ch.wz);
-        pack4(tail, w, 4 * k->groups, kw, ch.wz);
-        for (j = 0; j < n; ++j, r += sw) {
-            y[j] = store(&qq, &ch, row_dot(r, w, wend, nz, nwz, tail[0], tail[1]));
+    if (k->n == 1) { /* one output a channel (a DS-TCN's last depthwise conv): no loop over outputs */
+        if (k->u8) {
+            dw_rows_t(k, cp, q, x, y, w, count, plane, oplane, mult, 1, 1);
+        } else {
+            dw_rows_t(k, cp, q, x, y, w, count, plane, oplane, mult, 0, 1);
         }
+    } else if (k->u8) {
+        dw_rows_t(k, cp, q, x, y, w, count, plane, oplane, mult, 1, 0);
+    } else {
+        dw_rows_t(k, cp, q, x, y, w, count, plane, oplane, mult, 0, 0);
     }
 }
 #else
@@ -745,10 +807,11 @@ static void dw_kernel(dw_block_t *b, int kind, const int8_t *w, int32_t wz, int3
 
 /* A depthwise plane: src (H x W, one channel) through the kernel in *k (dw_kernel) into dst
  * (OH x OW), block by block. A block's windows read the input rows and columns copied into
- * the band with the padding filled with x_zp's byte (pad: the input's own, flipped with the
- * band when u8), so every window is inside the band, without bounds checks; or, when direct
- * (an int8 input no output overlaps, the plane's last byte + 3 still in the tensor) and the
- * block's windows need no padding, the plane itself. */
+ * the band with the padding filled with x_zp's byte (the input's own: uint8 when u8, the band
+ * then flipped to int8 unless the kernel reads uint8, k->u8), so every window is inside the
+ * band, without bounds checks; or, when direct (an input no output overlaps, the plane's last
+ * byte + 3 still in the tensor, its bytes as the kernel reads them) and the block's windows
+ * need no padding, the plane itself. */
 static void dw_plane(const int8_t *src, int8_t *dst, const dw_block_t *k, int kind, const arena_conv_dims_t *d,
                      const arena_attrs_t *a, const dw_split_t *t, int32_t x_zp, int u8, int direct, const qpar_t *q,
                      const chan_t *ch)
@@ -779,7 +842,7 @@ static void dw_plane(const int8_t *src, int8_t *dst, const dw_block_t *k, int ki
                         band_row(band + j * b.width, src + ih * d->w, iw0, b.width, d->w, pad);
                     }
                 }
-                if (u8) {
+                if (u8 && !b.u8) {
                     flip_u8(band, (size_t)rows * (size_t)b.width);
                 }
             }
@@ -823,7 +886,7 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
     dw_split_t t;
     cparams_t cp = cparams(c);
     uintptr_t xa = (uintptr_t)x, ya = (uintptr_t)y;
-    int kind, row, apart = ya >= xa + xbytes || ya + ybytes <= xa;
+    int kind, row, native, apart = ya >= xa + xbytes || ya + ybytes <= xa;
 #if defined(ARENA_MVE_F)
     dw3ctx_t c3;
     int mve3;
@@ -862,22 +925,28 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
     k.kw = a.kernel[1];
     k.dh = a.dilations[0];
     k.dwl = a.dilations[1];
-    k.groups = kind == DW_ROW ? k.kw / 4 : (k.kw + 3) / 4;
-    k.nz = neg2(x_zp);
+    k.groups = kind == DW_ROW ? (k.kw - 1) / 4 : (k.kw + 3) / 4; /* DW_ROW: the groups before the last */
+    /* dwk_block and dwk_row read a uint8 input's bytes as they are (UXTAB16), the others flipped */
+    native = u8 && (kind == DW_ROW || kind == DW_PACKED);
+    k.u8 = native;
+    k.nz = neg2(native ? x_zp + 128 : x_zp);
     /* One unpadded row of taps over a whole 1-high plane (a DS-TCN's): with direct reads, one
      * block straight from the plane, without dw_plane. */
-    row = kind == DW_ROW && dd.h == 1 && t.per_w == dd.ow && a.pads[1] == 0 && a.pads[3] == 0 && !u8 && temp == NULL
-          && apart;
+    row = kind == DW_ROW && dd.h == 1 && t.per_w == dd.ow && a.pads[1] == 0 && a.pads[3] == 0 && temp == NULL && apart;
     (void)row; /* no DW_ROW without the DSP extension */
     k.n = dd.ow;
     k.nh = 1;
     k.width = dd.w;
     o = 0;
 #if defined(__ARM_FEATURE_DSP)
-    if (row && d->n == 1 && mult == 1) { /* every plane but one whose 3 bytes past it leave the tensor */
-        o = (int32_t)(xbytes - 3u < xbytes ? (xbytes - 3u) / plane : 0u);
+    if (row && d->n == 1) {
+        /* the channels whose reads stay inside x (3 bytes past a plane) and w (the last group's load) */
+        size_t wbytes = (size_t)d->m * (size_t)k.kw, wend = 4u * (size_t)k.groups + 4u;
+        int32_t ow = wbytes >= wend ? (int32_t)((wbytes - wend) / (size_t)k.kw) + 1 : 0;
+        o = (int32_t)(xbytes - 3u < xbytes ? (xbytes - 3u) / plane : 0u) * mult;
         o = o < d->m ? o : d->m;
-        dw_rows(&k, &cp, q, x, y, w, o, (int32_t)plane, (int32_t)oplane);
+        o = o < ow ? o : ow;
+        dw_rows(&k, &cp, q, x, y, w, o, (int32_t)plane, (int32_t)oplane, mult);
     }
 #endif
     for (; o < d->n * d->m; ++o) { /* increasing o: see arena_dw_in_place */
@@ -910,7 +979,7 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
             src = temp;
         }
         dw_plane(src, y + (size_t)o * oplane, &k, kind, &dd, &a, &t, x_zp, u8,
-                 !u8 && temp == NULL && apart && at + plane + 3u <= xbytes, q, &ch);
+                 (!u8 || native) && temp == NULL && apart && at + plane + 3u <= xbytes, q, &ch);
     }
     return 1;
 }

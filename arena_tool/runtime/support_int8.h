@@ -287,12 +287,23 @@ static inline uint32_t sxtab16_ror8(uint32_t nz, uint32_t v)
     __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(nz), "r"(v));
     return r;
 }
+/* Bytes 1, 3 of v as unsigned halfwords plus nz's: UXTAB16 with ROR #8 (a uint8 input's bytes). */
+static inline uint32_t uxtab16_ror8(uint32_t nz, uint32_t v)
+{
+    uint32_t r;
+    __asm__("uxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(nz), "r"(v));
+    return r;
+}
 /* Bytes 0, 2 and 1, 3 of v as two pairs of signed halfwords, plus nz = (-zp, -zp). */
 #define LO16(v, nz) ((uint32_t)__sxtab16((nz), (v)))
 #define HI16(v, nz) sxtab16_ror8((nz), (v))
 #define W_LO(v) ((uint32_t)__sxtb16(v))
 #define W_HI(v) sxtb16_ror8(v)
 #define MAC2(a, b, acc) __smlad((int32_t)(a), (int32_t)(b), (acc))
+/* LO16, HI16 of an input word whose bytes are int8, or uint8 when u8 (a constant where inlined):
+ * x - zp fits a halfword either way (UXTAB16 zero-extends), so uint8 needs no flip to int8. */
+#define X_LO16(v, nz, u8) ((u8) ? (uint32_t)__uxtab16((nz), (v)) : LO16((v), (nz)))
+#define X_HI16(v, nz, u8) ((u8) ? uxtab16_ror8((nz), (v)) : HI16((v), (nz)))
 #endif
 
 #if !defined(__ARM_FEATURE_DSP)
