@@ -5,8 +5,9 @@ in place and not, 1-D; depthwise Kx1 down 1-wide planes as a DS-TCN has them, 1x
 channel multipliers), zero points, per-channel scales, biases and absorbed-Relu ranges, uint8
 activations (onnxruntime's U8S8) and weight zero points other than 0 (per channel too), and
 QGemm shapes (uint8 A, B's zero points), int8/uint8 MaxPool (padded, ceil mode, a plane too
-wide for the fast path), same-shape QLinearAdd/QLinearMul (and QLinearAdd large enough for the
-integer tables cores without an FPU use) and per-tensor
+wide for the fast path), same-shape QLinearAdd/QLinearMul, int8 and uint8 (and QLinearAdd large
+enough for the integer tables cores without an FPU use), QLinearGlobalAveragePool (int8/uint8,
+planes of 1 and past multiples of 8), Transposes (a channel shuffle's, merged dims) and per-tensor
 QuantizeLinear/DequantizeLinear, each with K not a multiple of 4 and odd pixel and channel
 counts somewhere (the tails of the 2 x 2 blocks), plus the case the fast paths hand back to the
 reference loop (a column longer than the stack buffer). All of them run in one host firmware
@@ -164,6 +165,51 @@ def quantize_u8(seed: int, shape: list[int], scale: float, zp: int) -> onnx.Mode
     return g.model(shape, shape, TensorProto.FLOAT, TensorProto.FLOAT)
 
 
+def global_pool(seed: int, shape: list[int], u8: bool = False, x_zp: int = 5, y_zp: int = -3,
+                y_s: float = 0.011) -> onnx.ModelProto:
+    """One QLinearGlobalAveragePool (u8: uint8, zero points + 128): plane sums four bytes a step."""
+    g = _G(seed)
+    act, off = (np.uint8, 128) if u8 else (I8, 0)
+    g.nodes.append(helper.make_node("QLinearGlobalAveragePool", [
+        "x", g.const("x_s", 0.05, np.float32), g.const("x_z", x_zp + off, act), g.const("y_s", y_s, np.float32),
+        g.const("y_z", y_zp + off, act)], ["y"], domain="com.microsoft", channels_last=0))
+    t = TensorProto.UINT8 if u8 else TensorProto.INT8
+    return g.model(shape, [*shape[:2], *([1] * (len(shape) - 2))], t, t)
+
+
+def binary_u8(seed: int, op: str, shape: list[int], b_shape: list[int] | None = None) -> onnx.ModelProto:
+    """binary()'s QLinearAdd/QLinearMul of x and a constant, then + x, all uint8."""
+    g = _G(seed)
+    u8 = np.uint8
+    b = g.rng.integers(0, 256, b_shape or shape)
+    g.nodes.append(helper.make_node(op, ["x", g.const("x_s", 0.05, np.float32), g.const("x_z", 131, u8),
+                                         g.const("b", b, u8), g.const("b_s", 0.03, np.float32),
+                                         g.const("b_z", 120, u8), g.const("t_s", 0.07 if op == "QLinearAdd" else 0.4,
+                                                                          np.float32),
+                                         g.const("t_z", 127, u8)], ["t"], domain="com.microsoft"))
+    g.nodes.append(helper.make_node("QLinearAdd", ["t", "t_s", "t_z", "x", "x_s", "x_z", g.const("y_s", 0.09, np.float32),
+                                                   g.const("y_z", 140, u8)], ["y"], domain="com.microsoft"))
+    return g.model(shape, shape, TensorProto.UINT8, TensorProto.UINT8)
+
+
+def shuffle(seed: int, c: int, hw: tuple[int, int], u8: bool = False, groups: int = 2) -> onnx.ModelProto:
+    """ShuffleNet's channel shuffle: Reshape to [1, g, C/g, H, W], Transpose (0, 2, 1, 3, 4), Reshape back."""
+    g = _G(seed)
+    shape = [1, c, *hw]
+    g.nodes.append(helper.make_node("Reshape", ["x", g.const("s0", [1, groups, c // groups, *hw], np.int64)], ["r"]))
+    g.nodes.append(helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 1, 3, 4]))
+    g.nodes.append(helper.make_node("Reshape", ["t", g.const("s1", shape, np.int64)], ["y"]))
+    t = TensorProto.UINT8 if u8 else TensorProto.INT8
+    return g.model(shape, shape, t, t)
+
+
+def transpose(seed: int, shape: list[int], perm: list[int]) -> onnx.ModelProto:
+    """One Transpose of an int8 tensor: dims of size 1 dropped, neighbours merged, rows strided or not."""
+    g = _G(seed)
+    g.nodes.append(helper.make_node("Transpose", ["x"], ["y"], perm=perm))
+    return g.model(shape, [shape[p] for p in perm])
+
+
 CASES: dict[str, Any] = {
     "pw_k8": lambda: conv(1, 8, 16, (7, 9), (1, 1)),
     "pw_k13_odd": lambda: conv(2, 13, 7, (5, 5), (1, 1), x_zp=-128, y_zp=127),
@@ -268,6 +314,20 @@ CASES: dict[str, Any] = {
     "dw3_dilated_u8_mult2": lambda: conv(92, 3, 6, (10, 11), (3, 3), group=3, dil=2, pads=(2, 2, 2, 2), u8=True),
     "gemm_k50_n7": lambda: qgemm(80, 2, 50, 7),
     "gemm_k17_n6_b_zps": lambda: qgemm(81, 2, 17, 6, b_zps=True),
+    # the zoo's other ops: global average pools (a plane of 1, sums past multiples of 8), uint8
+    # residual adds and products, channel shuffles (ShuffleNetV2) and other transposes
+    "gap_i8_7x7": lambda: global_pool(85, [1, 11, 7, 7]),
+    "gap_i8_plane1": lambda: global_pool(86, [1, 33, 1, 1], x_zp=-20),
+    "gap_u8_3x3": lambda: global_pool(87, [1, 6, 3, 3], u8=True),
+    "gap_u8_12x12_1d": lambda: global_pool(88, [2, 5, 144], u8=True, x_zp=-3, y_zp=0, y_s=0.005),
+    "add_u8_same_shape": lambda: binary_u8(89, "QLinearAdd", [1, 5, 7, 7]),
+    "add_u8_channel": lambda: binary_u8(90, "QLinearAdd", [1, 3, 6, 5], [1, 3, 1, 1]),
+    "mul_u8_same_shape": lambda: binary_u8(91, "QLinearMul", [3, 13]),
+    "shuffle_i8_12x12": lambda: shuffle(92, 24, (12, 12)),
+    "shuffle_u8_3x3": lambda: shuffle(93, 18, (3, 3), u8=True),
+    "shuffle_i8_g3_5x7": lambda: shuffle(94, 9, (5, 7), groups=3),
+    "transpose_nhwc": lambda: transpose(95, [1, 5, 3, 7], [0, 2, 3, 1]),
+    "transpose_merged_rows": lambda: transpose(96, [2, 1, 3, 4, 5], [1, 3, 4, 0, 2]),
 }
 SCRATCH = {"c3_s1": ("row", "full"), "c3_grouped": ("row",), "wzp_c3_chunks": ("full",)}
 

@@ -1,6 +1,7 @@
 /* QLinearAdd, QLinearMul: the int8 fast path of an operand a of the output's shape and an operand b
  * of the same shape or constant over the output's trailing dims (arena_i8_binary; a squeeze-excite's
- * per-channel gate). No workspace. */
+ * per-channel gate), all three int8 or all three uint8 (a uint8 network's residual adds). No
+ * workspace. */
 #include "support_int8.h"
 
 #if !ARENA_HAVE_FPU
@@ -122,15 +123,61 @@ static __attribute__((noinline)) void binary_mve(const int8_t *a, const int8_t *
 }
 #endif
 
+/* Code i of p: an int8 byte, or (u8) a uint8 one. */
+static inline __attribute__((always_inline)) int32_t at(const int8_t *p, uint32_t i, int u8)
+{
+    return u8 ? (int32_t)((const uint8_t *)p)[i] : (int32_t)p[i];
+}
+
+/* arena_i8_binary's scalar loops over int8 or (u8, a constant) uint8 operands and output: the
+ * same float arithmetic on the codes minus their zero points, so the same outputs either way. */
+static inline __attribute__((always_inline)) void binary_loops(const int8_t *a, const int8_t *b, int8_t *y, uint32_t n,
+                                                               uint32_t plane, int32_t a_zp, int32_t b_zp, float ra,
+                                                               float rb, float rm, int is_add, const qpar_t *q,
+                                                               const qpar_t *qm, float zf, int u8)
+{
+    uint32_t i, o, k;
+    if (plane == 1u) {
+        if (is_add) {
+            for (i = 0; i < n; ++i) {
+                int32_t u = at(a, i, u8) - a_zp, v = at(b, i, u8) - b_zp;
+                y[i] = (int8_t)requant_f(ra * (float)u + rb * (float)v, q);
+            }
+        } else {
+            for (i = 0; i < n; ++i) {
+                int32_t u = at(a, i, u8) - a_zp, v = at(b, i, u8) - b_zp;
+                y[i] = (int8_t)requant_f(rm * (float)(u * v) + zf, qm);
+            }
+        }
+        return;
+    }
+    for (o = 0; o < n / plane; ++o, a += plane, y += plane) {
+        int32_t v = at(b, o, u8) - b_zp;
+        if (is_add) {
+            float bv = rb * (float)v;
+            for (k = 0; k < plane; ++k) {
+                y[k] = (int8_t)requant_f(ra * (float)(at(a, k, u8) - a_zp) + bv, q);
+            }
+        } else {
+            for (k = 0; k < plane; ++k) {
+                y[k] = (int8_t)requant_f(rm * (float)((at(a, k, u8) - a_zp) * v) + zf, qm);
+            }
+        }
+    }
+}
+
 int arena_i8_binary(const int8_t *a, const int8_t *b, int8_t *y, uint32_t n, uint32_t plane, int32_t a_zp,
-                    int32_t b_zp, float ra, float rb, float rm, int is_add, int32_t y_zp, int32_t lo, int32_t hi)
+                    int32_t b_zp, float ra, float rb, float rm, int is_add, int32_t y_zp, int32_t lo, int32_t hi, int u8)
 {
     qpar_t q = qpar(y_zp, lo, hi), qm = qpar(0, lo, hi);
     float zf = (float)y_zp;
-    uint32_t i, o, k;
     /* Scaled by 2^16 > 255 * 255 and still finite: no product or sum below is inf, so none NaN. */
     if (!mult_ok(ra * 65536.0f) || !mult_ok(rb * 65536.0f) || !mult_ok(rm * 65536.0f) || plane == 0u) {
         return 0;
+    }
+    if (u8) { /* uint8 codes: the scalar loops (Helium's lanes and the integer tables read int8) */
+        binary_loops(a, b, y, n, plane, a_zp, b_zp, ra, rb, rm, is_add, &q, &qm, zf, 1);
+        return 1;
     }
 #if !ARENA_HAVE_FPU
     if (is_add && n >= 1024u && add_i(a, b, y, n, plane, a_zp, b_zp, ra, rb, &q)) {
@@ -141,32 +188,6 @@ int arena_i8_binary(const int8_t *a, const int8_t *b, int8_t *y, uint32_t n, uin
     binary_mve(a, b, y, n, plane, a_zp, b_zp, ra, rb, rm, is_add, is_add ? &q : &qm, zf);
     return 1;
 #endif
-    if (plane == 1u) {
-        if (is_add) {
-            for (i = 0; i < n; ++i) {
-                int32_t u = (int32_t)a[i] - a_zp, v = (int32_t)b[i] - b_zp;
-                y[i] = (int8_t)requant_f(ra * (float)u + rb * (float)v, &q);
-            }
-        } else {
-            for (i = 0; i < n; ++i) {
-                int32_t u = (int32_t)a[i] - a_zp, v = (int32_t)b[i] - b_zp;
-                y[i] = (int8_t)requant_f(rm * (float)(u * v) + zf, &qm);
-            }
-        }
-        return 1;
-    }
-    for (o = 0; o < n / plane; ++o, a += plane, y += plane) {
-        int32_t v = (int32_t)b[o] - b_zp;
-        if (is_add) {
-            float bv = rb * (float)v;
-            for (k = 0; k < plane; ++k) {
-                y[k] = (int8_t)requant_f(ra * (float)((int32_t)a[k] - a_zp) + bv, &q);
-            }
-        } else {
-            for (k = 0; k < plane; ++k) {
-                y[k] = (int8_t)requant_f(rm * (float)(((int32_t)a[k] - a_zp) * v) + zf, &qm);
-            }
-        }
-    }
+    binary_loops(a, b, y, n, plane, a_zp, b_zp, ra, rb, rm, is_add, &q, &qm, zf, 0);
     return 1;
 }

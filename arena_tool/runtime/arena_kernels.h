@@ -83,9 +83,11 @@ typedef struct {
  * op, 0 when it is not theirs (the caller runs its reference loop). dw_temp: a depthwise
  * conv's in-place channel temp, or NULL. */
 int arena_i8_conv(const arena_ctx_t *c, const arena_conv_dims_t *d, int32_t lo, int32_t hi, void *dw_temp);
-/* b: one element per `plane` elements of a and y (1: same shapes), n a multiple of plane */
+/* b: one element per `plane` elements of a and y (1: same shapes), n a multiple of plane; u8: all
+ * three uint8 (else int8) */
 int arena_i8_binary(const int8_t *a, const int8_t *b, int8_t *y, uint32_t n, uint32_t plane, int32_t a_zp,
-                    int32_t b_zp, float ra, float rb, float rm, int is_add, int32_t y_zp, int32_t lo, int32_t hi);
+                    int32_t b_zp, float ra, float rb, float rm, int is_add, int32_t y_zp, int32_t lo, int32_t hi,
+                    int u8);
 void arena_i8_quantize(const float *x, void *y, uint32_t n, float scale, int32_t zp, int32_t lo, int32_t hi);
 /* max_pool_int8.c: MaxPool of 1-byte planes (xd, yd: NCHW dims as arena_k_pool read them). */
 int arena_i8_max_pool(const arena_ctx_t *c, const int32_t xd[4], const int32_t yd[4]);

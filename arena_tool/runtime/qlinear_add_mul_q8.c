@@ -77,15 +77,17 @@ int arena_k_qlinear_binary(const arena_ctx_t *c)
     ra = a.scale / y.scale;
     rb = b.scale / y.scale;
     rm = a.scale * b.scale / y.scale;
-    if (a.t->dtype == ARENA_DT_INT8 && b.t->dtype == ARENA_DT_INT8 && y.t->dtype == ARENA_DT_INT8) {
+    if (a.t->dtype == b.t->dtype && a.t->dtype == y.t->dtype) { /* int8 or uint8 (qin, qout checked) */
         /* a of y's shape and b the same or constant over y's trailing dims, or the other way round */
         uint32_t pb = same_shape(a.t, y.t) ? plane_of(b.t, y.t) : 0u, pa = same_shape(b.t, y.t) ? plane_of(a.t, y.t) : 0u;
+        int u8 = y.t->dtype == ARENA_DT_UINT8;
         if (pb != 0u && arena_i8_binary((const int8_t *)a.data, (const int8_t *)b.data, (int8_t *)y.data, y.t->elements,
-                                        pb, a.zp, b.zp, ra, rb, rm, is_add, y.zp, y.lo, y.hi)) {
+                                        pb, a.zp, b.zp, ra, rb, rm, is_add, y.zp, y.lo, y.hi, u8)) {
             return ARENA_OK;
         }
         if (pb == 0u && pa != 0u && arena_i8_binary((const int8_t *)b.data, (const int8_t *)a.data, (int8_t *)y.data,
-                                                    y.t->elements, pa, b.zp, a.zp, rb, ra, rm, is_add, y.zp, y.lo, y.hi)) {
+                                                    y.t->elements, pa, b.zp, a.zp, rb, ra, rm, is_add, y.zp, y.lo, y.hi,
+                                                    u8)) {
             return ARENA_OK;
         }
     }
