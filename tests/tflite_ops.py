@@ -73,6 +73,109 @@ def _out_size(padding: int, size: int, k: int, stride: int, dilation: int) -> in
     return (size + stride - 1) // stride if padding == 0 else (size - eff + stride) // stride
 
 
+def random_gap_ops_model(seed: int) -> bytes:
+    """The int8 shapes and ops whose fast paths came last, random per seed: grouped CONV_2D (1x1 and
+    3x3), DEPTHWISE_CONV_2D with depth multiplier 2 or 3 and with a 9x9 kernel (81 taps), a CONV_2D whose
+    im2col column is over 2 KB (its planned workspace holds two), FULLY_CONNECTED with a weight zero
+    point, AVERAGE_POOL_2D and MAX_POOL_2D (4 channels a step and the rest, a window over 256 taps),
+    ADD and MUL on equal shapes, a per-channel and a scalar broadcast, SOFTMAX on rows, each a graph
+    output."""
+    m = Model()
+    ins, outs = _gap_ops(m, np.random.default_rng(seed), "")
+    return m.pack(ins, outs)
+
+
+def _conv_tail(m: Model, r: np.random.Generator, name: str, x: int, wshape: list[int], sx: float, M: int,
+               out: tuple[int, int], stride: int, pad: int, dil: int, dm: int) -> int:
+    """A CONV_2D (groups: x's channels / the weights' depth) or DEPTHWISE_CONV_2D (dm) of x into an output
+    of ``out`` pixels, per-channel weights, random bias, activation and output quantization: its output."""
+    sw = list(r.uniform(0.002, 0.02, M))
+    w = m.tensor(f"{name}_w", "INT8", wshape, r.integers(-127, 128, wshape).astype(np.int8), sw, [0] * M,
+                 3 if dm else 0)
+    b = m.tensor(f"{name}_b", "INT32", [M], r.integers(-3000, 3000, M).astype(np.int32),
+                 [np.float32(sx) * np.float32(s) for s in sw], [0] * M)
+    taps = wshape[1] * wshape[2] * (1 if dm else wshape[3])
+    sy = float(sx * np.mean(sw) * 60 * 60 * np.sqrt(taps) / 40)
+    y = m.tensor(f"{name}_y", "INT8", [1, *out, M], scale=[sy], zp=[int(r.integers(-60, 60))])
+    act = int(r.choice([0, 1, 3]))
+    if dm:
+        m.op("DEPTHWISE_CONV_2D", [x, w, b], [y], "DepthwiseConv2DOptions", padding=pad, strideW=stride,
+             strideH=stride, depthMultiplier=dm, fusedActivationFunction=act, dilationWFactor=dil, dilationHFactor=dil)
+    else:
+        m.op("CONV_2D", [x, w, b], [y], "Conv2DOptions", padding=pad, strideW=stride, strideH=stride,
+             fusedActivationFunction=act, dilationWFactor=dil, dilationHFactor=dil)
+    return y
+
+
+def _gap_ops(m: Model, r: np.random.Generator, pre: str) -> tuple[list[int], list[int]]:
+    """random_gap_ops_model's ops on m, tensor names prefixed with ``pre``."""
+    C = int(r.choice([6, 9, 12]))
+    H, W = int(r.integers(4, 10)), int(r.integers(4, 10))
+    sx, zx = float(r.uniform(0.01, 0.1)), int(r.integers(-128, 100))
+    x = m.tensor(pre + "x", "INT8", [1, H, W, C], scale=[sx], zp=[zx])
+    outs = []
+
+    def geometry(kh: int, kw: int, dil: int = 1) -> tuple[tuple[int, int], int, int, int]:
+        st, pad = int(r.integers(1, 3)), int(r.integers(0, 2))
+        if _out_size(pad, H, kh, st, dil) < 1 or _out_size(pad, W, kw, st, dil) < 1:
+            pad = 0  # SAME
+        return (_out_size(pad, H, kh, st, dil), _out_size(pad, W, kw, st, dil)), st, pad, dil
+
+    groups = int(r.choice([g for g in (2, 3, 4, 6) if C % g == 0]))
+    for name, k in (("grouped1x1", 1), ("grouped3x3", 3)):
+        M = groups * int(r.integers(1, 4))
+        out, st, pad, dil = geometry(k, k) if k > 1 else ((H, W), 1, 1, 1)
+        outs.append(_conv_tail(m, r, pre + name, x, [M, k, k, C // groups], sx, M, out, st, pad, dil, 0))
+    dm = int(r.integers(2, 4))
+    kh, kw = int(r.choice([2, 3])), 3
+    out, st, pad, dil = geometry(kh, kw, int(r.choice([1, 2])))
+    outs.append(_conv_tail(m, r, pre + "multiplier", x, [1, kh, kw, C * dm], sx, C * dm, out, st, pad, dil, dm))
+    out, st, pad, dil = geometry(9, 9)
+    outs.append(_conv_tail(m, r, pre + "dw9x9", x, [1, 9, 9, C], sx, C, out, st, pad, 1, 1))
+    Cw = int(r.integers(230, 260))  # 3x3 x Cw > 2048 bytes per im2col column
+    xw = m.tensor(pre + "xw", "INT8", [1, 3, 4, Cw], scale=[sx], zp=[zx])
+    Mw = int(r.integers(3, 7))
+    outs.append(_conv_tail(m, r, pre + "wide", xw, [Mw, 3, 3, Cw], sx, Mw, (3, 4), 1, 0, 1, 0))
+    K, N = H * W * C, int(r.integers(5, 15))
+    flat = m.tensor(pre + "flat", "INT8", [1, K], scale=[sx], zp=[zx])
+    m.op("RESHAPE", [x, m.tensor(pre + "flat_shape", "INT32", [2], np.array([1, K], np.int32))], [flat],
+         "ReshapeOptions", newShape=np.array([1, K], np.int32))
+    sw1 = float(r.uniform(0.002, 0.02))
+    fw = m.tensor(pre + "fc_w", "INT8", [N, K], r.integers(-100, 100, (N, K)).astype(np.int8), [sw1],
+                  [int(r.integers(-20, 20))])
+    fy = m.tensor(pre + "fc_y", "INT8", [1, N], scale=[float(sx * sw1 * 3600 * np.sqrt(K) / 40)],
+                  zp=[int(r.integers(-20, 20))])
+    m.op("FULLY_CONNECTED", [flat, fw, -1], [fy], "FullyConnectedOptions", fusedActivationFunction=int(r.choice([0, 1])))
+    outs.append(fy)
+    for kind in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
+        kh, kw = int(r.integers(1, 4)), int(r.integers(1, 4))
+        out, st, pad, _ = geometry(kh, kw)
+        y = m.tensor(pre + kind.lower(), "INT8", [1, *out, C], scale=[sx], zp=[zx])
+        m.op(kind, [x], [y], "Pool2DOptions", padding=pad, strideW=st, strideH=st, filterWidth=kw, filterHeight=kh,
+             fusedActivationFunction=int(r.choice([0, 1, 3])))
+        outs.append(y)
+    xg = m.tensor(pre + "xg", "INT8", [1, 18, 17, 5], scale=[sx], zp=[zx])  # 306 taps, one window
+    y = m.tensor(pre + "global_pool", "INT8", [1, 1, 1, 5], scale=[sx], zp=[zx])
+    m.op("AVERAGE_POOL_2D", [xg], [y], "Pool2DOptions", padding=1, strideW=1, strideH=1, filterWidth=17,
+         filterHeight=18, fusedActivationFunction=0)
+    outs.append(y)
+    x2 = m.tensor(pre + "x2", "INT8", [1, H, W, C], scale=[float(r.uniform(0.01, 0.1))], zp=[int(r.integers(-100, 100))])
+    zc = m.tensor(pre + "zc", "INT8", [C], scale=[float(r.uniform(0.01, 0.1))], zp=[int(r.integers(-20, 20))])
+    zs = m.tensor(pre + "zs", "INT8", [1, 1, 1, 1], scale=[float(r.uniform(0.01, 0.1))], zp=[int(r.integers(-20, 20))])
+    for name in ("ADD", "MUL"):
+        for other, tag in ((x2, "same"), (zc, "channel"), (zs, "scalar")):
+            y = m.tensor(f"{pre}{name.lower()}_{tag}", "INT8", [1, H, W, C], scale=[float(r.uniform(0.02, 0.2))],
+                         zp=[int(r.integers(-30, 30))])
+            pair = [other, x] if tag == "scalar" and name == "ADD" else [x, other]
+            m.op(name, pair, [y], "AddOptions" if name == "ADD" else "MulOptions",
+                 fusedActivationFunction=int(r.choice([0, 1, 3])))
+            outs.append(y)
+    rows = m.tensor(pre + "softmax_y", "INT8", [1, H, W, C], scale=[1.0 / 256], zp=[-128])
+    m.op("SOFTMAX", [x], [rows], "SoftmaxOptions", beta=float(r.choice([1.0, 0.5, 2.0])))
+    outs.append(rows)
+    return [x, xw, xg, x2, zc, zs], outs
+
+
 def random_ops_model(seed: int) -> bytes:
     """x [1, H, W, C] int8 and z [1, 1, 1, C] int8 into CONV_2D (per-channel), DEPTHWISE_CONV_2D
     (depth multiplier 1 or 2), AVERAGE_POOL_2D, ADD and MUL (z broadcast) and RESHAPE ->
@@ -83,9 +186,9 @@ def random_ops_model(seed: int) -> bytes:
 
 
 def random_every_op_model(seed: int) -> bytes:
-    """random_ops_model's, random_more_ops_model's, random_float_ops_model's and random_fast_paths_model's
-    ops (two of its variants: 3x3 depthwise; 5x5 with TFLite's left shift) in one model (one firmware runs
-    them all)."""
+    """random_ops_model's, random_more_ops_model's, random_float_ops_model's, random_fast_paths_model's
+    (two of its variants: 3x3 depthwise; 5x5 with TFLite's left shift) and random_gap_ops_model's ops in
+    one model (one firmware runs them all)."""
     m = Model()
     r = np.random.default_rng(seed)
     ins, outs = _first_ops(m, r)
@@ -93,7 +196,8 @@ def random_every_op_model(seed: int) -> bytes:
     ins3, outs3 = _float_ops(m, r, "f_")
     ins4, outs4 = _fast_ops(m, r, "p_", 0)
     ins5, outs5 = _fast_ops(m, r, "q_", 5)
-    return m.pack(ins + ins2 + ins3 + ins4 + ins5, outs + outs2 + outs3 + outs4 + outs5)
+    ins6, outs6 = _gap_ops(m, r, "g_")
+    return m.pack(ins + ins2 + ins3 + ins4 + ins5 + ins6, outs + outs2 + outs3 + outs4 + outs5 + outs6)
 
 
 def random_fast_paths_model(seed: int) -> bytes:

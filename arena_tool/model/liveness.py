@@ -126,7 +126,31 @@ def build(lowered: Lowered, options: ModelOptions, order: Sequence[int] | None =
             alt, _ = _best_aliasing(lowered, options, [ops[i] for i in sched.order])
             if _bound(alt) < _bound(mp):  # never worse than the graph's order
                 mp = alt
-    return mp
+    return _grown(mp, ops)
+
+
+def _grown(mp: ModelProblem, ops: Sequence[Op]) -> ModelProblem:
+    """mp with each TFLite conv's im2col workspace grown, whole columns, into the room the peak
+    leaves at its step (up to Workspace.full): the same lower bound, fewer GEMM calls."""
+    by_name = {op.name: op for op in ops}
+    grow = {st.workspace: by_name[st.name].workspace for st in mp.schedule
+            if st.workspace is not None and st.name in by_name and st.op_type in lowering.TFL_SCRATCH}
+    grow = {name: ws for name, ws in grow.items() if ws is not None and ws.column and ws.full > ws.row}
+    if not grow:
+        return mp
+    buffers = mp.problem().buffers
+    bound = lower_bound(buffers)
+    tensors = []
+    for t in mp.tensors:
+        ws = grow.get(t.name)
+        if ws is not None:
+            load = max(sum(b.size for b in buffers if b.start <= s <= b.end) for s in range(t.first_op, t.last_op + 1))
+            n = min(ws.full, ws.row + (bound - load) // ws.column * ws.column)
+            while n > ws.row and align_up(n, mp.options.alignment) - t.size > bound - load:
+                n -= ws.column
+            t = dataclasses.replace(t, shape=(n,), elements=n, size=align_up(n, mp.options.alignment))
+        tensors.append(t)
+    return dataclasses.replace(mp, tensors=tuple(tensors))
 
 
 def _bound(mp: ModelProblem) -> int:
@@ -447,9 +471,10 @@ class _Builder:
             x = node.inputs[0]
             elements = math.prod(self.g.types[x].shape[2:])
             return self._scratch(node, elements, self.dtype[x], s)
-        if self.opt.scratch == "none" or node.workspace is None:
-            return None
-        elements = node.workspace.full if self.opt.scratch == "full" else node.workspace.row
+        if node.workspace is None or (self.opt.scratch == "none" and node.op_type not in lowering.TFL_SCRATCH):
+            return None  # a TFLite kernel's scratch is its own need, no option
+        tfl = node.op_type in lowering.TFL_SCRATCH  # grown later (_grown), whatever the mode
+        elements = node.workspace.full if self.opt.scratch == "full" and not tfl else node.workspace.row
         return self._scratch(node, elements, self.dtype[node.inputs[0]], s)
 
     def _scratch(self, node: Op, elements: int, dtype: str, s: int) -> Tensor:

@@ -58,10 +58,13 @@ ACTIVATIONS = frozenset({"Relu", "Clip"})  # absorbed as a fused op's output ran
 @dataclasses.dataclass(frozen=True)
 class Workspace:
     """An op's im2col need in elements of its input type: the whole column matrix
-    (``full``) or one output row of it (``row``)."""
+    (``full``) or one output row of it (``row``). A TFLite conv's (column: one column's bytes)
+    is planned at ``row`` and grown a column at a time up to ``full`` where the plan's peak
+    leaves room (liveness)."""
 
     full: int
     row: int
+    column: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -432,6 +435,8 @@ def workspace_of(types: Mapping[str, TensorType], op: Op) -> Workspace | None:
     None for 1x1 stride-1 unpadded convs (the input already is the column matrix)
     and for depthwise convs (group == Cin > 1: a small stencil per channel, no GEMM).
     """
+    if op.op_type in TFL_SCRATCH:
+        return _tfl_workspace(types, op)
     spec = optable.spec(op.op_type)
     if spec is None or spec.weight is None or op.domain not in _ONNX or "kernel_shape" not in op.attrs:
         return None
@@ -447,6 +452,28 @@ def workspace_of(types: Mapping[str, TensorType], op: Op) -> Workspace | None:
         return None
     per_pixel = cin // group * math.prod(kernel)
     return Workspace(full=per_pixel * math.prod(out_spatial), row=per_pixel * out_spatial[-1])
+
+
+TFL_COL_BYTES = 2048  # a TFLite conv's im2col columns (bytes) the planned scratch holds, at least 2 pixels
+TFL_SCRATCH = ("TflConv2D",)  # a lowered .tflite's int8 ops with a kernel scratch
+
+
+def _tfl_workspace(types: Mapping[str, TensorType], op: Op) -> Workspace | None:
+    """The bytes runtime/tfl_conv_int8.c works in, planned whatever the scratch mode (the kernel's
+    own need, never the stack): a conv's im2col columns, two (its GEMM's 2 x 2 step) and up to
+    TFL_COL_BYTES of them where the peak leaves room (fewer, longer GEMM calls), none where the
+    input's pixels are the columns (1x1, stride 1, one group). (A depthwise conv reads its taps
+    unpacked in flash: tflite_lower.depthwise_taps.)"""
+    x, y = op.inputs[0], op.outputs[0]
+    if x not in types or y not in types or len(types[x].shape) != 4 or len(types[y].shape) != 4:
+        return None
+    (_, h, w, c), (_, oh, ow, m) = types[x].shape, types[y].shape
+    kh, kw = op.attrs["kernel_shape"]
+    group = int(op.attrs.get("group", 1)) or 1
+    if group == 1 and kh == kw == 1 and list(op.attrs["strides"]) == [1, 1] and (oh, ow) == (h, w):
+        return None
+    k = kh * kw * (c // group)
+    return Workspace(full=k * min(oh * ow, max(2, TFL_COL_BYTES // k)), row=k * min(oh * ow, 2), column=k)
 
 
 # --- QDQ -> integer ops ---------------------------------------------------------------------

@@ -780,14 +780,14 @@ TABLE: dict[str, OpSpec] = _specs(
     # TFLite's int8 ops (a lowered .tflite; the attributes come normalized from model/tflite_lower.py).
     OpSpec("TflConv2D", TFL_CONV, (0, 1, 2, 3), attrs=_tfl, spatial=True, c_fields=_c_tfl, checks=(Dtypes(frozenset({"int8"})),),
            macs=_macs_tfl_conv),
-    OpSpec("TflDepthwiseConv2D", TFL_CONV, (0, 1, 2, 3), attrs=_tfl, spatial=True, c_fields=_c_tfl,
+    OpSpec("TflDepthwiseConv2D", TFL_CONV, (0, 1, 2, 3, 4), attrs=_tfl, spatial=True, c_fields=_c_tfl,
            checks=(Dtypes(frozenset({"int8"})),), macs=_macs_tfl_conv),
     OpSpec("TflFullyConnected", TFL_FULLY_CONNECTED, (0, 1, 2, 3), c_fields=_c_tfl,
            checks=(Dtypes(frozenset({"int8"})),), macs=_macs_tfl_fc),
     OpSpec("TflAveragePool2D", TFL_AVERAGE_POOL, X, attrs=_tfl, spatial=True, c_fields=_c_tfl,
            checks=(Dtypes(frozenset({"int8"})),), macs=_macs_window),
-    *(OpSpec(t, TFL_BINARY, inplace=Inplace(None, same_shape=True), onnx_only=False, c_fields=_c_tfl,
-             checks=(Dtypes(frozenset({"int8"})),)) for t in ("TflAdd", "TflMul")),
+    *(OpSpec(t, TFL_BINARY, inplace=Inplace((0, 1), same_shape=True), onnx_only=False, c_fields=_c_tfl,
+             checks=(Dtypes(frozenset({"int8"})),)) for t in ("TflAdd", "TflMul")),  # ADD's input 2: its terms
     OpSpec("TflSoftmax", TFL_SOFTMAX, X, inplace=UNARY, onnx_only=False, c_fields=_c_tfl,
            checks=(Dtypes(frozenset({"int8"})),)),
     OpSpec("TflMaxPool2D", TFL_MAX_POOL, X, attrs=_tfl, spatial=True, c_fields=_c_tfl,

@@ -297,11 +297,25 @@ class _Lowering:
         lo, hi = activation_range(int(opts.fusedActivationFunction), sy[0], zy[0])
         dm = (ys[3] // xs[3] or 1) if kind == "DEPTHWISE_CONV_2D" else 0
         attrs = {"kernel_shape": [ws[1], ws[2]], "strides": list(stride), "dilations": list(dilation),
-                 "pads": [top, left, bottom, right], "group": 1, "tfl": [-zx[0], zy[0], lo, hi, dm]}
+                 "pads": [top, left, bottom, right], "group": 1 if dm else xs[3] // (ws[3] or 1),
+                 "tfl": [-zx[0], zy[0], lo, hi, dm]}
         op_type = "TflDepthwiseConv2D" if dm else "TflConv2D"
-        inputs = (self.names[x], self.names[w], self.names[b] if b >= 0 else "",
-                  self.requant(name, x, w, y, ys[3]) if quantized else "")
+        inputs: tuple[str, ...] = (self.names[x], self.names[w], self.names[b] if b >= 0 else "",
+                                   self.requant(name, x, w, y, ys[3]) if quantized else "")
+        if dm and quantized and xs[3] >= 4:
+            inputs += (self.depthwise_taps(name, w, xs[3], dm),)
         return Node(k, name, op_type, DOMAIN, inputs, (self.names[y],), attrs)
+
+    def depthwise_taps(self, name: str, w: int, c: int, dm: int) -> str:
+        """A depthwise conv's taps as runtime/tfl_conv_int8.c's 4-channel step reads them, in flash (no
+        unpacking at run time, no RAM): per output j of an input channel, per 4 input channels m .. m + 3
+        (outputs (m + i) dm + j), per tap the words (w0 | w2 << 16, w1 | w3 << 16) of int16 halves."""
+        wv = np.asarray(self.consts[self.names[w]].value, np.int32)
+        taps = wv.reshape(-1, c * dm)  # [KH KW, M]
+        q = c // 4 * 4
+        v = taps[:, :q * dm].reshape(-1, q // 4, 4, dm).transpose(3, 1, 0, 2)  # [dm, groups, taps, 4]
+        lo, hi = v[..., [0, 1]] & 0xFFFF, (v[..., [2, 3]] & 0xFFFF) << 16
+        return self.const(f"{name}::taps", (lo | hi).astype(np.uint32).view(np.int32))
 
     def fully_connected(self, k: int, name: str, ins: list[int], outs: list[int], opts: Any) -> Node:
         x, w, y = ins[0], ins[1], outs[0]
@@ -324,6 +338,12 @@ class _Lowering:
             m1, m2 = quantize_multiplier(s1[0] / twice_max), quantize_multiplier(s2[0] / twice_max)
             mo = quantize_multiplier(twice_max / (float(1 << left) * so[0]))
             ints = [0, -z1[0], -z2[0], zo[0], left, *m1, *m2, *mo, lo, hi]
+            # each input's scaled term by its byte (0..255 as uint8: codes 0..127, then -128..-1), as AddFunc
+            terms = [[tflite_fixed.mbqm(tflite_fixed.w32((code - 256 * (code > 127) - z) << left), *mult)
+                      for code in range(256)] for z, mult in ((z1[0], m1), (z2[0], m2))]
+            table = self.const(f"{name}::terms", np.asarray(terms, np.int32).reshape(-1))
+            return Node(k, name, "TflAdd", DOMAIN, (self.names[ins[0]], self.names[ins[1]], table),
+                        (self.names[outs[0]],), {"tfl": ints})
         else:
             mo = quantize_multiplier(s1[0] * s2[0] / so[0])
             ints = [1, -z1[0], -z2[0], zo[0], 0, 0, 0, 0, 0, *mo, lo, hi]
