@@ -178,12 +178,12 @@ def large_problem(n: int, seed: int, alignment: int = 16) -> Problem:
     return Problem(tuple(bufs[:n]))
 
 
-def syn_problem(n: int, seed: int, alignment: int = 64) -> Problem:
+def syn_problem(n: int, seed: int, alignment: int = 64, bits: int = 12) -> Problem:
     """An independent generator (issue 39), unlike ``large_problem`` in shape: no chain.
     Buffers start at uniformly random ops of a timeline n ops long and live a mix of
     lengths (70 % 1-8 ops, 25 % 8-128, 5 % 128-1024), sizes log-uniform from
-    ``alignment`` to 4096 times it, as in minimalloc's CSV files (a trace of an
-    accelerator's allocations). Same (n, seed) -> same Problem.
+    ``alignment`` to 2^bits times it, as in minimalloc's CSV files (a trace of an
+    accelerator's allocations). Same (n, seed, bits) -> same Problem.
     """
     rng = random.Random(seed * 9_000_011 + n * 17 + 3)
     bufs = []
@@ -191,22 +191,25 @@ def syn_problem(n: int, seed: int, alignment: int = 64) -> Problem:
         start = rng.randrange(n)
         r = rng.random()
         life = rng.randint(1, 8) if r < 0.7 else rng.randint(8, 128) if r < 0.95 else rng.randint(128, 1024)
-        size = alignment * int(2 ** rng.uniform(0, 12))
+        size = alignment * int(2 ** rng.uniform(0, bits))
         bufs.append(Buffer(f"t{i}", size, start, min(n - 1, start + life - 1), alignment))
     return Problem(tuple(bufs))
 
 
-CHALLENGES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                          "..", "shared", "anchors", "minimalloc", "challenging")
+CHALLENGES = os.path.join(os.environ.get("ARENA_SHARED") or os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared"), "anchors", "minimalloc", "challenging")
 LARGE = tuple((n, s) for n in (1000, 5000, 10000, 20000) for s in (1, 2, 3))
 
 
 def _named(name: str, challenges: str) -> Problem:
     """A CSV file (minimalloc's format; the capacity from an ``X.<capacity>.csv`` name), a
-    challenge letter (A-K, at the capacity its file name gives), large-N-sS or syn-N-sS."""
+    challenge letter (A-K, at the capacity its file name gives), large-N-sS, syn-N-sS or
+    syn-N-sS-bB (sizes up to 2^B times the smallest, not 2^12)."""
     if name.startswith(("large-", "syn-")):
-        kind, n, s = name.split("-")
-        return (large_problem if kind == "large" else syn_problem)(int(n), int(s[1:]))
+        kind, n, s, *bits = name.split("-")
+        if kind == "large":
+            return large_problem(int(n), int(s[1:]))
+        return syn_problem(int(n), int(s[1:]), bits=int(bits[0][1:]) if bits else 12)
     from arena_tool.model import csvio
     path = name if name.endswith(".csv") else glob.glob(os.path.join(challenges, f"{name}.*.csv"))[0]
     parts = os.path.basename(path).split(".")
@@ -319,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     import json
     import tempfile
     ap = argparse.ArgumentParser(description="optimal on minimalloc's challenges, large networks and CSV files")
-    ap.add_argument("names", nargs="*", help="A..K, large-N-sS, syn-N-sS or minimalloc CSV files "
+    ap.add_argument("names", nargs="*", help="A..K, large-N-sS, syn-N-sS[-bB] or minimalloc CSV files "
                                             "(X.<capacity>.csv sets the capacity; default: A..K and large-*)")
     ap.add_argument("--limit", type=float, default=0.0, help="seconds each (default 60 challenge, 30 large)")
     ap.add_argument("--challenges", default=CHALLENGES, help="folder of minimalloc's challenge CSVs")
