@@ -312,6 +312,10 @@ CASES: dict[str, Any] = {
     "dw_k5x1_2d_u8_wzp": lambda: conv(90, 5, 5, (11, 7), (5, 1), group=5, pads=(2, 0, 2, 0), u8=True, w_zps=True),
     "dw_k1x3_2d_s2": lambda: conv(91, 6, 6, (9, 13), (1, 3), group=6, stride=2),
     "dw3_dilated_u8_mult2": lambda: conv(92, 3, 6, (10, 11), (3, 3), group=3, dil=2, pads=(2, 2, 2, 2), u8=True),
+    # Helium: KWS's narrow 25 x 5 planes (dw_mve3_pad's padded copy: a border in every block), in
+    # place, and an odd plane with asymmetric pads
+    "dw3_s1_kws_in_place": lambda: conv(93, 5, 5, (25, 5), (3, 3), group=5, chain=True, x_zp=-17),
+    "dw3_s1_odd_pads": lambda: conv(94, 3, 3, (7, 9), (3, 3), group=3, pads=(0, 2, 1, 0)),
     "gemm_k50_n7": lambda: qgemm(80, 2, 50, 7),
     "gemm_k17_n6_b_zps": lambda: qgemm(81, 2, 17, 6, b_zps=True),
     # the zoo's other ops: global average pools (a plane of 1, sums past multiples of 8), uint8

@@ -357,6 +357,8 @@ MATCH: dict[str, Callable[[], onnx.ModelProto]] = {
     "avgpool_i8_1d": lambda: avg_pool(I8, [1, 3, 10], [1, 3, 5], kernel_shape=[3], strides=[2], pads=[1, 1]),
     "avgpool_u8_same_upper": lambda: avg_pool(U8, [1, 2, 5, 5], [1, 2, 3, 3], kernel_shape=[2, 2], strides=[2, 2],
                                               auto_pad="SAME_UPPER"),
+    "avgpool_i8_whole_rows": lambda: avg_pool(I8, [1, 3, 10, 5], [1, 3, 5, 1], kernel_shape=[2, 5], strides=[2, 1]),
+    "avgpool_u8_whole_rows": lambda: avg_pool(U8, [1, 2, 9, 6], [1, 2, 3, 1], kernel_shape=[3, 6], strides=[3, 1]),
     "gap_i8": lambda: global_pool(I8, [1, 6, 5, 5]),
     "gap_u8_1d": lambda: global_pool(U8, [2, 4, 9]),
     "concat_i8_axis1": lambda: concat(I8, 1, [[1, 2, 3, 3], [1, 3, 3, 3], [1, 1, 3, 3]], [1, 6, 3, 3]),

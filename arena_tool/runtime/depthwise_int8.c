@@ -535,6 +535,72 @@ static int dw3_setup(dw3ctx_t *c, const arena_conv_dims_t *d, const arena_attrs_
     return 1;
 }
 
+/* Bytes of the padded copy dw_mve3_pad reads a plane's patches from (stack). */
+#define DW_PAD_BYTES 1024
+
+/* dw_mve3_plane's strides-1 case from a padded copy of the plane: rows of Wp = 2 ceil(OW / 2) + 2
+ * bytes, Hp = 2 ceil(OH / 2) + 2 of them (every 2 x 2 block's 4 x 4 patch inside), the input at
+ * (ph, pw) and x_zp's byte pad around it, so each patch is one gather without a predicate and no
+ * lane needs a VPSEL (a narrow plane, KWS's 25 x 5, has a border in every block). The copy is
+ * made before any output is written: in place is safe. wb: dw_mve3_plane's placed kernel.
+ * 0 (nothing written) when the copy does not fit DW_PAD_BYTES. */
+static __attribute__((noinline)) int dw_mve3_pad(const dw3ctx_t *c, const int8_t *src, int8_t *dst,
+                                                 const arena_conv_dims_t *d, const arena_attrs_t *a,
+                                                 const int8_t *wb, const qpar_t *q, int32_t bias, float mult,
+                                                 int8_t pad)
+{
+    int8_t buf[DW_PAD_BYTES + 16] __attribute__((aligned(4)));
+    const int32_t H = d->h, W = d->w, OH = d->oh, OW = d->ow, ph = a->pads[0], pw = a->pads[1];
+    const int32_t Wp = ((OW + 1) & ~1) + 2, Hp = ((OH + 1) & ~1) + 2;
+    const int32_t nr = H < Hp - ph ? H : Hp - ph, nc = W < Wp - pw ? W : Wp - pw;
+    const qpar_t qq = *q;
+    int32_t i, j, bj, k, s[4];
+    uint8x16_t off;
+    uint32x4_t so;
+    int8x16_t w0, w1, w2, w3, x;
+    if (Hp * Wp > DW_PAD_BYTES || ph < 0 || pw < 0 || Wp > 255 / 4) {
+        return 0;
+    }
+    x = vdupq_n_s8(pad);
+    for (k = 0; k < Hp * Wp; k += 16) {
+        vstrbq_s8(buf + k, x);
+    }
+    for (i = 0; i < nr; ++i) { /* a row's nc bytes in a tail-predicated loop (no lane past nc read) */
+        const int8_t *sr = src + i * W;
+        int8_t *br = buf + (ph + i) * Wp + pw;
+        __asm__ volatile("wlstp.8 lr, %[n], 2f\n"
+                         "1:\n\t"
+                         "vldrb.8 q0, [%[s]], #16\n\t"
+                         "vstrb.8 q0, [%[d]], #16\n\t"
+                         "letp lr, 1b\n"
+                         "2:"
+                         : [s] "+r"(sr), [d] "+r"(br)
+                         : [n] "r"(nc)
+                         : "q0", "lr", "memory");
+    }
+    off = vmlaq_n_u8(vldrbq_u8(DW_C4), c->R, (uint8_t)Wp);
+    so = vldrwq_u32(c->so);
+    w0 = vldrbq_s8(wb + 16);
+    w1 = vldrbq_s8(wb + 15);
+    w2 = vldrbq_s8(wb + 12);
+    w3 = vldrbq_s8(wb + 11);
+    for (i = 0; i < OH; i += 2) {
+        const int8_t *r = buf + i * Wp;
+        const uint32_t srow = i + 1 < OH ? 0xFFFFu : 0x00FFu; /* a last odd row: 2 outputs */
+        int8_t *dr = dst + i * OW;
+        for (j = 0, bj = 0; j < OW; j += 2, ++bj) {
+            x = vldrbq_gather_offset_s8(r + j, off);
+            s[0] = vmladavq_s8(x, w0);
+            s[1] = vmladavq_s8(x, w1);
+            s[2] = vmladavq_s8(x, w2);
+            s[3] = vmladavq_s8(x, w3);
+            vstrbq_scatter_offset_p_s32(dr + j, so, requant4(&qq, vldrwq_s32(s), bias, mult),
+                                        (mve_pred16_t)(srow & c->scol[bj]));
+        }
+    }
+    return 1;
+}
+
 /* A whole 3x3 undilated depthwise plane on Helium straight from the input (no band): dw_mve3's
  * patches gathered from src (H x W) at each block's window, the lanes outside the plane not
  * read and given x_zp's byte pad (VPSEL; the fold counts them as x_zp, as the band's padding).
@@ -564,6 +630,9 @@ static __attribute__((noinline)) void dw_mve3_plane(const dw3ctx_t *c, const int
         wb[16 + t * g] = (int8_t)wk[3 * t];
         wb[17 + t * g] = (int8_t)wk[3 * t + 1];
         wb[18 + t * g] = (int8_t)wk[3 * t + 2];
+    }
+    if (s1 && dw_mve3_pad(c, src, dst, d, a, wb, q, bias, mult, pad)) {
+        return;
     }
     if (copy) { /* in place: the input plane copied before any output overwrites it */
         memcpy(own, src, (size_t)H * (size_t)W);

@@ -69,7 +69,14 @@ int arena_k_qlinear_pool(const arena_ctx_t *c)
             for (ow = 0; ow < yd[3]; ++ow, ++yi) {
                 int32_t ws = ow * s[1] - p[1], we = ws + k[1] < xd[3] ? ws + k[1] : xd[3], sum = 0, count;
                 ws = ws > 0 ? ws : 0;
-                for (ih = hs; ih < he; ++ih) {
+                ih = hs;
+#if defined(__ARM_FEATURE_MVE)
+                if (ws == 0 && we == xd[3] && he > hs) { /* whole rows lie in one run (KWS's 25 x 5 pool) */
+                    sum = row_sum(&x, plane + (uint32_t)(hs * xd[3]), (he - hs) * xd[3]) - x.zp * (he - hs) * xd[3];
+                    ih = he;
+                }
+#endif
+                for (; ih < he; ++ih) {
 #if defined(__ARM_FEATURE_MVE)
                     if (we > ws) { /* the same integer sum, a row at a time */
                         sum += row_sum(&x, plane + (uint32_t)(ih * xd[3] + ws), we - ws) - x.zp * (we - ws);
