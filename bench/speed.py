@@ -3,7 +3,7 @@
     python3 bench/speed.py [--networks vww,kws,resnet8,ad01] [--dtypes int8,float] [--optimize size|speed]
                            [--variants kws,ds_tcn,mobilenet_v2,mnasnet,mobilenet_v3,shufflenet_v2,squeezenet]
                            [--zoo ds_tcn,mobilenet_v2,mnasnet,mobilenet_v3,shufflenet_v2,squeezenet,kws]
-                           [--board mps2_an500,mps2_an386,mps2_an385] [--kernels ref,cmsis_nn] [--build DIR]
+                           [--board mps2_an500,mps2_an386,mps2_an385,mps3_an547,mps2_an505] [--kernels ref,cmsis_nn] [--build DIR]
 
 For each MLPerf Tiny network (VWW, KWS, ResNet-8, AD01), int8 and float32, this builds and runs
 
@@ -43,7 +43,8 @@ CMSIS-NN: each twin converted by bench/onnx2tflite.py to the same int8 network a
 largest difference of the logits' codes between TFLM's host interpreter and onnxruntime is
 printed too), built by a copy of tflm_speed whose model_to_c.py resolves the zoo's ops (HARD_SWISH,
 TRANSPOSE, SPLIT, PADV2, ...) with those kernels compiled (``OPS``) and with its per-operator
-profile firmware (``PROFILE=1``). It prints arena / TFLM + CMSIS-NN per network and variant, then
+profile firmware (``PROFILE=1``), for each ``--board`` as the MLPerf table's TFLM is (on mps3_an547
+CMSIS-NN's Helium kernels, on mps2_an505 its DSP ones). It prints arena / TFLM + CMSIS-NN per network and variant, then
 per op kind (arena's ops from its profile, TFLM's from fw_prof.elf, summed under the same names)
 instructions, instructions per MAC and their ratio.
 
@@ -744,7 +745,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          f"{', '.join(ZOO_NETWORKS)} (default: none)")
     ap.add_argument("--board", default=BOARD,
                     help=f"comma-separated QEMU boards, each with TFLM built for its core (default {BOARD}; "
-                         "e.g. mps2_an500,mps2_an386,mps2_an385: Cortex-M7, M4, M3)")
+                         "e.g. mps2_an500,mps2_an386,mps2_an385,mps3_an547,mps2_an505: Cortex-M7, M4, M3, M55, M33)")
     ap.add_argument("--kernels", default=",".join(KERNELS),
                     help="TFLM builds to compare with: ref, cmsis_nn or both (default); cmsis_nn is always built")
     ap.add_argument("--build", default=str(ROOT / "build" / "speed"), help="cache folder (default build/speed)")
