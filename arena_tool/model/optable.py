@@ -788,7 +788,7 @@ TABLE: dict[str, OpSpec] = _specs(
            checks=(Dtypes(frozenset({"int8"})),), macs=_macs_window),
     *(OpSpec(t, TFL_BINARY, inplace=Inplace((0, 1), same_shape=True), onnx_only=False, c_fields=_c_tfl,
              checks=(Dtypes(frozenset({"int8"})),)) for t in ("TflAdd", "TflMul")),  # ADD's input 2: its terms
-    OpSpec("TflSoftmax", TFL_SOFTMAX, X, inplace=UNARY, onnx_only=False, c_fields=_c_tfl,
+    OpSpec("TflSoftmax", TFL_SOFTMAX, (0, 1), inplace=UNARY, onnx_only=False, c_fields=_c_tfl,
            checks=(Dtypes(frozenset({"int8"})),)),
     OpSpec("TflMaxPool2D", TFL_MAX_POOL, X, attrs=_tfl, spatial=True, c_fields=_c_tfl,
            checks=(Dtypes(frozenset({"int8"})),), macs=_macs_window),

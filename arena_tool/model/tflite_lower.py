@@ -77,6 +77,17 @@ def softmax_params(beta: float, input_scale: float) -> tuple[int, int, int]:
     return mult, shift, -int(radius)
 
 
+def softmax_exps(mult: int, shift: int, diff_min: int) -> list[int]:
+    """exp of each difference to the row's maximum, 0 .. -255, as TFLite's int8 Softmax computes it
+    (MultiplyByQuantizedMultiplierGreaterThanOne, exp_on_negative_values in Q5.26); 0 below diff_min,
+    where TFLite skips the term (runtime/tfl_softmax_int8.c reads them by -difference)."""
+    def exp(diff: int) -> int:
+        rescaled = tflite_fixed.srdhm(tflite_fixed.w32(diff * (1 << shift)), mult)
+        return tflite_fixed.exp_on_negative_values(rescaled, SOFTMAX_DIFF_BITS)
+
+    return [exp(-d) if -d >= diff_min else 0 for d in range(256)]
+
+
 def activation_range(act: int, scale: float, zp: int, lo: int = -128, hi: int = 127) -> tuple[int, int]:
     """CalculateActivationRangeQuantized: the fused activation as output codes."""
     def q(f: float) -> int:  # tflite Quantize: f / scale in float32, TfLiteRound, + zero point
@@ -205,7 +216,8 @@ class _Lowering:
             return self.binary(k, name, kind, ins, outs, opts)
         if int8 and kind == "SOFTMAX":
             mult, shift, diff_min = softmax_params(float(np.float32(opts.beta)), self.scale_zp(ins[0])[0][0])
-            return Node(k, name, "TflSoftmax", DOMAIN, in_names[:1], out_names, {"tfl": [mult, shift, diff_min]})
+            exps = self.const(f"{name}::exp", np.asarray(softmax_exps(mult, shift, diff_min), np.int32))
+            return Node(k, name, "TflSoftmax", DOMAIN, (in_names[0], exps), out_names, {"tfl": [mult, shift, diff_min]})
         f32 = all(self.dtype(x) == "float32" for x in (ins[:1] + outs[:1]) if x >= 0)
         if f32 and kind in LOWERED_F32 and ins and outs:
             node = self.float_op(k, name, kind, ins, outs, opts)

@@ -7,24 +7,33 @@
  * 3 the requantization [M, 2] int32 (multiplier, shift; one row per output, equal rows for a
  * per-tensor model). Output 0 y int8, B * M elements. ints: x_offset, w_offset, y_zp, act_min, act_max.
  *
- * Fast path (weights' zero point 0, as TFLite's int8 weights are): four outputs a step through
- * support_int8.h's dot4x1 (fully_connected_int8.c's arena_i8_dot4 on DSP cores: the input row
- * unpacked once for four weight rows), the last one to three by arena_i8_dot2x1 and dot1x1, each
- * requantized by tfl_rq; the same integers. */
+ * Fast path, the same integers: four outputs a step through support_int8.h's dot4x1
+ * (fully_connected_int8.c's arena_i8_dot4 on DSP cores: the input row unpacked once for four weight
+ * rows), the last one to three by arena_i8_dot2x1 and dot1x1, each requantized by tfl_rq. A weight
+ * zero point (TFLM runs one though TFLite's int8 weights have none) adds w_offset times the row's
+ * sum of x + x_offset to every output of the row, once per row (int32 wraparound, as the reference's
+ * sum of products wraps alike). */
 #include "support_int8.h"
 #include "support_tfl.h"
 
 /* Row x (K bytes, zero point x_zp) against the M weight rows into y[0 .. M). */
 static __attribute__((noinline)) void tfl_fc_row(int8_t *y, const int8_t *x, const int8_t *w, const int32_t *bias,
                                                  const int32_t *rq, int32_t M, int32_t K, int32_t x_zp, int32_t y_zp,
-                                                 int32_t lo, int32_t hi)
+                                                 int32_t lo, int32_t hi, int32_t w_off)
 {
-    int32_t n, i, j, s[4];
+    int32_t n, i, j, s[4], extra = 0;
+    if (w_off != 0) {
+        uint32_t sx = 0u;
+        for (i = 0; i < K; ++i) {
+            sx += (uint32_t)((int32_t)x[i] - x_zp);
+        }
+        extra = (int32_t)(sx * (uint32_t)w_off);
+    }
     for (n = 0; n + 4 <= M; n += 4) {
         dot4x1(s, w + (size_t)n * (size_t)K, x, K, x_zp);
         for (i = 0; i < 4; ++i) {
             const tfl_chan_t ch = tfl_chan(rq[2 * (n + i)], rq[2 * (n + i) + 1], bias != NULL ? bias[n + i] : 0);
-            y[n + i] = (int8_t)tfl_clamp(tfl_add(tfl_rq(s[i], &ch, 1), y_zp), lo, hi);
+            y[n + i] = (int8_t)tfl_clamp(tfl_add(tfl_rq(tfl_add(s[i], extra), &ch, 1), y_zp), lo, hi);
         }
     }
     for (; n < M; n += i) {
@@ -38,7 +47,7 @@ static __attribute__((noinline)) void tfl_fc_row(int8_t *y, const int8_t *x, con
         }
         for (j = 0; j < i; ++j) {
             const tfl_chan_t ch = tfl_chan(rq[2 * (n + j)], rq[2 * (n + j) + 1], bias != NULL ? bias[n + j] : 0);
-            y[n + j] = (int8_t)tfl_clamp(tfl_add(tfl_rq(s[j], &ch, 1), y_zp), lo, hi);
+            y[n + j] = (int8_t)tfl_clamp(tfl_add(tfl_rq(tfl_add(s[j], extra), &ch, 1), y_zp), lo, hi);
         }
     }
 }
@@ -51,7 +60,7 @@ int arena_k_tfl_fully_connected(const arena_ctx_t *c)
     const int8_t *x, *w;
     const int32_t *bias, *rq;
     int8_t *y;
-    int32_t M, K, B, b, n, k, x_off, w_off, y_zp, lo, hi;
+    int32_t M, K, B, b, x_off, w_off, y_zp, lo, hi;
     if (xt == NULL || wt == NULL || rt == NULL || yt == NULL || a->n_ints < 5 || wt->rank != 2
         || xt->dtype != ARENA_DT_INT8 || wt->dtype != ARENA_DT_INT8 || yt->dtype != ARENA_DT_INT8
         || rt->dtype != ARENA_DT_INT32) {
@@ -72,26 +81,9 @@ int arena_k_tfl_fully_connected(const arena_ctx_t *c)
     bias = bt != NULL ? (const int32_t *)arena_in_data(c, 2) : NULL;
     rq = (const int32_t *)arena_in_data(c, 3);
     y = (int8_t *)arena_out_data(c, 0);
-    if (w_off == 0) {
-        for (b = 0; b < B; ++b) {
-            tfl_fc_row(y + (size_t)b * (size_t)M, x + (size_t)b * (size_t)K, w, bias, rq, M, K, -x_off, y_zp, lo, hi);
-        }
-        return ARENA_OK;
-    }
     for (b = 0; b < B; ++b) {
-        const int8_t *xr = x + (size_t)b * K;
-        for (n = 0; n < M; ++n) {
-            const int8_t *wr = w + (size_t)n * K;
-            int32_t acc = 0;
-            for (k = 0; k < K; ++k) {
-                acc += ((int32_t)wr[k] + w_off) * ((int32_t)xr[k] + x_off);
-            }
-            if (bias != NULL) {
-                acc = tfl_add(acc, bias[n]);
-            }
-            acc = tfl_add(tfl_mbqm(acc, rq[2 * n], rq[2 * n + 1]), y_zp);
-            y[(size_t)b * M + n] = (int8_t)tfl_clamp(acc, lo, hi);
-        }
+        tfl_fc_row(y + (size_t)b * (size_t)M, x + (size_t)b * (size_t)K, w, bias, rq, M, K, -x_off, y_zp, lo, hi,
+                   w_off);
     }
     return ARENA_OK;
 }
