@@ -75,7 +75,8 @@ def _out_size(padding: int, size: int, k: int, stride: int, dilation: int) -> in
 
 def random_gap_ops_model(seed: int) -> bytes:
     """The int8 shapes and ops whose fast paths came last, random per seed: grouped CONV_2D (1x1 and
-    3x3), DEPTHWISE_CONV_2D with depth multiplier 2 or 3 and with a 9x9 kernel (81 taps), a CONV_2D whose
+    3x3), DEPTHWISE_CONV_2D with depth multiplier 2 or 3, with a 9x9 kernel (81 taps) and in place (its
+    input a 1x1 conv's output read by it alone, 32x32 by 9 or 13 channels: the peak), a CONV_2D whose
     im2col column is over 2 KB (its planned workspace holds two), FULLY_CONNECTED with a weight zero
     point, AVERAGE_POOL_2D and MAX_POOL_2D (4 channels a step and the rest, a window over 256 taps),
     ADD and MUL on equal shapes, a per-channel and a scalar broadcast, SOFTMAX on rows, each a graph
@@ -173,7 +174,13 @@ def _gap_ops(m: Model, r: np.random.Generator, pre: str) -> tuple[list[int], lis
     rows = m.tensor(pre + "softmax_y", "INT8", [1, H, W, C], scale=[1.0 / 256], zp=[-128])
     m.op("SOFTMAX", [x], [rows], "SoftmaxOptions", beta=float(r.choice([1.0, 0.5, 2.0])))
     outs.append(rows)
-    return [x, xw, xg, x2, zc, zs], outs
+    # the largest images, last: in place the depthwise conv lowers the peak, so the plan keeps it
+    Ci = int(r.choice([9, 13]))
+    xi = m.tensor(pre + "xi", "INT8", [1, 32, 32, 8], scale=[sx], zp=[zx])
+    mid = _conv_tail(m, r, pre + "pre_dw", xi, [Ci, 1, 1, 8], sx, Ci, (32, 32), 1, 1, 1, 0)  # read by the dw only
+    smid = float(m.sg.tensors[mid].quantization.scale[0])
+    outs.append(_conv_tail(m, r, pre + "in_place", mid, [1, 3, 3, Ci], smid, Ci, (32, 32), 1, 0, 1, 1))
+    return [x, xw, xg, x2, zc, zs, xi], outs
 
 
 def random_ops_model(seed: int) -> bytes:

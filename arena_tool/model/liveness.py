@@ -37,7 +37,9 @@ The op table (``optable.OpSpec``: ``view``, ``inplace``, ``depthwise``) says whi
   QLinearConv (group = input channels = output channels, NCHW, same element type, no more
   output elements than input) writes over its input under (a)-(c); the runtime saves one
   input channel in the op's workspace before writing the output channel over it (output
-  channel i only reaches input channels <= i). A stride-2 one leaves the output in the
+  channel i only reaches input channels <= i). A TFLite DEPTHWISE_CONV_2D of depth multiplier 1
+  (NHWC) too: output (pixel p, channel c) lands on input (p, c), so saving 4 channels' planes
+  before writing those channels leaves every other channel's bytes alone. A stride-2 one leaves the output in the
   input's larger slot, which the element-wise op after it may share; such an alias into a
   larger slot is kept only where dropping it would not lower the bound (_best_aliasing).
 * Never: other Convs, Gemm/MatMul, pools and everything else not listed.
@@ -162,8 +164,8 @@ def _best_aliasing(lowered: Lowered, options: ModelOptions, ops: list[Op]) -> tu
 
     Element-wise in-place and views never cost bytes (equal sizes); an in-place depthwise
     Conv whose output is smaller than its input (stride 2) keeps the input's slot for the
-    output's whole life, which can raise the peak later: each such alias is dropped when
-    the bound without it is no higher."""
+    output's whole life, which can raise the peak later, and a TFLite one copies its channels
+    first: each such alias is dropped when the bound without it is no higher."""
     builder = _Builder(lowered, options, ops)
     mp = builder.build()
     dropped: set[int] = set()
@@ -245,7 +247,9 @@ class _Builder:
         self.steps = list(lowered.ops) if ops is None else ops
         self.no_shrink = no_shrink  # steps that must not alias into a larger slot
         self.depthwise: set[int] = set()  # steps whose depthwise Conv works in place
-        self.shrinking: set[int] = set()  # steps whose output aliases a larger slot
+        # steps whose alias is kept only where dropping it would raise the bound: an output aliasing a
+        # larger slot, a TFLite depthwise conv in place (its channel copies cost instructions)
+        self.shrinking: set[int] = set()
         self.outputs = set(lowered.outputs)
         known = set(lowered.types) | set(lowered.graph.constant_shapes)
         for name in sorted(self.bitwidths):
@@ -370,7 +374,7 @@ class _Builder:
                     shrinks = self._planned(y) < slot[r]
                     join(y, dw)
                     self.depthwise.add(s)
-                    if shrinks:
+                    if shrinks or node.domain == tflite_lower.DOMAIN:
                         self.shrinking.add(s)
                 continue
             for x in self._inplace_candidates(node, y):
@@ -435,9 +439,11 @@ class _Builder:
         tx, ty = self.g.types[x], self.g.types[y]
         if len(tx.shape) != 4 or len(ty.shape) != 4:
             return None
-        channels = tx.shape[1]
-        if (int(node.attrs.get("group", 1)) != channels or ty.shape[1] != channels or ty.shape[0] != tx.shape[0]
-                or ty.elements > tx.elements or self.dtype[x] != self.dtype[y]):
+        if node.domain == tflite_lower.DOMAIN:  # NHWC, TFLite's depth multiplier: one output per channel
+            one = int(node.attrs["tfl"][4]) == 1 and ty.shape[3] == tx.shape[3]
+        else:
+            one = int(node.attrs.get("group", 1)) == tx.shape[1] == ty.shape[1]
+        if not one or ty.shape[0] != tx.shape[0] or ty.elements > tx.elements or self.dtype[x] != self.dtype[y]:
             return None
         return x
 
@@ -469,7 +475,9 @@ class _Builder:
         """The op's declared im2col need (lowering.Workspace) under the scratch mode."""
         if s in self.depthwise:  # in place: one input channel saved before it is overwritten
             x = node.inputs[0]
-            elements = math.prod(self.g.types[x].shape[2:])
+            shape = self.g.types[x].shape  # NHWC (TFLite): 4 channels' planes, interleaved, as its step reads them
+            elements = min(4, shape[3]) * shape[1] * shape[2] if node.domain == tflite_lower.DOMAIN \
+                else math.prod(shape[2:])
             return self._scratch(node, elements, self.dtype[x], s)
         if node.workspace is None or (self.opt.scratch == "none" and node.op_type not in lowering.TFL_SCRATCH):
             return None  # a TFLite kernel's scratch is its own need, no option

@@ -781,7 +781,7 @@ TABLE: dict[str, OpSpec] = _specs(
     OpSpec("TflConv2D", TFL_CONV, (0, 1, 2, 3), attrs=_tfl, spatial=True, c_fields=_c_tfl, checks=(Dtypes(frozenset({"int8"})),),
            macs=_macs_tfl_conv),
     OpSpec("TflDepthwiseConv2D", TFL_CONV, (0, 1, 2, 3, 4), attrs=_tfl, spatial=True, c_fields=_c_tfl,
-           checks=(Dtypes(frozenset({"int8"})),), macs=_macs_tfl_conv),
+           weight=1, depthwise=True, onnx_only=False, checks=(Dtypes(frozenset({"int8"})),), macs=_macs_tfl_conv),
     OpSpec("TflFullyConnected", TFL_FULLY_CONNECTED, (0, 1, 2, 3), c_fields=_c_tfl,
            checks=(Dtypes(frozenset({"int8"})),), macs=_macs_tfl_fc),
     OpSpec("TflAveragePool2D", TFL_AVERAGE_POOL, X, attrs=_tfl, spatial=True, c_fields=_c_tfl,

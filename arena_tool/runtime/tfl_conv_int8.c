@@ -15,8 +15,10 @@
  * at the border), once per output of a channel (depth multiplier dm: output channels c dm + j),
  * the channels past the last multiple of 4 one at a time. Every output is requantized by tfl_rq: one
  * SMLAL when every channel's shift is a right shift of 2 or more (tfl_short: the *_short kernels),
- * TFLite's step-by-step way for the channels that are not (the *_long ones). An op without its
- * workspace (tables from before it) runs the reference loop below.
+ * TFLite's step-by-step way for the channels that are not (the *_long ones). A depthwise conv of
+ * multiplier 1 planned over its input (liveness's in-place depthwise) copies 4 channels' planes into
+ * its workspace before their outputs land on them (tfl_dw_in_place). An op without its workspace or
+ * unpacked taps (tables from before them) runs the reference loop below.
  *
  * Inputs: 0 x [N, H, W, C] int8, 1 w (conv [M, KH, KW, C / groups]; depthwise [1, KH, KW, M],
  * M = C * depth multiplier) int8 with zero point 0, 2 bias [M] int32 or absent, 3 the requantization
@@ -365,9 +367,56 @@ static __attribute__((noinline)) void tfl_dw1(int8_t *y, const int8_t *x, const 
     }
 }
 
+/* A depthwise conv planned in place (y at x's address; liveness: multiplier 1, no more output pixels
+ * than input ones): per image, 4 channels' planes at a time copied into temp (a [H, W, 4] image) and
+ * their outputs computed from it, which land on those channels' input bytes only (output pixel p,
+ * channel c at input pixel p, channel c), then the rest one channel at a time. k: the geometry with
+ * the copy's 4 channels a pixel. */
+static void tfl_dw_in_place(int8_t *y, int8_t *temp, const tfl_dw_t *k, const uint32_t *wp, const arena_ctx_t *c,
+                            int32_t N, const int32_t d[8], int32_t x_zp, const tfl_out_t *o)
+{
+    void (*run)(int8_t *, const int8_t *, const tfl_dw_t *, const tfl_chan_t *);
+    const int8_t *w = (const int8_t *)arena_in_data(c, 1);
+    const int32_t *bias = arena_in(c, 2) != NULL ? (const int32_t *)arena_in_data(c, 2) : NULL;
+    const int32_t *rq = (const int32_t *)arena_in_data(c, 3);
+    const int32_t C = d[2], hw = d[0] * d[1], taps = d[5] * d[6];
+    size_t xs = (size_t)hw * (size_t)C, ys = (size_t)d[3] * (size_t)d[4] * (size_t)C;
+    tfl_dw_t k4 = *k;
+    tfl_chan_t ch[4];
+    int32_t d1[8], b, m, i, p;
+    run = tfl_short(rq, C) ? tfl_dw4_short : tfl_dw4_long;
+    for (i = 0; i < 8; ++i) {
+        d1[i] = d[i];
+    }
+    d1[2] = 1; /* tfl_dw1 reads one channel's plane */
+    for (b = 0; b < N; ++b) {
+        int8_t *xb = y + (size_t)b * xs; /* the image's input bytes, before its outputs land on them */
+        const uint32_t *t = wp;
+        for (m = 0; m + 4 <= C; m += 4, t += 2 * taps) {
+            for (p = 0; p < hw; ++p) {
+                memcpy(temp + 4 * p, xb + (size_t)p * (size_t)C + (size_t)m, 4);
+            }
+            k4.wp = t;
+            for (i = 0; i < 4; ++i) {
+                ch[i] = tfl_chan(rq[2 * (m + i)], rq[2 * (m + i) + 1], bias != NULL ? bias[m + i] : 0);
+            }
+            run(y + b * ys + (size_t)m, temp, &k4, ch);
+        }
+        for (; m < C; ++m) {
+            for (p = 0; p < hw; ++p) {
+                temp[p] = xb[(size_t)p * (size_t)C + (size_t)m];
+            }
+            ch[0] = tfl_chan(rq[2 * m], rq[2 * m + 1], bias != NULL ? bias[m] : 0);
+            tfl_dw1(y + b * ys + (size_t)m, temp, w + m, ch, c->op->attrs, d1, x_zp, o);
+        }
+    }
+}
+
 /* A depthwise conv (M = C dm): per output j of an input channel, 4 input channels a step (tfl_dw4,
- * their taps from input 4), then the rest (tfl_dw1). 0 without input 4 where C >= 4.
+ * their taps from input 4), then the rest (tfl_dw1); in place through tfl_dw_in_place. ARENA_OK,
+ * TFL_NO_FAST without input 4 where C >= 4 (the reference loop runs), or arena_dw_in_place's error.
  * d: H, W, C, OH, OW, KH, KW, M. */
+#define TFL_NO_FAST (-1)
 static int tfl_depthwise(const arena_ctx_t *c, int32_t N, const int32_t d[8], int32_t x_zp, const tfl_out_t *o)
 {
     const arena_attrs_t *a = c->op->attrs;
@@ -381,11 +430,17 @@ static int tfl_depthwise(const arena_ctx_t *c, int32_t N, const int32_t d[8], in
     const uint32_t *wp = pt != NULL ? (const uint32_t *)arena_in_data(c, 4) : NULL;
     tfl_chan_t ch[4];
     tfl_dw_t k;
-    int32_t b, m, i, j;
+    int32_t b, m, i, j, rc;
+    void *temp = NULL;
     void (*run)(int8_t *, const int8_t *, const tfl_dw_t *, const tfl_chan_t *);
+    rc = arena_dw_in_place(c, x, (size_t)N * xs, y, (size_t)N * ys,
+                           (size_t)(C < 4 ? 1 : 4) * (size_t)d[0] * (size_t)d[1], 1u, &temp);
+    if (rc != ARENA_OK || (temp != NULL && dm != 1)) {
+        return rc != ARENA_OK ? rc : ARENA_ERR_SHAPE;
+    }
     if (C >= 4 && (wp == NULL || pt->dtype != ARENA_DT_INT32
                    || pt->elements != 2u * (uint32_t)dm * (uint32_t)(C / 4) * (uint32_t)taps)) {
-        return 0;
+        return temp != NULL ? ARENA_ERR_UNSUPPORTED : TFL_NO_FAST;
     }
     run = tfl_short(rq, M) ? tfl_dw4_short : tfl_dw4_long;
     k.H = d[0], k.W = d[1], k.C = C, k.M = M, k.dm = dm, k.OH = d[3], k.OW = d[4], k.KH = d[5], k.KW = d[6];
@@ -395,6 +450,11 @@ static int tfl_depthwise(const arena_ctx_t *c, int32_t N, const int32_t d[8], in
     for (k.lo = 0; k.lo < k.OW && k.lo * k.sw - k.pl < 0; ++k.lo) {
     }
     for (k.hi = k.OW; k.hi > k.lo && (k.hi - 1) * k.sw - k.pl + (k.KW - 1) * k.dw >= k.W; --k.hi) {
+    }
+    if (temp != NULL) {
+        k.C = 4, k.tap = k.dw * 4, k.row = k.dh * k.W * 4;
+        tfl_dw_in_place(y, (int8_t *)temp, &k, wp, c, N, d, x_zp, o);
+        return ARENA_OK;
     }
     for (j = 0; j < dm; ++j) {
         for (m = 0; m + 4 <= C; m += 4, wp += 2 * taps) { /* input channels m .. m + 3, outputs (m + i) dm + j */
@@ -415,7 +475,7 @@ static int tfl_depthwise(const arena_ctx_t *c, int32_t N, const int32_t d[8], in
             }
         }
     }
-    return 1;
+    return ARENA_OK;
 }
 
 int arena_k_tfl_conv(const arena_ctx_t *c)
@@ -468,8 +528,9 @@ int arena_k_tfl_conv(const arena_ctx_t *c)
         if (dm > 0) {
             int32_t d[8];
             d[0] = H, d[1] = W, d[2] = C, d[3] = OH, d[4] = OW, d[5] = KH, d[6] = KW, d[7] = M;
-            if (tfl_depthwise(c, N, d, -x_off, &o)) {
-                return ARENA_OK;
+            int rc = tfl_depthwise(c, N, d, -x_off, &o);
+            if (rc != TFL_NO_FAST) {
+                return rc;
             }
         }
     }

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from arena_tool import cli
+from arena_tool.core.problem import ModelOptions
+from arena_tool.model import liveness
 from conftest import require_shared, require_tool
 from shared_paths import TFLM_EXAMPLES
 from tflite_models import MLPERF, save
@@ -76,12 +78,16 @@ def test_fast_paths_equal_tflm_on_the_host(seed: int, tmp_path: Path, capsys: py
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_gap_ops_equal_tflm_on_the_host(seed: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Grouped convs, depth multipliers 2 and 3, a 9x9 depthwise, an im2col column over 2 KB, a fully
-    connected layer with a weight zero point, pools (a window over 256 taps), ADD and MUL on equal shapes
-    and broadcast, SOFTMAX on rows: every output bit for bit."""
+    """Grouped convs, depth multipliers 2 and 3, a depthwise in place (planned over its input), a 9x9
+    depthwise, an im2col column over 2 KB, a fully connected layer with a weight zero point, pools (a
+    window over 256 taps), ADD and MUL on equal shapes and broadcast, SOFTMAX on rows: every output bit
+    for bit."""
     require_tool("gcc")
-    doc = run(save(tmp_path, f"gap{seed}.tflite", random_gap_ops_model(seed)), "host", tmp_path, capsys)
-    assert len(doc["outputs"]) == 16
+    path = save(tmp_path, f"gap{seed}.tflite", random_gap_ops_model(seed))
+    doc = run(path, "host", tmp_path, capsys)
+    assert len(doc["outputs"]) == 17
+    mp = liveness.model_problem(path, ModelOptions(kernels="arena"))
+    assert next(t for t in mp.tensors if t.name == "in_place_y").alias_of == "pre_dw_y"
 
 
 @pytest.mark.parametrize("board", ["mps2_an500", "mps2_an386"])
@@ -91,7 +97,7 @@ def test_every_lowered_op_equals_tflm_on_qemu(board: str, tmp_path: Path, capsys
     require_tool("arm-none-eabi-gcc")
     require_tool("qemu-system-arm")
     doc = run(save(tmp_path, "every7.tflite", random_every_op_model(7)), board, tmp_path, capsys)
-    assert len(doc["outputs"]) == 49 + 16
+    assert len(doc["outputs"]) == 49 + 17
 
 
 def test_patches_and_caller_io_on_a_tflite_equal_tflm_on_qemu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
