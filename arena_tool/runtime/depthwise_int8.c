@@ -25,7 +25,7 @@ typedef struct {
     int32_t width, n, nh, sw, rstep, dstride, kh, kw, dh, dwl, groups;
     int32_t fold;        /* dw3_block, dw5_block, dw_block: x_zp * sum(w - wz), every tap inside the band */
     uint32_t nz, nwz;    /* dwk_block, dwk_row: (-x_zp, -x_zp) and (-wz, -wz) as halfwords */
-    int32_t u8;          /* dwk_block, dwk_row: the bytes are uint8 as stored (nz their zero point's), not flipped */
+    int32_t u8;          /* DSP kernels: the bytes are uint8 as stored (nz, fold: their zero point's), not flipped */
 } dw_block_t;
 
 /* Taps of a channel's kernel the fast path takes (its int16 copy, and dwk_block's packed
@@ -51,10 +51,16 @@ static inline __attribute__((always_inline)) chan_t folded(const chan_t *ch, int
     return c;
 }
 
+/* Bytes 0, 2 and 1, 3 of v as halfwords: sign-extended (SXTB16), or zero-extended for a uint8
+ * input's bytes (UXTB16, u8 a constant where inlined; the fold then takes the uint8 zero point). */
+#define B_LO(v, u8) ((u8) ? (uint32_t)__uxtb16(v) : W_LO(v))
+#define B_HI(v, u8) ((u8) ? uxtb16_ror8(v) : W_HI(v))
+
 /* 3x3, no dilation: per kernel row one 32-bit load x0..x3, (x0, x2) . (w0, w2) by SMLAD and
  * x1 * w1 by SMLABB; at stride 1 the same load gives the next output too, (x1, x3) . (w0, w2)
  * and x2 * w1 (SMLATB). The rows unrolled, the kernel in registers. */
-static __attribute__((noinline)) void dw3_block(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
+static inline __attribute__((always_inline)) void dw3_block_t(const dw_block_t *b, const qpar_t *q, const chan_t *ch,
+                                                             const int u8)
 {
     const int16_t *wk = b->w;
     const uint32_t w02a = (uint32_t)(uint16_t)wk[0] | (uint32_t)(uint16_t)wk[2] << 16, w1a = (uint16_t)wk[1];
@@ -70,7 +76,7 @@ static __attribute__((noinline)) void dw3_block(const dw_block_t *b, const qpar_
         if (sw == 1) {
             for (; j + 1 < n; j += 2, r += 2) {
                 uint32_t va = ld4(r), vb = ld4(r + W), vc = ld4(r + 2 * W);
-                uint32_t la = W_LO(va), ha = W_HI(va), lb = W_LO(vb), hb = W_HI(vb), lc = W_LO(vc), hc = W_HI(vc);
+                uint32_t la = B_LO(va, u8), ha = B_HI(va, u8), lb = B_LO(vb, u8), hb = B_HI(vb, u8), lc = B_LO(vc, u8), hc = B_HI(vc, u8);
                 int32_t a0 = MAC2(la, w02a, 0), a1 = MAC2(ha, w02a, 0);
                 a0 = __smlabb((int32_t)ha, (int32_t)w1a, a0);
                 a1 = __smlatb((int32_t)la, (int32_t)w1a, a1);
@@ -88,31 +94,42 @@ static __attribute__((noinline)) void dw3_block(const dw_block_t *b, const qpar_
         }
         for (; j < n; ++j, r += sw) {
             uint32_t va = ld4(r), vb = ld4(r + W), vc = ld4(r + 2 * W);
-            int32_t acc = MAC2(W_LO(va), w02a, 0);
-            acc = __smlabb((int32_t)W_HI(va), (int32_t)w1a, acc);
-            acc = MAC2(W_LO(vb), w02b, acc);
-            acc = __smlabb((int32_t)W_HI(vb), (int32_t)w1b, acc);
-            acc = MAC2(W_LO(vc), w02c, acc);
-            acc = __smlabb((int32_t)W_HI(vc), (int32_t)w1c, acc);
+            int32_t acc = MAC2(B_LO(va, u8), w02a, 0);
+            acc = __smlabb((int32_t)B_HI(va, u8), (int32_t)w1a, acc);
+            acc = MAC2(B_LO(vb, u8), w02b, acc);
+            acc = __smlabb((int32_t)B_HI(vb, u8), (int32_t)w1b, acc);
+            acc = MAC2(B_LO(vc, u8), w02c, acc);
+            acc = __smlabb((int32_t)B_HI(vc, u8), (int32_t)w1c, acc);
             dst[j] = store(&qq, &cc, acc);
         }
     }
 }
 
+/* dw3_block_t for int8 bytes, or uint8 ones as stored (b->u8). */
+static __attribute__((noinline)) void dw3_block(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
+{
+    if (b->u8) {
+        dw3_block_t(b, q, ch, 1);
+    } else {
+        dw3_block_t(b, q, ch, 0);
+    }
+}
 
 /* One row of a 5x5 window at p: (x0, x2) . (w0, w2) and (x1, x3) . (w1, w3) by two SMLADs on one
  * 32-bit load, x4 * w4 by SMLABB. */
-static inline __attribute__((always_inline)) int32_t row5(const int8_t *p, const uint32_t *w, int32_t acc)
+static inline __attribute__((always_inline)) int32_t row5(const int8_t *p, const uint32_t *w, int32_t acc,
+                                                          const int u8)
 {
     uint32_t v = ld4(p);
-    acc = MAC2(W_LO(v), w[0], acc);
-    acc = MAC2(W_HI(v), w[1], acc);
-    return __smlabb((int32_t)p[4], (int32_t)w[2], acc);
+    acc = MAC2(B_LO(v, u8), w[0], acc);
+    acc = MAC2(B_HI(v, u8), w[1], acc);
+    return __smlabb(u8 ? (int32_t)(uint8_t)p[4] : (int32_t)p[4], (int32_t)w[2], acc);
 }
 
 /* 5x5, no dilation: row5 per kernel row, the rows unrolled, x's zero point folded as in
  * dw3_block (b->fold: every tap inside the band). */
-static __attribute__((noinline)) void dw5_block(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
+static inline __attribute__((always_inline)) void dw5_block_t(const dw_block_t *b, const qpar_t *q, const chan_t *ch,
+                                                             const int u8)
 {
     uint32_t wr[15];
     const qpar_t qq = *q;
@@ -128,13 +145,23 @@ static __attribute__((noinline)) void dw5_block(const dw_block_t *b, const qpar_
         const int8_t *r = b->band + i * b->rstep;
         int8_t *dst = b->dst + i * b->dstride;
         for (j = 0; j < n; ++j, r += sw) {
-            int32_t acc = row5(r, wr, 0);
-            acc = row5(r + W, wr + 3, acc);
-            acc = row5(r + 2 * W, wr + 6, acc);
-            acc = row5(r + 3 * W, wr + 9, acc);
-            acc = row5(r + 4 * W, wr + 12, acc);
+            int32_t acc = row5(r, wr, 0, u8);
+            acc = row5(r + W, wr + 3, acc, u8);
+            acc = row5(r + 2 * W, wr + 6, acc, u8);
+            acc = row5(r + 3 * W, wr + 9, acc, u8);
+            acc = row5(r + 4 * W, wr + 12, acc, u8);
             dst[j] = store(&qq, &cc, acc);
         }
+    }
+}
+
+/* dw5_block_t for int8 bytes, or uint8 ones as stored (b->u8). */
+static __attribute__((noinline)) void dw5_block(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
+{
+    if (b->u8) {
+        dw5_block_t(b, q, ch, 1);
+    } else {
+        dw5_block_t(b, q, ch, 0);
     }
 }
 
@@ -759,38 +786,72 @@ static __attribute__((noinline)) void dw_mve_block(const dw_block_t *b, const qp
 /* Bytes of the stack band a depthwise plane is computed from (padded input rows). */
 #define DW_BAND_BYTES 1024
 
+/* Bytes a band row's word stores may write past its width (band_row): the band's slack. */
+#define DW_BAND_SLACK 4
+
 /* row[j] = srow[j0 + j] for j < width where that is inside [0, W), else zp. Where unaligned
  * words load and store (Armv7-M and later), the copy goes a word at a time in line: the library's
- * memcpy and memset spend more on a band row's few bytes than the copy itself. */
+ * memcpy and memset spend more on a band row's few bytes than the copy itself. There the pads
+ * are whole words of zp (the left one then overwritten by the copy, the right one up to 3 bytes
+ * past width: the next row's, written after it, or DW_BAND_SLACK) and a copy of 4 bytes or more
+ * ends with a word that overlaps the one before it. */
+#if defined(__ARM_FEATURE_UNALIGNED)
+/* row[k] = s[k] for lo <= k < hi, a word at a time (the last word overlapping the one before). */
+static inline __attribute__((always_inline)) void band_copy(int8_t *row, const int8_t *s, int32_t lo, int32_t hi)
+{
+    uint32_t v;
+    int32_t k;
+    if (hi - lo >= 4) {
+        for (k = lo; k + 4 < hi; k += 4) {
+            memcpy(&v, s + k, 4);
+            memcpy(row + k, &v, 4);
+        }
+        memcpy(&v, s + hi - 4, 4);
+        memcpy(row + hi - 4, &v, 4);
+    } else {
+        for (k = lo; k < hi; ++k) {
+            row[k] = s[k];
+        }
+    }
+}
+#else
+static inline void band_copy(int8_t *row, const int8_t *s, int32_t lo, int32_t hi)
+{
+    memcpy(row + lo, s + lo, (size_t)(hi - lo));
+}
+#endif
+
+/* The columns [*lo, *hi) of a band row of width columns from j0 on that are inside [0, W). */
+static inline void band_cols(int32_t j0, int32_t width, int32_t W, int32_t *lo, int32_t *hi)
+{
+    *lo = j0 < 0 ? -j0 : 0;
+    *hi = W - j0 < width ? W - j0 : width;
+    if (*lo > width) {
+        *lo = width;
+    }
+    if (*hi < *lo) {
+        *hi = *lo;
+    }
+}
+
 #if defined(__ARM_FEATURE_UNALIGNED)
 __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #endif
 static void band_row(int8_t *row, const int8_t *srow, int32_t j0, int32_t width, int32_t W, int8_t zp)
 {
-    int32_t lo = j0 < 0 ? -j0 : 0, hi = W - j0 < width ? W - j0 : width;
-    if (lo > width) {
-        lo = width;
-    }
-    if (hi < lo) {
-        hi = lo;
-    }
+    int32_t lo, hi;
+    band_cols(j0, width, W, &lo, &hi);
 #if defined(__ARM_FEATURE_UNALIGNED)
     {
         const int8_t *s = srow + j0;
+        const uint32_t pw = (uint32_t)(uint8_t)zp * 0x01010101u;
         int32_t k;
-        for (k = 0; k < lo; ++k) {
-            row[k] = zp;
+        for (k = 0; k < lo; k += 4) {
+            memcpy(row + k, &pw, 4);
         }
-        for (; k + 4 <= hi; k += 4) {
-            uint32_t v;
-            memcpy(&v, s + k, 4);
-            memcpy(row + k, &v, 4);
-        }
-        for (; k < hi; ++k) {
-            row[k] = s[k];
-        }
-        for (; k < width; ++k) {
-            row[k] = zp;
+        band_copy(row, s, lo, hi);
+        for (k = hi; k < width; k += 4) {
+            memcpy(row + k, &pw, 4);
         }
     }
 #else
@@ -867,9 +928,16 @@ static void dw_kernel(dw_block_t *b, int kind, const int8_t *w, int32_t wz, int3
 #endif
     (void)kind;
     (void)wp;
-    for (i = 0; i < taps; ++i) {
-        wk[i] = (int16_t)(w[i] - wz);
-        wsum += wk[i];
+    if (taps == 9) { /* 3x3: a constant count, unrolled (a small plane pays this per channel) */
+        for (i = 0; i < 9; ++i) {
+            wk[i] = (int16_t)(w[i] - wz);
+            wsum += wk[i];
+        }
+    } else {
+        for (i = 0; i < taps; ++i) {
+            wk[i] = (int16_t)(w[i] - wz);
+            wsum += wk[i];
+        }
     }
     b->fold = x_zp * wsum;
 }
@@ -881,12 +949,12 @@ static void dw_kernel(dw_block_t *b, int kind, const int8_t *w, int32_t wz, int3
  * band, without bounds checks; or, when direct (an input no output overlaps, the plane's last
  * byte + 3 still in the tensor, its bytes as the kernel reads them) and the block's windows
  * need no padding, the plane itself. */
-static void dw_plane(const int8_t *src, int8_t *dst, const dw_block_t *k, int kind, const arena_conv_dims_t *d,
+static void dw_plane(const int8_t *src, int8_t *dst, dw_block_t *k, int kind, const arena_conv_dims_t *d,
                      const arena_attrs_t *a, const dw_split_t *t, int32_t x_zp, int u8, int direct, const qpar_t *q,
-                     const chan_t *ch)
+                     const chan_t *ch, int8_t *band, int *padded)
 {
-    int8_t band[DW_BAND_BYTES];
-    dw_block_t b = *k;
+    dw_block_t *const bp = k; /* its block fields (band, width, n, nh, rstep, dst) set here, in place */
+#define b (*bp)
     int32_t oh0, ow0, j;
     int8_t pad = (int8_t)(u8 ? x_zp + 128 : x_zp);
     for (ow0 = 0; ow0 < d->ow; ow0 += t->per_w) {
@@ -903,13 +971,25 @@ static void dw_plane(const int8_t *src, int8_t *dst, const dw_block_t *k, int ki
             } else {
                 b.band = band;
                 b.width = span + 3;
-                for (j = 0; j < rows; ++j) {
-                    int32_t ih = ih0 + j;
-                    if (ih < 0 || ih >= d->h) {
-                        memset(band + j * b.width, pad, (size_t)b.width);
-                    } else {
-                        band_row(band + j * b.width, src + ih * d->w, iw0, b.width, d->w, pad);
+                if (*padded) { /* the padding as the last plane left it: only the plane's bytes */
+                    int32_t lo, hi, jl = ih0 < 0 ? -ih0 : 0, jh = d->h - ih0 < rows ? d->h - ih0 : rows;
+                    const int8_t *s = src + (ih0 + jl) * d->w + iw0;
+                    int8_t *row = band + jl * b.width;
+                    band_cols(iw0, b.width, d->w, &lo, &hi);
+                    for (j = jl; j < jh; ++j, s += d->w, row += b.width) {
+                        band_copy(row, s, lo, hi);
                     }
+                } else {
+                    for (j = 0; j < rows; ++j) {
+                        int32_t ih = ih0 + j;
+                        if (ih < 0 || ih >= d->h) { /* all padding: an empty source row */
+                            band_row(band + j * b.width, src, iw0, b.width, 0, pad);
+                        } else {
+                            band_row(band + j * b.width, src + ih * d->w, iw0, b.width, d->w, pad);
+                        }
+                    }
+                    /* one block a plane, not flipped: every plane's padding is these bytes */
+                    *padded = t->per_w >= d->ow && t->per_h >= d->oh && !(u8 && !b.u8);
                 }
                 if (u8 && !b.u8) {
                     flip_u8(band, (size_t)rows * (size_t)b.width);
@@ -932,6 +1012,7 @@ static void dw_plane(const int8_t *src, int8_t *dst, const dw_block_t *k, int ki
             }
         }
     }
+#undef b
 }
 
 /* A depthwise conv (group == C, M = C * multiplier), in place through temp (one channel,
@@ -951,6 +1032,8 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
     size_t xbytes = (size_t)d->n * (size_t)d->c * plane, ybytes = (size_t)d->n * (size_t)d->m * oplane;
     int16_t wk[DW_TAPS];
     uint32_t wp[DW_TAPS / 2];
+    int8_t band[DW_BAND_BYTES + DW_BAND_SLACK]; /* dw_plane's */
+    int padded = 0;                             /* whether band holds a plane's padding (dw_plane) */
     dw_block_t k;
     dw_split_t t;
     cparams_t cp = cparams(c);
@@ -995,8 +1078,13 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
     k.dh = a.dilations[0];
     k.dwl = a.dilations[1];
     k.groups = kind == DW_ROW ? (k.kw - 1) / 4 : (k.kw + 3) / 4; /* DW_ROW: the groups before the last */
-    /* dwk_block and dwk_row read a uint8 input's bytes as they are (UXTAB16), the others flipped */
-    native = u8 && (kind == DW_ROW || kind == DW_PACKED);
+    /* the DSP block kernels read a uint8 input's bytes as they are (UXTB16, UXTAB16; the fold then
+     * takes the uint8 zero point), dw_block and the portable ones flipped in the band */
+#if defined(__ARM_FEATURE_DSP)
+    native = u8 && kind != DW_ANY;
+#else
+    native = 0;
+#endif
     k.u8 = native;
     k.nz = neg2(native ? x_zp + 128 : x_zp);
     /* One unpadded row of taps over a whole 1-high plane (a DS-TCN's): with direct reads, one
@@ -1023,9 +1111,11 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
         chan_t ch = chan(&cp, m);
         size_t at = (size_t)(o / d->m * d->c + m / mult) * plane;
         const int8_t *src = x + at;
-        dw_kernel(&k, kind, w + (size_t)m * (size_t)taps, ch.wz, x_zp, wk, wp);
+        dw_kernel(&k, kind, w + (size_t)m * (size_t)taps, ch.wz, native ? x_zp + 128 : x_zp, wk, wp);
 #if defined(__ARM_FEATURE_DSP)
         if (row && at + plane + 3u <= xbytes) {
+            k.n = dd.ow;
+            k.nh = 1;
             k.band = src;
             k.dst = y + (size_t)o * oplane;
             dwk_row(&k, q, &ch);
@@ -1048,7 +1138,7 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
             src = temp;
         }
         dw_plane(src, y + (size_t)o * oplane, &k, kind, &dd, &a, &t, x_zp, u8,
-                 (!u8 || native) && temp == NULL && apart && at + plane + 3u <= xbytes, q, &ch);
+                 (!u8 || native) && temp == NULL && apart && at + plane + 3u <= xbytes, q, &ch, band, &padded);
     }
     return 1;
 }

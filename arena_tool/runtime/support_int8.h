@@ -287,6 +287,13 @@ static inline uint32_t sxtab16_ror8(uint32_t nz, uint32_t v)
     __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(nz), "r"(v));
     return r;
 }
+/* Bytes 1, 3 of v as unsigned halfwords: UXTB16 with ROR #8 (a uint8 input's bytes). */
+static inline uint32_t uxtb16_ror8(uint32_t v)
+{
+    uint32_t r;
+    __asm__("uxtb16 %0, %1, ror #8" : "=r"(r) : "r"(v));
+    return r;
+}
 /* Bytes 1, 3 of v as unsigned halfwords plus nz's: UXTAB16 with ROR #8 (a uint8 input's bytes). */
 static inline uint32_t uxtab16_ror8(uint32_t nz, uint32_t v)
 {
