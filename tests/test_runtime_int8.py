@@ -316,6 +316,9 @@ CASES: dict[str, Any] = {
     # place, and an odd plane with asymmetric pads
     "dw3_s1_kws_in_place": lambda: conv(93, 5, 5, (25, 5), (3, 3), group=5, chain=True, x_zp=-17),
     "dw3_s1_odd_pads": lambda: conv(94, 3, 3, (7, 9), (3, 3), group=3, pads=(0, 2, 1, 0)),
+    # Helium's max pool: 16 outputs a step (a row of 37, stride 1, both pads), a ceil-mode window past the row
+    "maxpool_3x3_s1_w37_u8": lambda: maxpool(95, [1, 3, 9, 37], (3, 3), (1, 1), (1, 1, 1, 1), u8=True),
+    "maxpool_3x3_s2_ceil_w20": lambda: maxpool(96, [1, 2, 8, 20], (3, 3), (2, 2), ceil=1),
     "gemm_k50_n7": lambda: qgemm(80, 2, 50, 7),
     "gemm_k17_n6_b_zps": lambda: qgemm(81, 2, 17, 6, b_zps=True),
     # the zoo's other ops: global average pools (a plane of 1, sums past multiples of 8), uint8

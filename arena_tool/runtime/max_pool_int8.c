@@ -1,13 +1,18 @@
 /* MaxPool of int8 and uint8 planes, the fast path of pool_f32.c's arena_k_pool (arena_i8_max_pool):
  * separable. Per output row the window's input rows are max-ed byte by byte into one stack row
  * (four bytes a step by USUB8 + SEL on DSP cores; int8 bytes compared as uint8 after XOR 0x80,
- * which keeps their order), then each output is the max of its taps along that row. The same
+ * which keeps their order; sixteen a VMAX.U8 on Helium), then each output is the max of its taps
+ * along that row (Helium: 16 outputs a step, see arena_i8_max_pool). The same
  * taps as the generic loop, so the same codes: a window all in the padding gives the lowest code.
  * Dilations other than 1, a plane wider than POOL_ROW_BYTES or an output overlapping its input
  * take the generic loop. No workspace. */
 #include <string.h>
 
 #include "arena_kernels.h"
+
+#if defined(__ARM_FEATURE_MVE)
+#include <arm_mve.h>
+#endif
 
 /* Bytes of the stack row: the widest input plane this path takes. */
 #define POOL_ROW_BYTES 512
@@ -16,6 +21,14 @@
 static void vmax(uint8_t *row, const uint8_t *src, int32_t n, uint32_t flip)
 {
     int32_t i = 0;
+#if defined(__ARM_FEATURE_MVE)
+    const uint8x16_t f = vdupq_n_u8((uint8_t)flip); /* Helium: 16 bytes a VMAX.U8, the last ones predicated */
+    for (; i < n; i += 16) {
+        const mve_pred16_t p = vctp8q((uint32_t)(n - i));
+        vstrbq_p_u8(row + i, vmaxq_u8(vldrbq_z_u8(row + i, p), veorq_u8(vldrbq_z_u8(src + i, p), f)), p);
+    }
+    return;
+#endif
 #if defined(__ARM_FEATURE_DSP)
     for (; i + 4 <= n; i += 4) {
         uint32_t a, b, r;
@@ -45,7 +58,7 @@ int arena_i8_max_pool(const arena_ctx_t *c, const int32_t xd[4], const int32_t y
     const arena_attrs_t *a = c->op->attrs;
     const uint8_t *x = (const uint8_t *)arena_in_data(c, 0);
     uint8_t *y = (uint8_t *)arena_out_data(c, 0);
-    uint8_t row[POOL_ROW_BYTES];
+    uint8_t row[POOL_ROW_BYTES + 32];
     uint32_t flip = arena_in(c, 0)->dtype == ARENA_DT_INT8 ? 0x80808080u : 0u;
     int32_t H = xd[2], W = xd[3], OH = yd[2], OW = yd[3], kh = a->kernel[0], kw = a->kernel[1];
     int32_t nc, oh, ow, ky, ky0, ky1, kx, kx0, kx1;
@@ -55,6 +68,37 @@ int arena_i8_max_pool(const arena_ctx_t *c, const int32_t xd[4], const int32_t y
         || !(ya >= xa + planes * pin || ya + planes * pout <= xa)) {
         return 0;
     }
+#if defined(__ARM_FEATURE_MVE)
+    /* Helium: the row placed pads[1] bytes in, 0 (below every flipped code, as m's start) around it,
+     * so 16 outputs a step take each tap by one gather (lanes strides[1] apart) and a VMAX without
+     * clipping: a tap in the padding reads 0, as the generic loop skips it. */
+    if (OW > 0 && a->strides[1] <= 17 && a->pads[1] + W <= POOL_ROW_BYTES + 32
+        && (OW - 1) * a->strides[1] + kw <= POOL_ROW_BYTES + 32) {
+        const int32_t sw = a->strides[1], pl = a->pads[1];
+        const uint8x16_t f = vdupq_n_u8((uint8_t)flip), lanes = vmulq_n_u8(vidupq_n_u8(0u, 1), (uint8_t)sw);
+        memset(row, 0, sizeof row);
+        for (nc = 0; nc < (int32_t)planes; ++nc, x += pin) {
+            for (oh = 0; oh < OH; ++oh, y += OW) {
+                int32_t ih0 = oh * a->strides[0] - a->pads[0];
+                taps(ih0, kh, H, &ky0, &ky1);
+                memset(row + pl, 0, (size_t)W);
+                for (ky = ky0; ky < ky1; ++ky) {
+                    vmax(row + pl, x + (size_t)(ih0 + ky) * (size_t)W, W, flip);
+                }
+                for (ow = 0; ow < OW; ow += 16) {
+                    const mve_pred16_t p = vctp8q((uint32_t)(OW - ow));
+                    const uint8_t *r = row + ow * sw;
+                    uint8x16_t m = vdupq_n_u8(0);
+                    for (kx = 0; kx < kw; ++kx) {
+                        m = vmaxq_u8(m, vldrbq_gather_offset_z_u8(r + kx, lanes, p));
+                    }
+                    vstrbq_p_u8(y + ow, veorq_u8(m, f), p);
+                }
+            }
+        }
+        return 1;
+    }
+#endif
     for (nc = 0; nc < (int32_t)planes; ++nc, x += pin) {
         for (oh = 0; oh < OH; ++oh, y += OW) {
             int32_t ih0 = oh * a->strides[0] - a->pads[0];
