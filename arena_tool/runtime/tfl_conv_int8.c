@@ -270,10 +270,10 @@ static inline void tfl_clip(int32_t i0, int32_t k, int32_t d, int32_t size, int3
  * pixel of one image (x: the image's channel c, y: its output channel c dm + j): per pixel the taps
  * inside the input, a whole 3x3 window unrolled. */
 static inline __attribute__((always_inline)) void tfl_dw4(int8_t *y, const int8_t *x, const tfl_dw_t *d,
-                                                          const tfl_chan_t ch[4], int general)
+                                                          const tfl_chan_t ch[4], int general, int one)
 {
     const tfl_out_t o = d->o;
-    const int32_t C = d->C, M = d->M, od = d->dm, tap = d->tap, row = d->row, KW = d->KW, step = d->sw * C;
+    const int32_t C = d->C, M = d->M, od = one ? 1 : d->dm, tap = d->tap, row = d->row, KW = d->KW, step = d->sw * C;
 #if defined(__ARM_FEATURE_DSP)
     const uint32_t nz = ((uint32_t)(-d->x_zp) & 0xFFFFu) * 0x10001u;
 #else
@@ -323,17 +323,30 @@ static inline __attribute__((always_inline)) void tfl_dw4(int8_t *y, const int8_
 }
 #undef DW4_TAP
 
-/* tfl_dw4 where every channel takes tfl_rq's short way, and where some may not. */
+/* tfl_dw4 where every channel takes tfl_rq's short way, and where some may not; depth multiplier 1
+ * (the 4 outputs adjacent: immediate store offsets), and any (*_dm). */
 static __attribute__((noinline)) void tfl_dw4_short(int8_t *y, const int8_t *x, const tfl_dw_t *d,
                                                     const tfl_chan_t ch[4])
 {
-    tfl_dw4(y, x, d, ch, 0);
+    tfl_dw4(y, x, d, ch, 0, 1);
 }
 
 static __attribute__((noinline)) void tfl_dw4_long(int8_t *y, const int8_t *x, const tfl_dw_t *d,
                                                    const tfl_chan_t ch[4])
 {
-    tfl_dw4(y, x, d, ch, 1);
+    tfl_dw4(y, x, d, ch, 1, 1);
+}
+
+static __attribute__((noinline)) void tfl_dw4_short_dm(int8_t *y, const int8_t *x, const tfl_dw_t *d,
+                                                       const tfl_chan_t ch[4])
+{
+    tfl_dw4(y, x, d, ch, 0, 0);
+}
+
+static __attribute__((noinline)) void tfl_dw4_long_dm(int8_t *y, const int8_t *x, const tfl_dw_t *d,
+                                                      const tfl_chan_t ch[4])
+{
+    tfl_dw4(y, x, d, ch, 1, 0);
 }
 
 /* One output channel of a depthwise conv over every output pixel of one image (x: its input channel,
@@ -442,7 +455,10 @@ static int tfl_depthwise(const arena_ctx_t *c, int32_t N, const int32_t d[8], in
                    || pt->elements != 2u * (uint32_t)dm * (uint32_t)(C / 4) * (uint32_t)taps)) {
         return temp != NULL ? ARENA_ERR_UNSUPPORTED : TFL_NO_FAST;
     }
-    run = tfl_short(rq, M) ? tfl_dw4_short : tfl_dw4_long;
+    run = dm == 1 ? tfl_dw4_long : tfl_dw4_long_dm;
+    if (tfl_short(rq, M)) {
+        run = dm == 1 ? tfl_dw4_short : tfl_dw4_short_dm;
+    }
     k.H = d[0], k.W = d[1], k.C = C, k.M = M, k.dm = dm, k.OH = d[3], k.OW = d[4], k.KH = d[5], k.KW = d[6];
     k.sh = a->strides[0], k.sw = a->strides[1], k.dh = a->dilations[0], k.dw = a->dilations[1];
     k.pt = a->pads[0], k.pl = a->pads[1], k.tap = k.dw * C, k.row = k.dh * k.W * C, k.x_zp = x_zp, k.o = *o;

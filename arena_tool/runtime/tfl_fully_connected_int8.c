@@ -11,8 +11,8 @@
  * (fully_connected_int8.c's arena_i8_dot4 on DSP cores: the input row unpacked once for four weight
  * rows), the last one to three by arena_i8_dot2x1 and dot1x1, each requantized by tfl_rq. A weight
  * zero point (TFLM runs one though TFLite's int8 weights have none) adds w_offset times the row's
- * sum of x + x_offset to every output of the row, once per row (int32 wraparound, as the reference's
- * sum of products wraps alike). */
+ * sum of x + x_offset to every output's bias, the sum taken once per row (int32 wraparound, as the
+ * reference's sum of products wraps alike: tfl_rq adds the bias wrapping too). */
 #include "support_int8.h"
 #include "support_tfl.h"
 
@@ -32,8 +32,9 @@ static __attribute__((noinline)) void tfl_fc_row(int8_t *y, const int8_t *x, con
     for (n = 0; n + 4 <= M; n += 4) {
         dot4x1(s, w + (size_t)n * (size_t)K, x, K, x_zp);
         for (i = 0; i < 4; ++i) {
-            const tfl_chan_t ch = tfl_chan(rq[2 * (n + i)], rq[2 * (n + i) + 1], bias != NULL ? bias[n + i] : 0);
-            y[n + i] = (int8_t)tfl_clamp(tfl_add(tfl_rq(tfl_add(s[i], extra), &ch, 1), y_zp), lo, hi);
+            const tfl_chan_t ch = tfl_chan(rq[2 * (n + i)], rq[2 * (n + i) + 1],
+                                           tfl_add(bias != NULL ? bias[n + i] : 0, extra));
+            y[n + i] = (int8_t)tfl_clamp(tfl_add(tfl_rq(s[i], &ch, 1), y_zp), lo, hi);
         }
     }
     for (; n < M; n += i) {
@@ -46,8 +47,9 @@ static __attribute__((noinline)) void tfl_fc_row(int8_t *y, const int8_t *x, con
             i = 1;
         }
         for (j = 0; j < i; ++j) {
-            const tfl_chan_t ch = tfl_chan(rq[2 * (n + j)], rq[2 * (n + j) + 1], bias != NULL ? bias[n + j] : 0);
-            y[n + j] = (int8_t)tfl_clamp(tfl_add(tfl_rq(tfl_add(s[j], extra), &ch, 1), y_zp), lo, hi);
+            const tfl_chan_t ch = tfl_chan(rq[2 * (n + j)], rq[2 * (n + j) + 1],
+                                           tfl_add(bias != NULL ? bias[n + j] : 0, extra));
+            y[n + j] = (int8_t)tfl_clamp(tfl_add(tfl_rq(s[j], &ch, 1), y_zp), lo, hi);
         }
     }
 }
