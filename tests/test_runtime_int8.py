@@ -7,7 +7,8 @@ activations (onnxruntime's U8S8) and weight zero points other than 0 (per channe
 QGemm shapes (uint8 A, B's zero points), int8/uint8 MaxPool (padded, ceil mode, a plane too
 wide for the fast path), same-shape QLinearAdd/QLinearMul, int8 and uint8 (and QLinearAdd large
 enough for the integer tables cores without an FPU use), QLinearGlobalAveragePool (int8/uint8,
-planes of 1 and past multiples of 8), Transposes (a channel shuffle's, merged dims) and per-tensor
+planes of 1 and past multiples of 8), Transposes (a channel shuffle's, merged dims), QLinearConcat
+(tables and copies) and per-tensor
 QuantizeLinear/DequantizeLinear, each with K not a multiple of 4 and odd pixel and channel
 counts somewhere (the tails of the 2 x 2 blocks), plus the case the fast paths hand back to the
 reference loop (a column longer than the stack buffer). All of them run in one host firmware
@@ -203,6 +204,24 @@ def shuffle(seed: int, c: int, hw: tuple[int, int], u8: bool = False, groups: in
     return g.model(shape, shape, t, t)
 
 
+def concat(seed: int, shape: list[int], c_shape: list[int], axis: int, u8: bool = False,
+           same: bool = False) -> onnx.ModelProto:
+    """QLinearConcat of x and a constant along axis, each requantized through its table (same: x
+    already at the output's scale and zero point, copied)."""
+    g = _G(seed)
+    act, off = (np.uint8, 128) if u8 else (I8, 0)
+    lo, hi = (0, 256) if u8 else (-128, 128)
+    y_shape = [*shape[:axis], shape[axis] + c_shape[axis], *shape[axis + 1:]]
+    ys, yz = (0.05, 3) if same else (0.07, -4)
+    g.nodes.append(helper.make_node("QLinearConcat", [
+        g.const("y_s", ys, np.float32), g.const("y_z", yz + off, act),
+        "x", g.const("x_s", 0.05, np.float32), g.const("x_z", 3 + off, act),
+        g.const("c", g.rng.integers(lo, hi, c_shape), act), g.const("c_s", 0.11, np.float32),
+        g.const("c_z", -20 + off, act)], ["y"], domain="com.microsoft", axis=axis))
+    t = TensorProto.UINT8 if u8 else TensorProto.INT8
+    return g.model(shape, y_shape, t, t)
+
+
 def transpose(seed: int, shape: list[int], perm: list[int]) -> onnx.ModelProto:
     """One Transpose of an int8 tensor: dims of size 1 dropped, neighbours merged, rows strided or not."""
     g = _G(seed)
@@ -335,6 +354,12 @@ CASES: dict[str, Any] = {
     "shuffle_i8_g3_5x7": lambda: shuffle(94, 9, (5, 7), groups=3),
     "transpose_nhwc": lambda: transpose(95, [1, 5, 3, 7], [0, 2, 3, 1]),
     "transpose_merged_rows": lambda: transpose(96, [2, 1, 3, 4, 5], [1, 3, 4, 0, 2]),
+    # concats (SqueezeNet's, ShuffleNetV2's): inputs requantized through tables, or copied; dense heads
+    "concat_i8_channels": lambda: concat(97, [1, 5, 3, 5], [1, 3, 3, 5], 1),
+    "concat_u8_rows_copy": lambda: concat(98, [2, 3, 7], [2, 2, 7], 1, u8=True, same=True),
+    "concat_u8_last_axis": lambda: concat(99, [1, 4, 3, 3], [1, 4, 3, 2], 3, u8=True),
+    "gemm_k40_n10": lambda: qgemm(100, 1, 40, 10),
+    "gemm_u8_k36_n10_b_zps": lambda: qgemm(101, 1, 36, 10, u8=True, b_zps=True),
 }
 SCRATCH = {"c3_s1": ("row", "full"), "c3_grouped": ("row",), "wzp_c3_chunks": ("full",)}
 

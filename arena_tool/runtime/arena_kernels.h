@@ -31,6 +31,8 @@ const arena_tensor_t *arena_in(const arena_ctx_t *c, int i);
 const arena_tensor_t *arena_out(const arena_ctx_t *c, int i);
 void *arena_in_data(const arena_ctx_t *c, int i);
 void *arena_out_data(const arena_ctx_t *c, int i);
+/* Inputs 0 .. n-1 at once: t[i] = arena_in(c, i), d[i] = arena_in_data(c, i). */
+void arena_op_inputs(const arena_ctx_t *c, int n, const arena_tensor_t **t, const void **d);
 const arena_tensor_t *arena_tensor_row(const arena_ctx_t *c, int32_t index); /* a table or tile row */
 void *arena_ctx_data(const arena_ctx_t *c, int32_t index);                    /* its bytes */
 uint32_t arena_dims_product(const arena_tensor_t *t, int from, int to);
@@ -68,6 +70,7 @@ int32_t arena_q_bias_add(int32_t bias, int32_t dot);
 float arena_q_scale(const arena_ctx_t *c, int s, uint32_t k);
 int32_t arena_q_zp(const arena_ctx_t *c, int z, uint32_t k);
 int arena_q_check(const arena_ctx_t *c, int x, uint32_t n);
+int arena_q_check_t(const arena_tensor_t *xt, const arena_tensor_t *st, const arena_tensor_t *zt, uint32_t n);
 int arena_q_out(const arena_ctx_t *c, int s, int32_t *lo, int32_t *hi);
 
 /* A conv's sizes, NCHW (a rank-3 1-D conv runs as H = 1); qlinear_conv_q8.c checks them. */
@@ -91,8 +94,19 @@ int arena_i8_binary(const int8_t *a, const int8_t *b, int8_t *y, uint32_t n, uin
 void arena_i8_quantize(const float *x, void *y, uint32_t n, float scale, int32_t zp, int32_t lo, int32_t hi);
 /* max_pool_int8.c: MaxPool of 1-byte planes (xd, yd: NCHW dims as arena_k_pool read them). */
 int arena_i8_max_pool(const arena_ctx_t *c, const int32_t xd[4], const int32_t yd[4]);
-int arena_i8_qgemm(const arena_ctx_t *c, int32_t M, int32_t N, int32_t K, uint32_t si, uint32_t sj, int quant_out,
-                   int32_t lo, int32_t hi);
+/* QGemm's operands as arena_k_qgemm looked them up and checked them, each once: a 10-class dense
+ * head is small enough that looking them up again cost as much as its dot products. */
+typedef struct {
+    const arena_tensor_t *t[9]; /* inputs A, a_scale, a_zp, B, b_scale, b_zp, C, y_scale, y_zp (NULL: absent) */
+    const void *d[9];           /* their data */
+    void *y;                    /* output 0's data */
+    float a_scale, y_scale;
+    int32_t a_zp, y_zp;         /* in A's and Y's own dtypes */
+    int32_t M, N, K, lo, hi;    /* [lo, hi]: the output's range */
+    uint32_t si, sj;            /* C's strides per row and column */
+    int quant_out;              /* y_scale given: an int8/uint8 output, else float32 */
+} arena_qgemm_t;
+int arena_i8_qgemm(const arena_ctx_t *c, const arena_qgemm_t *g);
 
 /* arena_run's hook around each op: a call only in a firmware built with -DARENA_PROFILE
  * (arena-tool run --profile), nothing at all otherwise, so a normal build is unchanged. The

@@ -69,24 +69,63 @@ void *arena_ctx_data(const arena_ctx_t *c, int32_t index)
     return arena_tensor_data(c->m, c->base, index);
 }
 
+/* The four accessors below take an untiled op's tensor row from the table here, without the
+ * tile view's lookups: a kernel calls them a few dozen times an op, which on a small op (a
+ * 10-class dense head) cost as much as its arithmetic. */
+static const arena_tensor_t *row_of(const arena_ctx_t *c, int32_t index)
+{
+    if (c->tile != NULL) {
+        return arena_tensor_row(c, index);
+    }
+    return index >= 0 && index < (int32_t)c->m->n_tensors ? &c->m->tensors[index] : NULL;
+}
+
+static void *data_of(const arena_ctx_t *c, int32_t index)
+{
+    return c->tile != NULL ? arena_ctx_data(c, index) : arena_tensor_data(c->m, c->base, index);
+}
+
 const arena_tensor_t *arena_in(const arena_ctx_t *c, int i)
 {
-    return i < (int)c->op->n_inputs ? arena_tensor_row(c, c->op->inputs[i]) : NULL;
+    return i < (int)c->op->n_inputs ? row_of(c, c->op->inputs[i]) : NULL;
 }
 
 const arena_tensor_t *arena_out(const arena_ctx_t *c, int i)
 {
-    return i < (int)c->op->n_outputs ? arena_tensor_row(c, c->op->outputs[i]) : NULL;
+    return i < (int)c->op->n_outputs ? row_of(c, c->op->outputs[i]) : NULL;
 }
 
 void *arena_in_data(const arena_ctx_t *c, int i)
 {
-    return i < (int)c->op->n_inputs ? arena_ctx_data(c, c->op->inputs[i]) : NULL;
+    return i < (int)c->op->n_inputs ? data_of(c, c->op->inputs[i]) : NULL;
 }
 
 void *arena_out_data(const arena_ctx_t *c, int i)
 {
-    return i < (int)c->op->n_outputs ? arena_ctx_data(c, c->op->outputs[i]) : NULL;
+    return i < (int)c->op->n_outputs ? data_of(c, c->op->outputs[i]) : NULL;
+}
+
+void arena_op_inputs(const arena_ctx_t *c, int n, const arena_tensor_t **t, const void **d)
+{
+    const arena_tensor_t *rows = c->m->tensors;
+    const int32_t *ins = c->op->inputs;
+    const int n_in = (int)c->op->n_inputs;
+    const uint32_t nt = c->m->n_tensors;
+    uint8_t *base = c->base;
+    int i;
+    if (c->tile != NULL || c->m->n_regions > 1u) { /* a tile's rows, or a split arena's regions */
+        for (i = 0; i < n; ++i) {
+            t[i] = arena_in(c, i);
+            d[i] = arena_in_data(c, i);
+        }
+        return;
+    }
+    for (i = 0; i < n; ++i) { /* the parameters in locals: a store to t or d may alias the tables */
+        uint32_t index = i < n_in ? (uint32_t)ins[i] : nt; /* an absent input's -1: out of range too */
+        const arena_tensor_t *r = index < nt ? &rows[index] : NULL;
+        t[i] = r;
+        d[i] = r == NULL ? NULL : r->data != NULL ? (const void *)(uintptr_t)r->data : (const void *)(base + r->offset);
+    }
 }
 
 int arena_shape_ok(const arena_tensor_t *t)

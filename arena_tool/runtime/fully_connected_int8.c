@@ -141,77 +141,85 @@ static __attribute__((noinline)) void fc_tail(const fc_t *f, void *Y, uint32_t y
     if (f->bz != NULL) {
         fc_fix(f, s, j, nj);
     }
+    if (f->quant_out && f->nbs > 1u && cb != NULL && f->mt != NULL) { /* fc_row's common case */
+        int8_t *y = (int8_t *)Y + yi;
+        const qpar_t q = f->q;
+        int32_t t;
+        for (t = 0; t < nj; ++t) {
+            y[t] = fc_q(bias_add(cb[(uint32_t)t * f->sj], s[t]), f->mt[j + (uint32_t)t], &q);
+        }
+        return;
+    }
     fc_out(f, Y, yi, s, j, cb, nj);
 }
 
 /* Row x of A against every row of B: outputs Y[yi + j], j < N, four columns a step (cb:
- * the bias of column 0, or NULL). One call a row, the parameters in a local copy that no
- * output store can alias, so the loop keeps them in registers. */
+ * the bias of column 0, or NULL). One call a row, the parameters the loop uses in locals that
+ * no output store can alias, so it keeps them in registers. */
 static __attribute__((noinline)) void fc_row(const fc_t *f, void *Y, uint32_t yi, const int8_t *B, const int8_t *x,
                                              const int32_t *cb, int32_t N)
 {
-    fc_t g = *f;
+    const int32_t K = f->K, zp = f->zp;
+    const uint32_t sj = f->sj;
+    const float *const mt = f->mt;
+    const qpar_t q = f->q;
+    const int asym = f->bz != NULL;
     int32_t j, s[4];
     /* int8 output, per-column multipliers and a bias (every quantized dense layer): the four
      * outputs written out, without fc_out's loop and tests. */
-    int common = g.quant_out && g.nbs > 1u && cb != NULL && g.mt != NULL;
+    const int common = f->quant_out && f->nbs > 1u && cb != NULL && mt != NULL;
     for (j = 0; j + 4 <= N; j += 4) {
-        dot4x1(s, B + (size_t)j * (size_t)g.K, x, g.K, g.zp);
-        if (g.bz != NULL) {
-            fc_fix(&g, s, (uint32_t)j, 4);
+        dot4x1(s, B + (size_t)j * (size_t)K, x, K, zp);
+        if (asym) {
+            fc_fix(f, s, (uint32_t)j, 4);
         }
         if (common) {
             int8_t *y = (int8_t *)Y + yi + (uint32_t)j;
-            const float *mt = g.mt + j;
-            const int32_t *cj = cb + (uint32_t)j * g.sj;
-            y[0] = fc_q(bias_add(cj[0], s[0]), mt[0], &g.q);
-            y[1] = fc_q(bias_add(cj[g.sj], s[1]), mt[1], &g.q);
-            y[2] = fc_q(bias_add(cj[2u * g.sj], s[2]), mt[2], &g.q);
-            y[3] = fc_q(bias_add(cj[3u * g.sj], s[3]), mt[3], &g.q);
+            const float *m = mt + j;
+            const int32_t *cj = cb + (uint32_t)j * sj;
+            y[0] = fc_q(bias_add(cj[0], s[0]), m[0], &q);
+            y[1] = fc_q(bias_add(cj[sj], s[1]), m[1], &q);
+            y[2] = fc_q(bias_add(cj[2u * sj], s[2]), m[2], &q);
+            y[3] = fc_q(bias_add(cj[3u * sj], s[3]), m[3], &q);
         } else {
-            fc_out(&g, Y, yi + (uint32_t)j, s, (uint32_t)j, cb != NULL ? cb + (uint32_t)j * g.sj : NULL, 4);
+            fc_out(f, Y, yi + (uint32_t)j, s, (uint32_t)j, cb != NULL ? cb + (uint32_t)j * sj : NULL, 4);
         }
     }
     if (j < N) {
-        fc_tail(&g, Y, yi + (uint32_t)j, B + (size_t)j * (size_t)g.K, x, (uint32_t)j,
-                cb != NULL ? cb + (uint32_t)j * g.sj : NULL, N - j);
+        fc_tail(f, Y, yi + (uint32_t)j, B + (size_t)j * (size_t)K, x, (uint32_t)j,
+                cb != NULL ? cb + (uint32_t)j * sj : NULL, N - j);
     }
 }
 
 /* Y = A B^T for int8 or uint8 A (M x K, rows contiguous) and int8 B (N x K: transB), any
  * zero points: rows of B in fours against each row of A (fc_row). scale_j, bias and output
- * as arena_k_qgemm. */
-int arena_i8_qgemm(const arena_ctx_t *c, int32_t M, int32_t N, int32_t K, uint32_t si, uint32_t sj, int quant_out,
-                   int32_t lo, int32_t hi)
+ * as arena_k_qgemm, the operands as it looked them up (g). */
+int arena_i8_qgemm(const arena_ctx_t *c, const arena_qgemm_t *g)
 {
     const arena_attrs_t *at = c->op->attrs;
-    const int8_t *A = (const int8_t *)arena_in_data(c, 0), *B = (const int8_t *)arena_in_data(c, 3);
-    const int32_t *C = (const int32_t *)arena_in_data(c, 6);
-    void *Yv = arena_out_data(c, 0);
+    const int8_t *A = (const int8_t *)g->d[0], *B = (const int8_t *)g->d[3];
+    const int32_t *C = (const int32_t *)g->d[6];
+    uint8_t dt = g->t[0]->dtype;
     int8_t row[FC_ROW_BYTES];
     fc_t f;
-    int32_t i, k;
-    int u8 = act_in(c, 0, &f.zp);
-    if (u8 < 0 || arena_in(c, 3)->dtype != ARENA_DT_INT8 || at->trans_a != 0 || at->trans_b != 1
-        || (quant_out && !q8_out(c)) || (u8 && K > FC_ROW_BYTES)) {
+    int32_t i, k, M = g->M, N = g->N, K = g->K;
+    int u8 = dt == ARENA_DT_UINT8 ? 1 : dt == ARENA_DT_INT8 ? 0 : -1;
+    if (u8 < 0 || g->t[3]->dtype != ARENA_DT_INT8 || at->trans_a != 0 || at->trans_b != 1 || (u8 && K > FC_ROW_BYTES)) {
         return 0;
     }
-    f.bz = w_zp_zero(c, 5) ? NULL : (const int8_t *)arena_in_data(c, 5);
-    f.nbz = f.bz != NULL ? arena_in(c, 5)->elements : 0u;
+    f.zp = g->a_zp - (u8 ? 128 : 0); /* as A's bytes read as int8 see it */
+    f.bz = zeros(g->t[5], g->d[5]) ? NULL : (const int8_t *)g->d[5];
+    f.nbz = f.bz != NULL ? g->t[5]->elements : 0u;
     f.xsum = 0;
-    f.bs = (const float *)arena_in_data(c, 4);
-    f.nbs = arena_in(c, 4)->elements;
-    f.sj = sj;
-    f.ab = at->alpha * arena_q_scale(c, 1, 0); /* the reference's alpha * a_scale * b_scale, same rounding */
-    f.ys = 1.0f;
-    f.quant_out = quant_out;
-    f.mt = quant_out && at->floats != NULL && at->n_floats == f.nbs ? at->floats : NULL;
-    f.q = qpar(0, lo, hi);
+    f.bs = (const float *)g->d[4];
+    f.nbs = g->t[4]->elements;
+    f.sj = g->sj;
+    f.ab = at->alpha * g->a_scale; /* the reference's alpha * a_scale * b_scale, same rounding */
+    f.ys = g->quant_out ? g->y_scale : 1.0f;
+    f.quant_out = g->quant_out;
+    f.mt = g->quant_out && at->floats != NULL && at->n_floats == f.nbs ? at->floats : NULL;
+    f.q = qpar(g->quant_out ? g->y_zp : 0, g->lo, g->hi);
     f.K = K;
-    if (quant_out) {
-        f.ys = arena_q_scale(c, 7, 0);
-        f.q = qpar(arena_q_zp(c, 8, 0), lo, hi);
-    }
     for (i = 0; i < M; ++i) {
         const int8_t *x = A + (size_t)i * (size_t)K;
         if (u8) {
@@ -225,7 +233,7 @@ int arena_i8_qgemm(const arena_ctx_t *c, int32_t M, int32_t N, int32_t K, uint32
                 f.xsum += x[k];
             }
         }
-        fc_row(&f, Yv, (uint32_t)i * (uint32_t)N, B, x, C != NULL ? C + (uint32_t)i * si : NULL, N);
+        fc_row(&f, g->y, (uint32_t)i * (uint32_t)N, B, x, C != NULL ? C + (uint32_t)i * g->si : NULL, N);
     }
     return 1;
 }

@@ -31,19 +31,23 @@ static int gemm_bias(const arena_tensor_t *ct, int32_t M, int32_t N, uint32_t *s
 }
 
 /* Y = alpha * a_scale * b_scale[j] * (A' B' + C) with A' = A - a_zp, B' = B - b_zp[j],
- * requantized to y_scale / y_zp, or float32 when y_scale is absent. */
+ * requantized to y_scale / y_zp, or float32 when y_scale is absent. Each operand is looked up
+ * once (arena_qgemm_t) and handed to the int8 fast path as it is. */
 int arena_k_qgemm(const arena_ctx_t *c)
 {
     const arena_attrs_t *at = c->op->attrs;
-    const arena_tensor_t *ta = arena_in(c, 0), *tb = arena_in(c, 3), *ty = arena_out(c, 0);
-    const int32_t *C = (const int32_t *)arena_in_data(c, 6);
-    int quant_out = arena_in(c, 7) != NULL;
+    const arena_tensor_t *ta, *tb, *ty = arena_out(c, 0);
+    const int32_t *C;
+    arena_qgemm_t g;
     qin_t a, b;
     qout_t y;
-    uint32_t si, sj, ai, ak, bk, bj;
+    uint32_t ai, ak, bk, bj;
     int32_t M, N, K, i, j, k;
     int rc;
-    memset(&y, 0, sizeof y);
+    arena_op_inputs(c, 9, g.t, g.d);
+    ta = g.t[0];
+    tb = g.t[3];
+    C = (const int32_t *)g.d[6];
     if (ta == NULL || tb == NULL || ty == NULL || ta->rank != 2 || tb->rank != 2 || ty->rank != 2) {
         return ARENA_ERR_SHAPE;
     }
@@ -56,24 +60,45 @@ int arena_k_qgemm(const arena_ctx_t *c)
     if (tb->shape[at->trans_b ? 1 : 0] != K || ty->shape[0] != M || ty->shape[1] != N || K > INT32_MAX / (255 * 255)) {
         return ARENA_ERR_SHAPE;
     }
-    rc = qin(c, 0, &a);
+    g.M = M;
+    g.N = N;
+    g.K = K;
+    g.lo = 0;
+    g.hi = 0;
+    g.quant_out = g.t[7] != NULL;
+    rc = arena_q_check_t(g.t[0], g.t[1], g.t[2], 1u);
     if (rc == ARENA_OK) {
-        rc = arena_q_check(c, 3, (uint32_t)N);
+        rc = arena_q_check_t(g.t[3], g.t[4], g.t[5], (uint32_t)N);
     }
     if (rc == ARENA_OK) {
-        rc = gemm_bias(arena_in(c, 6), M, N, &si, &sj);
+        rc = gemm_bias(g.t[6], M, N, &g.si, &g.sj);
     }
-    if (rc == ARENA_OK && quant_out) {
-        rc = qout(c, 7, &y);
-    } else if (rc == ARENA_OK && (ty->dtype != ARENA_DT_FLOAT32 || arena_in(c, 8) != NULL)) {
+    if (rc == ARENA_OK && g.quant_out) {
+        rc = arena_q_out(c, 7, &g.lo, &g.hi);
+    } else if (rc == ARENA_OK && (ty->dtype != ARENA_DT_FLOAT32 || g.t[8] != NULL)) {
         rc = ARENA_ERR_UNSUPPORTED; /* no y_scale: a float32 output, no zero point */
     }
     if (rc != ARENA_OK) {
         return rc;
     }
-    if (arena_i8_qgemm(c, M, N, K, si, sj, quant_out, y.lo, y.hi)) {
+    g.a_scale = ((const float *)g.d[1])[0];
+    g.a_zp = zp0(g.t[2], g.d[2]);
+    g.y_scale = g.quant_out ? ((const float *)g.d[7])[0] : 1.0f;
+    g.y_zp = g.quant_out ? zp0(g.t[8], g.d[8]) : 0;
+    g.y = arena_out_data(c, 0);
+    if (arena_i8_qgemm(c, &g)) {
         return ARENA_OK;
     }
+    a.t = ta;
+    a.data = g.d[0];
+    a.scale = g.a_scale;
+    a.zp = g.a_zp;
+    y.t = ty;
+    y.data = g.y;
+    y.scale = g.y_scale;
+    y.zp = g.y_zp;
+    y.lo = g.lo;
+    y.hi = g.hi;
     memset(&b, 0, sizeof b); /* B's parameters are per column, read below */
     b.t = tb;
     b.data = arena_in_data(c, 3);
@@ -85,7 +110,7 @@ int arena_k_qgemm(const arena_ctx_t *c)
     for (j = 0; j < N; ++j) {
         float scale = at->alpha * a.scale * arena_q_scale(c, 4, (uint32_t)j);
         int32_t b_zp = arena_q_zp(c, 5, (uint32_t)j);
-        if (quant_out) {
+        if (g.quant_out) {
             scale /= y.scale;
         }
         for (i = 0; i < M; ++i) {
@@ -96,12 +121,12 @@ int arena_k_qgemm(const arena_ctx_t *c)
                        * (code(&b, (uint32_t)k * bk + (uint32_t)j * bj) - b_zp);
             }
             if (C != NULL) {
-                acc = arena_q_bias_add(C[(uint32_t)i * si + (uint32_t)j * sj], acc);
+                acc = arena_q_bias_add(C[(uint32_t)i * g.si + (uint32_t)j * g.sj], acc);
             }
-            if (quant_out) {
+            if (g.quant_out) {
                 put(&y, yi, (float)acc * scale);
             } else {
-                ((float *)arena_out_data(c, 0))[yi] = (float)acc * scale;
+                ((float *)g.y)[yi] = (float)acc * scale;
             }
         }
     }

@@ -123,6 +123,8 @@ static inline __attribute__((always_inline)) int32_t plane_sum(const uint8_t *p,
  * one VCVTR where the core has an FPU). */
 int arena_k_qlinear_global_pool(const arena_ctx_t *c)
 {
+    const arena_tensor_t *t[5];
+    const void *d[5];
     qin_t x;
     qout_t y;
     qpar_t q;
@@ -131,23 +133,34 @@ int arena_k_qlinear_global_pool(const arena_ctx_t *c)
     uint8_t *out;
     int32_t zs;
     float scale;
-    int d, rc = qin(c, 0, &x);
+    int k, rc;
+    arena_op_inputs(c, 5, t, d); /* each operand looked up once: a DS-TCN's pool is 32 codes */
+    rc = arena_q_check_t(t[0], t[1], t[2], 1u);
     if (rc == ARENA_OK) {
-        rc = qout(c, 3, &y);
+        rc = arena_q_out(c, 3, &y.lo, &y.hi);
     }
     if (rc != ARENA_OK) {
         return rc;
     }
+    x.t = t[0];
+    x.data = d[0];
+    x.scale = ((const float *)d[1])[0];
+    x.zp = zp0(t[2], d[2]);
+    y.t = arena_out(c, 0);
+    y.data = arena_out_data(c, 0);
+    y.scale = ((const float *)d[3])[0];
+    y.zp = zp0(t[4], d[4]);
     if (x.t->rank < 3 || y.t->rank != x.t->rank || y.t->shape[0] != x.t->shape[0] || y.t->shape[1] != x.t->shape[1]) {
         return ARENA_ERR_SHAPE;
     }
-    for (d = 2; d < (int)y.t->rank; ++d) {
-        if (y.t->shape[d] != 1) {
+    spatial = 1u;
+    for (k = 2; k < (int)y.t->rank; ++k) {
+        if (y.t->shape[k] != 1) {
             return ARENA_ERR_SHAPE;
         }
+        spatial *= (uint32_t)x.t->shape[k];
     }
-    n_nc = arena_dims_product(x.t, 0, 2);
-    spatial = arena_dims_product(x.t, 2, x.t->rank);
+    n_nc = y.t->elements; /* N C, as y's other dims are 1 */
     if (spatial == 0u || spatial > 4194304u) {
         return ARENA_ERR_SHAPE; /* no mean, or sum - zp * spatial could overflow int32 */
     }
@@ -163,15 +176,18 @@ int arena_k_qlinear_global_pool(const arena_ctx_t *c)
         return ARENA_OK;
     }
     q = qpar(y.zp, y.lo, y.hi);
-    if (spatial == 1u) { /* one code a channel (a DS-TCN's last plane): no sum to take */
+    if (spatial == 1u && flip != 0u) { /* one code a channel (a DS-TCN's last plane): no sum to take */
         for (nc = 0; nc < n_nc; ++nc) {
-            int32_t v = flip != 0u ? (int32_t)(int8_t)p[nc] : (int32_t)p[nc];
-            out[nc] = (uint8_t)requant_f((float)(v - zs) * scale, &q);
+            out[nc] = (uint8_t)requant_f((float)((int32_t)((const int8_t *)p)[nc] - zs) * scale, &q);
         }
-        return ARENA_OK;
-    }
-    for (nc = 0; nc < n_nc; ++nc, p += spatial) {
-        out[nc] = (uint8_t)requant_f((float)(plane_sum(p, spatial, flip) - zs) * scale, &q);
+    } else if (spatial == 1u) {
+        for (nc = 0; nc < n_nc; ++nc) {
+            out[nc] = (uint8_t)requant_f((float)((int32_t)p[nc] - zs) * scale, &q);
+        }
+    } else {
+        for (nc = 0; nc < n_nc; ++nc, p += spatial) {
+            out[nc] = (uint8_t)requant_f((float)(plane_sum(p, spatial, flip) - zs) * scale, &q);
+        }
     }
     return ARENA_OK;
 }

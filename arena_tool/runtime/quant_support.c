@@ -67,7 +67,12 @@ int32_t arena_q_zp(const arena_ctx_t *c, int z, uint32_t k)
  * each (n = 1: per-tensor only). */
 int arena_q_check(const arena_ctx_t *c, int x, uint32_t n)
 {
-    const arena_tensor_t *xt = arena_in(c, x), *st = arena_in(c, x + 1), *zt = arena_in(c, x + 2);
+    return arena_q_check_t(arena_in(c, x), arena_in(c, x + 1), arena_in(c, x + 2), n);
+}
+
+/* arena_q_check of the tensors themselves (x, its scale, its zero point or NULL). */
+int arena_q_check_t(const arena_tensor_t *xt, const arena_tensor_t *st, const arena_tensor_t *zt, uint32_t n)
+{
     if (xt == NULL || st == NULL) {
         return ARENA_ERR_SHAPE;
     }

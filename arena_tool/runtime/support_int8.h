@@ -409,11 +409,10 @@ static inline __attribute__((always_inline)) void dot4x1(int32_t s[4], const int
     s[3] = s3;
 }
 
-/* Every weight zero point is 0 (absent, or all entries 0): their bytes OR-ed four at a time. */
-static inline int w_zp_zero(const arena_ctx_t *c, int z)
+/* Every byte of the 1-byte tensor t (data d) is 0, or t is absent: OR-ed four at a time. */
+static inline int zeros(const arena_tensor_t *t, const void *data)
 {
-    const arena_tensor_t *t = arena_in(c, z);
-    const int8_t *d = (const int8_t *)arena_in_data(c, z);
+    const int8_t *d = (const int8_t *)data;
     uint32_t i = 0, n, any = 0u;
     if (t == NULL) {
         return 1;
@@ -428,6 +427,12 @@ static inline int w_zp_zero(const arena_ctx_t *c, int z)
         any |= (uint8_t)d[i];
     }
     return any == 0u;
+}
+
+/* Every weight zero point (input z) is 0: absent, or all entries 0. */
+static inline int w_zp_zero(const arena_ctx_t *c, int z)
+{
+    return zeros(arena_in(c, z), arena_in_data(c, z));
 }
 
 /* Per-channel requantization: the reference's mult = x_scale * w_scale[m] / y_scale, from

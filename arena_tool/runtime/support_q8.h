@@ -36,7 +36,17 @@ typedef struct {
     int32_t zp, lo, hi;
 } qout_t;
 
-/* Input triple (x, scale, zero point) from input position x, per tensor. */
+/* Entry 0 of a zero point tensor (t NULL: absent, 0) holding x's dtype (arena_q_check's). */
+static inline int32_t zp0(const arena_tensor_t *t, const void *data)
+{
+    if (t == NULL || data == NULL) {
+        return 0;
+    }
+    return t->dtype == ARENA_DT_INT8 ? ((const int8_t *)data)[0] : ((const uint8_t *)data)[0];
+}
+
+/* Input triple (x, scale, zero point) from input position x, per tensor (entry 0 of each);
+ * each tensor looked up once. */
 static inline int qin(const arena_ctx_t *c, int x, qin_t *q)
 {
     int rc = arena_q_check(c, x, 1u);
@@ -45,8 +55,8 @@ static inline int qin(const arena_ctx_t *c, int x, qin_t *q)
     }
     q->t = arena_in(c, x);
     q->data = arena_in_data(c, x);
-    q->scale = arena_q_scale(c, x + 1, 0);
-    q->zp = arena_q_zp(c, x + 2, 0);
+    q->scale = ((const float *)arena_in_data(c, x + 1))[0];
+    q->zp = zp0(arena_in(c, x + 2), arena_in_data(c, x + 2));
     return ARENA_OK;
 }
 
@@ -59,8 +69,8 @@ static inline int qout(const arena_ctx_t *c, int s, qout_t *q)
     }
     q->t = arena_out(c, 0);
     q->data = arena_out_data(c, 0);
-    q->scale = arena_q_scale(c, s, 0);
-    q->zp = arena_q_zp(c, s + 1, 0);
+    q->scale = ((const float *)arena_in_data(c, s))[0];
+    q->zp = zp0(arena_in(c, s + 1), arena_in_data(c, s + 1));
     return ARENA_OK;
 }
 
