@@ -363,20 +363,31 @@ static __attribute__((noinline)) void dw3_block(const dw_block_t *b, const qpar_
 #undef DW3_ROW2
 #endif
 
-/* Any kernel size and dilation. */
+/* Any kernel size and dilation: the block's fields, the output parameters and the kernel's
+ * position in locals, the taps walked by pointers (the fields re-read per tap cost more than the
+ * multiply-accumulate on cores without the DSP extension, whose Kx1 and 1xK kernels run here). */
 static __attribute__((noinline)) void dw_block(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
 {
+    const int16_t *const wk = b->w;
+    const int32_t kh = b->kh, kw = b->kw, dwl = b->dwl, rs = b->dh * b->width, sw = b->sw, n = b->n;
+    const qpar_t qq = *q;
+    chan_t cc = *ch;
     int32_t i, j, ky, kx;
+    cc.bias = (int32_t)((uint32_t)cc.bias - (uint32_t)b->fold); /* bias_add wraps: the same sums */
     for (i = 0; i < b->nh; ++i) {
-        for (j = 0; j < b->n; ++j) {
-            const int8_t *r = b->band + i * b->rstep + j * b->sw;
+        const int8_t *r0 = b->band + i * b->rstep;
+        int8_t *dst = b->dst + i * b->dstride;
+        for (j = 0; j < n; ++j, r0 += sw) {
+            const int8_t *r = r0;
+            const int16_t *w = wk;
             int32_t acc = 0;
-            for (ky = 0; ky < b->kh; ++ky, r += b->dh * b->width) {
-                for (kx = 0; kx < b->kw; ++kx) {
-                    acc += (int32_t)r[kx * b->dwl] * (int32_t)b->w[ky * b->kw + kx];
+            for (ky = 0; ky < kh; ++ky, r += rs) {
+                const int8_t *p = r;
+                for (kx = 0; kx < kw; ++kx, p += dwl) {
+                    acc += (int32_t)*p * (int32_t)*w++;
                 }
             }
-            b->dst[i * b->dstride + j] = store(q, ch, acc - b->fold);
+            dst[j] = store(&qq, &cc, acc);
         }
     }
 }
