@@ -191,6 +191,38 @@ static __attribute__((noinline)) void fc_row(const fc_t *f, void *Y, uint32_t yi
     }
 }
 
+/* row[k] = x[k] ^ 0x80 for k < K (uint8 bytes b as the int8 bytes b - 128), four a step. */
+static void flip_copy(int8_t *row, const int8_t *x, int32_t K)
+{
+    int32_t k = 0;
+    for (; K - k >= 4; k += 4) {
+        uint32_t v;
+        memcpy(&v, x + k, 4);
+        v ^= 0x80808080u;
+        memcpy(row + k, &v, 4);
+    }
+    for (; k < K; ++k) {
+        row[k] = (int8_t)((uint8_t)x[k] ^ 0x80u);
+    }
+}
+
+/* The sum of x's K int8 codes: four a USADA8 on DSP cores (the bytes plus 128, after XOR 0x80). */
+static int32_t row_sum(const int8_t *x, int32_t K)
+{
+    int32_t k = 0, s = 0;
+#if defined(__ARM_FEATURE_DSP)
+    uint32_t u = 0u;
+    for (; K - k >= 4; k += 4) {
+        u = __usada8(ld4(x + k) ^ 0x80808080u, 0u, u);
+    }
+    s = (int32_t)u - 128 * k;
+#endif
+    for (; k < K; ++k) {
+        s += x[k];
+    }
+    return s;
+}
+
 /* Y = A B^T for int8 or uint8 A (M x K, rows contiguous) and int8 B (N x K: transB), any
  * zero points: rows of B in fours against each row of A (fc_row). scale_j, bias and output
  * as arena_k_qgemm, the operands as it looked them up (g). */
@@ -202,7 +234,7 @@ int arena_i8_qgemm(const arena_ctx_t *c, const arena_qgemm_t *g)
     uint8_t dt = g->t[0]->dtype;
     int8_t row[FC_ROW_BYTES];
     fc_t f;
-    int32_t i, k, M = g->M, N = g->N, K = g->K;
+    int32_t i, M = g->M, N = g->N, K = g->K;
     int u8 = dt == ARENA_DT_UINT8 ? 1 : dt == ARENA_DT_INT8 ? 0 : -1;
     if (u8 < 0 || g->t[3]->dtype != ARENA_DT_INT8 || at->trans_a != 0 || at->trans_b != 1 || (u8 && K > FC_ROW_BYTES)) {
         return 0;
@@ -223,15 +255,11 @@ int arena_i8_qgemm(const arena_ctx_t *c, const arena_qgemm_t *g)
     for (i = 0; i < M; ++i) {
         const int8_t *x = A + (size_t)i * (size_t)K;
         if (u8) {
-            memcpy(row, x, (size_t)K);
-            flip_u8(row, (size_t)K);
+            flip_copy(row, x, K);
             x = row;
         }
         if (f.bz != NULL) {
-            f.xsum = -K * f.zp;
-            for (k = 0; k < K; ++k) {
-                f.xsum += x[k];
-            }
+            f.xsum = row_sum(x, K) - K * f.zp;
         }
         fc_row(&f, g->y, (uint32_t)i * (uint32_t)N, B, x, C != NULL ? C + (uint32_t)i * g->si : NULL, N);
     }
