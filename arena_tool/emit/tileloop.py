@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from arena_tool.plan.planfile import PlanFile, PlanStep
 
 MAX_SLOTS = 24  # arena_model.h ARENA_TILE_SLOTS: the runtime's stack rows per loop
-OUT, WS_IN, CROP = range(3)  # slot kinds (arena_model.h ARENA_SLOT_*)
+OUT, WS_IN, CROP, SCRATCH = range(4)  # slot kinds (arena_model.h ARENA_SLOT_*)
 Box = tuple[int, int, int, int]  # rows [h0, h1) x columns [w0, w1)
 
 
@@ -54,11 +54,12 @@ class Slot:
     pos: int
     display: str
     buffers: tuple[str | None, ...]
+    row: str | None = None  # SCRATCH: the smallest tile's buffer, whose row every tile keeps
 
     @property
     def key(self) -> str:
-        """The slot's table name: its first tile's buffer."""
-        return next(b for b in self.buffers if b is not None)
+        """The slot's table name: its first tile's buffer (a SCRATCH slot's: its row's)."""
+        return self.row or next(b for b in self.buffers if b is not None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,7 +105,7 @@ class Loop:
 
     @property
     def rowed(self) -> tuple[Slot, ...]:
-        """The slots with a table row (OUT and WS), contiguous in the table."""
+        """The slots with a table row (OUT, WS_IN and SCRATCH), contiguous in the table."""
         return tuple(s for s in self.slots if s.kind != CROP)
 
 
@@ -191,10 +192,17 @@ def _loop(plan: PlanFile, d: Mapping[str, object]) -> Loop | None:
         out = Slot(OUT, m, 0, y[:-len("@0")] if y.endswith("@0") else y, tuple(s.outputs[0] for s in steps))
         slots.append(out)
         ws = None
-        if any(s.workspace for s in steps):  # a depthwise conv in place in (some) tiles
-            if not _in_place_channel(plan, steps):
-                return None  # im2col columns (scratch: row | full) stay unrolled
-            slots.append(Slot(WS_IN, m, 0, f"{names[m]}:workspace", tuple(s.workspace for s in steps)))
+        if any(s.workspace for s in steps):
+            if _in_place_channel(plan, steps):  # a depthwise conv in place in (some) tiles
+                slots.append(Slot(WS_IN, m, 0, f"{names[m]}:workspace", tuple(s.workspace for s in steps)))
+            elif plan.options.kernels == ARENA_KERNELS and all(s.workspace for s in steps):
+                # a .tflite conv's im2col columns: the kernel takes as many as its row holds, so every
+                # tile keeps the smallest tile's row (its own buffer, at least as large, at its offset)
+                ws_bufs = tuple(str(s.workspace) for s in steps)
+                smallest = min(ws_bufs, key=lambda b: (by_name[b].elements, ws_bufs.index(b)))
+                slots.append(Slot(SCRATCH, m, 0, f"{names[m]}:workspace", ws_bufs, smallest))
+            else:
+                return None  # an ONNX conv's im2col columns (scratch: row | full) stay unrolled
             ws = slots[-1].key
         members.append(Member(steps[0], names[m], tuple(inputs), out.key, ws))
     patch_steps = [plan.schedule[p or 0] for p in patches]
@@ -347,6 +355,10 @@ def check(plan: PlanFile, loop: Loop, originals: Sequence[Op], windows: Sequence
             for s in loop.slots:
                 name = s.buffers[t]
                 m = loop.members[s.member]
+                if s.kind == SCRATCH:
+                    if name is None or by_name[name].elements < by_name[s.key].elements:
+                        raise _bug(loop, t, f"{m.name!r}'s workspace is smaller than the row every tile keeps")
+                    continue
                 if s.kind == CROP:
                     x = m.inputs[s.pos]
                     have = (0, whole[0], 0, whole[1]) if x == loop.input else region[index[x]]

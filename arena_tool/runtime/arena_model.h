@@ -188,13 +188,14 @@ typedef struct {
  * the runtime derives, as model/patches.py does: the tile's box of the stage output (the grid's
  * cut), backwards through the members each output's box (the union of what its readers read),
  * each window member's input window and tile-local pads, a crop (copied) where a member reads less
- * than its input's box, a depthwise in-place workspace's elements; each slot's offset is the
+ * than its input's box, a depthwise in-place workspace's elements (a SCRATCH slot, a .tflite
+ * conv's im2col columns, keeps its row's); each slot's offset is the
  * plan's for that tile: row tile_rows[tile] of offsets16 (offsets32 when the arena is 64 KiB or
  * more), n_slots each. After the members the tile is copied into the whole stage output. `run`
  * is arena_run_tiles (tile_loop.c), named only by models that have loops, so other firmware
  * links none of it. */
 #define ARENA_TILE_SLOTS 24 /* the most slots (and members) a loop may have: the runtime's rows on the stack */
-enum { ARENA_SLOT_OUT = 0, ARENA_SLOT_WS_IN = 1, ARENA_SLOT_CROP = 2 };
+enum { ARENA_SLOT_OUT = 0, ARENA_SLOT_WS_IN = 1, ARENA_SLOT_CROP = 2, ARENA_SLOT_SCRATCH = 3 };
 struct arena_model;
 typedef struct {
     int (*run)(const struct arena_model *m, uint32_t k, uint8_t *base, int *failed_op);

@@ -42,6 +42,14 @@ static inline uint32_t neg2(int32_t v)
 }
 
 #if defined(__ARM_FEATURE_DSP)
+/* F(..., u8) for int8 bytes or uint8 ones as stored (flag): specialized per dtype in a speed build,
+ * one copy with the dtype a runtime flag in a size build (-Os), where flash is what a part lacks. */
+#if defined(__OPTIMIZE_SIZE__)
+#define BY_DTYPE(flag, F, ...) F(__VA_ARGS__, (flag))
+#else
+#define BY_DTYPE(flag, F, ...) do { if (flag) { F(__VA_ARGS__, 1); } else { F(__VA_ARGS__, 0); } } while (0)
+#endif
+
 /* A chan_t with the block's fold taken off its bias (bias_add wraps, so the sums are equal)
  * and the output parameters, copied so the loops keep them in registers. */
 static inline __attribute__((always_inline)) chan_t folded(const chan_t *ch, int32_t fold)
@@ -108,13 +116,10 @@ static inline __attribute__((always_inline)) void dw3_block_t(const dw_block_t *
 /* dw3_block_t for int8 bytes, or uint8 ones as stored (b->u8). */
 static __attribute__((noinline)) void dw3_block(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
 {
-    if (b->u8) {
-        dw3_block_t(b, q, ch, 1);
-    } else {
-        dw3_block_t(b, q, ch, 0);
-    }
+    BY_DTYPE(b->u8, dw3_block_t, b, q, ch);
 }
 
+#if !defined(__OPTIMIZE_SIZE__) /* a size build runs 5x5 kernels as dwk_block does any other */
 /* One row of a 5x5 window at p: (x0, x2) . (w0, w2) and (x1, x3) . (w1, w3) by two SMLADs on one
  * 32-bit load, x4 * w4 by SMLABB. */
 static inline __attribute__((always_inline)) int32_t row5(const int8_t *p, const uint32_t *w, int32_t acc,
@@ -158,12 +163,9 @@ static inline __attribute__((always_inline)) void dw5_block_t(const dw_block_t *
 /* dw5_block_t for int8 bytes, or uint8 ones as stored (b->u8). */
 static __attribute__((noinline)) void dw5_block(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
 {
-    if (b->u8) {
-        dw5_block_t(b, q, ch, 1);
-    } else {
-        dw5_block_t(b, q, ch, 0);
-    }
+    BY_DTYPE(b->u8, dw5_block_t, b, q, ch);
 }
+#endif /* !__OPTIMIZE_SIZE__ */
 
 /* Any kernel undilated along its rows: per row of taps, four at a time, one 32-bit load
  * x0..x3 minus x_zp as (x0, x2), (x1, x3) (SXTAB16) into two SMLADs with the packed pairs;
@@ -195,11 +197,7 @@ static inline __attribute__((always_inline)) void dwk_block_t(const dw_block_t *
 /* dwk_block_t for int8 bytes, or uint8 ones as stored (b->u8). */
 static __attribute__((noinline)) void dwk_block(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
 {
-    if (b->u8) {
-        dwk_block_t(b, q, ch, 1);
-    } else {
-        dwk_block_t(b, q, ch, 0);
-    }
+    BY_DTYPE(b->u8, dwk_block_t, b, q, ch);
 }
 
 /* One output of a row of taps: the window at p against the kernel's groups of 4 taps
@@ -241,11 +239,7 @@ static inline __attribute__((always_inline)) void dwk_row_t(const dw_block_t *b,
  * per output, the model's weights read directly (no copy per channel). */
 static __attribute__((noinline)) void dwk_row(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
 {
-    if (b->u8) {
-        dwk_row_t(b, q, ch, 1);
-    } else {
-        dwk_row_t(b, q, ch, 0);
-    }
+    BY_DTYPE(b->u8, dwk_row_t, b, q, ch);
 }
 
 /* Taps k0 .. k0 + 3 of w (those below kw; the others 0) minus wz, as halfword pairs (w0, w2), (w1, w3). */
@@ -264,6 +258,7 @@ static inline void pack4(uint32_t wp[2], const int8_t *w, int32_t k0, int32_t kw
     wp[1] = t1;
 }
 
+#if !defined(__OPTIMIZE_SIZE__) /* a size build runs those rows through dwk_row, channel by channel */
 /* The first count output channels of a conv whose every channel is one row of taps over a
  * whole 1-high plane read in place (arena_i8_depthwise's row case; channel m from plane
  * m / mult): per channel its multiplier, bias and weight zero point, the last group's taps by
@@ -322,6 +317,7 @@ static __attribute__((noinline)) void dw_rows(const dw_block_t *k, const cparams
         dw_rows_t(k, cp, q, x, y, w, count, plane, oplane, mult, 0, 0);
     }
 }
+#endif /* !__OPTIMIZE_SIZE__ */
 #else
 /* One kernel row of two outputs sw apart: each tap's two inputs packed in one word, x + x' 2^23,
  * times the weight into one 64-bit sum (SMLAL on Armv7-M: two multiply-accumulates in one). */
@@ -905,9 +901,11 @@ static int dw_kind(const arena_attrs_t *a)
         return DW_3X3;
     }
 #if defined(__ARM_FEATURE_DSP)
+#if !defined(__OPTIMIZE_SIZE__) /* a size build keeps no 5x5 kernel: dwk_block runs them */
     if (a->kernel[0] == 5 && a->kernel[1] == 5 && a->dilations[0] == 1 && a->dilations[1] == 1) {
         return DW_5X5;
     }
+#endif
     if (a->dilations[1] == 1) {
         return a->kernel[0] == 1 ? DW_ROW : DW_PACKED;
     }
@@ -1016,7 +1014,9 @@ static void dw_plane(const int8_t *src, int8_t *dst, dw_block_t *k, int kind, co
             case DW_3X3: dw3_block(&b, q, ch); break;
 #if defined(__ARM_FEATURE_DSP)
             case DW_PACKED: dwk_block(&b, q, ch); break;
+#if !defined(__OPTIMIZE_SIZE__)
             case DW_5X5: dw5_block(&b, q, ch); break;
+#endif
             case DW_ROW: dwk_row(&b, q, ch); break;
 #endif
             default: dw_block(&b, q, ch); break;
@@ -1106,7 +1106,7 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
     k.nh = 1;
     k.width = dd.w;
     o = 0;
-#if defined(__ARM_FEATURE_DSP)
+#if defined(__ARM_FEATURE_DSP) && !defined(__OPTIMIZE_SIZE__)
     if (row && d->n == 1) {
         /* the channels whose reads stay inside x (3 bytes past a plane) and w (the last group's load) */
         size_t wbytes = (size_t)d->m * (size_t)k.kw, wend = 4u * (size_t)k.groups + 4u;

@@ -98,7 +98,12 @@ int arena_k_qlinear_pool(const arena_ctx_t *c)
 /* The sum of n codes at p, int8 (flip 0x80808080) or uint8 (flip 0): four bytes a USADA8 on DSP
  * cores (int8 bytes read as b + 128 after XOR 0x80, 128 n taken off after), else a byte at a
  * time. n <= 4194304, so the unsigned sum of the flipped bytes fits. */
-static inline __attribute__((always_inline)) int32_t plane_sum(const uint8_t *p, uint32_t n, uint32_t flip)
+#if defined(__OPTIMIZE_SIZE__) /* a size build (-Os) keeps one copy: flash is what a part lacks */
+#define PLANE_SUM_INLINE __attribute__((noinline))
+#else
+#define PLANE_SUM_INLINE inline __attribute__((always_inline))
+#endif
+static PLANE_SUM_INLINE int32_t plane_sum(const uint8_t *p, uint32_t n, uint32_t flip)
 {
     uint32_t s = 0u, i = 0u;
 #if defined(__ARM_FEATURE_DSP)
@@ -176,18 +181,22 @@ int arena_k_qlinear_global_pool(const arena_ctx_t *c)
         return ARENA_OK;
     }
     q = qpar(y.zp, y.lo, y.hi);
+#if !defined(__OPTIMIZE_SIZE__)
     if (spatial == 1u && flip != 0u) { /* one code a channel (a DS-TCN's last plane): no sum to take */
         for (nc = 0; nc < n_nc; ++nc) {
             out[nc] = (uint8_t)requant_f((float)((int32_t)((const int8_t *)p)[nc] - zs) * scale, &q);
         }
-    } else if (spatial == 1u) {
+        return ARENA_OK;
+    }
+    if (spatial == 1u) {
         for (nc = 0; nc < n_nc; ++nc) {
             out[nc] = (uint8_t)requant_f((float)((int32_t)p[nc] - zs) * scale, &q);
         }
-    } else {
-        for (nc = 0; nc < n_nc; ++nc, p += spatial) {
-            out[nc] = (uint8_t)requant_f((float)(plane_sum(p, spatial, flip) - zs) * scale, &q);
-        }
+        return ARENA_OK;
+    }
+#endif
+    for (nc = 0; nc < n_nc; ++nc, p += spatial) {
+        out[nc] = (uint8_t)requant_f((float)(plane_sum(p, spatial, flip) - zs) * scale, &q);
     }
     return ARENA_OK;
 }

@@ -164,7 +164,7 @@ int arena_run_tiles(const arena_model_t *m, uint32_t k, uint8_t *base, int *fail
                 if (info[0] == ARENA_SLOT_WS_IN) { /* a depthwise conv's in-place channel: its input's plane */
                     rw->shape[0] = (b->hi[0] - b->lo[0]) * (b->hi[1] - b->lo[1]);
                     rw->elements = (uint32_t)rw->shape[0];
-                } else {
+                } else if (info[0] != ARENA_SLOT_SCRATCH) { /* im2col columns keep the row's size */
                     rw->shape[hx] = b->hi[0] - b->lo[0];
                     rw->shape[hx + 1u] = b->hi[1] - b->lo[1];
                     rw->elements = (uint32_t)(rw->shape[0] * rw->shape[1] * rw->shape[2] * rw->shape[3]);
