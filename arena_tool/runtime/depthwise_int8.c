@@ -64,6 +64,7 @@ static inline __attribute__((always_inline)) chan_t folded(const chan_t *ch, int
 #define B_LO(v, u8) ((u8) ? (uint32_t)__uxtb16(v) : W_LO(v))
 #define B_HI(v, u8) ((u8) ? uxtb16_ror8(v) : W_HI(v))
 
+#if !defined(__OPTIMIZE_SIZE__) /* a size build runs 3x3 kernels as dwk_block does any other */
 /* 3x3, no dilation: per kernel row one 32-bit load x0..x3, (x0, x2) . (w0, w2) by SMLAD and
  * x1 * w1 by SMLABB; at stride 1 the same load gives the next output too, (x1, x3) . (w0, w2)
  * and x2 * w1 (SMLATB). The rows unrolled, the kernel in registers. */
@@ -118,6 +119,7 @@ static __attribute__((noinline)) void dw3_block(const dw_block_t *b, const qpar_
 {
     BY_DTYPE(b->u8, dw3_block_t, b, q, ch);
 }
+#endif /* !__OPTIMIZE_SIZE__ */
 
 #if !defined(__OPTIMIZE_SIZE__) /* a size build runs 5x5 kernels as dwk_block does any other */
 /* One row of a 5x5 window at p: (x0, x2) . (w0, w2) and (x1, x3) . (w1, w3) by two SMLADs on one
@@ -897,9 +899,11 @@ static int dw_kind(const arena_attrs_t *a)
     (void)a;
     return DW_ANY; /* dw_mve_block: every kernel from its int16 taps */
 #endif
+#if !(defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE_SIZE__)) /* a DSP size build: dwk_block */
     if (a->kernel[0] == 3 && a->kernel[1] == 3 && a->dilations[0] == 1 && a->dilations[1] == 1) {
         return DW_3X3;
     }
+#endif
 #if defined(__ARM_FEATURE_DSP)
 #if !defined(__OPTIMIZE_SIZE__) /* a size build keeps no 5x5 kernel: dwk_block runs them */
     if (a->kernel[0] == 5 && a->kernel[1] == 5 && a->dilations[0] == 1 && a->dilations[1] == 1) {
@@ -1011,7 +1015,9 @@ static void dw_plane(const int8_t *src, int8_t *dst, dw_block_t *k, int kind, co
             continue;
 #endif
             switch (kind) {
+#if !(defined(__ARM_FEATURE_DSP) && defined(__OPTIMIZE_SIZE__))
             case DW_3X3: dw3_block(&b, q, ch); break;
+#endif
 #if defined(__ARM_FEATURE_DSP)
             case DW_PACKED: dwk_block(&b, q, ch); break;
 #if !defined(__OPTIMIZE_SIZE__)
