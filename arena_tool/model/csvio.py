@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from arena_tool.core.errors import ArenaError
 from arena_tool.core.problem import Buffer, Plan, Problem
@@ -140,17 +140,21 @@ def _read_rows_fast(lines: list[str], width: int, cols: dict[str, int], inclusiv
     """The rows of a well-formed file without fixed offsets, column by column (issue 39: the time
     limit counts reading; at 100,000 rows 0.4 CPU-s row by row); None when any row is not, and
     the row-by-row reader then names the first fault."""
-    rows = [r.split(",") for r in lines[1:] if r.strip()]
-    if "offset" in cols or any(len(r) != width for r in rows):
+    rows = [r for r in lines[1:] if r.strip()]
+    if "offset" in cols or any(r.count(",") != width - 1 for r in rows):
         return None
-    names = [r[cols["id"]].strip() for r in rows]
+    cells = ",".join(rows).split(",")  # one split of the whole body, then a column is a slice
+
+    def column(key: str) -> list[str]:
+        return cells[cols[key]::width]
+    names = [c.strip() for c in column("id")]
     if "" in names or len(set(names)) != len(names):
         return None
     try:
-        lower = [int(r[cols["lower"]]) for r in rows]
-        hi = [int(r[cols["end" if inclusive else "upper"]]) for r in rows]
-        size = [int(r[cols["size"]]) for r in rows]
-        align = [int(r[cols["alignment"]]) for r in rows] if "alignment" in cols else [1] * len(rows)
+        lower = list(map(int, column("lower")))
+        hi = list(map(int, column("end" if inclusive else "upper")))
+        size = list(map(int, column("size")))
+        align = list(map(int, column("alignment"))) if "alignment" in cols else [1] * len(rows)
     except ValueError:
         return None
     end = hi if inclusive else [h - 1 for h in hi]
@@ -165,20 +169,21 @@ def _rows(problem: Problem, offsets: Sequence[int] | None) -> str:
     head = ["id", "lower", "upper", "size"] + (["alignment"] if with_align else [])
     if offsets is not None or any(b.fixed_offset is not None for b in problem.buffers):
         head.append("offset")
-    out = [",".join(head)]
-    for i, b in enumerate(problem.buffers):
-        if "," in b.name or "\n" in b.name:
-            raise ArenaError(f"buffer name '{b.name}' contains a comma or newline", field="id",
+    bufs = problem.buffers
+    names = [b.name for b in bufs]
+    for name in names:
+        if "," in name or "\n" in name:
+            raise ArenaError(f"buffer name '{name}' contains a comma or newline", field="id",
                              hint="CSV ids cannot be quoted; rename the buffer")
-        row = [b.name, str(b.start), str(b.end + 1), str(b.size)]
-        if with_align:
-            row.append(str(b.alignment))
-        if offsets is not None:
-            row.append(str(offsets[i]))
-        elif "offset" in head:
-            row.append("" if b.fixed_offset is None else str(b.fixed_offset))
-        out.append(",".join(row))
-    return "\n".join(out) + "\n"
+    fields: list[Iterable[str]] = [names, (str(b.start) for b in bufs), (str(b.end + 1) for b in bufs),
+                                   (str(b.size) for b in bufs)]
+    if with_align:
+        fields.append(str(b.alignment) for b in bufs)
+    if offsets is not None:
+        fields.append(map(str, offsets))
+    elif "offset" in head:
+        fields.append("" if b.fixed_offset is None else str(b.fixed_offset) for b in bufs)
+    return "\n".join([",".join(head), *map(",".join, zip(*fields))]) + "\n"  # a column at a time: issue 39
 
 
 def write_problem(problem: Problem, path: str) -> None:

@@ -23,7 +23,8 @@ section (``sections.stack_bound``), or a refuted capacity.
 At ``params.time_limit`` the answer is the best layout found, optimal False,
 status 'time_limit' and ``best_bound`` the best proven bound. The limit covers
 the setup too: the walks and greedy seeds (past it, only those done; the first
-walk always completes: a cut one stacks its rest), the search instance and the stack bound. With
+walk runs up to ``FIRST_WALK_GRACE`` past it, then is cut too and stacks its rest), the
+search instance and the stack bound. With
 ``problem.capacity`` set, an arena provably above it gives status 'infeasible'.
 
 Worked example (TFLite Micro's TestGreedyMedium, (size, first, last)):
@@ -45,7 +46,7 @@ from arena_tool.plan.planners import placement, walk
 from arena_tool.plan.planners.clock import Deadline
 from arena_tool.plan.planners.decision import Decision
 from arena_tool.plan.planners.search import Rules, decide_restarts, native_applies
-from arena_tool.plan.planners.sections import Instance, instance, preorder, stack_bound
+from arena_tool.plan.planners.sections import Instance, columns, instance, preorder, stack_bound
 from arena_tool.core.problem import Buffer, Plan, Problem, Status, arena_size
 
 
@@ -54,6 +55,8 @@ from arena_tool.core.problem import Buffer, Plan, Problem, Status, arena_size
 # on 8 of 9, TLW (T, then the earlier start: a left-to-right sweep) on all 9, OLA on 8;
 # of syn_problem's 20k seeds 1 and 3, TAW reaches it. Every walk is ~0.1 s at 100,000 buffers.
 WALKS = ("TWA", "TLW", "OLA", "TAW", "UWA", "LZW", "TOZ", "ALO", "TOW", "WAT", "LAW", "ZWT")
+FIRST_WALK_GRACE = 0.9  # seconds the first walk may run past the clock: the time limit allows 1 over, and
+# the clock already leaves the reserve for what comes after the planner (planners.planner_limit)
 WALK_SHARE = 0.3  # share of the time limit the walks and, after them, the greedy seeds may take
 CAP_SHARE = 0.6  # share of the remaining time a probe at problem.capacity may take
 LOW_SHARE = 0.4  # share of the remaining time a probe at the lower bound may take
@@ -64,10 +67,9 @@ def load_bound(buffers: Sequence[Buffer]) -> int:
     at 100,000 buffers 0.05 s where the Python sweep takes ~0.5 s."""
     if not buffers:
         return 0
-    size = np.fromiter((b.size for b in buffers), dtype=np.int64, count=len(buffers))
-    at = np.concatenate([np.fromiter((b.start for b in buffers), dtype=np.int64, count=len(buffers)),
-                         np.fromiter((b.end + 1 for b in buffers), dtype=np.int64, count=len(buffers))])
-    delta = np.concatenate([size, -size])
+    cols = columns(buffers)
+    at = np.concatenate([cols.start, cols.end + 1])
+    delta = np.concatenate([cols.size, -cols.size])
     load = np.cumsum(delta[np.lexsort((delta, at))])
     return max(int(load.max()), 0)
 
@@ -79,8 +81,8 @@ def components(buffers: Sequence[Buffer]) -> list[list[int]]:
     n = len(buffers)
     if not n:
         return []
-    starts = np.fromiter((b.start for b in buffers), dtype=np.int64, count=n)
-    ends = np.fromiter((b.end for b in buffers), dtype=np.int64, count=n)
+    cols = columns(buffers)
+    starts, ends = cols.start, cols.end
     order = np.argsort(starts, kind="stable")  # ties by index
     reach = np.maximum.accumulate(ends[order])
     cut = np.flatnonzero(starts[order][1:] > reach[:-1]) + 1
@@ -146,16 +148,17 @@ def _height(bufs: Sequence[Buffer], offs: Sequence[int]) -> int:
 def _walk_seeds(bufs: Sequence[Buffer], inst: Instance, lb: int, until: float, clock: Deadline) -> list[list[int]]:
     """The first descents under ``WALKS`` (bytes), stopping at the first one at the load
     bound or, after the first, at ``until`` (perf_counter); a later one cut by ``clock``
-    stacks its rest and ends them. The first one is never cut, whatever the clock: it is
-    the layout every run returns at worst, one O(E log n) pass in C (0.1-0.6 CPU-s at
+    stacks its rest and ends them. The first one runs ``FIRST_WALK_GRACE`` past the clock:
+    it is the layout every run returns at worst, one O(E log n) pass in C (0.1-0.4 CPU-s at
     100,000 buffers, no more than building the instance), where a cut one stacks its rest
     without reuse (issue 39: a 3.6 GB arena for a 0.9 MB bound when the setup of a loaded
-    machine had eaten the limit). Empty for an instance with a fixed buffer."""
+    machine had eaten the limit). Past the grace it is cut too: no run ends more than a
+    second after its time limit. Empty for an instance with a fixed buffer."""
     out: list[list[int]] = []
     for h in WALKS:
         if out and time.perf_counter() > until:
             break
-        done = walk.walk(inst, preorder(inst, h), clock.at if out else None)
+        done = walk.walk(inst, preorder(inst, h), clock.at if out else clock.at + FIRST_WALK_GRACE)
         if done is None:
             break
         offs, cut = done
@@ -187,10 +190,9 @@ def _part_loads(bufs: Sequence[Buffer], label: np.ndarray, count: int) -> np.nda
     """``load_bound`` of every part at once (parts never share an op, so each step of the one
     sweep belongs to one part): at 20,000 buffers in 362 parts 0.005 s where a sweep per part
     took 0.16."""
-    size = np.fromiter((b.size for b in bufs), dtype=np.int64, count=len(bufs))
-    at = np.concatenate([np.fromiter((b.start for b in bufs), dtype=np.int64, count=len(bufs)),
-                         np.fromiter((b.end + 1 for b in bufs), dtype=np.int64, count=len(bufs))])
-    delta = np.concatenate([size, -size])
+    cols = columns(bufs)
+    at = np.concatenate([cols.start, cols.end + 1])
+    delta = np.concatenate([cols.size, -cols.size])
     order = np.lexsort((delta, at))
     out = np.zeros(count, dtype=np.int64)
     np.maximum.at(out, np.concatenate([label, label])[order], np.cumsum(delta[order]))
@@ -207,9 +209,9 @@ def _parts(bufs: Sequence[Buffer], layouts: list[list[int]], lb: int) -> list[_P
     label = np.empty(n, dtype=np.int64)
     for k, idx in enumerate(groups):
         label[idx] = k
-    size = np.fromiter((b.size for b in bufs), dtype=np.int64, count=n)
-    fixed_top = np.fromiter((0 if b.fixed_offset is None else b.fixed_offset + b.size for b in bufs),
-                            dtype=np.int64, count=n)
+    cols = columns(bufs)
+    size = cols.size
+    fixed_top = np.where(cols.fixed < 0, 0, cols.fixed + size)
     by_part = np.argsort(label, kind="stable")  # each part's buffers in index order, parts in order
     cuts = np.concatenate([[0], np.cumsum([len(g) for g in groups])[:-1]]).astype(np.int64)
     loads = _part_loads(bufs, label, len(groups)) if len(groups) > 1 else np.array([lb], dtype=np.int64)
