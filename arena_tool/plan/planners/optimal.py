@@ -23,8 +23,9 @@ section (``sections.stack_bound``), or a refuted capacity.
 At ``params.time_limit`` the answer is the best layout found, optimal False,
 status 'time_limit' and ``best_bound`` the best proven bound. The limit covers
 the setup too: the walks and greedy seeds (past it, only those done; the first
-walk runs up to ``FIRST_WALK_GRACE`` past it, then is cut too and stacks its rest), the
-search instance and the stack bound. With
+walk runs up to ``FIRST_WALK_GRACE`` past it, then is cut too and stacks its rest; a limit
+already that far behind when the planner starts gets the stack at once), the search instance
+and the stack bound. With
 ``problem.capacity`` set, an arena provably above it gives status 'infeasible'.
 
 Worked example (TFLite Micro's TestGreedyMedium, (size, first, last)):
@@ -262,6 +263,15 @@ def minimize(problem: Problem, params: Params, incumbents: Sequence[Sequence[int
     progress = params.progress
     bufs = problem.buffers
     lb = load_bound(bufs)
+    if time.perf_counter() > clock.at + FIRST_WALK_GRACE and not incumbents:
+        # the setup before the planner ate its limit and the grace: no walk can end in time,
+        # so the layout every planner can make at once (issue 39: no run a second late)
+        clock.hit = True
+        stacked = placement.stack_rest(bufs, [b.fixed_offset for b in bufs],
+                                       [i for i, b in enumerate(bufs) if b.fixed_offset is None])
+        parts = _parts(bufs, [stacked], lb)
+        return _result(problem, parts, max((p.bound for p in parts), default=0), lb, planner, t0,
+                       (("nodes", 0), ("decisions", 0), ("parts", len(parts))))
     whole = instance(bufs) if greedy and bufs else None
     walks = [] if whole is None else _walk_seeds(bufs, whole, lb, t0 + WALK_SHARE * params.time_limit, clock)
     seeding = Deadline(t0 + WALK_SHARE * params.time_limit) if walks else clock  # the rest is the search's

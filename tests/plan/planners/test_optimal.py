@@ -283,3 +283,13 @@ def test_a_walk_started_past_the_limit_still_reuses() -> None:
     late = Deadline(time.perf_counter() - optimal.FIRST_WALK_GRACE - 1)
     stacked = optimal._walk_seeds(p.buffers, inst, lb, until=0.0, clock=late)
     assert late.hit and len(stacked) == 1 and max(o + b.size for o, b in zip(stacked[0], p.buffers)) > lb
+
+
+def test_a_limit_gone_past_its_grace_before_the_planner_starts_gets_the_stack(monkeypatch) -> None:
+    """Issue 39: where start-up and reading left less than nothing (a 2 s limit at 100,000
+    buffers on a loaded machine), optimal returns the stack at once, valid, status time_limit."""
+    monkeypatch.setattr(optimal, "FIRST_WALK_GRACE", -1.0)
+    p = Problem((Buffer("a", 16, 0, 1, 16), Buffer("f", 32, 1, 2, 16, 64), Buffer("b", 48, 2, 3, 16)))
+    plan = optimal.plan(p, Params(time_limit=1.0))
+    validate.check(p, plan.offsets, plan.arena_size)
+    assert plan.offsets == (96, 64, 112) and plan.status == "time_limit" and plan.optimal is False
