@@ -5,7 +5,9 @@
  * an SMLABB a row) and every other undilated row of taps dwk_block (four taps a load, two SMLADs); a Kx1 kernel down a 1-wide plane (a DS-TCN's
  * time axis) runs as the 1xK kernel along a 1-high plane it is, so a band row holds the
  * whole plane. Each channel's kernel is first made w - wz (int16 taps) or, for dwk_block,
- * halfword pairs.
+ * halfword pairs. On Helium (ARENA_MVE_F) 3x3 windows take dw_mve3 / dw_mve3_plane, other windows
+ * of at most 32 taps dw_mve_window (gathered byte vectors, VMLADAV), and rows of at most 16 taps
+ * over whole unpadded 1-high planes (a DS-TCN's) dw_mve_rows, straight from the planes.
  *
  * Workspace: none of its own; planned in place (y at x's address) each input channel is copied
  * into the op's one-channel workspace before its output is written (arena_dw_in_place, temp). */
@@ -730,6 +732,62 @@ static __attribute__((noinline)) void dw_mve3_plane(const dw3ctx_t *c, const int
     }
 }
 
+/* A window of at most 32 taps (a 5x5 kernel, dilated or not, any stride) on Helium: per output
+ * its window gathered into two byte vectors (VLDRB.8 at the taps' offsets, one when 16 taps or
+ * fewer; a lane past the kernel at offset 0 with a zero tap) and two VMLADAVs with the taps, as
+ * stored (x's zero point folded: b->fold), 4 sums requantized together. Needs taps that fit int8
+ * (w - wz) and window offsets that fit a byte; 0 otherwise (dw_mve_block's lanes then). */
+static __attribute__((noinline)) int dw_mve_window(const dw_block_t *b, const qpar_t *q, const chan_t *ch)
+{
+    int8_t wb[32] __attribute__((aligned(4)));
+    uint8_t ob[32] __attribute__((aligned(4)));
+    int32_t s[4] __attribute__((aligned(8)));
+    const qpar_t qq = *q;
+    const int32_t bias = (int32_t)((uint32_t)ch->bias - (uint32_t)b->fold);
+    const float mult = ch->mult;
+    const int32_t kh = b->kh, kw = b->kw, taps = kh * kw, rs = b->dh * b->width, sw = b->sw, n = b->n;
+    int32_t t, i, j, u;
+    uint8x16_t o0, o1;
+    int8x16_t w0, w1;
+    if (taps > 32 || (kh - 1) * rs + (kw - 1) * b->dwl > 255) {
+        return 0;
+    }
+    for (t = 0; t < 32; ++t) {
+        if (t < taps && (b->w[t] < -128 || b->w[t] > 127)) {
+            return 0;
+        }
+        wb[t] = t < taps ? (int8_t)b->w[t] : 0;
+        ob[t] = t < taps ? (uint8_t)(t / kw * rs + t % kw * b->dwl) : 0u;
+    }
+    o0 = vldrbq_u8(ob);
+    o1 = vldrbq_u8(ob + 16);
+    w0 = vldrbq_s8(wb);
+    w1 = vldrbq_s8(wb + 16);
+    for (i = 0; i < b->nh; ++i) {
+        const int8_t *r = b->band + i * b->rstep, *last = r + (n - 1) * sw;
+        int8_t *dst = b->dst + i * b->dstride;
+        for (j = 0; j < n; j += 4) {
+            /* a last step's outputs past n read the last output's window (inside the band) */
+            const int full = j + 4 <= n;
+#pragma GCC unroll 4
+            for (u = 0; u < 4; ++u, r += sw) {
+                const int8_t *p = full || r <= last ? r : last;
+                int32_t acc = vmladavq_s8(vldrbq_gather_offset_s8(p, o0), w0);
+                if (taps > 16) {
+                    acc = vmladavaq_s8(acc, vldrbq_gather_offset_s8(p, o1), w1);
+                }
+                s[u] = acc;
+            }
+            if (full) {
+                store4(dst + j, &qq, vldrwq_s32(s), bias, mult);
+            } else {
+                store4_p(dst + j, &qq, vldrwq_s32(s), bias, mult, vctp32q((uint32_t)(n - j)));
+            }
+        }
+    }
+    return 1;
+}
+
 /* dw_block on Helium: 4 outputs of a row a step, each tap's 4 input bytes (offsets 0, sw,
  * 2 sw, 3 sw) by one gathering VLDRB.S32 times the tap, summed in int32 lanes (VMLA), the 4
  * sums requantized together (store4); the last step of a row predicated (its lanes past n
@@ -748,6 +806,9 @@ static __attribute__((noinline)) void dw_mve_block(const dw_block_t *b, const qp
     int32x4_t acc;
     int32_t i, j, ky, kx;
     if (kh == 3 && kw == 3 && b->dh == 1 && dwl == 1 && dw_mve3(b, q, ch)) {
+        return;
+    }
+    if (!(kh == 3 && kw == 3) && dw_mve_window(b, q, ch)) {
         return;
     }
     if (kh == 3 && kw == 3 && b->dh == 1 && dwl == 1) {
@@ -790,6 +851,309 @@ static __attribute__((noinline)) void dw_mve_block(const dw_block_t *b, const qp
     }
 }
 #undef DW_MVE_3X3
+
+/* A conv's per-channel parameters walked channel by channel without chan()'s branches (an absent
+ * bias or weight zero point read as a 0 with a step of 0), the multiplier as chan() computes it. */
+typedef struct {
+    const float *ws;
+    const int32_t *bias;
+    const int8_t *wz;
+    uint32_t sws, sb, swz;
+    float xs, ys;
+} dw_chans_t;
+
+static inline dw_chans_t dw_chans(const cparams_t *cp, int32_t m0)
+{
+    static const int32_t no_bias = 0;
+    static const int8_t no_wz = 0;
+    dw_chans_t c;
+    c.sws = cp->nws > 1u ? 1u : 0u;
+    c.sb = cp->bias != NULL ? 1u : 0u;
+    c.swz = cp->wz != NULL && cp->nwz > 1u ? 1u : 0u;
+    c.ws = cp->ws + c.sws * (uint32_t)m0;
+    c.bias = cp->bias != NULL ? cp->bias + m0 : &no_bias;
+    c.wz = cp->wz != NULL ? cp->wz + c.swz * (uint32_t)m0 : &no_wz;
+    c.xs = cp->xs;
+    c.ys = cp->ys;
+    return c;
+}
+
+/* The next channel's multiplier, bias and weight zero point (chan()'s, on a core with an FPU). */
+static inline __attribute__((always_inline)) void dw_chan_next(dw_chans_t *c, float *mult, int32_t *bias, int32_t *wz)
+{
+    *mult = c->xs * *c->ws / c->ys;
+    *bias = *c->bias;
+    *wz = *c->wz;
+    c->ws += c->sws;
+    c->bias += c->sb;
+    c->wz += c->swz;
+}
+
+/* The output channels [m0, m1) of a depthwise conv whose every channel is one row of kw <= 16
+ * taps over a whole unpadded 1-high plane of n outputs (a DS-TCN's Kx1 kernels down its time
+ * axis), channel m from plane m / mult of x (xbytes), read in place or not: an output byte is
+ * stored only after every window at or before it is read. */
+typedef struct {
+    dw_chans_t cs; /* from channel m0 */
+    qpar_t q;
+    const int8_t *x, *w;
+    int8_t *y;
+    size_t xbytes;
+    int32_t m0, m1, kw, n, sw, plane, oplane, mult, x_zp; /* x_zp: the int8 side's (act_in) */
+} dw_mrows_t;
+
+#if !defined(__OPTIMIZE_SIZE__) /* a size build runs every row through dw_bytes (no 16 instances) */
+/* Taps a row takes in int32 lanes (dw_lanes): a short row at stride 1, where 4 outputs a step by
+ * one widening load and one VMLA a tap cost less than dw_mve_row_t's load, VMLADAV and store an output. */
+#define DW_LANE_TAPS 8
+
+/* A row's n outputs at stride 1 from windows at p, 4 a step in int32 lanes: per tap the 4
+ * outputs' input bytes by one widening VLDRB (sign- or, for uint8 bytes, zero-extended: the fold
+ * then takes the uint8 zero point) times the tap (w - wz: any weight zero point) by VMLA, the
+ * kw taps unrolled (kw a constant), 4 sums requantized together. A last step's lanes past n
+ * read no bytes. */
+static inline __attribute__((always_inline)) void dw_mve_lanes_t(const int8_t *p, int8_t *y, const int32_t *wk,
+                                                                const int32_t kw, int32_t n, const qpar_t *q,
+                                                                int32_t bias, float mult, const int u8)
+{
+    int32_t tap[DW_LANE_TAPS], j, k;
+    int32x4_t acc;
+#pragma GCC unroll 8
+    for (k = 0; k < kw; ++k) {
+        tap[k] = wk[k];
+    }
+#define DW_LANES(LOAD)                                                                                              \
+    do {                                                                                                            \
+        acc = vmulq_n_s32(LOAD(0), tap[0]);                                                                         \
+        _Pragma("GCC unroll 8") for (k = 1; k < kw; ++k)                                                            \
+        {                                                                                                           \
+            acc = vmlaq_n_s32(acc, LOAD(k), tap[k]);                                                                \
+        }                                                                                                           \
+    } while (0)
+#define DW_LOAD(k) (u8 ? vreinterpretq_s32_u32(vldrbq_u32((const uint8_t *)p + (k))) : vldrbq_s32(p + (k)))
+    for (j = 0; j + 4 <= n; j += 4, p += 4) {
+        DW_LANES(DW_LOAD);
+        store4(y + j, q, acc, bias, mult);
+    }
+#undef DW_LOAD
+    if (j < n) {
+        const mve_pred16_t pr = vctp32q((uint32_t)(n - j));
+#define DW_LOAD(k)                                                                                                  \
+    (u8 ? vreinterpretq_s32_u32(vldrbq_z_u32((const uint8_t *)p + (k), pr)) : vldrbq_z_s32(p + (k), pr))
+        DW_LANES(DW_LOAD);
+#undef DW_LOAD
+        store4_p(y + j, q, acc, bias, mult, pr);
+    }
+#undef DW_LANES
+}
+
+/* dw_mve_lanes_t over r's channels at stride 1: per channel its taps minus wz as int32 (a
+ * predicated widening load, lanes past kw 0) and x's zero point as the kernel reads it times
+ * their sum off the bias. */
+static inline __attribute__((always_inline)) void dw_lanes_t(const dw_mrows_t *r, const int32_t kw, const int u8)
+{
+    dw_chans_t cs = r->cs;
+    const qpar_t q = r->q;
+    const int32_t zp = u8 ? r->x_zp + 128 : r->x_zp, n = r->n, mult = r->mult;
+    const mve_pred16_t p0 = vctp32q((uint32_t)kw), p1 = vctp32q((uint32_t)(kw > 4 ? kw - 4 : 0));
+    const int8_t *wm = r->w;
+    int8_t *y = r->y + (size_t)r->m0 * (size_t)r->oplane;
+    int32_t m;
+    for (m = r->m0; m < r->m1; ++m, wm += kw, y += r->oplane) {
+        int32_t wk[DW_LANE_TAPS] __attribute__((aligned(8)));
+        int32_t bias, wz, sum;
+        float f;
+        const int32x4_t a0 = vldrbq_z_s32(wm, p0);
+        dw_chan_next(&cs, &f, &bias, &wz);
+        sum = vaddvq_s32(a0);
+        vstrwq_s32(wk, vsubq_n_s32(a0, wz));
+        if (kw > 4) {
+            const int32x4_t a1 = vldrbq_z_s32(wm + 4, p1);
+            sum = vaddvaq_s32(sum, a1);
+            vstrwq_s32(wk + 4, vsubq_n_s32(a1, wz));
+        }
+        bias = (int32_t)((uint32_t)bias - (uint32_t)(zp * (sum - kw * wz)));
+        dw_mve_lanes_t(r->x + (size_t)(m / mult) * (size_t)r->plane, y, wk, kw, n, &q, bias, f, u8);
+    }
+}
+
+/* dw_lanes_t for int8 bytes and each kernel width 2 .. DW_LANE_TAPS (the taps in registers):
+ * dw_lanes[kw - 2]; uint8 bytes (a VEOR a load) and single taps take dw_bytes. */
+typedef void dw_lanes_fn(const dw_mrows_t *r);
+#define DW_LANES_FN(K)                                                                                              \
+    static __attribute__((noinline)) void dw_lanes_##K(const dw_mrows_t *r)                                         \
+    {                                                                                                               \
+        dw_lanes_t(r, K, 0);                                                                                        \
+    }
+DW_LANES_FN(2)
+DW_LANES_FN(3)
+DW_LANES_FN(4)
+DW_LANES_FN(5)
+DW_LANES_FN(6)
+DW_LANES_FN(7)
+DW_LANES_FN(8)
+static dw_lanes_fn *const dw_lanes[DW_LANE_TAPS - 1] = {dw_lanes_2, dw_lanes_3, dw_lanes_4, dw_lanes_5,
+                                                        dw_lanes_6, dw_lanes_7, dw_lanes_8};
+#undef DW_LANES_FN
+#endif /* !__OPTIMIZE_SIZE__ */
+
+/* Channel m's taps (lanes past kw zero) minus its weight zero point into *wv and x_zp times
+ * their sum into *fold; 0 when some w - wz does not fit int8 (the byte lanes' dot product). */
+static inline __attribute__((always_inline)) int dw_mve_taps(const int8_t *w, int32_t wz, int32_t x_zp,
+                                                            mve_pred16_t pk, int8x16_t *wv, int32_t *fold)
+{
+    int8x16_t v = vldrbq_z_s8(w, pk);
+    if (wz != 0) {
+        if (vminvq_p_s8(127, v, pk) - wz < -128 || vmaxvq_p_s8(-128, v, pk) - wz > 127) {
+            return 0;
+        }
+        v = vsubq_m_n_s8(vdupq_n_s8(0), v, (int8_t)wz, pk);
+    }
+    *wv = v;
+    *fold = x_zp * vaddvq_s8(v);
+    return 1;
+}
+
+/* A row's n outputs (sw apart) from windows at p: per output one VLDRB of 16 input bytes at its
+ * window and one VMLADAV with the taps (lanes past the kernel zero, so bytes past the window
+ * count nothing); uint8 bytes flipped to int8 (VEOR; x_zp is the int8 side's), 4 sums
+ * requantized together. safe: every load of 16 bytes, those of the last step's outputs past n
+ * too, is inside the input; else each load takes only the window's lanes (pk) from a window at
+ * most last (the last output's). */
+static inline __attribute__((always_inline)) void dw_mve_row_t(const int8_t *p, int8_t *y, int8x16_t wv, int32_t n,
+                                                              int32_t sw, const qpar_t *q, int32_t bias, float mult,
+                                                              mve_pred16_t pk, const int u8, const int safe)
+{
+    int32_t s[4] __attribute__((aligned(8)));
+    const int8_t *last = p + (n - 1) * sw;
+    int32_t j, t;
+    for (j = 0; j < n; j += 4, p += 4 * sw) {
+#pragma GCC unroll 4
+        for (t = 0; t < 4; ++t) {
+            int8x16_t x;
+            if (safe) {
+                x = vldrbq_s8(p + t * sw);
+            } else {
+                x = vldrbq_z_s8(p + t * sw <= last ? p + t * sw : last, pk);
+            }
+            if (u8) {
+                x = veorq_s8(x, vdupq_n_s8(-128));
+            }
+            s[t] = vmladavq_s8(x, wv);
+        }
+        if (j + 4 <= n) {
+            store4(y + j, q, vldrwq_s32(s), bias, mult);
+        } else {
+            store4_p(y + j, q, vldrwq_s32(s), bias, mult, vctp32q((uint32_t)(n - j)));
+        }
+    }
+}
+
+/* dw_mve_row_t over r's channels (any stride, kw <= 16): per channel its taps in a byte vector
+ * (dw_mve_taps). Returns the first channel not done (one whose taps minus wz do not fit int8). */
+static inline __attribute__((always_inline)) int32_t dw_bytes_t(const dw_mrows_t *r, const int u8)
+{
+    dw_chans_t cs = r->cs;
+    const qpar_t q = r->q;
+    const mve_pred16_t pk = vctp8q((uint32_t)r->kw);
+    const int32_t n = r->n, sw = r->sw;
+    /* the last input byte a channel's 16-byte loads read, from its plane's start */
+    const size_t reach = (size_t)(((n + 3) / 4) * 4 - 1) * (size_t)sw + 16u;
+    int32_t m;
+    for (m = r->m0; m < r->m1; ++m) {
+        const size_t at = (size_t)(m / r->mult) * (size_t)r->plane;
+        int8_t *y = r->y + (size_t)m * (size_t)r->oplane;
+        int8x16_t wv;
+        int32_t fold, bias, wz;
+        float f;
+        dw_chan_next(&cs, &f, &bias, &wz);
+        if (!dw_mve_taps(r->w + (size_t)m * (size_t)r->kw, wz, r->x_zp, pk, &wv, &fold)) {
+            return m;
+        }
+        bias = (int32_t)((uint32_t)bias - (uint32_t)fold);
+        if (at + reach <= r->xbytes) {
+            dw_mve_row_t(r->x + at, y, wv, n, sw, &q, bias, f, pk, u8, 1);
+        } else {
+            dw_mve_row_t(r->x + at, y, wv, n, sw, &q, bias, f, pk, u8, 0);
+        }
+    }
+    return m;
+}
+
+static __attribute__((noinline)) int32_t dw_bytes(const dw_mrows_t *r, int u8)
+{
+    return u8 ? dw_bytes_t(r, 1) : dw_bytes_t(r, 0);
+}
+
+/* One output a channel (the last depthwise conv of a DS-TCN): 4 channels a step, each its window
+ * by one VLDRB and VMLADAV with its taps (dw_mve_taps), the 4 sums, biases and multipliers
+ * requantized in lanes. Returns the first channel not done, as dw_bytes. */
+static inline __attribute__((always_inline)) int32_t dw_ones_t(const dw_mrows_t *r, const int u8)
+{
+    dw_chans_t cs = r->cs;
+    const qpar_t q = r->q;
+    const mve_pred16_t pk = vctp8q((uint32_t)r->kw);
+    int32_t s[4] __attribute__((aligned(8))), b[4] __attribute__((aligned(8)));
+    float f[4] __attribute__((aligned(8)));
+    int32_t m;
+    for (m = r->m0; m < r->m1; m += 4) {
+        const int32_t k = r->m1 - m < 4 ? r->m1 - m : 4;
+        int32_t t, fold, wz;
+        for (t = 0; t < k; ++t) {
+            int8x16_t wv, xv;
+            dw_chan_next(&cs, &f[t], &b[t], &wz);
+            if (!dw_mve_taps(r->w + (size_t)(m + t) * (size_t)r->kw, wz, r->x_zp, pk, &wv, &fold)) {
+                break;
+            }
+            xv = vldrbq_z_s8(r->x + (size_t)((m + t) / r->mult) * (size_t)r->plane, pk);
+            if (u8) {
+                xv = veorq_s8(xv, vdupq_n_s8(-128));
+            }
+            s[t] = vmladavq_s8(xv, wv);
+            b[t] = (int32_t)((uint32_t)b[t] - (uint32_t)fold);
+        }
+        if (t > 0) {
+            const int32x4_t v = vcvtnq_s32_f32(vmulq_f32(vcvtq_f32_s32(vaddq_s32(vldrwq_s32(s), vldrwq_s32(b))),
+                                                         vldrwq_f32(f)));
+            const int32x4_t c = vaddq_n_s32(vminq_s32(vmaxq_s32(v, vdupq_n_s32(q.rl)), vdupq_n_s32(q.rh)), q.zp);
+            if (r->oplane == 1) {
+                vstrbq_p_s32(r->y + m, c, vctp32q((uint32_t)t));
+            } else {
+                int32_t o[4] __attribute__((aligned(8))), i;
+                vstrwq_s32(o, c);
+                for (i = 0; i < t; ++i) {
+                    r->y[(size_t)(m + i) * (size_t)r->oplane] = (int8_t)o[i];
+                }
+            }
+        }
+        if (t < k) {
+            return m + t;
+        }
+    }
+    return m;
+}
+
+static __attribute__((noinline)) int32_t dw_ones(const dw_mrows_t *r, int u8)
+{
+    return u8 ? dw_ones_t(r, 1) : dw_ones_t(r, 0);
+}
+
+/* The output channels [m0, m1) of a depthwise conv of rows (dw_mrows_t) on Helium: one output a
+ * channel dw_ones, int8 bytes at stride 1 and 2 to DW_LANE_TAPS taps dw_lanes (a speed build), else
+ * dw_bytes. Returns the first channel not done. */
+static int32_t dw_mve_rows(const dw_mrows_t *r, int u8)
+{
+    if (r->n == 1) {
+        return dw_ones(r, u8);
+    }
+#if !defined(__OPTIMIZE_SIZE__)
+    if (!u8 && r->sw == 1 && r->kw >= 2 && r->kw <= DW_LANE_TAPS) {
+        dw_lanes[r->kw - 2](r);
+        return r->m1;
+    }
+#endif
+    return dw_bytes(r, u8);
+}
 #endif
 
 /* Bytes of the stack band a depthwise plane is computed from (padded input rows). */
@@ -1121,6 +1485,30 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
         o = o < d->m ? o : d->m;
         o = o < ow ? o : ow;
         dw_rows(&k, &cp, q, x, y, w, o, (int32_t)plane, (int32_t)oplane, mult);
+    }
+#endif
+#if defined(ARENA_MVE_F)
+    /* Rows of at most 16 taps over whole unpadded 1-high planes: dw_mve_rows, in place too (one
+     * channel per plane, no output longer than its plane) */
+    if (d->n == 1 && cp.mc == NULL && dd.h == 1 && a.kernel[0] == 1 && a.kernel[1] <= 16 && a.dilations[1] == 1 && a.pads[1] == 0
+        && a.pads[3] == 0 && (apart || (mult == 1 && oplane <= plane))) {
+        dw_mrows_t r;
+        r.cs = dw_chans(&cp, 0);
+        r.q = *q;
+        r.x = x;
+        r.w = w;
+        r.y = y;
+        r.xbytes = xbytes;
+        r.m0 = 0;
+        r.m1 = d->m;
+        r.kw = a.kernel[1];
+        r.n = dd.ow;
+        r.sw = a.strides[1];
+        r.plane = (int32_t)plane;
+        r.oplane = (int32_t)oplane;
+        r.mult = mult;
+        r.x_zp = x_zp;
+        o = dw_mve_rows(&r, u8);
     }
 #endif
     for (; o < d->n * d->m; ++o) { /* increasing o: see arena_dw_in_place */
