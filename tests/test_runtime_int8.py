@@ -358,11 +358,11 @@ CASES: dict[str, Any] = {
     "concat_i8_channels": lambda: concat(97, [1, 5, 3, 5], [1, 3, 3, 5], 1),
     "concat_u8_rows_copy": lambda: concat(98, [2, 3, 7], [2, 2, 7], 1, u8=True, same=True),
     "concat_u8_last_axis": lambda: concat(99, [1, 4, 3, 3], [1, 4, 3, 2], 3, u8=True),
-    # Helium depthwise: rows of up to 16 taps in byte lanes (dw_mve_rows: in place, one output a
+    # Helium depthwise: rows of up to 16 taps (dw_mve_rows: after a 1x1 conv, one output a
     # channel 4 channels a step with a tail, 16 taps, uint8), windows of up to 32 taps gathered
     # (dw_mve_window: 5x5 with odd pads and channel counts, strided, uint8, 3x5)
-    "dw_k3x1_c19_in_place": lambda: conv(176, 19, 19, (30, 1), (3, 1), group=19, pads=(0, 0, 0, 0), chain=True),
-    "dw_k15x1_one_c17_u8_in_place": lambda: conv(177, 17, 17, (15, 1), (15, 1), group=17, pads=(0, 0, 0, 0),
+    "dw_k3x1_c19_chained": lambda: conv(176, 19, 19, (30, 1), (3, 1), group=19, pads=(0, 0, 0, 0), chain=True),
+    "dw_k15x1_one_c17_u8_chained": lambda: conv(177, 17, 17, (15, 1), (15, 1), group=17, pads=(0, 0, 0, 0),
                                                  chain=True, u8=True),
     "dw_k16x1_wide1_s2": lambda: conv(178, 5, 5, (40, 1), (16, 1), group=5, stride=2, pads=(0, 0, 0, 0)),
     "dw5_s1_c19_odd_pads": lambda: conv(179, 19, 19, (9, 11), (5, 5), group=19, pads=(2, 1, 1, 2)),
