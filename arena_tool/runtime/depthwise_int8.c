@@ -732,6 +732,113 @@ static __attribute__((noinline)) void dw_mve3_plane(const dw3ctx_t *c, const int
     }
 }
 
+/* What a depthwise conv's planes share for dw_win_plane (dw_win_setup): the padded copy's row
+ * bytes wp and rows hp (every window of every step of 4 outputs inside it), and the window's
+ * tap offsets in it in two byte vectors (taps 0-15, 16-31; a lane past the kernel at offset 0). */
+typedef struct {
+    uint8x16_t o0, o1;
+    int32_t taps, wp, hp;
+} dwwin_t;
+
+/* dw_win_setup for a conv's attributes a and (plane) dims d; 0 when dw_win_plane does not apply:
+ * more than 32 taps, a padded copy past DW_PAD_BYTES or a window offset past a byte. */
+static int dw_win_setup(dwwin_t *c, const arena_conv_dims_t *d, const arena_attrs_t *a)
+{
+    uint8_t ob[32] __attribute__((aligned(4)));
+    const int32_t kh = a->kernel[0], kw = a->kernel[1], dh = a->dilations[0], dwl = a->dilations[1];
+    int32_t t;
+    c->taps = kh * kw;
+    c->wp = ((d->ow + 3) / 4 * 4 - 1) * a->strides[1] + (kw - 1) * dwl + 1;
+    c->hp = (d->oh - 1) * a->strides[0] + (kh - 1) * dh + 1;
+    if (c->taps > 32 || c->hp * c->wp > DW_PAD_BYTES || (kh - 1) * dh * c->wp + (kw - 1) * dwl > 255
+        || a->pads[0] < 0 || a->pads[1] < 0) {
+        return 0;
+    }
+    for (t = 0; t < 32; ++t) {
+        ob[t] = t < c->taps ? (uint8_t)(t / kw * dh * c->wp + t % kw * dwl) : 0u;
+    }
+    c->o0 = vldrbq_u8(ob);
+    c->o1 = vldrbq_u8(ob + 16);
+    return 1;
+}
+
+/* The outputs of a plane from its padded copy buf (dw_win_plane): per output its window gathered
+ * into one or two byte vectors (two: more than 16 taps), VMLADAV with the taps, 4 sums
+ * requantized together (a last step's outputs past OW computed from windows inside the copy, not
+ * stored). */
+static inline __attribute__((always_inline)) void dw_win_out_t(const dwwin_t *c, const int8_t *buf, int8_t *dst,
+                                                              const arena_conv_dims_t *d, const arena_attrs_t *a,
+                                                              int8x16_t w0, int8x16_t w1, const qpar_t *q,
+                                                              int32_t bias, float mult, const int two)
+{
+    int32_t s[4] __attribute__((aligned(8)));
+    const qpar_t qq = *q;
+    const int32_t OH = d->oh, OW = d->ow, sw = a->strides[1], rstep = a->strides[0] * c->wp;
+    const uint8x16_t o0 = c->o0, o1 = c->o1;
+    int32_t i, j, u;
+    for (i = 0; i < OH; ++i, buf += rstep, dst += OW) {
+        const int8_t *r = buf;
+        for (j = 0; j < OW; j += 4) {
+#pragma GCC unroll 4
+            for (u = 0; u < 4; ++u, r += sw) {
+                int32_t acc = vmladavq_s8(vldrbq_gather_offset_s8(r, o0), w0);
+                if (two) {
+                    acc = vmladavaq_s8(acc, vldrbq_gather_offset_s8(r, o1), w1);
+                }
+                s[u] = acc;
+            }
+            store4_p(dst + j, &qq, vldrwq_s32(s), bias, mult, vctp32q((uint32_t)(OW - j)));
+        }
+    }
+}
+
+/* A depthwise plane of a window of at most 32 taps (dw_win_setup) on Helium: the plane src
+ * (H x W) copied into a stack buffer of c->hp rows of c->wp bytes with x_zp's byte around it
+ * (uint8 bytes flipped to int8 as copied), so every window is one or two gathers without a
+ * predicate; the taps as the model holds them (w) minus the weight zero point in byte vectors
+ * (lanes past the kernel zero), x's zero point folded into the bias (the padding counts as x_zp).
+ * The copy is made before any output is written: in place is safe. 0 (nothing written) when
+ * some w - wz does not fit int8. */
+static __attribute__((noinline)) int dw_win_plane(const dwwin_t *c, const int8_t *src, int8_t *dst,
+                                                  const arena_conv_dims_t *d, const arena_attrs_t *a, const int8_t *w,
+                                                  const chan_t *ch, const qpar_t *q, int32_t x_zp, int u8)
+{
+    int8_t buf[DW_PAD_BYTES + 16] __attribute__((aligned(4)));
+    const int32_t taps = c->taps, two = taps > 16, wp = c->wp, ph = a->pads[0], pw = a->pads[1];
+    const int32_t nr = d->h < c->hp - ph ? d->h : c->hp - ph, nc = d->w < wp - pw ? d->w : wp - pw;
+    const mve_pred16_t p0 = vctp8q((uint32_t)taps), p1 = vctp8q((uint32_t)(two ? taps - 16 : 0));
+    const int8x16_t pad = vdupq_n_s8((int8_t)x_zp), flip = vdupq_n_s8(u8 ? -128 : 0);
+    int8x16_t w0 = vldrbq_z_s8(w, p0), w1 = vldrbq_z_s8(w + 16, p1);
+    int32_t bias, i, k;
+    if (ch->wz != 0) {
+        const int32_t wz = ch->wz;
+        if (vminvq_p_s8(127, w0, p0) - wz < -128 || vmaxvq_p_s8(-128, w0, p0) - wz > 127
+            || vminvq_p_s8(127, w1, p1) - wz < -128 || vmaxvq_p_s8(-128, w1, p1) - wz > 127) {
+            return 0;
+        }
+        w0 = vsubq_m_n_s8(vdupq_n_s8(0), w0, (int8_t)wz, p0);
+        w1 = vsubq_m_n_s8(vdupq_n_s8(0), w1, (int8_t)wz, p1);
+    }
+    bias = (int32_t)((uint32_t)ch->bias - (uint32_t)(x_zp * vaddvaq_s8(vaddvq_s8(w0), w1)));
+    for (k = 0; k < c->hp * wp; k += 16) {
+        vstrbq_s8(buf + k, pad);
+    }
+    for (i = 0; i < nr; ++i) { /* a row's nc bytes, 16 a step, the last predicated */
+        const int8_t *sr = src + i * d->w;
+        int8_t *br = buf + (ph + i) * wp + pw;
+        for (k = 0; k < nc; k += 16) {
+            const mve_pred16_t p = vctp8q((uint32_t)(nc - k));
+            vstrbq_p_s8(br + k, veorq_s8(vldrbq_z_s8(sr + k, p), flip), p);
+        }
+    }
+    if (two) {
+        dw_win_out_t(c, buf, dst, d, a, w0, w1, q, bias, ch->mult, 1);
+    } else {
+        dw_win_out_t(c, buf, dst, d, a, w0, w1, q, bias, ch->mult, 0);
+    }
+    return 1;
+}
+
 /* A window of at most 32 taps (a 5x5 kernel, dilated or not, any stride) on Helium: per output
  * its window gathered into two byte vectors (VLDRB.8 at the taps' offsets, one when 16 taps or
  * fewer; a lane past the kernel at offset 0 with a zero tap) and two VMLADAVs with the taps, as
@@ -1422,7 +1529,8 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
     int kind, row, native, apart = ya >= xa + xbytes || ya + ybytes <= xa;
 #if defined(ARENA_MVE_F)
     dw3ctx_t c3;
-    int mve3;
+    dwwin_t cw;
+    int mve3, win;
 #endif
     if (d->w == 1 && a.kernel[1] == 1 && a.pads[1] == 0 && a.pads[3] == 0) {
         /* Kx1 down a 1-wide plane: the 1xK kernel along a 1-high plane of the same bytes. */
@@ -1448,6 +1556,7 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
     kind = dw_kind(&a);
 #if defined(ARENA_MVE_F)
     mve3 = !u8 && dw3_setup(&c3, &dd, &a);
+    win = !mve3 && dw_win_setup(&cw, &dd, &a);
 #endif
     memset(&k, 0, sizeof k);
     k.w = wk;
@@ -1516,6 +1625,19 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
         chan_t ch = chan(&cp, m);
         size_t at = (size_t)(o / d->m * d->c + m / mult) * plane;
         const int8_t *src = x + at;
+#if defined(ARENA_MVE_F)
+        if (win && (apart || mult == 1)) { /* in place: the plane copied before its output is written */
+            const int8_t *s = src;
+            if (temp != NULL) {
+                memcpy(temp, src, plane);
+                s = temp;
+            }
+            if (dw_win_plane(&cw, s, y + (size_t)o * oplane, &dd, &a, w + (size_t)m * (size_t)taps, &ch, q, x_zp,
+                             u8)) {
+                continue;
+            }
+        }
+#endif
         dw_kernel(&k, kind, w + (size_t)m * (size_t)taps, ch.wz, native ? x_zp + 128 : x_zp, wk, wp);
 #if defined(__ARM_FEATURE_DSP)
         if (row && at + plane + 3u <= xbytes) {
