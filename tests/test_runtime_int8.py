@@ -222,6 +222,34 @@ def concat(seed: int, shape: list[int], c_shape: list[int], axis: int, u8: bool 
     return g.model(shape, y_shape, t, t)
 
 
+def fire(seed: int, cin: int, ca: int, cb: int, hw: tuple[int, int], same: bool = False, u8: bool = False,
+         const: bool = False) -> onnx.ModelProto:
+    """SqueezeNet's fire module: a 1x1 and a 3x3 QLinearConv of x, QLinearConcat of the two (and,
+    const: a constant between them) along the channels: each conv's output written in place at
+    its position of y (a concat view), a at y's scale (same: b too), b requantized else."""
+    g = _G(seed)
+    act, off = (np.uint8, 128) if u8 else (I8, 0)
+    ys, yz = 0.09, -128 + off
+    parts = []
+    for name, cout, k, scale, zp in (("a", ca, 1, ys, yz), ("b", cb, 3, *((ys, yz) if same else (0.053, -100 + off)))):
+        w = g.rng.integers(-127, 128, [cout, cin, k, k])
+        g.nodes.append(helper.make_node("QLinearConv", [
+            "x", g.const(f"{name}_xs", 0.05, np.float32), g.const(f"{name}_xz", 5 + off, act),
+            g.const(f"{name}_w", w, I8), g.const(f"{name}_ws", (0.001 + 0.002 * g.rng.random(cout)).astype(np.float32), np.float32),
+            g.const(f"{name}_wz", np.zeros(cout), I8), g.const(f"{name}_s", scale, np.float32),
+            g.const(f"{name}_z", zp, act), g.const(f"{name}_b", g.rng.integers(-3000, 3000, cout), np.int32)],
+            [name], pads=[k // 2] * 4, kernel_shape=[k, k]))
+        parts.append((name, f"{name}_s", f"{name}_z"))
+    if const:
+        c = g.const("c", g.rng.integers(-128 + off, 128 + off, [1, 2, *hw]), act)
+        parts.insert(1, (c, g.const("c_s", 0.03, np.float32), g.const("c_z", 7 + off, act)))
+    g.nodes.append(helper.make_node("QLinearConcat", [g.const("y_s", ys, np.float32), g.const("y_z", yz, act),
+                                                      *[n for p in parts for n in p]], ["y"],
+                                    domain="com.microsoft", axis=1))
+    t = TensorProto.UINT8 if u8 else TensorProto.INT8
+    return g.model([1, cin, *hw], [1, ca + cb + (2 if const else 0), *hw], t, t)
+
+
 def transpose(seed: int, shape: list[int], perm: list[int]) -> onnx.ModelProto:
     """One Transpose of an int8 tensor: dims of size 1 dropped, neighbours merged, rows strided or not."""
     g = _G(seed)
@@ -368,6 +396,11 @@ CASES: dict[str, Any] = {
     "dw5_s1_c19_odd_pads": lambda: conv(179, 19, 19, (9, 11), (5, 5), group=19, pads=(2, 1, 1, 2)),
     "dw5_s2_c17_u8": lambda: conv(180, 17, 17, (13, 12), (5, 5), group=17, stride=2, u8=True, x_zp=-90),
     "dw3x5_s1": lambda: conv(181, 5, 5, (10, 9), (3, 5), group=5),
+    # SqueezeNet's fire modules: the convs write in place into the concat (mixed and equal scales;
+    # each part a multiple of the 16 B alignment, as a view needs)
+    "fire_i8_mixed": lambda: fire(102, 5, 16, 7, (5, 7)),
+    "fire_i8_same": lambda: fire(103, 3, 4, 5, (4, 4), same=True),
+    "fire_u8_mixed_const": lambda: fire(104, 4, 3, 5, (2, 8), u8=True, const=True),
     "gemm_k40_n10": lambda: qgemm(100, 1, 40, 10),
     "gemm_u8_k36_n10_b_zps": lambda: qgemm(101, 1, 36, 10, u8=True, b_zps=True),
 }
@@ -415,6 +448,31 @@ def test_cases_reach_the_paths_they_name(built):
             assert (y.alias_of or y.name) == (x.alias_of or x.name) or y.offset == x.offset, sym
         if sym.endswith(("_row", "_full")):
             assert step.workspace is not None, sym
+        if sym.startswith("fire_"):  # each conv's output at its channels of the concat's
+            y = bufs["y"]
+            at = {"a": 0, "b": bufs["a"].elements + (2 * bufs["a"].elements // bufs["a"].shape[1]
+                                                     if "const" in sym else 0)}
+            assert all(bufs[n].alias_of == "y" and bufs[n].offset == y.offset + at[n] for n in at), sym
+
+
+@pytest.mark.parametrize("sym", [n for n in CASES if n.startswith("fire_")])
+def test_fire_lowered_equals_the_model_in_onnxruntime(built, sym):
+    """The lowered fire module (its 3x3 conv writing the concat's codes through a table where the
+    scales differ: lowering._concat_codes) is the model's in onnxruntime, on inputs over every
+    code: what the firmware is compared with (verify.reference runs the lowered model) is the
+    model's own QLinearConcat, rounding twice."""
+    import onnxruntime as ort
+    from arena_tool.model import lowering
+    path, _ = built["models"][sym]
+    lw = lowering.load(path)
+    assert ["table" in op.attrs for op in lw.ops] == [False, "same" not in sym, False], sym
+    x = np.random.default_rng(7).integers(0, 256, [16, *lw.types["x"].shape[1:]]).astype(np.uint8)
+    x = x if "u8" in sym else x.view(I8)
+    runs = [ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+            for m in (onnx.load(path), lowering.to_onnx(lw))]
+    for i in range(len(x)):
+        want, got = (r.run(["y"], {"x": x[i:i + 1]})[0] for r in runs)
+        assert np.array_equal(want, got), (sym, i)
 
 
 DSP_OPS = ("smlad", "sxtb16", "sxtab16")

@@ -562,6 +562,8 @@ class Tensor:
     first_op, last_op: inclusive schedule indices of this tensor's own life.
     alias_of: None, or the name of the root tensor whose bytes this one shares
       (views and in-place outputs; always a root, never a chain).
+    alias_offset: bytes into its root where this one starts: 0 but for a concat's input written
+      in place at its position of the concat's output (liveness: a concat view).
     quant: the quantization of an integer tensor, where the model states it.
     alignment: bytes its offset must be a multiple of, where above the model's (io_alignment).
     """
@@ -577,6 +579,7 @@ class Tensor:
     alias_of: str | None = None
     quant: Quant | None = None
     alignment: int | None = None
+    alias_offset: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -608,13 +611,14 @@ class ModelProblem:
 
     def without_aliases(self) -> "ModelProblem":
         """The same model with every tensor in a buffer of its own."""
-        return dataclasses.replace(self, tensors=tuple(dataclasses.replace(t, alias_of=None) for t in self.tensors))
+        return dataclasses.replace(self, tensors=tuple(dataclasses.replace(t, alias_of=None, alias_offset=0)
+                                                             for t in self.tensors))
 
     def problem(self, capacity: int | None = None) -> Problem:
         """One Buffer per root tensor (alias_of None), in tensors order.
 
         A root's live range is the union of its group's ranges; its size the
-        largest in the group.
+        largest end (alias_offset + size) in the group.
         """
         groups: dict[str, list[Tensor]] = {}
         for t in self.tensors:
@@ -626,7 +630,7 @@ class ModelProblem:
             g = groups[t.name]
             buffers.append(Buffer(
                 name=t.name,
-                size=max(m.size for m in g),
+                size=max(m.alias_offset + m.size for m in g),
                 start=min(m.first_op for m in g),
                 end=max(m.last_op for m in g),
                 alignment=max(m.alignment or self.options.alignment for m in g),

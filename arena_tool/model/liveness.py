@@ -42,6 +42,12 @@ The op table (``optable.OpSpec``: ``view``, ``inplace``, ``depthwise``) says whi
   before writing those channels leaves every other channel's bytes alone. A stride-2 one leaves the output in the
   input's larger slot, which the element-wise op after it may share; such an alias into a
   larger slot is kept only where dropping it would not lower the bound (_best_aliasing).
+* Concat views: a QLinearConcat's input that only it reads, produced by an op of this model,
+  lies at its position of the output (``alias_offset`` bytes in) when that position is one run
+  of the output's bytes (every dim before the axis 1: one image's NCHW channels) at an aligned
+  offset; its producer writes it there and the concat copies nothing (_concat_parts). The
+  group is one buffer from the first input's op on: kept where the bound is not lower without
+  it (_best_aliasing). SqueezeNet's fire modules: both expand convs write into the concat.
 * Never: other Convs, Gemm/MatMul, pools and everything else not listed.
 
 Schedule (options.schedule): 'memory' plans the topological order scheduling.memory_order
@@ -175,6 +181,16 @@ def _best_aliasing(lowered: Lowered, options: ModelOptions, ops: list[Op]) -> tu
         if _bound(alt) <= _bound(mp):
             dropped.add(s)
             mp = alt
+    # a concat view copies nothing: kept unless the bound is lower without it (tried one by one
+    # only where it is lower without them all: DenseNet's 58 concats cost one more build)
+    if builder.concats:
+        none = _Builder(lowered, options, ops, no_shrink=frozenset(dropped), no_view=frozenset(builder.concats)).build()
+        copied: set[int] = set()
+        for s in sorted(builder.concats) if _bound(none) < _bound(mp) else ():
+            alt = _Builder(lowered, options, ops, no_shrink=frozenset(dropped), no_view=frozenset(copied | {s})).build()
+            if _bound(alt) < _bound(mp):
+                copied.add(s)
+                mp = alt
     return mp, builder
 
 
@@ -240,17 +256,20 @@ class _Builder:
     """One model_problem call's working state (never shared)."""
 
     def __init__(self, lowered: Lowered, options: ModelOptions, ops: list[Op] | None = None,
-                 no_shrink: frozenset[int] = frozenset()) -> None:
+                 no_shrink: frozenset[int] = frozenset(), no_view: frozenset[int] = frozenset()) -> None:
         self.g = lowered
         self.opt = options
         self.bitwidths = dict(options.bitwidths)
         self.steps = list(lowered.ops) if ops is None else ops
         self.no_shrink = no_shrink  # steps that must not alias into a larger slot
+        self.no_view = no_view  # concat steps that copy their inputs
+        self.concats: set[int] = set()  # concat steps with an input written in place (a concat view)
         self.depthwise: set[int] = set()  # steps whose depthwise Conv works in place
         # steps whose alias is kept only where dropping it would raise the bound: an output aliasing a
         # larger slot, a TFLite depthwise conv in place (its channel copies cost instructions)
         self.shrinking: set[int] = set()
         self.outputs = set(lowered.outputs)
+        self.offset: dict[str, int] = {}  # concat views: the input's bytes into the concat's output
         known = set(lowered.types) | set(lowered.graph.constant_shapes)
         for name in sorted(self.bitwidths):
             if name not in known:
@@ -320,7 +339,8 @@ class _Builder:
             align = io_align
             size = align_up(size, io_align)  # whole cache lines: maintenance never touches a neighbour
         return Tensor(name, kind, self.dtype[name], t.shape, t.elements, size,
-                      self.first_op[name], self.last_op[name], alias.get(name), quant, align)
+                      self.first_op[name], self.last_op[name], alias.get(name), quant, align,
+                      self.offset.get(name, 0) if name in alias else 0)
 
     def _weights_bytes(self) -> int:
         """The constants' bytes as the firmware stores them (lowering.stored_constants: equal small
@@ -361,11 +381,23 @@ class _Builder:
             io[r] = io[r] or y in self.outputs or y in inputs
 
         caller = self.opt.io_buffers == "caller"  # I/O in the application's buffers shares nothing
+        members: set[str] = set()  # roots something joined
+        self.offset.clear()
         for s, node, y, view in self._alias_sites():
             if caller and (y in self.outputs or y in inputs or (view is not None and io[root_of(view)])):
                 continue
             if view is not None:
                 join(y, view)
+                members.add(root[y])
+                continue
+            parts = self._concat_parts(s, node, y) if s not in self.no_view else []
+            if parts:
+                for x, at in parts:
+                    if x not in root and x not in members and x not in inputs and x not in self.outputs:
+                        join(x, y)
+                        self.offset[x] = at
+                        members.add(y)
+                        self.concats.add(s)
                 continue
             dw = self._depthwise_input(s, node, y)
             if dw is not None:
@@ -373,6 +405,7 @@ class _Builder:
                 if last[r] == s and self._planned(y) <= slot[r] and not io[r]:
                     shrinks = self._planned(y) < slot[r]
                     join(y, dw)
+                    members.add(r)
                     self.depthwise.add(s)
                     if shrinks or node.domain == tflite_lower.DOMAIN:
                         self.shrinking.add(s)
@@ -385,6 +418,7 @@ class _Builder:
                         and (slot[r] == planned or s not in self.no_shrink) and not io[r]):
                     shrinks = slot[r] > planned
                     join(y, x)
+                    members.add(r)
                     if shrinks:
                         self.shrinking.add(s)
                     break
@@ -404,6 +438,41 @@ class _Builder:
                     yield s, node, ys[0], x
                 continue
             yield s, node, ys[0], None
+
+    def _concat_parts(self, s: int, node: Op, y: str) -> list[tuple[str, int]]:
+        """(input, byte offset in y) for each input of a QLinearConcat that can be written in place at
+        its position of y: the dims before the axis all 1 (the input is one run of y's bytes, NCHW
+        channels of one image, whatever the layout), this op its only reader, named once, as many
+        bits an element as y, whole bytes at an aligned offset. The op then copies nothing for it
+        (requantizes it in place where its scale differs; lowering._concat_codes has its conv write
+        the concat's codes). The memory schedule's search (scheduling) plans such inputs as copies:
+        its peak is then an upper bound of the one liveness gives the order (a view is kept only
+        where the bound is not higher without it, _best_aliasing)."""
+        if node.op_type != "QLinearConcat" or y not in self.g.types:
+            return []
+        ty = self.g.types[y]
+        axis = int(node.attrs.get("axis", 0))
+        bits = dtypes.bits(self.dtype[y])
+        if not 0 <= axis < len(ty.shape) or math.prod(ty.shape[:axis]) != 1 or bits % 8:
+            return []
+        xs = node.inputs[2::3]
+        out: list[tuple[str, int]] = []
+        at = 0
+        for x in xs:
+            if not x:
+                continue
+            tx = self.g.types.get(x)
+            if tx is None:  # a constant: copied, after the room it takes
+                shape = self.g.graph.constant_shapes.get(x)
+                if shape is None:
+                    return out
+                at += math.prod(shape) * bits // 8
+                continue
+            if (xs.count(x) == 1 and self.last_op.get(x) == s and dtypes.bits(self.dtype[x]) == bits
+                    and at % self.opt.alignment == 0):
+                out.append((x, at))
+            at += tx.elements * bits // 8
+        return out
 
     def _planned(self, name: str) -> int:
         return self._size(self.g.types[name].elements, self.dtype[name])

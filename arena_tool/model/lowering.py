@@ -156,6 +156,7 @@ def lower(g: Graph) -> Lowered:
     ops = [_op(g, g.nodes[i]) for i in g.schedule]
     ops, fused = _Fusion(g, ops).run()
     ops, looked_up = _Lookups(g, ops).run()
+    ops = _concat_codes(g, ops)
     ops = [dataclasses.replace(op, workspace=_workspace(g, op)) for op in ops]
     return Lowered(
         path=g.path, sha256=g.sha256, inputs=g.inputs, outputs=g.outputs, ops=tuple(ops), types=g.types,
@@ -821,6 +822,50 @@ def lookup_table(g: Graph, steps: Sequence[Op], x: str) -> tuple[int, ...]:
     return tuple(int(b) & 0xFF for b in env[steps[-1].outputs[0]])
 
 
+def requant_table(g: Graph, xs: str, xz: str, ys: str, yz: str, dtype: str) -> tuple[int, ...]:
+    """The byte onnxruntime's QLinearConcat writes for each input byte 0..255 (its lookup table:
+    DequantizeLinear at (xs, xz), QuantizeLinear at (ys, yz), in float32)."""
+    codes = np.arange(256, dtype=np.uint8).view(np.int8 if dtype == "int8" else np.uint8).astype(np.int64)
+    v = (codes - int(_scalar(g, xz) or 0)).astype(_F32) * _F32(_scalar(g, xs))
+    return tuple(int(b) & 0xFF for b in _quantized(g, v, ys, yz, dtype))
+
+
+def _concat_codes(g: Graph, ops: list[Op]) -> list[Op]:
+    """A QLinearConv read only by a QLinearConcat that requantizes it writes the concat's codes
+    itself: its own codes through the concat's table for it (attrs ``table``, as a lookup's; and
+    ``requant``, the concat's scale and zero point the output then has), and the concat reads
+    it at its own scale, so copies it, or (a concat view, liveness) copies nothing. The
+    codes are onnxruntime's: its QLinearConcat requantizes through the same table. SqueezeNet's
+    fire modules: the 3x3 expand conv at its own scale, the concat at the 1x1's."""
+    readers: dict[str, int] = {}
+    for op in ops:
+        for x in dict.fromkeys(op.inputs):
+            readers[x] = readers.get(x, 0) + 1
+    producer = {y: k for k, op in enumerate(ops) for y in op.outputs if y}
+    out = list(ops)
+    for k, cat in enumerate(ops):
+        if cat.op_type != "QLinearConcat" or cat.domain != "com.microsoft" or "output_min" in cat.attrs:
+            continue
+        ins = list(cat.inputs)
+        ys, yz = ins[0], ins[1] if len(ins) > 1 else ""
+        y = cat.outputs[0]
+        for i in range(2, len(ins) - 2, 3):
+            x, xs, xz = ins[i:i + 3]
+            p = producer.get(x, -1)
+            conv = out[p] if p >= 0 else None
+            if (conv is None or conv.op_type != "QLinearConv" or conv.fused or "table" in conv.attrs
+                    or conv.outputs != (x,) or readers.get(x) != 1 or x in g.outputs or ins.count(x) != 1
+                    or g.types[x].dtype != g.types[y].dtype or g.types[y].dtype not in ("int8", "uint8")
+                    or any(_scalar(g, n) is None for n in (xs, ys) + tuple(n for n in (xz, yz) if n))
+                    or (_scalar(g, xs), _scalar(g, xz) or 0) == (_scalar(g, ys), _scalar(g, yz) or 0)):
+                continue
+            table = requant_table(g, xs, xz, ys, yz, g.types[y].dtype)
+            out[p] = dataclasses.replace(conv, attrs={**conv.attrs, "table": table, "requant": (ys, yz)})
+            ins[i + 1:i + 3] = [ys, yz]
+        out[k] = dataclasses.replace(cat, inputs=tuple(ins))
+    return out
+
+
 class _Lookups:
     """One lower() call's folding of int8/uint8 element-wise chains into QLinearLookup ops:
     ``DequantizeLinear -> LOOKUP_FLOAT ops -> QuantizeLinear`` (per-tensor parameters, every
@@ -981,6 +1026,8 @@ def _quant(g: Graph, ops: Sequence[Op]) -> dict[str, Quant]:
         axis = op.attrs.get("axis") if op.op_type in ("QuantizeLinear", "DequantizeLinear") else None
         for t, s, z in triples:
             note(at(op, t), at(op, s), at(op, z), axis if op.op_type == "DequantizeLinear" else 0)
+        if "requant" in op.attrs and op.outputs[0]:  # a conv writing its concat's codes (_concat_codes)
+            note(op.outputs[0], *op.attrs["requant"])
         if result is not None and op.outputs and op.outputs[0]:
             note(op.outputs[0], at(op, result[0]), at(op, result[1]), axis)
     # Weights of lowered QDQ: the folded DequantizeLinear states them.
@@ -1039,6 +1086,19 @@ def to_onnx(lw: Lowered) -> "onnx.ModelProto":
                                           list(op.outputs), name=op.name))
             continue
         original = src.node[op.node if op.origin is None else op.origin]
+        if "requant" in op.attrs:  # a conv writing its concat's codes: its own, then the concat's table
+            raw = f"{op.outputs[0]}::raw"
+            conv = helper.make_node(op.op_type, list(op.inputs), [raw], name=op.name, domain=original.domain or None)
+            conv.attribute.extend(original.attribute if op.origin is None else _tile_attrs(original.attribute, op))
+            nodes += [conv, helper.make_node("DequantizeLinear", [raw, op.inputs[6], op.inputs[7]], [f"{raw}::dq"]),
+                      helper.make_node("QuantizeLinear", [f"{raw}::dq", *op.attrs["requant"]], list(op.outputs))]
+            continue
+        if op.op_type == "QLinearConcat" and op.origin is None and tuple(original.input) != op.inputs:
+            node = helper.make_node(op.op_type, list(op.inputs), list(op.outputs), name=op.name,
+                                    domain=original.domain or None)
+            node.attribute.extend(original.attribute)
+            nodes.append(node)
+            continue
         if not op.fused and op.op_type == original.op_type:
             if op.origin is None:
                 nodes.append(original)

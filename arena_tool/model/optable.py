@@ -563,6 +563,11 @@ def _c_lookup(a: Mapping[str, Any], rank: int) -> dict[str, Any]:
     return {"ints": [int.from_bytes(t[i:i + 4], "little", signed=True) for i in range(0, len(t), 4)]}
 
 
+def _c_requant(a: Mapping[str, Any], rank: int) -> dict[str, Any]:
+    """A QLinearConv writing its concat's codes (lowering._concat_codes): its table, as a lookup's."""
+    return _c_lookup(a, rank) if "table" in a else {}
+
+
 def _c_transpose(a: Mapping[str, Any], rank: int) -> dict[str, Any]:
     return {"ints": list(a.get("perm", []))}
 
@@ -680,7 +685,7 @@ TABLE: dict[str, OpSpec] = _specs(
     OpSpec("ConvInteger", attrs=_spatial, weight=1, macs=_macs_conv),
     OpSpec("QLinearConv", QLINEAR_CONV, attrs=_spatial, weight=3, spatial=True, depthwise=True, onnx_only=False,
            quant_io=(((0, 1, 2), (3, 4, 5)), (6, 7)), checks=(Dtypes(INT8), Check.SPATIAL, Check.ACCUMULATES),
-           macs=_macs_conv),
+           macs=_macs_conv, c_fields=_c_requant),
     OpSpec("Gemm", GEMM, attrs=_gemm, qoperator=QOperator("QGemm", MS, (0, 1), ("alpha", "transA", "transB")), checks=(Dtypes(FLOAT),),
            macs=_macs_gemm),
     OpSpec("QGemm", QGEMM, attrs=_gemm, quant_io=_contrib("QGemm"), checks=(Converts(INT8, INT8 | FLOAT),),

@@ -109,6 +109,10 @@ def check(plan: PlanFile, mp: ModelProblem, plan_path: str, pairs: bool = True) 
                             f"[{t.first_op}, {t.last_op}] the model implies")
         if b.alias_of is not None and b.alias_of != t.alias_of:  # dropping an alias is always safe
             problems.append(f"{t.name}: alias_of {b.alias_of!r}, the model allows {t.alias_of!r}")
+        elif b.alias_of is not None and (root := planned.get(b.alias_of)) is not None \
+                and b.offset - root.offset != t.alias_offset:
+            problems.append(f"{t.name}: offset {b.offset}, {b.offset - root.offset} B into its alias_of "
+                            f"{b.alias_of}; the model puts it {t.alias_offset} B in")
         if b.dtype != t.dtype:
             problems.append(f"{t.name}: dtype {b.dtype}, the model runs it as {t.dtype}")
         problems += _described(t, b)
@@ -128,8 +132,7 @@ def check(plan: PlanFile, mp: ModelProblem, plan_path: str, pairs: bool = True) 
     problems += [f"{b.name}: alias_of {b.alias_of!r}, a caller-owned buffer outside the arena"
                  for b in bufs if b.alias_of in caller]
     group = [b.root for b in bufs]
-    first, last, off, size = (np.array([getattr(b, k) for b in bufs], dtype=np.int64)
-                              for k in ("first_op", "last_op", "offset", "size"))
+    first, last, off, size = _extents(bufs)
     names = sorted({b.region or "" for b in bufs})  # a split plan: pairs meet only in one region
     reg = np.array([names.index(b.region or "") if b.name not in caller else -1 - i  # each its own buffer
                     for i, b in enumerate(bufs)], dtype=np.int64)
@@ -267,8 +270,7 @@ def consistent(plan: PlanFile) -> list[str]:
     problems += [f"{b.name}: offset {b.offset} is not a multiple of the alignment {plan.alignment}"
                  for b in plan.in_arena if b.offset % plan.alignment]
     arena = plan.in_arena
-    first, last, off, size = (np.array([getattr(b, k) for b in arena], dtype=np.int64)
-                              for k in ("first_op", "last_op", "offset", "size"))
+    first, last, off, size = _extents(arena)
     regions = sorted({b.region or "" for b in arena})
     reg = np.array([regions.index(b.region or "") for b in arena], dtype=np.int64)
     for i, j in overlaps(first, last, off, size, reg, [b.root for b in arena]):
@@ -363,16 +365,33 @@ def _described(t: Tensor, b: PlanBuffer) -> list[str]:
 
 
 def _alias_offsets(bufs: Sequence[PlanBuffer]) -> list[str]:
-    """An alias shares its root's bytes: at another offset the pair check (which skips a
-    group) would not see the two overlap."""
-    offset = {b.name: b.offset for b in bufs if b.alias_of is None}
+    """An alias shares its root's bytes: outside them the pair check (which skips a group) would
+    not see the two overlap. A member is at its root's offset, or (a concat's input written in
+    place) inside its root's bytes."""
+    roots = {b.name: b for b in bufs if b.alias_of is None}
     out = []
     for b in bufs:
-        root = b.alias_of
-        if root is not None and offset.get(root) != b.offset:
-            where = "is not a root buffer of the plan" if root not in offset else f"is at offset {offset[root]}"
-            out.append(f"{b.name}: offset {b.offset}, but its alias_of {root} {where}")
+        root = roots.get(b.alias_of or "")
+        if b.alias_of is not None and (root is None or not (root.offset <= b.offset and (
+                b.offset == root.offset or b.offset + b.size <= root.offset + root.size))):
+            where = "is not a root buffer of the plan" if root is None else \
+                f"is at offset {root.offset} ({root.size} B)"
+            out.append(f"{b.name}: offset {b.offset}, but its alias_of {b.alias_of} {where}")
     return out
+
+
+def _extents(bufs: Sequence[PlanBuffer]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """first_op, last_op, offset and size of each buffer as the pair check (overlaps) compares
+    them: a member past its root's offset (a concat view) from its root's offset to its own end,
+    so its group stays one entry of the sweep (its group is one rectangle in the planner too)."""
+    roots = {b.name: b.offset for b in bufs if b.alias_of is None}
+    first, last, off, size = (np.array([getattr(b, k) for b in bufs], dtype=np.int64)
+                              for k in ("first_op", "last_op", "offset", "size"))
+    for i, b in enumerate(bufs):
+        at = roots.get(b.alias_of or "")
+        if at is not None and b.offset > at:
+            off[i], size[i] = at, b.offset - at + b.size
+    return first, last, off, size
 
 
 def _in_plan_order(plan: PlanFile, mp: ModelProblem) -> tuple[ModelProblem, str | None]:

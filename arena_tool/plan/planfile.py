@@ -2,7 +2,8 @@
 
 Written and read only through this module, validated both ways. Every arena
 tensor is listed with its own inclusive live range; an alias (view or in-place
-output) carries its root's offset and names the root in ``alias_of``.
+output) carries its root's offset and names the root in ``alias_of`` (a concat's input written
+in place: its position's offset inside the concat's output, its root).
 ``plancheck.check`` re-derives everything from the model and trusts nothing in the file.
 
 ``PlanFile`` (with ``PlanStep``, ``PlanBuffer``, ``PlanRegion`` ...) is the plan as frozen
@@ -68,7 +69,7 @@ def build(mp: ModelProblem, plan: Plan, problem: Problem, k: int = 1,
         buffers=tuple(PlanBuffer(name=t.name, kind=t.kind, dtype=t.dtype, shape=tuple(t.shape),
                                  elements=t.elements,
                                  size=root_size[t.name] if t.alias_of is None and not mp.caller_owned(t) else t.size,
-                                 offset=0 if mp.caller_owned(t) else root_offset[t.alias_of or t.name],
+                                 offset=0 if mp.caller_owned(t) else root_offset[t.alias_of or t.name] + t.alias_offset,
                                  first_op=t.first_op,
                                  last_op=t.last_op, alias_of=t.alias_of, quant=t.quant,
                                  alignment=t.alignment or None) for t in mp.tensors),
@@ -450,7 +451,9 @@ def group_buffers(buffers: Sequence[PlanBuffer], alignment: int,
     over the union of the members' live ranges (as ModelProblem.problem)."""
     out = []
     for root, g in alias_groups(buffers).items():
-        size = max(size_of(m) for m in g) if size_of else g[0].size
+        at = g[0].offset if g[0].alias_of is None else None  # a concat view's member lies past it
+        size = max((m.offset - at if at is not None and m.alias_of else 0) + size_of(m) for m in g) \
+            if size_of else g[0].size
         out.append(Buffer(root, size, min(m.first_op for m in g), max(m.last_op for m in g), alignment))
     return out
 

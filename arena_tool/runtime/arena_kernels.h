@@ -86,6 +86,13 @@ typedef struct {
  * op, 0 when it is not theirs (the caller runs its reference loop). dw_temp: a depthwise
  * conv's in-place channel temp, or NULL. */
 int arena_i8_conv(const arena_ctx_t *c, const arena_conv_dims_t *d, int32_t lo, int32_t hi, void *dw_temp);
+/* A QLinearConv writing its concat's codes (arena_tool/model/lowering.py _concat_codes): the
+ * 256-byte table its own codes go through, in attrs.ints as a QLinearLookup's; else NULL.
+ * arena_i8_conv returns 2 where it wrote the codes through it, 1 where the caller still must. */
+static inline const uint8_t *arena_conv_table(const arena_ctx_t *c)
+{
+    return c->op->attrs->n_ints == 64u ? (const uint8_t *)c->op->attrs->ints : NULL;
+}
 /* b: one element per `plane` elements of a and y (1: same shapes), n a multiple of plane; u8: all
  * three uint8 (else int8) */
 int arena_i8_binary(const int8_t *a, const int8_t *b, int8_t *y, uint32_t n, uint32_t plane, int32_t a_zp,

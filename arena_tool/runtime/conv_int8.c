@@ -405,10 +405,13 @@ static __attribute__((noinline)) int mve_gemm(const arena_ctx_t *c, const arena_
 /* Output channels [m0, m1) of group g over the np columns in col (pixels p0 ...); sums: the
  * columns' input sums when a weight zero point is not 0 (col_sums), else NULL. Inlined into
  * one function per case (gemm_sym, gemm_asym), so the common one keeps its registers. */
+/* An output code through tab (a conv writing its concat's codes: CONV_TABLE), or as it is. */
+#define TAB(tab, v) ((tab) != NULL ? (int8_t)(tab)[(uint8_t)(v)] : (v))
+
 static inline __attribute__((always_inline)) void conv_gemm(const arena_ctx_t *c, const arena_conv_dims_t *d,
                                                             const qpar_t *q, const cparams_t *cp, int32_t n, int32_t m0,
                                                             int32_t m1, int32_t p0, int32_t np, const int8_t *col,
-                                                            int32_t x_zp, const int32_t *sums)
+                                                            int32_t x_zp, const int32_t *sums, const uint8_t *tab)
 {
     const int8_t *w = (const int8_t *)arena_in_data(c, 3);
     int8_t *y = (int8_t *)arena_out_data(c, 0);
@@ -431,10 +434,10 @@ static inline __attribute__((always_inline)) void conv_gemm(const arena_ctx_t *c
                 s[2] -= c1.wz * sums[p];
                 s[3] -= c1.wz * sums[p + 1];
             }
-            y0[p] = store(q, &c0, s[0]);
-            y0[p + 1] = store(q, &c0, s[1]);
-            y1[p] = store(q, &c1, s[2]);
-            y1[p + 1] = store(q, &c1, s[3]);
+            y0[p] = TAB(tab, store(q, &c0, s[0]));
+            y0[p + 1] = TAB(tab, store(q, &c0, s[1]));
+            y1[p] = TAB(tab, store(q, &c1, s[2]));
+            y1[p + 1] = TAB(tab, store(q, &c1, s[3]));
         }
         if (p < np) {
             arena_i8_dot2x1(s, w0, col + (size_t)p * K, d->kk, x_zp);
@@ -442,8 +445,8 @@ static inline __attribute__((always_inline)) void conv_gemm(const arena_ctx_t *c
                 s[0] -= c0.wz * sums[p];
                 s[1] -= c1.wz * sums[p];
             }
-            y0[p] = store(q, &c0, s[0]);
-            y1[p] = store(q, &c1, s[1]);
+            y0[p] = TAB(tab, store(q, &c0, s[0]));
+            y1[p] = TAB(tab, store(q, &c1, s[1]));
         }
     }
     if (m < m1) {
@@ -451,7 +454,8 @@ static inline __attribute__((always_inline)) void conv_gemm(const arena_ctx_t *c
         const int8_t *w0 = w + (size_t)m * K;
         int8_t *y0 = y + (size_t)(n * d->m + m) * ohw + (size_t)p0;
         for (p = 0; p < np; ++p) {
-            y0[p] = store(q, &c0, dot1x1(w0, col + (size_t)p * K, d->kk, x_zp) - (sums != NULL ? c0.wz * sums[p] : 0));
+            y0[p] = TAB(tab, store(q, &c0, dot1x1(w0, col + (size_t)p * K, d->kk, x_zp)
+                                        - (sums != NULL ? c0.wz * sums[p] : 0)));
         }
     }
 }
@@ -460,22 +464,38 @@ static __attribute__((noinline)) void gemm_sym(const arena_ctx_t *c, const arena
                                                const cparams_t *cp, int32_t n, int32_t m0, int32_t m1, int32_t p0,
                                                int32_t np, const int8_t *col, int32_t x_zp)
 {
-    conv_gemm(c, d, q, cp, n, m0, m1, p0, np, col, x_zp, NULL);
+    conv_gemm(c, d, q, cp, n, m0, m1, p0, np, col, x_zp, NULL, NULL);
 }
 
 static __attribute__((noinline)) void gemm_asym(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q,
                                                 const cparams_t *cp, int32_t n, int32_t m0, int32_t m1, int32_t p0,
                                                 int32_t np, const int8_t *col, int32_t x_zp, const int32_t *sums)
 {
-    conv_gemm(c, d, q, cp, n, m0, m1, p0, np, col, x_zp, sums);
+    conv_gemm(c, d, q, cp, n, m0, m1, p0, np, col, x_zp, sums, NULL);
 }
+
+#if !defined(__OPTIMIZE_SIZE__) && !defined(__ARM_FEATURE_MVE)
+/* gemm_sym writing each code through the conv's table as it stores it (one byte load an output;
+ * a table pass after the conv reads and writes each byte again). Helium keeps its row kernel and
+ * a size build its two copies: the caller's table pass then (arena_k_qlinear_conv). */
+#define CONV_TABLE 1
+static __attribute__((noinline)) void gemm_tab(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q,
+                                               const cparams_t *cp, int32_t n, int32_t m0, int32_t m1, int32_t p0,
+                                               int32_t np, const int8_t *col, int32_t x_zp, const uint8_t *tab)
+{
+    if (tab != NULL) { /* (so no output tests it again) */
+        conv_gemm(c, d, q, cp, n, m0, m1, p0, np, col, x_zp, NULL, tab);
+    }
+}
+#endif
 
 /* Pixels a chunk holds at most when weight zero points need their column sums. */
 #define SUM_PIXELS 64
 
 /* A conv that is not depthwise: im2col columns of as many pixels as the buffer (the
  * planned workspace when it holds a column, else COL_STACK_BYTES on the stack) holds, then the GEMM. 0 when not
- * even one column fits (the caller runs the reference loop). u8: the input is uint8 (the
+ * even one column fits (the caller runs the reference loop); 2 when the conv's table
+ * (arena_conv_table) is in the codes written, else 1. u8: the input is uint8 (the
  * columns are flipped to int8, x_zp is minus 128). */
 static int conv_im2col(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q, int u8, int32_t x_zp,
                        const float *mc)
@@ -488,6 +508,9 @@ static int conv_im2col(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
     int32_t ohw = d->oh * d->ow, n, g, p0, chunk;
     int8_t pad = (int8_t)(u8 ? x_zp + 128 : x_zp); /* the zero point's byte in the input's own type */
     cparams_t cp = cparams(c);
+#if defined(CONV_TABLE)
+    const uint8_t *tab = arena_conv_table(c);
+#endif
     const void *gtp = NULL;
 #if defined(__ARM_FEATURE_MVE)
     gather_t gt;
@@ -526,13 +549,21 @@ static int conv_im2col(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
                 if (cp.wz != NULL) {
                     col_sums(sums, col, np, d->kk, x_zp);
                     gemm_asym(c, d, q, &cp, n, g * d->mg, (g + 1) * d->mg, p0, np, col, x_zp, sums);
+#if defined(CONV_TABLE)
+                } else if (tab != NULL) {
+                    gemm_tab(c, d, q, &cp, n, g * d->mg, (g + 1) * d->mg, p0, np, col, x_zp, tab);
+#endif
                 } else {
                     gemm_sym(c, d, q, &cp, n, g * d->mg, (g + 1) * d->mg, p0, np, col, x_zp);
                 }
             }
         }
     }
+#if defined(CONV_TABLE)
+    return tab != NULL && cp.wz == NULL ? 2 : 1;
+#else
     return 1;
+#endif
 }
 
 /* Channels whose multipliers conv_im2col and the depthwise kernel take precomputed without an

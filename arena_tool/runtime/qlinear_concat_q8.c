@@ -64,7 +64,8 @@ static void requant_bytes(const uint8_t table[256], const uint8_t *x, uint8_t *y
 
 /* Each input is copied where its codes are already the output's (same dtype, scale and
  * zero point, no narrowed range), else requantized through a table (onnxruntime's
- * QLinearConcat does the same). */
+ * QLinearConcat does the same). An input the plan placed at its position of the output (a
+ * concat view: liveness) is not copied, and requantized in place. */
 int arena_k_qlinear_concat(const arena_ctx_t *c)
 {
     int32_t axis = c->op->attrs->axis, along = 0;
@@ -113,7 +114,9 @@ int arena_k_qlinear_concat(const arena_ctx_t *c)
             const uint8_t *src = (const uint8_t *)x.data + (size_t)o * chunk;
             uint8_t *dst = (uint8_t *)y.data + (size_t)o * y_row + offset;
             if (copy) {
-                memcpy(dst, src, chunk);
+                if (dst != src) { /* an input the plan wrote in place (a concat view) is there */
+                    memcpy(dst, src, chunk);
+                }
             } else {
                 requant_bytes(table, src, dst, chunk);
             }
