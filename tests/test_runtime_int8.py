@@ -403,6 +403,11 @@ CASES: dict[str, Any] = {
     "fire_u8_mixed_const": lambda: fire(104, 4, 3, 5, (2, 8), u8=True, const=True),
     "gemm_k40_n10": lambda: qgemm(100, 1, 40, 10),
     "gemm_u8_k36_n10_b_zps": lambda: qgemm(101, 1, 36, 10, u8=True, b_zps=True),
+    # dense heads' vector requantization (Helium): N = 1 and 5 (a last step of 1), per-tensor scale
+    # and weight zero point, uint8, odd K, no bias
+    "gemm_m4_k23_n1": lambda: qgemm(102, 4, 23, 1),
+    "gemm_u8_k33_n5_b_zp_per_tensor": lambda: qgemm(103, 1, 33, 5, b_zp=3, per_column=False, u8=True),
+    "gemm_k45_n13_b_zps_nobias": lambda: qgemm(104, 1, 45, 13, b_zps=True, bias=False),
 }
 SCRATCH = {"c3_s1": ("row", "full"), "c3_grouped": ("row",), "wzp_c3_chunks": ("full",)}
 

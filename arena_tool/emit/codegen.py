@@ -416,7 +416,8 @@ def _qgemm_mults(op: Op, model: Lowered) -> dict[str, Any]:
     """An int8-output QGemm's requantization multipliers alpha * a_scale * b_scale[j] / y_scale, one
     per entry of b_scale, in float32 with the kernel's roundings (fully_connected_int8.c), so a core
     without an FPU pays no soft-float product and division per output; {} where a scale is not a
-    stored constant (the kernel computes them)."""
+    stored constant or one is not finite (the kernel computes them and checks each product: its fast
+    paths take these without)."""
     ins = [*op.inputs, *[""] * 9]
     if not (ins[1] and ins[4] and ins[7]):
         return {}
@@ -426,9 +427,11 @@ def _qgemm_mults(op: Op, model: Lowered) -> dict[str, Any]:
     a_s, b_s, y_s = (np.asarray(v, np.float32).reshape(-1) for v in vals)
     if a_s.size != 1 or y_s.size != 1 or b_s.size > 0xFFFF:  # n_floats is a uint16_t
         return {}
-    with np.errstate(all="ignore"):  # a non-finite multiplier is the kernel's to handle, as before
+    with np.errstate(all="ignore"):
         ab = np.float32(op.attrs.get("alpha", 1.0)) * a_s[0]
         mults = (ab * b_s) / y_s[0]
+    if not np.all(np.isfinite(mults)):
+        return {}
     return {"floats": [float(v) for v in mults.astype(np.float32)]}
 
 

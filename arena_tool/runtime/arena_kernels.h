@@ -72,6 +72,8 @@ int32_t arena_q_zp(const arena_ctx_t *c, int z, uint32_t k);
 int arena_q_check(const arena_ctx_t *c, int x, uint32_t n);
 int arena_q_check_t(const arena_tensor_t *xt, const arena_tensor_t *st, const arena_tensor_t *zt, uint32_t n);
 int arena_q_out(const arena_ctx_t *c, int s, int32_t *lo, int32_t *hi);
+int arena_q_out_t(const arena_attrs_t *a, const arena_tensor_t *yt, const arena_tensor_t *st,
+                  const arena_tensor_t *zt, int32_t *lo, int32_t *hi);
 
 /* A conv's sizes, NCHW (a rank-3 1-D conv runs as H = 1); qlinear_conv_q8.c checks them. */
 typedef struct {

@@ -68,15 +68,16 @@ typedef struct {
     int32_t xsum;     /* with bz: the row's sum(x - zp), which bz[j] times comes off column j */
     float ab, ys;     /* alpha * a_scale, y_scale (unused for a float32 output) */
     const float *mt;  /* int8 output: ab * b_scale[j] / ys per entry of B's scales, from the op's table
-                       * (codegen's _qgemm_mults), or NULL */
+                       * (codegen's _qgemm_mults: every one finite), or NULL */
     int quant_out;
     qpar_t q;
 } fc_t;
 
 /* acc times mult requantized to int8; a NaN product, from a non-finite multiplier, gives lo
  * as in arena_q_round (checking the product costs less than checking every multiplier
- * before the first output). */
-static inline __attribute__((always_inline)) int8_t fc_q(int32_t acc, float mult, const qpar_t *q)
+ * before the first output). finite: mult is one of codegen's (fc_t.mt: all finite), so no
+ * product is NaN and none is checked. */
+static inline __attribute__((always_inline)) int8_t fc_q(int32_t acc, float mult, const qpar_t *q, int finite)
 {
     float v;
 #if !ARENA_HAVE_FPU
@@ -89,7 +90,7 @@ static inline __attribute__((always_inline)) int8_t fc_q(int32_t acc, float mult
     }
 #endif
     v = (float)acc * mult;
-    return (int8_t)(v == v ? requant_f(v, q) : q->lo);
+    return (int8_t)(finite || v == v ? requant_f(v, q) : q->lo);
 }
 
 /* Outputs Y[yi + t] for t < nj (columns j + t): bias cb[t * sj] (cb NULL: none) plus the
@@ -113,8 +114,11 @@ static inline __attribute__((always_inline)) void fc_out(const fc_t *f, void *Y,
     }
     for (t = 0; t < nj; ++t, bs += bstep) {
         int32_t acc = cb != NULL ? bias_add(cb[(uint32_t)t * sj], s[t]) : s[t];
-        float mult = f->mt != NULL ? f->mt[(uint32_t)(bs - f->bs)] : ab * *bs / ys;
-        ((int8_t *)Y)[yi + (uint32_t)t] = fc_q(acc, mult, &q);
+        if (f->mt != NULL) {
+            ((int8_t *)Y)[yi + (uint32_t)t] = fc_q(acc, f->mt[(uint32_t)(bs - f->bs)], &q, 1);
+        } else {
+            ((int8_t *)Y)[yi + (uint32_t)t] = fc_q(acc, ab * *bs / ys, &q, 0);
+        }
     }
 }
 
@@ -146,12 +150,102 @@ static __attribute__((noinline)) void fc_tail(const fc_t *f, void *Y, uint32_t y
         const qpar_t q = f->q;
         int32_t t;
         for (t = 0; t < nj; ++t) {
-            y[t] = fc_q(bias_add(cb[(uint32_t)t * f->sj], s[t]), f->mt[j + (uint32_t)t], &q);
+            y[t] = fc_q(bias_add(cb[(uint32_t)t * f->sj], s[t]), f->mt[j + (uint32_t)t], &q, 1);
         }
         return;
     }
     fc_out(f, Y, yi, s, j, cb, nj);
 }
+
+#if defined(ARENA_MVE_F)
+/* fc_row on Helium for an int8/uint8 output with codegen's multipliers (mt, finite: no product
+ * is NaN): four rows of B a step (the last step's rows past N read row N - 1 again), their sums
+ * requantized in one vector: zero points' term, bias, (float) times the multiplier, VCVTN (round
+ * half to even, saturating, as requant_f's VCVTR), clamp, zero point, the lanes before N stored. */
+static __attribute__((noinline)) void fc_row_mve(const fc_t *f, int8_t *y, const int8_t *B, const int8_t *x,
+                                                 const int32_t *cb, int32_t N)
+{
+    const int32_t K = f->K, zp = f->zp;
+    const int32x4_t rl = vdupq_n_s32(f->q.rl), rh = vdupq_n_s32(f->q.rh), yz = vdupq_n_s32(f->q.zp);
+    const int32x4_t bz = f->bz != NULL && f->nbz <= 1u ? vdupq_n_s32(f->bz[0] * f->xsum) : vdupq_n_s32(0);
+    const float32x4_t m0 = vdupq_n_f32(f->mt[0]);
+    const int32x4_t c0 = vdupq_n_s32(cb != NULL ? cb[0] : 0);
+    const int bzs = f->bz != NULL && f->nbz > 1u, per_col = f->nbs > 1u, bias_col = cb != NULL && f->sj != 0u;
+    int32_t j, s[4] = {0, 0, 0, 0};
+    for (j = 0; j < N; j += 4) {
+        const int8_t *w = B + (size_t)j * (size_t)K;
+        const int32_t n = N - j;
+        const mve_pred16_t p = vctp32q((uint32_t)n);
+        int32x4_t acc;
+        float32x4_t v;
+        if (n >= 4) {
+            dot4x1(s, w, x, K, zp);
+        } else {
+            if (n >= 2) {
+                arena_mve_dot2x1(s, w, x, K, zp);
+            }
+            if (n != 2) {
+                s[n - 1] = arena_mve_dot1x1(w + (size_t)(n - 1) * (size_t)K, x, K, zp);
+            }
+        }
+        acc = vsubq_s32(vldrwq_s32(s), bz);
+        if (bzs) {
+            acc = vsubq_s32(acc, vmulq_n_s32(vldrbq_z_s32(f->bz + j, p), f->xsum));
+        }
+        acc = vaddq_s32(acc, bias_col ? vldrwq_z_s32(cb + j, p) : c0);
+        v = vmulq_f32(vcvtq_f32_s32(acc), per_col ? vldrwq_z_f32(f->mt + j, p) : m0);
+        acc = vaddq_s32(vminq_s32(vmaxq_s32(vcvtnq_s32_f32(v), rl), rh), yz);
+        vstrbq_p_s32(y + j, acc, p);
+    }
+}
+#endif
+
+#if defined(__ARM_FEATURE_DSP) && defined(__ARM_FP) && (__ARM_FP & 4) && !defined(ARENA_MVE_F) && !defined(__OPTIMIZE_SIZE__)
+#define FC_SAT 1
+/* requant_f's codes for an output whose clamp is its dtype's whole range (no fused activation):
+ * VCVTR, then the zero point added saturating and the byte saturated in one SSAT (a uint8
+ * output's as the int8 byte of code - 128: zq = zp - 128, flip 0x80). mult finite (codegen's). */
+static inline __attribute__((always_inline)) int8_t fc_qs(int32_t acc, float mult, int32_t zq, uint32_t flip)
+{
+    float v = (float)acc * mult;
+    int32_t r;
+    __asm__("vcvtr.s32.f32 %0, %0" : "+t"(v));
+    memcpy(&r, &v, sizeof r);
+    return (int8_t)((uint32_t)__ssat(__qadd(r, zq), 8) ^ flip);
+}
+
+/* fc_row for that output, codegen's multipliers per column and a bias per column (every
+ * quantized dense head): four rows a step through dot4x1, each output 12 instructions. */
+static __attribute__((noinline)) void fc_row_sat(const fc_t *f, int8_t *y, const int8_t *B, const int8_t *x,
+                                                 const int32_t *cb, int32_t N)
+{
+    const int32_t K = f->K, zp = f->zp;
+    const float *const mt = f->mt;
+    const uint32_t flip = f->q.lo == 0 ? 0x80u : 0u;
+    const int32_t zq = f->q.zp - (int32_t)flip;
+    int32_t j, t, s[4];
+    for (j = 0; j < N; j += 4) {
+        const int8_t *w = B + (size_t)j * (size_t)K;
+        const int32_t n = N - j < 4 ? N - j : 4;
+        if (n == 4) {
+            dot4x1(s, w, x, K, zp);
+        } else {
+            if (n >= 2) {
+                arena_i8_dot2x1(s, w, x, K, zp);
+            }
+            if (n != 2) {
+                s[n - 1] = dot1x1(w + (size_t)(n - 1) * (size_t)K, x, K, zp);
+            }
+        }
+        if (f->bz != NULL) {
+            fc_fix(f, s, (uint32_t)j, n);
+        }
+        for (t = 0; t < n; ++t) {
+            y[j + t] = fc_qs(bias_add(cb[j + t], s[t]), mt[j + t], zq, flip);
+        }
+    }
+}
+#endif
 
 /* Row x of A against every row of B: outputs Y[yi + j], j < N, four columns a step (cb:
  * the bias of column 0, or NULL). One call a row, the parameters the loop uses in locals that
@@ -168,6 +262,17 @@ static __attribute__((noinline)) void fc_row(const fc_t *f, void *Y, uint32_t yi
     /* int8 output, per-column multipliers and a bias (every quantized dense layer): the four
      * outputs written out, without fc_out's loop and tests. */
     const int common = f->quant_out && f->nbs > 1u && cb != NULL && mt != NULL;
+#if defined(ARENA_MVE_F)
+    if (f->quant_out && mt != NULL && f->sj <= 1u) {
+        fc_row_mve(f, (int8_t *)Y + yi, B, x, cb, N);
+        return;
+    }
+#elif defined(FC_SAT)
+    if (common && sj == 1u && ((q.lo == -128 && q.hi == 127) || (q.lo == 0 && q.hi == 255))) {
+        fc_row_sat(f, (int8_t *)Y + yi, B, x, cb, N);
+        return;
+    }
+#endif
     for (j = 0; j + 4 <= N; j += 4) {
         dot4x1(s, B + (size_t)j * (size_t)K, x, K, zp);
         if (asym) {
@@ -177,10 +282,10 @@ static __attribute__((noinline)) void fc_row(const fc_t *f, void *Y, uint32_t yi
             int8_t *y = (int8_t *)Y + yi + (uint32_t)j;
             const float *m = mt + j;
             const int32_t *cj = cb + (uint32_t)j * sj;
-            y[0] = fc_q(bias_add(cj[0], s[0]), m[0], &q);
-            y[1] = fc_q(bias_add(cj[sj], s[1]), m[1], &q);
-            y[2] = fc_q(bias_add(cj[2u * sj], s[2]), m[2], &q);
-            y[3] = fc_q(bias_add(cj[3u * sj], s[3]), m[3], &q);
+            y[0] = fc_q(bias_add(cj[0], s[0]), m[0], &q, 1);
+            y[1] = fc_q(bias_add(cj[sj], s[1]), m[1], &q, 1);
+            y[2] = fc_q(bias_add(cj[2u * sj], s[2]), m[2], &q, 1);
+            y[3] = fc_q(bias_add(cj[3u * sj], s[3]), m[3], &q, 1);
         } else {
             fc_out(f, Y, yi + (uint32_t)j, s, (uint32_t)j, cb != NULL ? cb + (uint32_t)j * sj : NULL, 4);
         }

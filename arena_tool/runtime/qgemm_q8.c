@@ -74,7 +74,7 @@ int arena_k_qgemm(const arena_ctx_t *c)
         rc = gemm_bias(g.t[6], M, N, &g.si, &g.sj);
     }
     if (rc == ARENA_OK && g.quant_out) {
-        rc = arena_q_out(c, 7, &g.lo, &g.hi);
+        rc = arena_q_out_t(at, ty, g.t[7], g.t[8], &g.lo, &g.hi);
     } else if (rc == ARENA_OK && (ty->dtype != ARENA_DT_FLOAT32 || g.t[8] != NULL)) {
         rc = ARENA_ERR_UNSUPPORTED; /* no y_scale: a float32 output, no zero point */
     }

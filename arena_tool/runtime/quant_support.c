@@ -90,8 +90,13 @@ int arena_q_check_t(const arena_tensor_t *xt, const arena_tensor_t *st, const ar
  * range, narrowed by attrs.out_min/out_max when out_min < out_max. */
 int arena_q_out(const arena_ctx_t *c, int s, int32_t *lo, int32_t *hi)
 {
-    const arena_attrs_t *a = c->op->attrs;
-    const arena_tensor_t *yt = arena_out(c, 0), *st = arena_in(c, s), *zt = arena_in(c, s + 1);
+    return arena_q_out_t(c->op->attrs, arena_out(c, 0), arena_in(c, s), arena_in(c, s + 1), lo, hi);
+}
+
+/* arena_q_out of the tensors themselves (the output, its scale, its zero point or NULL). */
+int arena_q_out_t(const arena_attrs_t *a, const arena_tensor_t *yt, const arena_tensor_t *st,
+                  const arena_tensor_t *zt, int32_t *lo, int32_t *hi)
+{
     if (yt == NULL || st == NULL) {
         return ARENA_ERR_SHAPE;
     }
