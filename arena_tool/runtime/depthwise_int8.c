@@ -1192,57 +1192,68 @@ static __attribute__((noinline)) int32_t dw_bytes(const dw_mrows_t *r, int u8)
     return u8 ? dw_bytes_t(r, 1) : dw_bytes_t(r, 0);
 }
 
-/* One output a channel (the last depthwise conv of a DS-TCN): 4 channels a step, each its window
- * by one VLDRB and VMLADAV with its taps (dw_mve_taps), the 4 sums, biases and multipliers
- * requantized in lanes. Returns the first channel not done, as dw_bytes. */
-static inline __attribute__((always_inline)) int32_t dw_ones_t(const dw_mrows_t *r, const int u8)
+/* One output a channel (the last depthwise conv of a DS-TCN), 4 channels a step: per channel its
+ * window and taps (as the model holds them) by one predicated VLDRB each and one VMLADAV, x's zero
+ * point (x's bytes flipped to int8 for uint8) times the taps' sum and the weight zero point times
+ * the window's sum taken off (x - xzp).(w - wz) = x.w - xzp sum(w) - wz sum(x) + kw xzp wz, so any
+ * int8 weight zero point; the 4 channels' biases, weight scales (chan()'s multipliers: xs * ws /
+ * ys, one VDIV a lane) and sums in lanes, requantized together. */
+static inline __attribute__((always_inline)) void dw_ones_t(const dw_mrows_t *r, const int u8, const int wz)
 {
-    dw_chans_t cs = r->cs;
     const qpar_t q = r->q;
-    const mve_pred16_t pk = vctp8q((uint32_t)r->kw);
-    int32_t s[4] __attribute__((aligned(8))), b[4] __attribute__((aligned(8)));
+    const dw_chans_t cs = r->cs;
+    const int32_t kw = r->kw, mult = r->mult, zp = r->x_zp, plane = r->plane, m1 = r->m1 - r->m0;
+    const float ys = cs.ys;
+    const mve_pred16_t pk = vctp8q((uint32_t)kw);
+    const int8_t *x = r->x, *w = r->w + (size_t)r->m0 * (size_t)kw;
+    int8_t *y = r->y + r->m0; /* one output a channel: a plane of one byte */
+    int32_t s[4] __attribute__((aligned(8))), z[4] __attribute__((aligned(8)));
     float f[4] __attribute__((aligned(8)));
-    int32_t m;
-    for (m = r->m0; m < r->m1; m += 4) {
-        const int32_t k = r->m1 - m < 4 ? r->m1 - m : 4;
-        int32_t t, fold, wz;
-        for (t = 0; t < k; ++t) {
-            int8x16_t wv, xv;
-            dw_chan_next(&cs, &f[t], &b[t], &wz);
-            if (!dw_mve_taps(r->w + (size_t)(m + t) * (size_t)r->kw, wz, r->x_zp, pk, &wv, &fold)) {
-                break;
-            }
-            xv = vldrbq_z_s8(r->x + (size_t)((m + t) / r->mult) * (size_t)r->plane, pk);
+    int32_t m, t;
+    for (m = 0; m < m1; m += 4, y += 4) {
+        const int32_t k = m1 - m < 4 ? m1 - m : 4;
+        const mve_pred16_t pc = vctp32q((uint32_t)k);
+        const int32x4_t bv = cs.sb ? vldrwq_z_s32(cs.bias + m, pc) : vdupq_n_s32(0);
+        vstrwq_f32(f, vmulq_n_f32(cs.sws ? vldrwq_z_f32(cs.ws + m, pc) : vdupq_n_f32(*cs.ws), cs.xs));
+        if (wz) {
+            vstrwq_s32(z, cs.swz ? vldrbq_z_s32(cs.wz + m, pc) : vdupq_n_s32(*cs.wz));
+        }
+        for (t = 0; t < k; ++t, w += kw) {
+            int8x16_t xv = vldrbq_z_s8(x + (size_t)((r->m0 + m + t) / mult) * (size_t)plane, pk);
+            const int8x16_t wv = vldrbq_z_s8(w, pk);
+            int32_t acc;
             if (u8) {
-                xv = veorq_s8(xv, vdupq_n_s8(-128));
+                xv = vpselq_s8(veorq_s8(xv, vdupq_n_s8(-128)), vdupq_n_s8(0), pk);
             }
-            s[t] = vmladavq_s8(xv, wv);
-            b[t] = (int32_t)((uint32_t)b[t] - (uint32_t)fold);
-        }
-        if (t > 0) {
-            const int32x4_t v = vcvtnq_s32_f32(vmulq_f32(vcvtq_f32_s32(vaddq_s32(vldrwq_s32(s), vldrwq_s32(b))),
-                                                         vldrwq_f32(f)));
-            const int32x4_t c = vaddq_n_s32(vminq_s32(vmaxq_s32(v, vdupq_n_s32(q.rl)), vdupq_n_s32(q.rh)), q.zp);
-            if (r->oplane == 1) {
-                vstrbq_p_s32(r->y + m, c, vctp32q((uint32_t)t));
-            } else {
-                int32_t o[4] __attribute__((aligned(8))), i;
-                vstrwq_s32(o, c);
-                for (i = 0; i < t; ++i) {
-                    r->y[(size_t)(m + i) * (size_t)r->oplane] = (int8_t)o[i];
-                }
+            acc = vmladavq_s8(xv, wv) - zp * vaddvq_s8(wv);
+            if (wz) {
+                acc -= z[t] * (vaddvq_s8(xv) - kw * zp);
             }
+            s[t] = acc;
+            f[t] = f[t] / ys;
         }
-        if (t < k) {
-            return m + t;
+        {
+            const int32x4_t acc = vaddq_s32(vldrwq_s32(s), bv); /* bias_add wraps: the same sums */
+            const int32x4_t v = vcvtnq_s32_f32(vmulq_f32(vcvtq_f32_s32(acc), vldrwq_f32(f)));
+            vstrbq_p_s32(y, vaddq_n_s32(vminq_s32(vmaxq_s32(v, vdupq_n_s32(q.rl)), vdupq_n_s32(q.rh)), q.zp), pc);
         }
     }
-    return m;
 }
 
-static __attribute__((noinline)) int32_t dw_ones(const dw_mrows_t *r, int u8)
+static __attribute__((noinline)) void dw_ones(const dw_mrows_t *r, int u8)
 {
-    return u8 ? dw_ones_t(r, 1) : dw_ones_t(r, 0);
+    const int wz = r->cs.swz != 0u || *r->cs.wz != 0;
+    if (u8) {
+        if (wz) {
+            dw_ones_t(r, 1, 1);
+        } else {
+            dw_ones_t(r, 1, 0);
+        }
+    } else if (wz) {
+        dw_ones_t(r, 0, 1);
+    } else {
+        dw_ones_t(r, 0, 0);
+    }
 }
 
 /* The output channels [m0, m1) of a depthwise conv of rows (dw_mrows_t) on Helium: one output a
@@ -1251,7 +1262,8 @@ static __attribute__((noinline)) int32_t dw_ones(const dw_mrows_t *r, int u8)
 static int32_t dw_mve_rows(const dw_mrows_t *r, int u8)
 {
     if (r->n == 1) {
-        return dw_ones(r, u8);
+        dw_ones(r, u8);
+        return r->m1;
     }
 #if !defined(__OPTIMIZE_SIZE__)
     if (!u8 && r->sw == 1 && r->kw >= 2 && r->kw <= DW_LANE_TAPS) {
@@ -1555,8 +1567,7 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
     }
     kind = dw_kind(&a);
 #if defined(ARENA_MVE_F)
-    mve3 = !u8 && dw3_setup(&c3, &dd, &a);
-    win = !mve3 && dw_win_setup(&cw, &dd, &a);
+
 #endif
     memset(&k, 0, sizeof k);
     k.w = wk;
@@ -1619,6 +1630,10 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
         r.x_zp = x_zp;
         o = dw_mve_rows(&r, u8);
     }
+#endif
+#if defined(ARENA_MVE_F)
+    mve3 = o < d->n * d->m && !u8 && dw3_setup(&c3, &dd, &a);
+    win = o < d->n * d->m && !mve3 && dw_win_setup(&cw, &dd, &a);
 #endif
     for (; o < d->n * d->m; ++o) { /* increasing o: see arena_dw_in_place */
         int32_t m = o % d->m;
