@@ -53,7 +53,10 @@ def test_mlperf_int8_networks_equal_onnxruntime(qcache: Path, tmp_path: Path, bo
     doc = json.loads(report.read_text(encoding="utf-8"))
     assert rc == 0 and doc["result"] == "match", (board, key, doc.get("error"))
     assert doc["instructions_per_tick"] == BOARDS[board] and doc["instructions"] > doc["macs"] // 4
-    # the firmware's own loop of 50,000 instructions, timed by SysTick, agrees with the board's clock
+    if key != "ad01":
+        return
+    # the firmware's own loop of 50,000 instructions, timed by SysTick, agrees with the board's clock:
+    # the same loop in every network's firmware, so one QEMU run of the smallest network per board
     elf = next((tmp_path / "fw").rglob("firmware.elf"))
     status, text = qemu.run(str(elf), doc["machine"], timeout=600, icount=True)
     m = re.search(r"^calibrate (\d+) ticks (\d+)$", text, re.M)
