@@ -366,6 +366,11 @@ CASES: dict[str, Any] = {
     # Helium's max pool: 16 outputs a step (a row of 37, stride 1, both pads), a ceil-mode window past the row
     "maxpool_3x3_s1_w37_u8": lambda: maxpool(95, [1, 3, 9, 37], (3, 3), (1, 1), (1, 1, 1, 1), u8=True),
     "maxpool_3x3_s2_ceil_w20": lambda: maxpool(96, [1, 2, 8, 20], (3, 3), (2, 2), ceil=1),
+    # Helium's gathers straight from the input rows (mve_pool): SqueezeNet's 3x3 stride 2 over two
+    # blocks of 16, windows cut by pads on every side (clamped offsets) and ceil mode, 4x4
+    "maxpool_3x3_s2_w45": lambda: maxpool(105, [1, 3, 9, 45], (3, 3), (2, 2)),
+    "maxpool_3x2_s2x3_pads_ceil_u8": lambda: maxpool(106, [1, 2, 10, 21], (3, 2), (2, 3), (1, 1, 0, 1), ceil=1, u8=True),
+    "maxpool_4x4_s3_padded": lambda: maxpool(107, [1, 3, 12, 17], (4, 4), (3, 3), (2, 1, 1, 2)),
     "gemm_k50_n7": lambda: qgemm(80, 2, 50, 7),
     "gemm_k17_n6_b_zps": lambda: qgemm(81, 2, 17, 6, b_zps=True),
     # the zoo's other ops: global average pools (a plane of 1, sums past multiples of 8), uint8
