@@ -345,6 +345,12 @@ CASES: dict[str, Any] = {
     "dw3_s2_w13": lambda: conv(78, 5, 5, (13, 13), (3, 3), group=5, stride=2),
     "dw3_s1_w18_wzp": lambda: conv(79, 7, 7, (5, 18), (3, 3), group=7, w_zps=True, x_zp=-128),
     "c3_k405_short_chunks": lambda: conv(82, 45, 4, (4, 5), (3, 3)),  # a few pixels a chunk: 2 x 2 blocks
+    # weight zero points: column sums over chunks (Helium: arena_mve_gemm_row_wz, a last step of 4 partial)
+    "u8_wzp_pw_k21_chunks": lambda: conv(102, 21, 9, (13, 12), (1, 1), w_zps=True, u8=True),
+    "wzp_c3_k405_short_chunks": lambda: conv(103, 45, 5, (4, 5), (3, 3), w_zps=True),
+    # Helium's 3x3 depthwise planes: uint8 flipped as read, taps of w - wz past int8 split in two
+    "u8_dw3_s2_w13": lambda: conv(104, 5, 5, (13, 13), (3, 3), group=5, stride=2, u8=True, x_zp=-90),
+    "u8_wzp_dw3_s1_direct": lambda: conv(105, 3, 3, (36, 40), (3, 3), group=3, u8=True, w_zps=True),
     # Helium: a product with a per-channel operand (binary_mve's planes), a 3x3 depthwise plane too
     # wide for dw_mve3's byte offsets (dw_mve_block's lanes)
     "mul_channel": lambda: binary(84, "QLinearMul", [1, 5, 6, 7], [1, 5, 1, 1]),

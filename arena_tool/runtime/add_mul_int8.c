@@ -87,14 +87,21 @@ static int add_i(const int8_t *a, const int8_t *b, int8_t *y, uint32_t n, uint32
 #endif
 
 #if defined(ARENA_MVE_F)
+/* 4 codes from p as int32 lanes: int8 bytes (VLDRB.S32), or (u8, a constant where inlined) uint8
+ * ones read as stored (VLDRB.U32); _z: the lanes of predicate m only. */
+#define LD4(p, u8) ((u8) ? vreinterpretq_s32_u32(vldrbq_u32((const uint8_t *)(p))) : vldrbq_s32(p))
+#define LD4_Z(p, m, u8) ((u8) ? vreinterpretq_s32_u32(vldrbq_z_u32((const uint8_t *)(p), (m))) : vldrbq_z_s32((p), (m)))
+
 /* arena_i8_binary in Helium's float lanes, 4 outputs a step (the last predicated), to the scalar
  * loops' codes: the same float products and sum, each rounded once (VMUL, VADD; no fused
  * multiply-add, as the C is built), then VCVTN as VCVTR rounds (half to even) and the clamp.
  * b either n bytes (plane 1) or one byte per plane of a; q: the add's, or the product's (zero
- * point 0, the output's zf added before rounding). */
-static __attribute__((noinline)) void binary_mve(const int8_t *a, const int8_t *b, int8_t *y, uint32_t n,
-                                                 uint32_t plane, int32_t a_zp, int32_t b_zp, float ra, float rb,
-                                                 float rm, int is_add, const qpar_t *q, float zf)
+ * point 0, the output's zf added before rounding). u8: every operand and the output uint8 (the
+ * output's code stored as its low byte, as VSTRB.32 stores an int8 one). */
+static inline __attribute__((always_inline)) void binary_mve_t(const int8_t *a, const int8_t *b, int8_t *y,
+                                                               uint32_t n, uint32_t plane, int32_t a_zp,
+                                                               int32_t b_zp, float ra, float rb, float rm, int is_add,
+                                                               const qpar_t *q, float zf, const int u8)
 {
     const int32x4_t lo = vdupq_n_s32(q->rl), hi = vdupq_n_s32(q->rh);
     const int32_t zp = q->zp;
@@ -105,11 +112,11 @@ static __attribute__((noinline)) void binary_mve(const int8_t *a, const int8_t *
                                                               vmulq_n_f32(vcvtq_f32_s32(vsubq_n_s32((w), b_zp)), rb))), \
                                    lo), hi), zp)
         for (k = 0; k + 4u <= n; k += 4u) {
-            vstrbq_s32(y + k, ADD4(vldrbq_s32(a + k), vldrbq_s32(b + k)));
+            vstrbq_s32(y + k, ADD4(LD4(a + k, u8), LD4(b + k, u8)));
         }
         if (k < n) {
             const mve_pred16_t p = vctp32q(n - k);
-            vstrbq_p_s32(y + k, ADD4(vldrbq_z_s32(a + k, p), vldrbq_z_s32(b + k, p)), p);
+            vstrbq_p_s32(y + k, ADD4(LD4_Z(a + k, p, u8), LD4_Z(b + k, p, u8)), p);
         }
 #undef ADD4
         return;
@@ -117,12 +124,12 @@ static __attribute__((noinline)) void binary_mve(const int8_t *a, const int8_t *
     for (o = 0, i = 0; i < n; ++o) {
         /* one plane of a against b's byte o, or (plane 1) all of a against all of b */
         const uint32_t end = plane == 1u ? n : i + plane;
-        const int32_t v = plane == 1u ? 0 : (int32_t)b[o] - b_zp;
+        const int32_t v = plane == 1u ? 0 : (u8 ? (int32_t)((const uint8_t *)b)[o] : (int32_t)b[o]) - b_zp;
         const float bv = rb * (float)v;
         for (k = i; k < end; k += 4u) {
             const mve_pred16_t p = vctp32q(end - k);
-            const int32x4_t u = vsubq_n_s32(vldrbq_z_s32(a + k, p), a_zp);
-            const int32x4_t w = plane == 1u ? vsubq_n_s32(vldrbq_z_s32(b + k, p), b_zp) : vdupq_n_s32(v);
+            const int32x4_t u = vsubq_n_s32(LD4_Z(a + k, p, u8), a_zp);
+            const int32x4_t w = plane == 1u ? vsubq_n_s32(LD4_Z(b + k, p, u8), b_zp) : vdupq_n_s32(v);
             int32x4_t r;
             if (is_add) {
                 float32x4_t s = vmulq_n_f32(vcvtq_f32_s32(u), ra);
@@ -134,6 +141,19 @@ static __attribute__((noinline)) void binary_mve(const int8_t *a, const int8_t *
             vstrbq_p_s32(y + k, r, p);
         }
         i = end;
+    }
+}
+#undef LD4
+#undef LD4_Z
+
+static __attribute__((noinline)) void binary_mve(const int8_t *a, const int8_t *b, int8_t *y, uint32_t n,
+                                                 uint32_t plane, int32_t a_zp, int32_t b_zp, float ra, float rb,
+                                                 float rm, int is_add, const qpar_t *q, float zf, int u8)
+{
+    if (u8) {
+        binary_mve_t(a, b, y, n, plane, a_zp, b_zp, ra, rb, rm, is_add, q, zf, 1);
+    } else {
+        binary_mve_t(a, b, y, n, plane, a_zp, b_zp, ra, rb, rm, is_add, q, zf, 0);
     }
 }
 #endif
@@ -190,7 +210,11 @@ int arena_i8_binary(const int8_t *a, const int8_t *b, int8_t *y, uint32_t n, uin
     if (!mult_ok(ra * 65536.0f) || !mult_ok(rb * 65536.0f) || !mult_ok(rm * 65536.0f) || plane == 0u) {
         return 0;
     }
-    if (u8) { /* uint8 codes: the scalar loops (Helium's lanes and the integer tables read int8) */
+#if defined(ARENA_MVE_F)
+    binary_mve(a, b, y, n, plane, a_zp, b_zp, ra, rb, rm, is_add, is_add ? &q : &qm, zf, u8);
+    return 1;
+#endif
+    if (u8) { /* uint8 codes: the scalar loops (the integer tables read int8) */
         binary_loops(a, b, y, n, plane, a_zp, b_zp, ra, rb, rm, is_add, &q, &qm, zf, 1);
         return 1;
     }
@@ -198,10 +222,6 @@ int arena_i8_binary(const int8_t *a, const int8_t *b, int8_t *y, uint32_t n, uin
     if (is_add && n >= 1024u && add_i(a, b, y, n, plane, a_zp, b_zp, ra, rb, &q)) {
         return 1;
     }
-#endif
-#if defined(ARENA_MVE_F)
-    binary_mve(a, b, y, n, plane, a_zp, b_zp, ra, rb, rm, is_add, is_add ? &q : &qm, zf);
-    return 1;
 #endif
     binary_loops(a, b, y, n, plane, a_zp, b_zp, ra, rb, rm, is_add, &q, &qm, zf, 0);
     return 1;

@@ -164,6 +164,11 @@ static __attribute__((noinline)) void slab(int8_t *col, const int8_t *src, int32
 }
 
 #if defined(__ARM_FEATURE_MVE)
+/* v's bytes, or (u8) v's uint8 bytes b as the int8 bytes b - 128 (flip_u8's XOR 0x80); 16: the low
+ * bytes of halfword lanes. */
+#define FLIP8(v, u8) ((u8) ? veorq_s8((v), vdupq_n_s8(-128)) : (v))
+#define FLIP16(v, u8) ((u8) ? veorq_s16((v), vdupq_n_s16(0x80)) : (v))
+
 /* Gathers a window's taps of one channel takes on Helium, 16 a VLDRB.8 (at most 64 taps). */
 #define COL_GATHERS 4
 
@@ -205,10 +210,13 @@ static int gather_of(gather_t *gt, const arena_conv_dims_t *d, const arena_attrs
 
 /* im2col on Helium: per pixel and channel the window's taps by gathering VLDRB.8s (lanes
  * outside the plane not read: x_zp's byte, by VPSEL), stored 16 bytes at a time (the bytes past
- * a channel's taps are the next channel's, written after; the column's last store predicated). */
-static __attribute__((noinline)) void im2col_mve(const gather_t *gt, const int8_t *xg, const arena_conv_dims_t *d,
-                                                 const arena_attrs_t *a, int32_t p0, int32_t np, int8_t pad,
-                                                 int8_t *col)
+ * a channel's taps are the next channel's, written after; the column's last store predicated).
+ * u8 (a constant where inlined): the bytes are uint8 ones, flipped to int8 (VEOR 0x80) before
+ * the store, pad too. */
+static inline __attribute__((always_inline)) void im2col_mve_t(const gather_t *gt, const int8_t *xg,
+                                                               const arena_conv_dims_t *d, const arena_attrs_t *a,
+                                                               int32_t p0, int32_t np, int8_t pad, int8_t *col,
+                                                               const int u8)
 {
     const int32_t plane = d->h * d->w, cg = d->cg, taps = gt->taps, G = gt->groups, H = d->h, W = d->w;
     const int32_t sh = a->strides[0], sw = a->strides[1], ph = a->pads[0], pw = a->pads[1];
@@ -221,9 +229,9 @@ static __attribute__((noinline)) void im2col_mve(const gather_t *gt, const int8_
         const int8_t *xr = (const int8_t *)((uintptr_t)xg + (uintptr_t)(intptr_t)(ih0 * W + iw0));
         if (G == 1 && ih0 >= 0 && ih0 + gt->span_h <= H && iw0 >= 0 && iw0 + gt->span_w <= W) {
             for (ci = 1; ci < cg; ++ci, xr += plane, col += taps) {
-                vstrbq_s8(col, vldrbq_gather_offset_s8(xr, off0));
+                vstrbq_s8(col, FLIP8(vldrbq_gather_offset_s8(xr, off0), u8));
             }
-            vstrbq_p_s8(col, vldrbq_gather_offset_s8(xr, off0), tail);
+            vstrbq_p_s8(col, FLIP8(vldrbq_gather_offset_s8(xr, off0), u8), tail);
             col += taps;
         } else {
             mve_pred16_t pr[COL_GATHERS];
@@ -239,7 +247,7 @@ static __attribute__((noinline)) void im2col_mve(const gather_t *gt, const int8_
             }
             for (ci = 0; ci < cg; ++ci, xr += plane, col += taps) {
                 for (g = 0; g < G; ++g) {
-                    int8x16_t v = vpselq_s8(vldrbq_gather_offset_z_s8(xr, gt->off[g], pr[g]), padv, pr[g]);
+                    int8x16_t v = FLIP8(vpselq_s8(vldrbq_gather_offset_z_s8(xr, gt->off[g], pr[g]), padv, pr[g]), u8);
                     if (ci + 1 < cg || g + 1 < G) {
                         vstrbq_s8(col + 16 * g, v);
                     } else {
@@ -254,13 +262,23 @@ static __attribute__((noinline)) void im2col_mve(const gather_t *gt, const int8_
         }
     }
 }
-#endif
 
-#if defined(__ARM_FEATURE_MVE)
+static __attribute__((noinline)) void im2col_mve(const gather_t *gt, const int8_t *xg, const arena_conv_dims_t *d,
+                                                 const arena_attrs_t *a, int32_t p0, int32_t np, int8_t pad,
+                                                 int8_t *col, int u8)
+{
+    if (u8) {
+        im2col_mve_t(gt, xg, d, a, p0, np, pad, col, 1);
+    } else {
+        im2col_mve_t(gt, xg, d, a, p0, np, pad, col, 0);
+    }
+}
+
 /* slab on Helium: per pixel 8 channels a gathering VLDRB.S16 (halfword offsets 0, plane, ...,
- * 7 plane: plane <= 9362), stored by a VSTRB.16; the last channels predicated. */
-static __attribute__((noinline)) void slab_mve(int8_t *col, const int8_t *src, int32_t cg, int32_t plane, int32_t np,
-                                               int32_t K)
+ * 7 plane: plane <= 9362), stored by a VSTRB.16; the last channels predicated; u8 as im2col_mve_t
+ * (VEOR 0x80 of each halfword's low byte). */
+static inline __attribute__((always_inline)) void slab_mve_t(int8_t *col, const int8_t *src, int32_t cg,
+                                                             int32_t plane, int32_t np, int32_t K, const int u8)
 {
     const uint16x8_t off = vmulq_n_u16(vidupq_n_u16(0u, 1), (uint16_t)plane);
     const int32_t step = 8 * plane, full = cg & ~7;
@@ -270,19 +288,31 @@ static __attribute__((noinline)) void slab_mve(int8_t *col, const int8_t *src, i
         const int8_t *sp = src + p;
         int8_t *dp = col;
         for (ci = 0; ci < full; ci += 8, sp += step, dp += 8) {
-            vstrbq_s16(dp, vldrbq_gather_offset_s16(sp, off));
+            vstrbq_s16(dp, FLIP16(vldrbq_gather_offset_s16(sp, off), u8));
         }
         if (full < cg) {
-            vstrbq_p_s16(dp, vldrbq_gather_offset_z_s16(sp, off, tail), tail);
+            vstrbq_p_s16(dp, FLIP16(vldrbq_gather_offset_z_s16(sp, off, tail), u8), tail);
         }
+    }
+}
+
+static __attribute__((noinline)) void slab_mve(int8_t *col, const int8_t *src, int32_t cg, int32_t plane, int32_t np,
+                                               int32_t K, int u8)
+{
+    if (u8) {
+        slab_mve_t(col, src, cg, plane, np, K, 1);
+    } else {
+        slab_mve_t(col, src, cg, plane, np, K, 0);
     }
 }
 #endif
 
 /* im2col of output pixels [p0, p0 + np) (flat over OH * OW) of image n, group g into
- * col[p][k]; taps in the padding hold x_zp. */
-static void im2col(const int8_t *x, const arena_conv_dims_t *d, const arena_attrs_t *a, int32_t n, int32_t g,
-                   int32_t p0, int32_t np, int8_t x_zp, int8_t *col, const void *gt)
+ * col[p][k]; taps in the padding hold the pad byte (x_zp's in the input's own type). u8: the
+ * input's bytes are uint8 ones, which Helium's loops flip to int8 as they copy them: 1 when
+ * they did (else the caller flips the columns). */
+static int im2col(const int8_t *x, const arena_conv_dims_t *d, const arena_attrs_t *a, int32_t n, int32_t g,
+                  int32_t p0, int32_t np, int8_t pad, int8_t *col, const void *gt, int u8)
 {
     const int8_t *xg = x + (size_t)(n * d->c + g * d->cg) * (size_t)d->h * (size_t)d->w;
     int32_t plane = d->h * d->w, p, ci, ky, kx, oh, ow;
@@ -291,20 +321,21 @@ static void im2col(const int8_t *x, const arena_conv_dims_t *d, const arena_attr
         && d->oh == d->h && d->ow == d->w) {
 #if defined(__ARM_FEATURE_MVE)
         if (plane <= 9362) {
-            slab_mve(col, xg + p0, d->cg, plane, np, d->kk);
-            return;
+            slab_mve(col, xg + p0, d->cg, plane, np, d->kk, u8);
+            return 1;
         }
 #endif
         slab(col, xg + p0, d->cg, plane, np, d->kk);
-        return;
+        return 0;
     }
 #if defined(__ARM_FEATURE_MVE)
     if (gt != NULL) {
-        im2col_mve((const gather_t *)gt, xg, d, a, p0, np, x_zp, col);
-        return;
+        im2col_mve((const gather_t *)gt, xg, d, a, p0, np, pad, col, u8);
+        return 1;
     }
 #else
     (void)gt;
+    (void)u8;
 #endif
     oh = p0 / d->ow;
     ow = p0 - oh * d->ow;
@@ -319,7 +350,7 @@ static void im2col(const int8_t *x, const arena_conv_dims_t *d, const arena_attr
                     int32_t ih = ih0 + ky * dh;
                     for (kx = 0; kx < KW; ++kx) {
                         int32_t iw = iw0 + kx * dw;
-                        *col++ = ih >= 0 && ih < d->h && iw >= 0 && iw < d->w ? xc[ih * d->w + iw] : x_zp;
+                        *col++ = ih >= 0 && ih < d->h && iw >= 0 && iw < d->w ? xc[ih * d->w + iw] : pad;
                     }
                 }
             }
@@ -329,6 +360,7 @@ static void im2col(const int8_t *x, const arena_conv_dims_t *d, const arena_attr
             ++oh;
         }
     }
+    return 0;
 }
 
 /* sums[p] = sum(col[p][k] - x_zp) over the kk taps of each of np columns: what a weight
@@ -338,70 +370,59 @@ static __attribute__((noinline)) void col_sums(int32_t *sums, const int8_t *col,
     int32_t p, k;
     for (p = 0; p < np; ++p, col += kk) {
         int32_t s = -kk * x_zp;
+#if defined(__ARM_FEATURE_MVE)
+        for (k = 0; k < kk; k += 16) { /* 16 bytes a VADDVA, the last step predicated */
+            const mve_pred16_t t = vctp8q((uint32_t)(kk - k));
+            s = vaddvaq_p_s8(s, vldrbq_z_s8(col + k, t), t);
+        }
+#else
         for (k = 0; k < kk; ++k) {
             s += col[k];
         }
+#endif
         sums[p] = s;
     }
 }
 
 #if defined(ARENA_MVE_F)
-/* conv_gemm on Helium: one channel x 4 pixels a step (arena_mve_dot1x4, the input as stored,
- * zp times the row's weight sum taken off after), the 4 sums requantized together (store4);
- * the last step's missing pixels repeat the last column and are not stored. 0 when the chunk
- * has fewer than MVE_ROW_PIXELS pixels (conv_gemm's 2 x 2 blocks then). */
-/* Fewer pixels than this in a chunk with weight zero points take the 2 x 2 blocks. */
-#define MVE_ROW_PIXELS 8
-
-static __attribute__((noinline)) int mve_gemm(const arena_ctx_t *c, const arena_conv_dims_t *d, const qpar_t *q,
-                                               const cparams_t *cp, int32_t n, int32_t m0, int32_t m1, int32_t p0,
+/* conv_gemm on Helium: one channel's np pixels a call, 4 columns a step (arena_mve_gemm_row, the
+ * input as stored, x_zp times the row's weight sum taken off its bias; with weight zero points
+ * arena_mve_gemm_row_wz, which also takes wz times each column's input sum off). */
+static __attribute__((noinline)) void mve_gemm(const arena_ctx_t *c, const arena_conv_dims_t *d, const cparams_t *cp,
+                                               const qpar_t *q, int32_t n, int32_t m0, int32_t m1, int32_t p0,
                                                int32_t np, const int8_t *col, int32_t x_zp, const int32_t *sums)
 {
     const int8_t *w = (const int8_t *)arena_in_data(c, 3);
     int8_t *y = (int8_t *)arena_out_data(c, 0);
-    const qpar_t qq = *q;
     const size_t ohw = (size_t)d->oh * (size_t)d->ow;
     const int32_t K = d->kk;
-    const int8_t *last = col + (size_t)(np - 1) * (size_t)K;
-    int32_t m, p, s[5];
+    int32_t m;
     mve_row_t r;
-    r.zp = qq.zp;
+    r.zp = q->zp;
     r.K = K;
-    r.last = last;
-    r.rl = qq.rl;
-    r.rh = qq.rh;
+    r.last = col + (size_t)(np - 1) * (size_t)K;
+    r.rl = q->rl;
+    r.rh = q->rh;
     r.xzp = x_zp;
-    if (np < MVE_ROW_PIXELS && sums != NULL) {
-        return 0;
-    }
     for (m = m0; m < m1; ++m) {
         const chan_t c0 = chan(cp, m);
-        const int8_t *w0 = w + (size_t)m * (size_t)K, *x = col;
+        const int8_t *w0 = w + (size_t)m * (size_t)K;
         int8_t *y0 = y + (size_t)(n * d->m + m) * ohw + (size_t)p0;
+        r.bias = c0.bias; /* less x_zp sum(w) after the row's first step */
+        r.mult = c0.mult;
+        r.np = np;
         if (sums == NULL) {
-            r.bias = c0.bias; /* less x_zp sum(w) after the row's first step */
-            r.mult = c0.mult;
-            r.np = np;
             arena_mve_gemm_row(y0, w0, col, &r);
-            continue;
-        }
-        for (p = 0; p < np; p += 4, x += 4 * K) {
-            int32x4_t acc;
-            int32_t b;
-            arena_mve_dot1x4(s, w0, x, K, last);
-            acc = vsubq_s32(vldrwq_s32(s), vmulq_n_s32(vldrwq_s32(sums + p), c0.wz)); /* (lanes past np: unused) */
-            b = (int32_t)((uint32_t)c0.bias - (uint32_t)x_zp * (uint32_t)s[4]); /* bias - zp sum(w), wrapping */
-            if (np - p >= 4) {
-                store4(y0 + p, &qq, acc, b, c0.mult);
-            } else {
-                store4_p(y0 + p, &qq, acc, b, c0.mult, vctp32q((uint32_t)(np - p)));
-            }
+        } else {
+            r.sums = sums;
+            r.nwz = -c0.wz;
+            arena_mve_gemm_row_wz(y0, w0, col, &r);
         }
     }
-    return 1;
 }
 #endif
 
+#if !defined(ARENA_MVE_F)
 /* Output channels [m0, m1) of group g over the np columns in col (pixels p0 ...); sums: the
  * columns' input sums when a weight zero point is not 0 (col_sums), else NULL. Inlined into
  * one function per case (gemm_sym, gemm_asym), so the common one keeps its registers. */
@@ -417,11 +438,6 @@ static inline __attribute__((always_inline)) void conv_gemm(const arena_ctx_t *c
     int8_t *y = (int8_t *)arena_out_data(c, 0);
     size_t ohw = (size_t)d->oh * (size_t)d->ow, K = (size_t)d->kk;
     int32_t m, p, s[4];
-#if defined(ARENA_MVE_F)
-    if (mve_gemm(c, d, q, cp, n, m0, m1, p0, np, col, x_zp, sums)) {
-        return;
-    }
-#endif
     for (m = m0; m + 1 < m1; m += 2) {
         chan_t c0 = chan(cp, m), c1 = chan(cp, m + 1);
         const int8_t *w0 = w + (size_t)m * K;
@@ -473,6 +489,7 @@ static __attribute__((noinline)) void gemm_asym(const arena_ctx_t *c, const aren
 {
     conv_gemm(c, d, q, cp, n, m0, m1, p0, np, col, x_zp, sums, NULL);
 }
+#endif
 
 #if !defined(__OPTIMIZE_SIZE__) && !defined(__ARM_FEATURE_MVE)
 /* gemm_sym writing each code through the conv's table as it stores it (one byte load an output;
@@ -489,8 +506,13 @@ static __attribute__((noinline)) void gemm_tab(const arena_ctx_t *c, const arena
 }
 #endif
 
-/* Pixels a chunk holds at most when weight zero points need their column sums. */
+/* Pixels a chunk holds at most when weight zero points need their column sums (Helium: more, as
+ * each chunk costs every channel arena_mve_gemm_row_wz's set-up). */
+#if defined(__ARM_FEATURE_MVE)
+#define SUM_PIXELS 128
+#else
 #define SUM_PIXELS 64
+#endif
 
 /* A conv that is not depthwise: im2col columns of as many pixels as the buffer (the
  * planned workspace when it holds a column, else COL_STACK_BYTES on the stack) holds, then the GEMM. 0 when not
@@ -542,12 +564,16 @@ static int conv_im2col(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
         for (g = 0; g < d->groups; ++g) {
             for (p0 = 0; p0 < ohw; p0 += chunk) {
                 int32_t np = ohw - p0 < chunk ? ohw - p0 : chunk;
-                im2col(x, d, c->op->attrs, n, g, p0, np, pad, col, gtp);
-                if (u8) {
+                if (!im2col(x, d, c->op->attrs, n, g, p0, np, pad, col, gtp, u8) && u8) {
                     flip_u8(col, (size_t)np * (size_t)d->kk);
                 }
                 if (cp.wz != NULL) {
                     col_sums(sums, col, np, d->kk, x_zp);
+                }
+#if defined(ARENA_MVE_F)
+                mve_gemm(c, d, &cp, q, n, g * d->mg, (g + 1) * d->mg, p0, np, col, x_zp, cp.wz != NULL ? sums : NULL);
+#else
+                if (cp.wz != NULL) {
                     gemm_asym(c, d, q, &cp, n, g * d->mg, (g + 1) * d->mg, p0, np, col, x_zp, sums);
 #if defined(CONV_TABLE)
                 } else if (tab != NULL) {
@@ -556,6 +582,7 @@ static int conv_im2col(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
                 } else {
                     gemm_sym(c, d, q, &cp, n, g * d->mg, (g + 1) * d->mg, p0, np, col, x_zp);
                 }
+#endif
             }
         }
     }

@@ -506,18 +506,6 @@ static __attribute__((noinline)) int dw_mve3(const dw_block_t *b, const qpar_t *
 }
 #undef DW3_SUM
 
-/* Whether a 3x3 kernel's taps minus wz fit int8 (dw_mve3's byte lanes). */
-static inline int dw_fits8(const int16_t *wk)
-{
-    int32_t t;
-    for (t = 0; t < 9; ++t) {
-        if (wk[t] < -128 || wk[t] > 127) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* Bytes of the copy an in-place plane is read from (dw_mve3_plane). */
 #define DW_COPY_BYTES 1024
 
@@ -576,16 +564,63 @@ static int dw3_setup(dw3ctx_t *c, const arena_conv_dims_t *d, const arena_attrs_
 /* Bytes of the padded copy dw_mve3_pad reads a plane's patches from (stack). */
 #define DW_PAD_BYTES 1024
 
+/* v's uint8 bytes b as the int8 bytes b - 128 when u8 (a constant where inlined), else v. */
+#define DW_FLIP(v, u8) ((u8) ? veorq_s8((v), vdupq_n_s8(-128)) : (v))
+
+/* The 2 sums of a column stride of 2's 3 x 5 patch x into s[0], s[1] (its two windows), as
+ * DW3_SUMS4 does: split, the kernel's two parts placed at the second window (ka, kb) and the patch
+ * moved up 2 lanes for the first. */
+#define DW3_SUMS2(x, s)                                                                                             \
+    do {                                                                                                            \
+        if (split) {                                                                                                \
+            uint32_t cy_ = 0u;                                                                                      \
+            int8x16_t xs_;                                                                                          \
+            (s)[1] = vmladavaq_s8(vmladavq_s8((x), ka), (x), kb);                                                  \
+            xs_ = vshlcq_s8((x), &cy_, 16);                                                                         \
+            (s)[0] = vmladavaq_s8(vmladavq_s8(xs_, ka), xs_, kb);                                                  \
+        } else {                                                                                                    \
+            (s)[0] = vmladavq_s8((x), wa16);                                                                        \
+            (s)[1] = vmladavq_s8((x), wa14);                                                                        \
+        }                                                                                                           \
+    } while (0)
+
+/* The 4 sums of a 2 x 2 block's 4 x 4 patch x into s[0 .. 4) (windows (0, 0), (0, 1), (1, 0),
+ * (1, 1)). split: the two kernel parts placed at window (1, 1) only (ka, kb) and the patch moved
+ * up by 1, 4 and 5 lanes (VSHLC: a window's bytes then where (1, 1)'s are; the lanes shifted in
+ * meet zero taps), so 2 q registers hold the kernel where 8 placed windows would spill. */
+#define DW3_SUMS4(x, s)                                                                                             \
+    do {                                                                                                            \
+        if (split) {                                                                                                \
+            uint32_t cy_ = 0u;                                                                                      \
+            int8x16_t xs_;                                                                                          \
+            (s)[3] = vmladavaq_s8(vmladavq_s8((x), ka), (x), kb);                                                  \
+            xs_ = vshlcq_s8((x), &cy_, 8);                                                                          \
+            (s)[2] = vmladavaq_s8(vmladavq_s8(xs_, ka), xs_, kb);                                                  \
+            xs_ = vshlcq_s8((x), &cy_, 32);                                                                         \
+            (s)[1] = vmladavaq_s8(vmladavq_s8(xs_, ka), xs_, kb);                                                  \
+            xs_ = vshlcq_s8(xs_, &cy_, 8);                                                                          \
+            (s)[0] = vmladavaq_s8(vmladavq_s8(xs_, ka), xs_, kb);                                                  \
+        } else {                                                                                                    \
+            (s)[0] = vmladavq_s8((x), wa16);                                                                        \
+            (s)[1] = vmladavq_s8((x), wa15);                                                                        \
+            (s)[2] = vmladavq_s8((x), wa12);                                                                        \
+            (s)[3] = vmladavq_s8((x), wa11);                                                                        \
+        }                                                                                                           \
+    } while (0)
+
 /* dw_mve3_plane's strides-1 case from a padded copy of the plane: rows of Wp = 2 ceil(OW / 2) + 2
  * bytes, Hp = 2 ceil(OH / 2) + 2 of them (every 2 x 2 block's 4 x 4 patch inside), the input at
  * (ph, pw) and x_zp's byte pad around it, so each patch is one gather without a predicate and no
  * lane needs a VPSEL (a narrow plane, KWS's 25 x 5, has a border in every block). The copy is
- * made before any output is written: in place is safe. wb: dw_mve3_plane's placed kernel.
+ * made before any output is written: in place is safe; a uint8 input (u8) is flipped to int8 in
+ * it (VEOR). wa, wb: dw_mve3_plane's placed kernels (the 4 vectors of a 2 x 2 block's windows:
+ * the int8 part, and with split the rest, read from memory: no q register is left for them).
  * 0 (nothing written) when the copy does not fit DW_PAD_BYTES. */
-static __attribute__((noinline)) int dw_mve3_pad(const dw3ctx_t *c, const int8_t *src, int8_t *dst,
-                                                 const arena_conv_dims_t *d, const arena_attrs_t *a,
-                                                 const int8_t *wb, const qpar_t *q, int32_t bias, float mult,
-                                                 int8_t pad)
+static inline __attribute__((always_inline)) int dw_mve3_pad_t(const dw3ctx_t *c, const int8_t *src, int8_t *dst,
+                                                               const arena_conv_dims_t *d, const arena_attrs_t *a,
+                                                               const int8_t *wa, const int8_t *wb, const qpar_t *q,
+                                                               int32_t bias, float mult, int8_t pad, const int u8,
+                                                               const int split)
 {
     int8_t buf[DW_PAD_BYTES + 16] __attribute__((aligned(4)));
     const int32_t H = d->h, W = d->w, OH = d->oh, OW = d->ow, ph = a->pads[0], pw = a->pads[1];
@@ -595,7 +630,7 @@ static __attribute__((noinline)) int dw_mve3_pad(const dw3ctx_t *c, const int8_t
     int32_t i, j, bj, k, s[4];
     uint8x16_t off;
     uint32x4_t so;
-    int8x16_t w0, w1, w2, w3, x;
+    int8x16_t wa16, wa15, wa12, wa11, ka, kb, x;
     if (Hp * Wp > DW_PAD_BYTES || ph < 0 || pw < 0 || Wp > 255 / 4) {
         return 0;
     }
@@ -606,32 +641,44 @@ static __attribute__((noinline)) int dw_mve3_pad(const dw3ctx_t *c, const int8_t
     for (i = 0; i < nr; ++i) { /* a row's nc bytes in a tail-predicated loop (no lane past nc read) */
         const int8_t *sr = src + i * W;
         int8_t *br = buf + (ph + i) * Wp + pw;
-        __asm__ volatile("wlstp.8 lr, %[n], 2f\n"
-                         "1:\n\t"
-                         "vldrb.8 q0, [%[s]], #16\n\t"
-                         "vstrb.8 q0, [%[d]], #16\n\t"
-                         "letp lr, 1b\n"
-                         "2:"
-                         : [s] "+r"(sr), [d] "+r"(br)
-                         : [n] "r"(nc)
-                         : "q0", "lr", "memory");
+        if (u8) {
+            __asm__ volatile("vmov.i8 q1, #0x80\n\t"
+                             "wlstp.8 lr, %[n], 2f\n"
+                             "1:\n\t"
+                             "vldrb.8 q0, [%[s]], #16\n\t"
+                             "veor q0, q0, q1\n\t"
+                             "vstrb.8 q0, [%[d]], #16\n\t"
+                             "letp lr, 1b\n"
+                             "2:"
+                             : [s] "+r"(sr), [d] "+r"(br)
+                             : [n] "r"(nc)
+                             : "q0", "q1", "lr", "memory");
+        } else {
+            __asm__ volatile("wlstp.8 lr, %[n], 2f\n"
+                             "1:\n\t"
+                             "vldrb.8 q0, [%[s]], #16\n\t"
+                             "vstrb.8 q0, [%[d]], #16\n\t"
+                             "letp lr, 1b\n"
+                             "2:"
+                             : [s] "+r"(sr), [d] "+r"(br)
+                             : [n] "r"(nc)
+                             : "q0", "lr", "memory");
+        }
     }
     off = vmlaq_n_u8(vldrbq_u8(DW_C4), c->R, (uint8_t)Wp);
     so = vldrwq_u32(c->so);
-    w0 = vldrbq_s8(wb + 16);
-    w1 = vldrbq_s8(wb + 15);
-    w2 = vldrbq_s8(wb + 12);
-    w3 = vldrbq_s8(wb + 11);
+    wa16 = vldrbq_s8(wa + 16);
+    wa15 = vldrbq_s8(wa + 15);
+    wa12 = vldrbq_s8(wa + 12);
+    wa11 = ka = vldrbq_s8(wa + 11);
+    kb = vldrbq_s8(wb + 11);
     for (i = 0; i < OH; i += 2) {
         const int8_t *r = buf + i * Wp;
         const uint32_t srow = i + 1 < OH ? 0xFFFFu : 0x00FFu; /* a last odd row: 2 outputs */
         int8_t *dr = dst + i * OW;
         for (j = 0, bj = 0; j < OW; j += 2, ++bj) {
             x = vldrbq_gather_offset_s8(r + j, off);
-            s[0] = vmladavq_s8(x, w0);
-            s[1] = vmladavq_s8(x, w1);
-            s[2] = vmladavq_s8(x, w2);
-            s[3] = vmladavq_s8(x, w3);
+            DW3_SUMS4(x, s);
             vstrbq_scatter_offset_p_s32(dr + j, so, requant4(&qq, vldrwq_s32(s), bias, mult),
                                         (mve_pred16_t)(srow & c->scol[bj]));
         }
@@ -639,48 +686,26 @@ static __attribute__((noinline)) int dw_mve3_pad(const dw3ctx_t *c, const int8_t
     return 1;
 }
 
-/* A whole 3x3 undilated depthwise plane on Helium straight from the input (no band): dw_mve3's
- * patches gathered from src (H x W) at each block's window, the lanes outside the plane not
- * read and given x_zp's byte pad (VPSEL; the fold counts them as x_zp, as the band's padding).
- * s1 (strides 1): 2 x 2 blocks from 4 x 4 patches; else (a column stride of 2): 4 outputs of a
- * row from two 3 x 5 patches. wk: the kernel minus wz, fitting int8 (dw_fits8). copy: src is
- * overwritten by dst (in place, planes of at most DW_COPY_BYTES): read from a copy. */
-static __attribute__((noinline)) void dw_mve3_plane(const dw3ctx_t *c, const int8_t *src, int8_t *dst,
-                                                    const arena_conv_dims_t *d, const arena_attrs_t *a,
-                                                    const int16_t *wk, const qpar_t *q, const chan_t *ch,
-                                                    int32_t fold, int8_t pad, int copy)
+/* dw_mve3_plane's loops straight from src (u8, split as dw_mve3_pad_t's). */
+static inline __attribute__((always_inline)) void dw_mve3_direct_t(const dw3ctx_t *c, const int8_t *src, int8_t *dst,
+                                                                   const arena_conv_dims_t *d,
+                                                                   const arena_attrs_t *a, const int8_t *wa,
+                                                                   const int8_t *wb, const qpar_t *q, int32_t bias,
+                                                                   float mult, int8_t pad, const int u8,
+                                                                   const int split)
 {
-    int8_t wb[48] __attribute__((aligned(4))), own[DW_COPY_BYTES];
-    int32_t s[4], t, i, j, bj;
+    int32_t s[4], i, j, bj;
     const qpar_t qq = *q;
-    const int32_t bias = (int32_t)((uint32_t)ch->bias - (uint32_t)fold);
-    const float mult = ch->mult;
     const int32_t H = d->h, W = d->w, OH = d->oh, OW = d->ow, sh = a->strides[0], ph = a->pads[0], pw = a->pads[1];
-    const int s1 = c->s1, g = s1 ? 4 : 5;
     const uint8x16_t off = c->off, R = c->R;
     const uint32x4_t so = vldrwq_u32(c->so);
     const int8x16_t padv = vdupq_n_s8(pad);
-    int8x16_t w0, w1, w2, w3, x;
-    vstrbq_s8(wb, vdupq_n_s8(0));
-    vstrbq_s8(wb + 16, vdupq_n_s8(0));
-    vstrbq_s8(wb + 32, vdupq_n_s8(0));
-    for (t = 0; t < 3; ++t) { /* kernel row t at patch row t */
-        wb[16 + t * g] = (int8_t)wk[3 * t];
-        wb[17 + t * g] = (int8_t)wk[3 * t + 1];
-        wb[18 + t * g] = (int8_t)wk[3 * t + 2];
-    }
-    if (s1 && dw_mve3_pad(c, src, dst, d, a, wb, q, bias, mult, pad)) {
-        return;
-    }
-    if (copy) { /* in place: the input plane copied before any output overwrites it */
-        memcpy(own, src, (size_t)H * (size_t)W);
-        src = own;
-    }
-    w0 = vldrbq_s8(wb + 16);
-    w1 = vldrbq_s8(wb + (s1 ? 15 : 14));
-    if (s1) {
-        w2 = vldrbq_s8(wb + 12);
-        w3 = vldrbq_s8(wb + 11);
+    int8x16_t wa16 = vldrbq_s8(wa + 16), wa15, wa12, wa11, wa14, ka, kb, x;
+    if (c->s1) {
+        wa15 = vldrbq_s8(wa + 15);
+        wa12 = vldrbq_s8(wa + 12);
+        wa11 = ka = vldrbq_s8(wa + 11);
+        kb = vldrbq_s8(wb + 11);
         for (i = 0; i < OH; i += 2) {
             const int32_t ih0 = i - ph;
             const uintptr_t r = (uintptr_t)src + (uintptr_t)(intptr_t)(ih0 * W - pw);
@@ -690,20 +715,20 @@ static __attribute__((noinline)) void dw_mve3_plane(const dw3ctx_t *c, const int
             for (j = 0, bj = 0; j < OW; j += 2, ++bj) {
                 const mve_pred16_t p = (mve_pred16_t)(prow & c->pcol[bj]);
                 if (p == 0xFFFF) {
-                    x = vldrbq_gather_offset_s8((const int8_t *)(r + (uint32_t)j), off);
+                    x = DW_FLIP(vldrbq_gather_offset_s8((const int8_t *)(r + (uint32_t)j), off), u8);
                 } else {
-                    x = vpselq_s8(vldrbq_gather_offset_z_s8((const int8_t *)(r + (uint32_t)j), off, p), padv, p);
+                    x = vpselq_s8(DW_FLIP(vldrbq_gather_offset_z_s8((const int8_t *)(r + (uint32_t)j), off, p), u8),
+                                  padv, p);
                 }
-                s[0] = vmladavq_s8(x, w0);
-                s[1] = vmladavq_s8(x, w1);
-                s[2] = vmladavq_s8(x, w2);
-                s[3] = vmladavq_s8(x, w3);
+                DW3_SUMS4(x, s);
                 vstrbq_scatter_offset_p_s32(dr + j, so, requant4(&qq, vldrwq_s32(s), bias, mult),
                                             (mve_pred16_t)(srow & c->scol[bj]));
             }
         }
         return;
     }
+    wa14 = ka = vldrbq_s8(wa + 14);
+    kb = vldrbq_s8(wb + 14);
     for (i = 0; i < OH; ++i) {
         const int32_t ih0 = i * sh - ph;
         const uintptr_t r = (uintptr_t)src + (uintptr_t)(intptr_t)(ih0 * W - pw);
@@ -713,23 +738,87 @@ static __attribute__((noinline)) void dw_mve3_plane(const dw3ctx_t *c, const int
             mve_pred16_t p = (mve_pred16_t)(prow & c->pcol[2 * bj]);
             const int8_t *rj = (const int8_t *)(r + 2u * (uint32_t)j);
             if (p == 0xFFFF) {
-                x = vldrbq_gather_offset_s8(rj, off);
+                x = DW_FLIP(vldrbq_gather_offset_s8(rj, off), u8);
             } else {
-                x = vpselq_s8(vldrbq_gather_offset_z_s8(rj, off, p), padv, p);
+                x = vpselq_s8(DW_FLIP(vldrbq_gather_offset_z_s8(rj, off, p), u8), padv, p);
             }
-            s[0] = vmladavq_s8(x, w0);
-            s[1] = vmladavq_s8(x, w1);
+            DW3_SUMS2(x, s);
             p = (mve_pred16_t)(prow & c->pcol[2 * bj + 1]);
             if (p == 0xFFFF) {
-                x = vldrbq_gather_offset_s8(rj + 4, off);
+                x = DW_FLIP(vldrbq_gather_offset_s8(rj + 4, off), u8);
             } else {
-                x = vpselq_s8(vldrbq_gather_offset_z_s8(rj + 4, off, p), padv, p);
+                x = vpselq_s8(DW_FLIP(vldrbq_gather_offset_z_s8(rj + 4, off, p), u8), padv, p);
             }
-            s[2] = vmladavq_s8(x, w0);
-            s[3] = vmladavq_s8(x, w1);
+            DW3_SUMS2(x, s + 2);
             vstrbq_p_s32(dr + j, requant4(&qq, vldrwq_s32(s), bias, mult), c->scol[bj]);
         }
     }
+}
+#undef DW3_SUMS2
+#undef DW3_SUMS4
+
+/* F(..., u8, split) specialized for both flags in a speed build, one copy taking them at run time
+ * in a size build (-Os). */
+#if defined(__OPTIMIZE_SIZE__)
+#define DW3_BY(u8, split, F, ...) F(__VA_ARGS__, (u8), (split))
+#else
+#define DW3_BY(u8, split, F, ...)                                                                                   \
+    ((u8) ? ((split) ? F(__VA_ARGS__, 1, 1) : F(__VA_ARGS__, 1, 0)) : ((split) ? F(__VA_ARGS__, 0, 1) : F(__VA_ARGS__, 0, 0)))
+#endif
+
+/* A whole 3x3 undilated depthwise plane on Helium straight from the input (no band): dw_mve3's
+ * patches gathered from src (H x W) at each block's window, the lanes outside the plane not
+ * read and given x_zp's byte pad (VPSEL; the fold counts them as x_zp, as the band's padding).
+ * s1 (strides 1): 2 x 2 blocks from 4 x 4 patches (from a padded copy when it fits:
+ * dw_mve3_pad_t); else (a column stride of 2): 4 outputs of a row from two 3 x 5 patches.
+ * u8: src's bytes are uint8, flipped to int8 as read (pad: x_zp's int8 byte). wk: the kernel
+ * minus wz; a tap past int8 (a weight zero point's: w - wz spans up to [-255, 255]) is split
+ * into its int8 clamp and the rest, each placed in its own vectors (two VMLADAVs an output).
+ * copy: src is overwritten by dst (in place, planes of at most DW_COPY_BYTES): read from a copy.
+ * 0 (nothing written) when a tap's rest does not fit int8 either (w - wz = 255). */
+static __attribute__((noinline)) int dw_mve3_plane(const dw3ctx_t *c, const int8_t *src, int8_t *dst,
+                                                   const arena_conv_dims_t *d, const arena_attrs_t *a,
+                                                   const int16_t *wk, const qpar_t *q, const chan_t *ch,
+                                                   int32_t fold, int8_t pad, int copy, int u8)
+{
+    int8_t wa[48] __attribute__((aligned(4))), wb[48] __attribute__((aligned(4))), own[DW_COPY_BYTES];
+    const int32_t bias = (int32_t)((uint32_t)ch->bias - (uint32_t)fold);
+    const float mult = ch->mult;
+    const int g = c->s1 ? 4 : 5;
+    const int16x8_t w8 = vldrhq_s16(wk);
+    const int split = vmaxvq_s16(wk[8], w8) > 127 || vminvq_s16(wk[8], w8) < -128;
+    int32_t t;
+    vstrbq_s8(wa, vdupq_n_s8(0));
+    vstrbq_s8(wa + 16, vdupq_n_s8(0));
+    vstrbq_s8(wa + 32, vdupq_n_s8(0));
+    if (!split) {
+        for (t = 0; t < 3; ++t) { /* kernel row t at patch row t */
+            wa[16 + t * g] = (int8_t)wk[3 * t];
+            wa[17 + t * g] = (int8_t)wk[3 * t + 1];
+            wa[18 + t * g] = (int8_t)wk[3 * t + 2];
+        }
+    } else {
+        vstrbq_s8(wb, vdupq_n_s8(0));
+        vstrbq_s8(wb + 16, vdupq_n_s8(0));
+        vstrbq_s8(wb + 32, vdupq_n_s8(0));
+        for (t = 0; t < 9; ++t) { /* tap (t / 3, t % 3) at patch row t / 3 */
+            const int32_t v = wk[t], lo = v < -128 ? -128 : v > 127 ? 127 : v;
+            if (v - lo > 127) {
+                return 0;
+            }
+            wa[16 + t / 3 * g + t % 3] = (int8_t)lo;
+            wb[16 + t / 3 * g + t % 3] = (int8_t)(v - lo);
+        }
+    }
+    if (c->s1 && DW3_BY(u8, split, dw_mve3_pad_t, c, src, dst, d, a, wa, wb, q, bias, mult, pad)) {
+        return 1;
+    }
+    if (copy) { /* in place: the input plane copied before any output overwrites it */
+        memcpy(own, src, (size_t)d->h * (size_t)d->w);
+        src = own;
+    }
+    DW3_BY(u8, split, dw_mve3_direct_t, c, src, dst, d, a, wa, wb, q, bias, mult, pad);
+    return 1;
 }
 
 /* What a depthwise conv's planes share for dw_win_plane (dw_win_setup): the padded copy's row
@@ -1566,9 +1655,6 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
         temp = NULL;
     }
     kind = dw_kind(&a);
-#if defined(ARENA_MVE_F)
-
-#endif
     memset(&k, 0, sizeof k);
     k.w = wk;
     k.wp = wp;
@@ -1632,7 +1718,7 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
     }
 #endif
 #if defined(ARENA_MVE_F)
-    mve3 = o < d->n * d->m && !u8 && dw3_setup(&c3, &dd, &a);
+    mve3 = o < d->n * d->m && dw3_setup(&c3, &dd, &a);
     win = o < d->n * d->m && !mve3 && dw_win_setup(&cw, &dd, &a);
 #endif
     for (; o < d->n * d->m; ++o) { /* increasing o: see arena_dw_in_place */
@@ -1665,14 +1751,16 @@ int arena_i8_depthwise(const arena_ctx_t *c, const arena_conv_dims_t *d, const q
         }
 #endif
 #if defined(ARENA_MVE_F)
-        if (mve3 && dw_fits8(wk) && (apart || (mult == 1 && (temp != NULL || plane <= DW_COPY_BYTES)))) {
+        if (mve3 && (apart || (mult == 1 && (temp != NULL || plane <= DW_COPY_BYTES)))) {
+            const int8_t *s3 = src;
             if (temp != NULL) {
                 memcpy(temp, src, plane);
-                src = temp;
+                s3 = temp;
             }
-            dw_mve3_plane(&c3, src, y + (size_t)o * oplane, &dd, &a, wk, q, &ch, k.fold, (int8_t)x_zp,
-                          !apart && temp == NULL);
-            continue;
+            if (dw_mve3_plane(&c3, s3, y + (size_t)o * oplane, &dd, &a, wk, q, &ch, k.fold, (int8_t)x_zp,
+                              !apart && temp == NULL, u8)) {
+                continue;
+            }
         }
 #endif
         if (temp != NULL) {

@@ -60,57 +60,6 @@ __asm__(".pushsection .text.arena_mve_dot2x2,\"ax\",%progbits\n\t"
         ".size arena_mve_dot2x2, . - arena_mve_dot2x2\n\t"
         ".popsection");
 
-/* arena_mve_dot1x4(s, w, x, K, last): s[j] = w.x_j for j < 4, x_j = x + j K but at most last
- * (the last column: a step past the chunk's end repeats it), the input as stored, and
- * s[4] = sum(w) (the caller takes zp times it off). r1 w, r3, r5, r7, r9 the columns; sums
- * r2, r4, r6, r8, the weight sum r10. */
-__asm__(".pushsection .text.arena_mve_dot1x4,\"ax\",%progbits\n\t"
-        ".p2align 2\n\t"
-        ".global arena_mve_dot1x4\n\t"
-        ".type arena_mve_dot1x4, %function\n\t"
-        ".thumb_func\n"
-        "arena_mve_dot1x4:\n\t"
-        "push {r0, r4, r5, r6, r7, r8, r9, r10, lr}\n\t"
-        "ldr r12, [sp, #36]\n\t"
-        "add r5, r2, r3\n\t"
-        "add r7, r5, r3\n\t"
-        "add r9, r7, r3\n\t"
-        "cmp r5, r12\n\t"
-        "it hi\n\t"
-        "movhi r5, r12\n\t"
-        "cmp r7, r12\n\t"
-        "it hi\n\t"
-        "movhi r7, r12\n\t"
-        "cmp r9, r12\n\t"
-        "it hi\n\t"
-        "movhi r9, r12\n\t"
-        "mov r12, r3\n\t"
-        "mov r3, r2\n\t"
-        "movs r2, #0\n\t"
-        "movs r4, #0\n\t"
-        "movs r6, #0\n\t"
-        "mov r8, #0\n\t"
-        "mov r10, #0\n\t"
-        "wlstp.8 lr, r12, 2f\n"
-        "1:\n\t"
-        "vldrb.8 q0, [r1], #16\n\t"
-        "vldrb.8 q1, [r3], #16\n\t"
-        "vldrb.8 q2, [r5], #16\n\t"
-        "vmladava.s8 r2, q0, q1\n\t"
-        "vaddva.s8 r10, q0\n\t"
-        "vldrb.8 q3, [r7], #16\n\t"
-        "vmladava.s8 r4, q0, q2\n\t"
-        "vldrb.8 q1, [r9], #16\n\t"
-        "vmladava.s8 r6, q0, q3\n\t"
-        "vmladava.s8 r8, q0, q1\n\t"
-        "letp lr, 1b\n"
-        "2:\n\t"
-        "pop {r0}\n\t"
-        "stmia r0, {r2, r4, r6, r8, r10}\n\t"
-        "pop {r4, r5, r6, r7, r8, r9, r10, pc}\n\t"
-        ".size arena_mve_dot1x4, . - arena_mve_dot1x4\n\t"
-        ".popsection");
-
 /* arena_mve_gemm_row(y, w, x, p): p->np outputs of one channel, y[j] = the requantized
  * w.x_j + p->bias for columns x_j = x + j K (K = p->K; a last step of 4 repeats p->last and stores
  * only its lanes before np): 4 columns a step (VMLADAVA into r2, r4, r6, r8 in a tail-predicated
@@ -120,14 +69,18 @@ __asm__(".pushsection .text.arena_mve_dot1x4,\"ax\",%progbits\n\t"
  * VSTRB.32 of the lanes before np). The first step's loop also sums w (VADDVA into r12, free
  * once WLSTP has read K) and takes p->xzp times it off p->bias (the x - zp of every product),
  * so no step pays a pass over w of its own. p->np counts down.
+ * arena_mve_gemm_row_wz (weight zero point wz): each step's 4 sums also less wz times their
+ * columns' input sums, sum(x_j - xzp) (p->sums, 4 a step, and p->nwz = -wz: one VMLA), as
+ * gemmlowp folds a weight zero point; the same function otherwise (one assembler macro).
  * r0 y, r10 p, r11 the next step's first column, r12 K; r1 w, r3, r5, r7, r9 the columns; the
  * bias (less xzp sum(w)) and mult in q6, q7, rl and rh in q4, q5. */
-__asm__(".pushsection .text.arena_mve_gemm_row,\"ax\",%progbits\n\t"
+__asm__(".macro MVE_GEMM_ROW name, wz\n\t"
+        ".pushsection .text.\\name,\"ax\",%progbits\n\t"
         ".p2align 2\n\t"
-        ".global arena_mve_gemm_row\n\t"
-        ".type arena_mve_gemm_row, %function\n\t"
+        ".global \\name\n\t"
+        ".type \\name, %function\n\t"
         ".thumb_func\n"
-        "arena_mve_gemm_row:\n\t"
+        "\\name:\n\t"
         "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
         "vpush {d8-d15}\n\t"
         "sub sp, #16\n\t"
@@ -232,6 +185,13 @@ __asm__(".pushsection .text.arena_mve_gemm_row,\"ax\",%progbits\n\t"
         "strd r2, r4, [sp]\n\t"
         "strd r6, r8, [sp, #8]\n\t"
         "vldrw.32 q0, [sp]\n\t"
+        ".if \\wz\n\t"
+        "ldr r1, [r10, #40]\n\t"
+        "vldrw.32 q1, [r1], #16\n\t"
+        "str r1, [r10, #40]\n\t"
+        "ldr r1, [r10, #44]\n\t"
+        "vmla.s32 q0, q1, r1\n\t"
+        ".endif\n\t"
         "vadd.i32 q0, q0, q6\n\t"
         "vcvt.f32.s32 q0, q0\n\t"
         "vmul.f32 q0, q0, q7\n\t"
@@ -250,8 +210,11 @@ __asm__(".pushsection .text.arena_mve_gemm_row,\"ax\",%progbits\n\t"
         "add sp, #16\n\t"
         "vpop {d8-d15}\n\t"
         "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t"
-        ".size arena_mve_gemm_row, . - arena_mve_gemm_row\n\t"
-        ".popsection");
+        ".size \\name, . - \\name\n\t"
+        ".popsection\n\t"
+        ".endm\n\t"
+        "MVE_GEMM_ROW arena_mve_gemm_row, 0\n\t"
+        "MVE_GEMM_ROW arena_mve_gemm_row_wz, 1");
 
 /* arena_mve_dot2x1(s, w, x, K, zp): s[0] = w.(x - zp), s[1] = (w + K).(x - zp). r1 w, r5 w + K,
  * r3 x; sums r2, r4, weight sums r6, r8. */

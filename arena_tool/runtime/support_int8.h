@@ -332,7 +332,6 @@ static inline int32_t hi23(int64_t a)
 void arena_mve_dot2x2(int32_t s[4], const int8_t *w, const int8_t *x, int32_t K, int32_t zp);
 void arena_mve_dot2x1(int32_t s[2], const int8_t *w, const int8_t *x, int32_t K, int32_t zp);
 int32_t arena_mve_dot1x1(const int8_t *w, const int8_t *x, int32_t K, int32_t zp);
-void arena_mve_dot1x4(int32_t s[5], const int8_t *w, const int8_t *x, int32_t K, const int8_t *last);
 /* arena_mve_gemm_row's parameters (its assembly reads them at these offsets; w is its scratch). */
 typedef struct {
     int32_t bias;       /* 0: the channel's bias (the row takes xzp * sum(w) off it, wrapping) */
@@ -342,8 +341,11 @@ typedef struct {
     int32_t rl, rh;     /* 24, 28: qpar_t's */
     const int8_t *w;    /* 32 */
     int32_t xzp;        /* 36: x's zero point */
+    const int32_t *sums; /* 40: arena_mve_gemm_row_wz: the columns' sum(x - xzp), 4 read a step */
+    int32_t nwz;        /* 44: arena_mve_gemm_row_wz: minus the row's weight zero point */
 } mve_row_t;
 void arena_mve_gemm_row(int8_t *y, const int8_t *w, const int8_t *x, mve_row_t *p);
+void arena_mve_gemm_row_wz(int8_t *y, const int8_t *w, const int8_t *x, mve_row_t *p);
 #endif
 
 /* w.x (x minus zp). */
