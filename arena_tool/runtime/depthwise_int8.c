@@ -852,13 +852,15 @@ static int dw_win_setup(dwwin_t *c, const arena_conv_dims_t *d, const arena_attr
 }
 
 /* The outputs of a plane from its padded copy buf (dw_win_plane): per output its window gathered
- * into one or two byte vectors (two: more than 16 taps), VMLADAV with the taps, 4 sums
+ * into one or two byte vectors (two: more than 16 taps), VMLADAV with the taps (split: and with
+ * their rest, v0, v1: dw_win_plane), 4 sums
  * requantized together (a last step's outputs past OW computed from windows inside the copy, not
  * stored). */
 static inline __attribute__((always_inline)) void dw_win_out_t(const dwwin_t *c, const int8_t *buf, int8_t *dst,
                                                               const arena_conv_dims_t *d, const arena_attrs_t *a,
-                                                              int8x16_t w0, int8x16_t w1, const qpar_t *q,
-                                                              int32_t bias, float mult, const int two)
+                                                              int8x16_t w0, int8x16_t w1, int8x16_t v0,
+                                                              int8x16_t v1, const qpar_t *q, int32_t bias, float mult,
+                                                              const int two, const int split)
 {
     int32_t s[4] __attribute__((aligned(8)));
     const qpar_t qq = *q;
@@ -870,9 +872,17 @@ static inline __attribute__((always_inline)) void dw_win_out_t(const dwwin_t *c,
         for (j = 0; j < OW; j += 4) {
 #pragma GCC unroll 4
             for (u = 0; u < 4; ++u, r += sw) {
-                int32_t acc = vmladavq_s8(vldrbq_gather_offset_s8(r, o0), w0);
+                const int8x16_t x0 = vldrbq_gather_offset_s8(r, o0);
+                int32_t acc = vmladavq_s8(x0, w0);
+                if (split) {
+                    acc = vmladavaq_s8(acc, x0, v0);
+                }
                 if (two) {
-                    acc = vmladavaq_s8(acc, vldrbq_gather_offset_s8(r, o1), w1);
+                    const int8x16_t x1 = vldrbq_gather_offset_s8(r, o1);
+                    acc = vmladavaq_s8(acc, x1, w1);
+                    if (split) {
+                        acc = vmladavaq_s8(acc, x1, v1);
+                    }
                 }
                 s[u] = acc;
             }
@@ -886,29 +896,74 @@ static inline __attribute__((always_inline)) void dw_win_out_t(const dwwin_t *c,
  * (uint8 bytes flipped to int8 as copied), so every window is one or two gathers without a
  * predicate; the taps as the model holds them (w) minus the weight zero point in byte vectors
  * (lanes past the kernel zero), x's zero point folded into the bias (the padding counts as x_zp).
- * The copy is made before any output is written: in place is safe. 0 (nothing written) when
- * some w - wz does not fit int8. */
+ * The copy is made before any output is written: in place is safe. A w - wz past int8 is
+ * split as dw_mve3_plane's taps (its int8 clamp and the rest, two VMLADAVs a gather); 0 (nothing
+ * written) when the rest does not fit int8 either (w - wz = 255). */
+static inline __attribute__((always_inline)) int dw_win_plane_t(const dwwin_t *c, const int8_t *src, int8_t *dst,
+                                                                const arena_conv_dims_t *d, const arena_attrs_t *a,
+                                                                const int8_t *w, const chan_t *ch, const qpar_t *q,
+                                                                int32_t x_zp, int u8, const int split);
+
+/* dw_win_plane_t of a channel whose w - wz does not fit int8 (apart: the common case keeps its
+ * registers and frame). */
+static __attribute__((noinline)) int dw_win_split(const dwwin_t *c, const int8_t *src, int8_t *dst,
+                                                  const arena_conv_dims_t *d, const arena_attrs_t *a, const int8_t *w,
+                                                  const chan_t *ch, const qpar_t *q, int32_t x_zp, int u8)
+{
+    return dw_win_plane_t(c, src, dst, d, a, w, ch, q, x_zp, u8, 1);
+}
+
 static __attribute__((noinline)) int dw_win_plane(const dwwin_t *c, const int8_t *src, int8_t *dst,
                                                   const arena_conv_dims_t *d, const arena_attrs_t *a, const int8_t *w,
                                                   const chan_t *ch, const qpar_t *q, int32_t x_zp, int u8)
+{
+    return dw_win_plane_t(c, src, dst, d, a, w, ch, q, x_zp, u8, 0);
+}
+
+static inline __attribute__((always_inline)) int dw_win_plane_t(const dwwin_t *c, const int8_t *src, int8_t *dst,
+                                                                const arena_conv_dims_t *d, const arena_attrs_t *a,
+                                                                const int8_t *w, const chan_t *ch, const qpar_t *q,
+                                                                int32_t x_zp, int u8, const int split)
 {
     int8_t buf[DW_PAD_BYTES + 16] __attribute__((aligned(4)));
     const int32_t taps = c->taps, two = taps > 16, wp = c->wp, ph = a->pads[0], pw = a->pads[1];
     const int32_t nr = d->h < c->hp - ph ? d->h : c->hp - ph, nc = d->w < wp - pw ? d->w : wp - pw;
     const mve_pred16_t p0 = vctp8q((uint32_t)taps), p1 = vctp8q((uint32_t)(two ? taps - 16 : 0));
     const int8x16_t pad = vdupq_n_s8((int8_t)x_zp), flip = vdupq_n_s8(u8 ? -128 : 0);
-    int8x16_t w0 = vldrbq_z_s8(w, p0), w1 = vldrbq_z_s8(w + 16, p1);
+    int8x16_t w0 = vldrbq_z_s8(w, p0), w1 = vldrbq_z_s8(w + 16, p1), v0 = vdupq_n_s8(0), v1 = v0;
     int32_t bias, i, k;
-    if (ch->wz != 0) {
+    if (split) {
+        /* w - wz past int8 (up to [-255, 255]): the int8 clamp of w - wz in w0, w1 and the rest
+         * (|rest| <= 127, else 0: w - wz = 255) in v0, v1, two VMLADAVs a vector */
+        int8_t lo[32] __attribute__((aligned(4))), hi[32] __attribute__((aligned(4)));
+        for (k = 0; k < 32; ++k) {
+            const int32_t t = k < taps ? w[k] - ch->wz : 0, l = t < -128 ? -128 : t > 127 ? 127 : t;
+            if (t - l > 127) {
+                return 0;
+            }
+            lo[k] = (int8_t)l;
+            hi[k] = (int8_t)(t - l);
+        }
+        w0 = vldrbq_s8(lo);
+        w1 = vldrbq_s8(lo + 16);
+        v0 = vldrbq_s8(hi);
+        v1 = vldrbq_s8(hi + 16);
+    } else if (ch->wz != 0) {
         const int32_t wz = ch->wz;
         if (vminvq_p_s8(127, w0, p0) - wz < -128 || vmaxvq_p_s8(-128, w0, p0) - wz > 127
             || vminvq_p_s8(127, w1, p1) - wz < -128 || vmaxvq_p_s8(-128, w1, p1) - wz > 127) {
-            return 0;
+            return dw_win_split(c, src, dst, d, a, w, ch, q, x_zp, u8);
+        } else {
+            w0 = vsubq_m_n_s8(vdupq_n_s8(0), w0, (int8_t)wz, p0);
+            w1 = vsubq_m_n_s8(vdupq_n_s8(0), w1, (int8_t)wz, p1);
         }
-        w0 = vsubq_m_n_s8(vdupq_n_s8(0), w0, (int8_t)wz, p0);
-        w1 = vsubq_m_n_s8(vdupq_n_s8(0), w1, (int8_t)wz, p1);
     }
-    bias = (int32_t)((uint32_t)ch->bias - (uint32_t)(x_zp * vaddvaq_s8(vaddvq_s8(w0), w1)));
+    if (split) {
+        bias = (int32_t)((uint32_t)ch->bias
+                         - (uint32_t)(x_zp * vaddvaq_s8(vaddvaq_s8(vaddvaq_s8(vaddvq_s8(w0), w1), v0), v1)));
+    } else {
+        bias = (int32_t)((uint32_t)ch->bias - (uint32_t)(x_zp * vaddvaq_s8(vaddvq_s8(w0), w1)));
+    }
     for (k = 0; k < c->hp * wp; k += 16) {
         vstrbq_s8(buf + k, pad);
     }
@@ -920,10 +975,16 @@ static __attribute__((noinline)) int dw_win_plane(const dwwin_t *c, const int8_t
             vstrbq_p_s8(br + k, veorq_s8(vldrbq_z_s8(sr + k, p), flip), p);
         }
     }
-    if (two) {
-        dw_win_out_t(c, buf, dst, d, a, w0, w1, q, bias, ch->mult, 1);
+    if (split) {
+        if (two) {
+            dw_win_out_t(c, buf, dst, d, a, w0, w1, v0, v1, q, bias, ch->mult, 1, 1);
+        } else {
+            dw_win_out_t(c, buf, dst, d, a, w0, w1, v0, v1, q, bias, ch->mult, 0, 1);
+        }
+    } else if (two) {
+        dw_win_out_t(c, buf, dst, d, a, w0, w1, v0, v1, q, bias, ch->mult, 1, 0);
     } else {
-        dw_win_out_t(c, buf, dst, d, a, w0, w1, q, bias, ch->mult, 0);
+        dw_win_out_t(c, buf, dst, d, a, w0, w1, v0, v1, q, bias, ch->mult, 0, 0);
     }
     return 1;
 }
