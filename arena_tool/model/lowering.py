@@ -1093,7 +1093,8 @@ def to_onnx(lw: Lowered) -> "onnx.ModelProto":
             nodes += [conv, helper.make_node("DequantizeLinear", [raw, op.inputs[6], op.inputs[7]], [f"{raw}::dq"]),
                       helper.make_node("QuantizeLinear", [f"{raw}::dq", *op.attrs["requant"]], list(op.outputs))]
             continue
-        if op.op_type == "QLinearConcat" and op.origin is None and tuple(original.input) != op.inputs:
+        if (op.op_type == original.op_type == "QLinearConcat" and op.origin is None
+                and tuple(original.input) != op.inputs):  # the model's own, inputs renamed (a QDQ concat is fused)
             node = helper.make_node(op.op_type, list(op.inputs), list(op.outputs), name=op.name,
                                     domain=original.domain or None)
             node.attribute.extend(original.attribute)
