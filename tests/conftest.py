@@ -316,13 +316,16 @@ def slow_reason(item: pytest.Item) -> str | None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Build optimal's compiled core (arena_tool/plan/planners/native.py) and the validator's sweep
-    (validate.c) before any test: a first use runs the C compiler, which the guard below would
-    charge to whichever fast test planned first. Without a compiler it stays unbuilt and the planners run the Python path."""
+    """Build optimal's compiled core (arena_tool/plan/planners/native.py), the validator's sweep
+    (validate.c) and the CSV reader (csvio.c) before any test: a first use runs the C compiler, which
+    the guard below would charge to whichever fast test planned first. Without a compiler it stays
+    unbuilt and the planners run the Python path."""
+    from arena_tool.model import csvio
     from arena_tool.plan import validate
     from arena_tool.plan.planners import native
     native.load()
     validate._library()
+    csvio._library()
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects

@@ -33,6 +33,9 @@ LAZY: dict[str, tuple[frozenset[str] | None, str]] = {
     "arena_tool.builder.build_graph": (frozenset({"arena_tool.target.manifest_data", "arena_tool.target.boards"}),
                                        "a no-op build wires the graph from the cached manifest document, "
                                        "without loading YAML, boards or the manifest's types"),
+    "arena_tool.plan.planners": (None, "the registry imports a planner when it first runs: a CSV plan with "
+                                       "optimal imports neither exact_cover nor the one-pass planners (issue 39: "
+                                       "its whole process's CPU against minimalloc's)"),
     "arena_tool.report.htmlreport": (frozenset({"arena_tool.report.plot"}),
                                      "matplotlib loads only when a picture is drawn; without it the report "
                                      "has no pictures"),

@@ -19,9 +19,6 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Sequence
 
@@ -32,6 +29,8 @@ _loaded: dict[str, ctypes.CDLL | None] = {}  # memo per stem: None unavailable
 
 
 def _compiler() -> str | None:
+    import shutil
+
     return shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
 
 
@@ -45,6 +44,9 @@ def _build(stem: str, sources: Sequence[Path], cache: str) -> Path | None:
     target = Path(cache) / "native" / f"{stem}-{digest}.so"
     if target.is_file():
         return target
+    import subprocess  # only to build: a built library's users (every CSV plan) need neither
+    import tempfile
+
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)

@@ -22,7 +22,11 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, Callable, Mapping, Sequence
+import operator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence, overload
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Bytes = int  # a size or an offset, in bytes
 OpIndex = int  # an index into the schedule (0-based, inclusive ranges)
@@ -51,24 +55,115 @@ class Buffer:
 
 
 @dataclasses.dataclass(frozen=True)
-class Problem:
-    """A set of buffers to place; capacity (bytes) is an optional hard limit."""
+class Columns:
+    """Buffers' fields as int64 arrays, read-only (bytes, inclusive ops; fixed -1 when free)."""
 
-    buffers: tuple[Buffer, ...]
+    size: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    align: np.ndarray
+    fixed: np.ndarray
+
+
+class ColumnBuffers(Sequence[Buffer]):
+    """Buffers held as columns (csvio's compiled reader), their ids where they are in the file's
+    bytes: a Buffer is made only when one is indexed, or all of them once when the sequence is
+    iterated. A CSV plan's arrays go from the file to the planner, the validator and the writer
+    without a Python object per buffer (issue 39: at 100,000 rows making them took ~0.25 CPU-s and
+    reading their fields back into arrays as long again). Equal to, and hashed as, the tuple of
+    its Buffers."""
+
+    def __init__(self, columns: Columns, text: bytes, name_at: np.ndarray, name_len: np.ndarray) -> None:
+        self.columns = columns
+        self.text = text  # ASCII
+        self.name_at = name_at  # each id's offset in text
+        self.name_len = name_len
+        self._buffers: tuple[Buffer, ...] | None = None
+
+    def name(self, i: int) -> str:
+        at = int(self.name_at[i])
+        return self.text[at:at + int(self.name_len[i])].decode("ascii")
+
+    def names(self) -> list[str]:
+        text = self.text
+        return [text[a:a + n].decode("ascii") for a, n in zip(self.name_at.tolist(), self.name_len.tolist())]
+
+    def buffers(self) -> tuple[Buffer, ...]:
+        """Every Buffer, made once."""
+        if self._buffers is None:
+            c = self.columns
+            fixed = [None if f < 0 else f for f in c.fixed.tolist()]
+            self._buffers = tuple(map(Buffer, self.names(), c.size.tolist(), c.start.tolist(), c.end.tolist(),
+                                      c.align.tolist(), fixed))
+        return self._buffers
+
+    def take(self, idx: Sequence[int]) -> "ColumnBuffers":
+        """The buffers at ``idx``, in that order, as columns."""
+        c = self.columns
+        return ColumnBuffers(Columns(c.size[idx], c.start[idx], c.end[idx], c.align[idx], c.fixed[idx]),
+                             self.text, self.name_at[idx], self.name_len[idx])
+
+    def __len__(self) -> int:
+        return len(self.name_at)
+
+    @overload
+    def __getitem__(self, i: int) -> Buffer: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[Buffer, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> Buffer | tuple[Buffer, ...]:
+        if isinstance(i, slice) or self._buffers is not None:
+            return self.buffers()[i]
+        n = len(self)
+        i = operator.index(i)
+        if not -n <= i < n:
+            raise IndexError("buffer index out of range")
+        i %= n
+        c = self.columns
+        fixed = int(c.fixed[i])
+        return Buffer(self.name(i), int(c.size[i]), int(c.start[i]), int(c.end[i]), int(c.align[i]),
+                      None if fixed < 0 else fixed)
+
+    def __iter__(self) -> Iterator[Buffer]:
+        return iter(self.buffers())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (tuple, ColumnBuffers)):
+            return self.buffers() == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.buffers())
+
+    def __repr__(self) -> str:
+        return f"ColumnBuffers({len(self)} buffers)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """A set of buffers to place; capacity (bytes) is an optional hard limit. ``buffers`` is a
+    tuple, or a ColumnBuffers (a CSV problem read by the compiled reader)."""
+
+    buffers: Sequence[Buffer]
     capacity: Bytes | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.buffers, tuple):
+        if not isinstance(self.buffers, (tuple, ColumnBuffers)):
             object.__setattr__(self, "buffers", tuple(self.buffers))
 
     @property
     def horizon(self) -> int:
         """Number of op slots: one past the last end."""
+        if isinstance(self.buffers, ColumnBuffers):
+            return int(self.buffers.columns.end.max(initial=-1)) + 1
         return max((b.end for b in self.buffers), default=-1) + 1
 
     @property
     def total_size(self) -> Bytes:
         """What a no-reuse planner needs."""
+        if isinstance(self.buffers, ColumnBuffers):
+            return int(self.buffers.columns.size.sum())
         return sum(b.size for b in self.buffers)
 
 

@@ -23,13 +23,19 @@ Writers use the half-open ``upper`` form and write atomically.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
+from pathlib import Path
 from typing import Iterable, Sequence
 
+from arena_tool.core import native
+from arena_tool.core.cache import machine_cache
 from arena_tool.core.errors import ArenaError
-from arena_tool.core.problem import Buffer, Plan, Problem
+from arena_tool.core.problem import Buffer, ColumnBuffers, Columns, Plan, Problem
 from arena_tool.core.files import write_atomic
+
+SOURCE = Path(__file__).with_name("csvio.c")
 
 _ALIASES = {
     "id": "id", "buffer": "id", "buffer_id": "id",
@@ -47,43 +53,31 @@ def capacity_from_name(path: str) -> int | None:
 
 
 def read_problem(path: str, capacity: int | None = None) -> Problem:
-    """Read a CSV problem; every malformed row is an ArenaError naming file, line and column."""
+    """Read a CSV problem; every malformed row is an ArenaError naming file, line and column.
+    A well-formed file without an offset column is read by csvio.c straight into columns (a
+    ColumnBuffers); any other, or without a C compiler, row by row here."""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as e:
         raise ArenaError(f"cannot read problem: {e.strerror}", file=path,
                          hint="give the path of an existing CSV file") from e
-    lines = text.splitlines()
-    if not lines or not lines[0].strip():
-        raise ArenaError("empty file: expected a header line", file=path, line=1,
-                         hint="start with 'id,lower,upper,size'")
-    header = [h.strip().lower() for h in lines[0].split(",")]
-    cols: dict[str, int] = {}
-    for c, h in enumerate(header):
-        if h in _UNSUPPORTED:
-            raise ArenaError(f"column '{h}' is not supported", file=path, line=1, col=c + 1, field=h,
-                             hint="remove the column; arena plans contiguous lifetimes only")
-        if h not in _ALIASES:
-            raise ArenaError(f"unknown column '{h}'", file=path, line=1, col=c + 1, field=h,
-                             hint="expected one of id, lower, upper (or end), size, alignment, offset")
-        key = _ALIASES[h]
-        if key in cols or (key in ("upper", "end") and ({"upper", "end"} & cols.keys())):
-            raise ArenaError(f"duplicate column '{h}'", file=path, line=1, col=c + 1, field=h,
-                             hint="keep one column of each kind")
-        cols[key] = c
-    for need in ("id", "lower", "size"):
-        if need not in cols:
-            raise ArenaError(f"missing column '{need}'", file=path, line=1, field=need,
-                             hint="the header must name id, lower, upper (or end) and size")
-    if "upper" not in cols and "end" not in cols:
-        raise ArenaError("missing column 'upper' (or 'end')", file=path, line=1, field="upper",
-                         hint="add 'upper' (half-open) or 'end' (inclusive last op)")
-    inclusive = "end" in cols
-    hi_key = "end" if inclusive else "upper"
-    fast = _read_rows_fast(lines, len(header), cols, inclusive)
+    if capacity is None:
+        capacity = capacity_from_name(path)
+    fast = _read_compiled(path, data)
     if fast is not None:
-        return Problem(fast, capacity if capacity is not None else capacity_from_name(path))
+        return Problem(fast, capacity)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ArenaError(f"not UTF-8 text: byte {e.start} is {data[e.start:e.start + 1]!r}", file=path,
+                         hint="save the file as UTF-8 (or ASCII) text") from None
+    lines = text.splitlines()
+    header, cols, inclusive = _header(path, lines[0] if lines else "")
+    hi_key = "end" if inclusive else "upper"
+    fast_rows = _read_rows_fast(lines, len(header), cols, inclusive)
+    if fast_rows is not None:
+        return Problem(fast_rows, capacity)
     buffers: list[Buffer] = []
     seen: dict[str, int] = {}
     for ln, raw in enumerate(lines[1:], start=2):
@@ -131,9 +125,87 @@ def read_problem(path: str, capacity: int | None = None) -> Problem:
                                  line=ln, col=cols["offset"] + 1, field="offset",
                                  hint="fix the offset or the alignment")
         buffers.append(Buffer(name, size, lower, end, alignment, fixed))
-    if capacity is None:
-        capacity = capacity_from_name(path)
     return Problem(tuple(buffers), capacity)
+
+
+def _header(path: str, line: str) -> tuple[list[str], dict[str, int], bool]:
+    """The header line's cells (lower case), the column of each field, and whether the
+    lifetime's end is inclusive ('end') rather than half-open ('upper')."""
+    if not line.strip():
+        raise ArenaError("empty file: expected a header line", file=path, line=1,
+                         hint="start with 'id,lower,upper,size'")
+    header = [h.strip().lower() for h in line.split(",")]
+    cols: dict[str, int] = {}
+    for c, h in enumerate(header):
+        if h in _UNSUPPORTED:
+            raise ArenaError(f"column '{h}' is not supported", file=path, line=1, col=c + 1, field=h,
+                             hint="remove the column; arena plans contiguous lifetimes only")
+        if h not in _ALIASES:
+            raise ArenaError(f"unknown column '{h}'", file=path, line=1, col=c + 1, field=h,
+                             hint="expected one of id, lower, upper (or end), size, alignment, offset")
+        key = _ALIASES[h]
+        if key in cols or (key in ("upper", "end") and ({"upper", "end"} & cols.keys())):
+            raise ArenaError(f"duplicate column '{h}'", file=path, line=1, col=c + 1, field=h,
+                             hint="keep one column of each kind")
+        cols[key] = c
+    for need in ("id", "lower", "size"):
+        if need not in cols:
+            raise ArenaError(f"missing column '{need}'", file=path, line=1, field=need,
+                             hint="the header must name id, lower, upper (or end) and size")
+    if "upper" not in cols and "end" not in cols:
+        raise ArenaError("missing column 'upper' (or 'end')", file=path, line=1, field="upper",
+                         hint="add 'upper' (half-open) or 'end' (inclusive last op)")
+    return header, cols, "end" in cols
+
+
+_PRINTABLE = re.compile(rb"[ -~\t]*")  # a header line the row reader's splitlines splits nowhere
+
+
+def _library() -> ctypes.CDLL | None:
+    """csvio.c compiled, or None (no compiler, ARENA_NATIVE=0)."""
+    lib = native.library("arena_csvio", (SOURCE,), machine_cache())
+    if lib is not None and lib.arena_read_rows.restype is not ctypes.c_int64:
+        p = ctypes.POINTER(ctypes.c_int64)
+        lib.arena_read_rows.restype = ctypes.c_int64
+        lib.arena_read_rows.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, p,
+                                        ctypes.c_int64, ctypes.c_int64, p, p, p, p, p, p]
+        lib.arena_write_rows.restype = ctypes.c_int64
+        lib.arena_write_rows.argtypes = [ctypes.c_int64, ctypes.c_char_p, p, p, p, p, p, p, p, ctypes.c_void_p]
+    return lib
+
+
+def _read_compiled(path: str, data: bytes) -> ColumnBuffers | None:
+    """The rows by csvio.c, when the header is one printable ASCII line without an offset
+    column and every row reads as the row reader would read it; else None (the row reader
+    then reads the file, or names its first fault)."""
+    eol = data.find(b"\n")
+    first = data[:len(data) if eol < 0 else eol].removesuffix(b"\r")
+    if not first.strip() or not _PRINTABLE.fullmatch(first):
+        return None
+    header, cols, inclusive = _header(path, first.decode("ascii"))
+    if "offset" in cols or len(header) > 64:
+        return None
+    lib = _library()
+    if lib is None:
+        return None
+    import numpy as np
+
+    start = len(data) if eol < 0 else eol + 1
+    rows = data.count(b"\n", start) + 1
+    out = np.empty((6, rows), dtype=np.int64)
+    keys = np.array([cols["id"], cols["lower"], cols["end" if inclusive else "upper"], cols["size"],
+                     cols.get("alignment", -1)], dtype=np.int64)
+    p = ctypes.POINTER(ctypes.c_int64)
+    m = lib.arena_read_rows(data, start, len(data), len(header), keys.ctypes.data_as(p), int(inclusive), rows,
+                            *(out[k].ctypes.data_as(p) for k in range(6)))
+    if m < 0:
+        return None
+    at, length, lower, end, size, align = (a.copy() if m < rows else a for a in out[:, :m])
+    for a in (at, length, lower, end, size, align):
+        a.flags.writeable = False
+    fixed = np.full(m, -1, dtype=np.int64)
+    fixed.flags.writeable = False
+    return ColumnBuffers(Columns(size, lower, end, align, fixed), data, at, length)
 
 
 def _read_rows_fast(lines: list[str], width: int, cols: dict[str, int], inclusive: bool) -> tuple[Buffer, ...] | None:
@@ -164,7 +236,36 @@ def _read_rows_fast(lines: list[str], width: int, cols: dict[str, int], inclusiv
     return tuple(map(Buffer, names, size, lower, end, align))
 
 
-def _rows(problem: Problem, offsets: Sequence[int] | None) -> str:
+def _rows_compiled(bufs: ColumnBuffers, offsets: Sequence[int] | None) -> bytes | None:
+    """``_rows`` by csvio.c (the same bytes) for buffers read by it; None without the library.
+    Its ids hold no comma or newline: the reader split the rows and cells at them."""
+    lib = _library()
+    c = bufs.columns
+    if lib is None or (c.fixed >= 0).any():
+        return None
+    import numpy as np
+
+    with_align = bool((c.align != 1).any())
+    head = "id,lower,upper,size" + (",alignment" if with_align else "") + (",offset" if offsets is not None else "")
+    n = len(bufs)
+    off = None if offsets is None else np.array(offsets, dtype=np.int64)
+    if off is not None and len(off) != n:
+        return None
+    out = np.empty(int(bufs.name_len.sum()) + 6 * 21 * n + 1, dtype=np.uint8)
+    p = ctypes.POINTER(ctypes.c_int64)
+    arrays = (bufs.name_at, bufs.name_len, c.start, c.end, c.size)
+    written = lib.arena_write_rows(n, bufs.text, *(a.ctypes.data_as(p) for a in arrays),
+                                   c.align.ctypes.data_as(p) if with_align else None,
+                                   None if off is None else off.ctypes.data_as(p), out.ctypes.data)
+    return head.encode() + b"\n" + out[:written].tobytes()
+
+
+def _rows(problem: Problem, offsets: Sequence[int] | None) -> str | bytes:
+    """The file's text: a header line and a line per buffer."""
+    if isinstance(problem.buffers, ColumnBuffers):
+        done = _rows_compiled(problem.buffers, offsets)
+        if done is not None:
+            return done
     with_align = any(b.alignment != 1 for b in problem.buffers)
     head = ["id", "lower", "upper", "size"] + (["alignment"] if with_align else [])
     if offsets is not None or any(b.fixed_offset is not None for b in problem.buffers):

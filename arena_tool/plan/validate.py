@@ -29,7 +29,7 @@ import numpy as np
 
 from arena_tool.core import native
 from arena_tool.core.cache import machine_cache
-from arena_tool.core.problem import Problem
+from arena_tool.core.problem import ColumnBuffers, Problem
 
 SOURCE = Path(__file__).with_name("validate.c")
 
@@ -177,15 +177,21 @@ def violations(problem: Problem, offsets: Sequence[int], arena_size: int, compil
     if len(offsets) != len(bufs):
         return [Violation(Reason.COUNT, f"{len(offsets)} offsets for {len(bufs)} buffers")]
     n = len(bufs)
-    off = np.fromiter((int(o) for o in offsets), dtype=np.int64, count=n)
-    size = np.fromiter((b.size for b in bufs), dtype=np.int64, count=n)
-    align = np.fromiter((max(b.alignment, 1) for b in bufs), dtype=np.int64, count=n)
+    off = np.array(offsets, dtype=np.int64)
+    if isinstance(bufs, ColumnBuffers):  # the problem's own arrays, as read (no Buffer per row)
+        cols = bufs.columns
+        size, align, start, end = cols.size, np.maximum(cols.align, 1), cols.start, cols.end
+        fixed = cols.fixed >= 0
+    else:
+        size = np.fromiter((b.size for b in bufs), dtype=np.int64, count=n)
+        align = np.fromiter((max(b.alignment, 1) for b in bufs), dtype=np.int64, count=n)
+        start = np.fromiter((b.start for b in bufs), dtype=np.int64, count=n)
+        end = np.fromiter((b.end for b in bufs), dtype=np.int64, count=n)
+        fixed = np.fromiter((b.fixed_offset is not None for b in bufs), dtype=bool, count=n)
     top = off + size
-    flagged = (off < 0) | (off % align != 0) | (top > arena_size)
+    flagged = (off < 0) | (off % align != 0) | (top > arena_size) | fixed  # a fixed one: checked below
     if problem.capacity is not None:
         flagged |= top > problem.capacity
-    fixed = [i for i, b in enumerate(bufs) if b.fixed_offset is not None]
-    flagged[fixed] = True  # checked one by one below
     for i in np.flatnonzero(flagged).tolist():  # the per-buffer checks, only where one may fail
         b, o = bufs[i], int(off[i])
         if o < 0:
@@ -198,8 +204,6 @@ def violations(problem: Problem, offsets: Sequence[int], arena_size: int, compil
             out.append(Violation(Reason.BEYOND_CAPACITY, f"{b.name} ends at {o + b.size} > capacity {problem.capacity}"))
         if b.fixed_offset is not None and o != b.fixed_offset:
             out.append(Violation(Reason.FIXED_MOVED, f"{b.name} at {o}, fixed at {b.fixed_offset}"))
-    start = np.fromiter((b.start for b in bufs), dtype=np.int64, count=n)
-    end = np.fromiter((b.end for b in bufs), dtype=np.int64, count=n)
     lib = _library() if compiled else None
     pairs = None if lib is None else _overlaps_c(lib, start, end, size, off)
     if pairs is None:

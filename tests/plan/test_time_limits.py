@@ -164,7 +164,9 @@ def test_a_csv_plan_imports_no_model_stack(tmp_path) -> None:
     """The limit counts the start-up (process_age): ``plan --problem`` runs the planners'
     run_planner, not planning, whose model stack imports onnx (1.0 of 1.5 CPU-s of start-up),
     and takes the default planner's name from the registry, not the manifest, whose boards
-    import jsonschema (0.40 -> 0.25 CPU-s to import cli)."""
+    import jsonschema (0.40 -> 0.25 CPU-s to import cli). Nor the planners it does not run
+    (the registry imports each on first use), nor numpy.ma (np.unique without options imports
+    it: 10 ms of a 20,000-buffer plan's 0.24 CPU-s, where minimalloc's whole run takes 0.24)."""
     import subprocess
     import sys
     csv = tmp_path / "p.csv"
@@ -172,6 +174,7 @@ def test_a_csv_plan_imports_no_model_stack(tmp_path) -> None:
     code = ("import sys; from arena_tool.cli import main; "
             f"code = main(['plan', '--problem', {str(csv)!r}, '--planner', 'optimal']); "
             "print(code, sorted(m for m in ('onnx', 'arena_tool.model.liveness', 'arena_tool.target.manifest', "
-            "'jsonschema') if m in sys.modules))")
+            "'jsonschema', 'arena_tool.plan.planners.exact_cover', 'arena_tool.plan.planners.hill_climb', "
+            "'arena_tool.plan.planners.first_fit', 'numpy.ma') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "0 []", done.stdout + done.stderr

@@ -2,8 +2,8 @@
 
 A planner is a pure function ``plan(problem, params) -> Plan``: it never mutates
 the Problem, honours each buffer's alignment and fixed_offset, and says in
-``Plan.status`` why it stopped. A new planner is one module, one line here and
-one test file.
+``Plan.status`` why it stopped. A new planner is one module, its name and its
+import here (``_load``) and one test file.
 
 ``run_planner`` (validated, within a time limit that counts what its clock does not) is
 here and not in ``planning``, which re-exports it: ``plan --problem`` needs only this, and
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Callable
+from typing import Callable, Iterator, MutableMapping, Sequence
 
 from arena_tool.plan.planners.params import Params as Params, check_time_limit as check_time_limit  # re-exported: callers say planners.Params
 from arena_tool.plan import validate
@@ -24,23 +24,75 @@ from arena_tool.core.problem import Plan, Problem
 
 PlannerFn = Callable[[Problem, Params], Plan]
 
-from arena_tool.plan.planners import naive  # noqa: E402
-from arena_tool.plan.planners import exact_cover, first_fit, greedy_size  # noqa: E402
-from arena_tool.plan.planners import greedy_conflicts, hill_climb, optimal, tflite_cpu, tflite_gpu, xla_best_fit  # noqa: E402
-
 DEFAULT_PLANNER = "optimal"  # a manifest's, and the command line's (here: a CSV plan imports no manifest)
-PLANNERS: dict[str, PlannerFn] = {
-    "naive": naive.plan,
-    "first_fit": first_fit.plan,
-    "greedy_size": greedy_size.plan,
-    "exact_cover": exact_cover.plan,
-    "optimal": optimal.plan,
-    "greedy_conflicts": greedy_conflicts.plan,
-    "hill_climb": hill_climb.plan,
-    "xla_best_fit": xla_best_fit.plan,
-    "tflite_gpu": tflite_gpu.plan,
-    "tflite_cpu": tflite_cpu.plan,
-}
+
+
+def _load(name: str) -> PlannerFn:  # noqa: C901 - one import per planner, nothing else
+    """The named planner's ``plan``, its module imported now."""
+    if name == "naive":
+        from arena_tool.plan.planners import naive
+        return naive.plan
+    if name == "first_fit":
+        from arena_tool.plan.planners import first_fit
+        return first_fit.plan
+    if name == "greedy_size":
+        from arena_tool.plan.planners import greedy_size
+        return greedy_size.plan
+    if name == "exact_cover":
+        from arena_tool.plan.planners import exact_cover
+        return exact_cover.plan
+    if name == "optimal":
+        from arena_tool.plan.planners import optimal
+        return optimal.plan
+    if name == "greedy_conflicts":
+        from arena_tool.plan.planners import greedy_conflicts
+        return greedy_conflicts.plan
+    if name == "hill_climb":
+        from arena_tool.plan.planners import hill_climb
+        return hill_climb.plan
+    if name == "xla_best_fit":
+        from arena_tool.plan.planners import xla_best_fit
+        return xla_best_fit.plan
+    if name == "tflite_gpu":
+        from arena_tool.plan.planners import tflite_gpu
+        return tflite_gpu.plan
+    from arena_tool.plan.planners import tflite_cpu
+    return tflite_cpu.plan
+
+
+class _Registry(MutableMapping[str, PlannerFn]):
+    """name -> planner, each module imported on first use: a CSV plan with ``optimal`` imports
+    neither exact_cover's matrix code nor the one-pass planners it does not run (issue 39: the
+    time limit and the CPU against minimalloc count the start-up)."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self._fns: dict[str, PlannerFn | None] = dict.fromkeys(names)
+
+    def __getitem__(self, name: str) -> PlannerFn:
+        fn = self._fns[name]
+        if fn is None:
+            fn = self._fns[name] = _load(name)
+        return fn
+
+    def __setitem__(self, name: str, fn: PlannerFn) -> None:
+        self._fns[name] = fn
+
+    def __delitem__(self, name: str) -> None:
+        del self._fns[name]
+
+    def __contains__(self, name: object) -> bool:  # without importing it
+        return name in self._fns
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._fns)
+
+    def __len__(self) -> int:
+        return len(self._fns)
+
+
+PLANNERS: MutableMapping[str, PlannerFn] = _Registry(("naive", "first_fit", "greedy_size", "exact_cover", "optimal",
+                                                       "greedy_conflicts", "hill_climb", "xla_best_fit",
+                                                       "tflite_gpu", "tflite_cpu"))
 
 
 def run(name: str, problem: Problem, params: Params = Params()) -> Plan:

@@ -48,7 +48,7 @@ from arena_tool.plan.planners.clock import Deadline
 from arena_tool.plan.planners.decision import Decision
 from arena_tool.plan.planners.search import Rules, decide_restarts, native_applies
 from arena_tool.plan.planners.sections import Instance, columns, instance, preorder, stack_bound
-from arena_tool.core.problem import Buffer, Plan, Problem, Status, arena_size
+from arena_tool.core.problem import Buffer, ColumnBuffers, Plan, Problem, Status
 
 
 # the walks' preorders, in the order tried. Measured on issue 39's problems (bench/problems.py):
@@ -132,7 +132,7 @@ class _Part:
     """One independent part of the problem and what is known about it."""
 
     idx: list[int]  # its buffers' indices in the problem
-    bufs: list[Buffer]
+    bufs: Sequence[Buffer]
     offsets: list[int]  # bytes, the best layout found
     best: int  # bytes, height of offsets
     bound: int  # bytes, proven lower bound on this part's height
@@ -143,7 +143,20 @@ class _Part:
 
 
 def _height(bufs: Sequence[Buffer], offs: Sequence[int]) -> int:
-    return max((o + b.size for b, o in zip(bufs, offs)), default=0)
+    """max(offset + size), by the buffers' arrays."""
+    if not len(bufs):
+        return 0
+    return int((np.asarray(offs, dtype=np.int64) + columns(bufs).size).max())
+
+
+def _subset(bufs: Sequence[Buffer], idx: list[int]) -> Sequence[Buffer]:
+    """The buffers at ``idx`` (ascending): the sequence itself when that is all of them, a
+    ColumnBuffers' rows as one (no Buffer per row), else a tuple."""
+    if len(idx) == len(bufs):
+        return bufs
+    if isinstance(bufs, ColumnBuffers):
+        return bufs.take(idx)
+    return tuple(bufs[i] for i in idx)
 
 
 def _walk_seeds(bufs: Sequence[Buffer], inst: Instance, lb: int, until: float, clock: Deadline) -> list[list[int]]:
@@ -223,7 +236,7 @@ def _parts(bufs: Sequence[Buffer], layouts: list[list[int]], lb: int) -> list[_P
     parts: list[_Part] = []
     for k, idx in enumerate(groups):
         lay = layouts[int(best[k])]
-        parts.append(_Part(idx, [bufs[i] for i in idx], [lay[i] for i in idx], int(heights[int(best[k])][k]),
+        parts.append(_Part(idx, _subset(bufs, idx), [lay[i] for i in idx], int(heights[int(best[k])][k]),
                            int(simple[k])))
     return parts
 
@@ -344,11 +357,14 @@ def _result(problem: Problem, parts: list[_Part], global_bound: int, lb: int, pl
             stats: tuple[tuple[str, int], ...]) -> Plan:
     """The parts' layouts as one Plan, and what is proven about it."""
     bufs = problem.buffers
-    offsets = [0] * len(bufs)
-    for p in parts:
-        for i, o in zip(p.idx, p.offsets):
-            offsets[i] = o
-    arena = arena_size(bufs, offsets)
+    if len(parts) == 1 and len(parts[0].idx) == len(bufs):
+        offsets = list(parts[0].offsets)  # one part, its buffers the problem's, in order
+    else:
+        offsets = [0] * len(bufs)
+        for p in parts:
+            for i, o in zip(p.idx, p.offsets):
+                offsets[i] = o
+    arena = _height(bufs, offsets)
     proven = arena <= global_bound
     status = Status.PROVEN if proven else Status.TIME_LIMIT
     if problem.capacity is not None and arena > problem.capacity:

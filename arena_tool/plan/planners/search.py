@@ -728,7 +728,8 @@ _STATUS = (Decision.FOUND, Decision.INFEASIBLE, Decision.ABORTED)
 def native_applies(inst: Instance, rules: Rules = Rules()) -> bool:
     """The compiled core searches this instance (no fixed buffer, no padding rule), given a
     compiler: then the search needs no ``Instance.lists``."""
-    return not (inst.fixed >= 0).any() and not (rules.sections and len(np.unique(inst.align)) > 1) \
+    mixed = inst.n > 0 and bool((inst.align != inst.align[0]).any())  # (np.unique would import numpy.ma)
+    return not (inst.fixed >= 0).any() and not (rules.sections and mixed) \
         and native.load() is not None
 
 
