@@ -3,8 +3,8 @@ QEMU mps2-an500 and compared bit for bit with the host interpreter: ``arena-tool
 MODEL.tflite`` with reference and CMSIS-NN kernels, and the SCons build (``runtime: tflm`` with a
 prebuilt library: the one the session built) under ``scons run``.
 
-The libraries are built once per session and cached (``tflm_libraries``, under pytest's cache
-folder, so a second session compiles nothing); skipped, saying so, without the shared tree, the
+The libraries are built once per machine (``tflm_libraries``, in the machine's object cache:
+a second session compiles nothing); skipped, saying so, without the shared tree, the
 cross C++ compiler or QEMU. The full floor sweep (MLPerf Tiny, TFLM's examples) is
 bench/tflm_firmware.py's.
 """
@@ -17,12 +17,11 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from arena_tool import cli
-from arena_tool.builder import execute, tflm_lib
+from arena_tool.builder import tflm_lib
 from arena_tool.run import tflm_firmware
 from arena_tool.target import boards
 from conftest import require_shared, require_tool
@@ -35,28 +34,20 @@ OPS = ("FULLY_CONNECTED",)
 
 
 @pytest.fixture(scope="module")
-def tflm_libraries(request: pytest.FixtureRequest,
-                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """kernels -> the mps2_an500 library for hello_world's ops, built once and cached."""
+def tflm_libraries() -> dict[str, str]:
+    """kernels -> the mps2_an500 library for hello_world's ops, in the machine's cache (where
+    ``arena-tool run`` below finds it): built once per machine, the CMSIS-NN one compiling only
+    the files that test CMSIS_NN (the rest are the reference library's objects)."""
     root = str(require_shared(TREE))
     require_shared(HELLO)
     for tool in ("arm-none-eabi-g++", "qemu-system-arm"):  # fails instead under ARENA_REQUIRE_TOOLS=1
         require_tool(tool)
-    # pytest's cache keeps the libraries between sessions; without it (-p no:cacheprovider), this session's
-    cache_plugin = getattr(request.config, "cache", None)
-    cache = str(cache_plugin.mkdir("arena_tflm") if cache_plugin else tmp_path_factory.mktemp("arena_tflm"))
-    old = os.environ.get(execute.CACHE_ENV)
-    os.environ[execute.CACHE_ENV] = cache
     cpu = tuple(boards.load_board("mps2_an500").cpu.gcc_flags())
     libs = {}
     for kernels in ("reference", "cmsis_nn"):
         spec = tflm_lib.LibrarySpec(root, kernels, OPS, cpu)
         libs[kernels] = tflm_lib.build(spec, tflm_lib.library_dir(spec), 2).path
-    yield libs
-    if old is None:
-        os.environ.pop(execute.CACHE_ENV, None)
-    else:
-        os.environ[execute.CACHE_ENV] = old
+    return libs
 
 
 @pytest.mark.parametrize("option,kernels", [("reference", "reference"), ("cmsis_nn_dsp", "cmsis_nn")])

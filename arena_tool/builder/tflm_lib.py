@@ -70,10 +70,15 @@ def graph(spec: LibrarySpec, out_dir: str = "") -> BuildGraph:
     root = os.path.abspath(spec.root)
     envs: dict[str, CompileEnv] = {}
     nodes: list[Node] = []
-    for src in tflm_sources.library_sources(spec.root, spec.kernels, spec.ops, spec.target):
-        key = f"{src.lang}{src.level}"
+    sources = tflm_sources.library_sources(spec.root, spec.kernels, spec.ops, spec.target)
+    # -DCMSIS_NN only where a file or its headers test it: the rest are the reference library's
+    # objects (the same command, so the object cache compiles them once for both kernel sets)
+    cmsis = tflm_sources.naming(spec.root, [s.path for s in sources if s.lang == "c++"], "CMSIS_NN")
+    for src in sources:
+        kernels = spec.kernels if src.lang == "c" or src.path in cmsis else "reference"
+        key = f"{src.lang}{src.level}{'' if kernels == 'reference' else '-' + kernels}"
         if key not in envs:
-            own = tflm_sources.cxx_flags(spec.kernels) if src.lang == "c++" else tflm_sources.c_flags(spec.kernels)
+            own = tflm_sources.cxx_flags(kernels) if src.lang == "c++" else tflm_sources.c_flags(kernels)
             envs[key] = CompileEnv(key=key, ccflags=(*spec.cpu_flags, *own, tflm_sources.prefix_map(root), src.level),
                                    linkflags=(), cpppath=tuple(tflm_sources.include_dirs(root)), libs=(), cflags=(),
                                    cppdefines=(), libpath=(), prefix=spec.prefix)

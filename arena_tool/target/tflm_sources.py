@@ -18,7 +18,8 @@ files directly, from a tree laid out as that Makefile leaves it (``tensorflow/``
 
 Flags are TFLM's for ``TARGET=cortex_m_generic`` (C++17 without RTTI, exceptions or thread-safe
 statics, one section per function and datum, ``TF_LITE_STATIC_MEMORY``, ``-DCMSIS_NN`` with
-CMSIS-NN) and TFLM's levels: ``-Os`` for the framework, ``-O2`` for the kernels. The tree's path
+CMSIS-NN on the files whose sources or headers test it, ``naming``: the others' objects are the
+reference library's) and TFLM's levels: ``-Os`` for the framework, ``-O2`` for the kernels. The tree's path
 is mapped to ``tflm`` (``-ffile-prefix-map``), so the same sources give the same objects
 wherever the tree is.
 """
@@ -50,6 +51,8 @@ _REGISTER = re.compile(r"TfLiteStatus\s+(Add\w+)\s*\(\s*(?:const\s+TFLMRegistrat
                        r"BuiltinOperator_(\w+)\s*,", re.S)
 _DEFINES_REGISTRATION = re.compile(r"TFLMRegistration\s+Register_\w+\s*\(\s*\)\s*\{")
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"(tensorflow/lite/micro/kernels/[\w/]+\.h)"', re.M)
+_ANY_INCLUDE = re.compile(r'^\s*#\s*include\s*("[^"]+"|<[^>]+>|\w+)', re.M)
+_DEFINE = re.compile(r"^\s*#\s*define\s+(\w+)", re.M)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,6 +145,59 @@ def cxx_flags(kernels: str) -> tuple[str, ...]:
 
 def c_flags(kernels: str) -> tuple[str, ...]:
     return ("-std=c17", *COMMON, *defines(kernels))
+
+
+def naming(root: str, paths: Sequence[str], macro: str) -> set[str]:
+    """Those of ``paths`` (below ``root``) that name ``macro``, themselves or in a header they
+    include, directly or not (from their own folder or ``include_dirs``). A ``-D`` of a macro
+    no file of a compile names gives the same object: the CMSIS-NN library compiles the others
+    as the reference library does (``tflm_lib.graph``), and the object cache holds them once.
+    ``#include NAME`` counts as naming it when a file read, or TFLM's flags, define NAME (else
+    the line is not compiled: flatbuffers' ``FLATBUFFERS_ASSERT_INCLUDE``); a header in no
+    include folder is the compiler's own."""
+    word = re.compile(rf"\b{re.escape(macro)}\b")
+    dirs = include_dirs(root)
+    files: dict[str, tuple[bool, set[str], set[str], list[str]]] = {}  # names it, defines, NAMEs, includes
+
+    def read(full: str) -> tuple[bool, set[str], set[str], list[str]]:
+        if full not in files:
+            with open(full, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+            through: set[str] = set()
+            found: list[str] = []
+            for inc in _ANY_INCLUDE.findall(text):
+                if inc[0] not in "\"<":
+                    through.add(inc)
+                    continue
+                folders = ([os.path.dirname(full)] if inc[0] == '"' else []) + dirs
+                hit = next((c for c in (os.path.join(d, inc[1:-1]) for d in folders) if os.path.isfile(c)), None)
+                if hit is not None:
+                    found.append(os.path.normpath(hit))
+            files[full] = (bool(word.search(text)), set(_DEFINE.findall(text)), through, found)
+        return files[full]
+
+    out: set[str] = set()
+    for path in paths:
+        seen: set[str] = set()
+        defined = {d[2:].split("=")[0] for d in DEFINES}
+        through: set[str] = set()
+        todo = [os.path.normpath(os.path.join(root, path))]
+        while todo:
+            full = todo.pop()
+            if full in seen:
+                continue
+            seen.add(full)
+            names, defines_, includes_through, includes = read(full)
+            if names:
+                break
+            defined |= defines_
+            through |= includes_through
+            todo += includes
+        else:
+            if not through & defined:
+                continue
+        out.add(path)
+    return out
 
 
 def prefix_map(root: str) -> str:

@@ -3,11 +3,12 @@ once per session: test_tflm_firmware's tflm_libraries)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
 
-from arena_tool.builder import tflm_lib
+from arena_tool.builder import execute, tflm_lib
 from conftest import require_shared
 from shared_paths import SHARED
 
@@ -36,9 +37,18 @@ def test_the_library_is_graph_nodes_objects_then_the_archive() -> None:
     assert archive.sources == tuple(n.targets[0] for n in objects) and len(objects) > 50
     assert all(n.kind == "object" and n.targets[0].startswith("lib/obj/") for n in objects)
     assert any("conv.o" in n.targets[0] for n in objects) and not any("/add.o" in n.targets[0] for n in objects)
-    cxx = graph.env(objects[0].env)
+    env = {n.targets[0].removeprefix("lib/obj/"): graph.env(n.env) for n in objects}
+    cxx = env["tensorflow/lite/micro/kernels/cmsis_nn/conv.o"]
     assert cxx.ccflags[:2] == ("-mcpu=cortex-m7", "-mthumb") and "-DCMSIS_NN" in cxx.ccflags
     assert cxx.prefix == "arm-none-eabi-" and os.path.abspath(tree) in cxx.cpppath
+    assert "-DCMSIS_NN" in env["tensorflow/lite/micro/micro_profiler.o"].ccflags  # it tests CMSIS_NN
+    # a file that never tests it is compiled as the reference library compiles it: one cached object
+    ref = tflm_lib.graph(dataclasses.replace(spec, kernels="reference"), "lib")
+    core = "tensorflow/lite/micro/micro_interpreter"
+    a, b = (next(n for n in g.nodes if n.targets[0] == f"lib/obj/{core}.o") for g in (graph, ref))
+    assert "-DCMSIS_NN" not in graph.env(a.env).ccflags
+    assert execute.compile_command(graph.env(a.env), a.sources[0], a.targets[0], ".") == \
+        execute.compile_command(ref.env(b.env), b.sources[0], b.targets[0], ".")
 
 
 def test_ops_of_is_the_sorted_union_of_the_measurements(tmp_path: Path) -> None:

@@ -30,3 +30,17 @@ def test_library_files_follow_the_ops_and_the_kernels() -> None:
     assert "-DCMSIS_NN" in tflm_sources.cxx_flags("cmsis_nn") and "-DCMSIS_NN" not in tflm_sources.cxx_flags("reference")
     with pytest.raises(ArenaError, match="no builtin kernel for op CUSTOM:SignalWindow"):
         tflm_sources.resolver_methods(root, ["CUSTOM:SignalWindow"])
+
+
+def test_files_naming_a_macro_are_found_through_their_headers(tmp_path) -> None:
+    """naming: a file names CMSIS_NN when it or a header it includes (quoted from its folder or
+    an include folder, <> from an include folder) does, or when it includes through a macro a
+    file read defines; an undefined one (flatbuffers' FLATBUFFERS_ASSERT_INCLUDE) is not compiled."""
+    (tmp_path / "k").mkdir()
+    files = {"a.cc": '#include "k/b.h"\n', "k/b.h": '#include "c.h"\n', "k/c.h": "#include <d.h>\n",
+             "d.h": "#if defined(CMSIS_NN)\n#endif\n", "e.cc": "#include <vector>\n#include \"k/f.h\"\n",
+             "k/f.h": "#ifdef ASSERT_H\n#include ASSERT_H\n#endif\nint CMSIS_NNX;\n",
+             "g.cc": '#define ASSERT_H "x.h"\n#include "k/f.h"\n'}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    assert tflm_sources.naming(str(tmp_path), ["a.cc", "e.cc", "g.cc", "k/c.h"], "CMSIS_NN") == {"a.cc", "g.cc", "k/c.h"}
