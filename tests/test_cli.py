@@ -161,3 +161,19 @@ def test_an_unproven_plan_says_how_far_from_proven_it_is():
     plan = Plan(offsets=(0,), arena_size=1_041_408, planner="optimal", optimal=False, status=Status.TIME_LIMIT,
                 lower_bound=986_112, best_bound=986_112)
     assert _optimal_word(plan) == "no (time limit, best bound 986,112 B: at most 5.61 % above the optimum)"
+
+
+def test_plan_parses_and_helps_alike_with_only_its_parser():
+    """main builds only plan's parser for a plan (a CSV plan's start-up): the same arguments, the same --help."""
+    import argparse
+
+    from arena_tool import cli
+
+    argv = ["plan", "--problem", "p.csv", "--planner", "optimal", "--time-limit", "3", "-o", "x.csv", "--capacity", "1K"]
+    only, full = cli.parser("plan"), cli.parser()
+    assert vars(only.parse_args(argv)) == vars(full.parse_args(argv))
+
+    def plan_help(top: argparse.ArgumentParser) -> str:
+        sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+        return sub.choices["plan"].format_help()
+    assert plan_help(only) == plan_help(full) and "--problem" in plan_help(only)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import os
 import tempfile
@@ -173,6 +172,8 @@ def package_digest() -> str:
 
 def files_digest(files: Iterable[str]) -> str:
     """sha256 over each file's last two path parts (``core/schema.py``) and its bytes."""
+    import hashlib  # here: a CSV plan writes files and needs no digest (hashlib loads OpenSSL, 2.5 ms)
+
     total = hashlib.sha256()
     for path in files:
         name = os.path.basename(os.path.dirname(path)) + "/" + os.path.basename(path)
