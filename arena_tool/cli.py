@@ -9,27 +9,33 @@ else is an arena bug: traceback plus exit status 3.
 
 from __future__ import annotations
 
-import argparse
 import gc
-import os
-import sys
-import traceback
-import time
-from typing import TYPE_CHECKING, Any, Sequence
 
-from arena_tool.plan import planners
-from arena_tool.target import flags
-from arena_tool.core.errors import (
-    EXIT_BUG,
-    EXIT_CHECK_FAILED,
-    EXIT_OK,
-    EXIT_USAGE,
-    ArenaError,
-    CheckFailed,
-    os_error,
-)
-from arena_tool.core.problem import ARENA_KERNELS, ModelOptions, ModelProblem, Option, Plan, Problem, Status, fmt_bytes, lower_bound, \
-    option_fields
+gc.disable()  # the imports below make numpy's and arena's module objects, none of them garbage: 34
+try:  # collections, ~20 ms of a CSV plan's ~0.2 CPU-s (issue 39: its whole process against minimalloc's),
+    import argparse
+    import os
+    import sys
+    import traceback
+    import time
+    from typing import TYPE_CHECKING, Any, Sequence
+
+    from arena_tool.plan import planners
+    from arena_tool.target import flags
+    from arena_tool.core.errors import (
+        EXIT_BUG,
+        EXIT_CHECK_FAILED,
+        EXIT_OK,
+        EXIT_USAGE,
+        ArenaError,
+        CheckFailed,
+        os_error,
+    )
+    from arena_tool.core.problem import ARENA_KERNELS, ModelOptions, ModelProblem, Option, Plan, Problem, Status, \
+        fmt_bytes, lower_bound, option_fields
+finally:
+    gc.freeze()  # nor later: enabled again, the first collection would walk them all (all young)
+    gc.enable()
 
 if TYPE_CHECKING:
     from arena_tool.plan.planfile import PlanFile

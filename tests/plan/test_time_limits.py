@@ -171,10 +171,10 @@ def test_a_csv_plan_imports_no_model_stack(tmp_path) -> None:
     import sys
     csv = tmp_path / "p.csv"
     write_problem(dense(5, ops=3, longest=1), str(csv))
-    code = ("import sys; from arena_tool.cli import main; "
+    code = ("import gc, sys; from arena_tool.cli import main; "
             f"code = main(['plan', '--problem', {str(csv)!r}, '--planner', 'optimal']); "
-            "print(code, sorted(m for m in ('onnx', 'arena_tool.model.liveness', 'arena_tool.target.manifest', "
+            "print(code, gc.isenabled(), sorted(m for m in ('onnx', 'arena_tool.model.liveness', 'arena_tool.target.manifest', "
             "'jsonschema', 'arena_tool.plan.planners.exact_cover', 'arena_tool.plan.planners.hill_climb', "
             "'arena_tool.plan.planners.first_fit', 'numpy.ma') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip().splitlines()[-1] == "0 []", done.stdout + done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "0 True []", done.stdout + done.stderr  # the collector back on
