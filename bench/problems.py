@@ -196,6 +196,130 @@ def syn_problem(n: int, seed: int, alignment: int = 64, bits: int = 12) -> Probl
     return Problem(tuple(bufs))
 
 
+def _rows(rows: list[tuple[int, int, int]], alignment: int) -> Problem:
+    """(size, first op, last op) rows as a Problem, named t0, t1, ... in order."""
+    return Problem(tuple(Buffer(f"t{i}", size, s, e, alignment) for i, (size, s, e) in enumerate(rows)))
+
+
+def dag_problem(n: int, seed: int) -> Problem:
+    """Op i writes one tensor (1-128 KiB, a power of two, a third of them times 3) read by 1-3
+    later ops at exponential distances (mean 4): a random DAG's activations in op order."""
+    rng = random.Random(seed * 101 + n)
+    rows = []
+    for i in range(n):
+        size = rng.choice([1, 2, 4, 8, 16, 32, 64, 128]) * 1024 * rng.choice([1, 1, 3])
+        last = max(i + 1 + int(rng.expovariate(0.25)) for _ in range(rng.choice([1, 1, 1, 2, 2, 3])))
+        rows.append((size, i, min(last, n)))
+    return _rows(rows, 64)
+
+
+def pow2_problem(n: int, seed: int) -> Problem:
+    """Random starts over n ops, lives geometric (mean 10 ops), sizes from four powers of two
+    (1-8 KiB), no alignment: a minimalloc-paper-like trace of few distinct sizes."""
+    rng = random.Random(seed * 173 + n)
+    rows = []
+    for _ in range(n):
+        s = rng.randrange(n)
+        rows.append((rng.choice([1024, 2048, 4096, 8192]), s, min(n - 1, s + int(rng.expovariate(0.1)))))
+    return _rows(rows, 1)
+
+
+def peak_problem(n: int, seed: int) -> Problem:
+    """Short random intervals (0-20 ops over n) plus a tenth that span up to 200 ops either side of
+    the middle: one deliberately tight peak. Sizes 256 B-4 KiB, powers of two, alignment 64."""
+    rng = random.Random(seed * 127 + n)
+    rows = []
+    for _ in range(n):
+        if rng.random() < 0.1:
+            c = n // 2 + rng.randint(-50, 50)
+            s, e = c - rng.randint(0, 200), c + rng.randint(0, 200)
+        else:
+            s = rng.randrange(n)
+            e = s + rng.randint(0, 20)
+        rows.append((rng.choice([1, 2, 4, 8, 16]) * 256, max(0, s), min(n - 1, e)))
+    return _rows(rows, 64)
+
+
+def lanes_problem(n: int, seed: int) -> Problem:
+    """Packed by construction, no slack: ~sqrt(n)/2 lanes of 1-8 KiB, each filled end to end by
+    buffers of 1-8 ops, shuffled; the lanes' stack is a layout at the load bound (~0.9 n buffers)."""
+    rng = random.Random(seed * 113 + n)
+    lanes = max(4, int(n ** 0.5) // 2)
+    ops = n // lanes * 4
+    rows = []
+    for height in [rng.choice([1, 2, 3, 4, 8]) * 1024 for _ in range(lanes)]:
+        t = 0
+        while t < ops:
+            life = rng.randint(1, 8)
+            rows.append((height, t, min(ops, t + life) - 1))
+            t += life
+    rng.shuffle(rows)
+    return _rows(rows, 64)
+
+
+def trace_problem(n: int, seed: int) -> Problem:
+    """An allocator's trace: each op allocates one buffer (a power of two, 64 B-64 KiB) and frees
+    random live ones (each with odds 1/2 in turn, always down to 40 live)."""
+    rng = random.Random(seed * 149 + n)
+    rows: list[list[int]] = []
+    live: list[int] = []
+    for t in range(n):
+        rows.append([2 ** rng.randint(6, 16), t, n])
+        live.append(t)
+        while live and (len(live) > 40 or rng.random() < 0.5):
+            rows[live.pop(rng.randrange(len(live)))][2] = t
+    return _rows([(size, s, e) for size, s, e in rows], 1)
+
+
+def gpt_problem(n: int, seed: int) -> Problem:
+    """Transformer blocks: q, k, v, scores (1-4 heads' worth), softmax, attention, MLP up (4x)
+    and down per block, each op one tensor read 1-3 ops later, the block's output a residual
+    read at the next block's end (fp16, model width 256-768, sequence 128-512)."""
+    rng = random.Random(seed * 151 + n)
+    width, seq = rng.choice([256, 512, 768]), rng.choice([128, 256, 512])
+    rows: list[list[int]] = []
+    t, residual = 0, -1
+    while len(rows) < n:
+        for size, life in ((seq * width, 1), (seq * width, 2), (seq * width, 3), (seq * seq * rng.choice([1, 2, 4]), 1),
+                           (seq * seq, 1), (seq * width, 1), (4 * seq * width, 1), (seq * width, 1)):
+            rows.append([2 * size, t, t + life])
+            t += 1
+        if residual >= 0:
+            rows[residual][2] = t
+        residual = len(rows) - 1
+    return _rows([(size, s, e) for size, s, e in rows[:n]], 64)
+
+
+def uniform_problem(n: int, seed: int) -> Problem:
+    """Random intervals: starts uniform over n/2 ops, lives uniform 1-50 ops, sizes uniform
+    16 B-16 KiB in steps of 16."""
+    rng = random.Random(seed * 109 + n)
+    ops = max(1, n // 2)
+    rows = []
+    for _ in range(n):
+        s = rng.randrange(ops)
+        rows.append((rng.randint(1, 1000) * 16, s, min(ops - 1, s + rng.randint(0, 49))))
+    return _rows(rows, 16)
+
+
+def paper_problem(n: int, seed: int) -> Problem:
+    """One allocation per step, the clock advancing with odds 0.6 a step; sizes from five powers
+    of two (1-256 KiB); lives exponential (mean 3 ops), a tenth of them 10-500 ops."""
+    rng = random.Random(seed * 107 + n)
+    rows, t = [], 0
+    for _ in range(n):
+        t += rng.random() < 0.6
+        life = 1 + int(rng.expovariate(1 / 3)) if rng.random() < 0.9 else rng.randint(10, 500)
+        rows.append((2 ** rng.choice([10, 12, 14, 16, 18]), t, t + life - 1))
+    return _rows(rows, 1)
+
+
+# name -> generator(n, seed) of the named problems NAME-N-sS (issue 39: plausible "gen-style" shapes
+# besides large_problem and syn_problem, each measured side by side with minimalloc)
+GENERATORS = {"dag": dag_problem, "pow2": pow2_problem, "peak": peak_problem, "lanes": lanes_problem,
+              "trace": trace_problem, "gpt": gpt_problem, "uniform": uniform_problem, "paper": paper_problem}
+
+
 CHALLENGES = os.path.join(os.environ.get("ARENA_SHARED") or os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared"), "anchors", "minimalloc", "challenging")
 LARGE = tuple((n, s) for n in (1000, 5000, 10000, 20000) for s in (1, 2, 3))
@@ -203,18 +327,26 @@ LARGE = tuple((n, s) for n in (1000, 5000, 10000, 20000) for s in (1, 2, 3))
 
 def _named(name: str, challenges: str) -> Problem:
     """A CSV file (minimalloc's format; the capacity from an ``X.<capacity>.csv`` name), a
-    challenge letter (A-K, at the capacity its file name gives), large-N-sS, syn-N-sS or
-    syn-N-sS-bB (sizes up to 2^B times the smallest, not 2^12)."""
-    if name.startswith(("large-", "syn-")):
-        kind, n, s, *bits = name.split("-")
+    challenge letter (A-K, at the capacity its file name gives), large-N-sS, syn-N-sS,
+    syn-N-sS-bB (sizes up to 2^B times the smallest, not 2^12) or G-N-sS for G in GENERATORS."""
+    kind, *rest = name.split("-")
+    if kind in ("large", "syn", *GENERATORS) and len(rest) >= 2 and not name.endswith(".csv"):
+        n, s, *bits = rest
         if kind == "large":
             return large_problem(int(n), int(s[1:]))
+        if kind in GENERATORS:
+            return GENERATORS[kind](int(n), int(s[1:]))
         return syn_problem(int(n), int(s[1:]), bits=int(bits[0][1:]) if bits else 12)
     from arena_tool.model import csvio
     path = name if name.endswith(".csv") else glob.glob(os.path.join(challenges, f"{name}.*.csv"))[0]
     parts = os.path.basename(path).split(".")
     cap = int(parts[-2]) if len(parts) >= 3 and parts[-2].isdigit() else None
     return csvio.read_problem(path, capacity=cap)
+
+
+def _challenge(name: str) -> bool:
+    """A challenge letter or a CSV file (60 s by default), not a generated problem (30 s)."""
+    return name.endswith(".csv") or name.split("-")[0] not in ("large", "syn", *GENERATORS)
 
 
 def _label(name: str) -> str:
@@ -322,7 +454,8 @@ def main(argv: list[str] | None = None) -> int:
     import json
     import tempfile
     ap = argparse.ArgumentParser(description="optimal on minimalloc's challenges, large networks and CSV files")
-    ap.add_argument("names", nargs="*", help="A..K, large-N-sS, syn-N-sS[-bB] or minimalloc CSV files "
+    ap.add_argument("names", nargs="*", help=f"A..K, large-N-sS, syn-N-sS[-bB], G-N-sS (G: {', '.join(GENERATORS)}) "
+                                            "or minimalloc CSV files "
                                             "(X.<capacity>.csv sets the capacity; default: A..K and large-*)")
     ap.add_argument("--limit", type=float, default=0.0, help="seconds each (default 60 challenge, 30 large)")
     ap.add_argument("--challenges", default=CHALLENGES, help="folder of minimalloc's challenge CSVs")
@@ -331,13 +464,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     names = args.names or [chr(c) for c in range(ord("A"), ord("L"))] + [f"large-{n}-s{s}" for n, s in LARGE]
     if args.one:
-        lim = args.limit or (30.0 if names[0].startswith(("large", "syn")) else 60.0)
+        lim = args.limit or (60.0 if _challenge(names[0]) else 30.0)
         print(json.dumps(_run_one(names[0], lim, args.challenges)), flush=True)
         return 0
     sums = {"arena": 0.0, "arena_proc": 0.0, "mm": 0.0, "arena_fits": 0, "mm_fits": 0}
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            lim = args.limit or (30.0 if name.startswith(("large", "syn")) else 60.0)
+            lim = args.limit or (60.0 if _challenge(name) else 30.0)
             r = _arena(name, lim, args.challenges)
             print(_line(r), flush=True)
             if not args.minimalloc:

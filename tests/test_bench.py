@@ -10,7 +10,7 @@ from pathlib import Path
 from arena_tool.core.problem import ModelOptions, lower_bound
 from arena_tool.plan import planning
 from bench import bench, int8_io
-from bench.problems import random_problem
+from bench.problems import GENERATORS, random_problem
 from builders import printed_under_hash_seeds
 
 KWS_INT8 = Path(__file__).resolve().parent.parent / "example_firmware" / "models" / "kws_int8.onnx"
@@ -28,6 +28,17 @@ def test_generator_sized_and_the_same_whatever_the_hash_seed() -> None:
     assert random_problem(100, 1) != random_problem(100, 2)
     p = random_problem(200, 0)
     assert p.total_size > 2 * lower_bound(p.buffers)  # real reuse to be had
+
+
+def test_named_generators_sized_and_seeded() -> None:
+    """bench/problems.py's G-N-sS problems (issue 39): the same buffers for the same (n, seed),
+    other ones for another seed, n of them (lanes: its lanes filled end to end, ~0.9 n), aligned."""
+    for name, gen in GENERATORS.items():
+        a = gen(400, 1)
+        assert a == gen(400, 1) and a != gen(400, 2), name
+        assert len(a.buffers) == 400 or (name == "lanes" and 300 < len(a.buffers) < 400), name
+        assert all(0 <= b.start <= b.end and b.size > 0 and b.size % b.alignment == 0 for b in a.buffers), name
+        assert len({b.name for b in a.buffers}) == len(a.buffers), name
 
 
 def test_bench_runs_and_summarises(capsys) -> None:

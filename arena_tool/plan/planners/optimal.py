@@ -3,11 +3,12 @@
 Method (after minimalloc's ideas, our own code; see ``search.py`` and ``sections.py``):
 1. Split the buffers into independent parts where the live set empties (a part's
    layout never constrains another's; the arena is the largest part's height).
-2. Per part, start from the best of several greedy layouts -- the search only ever
-   looks below it. First the search's own first descents (``walk.py``, compiled:
-   milliseconds at 20,000 buffers) under a list of preorders (``WALKS``), until one
-   reaches the load bound; only then, if none did, first fit and best fit under
-   several orders and the ``first_fit`` / ``greedy_size`` planners' layouts.
+2. Per part, start from the lowest of several greedy layouts -- the search only ever
+   looks below it: the search's own first descents (``walk.py``, compiled:
+   milliseconds at 20,000 buffers) under a list of preorders (``WALKS``), until every
+   part is at its bound in one of them; only where there is no walk (a fixed buffer),
+   first fit and best fit under several orders and the ``first_fit`` / ``greedy_size``
+   planners' layouts.
 3. With ``problem.capacity`` set and the greedy above it, first ask the decision
    search for a layout under the capacity (60 % of the time; all of it when the
    capacity equals the bound), then under the bound (40 % of what is left):
@@ -159,40 +160,14 @@ def _subset(bufs: Sequence[Buffer], idx: list[int]) -> Sequence[Buffer]:
     return tuple(bufs[i] for i in idx)
 
 
-def _walk_seeds(bufs: Sequence[Buffer], inst: Instance, lb: int, until: float, clock: Deadline) -> list[list[int]]:
-    """The first descents under ``WALKS`` (bytes), stopping at the first one at the load
-    bound or, after the first, at ``until`` (perf_counter); a later one cut by ``clock``
-    stacks its rest and ends them. The first one runs ``FIRST_WALK_GRACE`` past the clock:
-    it is the layout every run returns at worst, one O(E log n) pass in C (0.1-0.4 CPU-s at
-    100,000 buffers, no more than building the instance), where a cut one stacks its rest
-    without reuse (issue 39: a 3.6 GB arena for a 0.9 MB bound when the setup of a loaded
-    machine had eaten the limit). Past the grace it is cut too: no run ends more than a
-    second after its time limit. Empty for an instance with a fixed buffer."""
-    out: list[list[int]] = []
-    for h in WALKS:
-        if out and time.perf_counter() > until:
-            break
-        done = walk.walk(inst, preorder(inst, h), clock.at if out else clock.at + FIRST_WALK_GRACE)
-        if done is None:
-            break
-        offs, cut = done
-        out.append([o * inst.unit for o in offs])
-        if cut:
-            clock.hit = True
-            break
-        if _height(bufs, out[-1]) <= lb:
-            break
-    return out
-
-
 def _seeds(problem: Problem, clock: Deadline, incumbents: Sequence[Sequence[int]],
-           greedy: bool, walks: list[list[int]], lb: int) -> list[list[int]]:
-    """The layouts to start from: the incumbents, the walks, then (if no walk reached
-    the load bound) the one-pass greedy ones, by ``clock``; at least one."""
+           greedy: bool, walks: list[list[int]]) -> list[list[int]]:
+    """The layouts to start from: the incumbents and the walks, else (no walk: a fixed
+    buffer) the one-pass greedy ones, by ``clock``; at least one. Not both: at 20,000
+    buffers the greedy ones' conflict lists (Python) took 2-8 CPU-s, and on issue 39's
+    generators none was below the best walk (of the challenges, one: F, at 1 MiB anyway)."""
     layouts = [list(o) for o in incumbents] + walks
-    if any(_height(problem.buffers, w) <= lb for w in walks):
-        return layouts
-    if greedy and not (walks and clock.passed()):  # a pass cut at once is a stack: worse than a walk
+    if greedy and not walks:
         layouts += [o for _, o in greedy_layouts(problem.buffers, clock)]
         layouts += _greedy_planners(problem.buffers, clock)
     if not layouts:
@@ -213,12 +188,26 @@ def _part_loads(bufs: Sequence[Buffer], label: np.ndarray, count: int) -> np.nda
     return out
 
 
-def _parts(bufs: Sequence[Buffer], layouts: list[list[int]], lb: int) -> list[_Part]:
-    """One _Part per component, with its best seed and its simple bounds (load, fixed
-    tops, largest buffer)."""
+@dataclasses.dataclass(frozen=True)
+class _Split:
+    """The problem's independent parts by arrays: their buffers' indices (groups; by_part lists
+    them part after part, each part starting at its cut) and each one's simple bound (load,
+    fixed tops, largest buffer)."""
+
+    groups: list[list[int]]
+    by_part: np.ndarray
+    cuts: np.ndarray
+    simple: np.ndarray
+
+    def heights(self, bufs: Sequence[Buffer], layout: Sequence[int]) -> np.ndarray:
+        """Each part's height under ``layout`` (offsets by buffer index)."""
+        return np.asarray(np.maximum.reduceat((np.asarray(layout, dtype=np.int64) + columns(bufs).size)[self.by_part],
+                                              self.cuts))
+
+
+def _split(bufs: Sequence[Buffer], lb: int) -> _Split:
+    """The components of ``bufs`` and their simple bounds (``lb``: the whole one's load bound)."""
     groups = components(bufs)
-    if not groups:
-        return []
     n = len(bufs)
     label = np.empty(n, dtype=np.int64)
     for k, idx in enumerate(groups):
@@ -228,17 +217,80 @@ def _parts(bufs: Sequence[Buffer], layouts: list[list[int]], lb: int) -> list[_P
     fixed_top = np.where(cols.fixed < 0, 0, cols.fixed + size)
     by_part = np.argsort(label, kind="stable")  # each part's buffers in index order, parts in order
     cuts = np.concatenate([[0], np.cumsum([len(g) for g in groups])[:-1]]).astype(np.int64)
+    if not groups:
+        return _Split(groups, by_part, cuts, np.zeros(0, dtype=np.int64))
     loads = _part_loads(bufs, label, len(groups)) if len(groups) > 1 else np.array([lb], dtype=np.int64)
     simple = np.maximum(np.maximum(loads, np.maximum.reduceat(fixed_top[by_part], cuts)),
                         np.maximum.reduceat(size[by_part], cuts))
-    heights = [np.maximum.reduceat((np.asarray(lay, dtype=np.int64) + size)[by_part], cuts) for lay in layouts]
+    return _Split(groups, by_part, cuts, simple)
+
+
+def _parts(bufs: Sequence[Buffer], layouts: list[list[int]], split: _Split) -> list[_Part]:
+    """One _Part per component, with its lowest seed and its simple bounds."""
+    if not split.groups:
+        return []
+    heights = [split.heights(bufs, lay) for lay in layouts]
     best = np.argmin(np.stack(heights), axis=0)  # the first layout of the lowest height, per part
     parts: list[_Part] = []
-    for k, idx in enumerate(groups):
+    for k, idx in enumerate(split.groups):
         lay = layouts[int(best[k])]
         parts.append(_Part(idx, _subset(bufs, idx), [lay[i] for i in idx], int(heights[int(best[k])][k]),
-                           int(simple[k])))
+                           int(split.simple[k])))
     return parts
+
+
+def _walk_seeds(bufs: Sequence[Buffer], inst: Instance, split: _Split, until: float,
+                clock: Deadline) -> list[list[int]]:
+    """The first descents under ``WALKS`` (bytes), stopping once every part is at its simple
+    bound in one of them (``_parts`` takes each part's lowest), each walk after the first over
+    the parts still above it only (trace-100000-s1, 2,477 parts: the first walk left a few
+    open, and the whole problem was walked 11 more times, 0.25-0.5 CPU-s each, for the load
+    bound as a whole), or, after the first, until ``until`` (perf_counter); a later one cut
+    by ``clock`` stacks its rest and ends them. The first one runs ``FIRST_WALK_GRACE`` past the clock:
+    it is the layout every run returns at worst, one O(E log n) pass in C (0.1-0.4 CPU-s at
+    100,000 buffers, no more than building the instance), where a cut one stacks its rest
+    without reuse (issue 39: a 3.6 GB arena for a 0.9 MB bound when the setup of a loaded
+    machine had eaten the limit). Past the grace it is cut too: no run ends more than a
+    second after its time limit. Empty for an instance with a fixed buffer."""
+    out: list[list[int]] = []
+    low = None  # each part's lowest height so far
+    idx = None  # the buffers of the parts still above their bound (None: all)
+    sub = inst
+    for h in WALKS:
+        if out and time.perf_counter() > until:
+            break
+        done = walk.walk(sub, preorder(sub, h), clock.at if out else clock.at + FIRST_WALK_GRACE)
+        if done is None:
+            break
+        offs, cut = done
+        if idx is None:
+            out.append([o * inst.unit for o in offs])
+        else:
+            lay = np.array(out[-1], dtype=np.int64)
+            lay[idx] = np.asarray(offs, dtype=np.int64) * inst.unit
+            out.append(lay.tolist())
+        if cut:
+            clock.hit = True
+            break
+        tops = split.heights(bufs, out[-1])
+        low = tops if low is None else np.minimum(low, tops)
+        above = np.flatnonzero(low > split.simple)
+        if not len(above):
+            break
+        if len(above) < len(split.groups):  # walk those parts only: the others' walks stay as they were
+            idx = np.sort(np.concatenate([split.by_part[split.cuts[k]:split.cuts[k] + len(split.groups[k])]
+                                          for k in above.tolist()]))
+            sub = _take(inst, idx)
+    return out
+
+
+def _take(inst: Instance, idx: np.ndarray) -> Instance:
+    """The buffers ``idx`` (ascending) of ``inst`` as an instance of their own, on the same sections:
+    a part's walk does not depend on the buffers of other parts (they never meet), so it walks
+    alike in either, and the rank keys (loads, widths, overlaps, index order) agree too."""
+    return dataclasses.replace(inst, size=inst.size[idx], align=inst.align[idx], fixed=inst.fixed[idx],
+                               s0=inst.s0[idx], s1=inst.s1[idx], start=inst.start[idx], end=inst.end[idx],
+                               overlaps=None, cache={})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -282,13 +334,14 @@ def minimize(problem: Problem, params: Params, incumbents: Sequence[Sequence[int
         clock.hit = True
         stacked = placement.stack_rest(bufs, [b.fixed_offset for b in bufs],
                                        [i for i, b in enumerate(bufs) if b.fixed_offset is None])
-        parts = _parts(bufs, [stacked], lb)
+        parts = _parts(bufs, [stacked], _split(bufs, lb))
         return _result(problem, parts, max((p.bound for p in parts), default=0), lb, planner, t0,
                        (("nodes", 0), ("decisions", 0), ("parts", len(parts))))
+    split = _split(bufs, lb)
     whole = instance(bufs) if greedy and bufs else None
-    walks = [] if whole is None else _walk_seeds(bufs, whole, lb, t0 + WALK_SHARE * params.time_limit, clock)
+    walks = [] if whole is None else _walk_seeds(bufs, whole, split, t0 + WALK_SHARE * params.time_limit, clock)
     seeding = Deadline(t0 + WALK_SHARE * params.time_limit) if walks else clock  # the rest is the search's
-    parts = _parts(bufs, _seeds(problem, seeding, incumbents, greedy, walks, lb), lb)
+    parts = _parts(bufs, _seeds(problem, seeding, incumbents, greedy, walks), split)
     if len(parts) == 1 and whole is not None:
         parts[0].inst = whole  # the part is the whole problem, its buffers in the same order
     global_bound = max((p.bound for p in parts), default=0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from arena_tool.core.problem import Buffer, Problem, lower_bound
@@ -83,3 +84,20 @@ def test_past_the_deadline_the_rest_is_stacked_alike() -> None:
         assert native.walk(lib, inst.s0, inst.s1, inst.size, inst.align, rank, deadline=1e-9) == (ref, True)
     offs = [o * inst.unit for o in ref]
     assert validate.violations(p, offs, max(o + b.size for o, b in zip(offs, p.buffers))) == []
+
+
+def test_a_walk_over_some_parts_places_them_as_the_whole_walk_does() -> None:
+    """optimal walks again only the parts still above their bound (``optimal._take``): parts never
+    meet, so each part's placements, and its rank keys, are the same in the smaller instance."""
+    from arena_tool.plan.planners import optimal
+    from bench.problems import trace_problem
+    p = trace_problem(3000, 1)
+    split = optimal._split(p.buffers, lower_bound(p.buffers))
+    assert len(split.groups) > 20
+    inst = instance(p.buffers)
+    idx = sorted(i for g in split.groups[3::4] for i in g)
+    sub = optimal._take(inst, np.asarray(idx, dtype=np.int64))
+    for h in ("TWA", "LZW", "OLA"):
+        whole, _ = walk.walk_py(inst, preorder(inst, h))
+        part, _ = walk.walk_py(sub, preorder(sub, h))
+        assert part == [whole[i] for i in idx], h
