@@ -107,6 +107,16 @@ def test_optimal_and_the_validator_on_columns_as_on_buffers(tmp_path) -> None:
         assert validate.violations(p, bad, 4) == validate.violations(q, bad, 4) != []
 
 
+@pytest.mark.parametrize("name", sorted(PLANNERS))
+def test_every_planner_plans_columns_as_buffers(tmp_path, name) -> None:
+    """A CSV problem read into columns is planned by every planner as its tuple of Buffers is."""
+    text = INPUT12 + "".join(f"c{i},{3 * i},{3 * i + 5},{4 * (i % 3 + 1)}\n" for i in range(8))
+    p = csvio.read_problem(write(tmp_path, "x.csv", text))
+    q = Problem(tuple(p.buffers), p.capacity)
+    a, b = PLANNERS[name](p, Params(time_limit=5)), PLANNERS[name](q, Params(time_limit=5))
+    assert (a.offsets, a.arena_size, a.status) == (b.offsets, b.arena_size, b.status)
+
+
 @pytest.mark.parametrize("align", [False, True])
 def test_the_compiled_writer_writes_the_python_bytes(tmp_path, monkeypatch, align) -> None:
     text = INPUT12 if not align else INPUT12.replace("size\n", "size,alignment\n").replace(",4\n", ",4,2\n")
