@@ -1,6 +1,6 @@
 """How far from proven is a plan: lower bounds above the load bound, and the best layout.
 
-    python3 bench/bounds.py D J [--limit 60] [--relax 120] [--cpsat 0]
+    python3 bench/bounds.py D J [--limit 60] [--relax 120] [--step 20] [--slack 0.02] [--cpsat 0]
 
 For each problem (a challenge letter A-K as bench/problems.py names them, or a minimalloc CSV)
 it prints the load bound, the best bound it proved and how, the best layout found (checked by
@@ -13,14 +13,14 @@ arena's validator, plan/validate.py) and the CPU seconds each step took. The bou
   earlier passes (consecutive sections, buffers clipped to them) could not. Any subset S of the
   problem's sections, each buffer kept with its live sections in S, is again an interval problem
   (a buffer's live sections are consecutive, so they stay consecutive in S), and its optimum is a
-  lower bound of the whole problem's. S starts as the sections within ``--slack`` of the peak and
-  grows like a cutting-plane loop: ``optimal`` plans the relaxation; at the load bound, the
-  sections its layout violates (an overlap, or a live buffer it never placed) are added, the
-  three most loaded first, and the loop goes on. It ends when the relaxation is proven above the
-  load bound (a stronger bound), when a layout satisfies every section (the load bound is the
-  optimum, and that layout proves it), or undecided (the search aborted): then the line says how
-  large a relaxation was proven feasible at the bound, i.e. how much of the problem is known to
-  fit there.
+  lower bound of the whole problem's. Only maximal sections count (a live set inside a
+  neighbour's adds nothing). S starts as the sections within ``--slack`` of the peak and grows
+  like a cutting-plane loop, each relaxation one decision of optimal's search at a target (the
+  load bound first): infeasible proves target + g for the whole problem and asks again there;
+  found, the most loaded section its layout breaks (an overlap, or a live buffer it never
+  placed) joins S, and none broken, that layout is the whole problem's at the target, an
+  optimum; aborted (``--step`` seconds), the line says how much of the problem (sections,
+  buffers) is known to fit at the target, i.e. how far from a proof the bound is.
 - cp-sat (``--cpsat SECONDS``, needs ``pip install ortools``; skipped cleanly without it): OR-Tools'
   clause-learning CP-SAT minimises the height of the whole problem (one NoOverlap of the offsets per
   section, sizes in units of g, the best layout as a hint); its best objective bound is a lower
@@ -47,7 +47,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from arena_tool.core.problem import Buffer, Problem, Status, lower_bound  # noqa: E402
 from arena_tool.plan import validate  # noqa: E402
 from arena_tool.plan.planners import optimal  # noqa: E402
+from arena_tool.plan.planners.decision import Decision  # noqa: E402
 from arena_tool.plan.planners.params import Params  # noqa: E402
+from arena_tool.plan.planners.search import decide_restarts  # noqa: E402
+from arena_tool.plan.planners.sections import instance  # noqa: E402
 from bench.problems import CHALLENGES, _label, _named  # noqa: E402
 
 
@@ -57,6 +60,7 @@ class Sections:
 
     live: list[list[int]]
     load: list[int]
+    maximal: list[int]  # the sections whose live set no neighbour's contains (the first of equal ones)
     first: list[int]  # first section of buffer i
     last: list[int]  # last section of buffer i (inclusive)
 
@@ -71,7 +75,11 @@ def sections(buffers: Sequence[Buffer]) -> Sections:
         for k in range(first[i], last[i] + 1):
             live[k].append(i)
     load = [sum(buffers[i].size for i in ls) for ls in live]
-    return Sections(live, load, first, last)
+    # a live set inside another section's is inside a neighbour's (lives are intervals)
+    sets = [set(ls) for ls in live]
+    maximal = [k for k in range(len(live))
+               if not (k > 0 and sets[k] <= sets[k - 1]) and not (k + 1 < len(live) and sets[k] < sets[k + 1])]
+    return Sections(live, load, maximal, first, last)
 
 
 def unit(buffers: Sequence[Buffer]) -> int:
@@ -105,7 +113,8 @@ def violated(buffers: Sequence[Buffer], sec: Sections, chosen: set[int], index: 
     offset, or two live buffers overlapping."""
     at = dict(zip(index, offsets))
     bad = []
-    for k, ls in enumerate(sec.live):
+    for k in sec.maximal:
+        ls = sec.live[k]
         if k in chosen:
             continue
         if any(i not in at for i in ls):
@@ -126,39 +135,45 @@ class RelaxResult:
 
 
 def relax_bound(problem: Problem, budget: float, step: float, slack: float = 0.02) -> RelaxResult:
-    """The cutting-plane loop over section subsets described in the module docstring."""
+    """The cutting-plane loop over section subsets described in the module docstring. Each
+    relaxation is one decision of optimal's search (``decide_restarts``) at the capacity proven
+    so far, ``target``: infeasible raises it by g (a stronger bound), found adds the sections the
+    layout breaks (or, none broken, it is the whole problem's optimum), aborted ends the loop."""
     t0 = time.process_time()
     bufs = problem.buffers
     sec = sections(bufs)
     lb = max(sec.load, default=0)
     g = unit(bufs)
-    chosen = {k for k, load in enumerate(sec.load) if load >= lb * (1 - slack)}
-    proven: tuple[int, int] = (0, 0)  # sections, buffers of the largest relaxation feasible at lb
+    target = lb
+    chosen = {k for k in sec.maximal if sec.load[k] >= lb * (1 - slack)}
+    fits: tuple[int, int] = (0, 0)  # sections, buffers of the largest relaxation found to fit target
     while True:
         left = budget - (time.process_time() - t0)
         if left <= 0:
-            how = "undecided: out of --relax time"
+            how = "out of --relax time"
             break
         rp, index = relaxation(bufs, sec, sorted(chosen))
-        plan = optimal.plan(rp, Params(time_limit=max(0.1, min(step, left))))
-        best = max(plan.best_bound or 0, plan.arena_size if plan.status == Status.PROVEN else 0)
-        if best > lb:
-            return RelaxResult(round_up(best, g), f"sections: {len(chosen)} of {len(sec.live)} sections "
-                               f"({len(index)} buffers) need {best:,} B", None, time.process_time() - t0)
-        if plan.arena_size > lb:
-            how = (f"undecided: the search aborted on {len(chosen)} sections ({len(index)} buffers) "
-                   f"at {plan.arena_size:,}")
+        inst = instance(rp.buffers)
+        res = decide_restarts(inst, target // inst.unit, time.perf_counter() + min(step, left))
+        if res.status == Decision.INFEASIBLE:
+            target += g
+            continue
+        if res.status == Decision.ABORTED:
+            how = f"the search aborted on {len(chosen)} sections ({len(index)} buffers)"
             break
-        proven = (len(chosen), len(index))
-        bad = violated(bufs, sec, chosen, index, plan.offsets)
+        assert res.offsets is not None
+        offsets = [int(o) * inst.unit for o in res.offsets]
+        fits = (len(chosen), len(index))
+        bad = violated(bufs, sec, chosen, index, offsets)
         if not bad:
-            at = dict(zip(index, plan.offsets))
+            at = dict(zip(index, offsets))
             layout = [at.get(i, 0) for i in range(len(bufs))]
-            return RelaxResult(lb, "sections: a relaxation's layout fits every section", layout,
-                               time.process_time() - t0)
-        chosen |= set(sorted(bad, key=lambda k: -sec.load[k])[:3])
-    return RelaxResult(lb, f"{how}; {proven[0]} of {len(sec.live)} sections ({proven[1]} of {len(bufs)} "
-                       "buffers) fit at the load bound", None, time.process_time() - t0)
+            return RelaxResult(target, f"sections: a layout of {len(chosen)} sections fits all {len(sec.maximal)}",
+                               layout, time.process_time() - t0)
+        chosen |= set(sorted(bad, key=lambda k: -sec.load[k])[:1])
+    what = "at the load bound" if target == lb else f"at {target:,} B, nothing below"
+    return RelaxResult(target, f"{how}; {fits[0]} of {len(sec.maximal)} sections ({fits[1]} of {len(bufs)} "
+                       f"buffers) fit {what}", None, time.process_time() - t0)
 
 
 @dataclass
@@ -192,12 +207,8 @@ def cpsat_bound(problem: Problem, seconds: float, hint: Sequence[int] | None, wo
             m.add(y[i] == b.fixed_offset // g)
         elif b.alignment > g:
             m.add_modulo_equality(0, y[i], b.alignment // g)
-    seen: set[tuple[int, ...]] = set()
-    for ls in sec.live:
-        key = tuple(ls)
-        if len(ls) > 1 and key not in seen:
-            seen.add(key)
-            m.add_no_overlap([box[i] for i in ls])
+    for k in sec.maximal:
+        m.add_no_overlap([box[i] for i in sec.live[k]])
     if hint is not None:
         for i, o in enumerate(hint):
             m.add_hint(y[i], o // g)
@@ -221,45 +232,49 @@ def valid(problem: Problem, offsets: Sequence[int]) -> bool:
     return not validate.violations(Problem(problem.buffers), offsets, height(problem, offsets))
 
 
-def report(name: str, problem: Problem, limit: float, relax: float, step: float, cpsat: float) -> list[str]:
-    """The lines printed for one problem."""
+def report(name: str, problem: Problem, limit: float, relax: float, step: float, cpsat: float,
+           slack: float = 0.02) -> None:
+    """Print one problem's lines, each as soon as it is known (a run can take many minutes)."""
     problem = Problem(problem.buffers)  # the capacity is not asked about: the minimum is
     lb = lower_bound(problem.buffers)
-    lines = [f"{name}: {len(problem.buffers)} buffers, load bound {lb:,} B"]
+    _say(f"{name}: {len(problem.buffers)} buffers, load bound {lb:,} B")
     t0 = time.process_time()
     plan = optimal.plan(problem, Params(time_limit=limit))
     layouts = [("optimal", list(plan.offsets), time.process_time() - t0)]
     bound, how = max(lb, plan.best_bound or 0), "load bound"
     if plan.status == Status.PROVEN:
         bound, how = plan.arena_size, "optimal's search (proven)"
-    lines.append(f"  optimal ({limit:g} s): {plan.arena_size:,} B, {plan.status}, {layouts[0][2]:.1f} CPU-s")
+    _say(f"  optimal ({limit:g} s): {plan.arena_size:,} B, {plan.status}, {layouts[0][2]:.1f} CPU-s")
     if bound < plan.arena_size and relax > 0:
-        r = relax_bound(problem, relax, step)
-        lines.append(f"  sections ({relax:g} s): {r.how}, {r.cpu:.1f} CPU-s")
-        if r.bound > bound:
-            bound, how = r.bound, r.how
+        r = relax_bound(problem, relax, step, slack)
+        _say(f"  sections ({relax:g} s): {r.how}, {r.cpu:.1f} CPU-s")
+        if r.bound > bound or r.layout is not None:
+            bound, how = max(bound, r.bound), r.how
         if r.layout is not None:
             layouts.append(("sections", r.layout, r.cpu))
-            bound, how = lb, "a layout at the load bound"
     if bound < min(height(problem, o) for _, o, _ in layouts) and cpsat > 0:
         c = cpsat_bound(problem, cpsat, layouts[0][1])
         if c is None:
-            lines.append("  cp-sat: skipped (pip install ortools)")
+            _say("  cp-sat: skipped (pip install ortools)")
         else:
-            lines.append(f"  cp-sat ({cpsat:g} s): {c.status}, bound {c.bound:,} B"
+            _say(f"  cp-sat ({cpsat:g} s): {c.status}, bound {c.bound:,} B"
                          + (f", layout {height(problem, c.layout):,} B" if c.layout else "") + f", {c.cpu:.1f} CPU-s")
             if c.bound > bound:
                 bound, how = c.bound, f"cp-sat's objective bound ({c.status})"
             if c.layout is not None:
                 layouts.append(("cp-sat", c.layout, c.cpu))
+    bound = round_up(bound, unit(problem.buffers))
     who, best, _ = min(layouts, key=lambda w: height(problem, w[1]))
     top = height(problem, best)
     ok = valid(problem, best)
     gap = (top - bound) / bound * 100 if bound else 0.0
-    lines.append(f"  bound {bound:,} B ({how}); layout {top:,} B from {who}, "
+    _say(f"  bound {bound:,} B ({how}); layout {top:,} B from {who}, "
                  f"{'valid' if ok else 'INVALID'}: at most {gap:.2f} % above the optimum; "
                  f"{time.process_time() - t0:.1f} CPU-s in all")
-    return lines
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -268,13 +283,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=float, default=60.0, help="seconds of optimal on the whole problem")
     ap.add_argument("--relax", type=float, default=120.0, help="CPU seconds of the section-subset loop (0: off)")
     ap.add_argument("--step", type=float, default=20.0, help="seconds of optimal per relaxation")
+    ap.add_argument("--slack", type=float, default=0.02,
+                    help="first relaxation: the sections loaded within this fraction of the peak")
     ap.add_argument("--cpsat", type=float, default=0.0, help="seconds of CP-SAT (needs ortools; 0: off)")
     ap.add_argument("--challenges", default=CHALLENGES, help="folder of minimalloc's challenge CSVs")
     args = ap.parse_args(argv)
     for name in args.names:
-        for line in report(_label(name), _named(name, args.challenges), args.limit, args.relax, args.step,
-                           args.cpsat):
-            print(line, flush=True)
+        report(_label(name), _named(name, args.challenges), args.limit, args.relax, args.step, args.cpsat,
+               args.slack)
     return 0
 
 

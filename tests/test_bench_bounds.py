@@ -35,11 +35,10 @@ def test_sections_bound_is_sound_and_beats_the_load_bound() -> None:
         lb = lower_bound(p.buffers)
         r = bounds.relax_bound(p, budget=5.0, step=2.0, slack=0.5)
         assert lb <= r.bound <= best, (p, r)
-        if r.layout is not None:  # a layout at the load bound: it must be one
-            assert r.bound == lb == best and not validate.violations(p, r.layout, lb)
+        # the whole problem is the last relaxation: tiny ones end with a layout at the optimum
+        assert r.layout is not None and r.bound == best, (p, r)
+        assert not validate.violations(p, r.layout, best)
         above += r.bound > lb
-        if best > lb:  # the whole problem is the last relaxation: tiny ones end proven
-            assert r.bound == best, (p, r)
     assert above >= 3
 
 
@@ -56,7 +55,7 @@ def test_relaxation_keeps_each_buffer_live_in_its_chosen_sections() -> None:
 
 def test_cpsat_bound_and_layout_match_brute_force() -> None:
     pytest.importorskip("ortools")
-    for p, best in _cases()[:8]:
+    for p, best in _cases()[:4]:
         r = bounds.cpsat_bound(p, 5.0, None)
         assert r is not None and r.layout is not None and r.status == "OPTIMAL"
         assert r.bound == bounds.height(p, r.layout) == best
