@@ -33,6 +33,11 @@ LAZY: dict[str, tuple[frozenset[str] | None, str]] = {
     "arena_tool.builder.build_graph": (frozenset({"arena_tool.target.manifest_data", "arena_tool.target.boards"}),
                                        "a no-op build wires the graph from the cached manifest document, "
                                        "without loading YAML, boards or the manifest's types"),
+    "arena_tool.core.files": (frozenset({"arena_tool.core.schema"}), "a CSV plan writes its solution with "
+                                                                      "write_atomic and checks no schema"),
+    "arena_tool.plan.planners.optimal": (frozenset({"arena_tool.plan.planners.search"}),
+                                         "the search runs only where the walks leave a part above its bound: "
+                                         "a CSV plan at the bound imports none of it (issue 39)"),
     "arena_tool.plan.planners": (None, "the registry imports a planner when it first runs: a CSV plan with "
                                        "optimal imports neither exact_cover nor the one-pass planners (issue 39: "
                                        "its whole process's CPU against minimalloc's)"),

@@ -15,7 +15,6 @@ import tempfile
 from typing import Any, Iterable, Iterator
 
 from arena_tool.core.errors import ArenaError, os_error, require_regular
-from arena_tool.core.schema import check_json, schema_dir
 
 
 def project_path(path: str, root: str | None = None) -> str:
@@ -47,6 +46,8 @@ def read_json(path: str, what: str, hint: str, schema: str | None = None) -> Any
     except (OSError, UnicodeDecodeError) as e:
         raise ArenaError(f"cannot read {what}: {e}", file=path, hint=hint) from e
     if schema is not None:
+        from arena_tool.core.schema import check_json  # here: writing a CSV needs no schema
+
         check_json(doc, schema, path)
     return doc
 
@@ -153,6 +154,8 @@ def package_files(package: str | None = None, schemas: str | None = None) -> lis
     generators are made of, found by walking rather than listed by hand."""
     package = package or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if schemas is None:
+        from arena_tool.core.schema import schema_dir
+
         schemas = str(schema_dir())
     files = []
     for folder, dirs, names in os.walk(package):

@@ -166,7 +166,8 @@ def test_a_csv_plan_imports_no_model_stack(tmp_path) -> None:
     and takes the default planner's name from the registry, not the manifest, whose boards
     import jsonschema (0.40 -> 0.25 CPU-s to import cli). Nor the planners it does not run
     (the registry imports each on first use), nor numpy.ma (np.unique without options imports
-    it: 10 ms of a 20,000-buffer plan's 0.24 CPU-s, where minimalloc's whole run takes 0.24)."""
+    it: 10 ms of a 20,000-buffer plan's 0.24 CPU-s, where minimalloc's whole run takes 0.24), nor,
+    where the walks reach the bound, the search, nor the schemas for writing a CSV."""
     import subprocess
     import sys
     csv = tmp_path / "p.csv"
@@ -175,6 +176,7 @@ def test_a_csv_plan_imports_no_model_stack(tmp_path) -> None:
             f"code = main(['plan', '--problem', {str(csv)!r}, '--planner', 'optimal']); "
             "print(code, gc.isenabled(), sorted(m for m in ('onnx', 'arena_tool.model.liveness', 'arena_tool.target.manifest', "
             "'jsonschema', 'arena_tool.plan.planners.exact_cover', 'arena_tool.plan.planners.hill_climb', "
-            "'arena_tool.plan.planners.first_fit', 'numpy.ma') if m in sys.modules))")
+            "'arena_tool.plan.planners.first_fit', 'numpy.ma', 'arena_tool.plan.planners.search', "
+            "'arena_tool.core.schema') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "0 True []", done.stdout + done.stderr  # the collector back on
