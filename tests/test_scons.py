@@ -57,6 +57,13 @@ def built(built_run: tuple[Path, subprocess.CompletedProcess]) -> Path:
     return built_run[0]
 
 
+@pytest.fixture
+def built_copy(built: Path, tmp_path: Path) -> Path:
+    """A copy of ``built`` to edit: a test of what an edit rebuilds starts from it instead of
+    building the example again (at its new path the copy is current: a build in it does nothing)."""
+    return Path(shutil.copytree(built, tmp_path / "p", symlinks=True))
+
+
 def test_full_build_outputs(built: Path) -> None:
     for board in ("nucleo_f746", "mps2_an500", "nucleo_h743"):
         b = built / "build" / board
@@ -175,13 +182,12 @@ def test_generated_c_compiles_with_host_gcc(built: Path, tmp_path: Path) -> None
         assert p.returncode == 0, p.stderr
 
 
-def test_one_model_changed_rebuilds_only_its_targets(tmp_path: Path) -> None:
+def test_one_model_changed_rebuilds_only_its_targets(built_copy: Path) -> None:
     import numpy as np
     import onnx
     from onnx import numpy_helper
 
-    proj = copy_example(tmp_path / "p")
-    assert scons(proj, TWO).returncode == 0
+    proj = built_copy
     before = mtimes(proj / "build")
     path = proj / "example_firmware" / "models" / "autoencoder.onnx"
     model = onnx.load(str(path))
@@ -202,9 +208,8 @@ def test_one_model_changed_rebuilds_only_its_targets(tmp_path: Path) -> None:
     assert len(planned) == 1 and "autoencoder" in planned[0]
 
 
-def test_budget_overflow_fails_before_compiling(tmp_path: Path) -> None:
-    proj = copy_example(tmp_path / "p")
-    assert scons(proj, "board=nucleo_f746").returncode == 0  # leaves outputs that must go
+def test_budget_overflow_fails_before_compiling(built_copy: Path) -> None:
+    proj = built_copy  # built: it leaves outputs that must go
     set_budget(proj, "nucleo_f746", "8K")
     p = scons(proj, "board=nucleo_f746")
     assert p.returncode == 1, p.stdout + p.stderr
@@ -294,11 +299,10 @@ def test_without_cross_compiler_stops_after_generation(tmp_path: Path) -> None:
                                                                          "-n").stdout)
 
 
-def test_missing_cross_compiler_leaves_no_stale_elf_and_can_be_required(tmp_path: Path) -> None:
+def test_missing_cross_compiler_leaves_no_stale_elf_and_can_be_required(built_copy: Path) -> None:
     require_tool("arm-none-eabi-gcc")
-    proj = copy_example(tmp_path / "p")
+    proj = built_copy
     b = proj / "build" / "mps2_an500"
-    assert scons(proj, "board=mps2_an500").returncode == 0
     assert (b / "firmware.elf").is_file() and board_report.read(str(b / "arena_report.json")).stage == "linked"
     off = {"ARENA_REQUIRE_TOOLS": "0"}
     p = scons(proj, "board=mps2_an500", "gcc_prefix=foo-none-eabi-", environ=off)
