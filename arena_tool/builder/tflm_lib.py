@@ -73,7 +73,8 @@ def graph(spec: LibrarySpec, out_dir: str = "") -> BuildGraph:
     sources = tflm_sources.library_sources(spec.root, spec.kernels, spec.ops, spec.target)
     # -DCMSIS_NN only where a file or its headers test it: the rest are the reference library's
     # objects (the same command, so the object cache compiles them once for both kernel sets)
-    cmsis = tflm_sources.naming(spec.root, [s.path for s in sources if s.lang == "c++"], "CMSIS_NN")
+    cmsis = tflm_sources.naming(spec.root, [s.path for s in sources if s.lang == "c++"], "CMSIS_NN") \
+        if spec.kernels == "cmsis_nn" else set()
     for src in sources:
         kernels = spec.kernels if src.lang == "c" or src.path in cmsis else "reference"
         key = f"{src.lang}{src.level}{'' if kernels == 'reference' else '-' + kernels}"
