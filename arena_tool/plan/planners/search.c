@@ -677,7 +677,6 @@ int64_t arena_search(int64_t n, int64_t ns, const int64_t *s0, const int64_t *s1
     }
     for (int64_t q = 1; q <= ns; q++) { s->sec_sum[q] += s->sec_sum[q - 1]; s->cuts[q] += s->cuts[q - 1]; }
     for (int64_t q = 1; q <= ns; q++) s->mem_at[q + 1] += s->mem_at[q];  /* members of each section */
-    s->sec_sum[ns] = 0; s->cuts[ns] = 0; s->mem_at[ns + 1] = 0;
     for (int64_t q = 0; q < ns; q++) s->mem_at[q + 1] += s->mem_at[q];
     s->mem = malloc(4 * ((size_t)s->mem_at[ns] + 1));
     if (!s->mem) { status = NOMEM; goto done; }
